@@ -1,0 +1,33 @@
+# evalctl developer targets. `make setup` then `make test` is the whole set-up.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Where `make data` takes the upstream eva releases from (a folder holding eva-0.1.3/ and
+# eva-2.1.0/ in upstream layout); when it does not exist the pinned tags are downloaded.
+EVA_SOURCE ?= ../shared
+DATA_ROOT ?= data
+
+.PHONY: setup data test lint bench clean
+
+setup: $(BIN)/evalctl data
+
+$(BIN)/evalctl: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+data: $(BIN)/evalctl
+	$(BIN)/python -m engine.datafetch --source '$(EVA_SOURCE)' --dest '$(DATA_ROOT)'
+
+test: $(BIN)/evalctl
+	$(BIN)/python -m pytest -q
+
+lint: $(BIN)/evalctl
+	$(BIN)/ruff check .
+
+bench: $(BIN)/evalctl
+	$(BIN)/python -m tests.bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,87 @@
+"""The data root: where upstream fixtures are read in place.
+
+A data root is a folder holding upstream releases in upstream layout (``eva-0.1.3/``,
+``eva-2.1.0/``). It is chosen by ``--data-root``, else ``$EVAL_DATA_ROOT``, else ``./data``.
+Files whose SHA-256 differs from the pinned upstream sums are accepted with one warning line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+from engine.errors import DataRootError
+
+ENV_VAR = "EVAL_DATA_ROOT"
+DEFAULT = "data"
+PINS_FILE = Path(__file__).with_name("upstream_pins.json")
+
+
+def resolve_data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """Return the data root as an absolute path.
+
+    Order: ``explicit`` (the ``--data-root`` option), then ``$EVAL_DATA_ROOT``, then ``./data``.
+    Raises DataRootError when the folder does not exist, with a hint to run ``make data``.
+    """
+    chosen = explicit or os.environ.get(ENV_VAR) or DEFAULT
+    root = Path(chosen).expanduser().resolve()
+    if not root.is_dir():
+        how = "--data-root" if explicit else (ENV_VAR if os.environ.get(ENV_VAR) else "the default ./data")
+        raise DataRootError(
+            f"data root {root} (from {how}) does not exist; run `make data` or pass --data-root DIR"
+        )
+    return root
+
+
+@cache
+def pins() -> dict[str, dict]:
+    """Pinned upstream releases: ``{release_dir: {repo, tag, commit, files: {relpath: sha256 hex}}}``."""
+    return json.loads(PINS_FILE.read_text(encoding="utf-8"))
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 hex of a file's bytes."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 16), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_release(root: Path, release: str) -> list[str]:
+    """Compare ``root/release`` with its pinned sums.
+
+    Returns the relative paths that are missing or differ (empty when the copy is pristine).
+    Raises KeyError for a release that is not pinned.
+    """
+    spec = pins()[release]
+    bad: list[str] = []
+    for rel, digest in sorted(spec["files"].items()):
+        path = root / release / rel
+        if not path.is_file() or sha256_file(path) != digest:
+            bad.append(rel)
+    return bad
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def warn_if_modified(root: Path, release: str, warn: Callable[[str], None]) -> None:
+    """Emit at most one warning line per (root, release) when files differ from the pins.
+
+    A user's own edited data root is accepted, never refused; the warning says how many files differ.
+    """
+    key = (str(root), release)
+    if key in _warned or release not in pins() or not (root / release).is_dir():
+        return
+    _warned.add(key)
+    bad = check_release(root, release)
+    if bad:
+        warn(
+            f"warning: {root / release} differs from the pinned upstream {release} in {len(bad)} "
+            f"file(s) (first: {bad[0]}); results may not be comparable with published ones"
+        )

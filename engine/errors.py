@@ -1,0 +1,54 @@
+"""User-facing errors and their exit codes.
+
+Every error a user can cause derives from :class:`EvalctlError`. The CLI prints ``str(err)``
+(one line per problem, never a traceback) and exits with ``err.exit_code``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class EvalctlError(Exception):
+    """Base class of user errors. ``exit_code`` is what the CLI exits with (default 1)."""
+
+    exit_code: int = 1
+
+
+class DataRootError(EvalctlError):
+    """The data root is missing or lacks a file a spec refers to."""
+
+
+class UsageError(EvalctlError):
+    """A command was given arguments that cannot work (unknown scenario name, bad option value)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation finding.
+
+    ``file`` is the spec file path as given to the loader, ``line`` is 1-based (0 when unknown),
+    ``json_path`` is a JSONPath such as ``$.tools[rebook_flight].parameters``, ``subject`` names the
+    object (scenario or tool name) when one applies.
+    """
+
+    file: str
+    line: int
+    json_path: str
+    message: str
+    subject: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        who = f" [{self.subject}]" if self.subject else ""
+        return f"{where}: {self.json_path}: {self.message}{who}"
+
+
+class SpecError(EvalctlError):
+    """One or more spec problems; ``problems`` holds every one found (never only the first)."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))

@@ -1,0 +1,1 @@
+"""Tool table runtime: handler registry, argument validation, dispatch, action records."""

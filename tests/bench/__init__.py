@@ -1,0 +1,1 @@
+"""`make bench`: benchmarks that print figures and ratios (never asserted in unit tests)."""

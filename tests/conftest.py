@@ -1,0 +1,19 @@
+"""Shared fixtures: the real data root (filled by `make data`) and the repository paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SPEC_DIR = REPO / "specs" / "eva_airline"
+
+
+@pytest.fixture(scope="session")
+def data_root() -> Path:
+    """The real eva data root: $EVAL_DATA_ROOT or ./data (run `make data` first)."""
+    root = Path(os.environ.get("EVAL_DATA_ROOT", REPO / "data")).resolve()
+    assert (root / "eva-0.1.3").is_dir(), f"no eva data under {root}: run `make data`"
+    return root
