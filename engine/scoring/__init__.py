@@ -1,0 +1,1 @@
+"""Scoring: the six signals of the scoring model, the composite verdict, summaries."""
