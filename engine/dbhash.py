@@ -1,0 +1,60 @@
+"""Canonical DB normalisation and hash, driven entirely by a domain's :class:`HashRules`.
+
+Mirrors the canonical hash of the eva harness: drop excluded top-level keys, turn finite whole
+floats into ints and ``"none"``/``"null"`` strings into null, sort the lists held under the
+declared unordered keys (at any depth) by their key-sorted JSON, then SHA-256 the compact
+sorted-keys JSON (``default=str``, ASCII escapes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from engine.model import HashRules
+
+_NULL_STRINGS = frozenset({"none", "null"})
+
+
+def _sort_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=True, separators=(",", ":"))
+
+
+def _normalize(value: Any, unordered: frozenset[str], key: str | None) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _normalize(v, unordered, k) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        items = [_normalize(v, unordered, None) for v in value]
+        if key in unordered:
+            items.sort(key=_sort_key)
+        return items
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lower() in _NULL_STRINGS:
+        return None
+    return value
+
+
+def normalize_db(db: Mapping[str, Any], rules: HashRules) -> Any:
+    """Return a normalised deep copy of ``db`` (plain dicts/lists; the input is not mutated).
+
+    Top-level keys in ``rules.excluded_keys`` are dropped; whole finite floats become ints;
+    strings equal to none/null (trimmed, any case) become None; lists under any key named in
+    ``rules.unordered_lists`` (any depth) are sorted by their key-sorted JSON.
+    """
+    excluded = set(rules.excluded_keys)
+    unordered = frozenset(rules.unordered_lists)
+    return {k: _normalize(v, unordered, k) for k, v in db.items() if k not in excluded}
+
+
+def canonical_json(db: Mapping[str, Any], rules: HashRules) -> str:
+    """Compact, sorted-keys, ASCII JSON of :func:`normalize_db` — the exact text that is hashed."""
+    return _sort_key(normalize_db(db, rules))
+
+
+def db_hash(db: Mapping[str, Any], rules: HashRules) -> str:
+    """SHA-256 hex (64 chars) of :func:`canonical_json`; equal DBs under ``rules`` hash equal."""
+    return hashlib.sha256(canonical_json(db, rules).encode("ascii")).hexdigest()
