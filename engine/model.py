@@ -211,6 +211,8 @@ class SessionResult:
     engine_time_s: float = 0.0
     agent_backend: str = "replay"
     user_backend: str = "replay"
+    #: The user-side DB for dual-side domains (None when the domain has none, as in eva_airline).
+    user_db: dict[str, Any] | None = None
 
     @property
     def clean_exit(self) -> bool:
