@@ -1,0 +1,123 @@
+"""Model backends: what produces a side's words and tool calls, behind one small interface.
+
+A side server (``engine.sides``) holds the conversation as OpenAI chat ``messages`` (its own
+system prompt first; the other party's lines as ``user``, its own as ``assistant``, tool results as
+``tool``) and asks its backend for the next step with :meth:`Backend.respond`. Backends are
+selected by a spec string, see :func:`parse_backend_spec`: ``replay``, ``openai:MODEL`` or an
+external ``ws://host:port`` side (which is not a backend: the runner connects to it directly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from engine.errors import UsageError
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """One tool call a model asked for. ``arguments`` is the raw JSON text, unparsed."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Usage:
+    """Tokens and model requests spent (``calls`` counts requests, retries excluded)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.calls += other.calls
+
+
+@dataclass
+class BackendReply:
+    """One model step: ``text`` said (may be empty) and ``tool_calls`` wanted (may be empty)."""
+
+    text: str = ""
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class TurnInfo:
+    """Where the side is: ``index`` is its 0-based turn, ``round`` the model step within the turn
+    (0 first, +1 after each batch of tool results), ``closing`` marks the agent's closing turn."""
+
+    index: int
+    round: int = 0
+    closing: bool = False
+
+
+class BackendError(Exception):
+    """The backend could not answer. ``timeout`` is True when a request timed out."""
+
+    def __init__(self, message: str, *, timeout: bool = False):
+        super().__init__(message)
+        self.timeout = timeout
+
+
+class Backend(Protocol):
+    """What a built-in side asks for each model step. One instance serves one session."""
+
+    #: What answers, recorded in results, e.g. ``replay`` or ``openai:gpt-4.1``.
+    name: str
+
+    async def respond(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
+    ) -> BackendReply:
+        """The next step given the chat so far. Raises :class:`BackendError` on failure."""
+        ...
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What a side learned from ``session.start``: ``role`` (agent or user), the scenario metadata
+    dict (``name``, ``starting_utterance``, ...), the system prompt and tool schemas."""
+
+    role: Literal["agent", "user"]
+    scenario: dict[str, Any]
+    system_prompt: str
+    tools: list[dict[str, Any]]
+
+
+class BackendFactory(Protocol):
+    """Makes the backend for one session; raises ``LookupError`` for an unknown scenario."""
+
+    def __call__(self, info: SessionInfo) -> Backend: ...
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A parsed ``--agent`` / ``--user`` value: ``kind`` replay, openai or external;
+    ``model`` for openai; ``uri`` for external."""
+
+    kind: Literal["replay", "openai", "external"]
+    model: str | None = None
+    uri: str | None = None
+
+    def __str__(self) -> str:
+        return {"replay": "replay", "openai": f"openai:{self.model}", "external": str(self.uri)}[self.kind]
+
+
+def parse_backend_spec(text: str) -> BackendSpec:
+    """Parse ``replay``, ``openai:MODEL`` or ``ws://host:port`` (also ``wss://``).
+
+    Raises ``UsageError`` for anything else.
+    """
+    value = text.strip()
+    if value == "replay":
+        return BackendSpec("replay")
+    if value.startswith("openai:") and value[len("openai:") :].strip():
+        return BackendSpec("openai", model=value[len("openai:") :].strip())
+    if value.startswith(("ws://", "wss://")) and len(value.split("://", 1)[1]) > 0:
+        return BackendSpec("external", uri=value)
+    raise UsageError(f"unknown backend {text!r}: expected replay, openai:MODEL or ws://host:port")

@@ -1,0 +1,142 @@
+"""The session wire protocol: JSON text frames over WebSockets (documented in ``docs/protocol.md``).
+
+Every frame is one JSON object ``{"v": 1, "type": ..., "id": ..., ...}``; replies carry
+``reply_to`` (the id they answer). Each message type has its JSON Schema (draft 2020-12,
+``additionalProperties: false``) in ``schemas/protocol/<type>.json``. :func:`decode` checks, in
+order: JSON text, object, known major version, known type, schema; and raises
+:class:`ProtocolError` with a typed ``code`` on the first failure.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from functools import cache
+from typing import Any, Literal
+
+import jsonschema
+
+from engine.model import SCHEMA_DIR
+
+#: Major protocol version. Additive changes (new optional fields) keep it; anything else bumps it.
+PROTOCOL_VERSION = 1
+
+MESSAGE_TYPES: tuple[str, ...] = (
+    "session.start",
+    "session.ready",
+    "turn.request",
+    "tool.call",
+    "tool.result",
+    "turn.response",
+    "session.end",
+    "error",
+)
+
+ErrorCode = Literal[
+    "bad_json",
+    "bad_message",
+    "unsupported_version",
+    "unexpected_message",
+    "unknown_scenario",
+    "backend_error",
+    "backend_timeout",
+    "internal_error",
+]
+
+PROTOCOL_SCHEMA_DIR = SCHEMA_DIR / "protocol"
+
+#: Frames larger than this (bytes) are refused by both ends.
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+
+
+class ProtocolError(Exception):
+    """A frame that breaks the protocol. ``code`` is an :data:`ErrorCode`, ``message`` one line."""
+
+    def __init__(self, code: ErrorCode, message: str, reply_to: str | None = None):
+        super().__init__(f"{code}: {message}")
+        self.code: ErrorCode = code
+        self.message = message
+        self.reply_to = reply_to
+
+
+@cache
+def validator(message_type: str) -> jsonschema.protocols.Validator:
+    """The compiled validator of ``schemas/protocol/<message_type>.json`` (cached)."""
+    schema = json.loads((PROTOCOL_SCHEMA_DIR / f"{message_type}.json").read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def decode(raw: str | bytes) -> dict[str, Any]:
+    """Parse and validate one frame; returns the message dict.
+
+    Raises :class:`ProtocolError`: ``bad_json`` (not a JSON object in a text frame),
+    ``unsupported_version`` (``v`` is not :data:`PROTOCOL_VERSION`), ``bad_message`` (unknown type
+    or schema violation; the message names the JSON path).
+    """
+    if isinstance(raw, bytes):
+        raise ProtocolError("bad_json", "binary frames are not part of the protocol; send JSON text")
+    try:
+        msg = json.loads(raw)
+    except ValueError as err:
+        raise ProtocolError("bad_json", f"frame is not JSON: {err}") from None
+    if not isinstance(msg, dict):
+        raise ProtocolError("bad_json", f"frame is JSON {type(msg).__name__}, expected an object")
+    reply_to = msg.get("id") if isinstance(msg.get("id"), str) else None
+    version = msg.get("v")
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(
+            "unsupported_version",
+            f"protocol version {version!r} is not supported (this engine speaks v{PROTOCOL_VERSION})",
+            reply_to,
+        )
+    mtype = msg.get("type")
+    if mtype not in MESSAGE_TYPES:
+        raise ProtocolError("bad_message", f"unknown message type {mtype!r}", reply_to)
+    error = jsonschema.exceptions.best_match(validator(mtype).iter_errors(msg))
+    if error is not None:
+        raise ProtocolError("bad_message", f"{mtype}: {error.json_path}: {error.message}", reply_to)
+    return msg
+
+
+def encode(msg: dict[str, Any]) -> str:
+    """Serialise one message as compact JSON text (non-ASCII kept as is)."""
+    return json.dumps(msg, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class Ids:
+    """Message ids for one sender on one connection: ``<prefix>1``, ``<prefix>2``, ..."""
+
+    def __init__(self, prefix: str):
+        self._prefix = prefix
+        self._count = itertools.count(1)
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._count)}"
+
+
+def make(message_type: str, msg_id: str, **fields: Any) -> dict[str, Any]:
+    """Build a message dict: the envelope (``v``, ``type``, ``id``) plus ``fields``."""
+    return {"v": PROTOCOL_VERSION, "type": message_type, "id": msg_id, **fields}
+
+
+def error_message(msg_id: str, code: ErrorCode, message: str, reply_to: str | None = None) -> dict[str, Any]:
+    """An ``error`` message."""
+    return make("error", msg_id, code=code, message=message[:4000], reply_to=reply_to)
+
+
+#: The one tool of the user side. The engine runs it (it touches no DB): it hangs up the call.
+END_CALL_TOOL = "end_call"
+
+
+def end_call_schema() -> dict[str, Any]:
+    """The OpenAI function schema of :data:`END_CALL_TOOL`, sent to the user side in session.start."""
+    return {
+        "type": "function",
+        "function": {
+            "name": END_CALL_TOOL,
+            "description": "Hang up: end the phone call once you are done or want to stop.",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+        },
+    }

@@ -1,0 +1,267 @@
+"""One conversation between a user side and an agent side, refereed by the engine.
+
+The engine connects to both sides, starts the session, and hands the turn back and forth
+(the user opens when the domain says so). Every tool call of the agent runs here, against the
+scenario's own DB through :class:`engine.tools.runtime.ToolRuntime`; the user side has one tool,
+``end_call``, also run here. Stop reasons:
+
+- ``exit`` / ``transfer``: a tool ended the call (end_conversation, transfer_to_agent);
+- ``user_hangup``: the user ended the call and the agent, given one closing turn, did not;
+- ``timeout``: ``max_duration`` seconds of wall time, ``max_turns`` agent turns, or a side silent
+  for ``turn_timeout_s`` seconds (also a side whose model request timed out);
+- ``error``: a side could not be reached, disconnected, broke the protocol or reported a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.model import Scenario, SessionResult
+from engine.protocol import END_CALL_TOOL
+from engine.sides.link import SideFailure, SideLink
+from engine.tools.runtime import ToolRuntime
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """Limits of one session. Seconds of wall time; ``max_turns`` counts agent turns (None = no
+    limit); ``max_tool_rounds`` is passed to the sides (model steps with tool calls per turn)."""
+
+    max_duration_s: float
+    turn_timeout_s: float = 120.0
+    max_turns: int | None = None
+    max_tool_rounds: int = 10
+    connect_timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class SessionSetup:
+    """What each side is told at session start: system prompts and OpenAI tool schemas."""
+
+    agent_prompt: str
+    user_prompt: str
+    agent_tools: list[dict[str, Any]]
+    user_tools: list[dict[str, Any]]
+
+
+class _Stop(Exception):
+    def __init__(self, reason: str, message: str | None = None):
+        super().__init__(message or reason)
+        self.reason = reason
+        self.message = message
+
+
+class _Session:
+    def __init__(self, scenario: Scenario, setup: SessionSetup, limits: SessionLimits, trial: int):
+        self.scenario = scenario
+        self.setup = setup
+        self.limits = limits
+        self.trial = trial
+        self.t0 = time.perf_counter()
+        self.runtime = ToolRuntime(scenario.tools, scenario.fresh_db())
+        self.result = SessionResult(
+            scenario_name=scenario.name,
+            trial=trial,
+            stop_reason="error",
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        self.links: dict[str, SideLink] = {}
+        self.ended: str | None = None  # exit / transfer / user_hangup, set by a tool
+        self.engine_time_s = 0.0
+        self.turns = {"agent": 0, "user": 0}
+
+    def log(self, role: str, kind: str, content: Any) -> None:
+        t = round(time.perf_counter() - self.t0, 3)
+        self.result.transcript.append({"role": role, "type": kind, "content": content, "t": t})
+
+    async def open(self, agent_uri: str, user_uri: str) -> None:
+        timeout = self.limits.connect_timeout_s
+        agent, user = await asyncio.gather(
+            SideLink.open("agent", agent_uri, timeout),
+            SideLink.open("user", user_uri, timeout),
+            return_exceptions=True,
+        )
+        for role, link in (("agent", agent), ("user", user)):
+            if isinstance(link, SideLink):
+                self.links[role] = link
+        for link in (agent, user):
+            if isinstance(link, BaseException):
+                raise link
+        await asyncio.gather(self._start("agent"), self._start("user"))
+
+    async def _start(self, role: str) -> None:
+        link = self.links[role]
+        s = self.scenario
+        meta: dict[str, Any] = {
+            "name": s.name,
+            "domain": s.domain.name,
+            "description": s.description,
+            "eva_id": s.eva_id,
+            "language": s.domain.language,
+            "current_date": s.current_date,
+            "trial": self.trial,
+        }
+        if role == "user":
+            meta["starting_utterance"] = s.user.starting_utterance or None
+        start_id = await link.send(
+            "session.start",
+            session_id=f"{s.name}#{self.trial}",
+            role=role,
+            system_prompt=self.setup.agent_prompt if role == "agent" else self.setup.user_prompt,
+            tools=self.setup.agent_tools if role == "agent" else self.setup.user_tools,
+            scenario=meta,
+            limits={
+                "max_duration_s": self.limits.max_duration_s,
+                "turn_timeout_s": self.limits.turn_timeout_s,
+                "max_tool_rounds": self.limits.max_tool_rounds,
+                "max_turns": self.limits.max_turns,
+            },
+        )
+        ready = await link.receive(self.limits.turn_timeout_s)
+        self._expect(link, ready, "session.ready", start_id)
+        backend = ready.get("backend")
+        if backend:
+            setattr(self.result, f"{role}_backend", backend)
+
+    def _expect(self, link: SideLink, msg: dict[str, Any], mtype: str, reply_to: str) -> None:
+        if msg["type"] != mtype or msg.get("reply_to") != reply_to:
+            raise _ProtocolBreak(link, f"expected {mtype} answering {reply_to}, got {msg['type']}", msg["id"])
+
+    async def converse(self) -> str:
+        """Alternate turns until the call ends; returns the stop reason."""
+        speaker = "user" if self.scenario.domain.user_speaks_first else "agent"
+        utterance: str | None = None
+        while True:
+            if (
+                speaker == "agent"
+                and self.limits.max_turns is not None
+                and self.turns["agent"] >= self.limits.max_turns
+            ):
+                raise _Stop("timeout", f"max turns ({self.limits.max_turns} agent turns) reached")
+            reply = await self.turn(speaker, utterance)
+            if self.ended in ("exit", "transfer"):
+                return self.ended
+            if speaker == "user" and (reply.get("end") or self.ended == "user_hangup"):
+                self.ended = "user_hangup"
+                self.log("user", "hangup", None)
+                await self.turn("agent", reply["text"] or None, closing=True)
+                return self.ended if self.ended in ("exit", "transfer") else "user_hangup"
+            utterance = reply["text"]
+            speaker = "agent" if speaker == "user" else "user"
+
+    async def turn(self, role: str, utterance: str | None, closing: bool = False) -> dict[str, Any]:
+        """One turn of ``role``: run its tool calls until it sends ``turn.response``."""
+        link = self.links[role]
+        index = self.turns[role]
+        self.turns[role] += 1
+        turn_id = await link.send("turn.request", turn=index, utterance=utterance, closing=closing)
+        while True:
+            msg = await link.receive(self.limits.turn_timeout_s)
+            if msg["type"] == "tool.call" and msg["reply_to"] == turn_id:
+                await self.tool_call(link, msg, index)
+            elif msg["type"] == "turn.response" and msg["reply_to"] == turn_id:
+                break
+            else:
+                raise _ProtocolBreak(link, f"unexpected {msg['type']} during turn {turn_id}", msg["id"])
+        self._add_usage(role, msg.get("usage"))
+        text = msg["text"]
+        if role == "agent" and text.strip():
+            self.result.agent_turns += 1
+        elif role == "user":
+            self.result.user_turns += 1
+        self.log(role, "utterance", text)
+        return msg
+
+    async def tool_call(self, link: SideLink, msg: dict[str, Any], turn: int) -> None:
+        t0 = time.perf_counter()
+        name, arguments = msg["name"], msg["arguments"]
+        self.log(link.role, "tool_call", {"call_id": msg["call_id"], "name": name, "arguments": arguments})
+        ended: str | None = None
+        if self.ended is not None:
+            result = {"status": "error", "error_type": "call_ended", "message": "The call has already ended."}
+        elif link.role == "user":
+            if name == END_CALL_TOOL:
+                result, ended = {"status": "success", "message": "Call ended."}, "user_hangup"
+            else:
+                result = {
+                    "status": "error",
+                    "error_type": "tool_not_found",
+                    "message": f"Tool '{name}' not found",
+                }
+        else:
+            outcome = self.runtime.call(name, arguments)
+            result, ended = outcome.result, outcome.ended
+            self.result.tool_calls.append(
+                {"name": name, "arguments": arguments, "result": result, "turn": turn}
+            )
+        if ended:
+            self.ended = ended
+        self.log("tool", "tool_result", {"call_id": msg["call_id"], "name": name, "result": result})
+        self.engine_time_s += time.perf_counter() - t0
+        await link.send("tool.result", reply_to=msg["id"], call_id=msg["call_id"], result=result, ended=ended)
+
+    def _add_usage(self, role: str, usage: dict[str, Any] | None) -> None:
+        if not usage:
+            return
+        entry = self.result.usage.setdefault(
+            role, {"model": None, "prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
+        )
+        entry["model"] = usage.get("model") or entry["model"]
+        for key in ("prompt_tokens", "completion_tokens", "calls"):
+            entry[key] += int(usage.get(key, 0))
+
+    async def close(self, stop_reason: str, error: str | None) -> None:
+        await asyncio.gather(*(link.close(stop_reason, error) for link in self.links.values()))
+
+
+class _ProtocolBreak(SideFailure):
+    def __init__(self, link: SideLink, message: str, reply_to: str | None):
+        super().__init__("error", f"{link.role} side broke the protocol: {message}")
+        self.link = link
+        self.reply_to = reply_to
+
+
+async def run_session(
+    scenario: Scenario,
+    setup: SessionSetup,
+    agent_uri: str,
+    user_uri: str,
+    limits: SessionLimits,
+    trial: int = 1,
+) -> SessionResult:
+    """Run one conversation of ``scenario`` between the sides at ``agent_uri`` / ``user_uri``
+    (``ws://host:port``). Never raises for a side's failure: it becomes the stop reason, with the
+    message in ``SessionResult.error``. Cancellation (Ctrl-C) is propagated after closing the sides.
+    """
+    session = _Session(scenario, setup, limits, trial)
+    error: str | None = None
+    try:
+        async with asyncio.timeout(limits.max_duration_s):
+            await session.open(agent_uri, user_uri)
+            stop = await session.converse()
+    except _Stop as err:
+        stop, error = err.reason, err.message
+    except _ProtocolBreak as err:
+        await err.link.fail("unexpected_message", err.message, err.reply_to)
+        stop, error = err.kind, err.message
+    except SideFailure as err:
+        stop, error = err.kind, err.message
+    except TimeoutError:
+        stop, error = "timeout", f"max_duration ({limits.max_duration_s:g} s) reached"
+    except asyncio.CancelledError:
+        await asyncio.shield(session.close("error", "run interrupted"))
+        raise
+    await session.close(stop, error)
+    result = session.result
+    result.stop_reason = stop  # type: ignore[assignment]
+    result.error = error
+    result.final_db = session.runtime.db
+    result.actions = list(session.runtime.actions)
+    result.duration_s = time.perf_counter() - session.t0
+    result.engine_time_s = session.engine_time_s + sum(link.engine_time_s for link in session.links.values())
+    session.log("system", "end", {"stop_reason": stop, "error": error})
+    return result

@@ -1,0 +1,118 @@
+"""The engine's end of one side connection: the runner is the WebSocket client of every side."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Literal
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from engine.protocol import MAX_FRAME_BYTES, Ids, ProtocolError, decode, encode, error_message, make
+
+
+class SideFailure(Exception):
+    """A side failed: ``kind`` is the stop reason it causes (``error`` or ``timeout``)."""
+
+    def __init__(self, kind: Literal["error", "timeout"], message: str):
+        super().__init__(message)
+        self.kind: Literal["error", "timeout"] = kind
+        self.message = message
+
+
+class SideLink:
+    """One open session connection to a side (``role`` agent or user) at ``uri``.
+
+    ``engine_time_s`` accumulates the engine's own CPU-side time spent encoding and decoding
+    frames on this link (seconds), for the runtime benchmark.
+    """
+
+    def __init__(self, role: str, uri: str, ws: ClientConnection):
+        self.role = role
+        self.uri = uri
+        self.ws = ws
+        self.ids = Ids("e")
+        self.engine_time_s = 0.0
+
+    @classmethod
+    async def open(cls, role: str, uri: str, timeout_s: float) -> SideLink:
+        """Connect; raises :class:`SideFailure` (``error``) when the side cannot be reached."""
+        try:
+            ws = await connect(
+                uri,
+                open_timeout=timeout_s,
+                close_timeout=1.0,
+                compression=None,
+                max_size=MAX_FRAME_BYTES,
+                proxy=None,
+            )
+        except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as err:
+            raise SideFailure("error", f"cannot connect to the {role} side at {uri}: {err}") from None
+        return cls(role, uri, ws)
+
+    async def send(self, message_type: str, **fields: Any) -> str:
+        """Send one message; returns its id. Raises :class:`SideFailure` if the side is gone."""
+        t0 = time.perf_counter()
+        msg_id = self.ids.next()
+        frame = encode(make(message_type, msg_id, **fields))
+        self.engine_time_s += time.perf_counter() - t0
+        try:
+            await self.ws.send(frame)
+        except ConnectionClosed as err:
+            raise SideFailure("error", f"{self.role} side disconnected: {_closed(err)}") from None
+        return msg_id
+
+    async def receive(self, timeout_s: float) -> dict[str, Any]:
+        """The next valid message. Raises :class:`SideFailure`: ``timeout`` when nothing arrives
+        within ``timeout_s`` seconds; ``error`` on disconnect, a protocol violation (the side is
+        told with a typed ``error`` first) or an ``error`` message from the side (a
+        ``backend_timeout`` error gives ``timeout``)."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                raw = await self.ws.recv()
+        except TimeoutError:
+            raise SideFailure("timeout", f"{self.role} side sent nothing for {timeout_s:g} s") from None
+        except ConnectionClosed as err:
+            raise SideFailure("error", f"{self.role} side disconnected: {_closed(err)}") from None
+        t0 = time.perf_counter()
+        try:
+            msg = decode(raw)
+        except ProtocolError as err:
+            self.engine_time_s += time.perf_counter() - t0
+            await self.fail(err.code, err.message, err.reply_to)
+            raise SideFailure("error", f"{self.role} side broke the protocol: {err}") from None
+        self.engine_time_s += time.perf_counter() - t0
+        if msg["type"] == "error":
+            kind: Literal["error", "timeout"] = "timeout" if msg["code"] == "backend_timeout" else "error"
+            raise SideFailure(kind, f"{self.role} side reported {msg['code']}: {msg['message']}")
+        return msg
+
+    async def fail(self, code: Any, message: str, reply_to: str | None = None) -> None:
+        """Tell the side what it did wrong (best effort; never raises)."""
+        try:
+            async with asyncio.timeout(1.0):
+                await self.ws.send(encode(error_message(self.ids.next(), code, message, reply_to)))
+        except (ConnectionClosed, TimeoutError, OSError):
+            pass
+
+    async def close(self, stop_reason: str, error: str | None) -> None:
+        """Send ``session.end`` and close the connection (best effort; never raises)."""
+        try:
+            async with asyncio.timeout(1.0):
+                msg = make("session.end", self.ids.next(), stop_reason=stop_reason, error=error)
+                await self.ws.send(encode(msg))
+        except (ConnectionClosed, TimeoutError, OSError):
+            pass
+        try:
+            async with asyncio.timeout(1.0):
+                await self.ws.close()
+        except (ConnectionClosed, TimeoutError, OSError):
+            pass
+
+
+def _closed(err: ConnectionClosed) -> str:
+    frame = err.rcvd or err.sent
+    if frame is None:
+        return "connection lost without a close frame"
+    return f"close code {frame.code}" + (f" ({frame.reason})" if frame.reason else "")

@@ -1,0 +1,202 @@
+"""Built-in sides: WebSocket servers that answer the engine with a model backend.
+
+One connection is one session. The server keeps that session's chat (``messages`` in OpenAI
+format), asks its backend for each step, forwards the backend's tool calls to the engine as
+``tool.call`` and feeds the ``tool.result`` back, and closes the turn with ``turn.response``.
+At most ``limits.max_tool_rounds`` batches of tool calls run per turn; further calls are dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from engine.backends import Backend, BackendError, BackendFactory, SessionInfo, TurnInfo, Usage
+from engine.protocol import MAX_FRAME_BYTES, Ids, ProtocolError, decode, encode, error_message, make
+
+log = logging.getLogger(__name__)
+
+
+class _SessionEnded(Exception):
+    """The engine ended the session while this side was mid-turn."""
+
+
+class _Session:
+    """State of one session on a side server."""
+
+    def __init__(self, ws: ServerConnection, start: dict[str, Any], backend: Backend):
+        self.ws = ws
+        self.ids = Ids("s")
+        self.backend = backend
+        self.role = start["role"]
+        self.tools: list[dict[str, Any]] = start["tools"]
+        self.max_tool_rounds: int = start["limits"]["max_tool_rounds"]
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": start["system_prompt"]}]
+
+    async def send(self, message_type: str, **fields: Any) -> str:
+        msg_id = self.ids.next()
+        await self.ws.send(encode(make(message_type, msg_id, **fields)))
+        return msg_id
+
+    async def turn(self, request: dict[str, Any]) -> None:
+        """Answer one ``turn.request``: model steps, tool calls through the engine, turn.response."""
+        if request.get("utterance"):
+            self.messages.append({"role": "user", "content": request["utterance"]})
+        usage = Usage()
+        texts: list[str] = []
+        ended: str | None = None
+        for step in range(self.max_tool_rounds + 1):
+            info = TurnInfo(request["turn"], step, bool(request.get("closing", False)))
+            reply = await self.backend.respond(self.messages, self.tools, info)
+            usage.add(reply.usage)
+            calls = reply.tool_calls if step < self.max_tool_rounds else []
+            if reply.text:
+                texts.append(reply.text)
+            if reply.text or calls:
+                entry: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+                if calls:
+                    entry["tool_calls"] = [
+                        {
+                            "id": c.call_id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in calls
+                    ]
+                self.messages.append(entry)
+            if not calls:
+                break
+            for call in calls:
+                call_msg = await self.send(
+                    "tool.call",
+                    reply_to=request["id"],
+                    call_id=call.call_id,
+                    name=call.name,
+                    arguments=call.arguments,
+                )
+                result = await self._await_result(call_msg)
+                content = json.dumps(result["result"], ensure_ascii=False, default=str)
+                self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
+                ended = ended or result["ended"]
+            if ended:
+                break
+        await self.send(
+            "turn.response",
+            reply_to=request["id"],
+            text=" ".join(texts),
+            end=ended == "user_hangup",
+            usage={
+                "model": self.backend.name,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "calls": usage.calls,
+            },
+        )
+
+    async def _await_result(self, call_msg: str) -> dict[str, Any]:
+        msg = decode(await self.ws.recv())
+        if msg["type"] in ("session.end", "error"):
+            raise _SessionEnded
+        if msg["type"] != "tool.result" or msg["reply_to"] != call_msg:
+            raise ProtocolError(
+                "unexpected_message", f"expected tool.result for {call_msg}, got {msg['type']}"
+            )
+        return msg
+
+
+class SideServer:
+    """Serves one side (agent or user) to any number of concurrent sessions.
+
+    ``factory`` makes the backend of each session from its ``session.start``.
+    """
+
+    def __init__(self, factory: BackendFactory):
+        self.factory = factory
+
+    async def handle(self, ws: ServerConnection) -> None:
+        """The connection handler: one session, start to end. Never raises."""
+        ids = Ids("x")
+        try:
+            await self._run(ws)
+        except ProtocolError as err:
+            await _send_quietly(ws, error_message(ids.next(), err.code, err.message, err.reply_to))
+        except BackendError as err:
+            code = "backend_timeout" if err.timeout else "backend_error"
+            await _send_quietly(ws, error_message(ids.next(), code, str(err)))
+        except (ConnectionClosed, _SessionEnded):
+            pass
+        except Exception as err:  # a bug in a backend must not kill the server
+            log.exception("side session crashed")
+            await _send_quietly(
+                ws, error_message(ids.next(), "internal_error", f"{type(err).__name__}: {err}")
+            )
+
+    async def _run(self, ws: ServerConnection) -> None:
+        start = decode(await ws.recv())
+        if start["type"] != "session.start":
+            raise ProtocolError(
+                "unexpected_message", f"expected session.start, got {start['type']}", start["id"]
+            )
+        info = SessionInfo(
+            start["role"], dict(start["scenario"]), start["system_prompt"], list(start["tools"])
+        )
+        try:
+            backend = self.factory(info)
+        except LookupError as err:
+            raise ProtocolError("unknown_scenario", str(err), start["id"]) from None
+        session = _Session(ws, start, backend)
+        await session.send("session.ready", reply_to=start["id"], backend=backend.name)
+        async for raw in ws:
+            msg = decode(raw)
+            if msg["type"] == "turn.request":
+                await session.turn(msg)
+            elif msg["type"] in ("session.end", "error"):
+                return
+            else:
+                raise ProtocolError(
+                    "unexpected_message", f"unexpected {msg['type']} between turns", msg["id"]
+                )
+
+
+async def _send_quietly(ws: ServerConnection, msg: dict[str, Any]) -> None:
+    with contextlib.suppress(ConnectionClosed, TimeoutError, OSError):
+        async with asyncio.timeout(1.0):
+            await ws.send(encode(msg))
+
+
+async def start_side_server(factory: BackendFactory, host: str = "127.0.0.1", port: int = 0) -> Server:
+    """Start serving ``factory``'s backends at ``host:port`` (0 = an ephemeral port)."""
+    return await serve(
+        SideServer(factory).handle,
+        host,
+        port,
+        compression=None,
+        max_size=MAX_FRAME_BYTES,
+        close_timeout=1.0,
+    )
+
+
+def server_uri(server: Server) -> str:
+    """``ws://host:port`` of a running server (the first socket it listens on)."""
+    host, port = server.sockets[0].getsockname()[:2]
+    return f"ws://{host}:{port}"
+
+
+@contextlib.asynccontextmanager
+async def builtin_side(factory: BackendFactory) -> AsyncIterator[str]:
+    """Run a side server on 127.0.0.1 with an ephemeral port for the duration; yields its URI."""
+    server = await start_side_server(factory)
+    try:
+        yield server_uri(server)
+    finally:
+        server.close()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(2.0):
+                await server.wait_closed()
