@@ -1,21 +1,61 @@
-"""After a session: score it and write its artifacts; after a run: the summaries.  (INTERFACE STUB: filled by the scoring work.)
+"""After a session: score it and write its artifacts; after a run: the summaries.
 
-The runner calls only these functions, so scoring and artifacts can change without touching it.
+The runner calls only these functions, so scoring and artifacts can change without touching it:
+
+- ``is_complete(run_dir, scenario_name, trial, trials) -> bool`` — decides what ``--resume`` re-runs;
+- ``await finish_session(run_dir, scenario, result, trials, options) -> dict`` — after every session;
+- ``finish_run(run_dir, run_info) -> dict`` — at the end of a run, also after Ctrl-C.
+
+Per (scenario, trial) directory (:func:`scenario_dir`), every file written atomically:
+``final_db.json``, ``expected_db.json``, ``actions.json``, ``tool_calls.json``,
+``transcript.jsonl``, ``final_scenario_db_hash.txt``, ``scenario_config/{metadata.json,
+agent_prompt.md, user_prompt.md, tools.json}``, ``judge_result.json`` (judge on) and LAST
+``metrics.json``: its presence (parsing, naming this scenario and trial) marks the result complete.
+
+``run_info`` (a plain dict from the runner; every key optional) — what ``run.json`` and the
+summary need: ``argv`` (list of str), ``args`` (dict of parsed options), ``spec_dir`` (str),
+``data_root`` (str), ``models`` (``{agent, user, judge}`` → model or backend string),
+``trials`` (int), ``scenarios`` (planned scenario names, to report missing ones),
+``min_agent_turns`` (int), ``started_at`` / ``finished_at`` (ISO 8601), ``wall_time_s``
+(seconds), ``interrupted`` (bool, True after Ctrl-C).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine import __version__
+from engine.artifacts import read_json, write_json, write_jsonl, write_text
+from engine.dbhash import db_hash
 from engine.model import Scenario, SessionResult
+from engine.provenance import run_provenance
+from engine.scoring.composite import compute_composite
+from engine.scoring.signals import SignalInputs, compute_signals
+from engine.scoring.summary import build_summary, render_summary_text
+
+log = logging.getLogger(__name__)
+
+METRICS = "metrics.json"
+METRICS_SCHEMA = "evalctl.metrics/1"
 
 
 @dataclass(frozen=True)
 class ScoringOptions:
-    """Run-level scoring settings: ``min_agent_turns`` (stalled rule), ``strict_match``,
-    judge settings (``judge_model`` None = judge off, ``judge_base_url``, ``judge_threshold``)."""
+    """Run-level scoring settings (the runner fills them from CLI flags).
+
+    ``min_agent_turns``: stalled rule, ``--min-agent-turns`` (default 3, spoken agent turns);
+    ``strict_match``: ``--strict-match`` (no extra list items at any level in ``is_action_match``);
+    ``judge_model``: ``--judge-model`` (None = judge off); ``judge_base_url``: ``--judge-base-url``
+    (OpenAI-compatible, e.g. ``http://127.0.0.1:8000/v1``); ``judge_api_key_env``: environment
+    variable holding the key (a placeholder is sent when unset); ``judge_threshold``:
+    ``--judge-threshold`` (``judge_passed`` = score >= it, default 0.9); ``judge_retries``: extra
+    attempts after a failed judge call; ``judge_retry_delay_s`` / ``judge_timeout_s``: seconds.
+    """
 
     min_agent_turns: int = 3
     strict_match: bool = False
@@ -23,27 +63,225 @@ class ScoringOptions:
     judge_base_url: str | None = None
     judge_api_key_env: str = "OPENAI_API_KEY"
     judge_threshold: float = 0.9
+    judge_retries: int = 2
+    judge_retry_delay_s: float = 0.5
+    judge_timeout_s: float = 60.0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 def scenario_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> Path:
-    """Where one (scenario, trial) writes: ``run_dir/<name>`` or ``run_dir/<name>/trial_<k>`` when trials > 1."""
+    """Where one (scenario, trial) writes: ``run_dir/<name>``, or ``run_dir/<name>/trial_<k>`` when
+    trials > 1."""
     return run_dir / scenario_name if trials == 1 else run_dir / scenario_name / f"trial_{trial}"
 
 
+def read_metrics(path: Path) -> dict[str, Any] | None:
+    """Parse a ``metrics.json``; None when it is missing, torn or not ours."""
+    try:
+        body = read_json(path)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(body, dict) or body.get("schema") != METRICS_SCHEMA or "scenario_name" not in body:
+        return None
+    return body
+
+
 def is_complete(run_dir: Path, scenario_name: str, trial: int, trials: int) -> bool:
-    """True when that (scenario, trial) already has a complete, scored result (used by --resume)."""
-    return (scenario_dir(run_dir, scenario_name, trial, trials) / "metrics.json").is_file()
+    """True when that (scenario, trial) already has a complete, scored result (used by --resume):
+    its ``metrics.json`` parses and names this scenario and trial."""
+    body = read_metrics(scenario_dir(Path(run_dir), scenario_name, trial, trials) / METRICS)
+    return body is not None and body["scenario_name"] == scenario_name and body.get("trial") == trial
+
+
+def expected_session(scenario: Scenario) -> dict[str, Any] | None:
+    """The ``session`` record the gold replay leaves in the DB (eva: ``{confirmation_number,
+    last_name}`` written by get_reservation); None without a gold trace or when replay fails."""
+    if scenario.gold_trace is None:
+        return None
+    try:
+        from engine.replay import replay_gold
+
+        final = replay_gold(scenario)
+    except Exception as exc:  # the diagnostic is optional: never let it break scoring
+        log.debug("gold replay for %s failed: %s", scenario.name, exc)
+        return None
+    db = getattr(final, "final_db", final)
+    session = db.get("session") if isinstance(db, dict) else None
+    return dict(session) if isinstance(session, dict) else None
+
+
+def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str, Any]] | None, str | None]:
+    """Rendered prompts and tool schemas; a rendering failure is recorded, never raised."""
+    try:
+        from engine import render
+
+        prompts = {
+            "agent_prompt.md": render.render_agent_prompt(scenario),
+            "user_prompt.md": render.render_user_prompt(scenario),
+        }
+        return prompts, list(render.tool_schemas(scenario)), None
+    except Exception as exc:
+        return {}, scenario.tools.openai_schemas(), f"{type(exc).__name__}: {exc}"
+
+
+def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "scenario_name": scenario.name,
+        "eva_id": scenario.eva_id,
+        "domain": scenario.domain.name,
+        "description": scenario.description,
+        "current_date": scenario.current_date,
+        "max_duration_s": scenario.max_duration,
+        "success_signals": list(scenario.success_signals),
+        "expected_db_hash": expected_hash,
+        "hash_rules": {
+            "excluded_keys": list(scenario.domain.hash_rules.excluded_keys),
+            "unordered_lists": list(scenario.domain.hash_rules.unordered_lists),
+        },
+        "db_state_assertions": [dict(a) for a in scenario.db_state_assertions],
+        "nl_assertions": list(scenario.nl_assertions),
+        "reference_answer": scenario.reference_answer,
+        "match_options": dict(scenario.match_options),
+        "source": scenario.source.file,
+    }
+    if render_error:
+        meta["render_error"] = render_error
+    return meta
 
 
 async def finish_session(
     run_dir: Path, scenario: Scenario, result: SessionResult, trials: int, options: ScoringOptions
 ) -> dict[str, Any]:
-    """Score ``result`` and write every per-scenario artifact atomically; returns the metrics dict."""
-    raise NotImplementedError
+    """Score ``result`` and write every per-scenario artifact atomically; returns the metrics dict.
+
+    ``metrics.json`` is written last. The judge (if ``options.judge_model``) is awaited here; its
+    failures are recorded as N/A, never raised. Raises OSError only when the run directory cannot
+    be written.
+    """
+    sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
+    sdir.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        (sdir / METRICS).unlink()  # a re-run of this slot is incomplete until the new metrics land
+
+    rules = scenario.domain.hash_rules
+    actual_hash = db_hash(result.final_db, rules) if result.final_db is not None else None
+    expected_hash = db_hash(scenario.expected_db, rules) if scenario.expected_db is not None else None
+
+    judge = None
+    if options.judge_model:
+        from engine.scoring.judge import run_judge
+
+        judge = await run_judge(scenario, result, options)
+
+    inputs = SignalInputs(
+        scenario, result, options.strict_match, actual_hash, expected_hash, judge, expected_session(scenario)
+    )
+    values, fields = compute_signals(inputs)
+    stalled = result.agent_turns < options.min_agent_turns
+    comp = compute_composite(values, scenario.success_signals, stalled)
+
+    if result.final_db is not None:
+        write_json(sdir / "final_db.json", result.final_db)
+    if scenario.expected_db is not None:
+        write_json(sdir / "expected_db.json", scenario.expected_db)
+    write_json(sdir / "actions.json", result.actions)
+    write_json(sdir / "tool_calls.json", result.tool_calls)
+    write_jsonl(sdir / "transcript.jsonl", result.transcript)
+    write_text(
+        sdir / "final_scenario_db_hash.txt",
+        f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n",
+    )
+    prompts, tools, render_error = _rendered_config(scenario)
+    cfg = sdir / "scenario_config"
+    write_json(cfg / "metadata.json", _metadata(scenario, expected_hash, render_error))
+    for fname, text in prompts.items():
+        write_text(cfg / fname, text)
+    write_json(cfg / "tools.json", tools)
+    usage = {role: dict(u) for role, u in result.usage.items()}
+    if judge is not None:
+        write_json(sdir / "judge_result.json", judge.to_json())
+        usage["judge"] = dict(judge.usage)
+
+    metrics: dict[str, Any] = {
+        "schema": METRICS_SCHEMA,
+        "scenario_name": scenario.name,
+        "eva_id": scenario.eva_id,
+        "domain": scenario.domain.name,
+        "trial": result.trial,
+        "is_successful": comp.is_successful,
+        "is_task_successful": comp.is_task_successful,
+        "success_breakdown": comp.breakdown,
+        "success_signals": list(scenario.success_signals),
+        "stalled": stalled,
+        "stop_reason": result.stop_reason,
+        **fields,
+        "db_hash": actual_hash,
+        "expected_db_hash": expected_hash,
+        "agent_turns": result.agent_turns,
+        "user_turns": result.user_turns,
+        "num_actions": len(result.actions),
+        "num_tool_calls": len(result.tool_calls),
+        "started_at": result.started_at,
+        "duration_s": round(result.duration_s, 6),
+        "engine_time_s": round(result.engine_time_s, 6),
+        "agent_backend": result.agent_backend,
+        "user_backend": result.user_backend,
+        "usage": usage,
+        "judge_model": judge.model if judge else None,
+        "judge_prompt_sha256": judge.prompt_sha256 if judge else None,
+        "error": result.error,
+        "evalctl_version": __version__,
+    }
+    write_json(sdir / METRICS, metrics)
+    return metrics
+
+
+def load_run_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """Every complete ``metrics.json`` under ``run_dir`` (``<name>/`` and ``<name>/trial_<k>/``),
+    one per (scenario, trial), sorted by name then trial. Torn or foreign files are skipped."""
+    run_dir = Path(run_dir)
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    for path in sorted([*run_dir.glob(f"*/{METRICS}"), *run_dir.glob(f"*/trial_*/{METRICS}")]):
+        body = read_metrics(path)
+        if body is None:
+            continue
+        expected_dir = scenario_dir(
+            run_dir, body["scenario_name"], body.get("trial", 1), 1 if path.parent.parent == run_dir else 2
+        )
+        if expected_dir != path.parent:
+            continue  # a copy in the wrong place must not count twice
+        seen[(body["scenario_name"], int(body.get("trial", 1)))] = body
+    return [seen[k] for k in sorted(seen)]
 
 
 def finish_run(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
     """Recompute the run summary over every scenario directory in ``run_dir`` and write
-    ``all_summary.txt``, ``summary.json`` and ``run.json``; returns the summary dict."""
-    raise NotImplementedError
+    ``all_summary.txt``, ``summary.json`` and ``run.json``; returns the summary dict.
+
+    Safe to call repeatedly (after a resume, after Ctrl-C): results are read from disk, each
+    (scenario, trial) counted once.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    summary = build_summary(load_run_metrics(run_dir), run_info)
+    summary = {"run_dir": str(run_dir), "evalctl_version": __version__, **summary}
+    write_json(run_dir / "run.json", run_provenance(run_dir, run_info))
+    write_json(run_dir / "summary.json", summary)
+    write_text(run_dir / "all_summary.txt", render_summary_text(summary, title=str(run_dir)))
+    return summary
+
+
+def load_summary(run_dir: Path) -> dict[str, Any]:
+    """The ``summary.json`` of a run; raises UsageError when ``run_dir`` is not a finished run."""
+    from engine.errors import UsageError
+
+    path = Path(run_dir) / "summary.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(
+            f"{run_dir}: no summary.json (not a run directory, or the run never finished; "
+            f"`evalctl run ... --resume {run_dir}` completes it)"
+        ) from None
+    except ValueError as exc:
+        raise UsageError(f"{path}: unreadable ({exc})") from None

@@ -1,0 +1,115 @@
+"""``run.json``: what produced a run — version, git commit, spec/template/data hashes, models, args.
+
+All hashes are SHA-256 hex of file bytes. ``run.json`` is rewritten by every ``finish_run``; the
+first invocation's record is kept and each later one (a ``--resume``) is appended to
+``invocations``, so a resumed run still says how it started.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engine import __version__
+from engine.artifacts import read_json
+from engine.dataroot import pins, sha256_file
+from engine.model import REPO_ROOT, TEMPLATE_DIR
+
+MAX_DATA_FILES = 5000
+
+
+def git_commit(repo: Path = REPO_ROOT) -> dict[str, Any] | None:
+    """``{commit, dirty}`` of the evalctl checkout, or None when it is not a git work tree."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def hash_tree(root: Path, pattern: str = "**/*", limit: int = MAX_DATA_FILES) -> dict[str, str]:
+    """``{relative path: SHA-256 hex}`` of the regular files under ``root`` matching ``pattern``
+    (hidden files skipped, at most ``limit`` files); empty when ``root`` is not a folder."""
+    root = Path(root)
+    if not root.is_dir():
+        return {}
+    out: dict[str, str] = {}
+    for path in sorted(root.glob(pattern)):
+        rel = path.relative_to(root)
+        if path.is_file() and not any(part.startswith(".") for part in rel.parts):
+            out[rel.as_posix()] = sha256_file(path)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def data_root_changes(files: dict[str, str]) -> list[str]:
+    """Pinned upstream files (``release/relpath``) whose hash differs from the pin or that are absent."""
+    changed: list[str] = []
+    present_releases = {p.split("/", 1)[0] for p in files}
+    for release, spec in pins().items():
+        if release not in present_releases:
+            continue
+        for rel, digest in spec["files"].items():
+            if files.get(f"{release}/{rel}") != digest:
+                changed.append(f"{release}/{rel}")
+    return sorted(changed)
+
+
+def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
+    """Build the ``run.json`` body for this invocation, merged with an existing ``run.json``."""
+    spec_dir = run_info.get("spec_dir")
+    data_root = run_info.get("data_root")
+    data_files = hash_tree(Path(data_root)) if data_root else {}
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    invocation = {
+        "started_at": run_info.get("started_at"),
+        "finished_at": run_info.get("finished_at") or now,
+        "wall_time_s": run_info.get("wall_time_s"),
+        "interrupted": bool(run_info.get("interrupted", False)),
+        "argv": run_info.get("argv"),
+        "args": run_info.get("args"),
+    }
+    body: dict[str, Any] = {
+        "evalctl_version": __version__,
+        "git": git_commit(),
+        "python": platform.python_version(),
+        "spec_dir": str(spec_dir) if spec_dir else None,
+        "spec_files": hash_tree(Path(spec_dir), "**/*.yaml") if spec_dir else {},
+        "templates": hash_tree(TEMPLATE_DIR),
+        "data_root": str(data_root) if data_root else None,
+        "data_root_files": data_files,
+        "data_root_changed_from_pins": data_root_changes(data_files),
+        "models": run_info.get("models"),
+        "trials": run_info.get("trials"),
+        "args": run_info.get("args"),
+        "argv": run_info.get("argv"),
+    }
+    previous: dict[str, Any] = {}
+    try:
+        loaded = read_json(Path(run_dir) / "run.json")
+        previous = loaded if isinstance(loaded, dict) else {}
+    except (OSError, ValueError):
+        pass
+    body["created_at"] = previous.get("created_at") or run_info.get("started_at") or now
+    earlier = list(previous.get("invocations", []))
+    if earlier and invocation["started_at"] and earlier[-1].get("started_at") == invocation["started_at"]:
+        earlier.pop()  # the same invocation finishing again (e.g. summary after Ctrl-C) replaces itself
+    body["invocations"] = [*earlier, invocation]
+    return body

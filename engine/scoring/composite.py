@@ -1,0 +1,75 @@
+"""The composite verdict: ``is_successful``, ``is_task_successful`` and ``success_breakdown``.
+
+Per the scoring contract: only whitelisted signals (the scenario's ``success_signals``) gate;
+the verdict is the strict AND over those whose value is applicable; ``"N/A"`` when none is.
+Float pass rates pass only at exactly 1.0. ``None`` and ``"N/A"`` mean "not applicable".
+A stalled scenario (fewer agent turns than ``--min-agent-turns``) is forced to False.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+NOT_APPLICABLE = "N/A"
+CLEAN_EXIT = "clean_exit"
+
+
+def normalize_verdict(value: Any) -> bool | None:
+    """Map a signal value to pass / fail / not applicable.
+
+    ``None`` and ``"N/A"`` → None; bool → itself; a float or int pass rate → True only at >= 1.0.
+    Raises TypeError for anything else (a signal function returned a wrong type).
+    """
+    if value is None or value == NOT_APPLICABLE:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value >= 1.0
+    raise TypeError(f"signal value {value!r} is neither bool, rate, None nor 'N/A'")
+
+
+@dataclass(frozen=True)
+class Composite:
+    """The composite of one scenario.
+
+    ``is_successful`` / ``is_task_successful`` are True, False or ``"N/A"``; ``breakdown`` is
+    ``{passed, failed, not_applicable, excluded}`` (lists of signal names, in signal order);
+    ``stalled`` says the min-agent-turns rule forced the verdict.
+    """
+
+    is_successful: bool | str
+    is_task_successful: bool | str
+    breakdown: dict[str, list[str]]
+    stalled: bool
+
+
+def _conjunction(verdicts: Sequence[bool]) -> bool | str:
+    return all(verdicts) if verdicts else NOT_APPLICABLE
+
+
+def compute_composite(
+    signals: Mapping[str, Any], whitelist: Sequence[str], stalled: bool = False
+) -> Composite:
+    """Combine ``signals`` (name → raw value, in the order to report) under ``whitelist``.
+
+    Signals not in the whitelist land in ``excluded``; whitelisted names missing from ``signals``
+    count as not applicable. An empty whitelist yields ``"N/A"`` (specs reject it before a run).
+    """
+    breakdown: dict[str, list[str]] = {"passed": [], "failed": [], "not_applicable": [], "excluded": []}
+    gating: list[tuple[str, bool]] = []
+    for name in whitelist:
+        verdict = normalize_verdict(signals.get(name))
+        if verdict is None:
+            breakdown["not_applicable"].append(name)
+        else:
+            breakdown["passed" if verdict else "failed"].append(name)
+            gating.append((name, verdict))
+    breakdown["excluded"] = [name for name in signals if name not in whitelist]
+    overall = _conjunction([v for _, v in gating])
+    task = _conjunction([v for n, v in gating if n != CLEAN_EXIT])
+    if stalled:
+        overall, task = False, False
+    return Composite(overall, task, breakdown, stalled)

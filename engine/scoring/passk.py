@@ -1,0 +1,42 @@
+"""pass^k over repeated trials, as tau2-bench defines it.
+
+For one scenario run ``n`` times with ``c`` successes, pass^k = C(c, k) / C(n, k): the chance that
+k trials drawn without replacement all succeed. The run-level figure is the mean over scenarios.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from math import comb
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float | None:
+    """C(c, k) / C(n, k) for ``n`` trials with ``c`` successes; None when k > n or k < 1.
+
+    Raises ValueError when ``c`` is outside 0..n.
+    """
+    if not 0 <= c <= n:
+        raise ValueError(f"successes {c} outside 0..{n}")
+    if k < 1 or k > n:
+        return None
+    return comb(c, k) / comb(n, k)
+
+
+def pass_hat_k_table(outcomes: Mapping[str, Sequence[bool]], max_k: int) -> dict[str, object]:
+    """pass^k for k = 1..max_k, per scenario and overall.
+
+    ``outcomes`` maps scenario name → per-trial success booleans (``"N/A"`` counted as not
+    successful by the caller). Returns ``{"per_scenario": {name: {k: value}}, "overall": {k: mean}}``
+    with k as a string key (JSON-friendly); a k larger than a scenario's trial count is left out
+    of that scenario and of the mean.
+    """
+    per: dict[str, dict[str, float]] = {}
+    for name, trials in sorted(outcomes.items()):
+        n, c = len(trials), sum(1 for t in trials if t)
+        per[name] = {str(k): v for k in range(1, max_k + 1) if (v := pass_hat_k(n, c, k)) is not None}
+    overall: dict[str, float] = {}
+    for k in range(1, max_k + 1):
+        vals = [row[str(k)] for row in per.values() if str(k) in row]
+        if vals:
+            overall[str(k)] = sum(vals) / len(vals)
+    return {"per_scenario": per, "overall": overall}

@@ -1,0 +1,145 @@
+"""The six success signals (and the diagnostics) as a table of plain functions.
+
+Each function takes the :class:`SignalInputs` of one session and returns a :class:`SignalOutcome`:
+``value`` is what the composite sees (bool, a 0–1 pass rate, ``None`` or ``"N/A"`` = not
+applicable) and ``fields`` are the keys it contributes to ``metrics.json`` (the contract's names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.model import Scenario, SessionResult
+from engine.scoring.action_match import is_action_match
+from engine.scoring.judge import JudgeOutcome
+from engine.scoring.predicates import evaluate_db_state_assertion
+
+
+@dataclass(frozen=True)
+class SignalInputs:
+    """Everything a signal may look at.
+
+    ``db_hash`` / ``expected_db_hash`` are SHA-256 hex under the domain's hash rules (None when
+    there is no final DB / no expected DB); ``judge`` is None when the judge is off;
+    ``expected_session`` is the ``session`` record the gold replay leaves in the DB (None if none).
+    """
+
+    scenario: Scenario
+    result: SessionResult
+    strict_match: bool = False
+    db_hash: str | None = None
+    expected_db_hash: str | None = None
+    judge: JudgeOutcome | None = None
+    expected_session: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class SignalOutcome:
+    """One signal's verdict value and the ``metrics.json`` fields it writes."""
+
+    value: bool | float | str | None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def action_match_signal(inp: SignalInputs) -> SignalOutcome:
+    """``is_action_match``: reference answer vs recorded actions; ``"N/A"`` without a reference."""
+    sc = inp.scenario
+    value = is_action_match(sc.reference_answer, inp.result.actions, sc.match_options, inp.strict_match)
+    return SignalOutcome(value, {"is_action_match": value})
+
+
+def db_state_match_signal(inp: SignalInputs) -> SignalOutcome:
+    """``db_state_match``: final DB hash == expected hash; False without a final DB; None without
+    an expected DB."""
+    if inp.expected_db_hash is None:
+        value = None
+    else:
+        value = inp.db_hash is not None and inp.db_hash == inp.expected_db_hash
+    return SignalOutcome(value, {"db_state_match": value})
+
+
+def db_state_assertion_signal(inp: SignalInputs) -> SignalOutcome:
+    """``db_state_assertion``: pass rate over the scenario's predicates (None when it has none)."""
+    assertions = inp.scenario.db_state_assertions
+    if not assertions:
+        return SignalOutcome(None, {"db_state_assertion_pass_rate": None, "db_state_assertion_verdicts": []})
+    domain = inp.scenario.domain.name
+    verdicts = [
+        evaluate_db_state_assertion(domain, a, inp.result.final_db, inp.result.user_db) for a in assertions
+    ]
+    rate = sum(v["passed"] for v in verdicts) / len(verdicts)
+    return SignalOutcome(
+        rate, {"db_state_assertion_pass_rate": rate, "db_state_assertion_verdicts": verdicts}
+    )
+
+
+def nl_assertion_signal(inp: SignalInputs) -> SignalOutcome:
+    """``nl_assertion``: the judge's per-claim pass rate; None without claims or a judge verdict."""
+    judge = inp.judge
+    rate = judge.nl_assertion_pass_rate if judge and inp.scenario.nl_assertions else None
+    verdicts = judge.nl_assertion_verdicts if judge and rate is not None else []
+    return SignalOutcome(rate, {"nl_assertion_pass_rate": rate, "nl_assertion_verdicts": verdicts})
+
+
+def judge_passed_signal(inp: SignalInputs) -> SignalOutcome:
+    """``judge_passed``: judge score >= threshold; None when the judge is off or failed."""
+    judge = inp.judge
+    value = judge.passed if judge is not None else None
+    fields: dict[str, Any] = {"judge_passed": value, "judge_score": judge.score if judge else None}
+    if judge is not None and judge.error:
+        fields["judge_error"] = judge.error
+    return SignalOutcome(value, fields)
+
+
+def clean_exit_signal(inp: SignalInputs) -> SignalOutcome:
+    """``clean_exit``: the session stopped with ``exit`` or ``transfer``."""
+    value = inp.result.clean_exit
+    return SignalOutcome(value, {"clean_exit": value})
+
+
+def _session_key(session: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    if not session or not session.get("confirmation_number"):
+        return None
+    return (str(session.get("confirmation_number")).upper(), str(session.get("last_name") or "").lower())
+
+
+def authenticated_diagnostic(inp: SignalInputs) -> SignalOutcome:
+    """``authenticated`` (diagnostic, never gating unless whitelisted): the ``session`` written by
+    get_reservation equals the one the gold replay ends with; None when the gold has none."""
+    expected = _session_key(inp.expected_session)
+    if expected is None:
+        value = None
+    else:
+        final = inp.result.final_db or {}
+        value = _session_key(final.get("session")) == expected
+    return SignalOutcome(value, {"authenticated": value})
+
+
+SignalFunc = Callable[[SignalInputs], SignalOutcome]
+
+#: The six signals, keyed by the name written to ``success_breakdown``, in the contract's order.
+SIGNAL_FUNCS: dict[str, SignalFunc] = {
+    "is_action_match": action_match_signal,
+    "db_state_match": db_state_match_signal,
+    "db_state_assertion": db_state_assertion_signal,
+    "nl_assertion": nl_assertion_signal,
+    "judge_passed": judge_passed_signal,
+    "clean_exit": clean_exit_signal,
+}
+
+#: Computed and saved, reported in ``success_breakdown.excluded`` unless a spec whitelists them.
+DIAGNOSTIC_FUNCS: dict[str, SignalFunc] = {"authenticated": authenticated_diagnostic}
+
+
+def compute_signals(inp: SignalInputs) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run every signal and diagnostic. Returns ``(values, fields)``: name → composite value, and
+    the merged ``metrics.json`` fields."""
+    values: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    for name, func in {**SIGNAL_FUNCS, **DIAGNOSTIC_FUNCS}.items():
+        out = func(inp)
+        values[name] = out.value
+        fields.update(out.fields)
+    return values, fields
