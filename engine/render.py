@@ -1,0 +1,206 @@
+"""Prompt rendering: Jinja templates in a sandboxed environment with ``StrictUndefined``.
+
+Templates are looked up in the domain's spec directory first, then in ``templates/``. The
+filter table is small and explicit (``spell``, ``humanize``) on top of Jinja's built-ins.
+A template error is raised as SpecError naming the template file, its line and the scenario.
+"""
+
+from __future__ import annotations
+
+import traceback
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from engine.errors import Problem, SpecError
+from engine.model import TEMPLATE_DIR, Scenario
+from engine.yamlload import display_path
+
+#: How each non-alphanumeric character is said when a code is spelled out.
+SPOKEN_SYMBOLS: dict[str, str] = {
+    "_": "underscore",
+    "-": "dash",
+    "@": "at",
+    ".": "dot",
+    "#": "hash",
+    "*": "star",
+    "/": "slash",
+    "+": "plus",
+    "&": "and",
+    ":": "colon",
+    ",": "comma",
+    " ": "space",
+}
+SPOKEN_DIGITS: tuple[str, ...] = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+)
+
+
+def spell(code: Any) -> str:
+    """Spell a code for speech, one character at a time: ``ZK3FFW`` -> ``Z, K, three, F, F, W``.
+
+    Letters stay letters, ASCII digits become words, symbols are named (``_`` -> underscore,
+    ``-`` -> dash, see SPOKEN_SYMBOLS); anything else is kept as is.
+    """
+    parts = []
+    for ch in str(code):
+        if "0" <= ch <= "9":
+            parts.append(SPOKEN_DIGITS[int(ch)])
+        else:
+            parts.append(SPOKEN_SYMBOLS.get(ch, ch))
+    return ", ".join(parts)
+
+
+def humanize(key: Any) -> str:
+    """A record key as a heading: ``must_have_criteria`` -> ``Must have criteria``."""
+    text = str(key).replace("_", " ").strip()
+    return text[:1].upper() + text[1:]
+
+
+FILTERS: dict[str, Any] = {"spell": spell, "humanize": humanize}
+
+
+@cache
+def environment(search_path: tuple[str, ...]) -> SandboxedEnvironment:
+    """The sandboxed Jinja environment for a template search path (built once per path)."""
+    env = SandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(list(search_path)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def _search_path(scenario: Scenario) -> tuple[str, ...]:
+    return (str(scenario.domain.spec_dir), str(TEMPLATE_DIR))
+
+
+def context(scenario: Scenario) -> dict[str, Any]:
+    """Variables every template sees: scenario, domain, user, policy_role, policy_instructions,
+    current_date (YYYY-MM-DD), agent_notes (list of str), tools (the ToolTable)."""
+    return {
+        "scenario": scenario,
+        "domain": scenario.domain,
+        "user": scenario.user,
+        "policy_role": scenario.domain.policy_role,
+        "policy_instructions": scenario.domain.policy_instructions,
+        "current_date": scenario.current_date,
+        "agent_notes": list(scenario.agent_notes),
+        "tools": scenario.tools,
+    }
+
+
+def template_problem(
+    err: Exception, template: str, scenario_name: str, search_path: tuple[str, ...]
+) -> Problem:
+    """A Problem naming the template file and line (from the Jinja traceback) and the scenario."""
+    line = getattr(err, "lineno", None) or 0
+    file = template
+    name = getattr(err, "filename", None) or getattr(err, "name", None)
+    if name:
+        file = name
+    if not line:
+        for frame in reversed(traceback.extract_tb(err.__traceback__)):
+            if frame.filename.endswith(".j2") or frame.filename.endswith(template):
+                file, line = frame.filename, frame.lineno or 0
+                break
+    if not Path(file).is_absolute():
+        for folder in search_path:
+            if (Path(folder) / file).is_file():
+                file = str(Path(folder) / file)
+                break
+    message = getattr(err, "message", None) or str(err)
+    return Problem(display_path(file), line, "$", f"template error: {message}", scenario_name)
+
+
+def render(scenario: Scenario, side: str, **extra: Any) -> str:
+    """Render the domain template for ``side`` (agent, user, judge...) with ``context`` + ``extra``.
+
+    Raises SpecError (template file, line, scenario) for a missing template, a syntax error or
+    an undefined variable.
+    """
+    template = scenario.domain.templates.get(side)
+    if not template:
+        raise SpecError(
+            [
+                Problem(
+                    scenario.domain.source.file,
+                    0,
+                    "$.templates",
+                    f"no {side!r} template declared",
+                    scenario.name,
+                )
+            ]
+        )
+    search_path = _search_path(scenario)
+    try:
+        return environment(search_path).get_template(template).render(**context(scenario), **extra)
+    except jinja2.TemplateNotFound as err:
+        raise SpecError(
+            [
+                Problem(
+                    scenario.domain.source.file,
+                    0,
+                    f"$.templates.{side}",
+                    f"template {err.name!r} not found in {', '.join(search_path)}",
+                    scenario.name,
+                )
+            ]
+        ) from None
+    except (jinja2.TemplateError, TypeError, ValueError, AttributeError) as err:
+        raise SpecError([template_problem(err, template, scenario.name, search_path)]) from None
+
+
+def render_agent_prompt(scenario: Scenario) -> str:
+    """The agent system prompt: upstream policy, then ``## Additional Notes to Follow``."""
+    return render(scenario, "agent")
+
+
+def render_user_prompt(scenario: Scenario) -> str:
+    """The user-simulator system prompt built from the dataset record."""
+    return render(scenario, "user")
+
+
+def tool_schemas(scenario: Scenario) -> list[dict[str, Any]]:
+    """The OpenAI chat-completions ``tools`` list, exactly what the agent model sees."""
+    return scenario.tools.openai_schemas()
+
+
+def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
+    """Render agent and user prompts for every scenario; returns ``(problems, prompts rendered)``.
+
+    The same template error hit by many scenarios is reported once, naming the first scenario
+    and how many more hit it.
+    """
+    seen: dict[tuple[str, int, str], list[str]] = {}
+    rendered = 0
+    for scenario in scenarios:
+        for side in ("agent", "user"):
+            try:
+                render(scenario, side)
+                rendered += 1
+            except SpecError as err:
+                for p in err.problems:
+                    seen.setdefault((p.file, p.line, f"{p.json_path}\0{p.message}"), []).append(scenario.name)
+    problems = []
+    for (file, line, key), names in seen.items():
+        json_path, message = key.split("\0", 1)
+        more = f" (and {len(names) - 1} more scenario(s))" if len(names) > 1 else ""
+        problems.append(Problem(file, line, json_path, message + more, names[0]))
+    return problems, rendered

@@ -1,0 +1,422 @@
+"""Load a spec directory (``domain.yaml``, the tool table, ``scenarios/*.yaml``) into frozen records.
+
+``load_domain`` reads every file, validates each against its JSON Schema, resolves the data
+sources in the data root (dataset records, fixture DBs, gold traces, policy), runs the
+cross-checks and renders both prompt templates for every scenario. It raises one SpecError that
+carries every problem found; nothing is skipped. Dataset files are parsed once per load.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.dataroot import resolve_data_root, warn_if_modified
+from engine.errors import Problem, SpecError, UsageError
+from engine.gold import gold_trace, resolve_pointer
+from engine.model import SIGNALS, Domain, HashRules, Scenario, SourceRef, ToolTable, UserProfile
+from engine.toolspecs import build_tool_table
+from engine.validation import check_signals, did_you_mean, problem_at, schema_problems
+from engine.yamlload import YamlDoc, YamlSyntaxError, display_path, load_yaml
+
+DOMAIN_FILE = "domain.yaml"
+SCENARIO_DIR = "scenarios"
+
+
+@dataclass(frozen=True)
+class LoadedDomain:
+    """A validated domain and its scenarios (sorted by file name). ``prompts_rendered`` counts the
+    prompts rendered while checking templates (agent + user per scenario)."""
+
+    domain: Domain
+    scenarios: tuple[Scenario, ...]
+    prompts_rendered: int = 0
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.scenarios)
+
+    def scenario(self, name: str) -> Scenario:
+        """The scenario called ``name``; raises UsageError with a did-you-mean otherwise."""
+        for s in self.scenarios:
+            if s.name == name:
+                return s
+        raise UsageError(
+            f"no scenario named {name!r} in {self.domain.spec_dir}{did_you_mean(name, self.names)}"
+        )
+
+
+class _Data:
+    """Reads data-root files once per load (datasets are large): JSON, JSONL, YAML, by path."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._files: dict[str, Any] = {}
+        self._datasets: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def file(self, rel: str) -> Any:
+        """Parsed content of ``root/rel``; raises FileNotFoundError or ValueError (bad content)."""
+        if rel not in self._files:
+            path = self.root / rel
+            text = path.read_text(encoding="utf-8")
+            if rel.endswith((".yaml", ".yml")):
+                self._files[rel] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            elif rel.endswith(".jsonl"):
+                self._files[rel] = [json.loads(line) for line in text.splitlines() if line.strip()]
+            else:
+                self._files[rel] = json.loads(text)
+        return self._files[rel]
+
+    def dataset(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """``{key value: record}`` of a dataset spec ``{path, format?, key?}``."""
+        rel, key = spec["path"], spec.get("key", "id")
+        if (rel, key) not in self._datasets:
+            records = self.file(rel)
+            if isinstance(records, dict):
+                records = [records]
+            if not isinstance(records, list):
+                raise ValueError("expected a list of records")
+            self._datasets[(rel, key)] = {str(r.get(key)): r for r in records if isinstance(r, dict)}
+        return self._datasets[(rel, key)]
+
+
+def _load(path: Path, kind: str, problems: list[Problem], subject: str | None = None) -> YamlDoc | None:
+    """Parse and schema-check one spec file; None when it cannot be used further."""
+    try:
+        doc = load_yaml(path)
+    except YamlSyntaxError as err:
+        problems.append(err.problem)
+        return None
+    found = schema_problems(doc, kind, subject)  # type: ignore[arg-type]
+    problems.extend(found)
+    return None if found else doc
+
+
+def _policy(doc: YamlDoc, data: _Data, problems: list[Problem]) -> tuple[str, str]:
+    spec = doc.data["policy"]
+    if "file" not in spec:
+        return spec.get("role", ""), spec["instructions"]
+    try:
+        config = data.file(spec["file"])
+        role_key, instr_key = spec.get("role_key", "role"), spec.get("instructions_key", "instructions")
+        return str(config.get(role_key, "")), str(config[instr_key])
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        problems.append(
+            problem_at(
+                doc,
+                ("policy", "file"),
+                f"cannot read {spec['file']} in data root {data.root}: {err.__class__.__name__}: {err}",
+            )
+        )
+    except (KeyError, AttributeError, TypeError):
+        problems.append(
+            problem_at(
+                doc,
+                ("policy", "instructions_key"),
+                f"{spec['file']} has no key {spec.get('instructions_key', 'instructions')!r}",
+            )
+        )
+    return "", ""
+
+
+def _tool_table(spec_dir: Path, ddoc: YamlDoc, data: _Data, problems: list[Problem]) -> ToolTable | None:
+    from engine.tools.registry import HANDLERS
+
+    path = spec_dir / ddoc.data["tool_table"]
+    if not path.is_file():
+        problems.append(problem_at(ddoc, ("tool_table",), f"tool table {display_path(path)} not found"))
+        return None
+    doc = _load(path, "tools", problems)
+    if doc is None:
+        return None
+    upstream = None
+    if "tool_descriptions_from" in doc.data:
+        try:
+            upstream = data.file(doc.data["tool_descriptions_from"])
+        except (OSError, ValueError, yaml.YAMLError) as err:
+            problems.append(
+                problem_at(
+                    doc,
+                    ("tool_descriptions_from",),
+                    f"cannot read it in data root {data.root}: {err.__class__.__name__}",
+                )
+            )
+            return None
+    table, found = build_tool_table(doc, upstream, HANDLERS)
+    problems.extend(found)
+    return table
+
+
+def _build_domain(
+    spec_dir: Path, root: Path, data: _Data, problems: list[Problem]
+) -> tuple[Domain, YamlDoc] | None:
+    path = spec_dir / DOMAIN_FILE
+    if not path.is_file():
+        problems.append(
+            Problem(
+                display_path(path), 0, "$", "domain spec not found (every spec directory needs a domain.yaml)"
+            )
+        )
+        return None
+    doc = _load(path, "domain", problems)
+    if doc is None:
+        return None
+    d = doc.data
+    problems.extend(check_signals(doc, ("success_signals",), d["success_signals"], None))
+    role, instructions = _policy(doc, data, problems)
+    tools = _tool_table(spec_dir, doc, data, problems)
+    rules = d.get("hash_rules", {})
+    domain = Domain(
+        name=d["name"],
+        description=d["description"],
+        spec_dir=spec_dir,
+        data_root=root,
+        policy_role=role,
+        policy_instructions=instructions,
+        templates=dict(d["templates"]),
+        success_signals=tuple(d["success_signals"]),
+        max_duration=float(d["max_duration"]),
+        hash_rules=HashRules(
+            tuple(rules.get("excluded_keys", ("session",))), tuple(rules.get("unordered_lists", ()))
+        ),
+        tools=tools or ToolTable(()),
+        language=d.get("language", "en"),
+        user_speaks_first=d.get("user_speaks_first", True),
+        source=SourceRef(doc.file, 1),
+        extra={"spec": d},
+    )
+    return domain, doc
+
+
+@dataclass
+class _Ctx:
+    """What building one scenario needs: the domain doc (for locating domain-side problems)."""
+
+    domain: Domain
+    ddoc: YamlDoc
+    data: _Data
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _source(ctx: _Ctx, key: str, eva_id: str, record: Any, initial_db: Any, subject: str) -> Any:
+    """Resolve a domain ``source`` spec (file / from+pointer / value) for one scenario; raises LookupError."""
+    spec = ctx.ddoc.data[key]
+    if "value" in spec:
+        return spec["value"]
+    if "file" in spec:
+        rel = spec["file"].replace("{eva_id}", eva_id)
+        try:
+            base = ctx.data.file(rel)
+        except FileNotFoundError:
+            raise LookupError(f"{key} file {rel} not found in data root {ctx.data.root}") from None
+        except (OSError, ValueError) as err:
+            raise LookupError(f"{key} file {rel} cannot be read: {err}") from None
+    else:
+        base = initial_db if spec.get("from") == "initial_db" else record
+    try:
+        return resolve_pointer(base, spec.get("pointer", ""))
+    except KeyError:
+        raise LookupError(f"{key}: nothing at {spec.get('pointer')} for eva_id {eva_id!r}") from None
+
+
+def _user(ctx: _Ctx, record: Any, override: dict[str, Any], subject: str) -> UserProfile:
+    spec = ctx.ddoc.data["user"]
+    values: dict[str, Any] = {}
+    for field_name in ("name", "persona", "goal", "starting_utterance", "decision_tree"):
+        if field_name in override:
+            values[field_name] = override[field_name]
+        elif field_name in spec:
+            try:
+                values[field_name] = resolve_pointer(record, spec[field_name])
+            except KeyError:
+                ctx.problems.append(
+                    problem_at(
+                        ctx.ddoc, ("user", field_name), f"record has nothing at {spec[field_name]}", subject
+                    )
+                )
+    extra: dict[str, Any] = {}
+    for label, pointer in (spec.get("extra") or {}).items():
+        try:
+            extra[label] = resolve_pointer(record, pointer)
+        except KeyError:
+            ctx.problems.append(
+                problem_at(ctx.ddoc, ("user", "extra", label), f"record has nothing at {pointer}", subject)
+            )
+    extra.update(override.get("extra") or {})
+    return UserProfile(
+        name=str(values.get("name", "")),
+        persona=str(values.get("persona", "")),
+        goal=str(values.get("goal", "")),
+        starting_utterance=str(values.get("starting_utterance", "")),
+        decision_tree=dict(values.get("decision_tree") or {}),
+        extra=extra,
+    )
+
+
+def _build_scenario(ctx: _Ctx, doc: YamlDoc) -> Scenario | None:
+    from engine.scoring.predicates import PREDICATES
+
+    s, domain, name = doc.data, ctx.domain, doc.data["name"]
+    before = len(ctx.problems)
+    dspec = ctx.ddoc.data
+    eva_id = s["eva_id"]
+    if not name.startswith(f"{domain.name}__"):
+        ctx.problems.append(
+            problem_at(doc, ("name",), f"scenario names must start with '{domain.name}__'", name)
+        )
+    try:
+        records = ctx.data.dataset(dspec["dataset"])
+    except (OSError, ValueError) as err:
+        ctx.problems.append(problem_at(ctx.ddoc, ("dataset", "path"), f"cannot read dataset: {err}", name))
+        return None
+    record = records.get(eva_id)
+    if record is None:
+        ctx.problems.append(
+            problem_at(
+                doc,
+                ("eva_id",),
+                f"eva_id {eva_id!r} not found in dataset "
+                f"{dspec['dataset']['path']}{did_you_mean(eva_id, records)}",
+                name,
+            )
+        )
+        return None
+    signals = s.get("success_signals", list(domain.success_signals))
+    ctx.problems.extend(check_signals(doc, ("success_signals",), s.get("success_signals"), name))
+    unknown = [x for x in signals if x not in SIGNALS]
+    if unknown:
+        ctx.problems.append(problem_at(doc, ("success_signals",), f"unknown signal(s) {unknown}", name))
+    for i, assertion in enumerate(s.get("db_state_assertions", [])):
+        func = assertion["func_name"]
+        if (domain.name, func) not in PREDICATES:
+            names = [n for d, n in PREDICATES if d == domain.name]
+            ctx.problems.append(
+                problem_at(
+                    doc,
+                    ("db_state_assertions", i, "func_name"),
+                    f"unknown predicate {func!r} for domain {domain.name}{did_you_mean(func, names)}",
+                    name,
+                )
+            )
+    values: dict[str, Any] = {}
+    for key in ("initial_db", "expected_db", "current_date"):
+        if key not in dspec:
+            continue
+        try:
+            values[key] = _source(ctx, key, eva_id, record, values.get("initial_db"), name)
+        except LookupError as err:
+            ctx.problems.append(problem_at(doc, ("eva_id",), str(err), name))
+    trace = None
+    if "gold_trace" in dspec:
+        gspec = dspec["gold_trace"]
+        try:
+            grecords = ctx.data.dataset(gspec["dataset"]) if "dataset" in gspec else records
+            grecord = grecords[eva_id]
+            if gspec.get("resolve_placeholders", True):
+                trace = gold_trace(grecord, domain.language, gspec["pointer"])
+            else:
+                trace = tuple(resolve_pointer(grecord, gspec["pointer"]))
+        except (OSError, ValueError) as err:
+            ctx.problems.append(problem_at(ctx.ddoc, ("gold_trace", "dataset"), f"cannot read: {err}", name))
+        except (KeyError, TypeError):
+            ctx.problems.append(
+                problem_at(
+                    doc, ("eva_id",), f"no gold trace for eva_id {eva_id!r} at {gspec['pointer']}", name
+                )
+            )
+    user = _user(ctx, record, s.get("user", {}), name)
+    if len(ctx.problems) > before:
+        return None
+    return Scenario(
+        name=name,
+        eva_id=eva_id,
+        description=s["description"],
+        domain=domain,
+        initial_db=values.get("initial_db") or {},
+        expected_db=values.get("expected_db"),
+        current_date=str(values.get("current_date", "")),
+        user=user,
+        success_signals=tuple(signals),
+        max_duration=float(s.get("max_duration", domain.max_duration)),
+        record=record,
+        gold_trace=trace,
+        reference_answer=s.get("reference_answer"),
+        db_state_assertions=tuple(s.get("db_state_assertions", ())),
+        nl_assertions=tuple(s.get("nl_assertions", ())),
+        match_options=dict(s.get("match_options", {})),
+        agent_notes=tuple(s.get("agent_notes", ())),
+        source=SourceRef(doc.file, 1),
+    )
+
+
+def _releases(ddoc: YamlDoc) -> set[str]:
+    """First path components of every data-root path the domain names (e.g. ``eva-0.1.3``)."""
+    d, paths = ddoc.data, []
+    paths.append(d["dataset"]["path"])
+    paths.extend(
+        d[k]["file"] for k in ("initial_db", "expected_db", "current_date") if "file" in d.get(k, {})
+    )
+    paths.append(d.get("gold_trace", {}).get("dataset", {}).get("path", ""))
+    paths.append(d["policy"].get("file", ""))
+    return {p.split("/")[0] for p in paths if p}
+
+
+def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> LoadedDomain:
+    """Load, validate and cross-check ``spec_dir`` against the data root; render every prompt.
+
+    ``data_root``: ``--data-root`` value, else ``$EVAL_DATA_ROOT``, else ``./data``.
+    Raises DataRootError for a missing data root, SpecError carrying every problem otherwise
+    (schema errors, YAML syntax errors, unknown eva_id, missing fixtures, bad success_signals,
+    unregistered handlers, duplicate scenario names, template errors). Warns once on stderr when
+    the data root differs from the pinned upstream sums.
+    """
+    from engine.render import check_templates
+
+    root = resolve_data_root(data_root)
+    spec_path = Path(spec_dir)
+    if not spec_path.is_dir():
+        raise UsageError(f"spec directory {spec_dir} does not exist")
+    data = _Data(root)
+    problems: list[Problem] = []
+    built = _build_domain(spec_path, root, data, problems)
+    docs: list[YamlDoc] = []
+    first: dict[str, YamlDoc] = {}
+    for path in sorted((spec_path / SCENARIO_DIR).glob("*.yaml")):
+        doc = _load(path, "scenario", problems)
+        if doc is None:
+            continue
+        name = doc.data["name"]
+        if name in first:
+            problems.append(
+                problem_at(
+                    doc,
+                    ("name",),
+                    f"duplicate scenario name {name!r}: also in "
+                    f"{first[name].file}:{first[name].line(('name',))}",
+                    name,
+                )
+            )
+            continue
+        first[name] = doc
+        docs.append(doc)
+    if not docs and not problems:
+        problems.append(
+            Problem(display_path(spec_path / SCENARIO_DIR), 0, "$", "no scenario files (*.yaml) found")
+        )
+    if built is None:
+        raise SpecError(problems)
+    domain, ddoc = built
+    for release in sorted(_releases(ddoc)):
+        warn_if_modified(root, release, lambda line: print(line, file=sys.stderr))
+    ctx = _Ctx(domain, ddoc, data, problems)
+    scenarios = [sc for doc in docs if (sc := _build_scenario(ctx, doc)) is not None]
+    template_problems, rendered = check_templates(scenarios)
+    problems.extend(template_problems)
+    if problems:
+        raise SpecError(problems)
+    return LoadedDomain(domain, tuple(scenarios), rendered)

@@ -1,0 +1,147 @@
+"""Safe YAML loading that keeps line numbers, so errors can point at ``file:LINE``.
+
+Only the safe loader is used (no Python tags). The document is composed with ``yaml.compose``
+and converted by hand, recording the 1-based line of every mapping key and list item under its
+JSON path (a tuple of keys and indexes). Duplicate mapping keys are reported, not silently merged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.errors import Problem
+
+JsonPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class YamlDoc:
+    """A parsed YAML file: ``data`` (plain dicts/lists/scalars), ``file`` (path as given for messages)
+    and ``lines`` mapping JSON paths to 1-based lines. ``problems`` holds duplicate-key findings."""
+
+    file: str
+    data: Any
+    lines: dict[JsonPath, int] = field(default_factory=dict)
+    problems: tuple[Problem, ...] = ()
+
+    def line(self, path: JsonPath) -> int:
+        """The line of ``path``, else of its nearest ancestor that has one (1 for the document)."""
+        path = tuple(path)
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get((), 1)
+
+
+class YamlSyntaxError(Exception):
+    """A YAML file could not be parsed; ``problem`` carries file, line and message."""
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+        super().__init__(str(problem))
+
+
+def display_path(path: str | Path) -> str:
+    """``path`` relative to the working directory when it lies under it, else as given."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def format_json_path(path: JsonPath, data: Any = None) -> str:
+    """Render ``('tools', 3, 'parameters')`` as ``$.tools[rebook_flight].parameters``.
+
+    List items that are mappings with a string ``name`` (or ``func_name``) are named by it, so a
+    message names the object by its id; other items use their index.
+    """
+    out = "$"
+    node = data
+    for part in path:
+        if isinstance(part, int):
+            label: str | int = part
+            if isinstance(node, list) and 0 <= part < len(node) and isinstance(node[part], dict):
+                item = node[part]
+                ident = item.get("name", item.get("func_name"))
+                if isinstance(ident, str) and ident:
+                    label = ident
+            out += f"[{label}]"
+        else:
+            out += f".{part}" if part.isidentifier() else f"[{part!r}]"
+        try:
+            node = node[part] if node is not None else None
+        except (KeyError, IndexError, TypeError):
+            node = None
+    return out
+
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _convert(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:
+    lines: dict[JsonPath, int] = doc["lines"]
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                key = str(key)
+            child = (*path, key)
+            if key in out:
+                doc["problems"].append(
+                    Problem(
+                        doc["file"],
+                        key_node.start_mark.line + 1,
+                        format_json_path(child),
+                        f"duplicate key {key!r} (first at line {lines.get(child, 0)})",
+                    )
+                )
+            lines[child] = key_node.start_mark.line + 1
+            out[key] = _convert(value_node, loader, child, doc)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        items = []
+        for i, item in enumerate(node.value):
+            lines[(*path, i)] = item.start_mark.line + 1
+            items.append(_convert(item, loader, (*path, i), doc))
+        return items
+    return loader.construct_object(node, deep=True)
+
+
+def parse_yaml(text: str, file: str) -> YamlDoc:
+    """Parse ``text`` safely; raises YamlSyntaxError (with ``file:line``) on bad YAML."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        state: dict[str, Any] = {"file": file, "lines": {}, "problems": []}
+        if node is None:
+            return YamlDoc(file, None, {(): 1})
+        state["lines"][()] = node.start_mark.line + 1
+        data = _convert(node, loader, (), state)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = mark.line + 1 if mark else 0
+        what = " ".join(str(x) for x in (err.context, err.problem) if x)
+        raise YamlSyntaxError(Problem(file, line, "$", f"YAML syntax error: {what}")) from None
+    except yaml.YAMLError as err:
+        raise YamlSyntaxError(Problem(file, 0, "$", f"YAML error: {err}")) from None
+    finally:
+        loader.dispose()
+    return YamlDoc(file, data, state["lines"], tuple(state["problems"]))
+
+
+def load_yaml(path: str | Path) -> YamlDoc:
+    """Read and parse one YAML file. Raises YamlSyntaxError for syntax errors or unreadable files."""
+    file = display_path(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise YamlSyntaxError(Problem(file, 0, "$", f"cannot read file: {err}")) from None
+    return parse_yaml(text, file)
