@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from engine.tools import airline_common, airline_payout, airline_read, airline_write, harness
+from engine.tools.airline_common import FieldRule
+
 
 class Handler(Protocol):
     """A tool handler: ``(db, args, ctx) -> result``.
@@ -20,30 +23,30 @@ class Handler(Protocol):
     def __call__(self, db: dict[str, Any], args: Mapping[str, Any], ctx: Any) -> dict[str, Any]: ...
 
 
-def _stub(name: str) -> Callable[..., dict[str, Any]]:
-    def handler(db: dict[str, Any], args: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
-        raise NotImplementedError(f"handler {name!r} is not implemented yet")
+HANDLERS: dict[str, Callable[..., dict[str, Any]]] = {
+    # eva_airline read / system (engine/tools/airline_read.py)
+    "get_reservation": airline_read.get_reservation,
+    "get_flight_status": airline_read.get_flight_status,
+    "get_disruption_info": airline_read.get_disruption_info,
+    "search_rebooking_options": airline_read.search_rebooking_options,
+    "transfer_to_agent": airline_read.transfer_to_agent,
+    # eva_airline write (engine/tools/airline_write.py, airline_payout.py)
+    "rebook_flight": airline_write.rebook_flight,
+    "cancel_reservation": airline_write.cancel_reservation,
+    "process_refund": airline_payout.process_refund,
+    "assign_seat": airline_write.assign_seat,
+    "add_baggage_allowance": airline_write.add_baggage_allowance,
+    "add_meal_request": airline_write.add_meal_request,
+    "add_to_standby": airline_write.add_to_standby,
+    "issue_travel_credit": airline_payout.issue_travel_credit,
+    "issue_hotel_voucher": airline_payout.issue_hotel_voucher,
+    "issue_meal_voucher": airline_payout.issue_meal_voucher,
+    # harness (engine/tools/harness.py)
+    "end_conversation": harness.end_conversation,
+}
 
-    return handler
+#: Handlers whose success ends the session, with the stop reason they give.
+ENDING_HANDLERS: dict[str, str] = {"end_conversation": "exit", "transfer_to_agent": "transfer"}
 
-
-_NAMES = (
-    "get_reservation",
-    "get_flight_status",
-    "get_disruption_info",
-    "search_rebooking_options",
-    "rebook_flight",
-    "cancel_reservation",
-    "process_refund",
-    "assign_seat",
-    "add_baggage_allowance",
-    "add_meal_request",
-    "add_to_standby",
-    "issue_travel_credit",
-    "issue_hotel_voucher",
-    "issue_meal_voucher",
-    "transfer_to_agent",
-    "end_conversation",
-)
-
-HANDLERS: dict[str, Callable[..., dict[str, Any]]] = {n: _stub(n) for n in _NAMES}
+#: Per-argument checks and error reporting, keyed by argument name (see ``FieldRule``).
+FIELD_RULES: dict[str, FieldRule] = dict(airline_common.FIELD_RULES)

@@ -1,0 +1,195 @@
+"""Tool-call arguments: parse, coerce like pydantic's lax mode, validate with jsonschema, report.
+
+The upstream tools validate with pydantic v2 in lax mode: ``"1"`` is accepted for an integer,
+numbers may come as strings, booleans as ``"true"``/``"no"``/``1``, strings are never coerced,
+enums are case-sensitive and unknown arguments are ignored. :class:`ArgumentChecker` mirrors that
+on top of the tool's JSON Schema (merged with the per-field :class:`FieldRule` constraints) and
+turns the first failure into eva's ``{status: "error", error_type, message}``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from engine.tools.airline_common import FieldRule, error
+
+_TRUE = frozenset({"true", "t", "yes", "y", "on", "1"})
+_FALSE = frozenset({"false", "f", "no", "n", "off", "0"})
+_TYPE_MESSAGES = {
+    "string": "Input should be a valid string",
+    "integer": "Input should be a valid integer",
+    "number": "Input should be a valid number",
+    "boolean": "Input should be a valid boolean",
+    "array": "Input should be a valid list",
+    "object": "Input should be a valid dictionary",
+}
+
+
+def parse_arguments(
+    raw: str | Mapping[str, Any] | None,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``(arguments, None)`` or ``(None, error result)`` for a model's raw arguments.
+
+    ``None`` and ``""`` mean no arguments; a string must be a JSON object.
+    """
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None
+    if isinstance(raw, Mapping):
+        return dict(raw), None
+    if not isinstance(raw, str):
+        return None, error(
+            "invalid_arguments", f"Tool arguments must be a JSON object, got {type(raw).__name__}"
+        )
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, error(
+            "invalid_arguments", f"Tool arguments are not valid JSON: {exc.msg} at position {exc.pos}"
+        )
+    if not isinstance(value, dict):
+        return None, error(
+            "invalid_arguments", f"Tool arguments must be a JSON object, got {type(value).__name__}"
+        )
+    return value, None
+
+
+def _types(schema: Mapping[str, Any]) -> tuple[str, ...]:
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return (declared,)
+    return tuple(declared or ())
+
+
+def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
+    """Lax-mode conversion of one value towards its schema type; unconvertible values pass through."""
+    types = _types(schema)
+    if value is None or not types:
+        return value
+    if "integer" in types and (isinstance(value, bool) or not isinstance(value, int)):
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                return value
+    elif "number" in types and not isinstance(value, float):
+        if isinstance(value, int):  # bool included, as pydantic's lax mode
+            return float(value)
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                return value
+            return number if math.isfinite(number) else value
+    elif "boolean" in types and not isinstance(value, bool):
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        if isinstance(value, int | float) and value in (0, 1):
+            return bool(value)
+    elif "array" in types and isinstance(value, list | tuple):
+        items = schema.get("items")
+        return [_coerce(v, items) if isinstance(items, Mapping) else v for v in value]
+    return value
+
+
+def _pydantic_message(err: ValidationError) -> str:
+    """The message pydantic would give for this jsonschema failure (best effort)."""
+    kind, expected, instance = err.validator, err.validator_value, err.instance
+    if kind == "type":
+        wanted = expected if isinstance(expected, str) else next(iter(expected), "")
+        text = _TYPE_MESSAGES.get(wanted, err.message)
+        if isinstance(instance, str) and wanted == "integer":
+            text += ", unable to parse string as an integer"
+        elif isinstance(instance, str) and wanted == "number":
+            text += ", unable to parse string as a number"
+        elif isinstance(instance, str) and wanted == "boolean":
+            text += ", unable to interpret input"
+        elif isinstance(instance, float) and wanted == "integer":
+            text += ", got a number with a fractional part"
+        return text
+    if kind == "enum":
+        quoted = [f"'{v}'" for v in expected]
+        listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
+        return f"Input should be {listed}"
+    if kind == "pattern":
+        return f"String should match pattern '{expected}'"
+    bounds = {
+        "minimum": "greater than or equal to",
+        "exclusiveMinimum": "greater than",
+        "maximum": "less than or equal to",
+        "exclusiveMaximum": "less than",
+    }
+    if kind in bounds:
+        return f"Input should be {bounds[kind]} {expected}"
+    return err.message
+
+
+class ArgumentChecker:
+    """Validates one tool's arguments: ``check(args) -> (clean args, None) | (None, error)``.
+
+    ``parameters`` is the tool's JSON Schema (object); ``rules`` the per-field rules. Unknown
+    arguments are dropped; errors are ordered by the schema's property order, and the first one on
+    a field with an ``error_type`` wins, else the first one gives ``invalid_parameter``.
+    """
+
+    def __init__(self, parameters: Mapping[str, Any], rules: Mapping[str, FieldRule]):
+        schema = copy.deepcopy(dict(parameters)) or {"type": "object", "properties": {}}
+        properties = schema.setdefault("properties", {})
+        for name, prop in properties.items():
+            rule = rules.get(name)
+            if rule is not None:
+                for key, value in rule.constraints.items():
+                    prop.setdefault(key, copy.deepcopy(value))
+        schema.pop("additionalProperties", None)
+        self.properties: dict[str, Any] = properties
+        self.required: frozenset[str] = frozenset(schema.get("required", ()))
+        self.order: dict[str, int] = {name: i for i, name in enumerate(properties)}
+        self.rules = rules
+        Draft202012Validator.check_schema(schema)
+        self.validator = Draft202012Validator(schema)
+
+    def check(self, args: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        clean = {
+            k: _coerce(v, self.properties[k])
+            for k, v in args.items()
+            if k in self.properties and not (v is None and k not in self.required)
+        }
+        failures: list[tuple[int, str, Any, str]] = []
+        for err in self.validator.iter_errors(clean):
+            if err.validator == "required":
+                for name in err.validator_value:
+                    if name not in clean:
+                        failures.append(
+                            (self.order.get(name, len(self.order)), name, dict(args), "Field required")
+                        )
+                continue
+            name = str(err.path[0]) if err.path else "parameter"
+            raw = args.get(name) if len(err.path) == 1 else err.instance
+            failures.append((self.order.get(name, len(self.order)), name, raw, _pydantic_message(err)))
+        if not failures:
+            return clean, None
+        failures.sort(key=lambda f: f[0])
+        for _, name, raw, detail in failures:
+            rule = self.rules.get(name)
+            if rule is None or rule.error_type is None:
+                continue
+            message = f"Invalid {name} '{raw}'"
+            if rule.description and name in self.required:
+                message += f": must be {rule.description}"
+                if rule.examples:
+                    message += f" (e.g. {', '.join(rule.examples)})"
+            else:
+                message += f": {detail}"
+            return None, error(rule.error_type, message)
+        _, name, _, detail = failures[0]
+        return None, error("invalid_parameter", f"Invalid or missing parameter '{name}': {detail}")
