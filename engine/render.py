@@ -204,3 +204,19 @@ def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
         more = f" (and {len(names) - 1} more scenario(s))" if len(names) > 1 else ""
         problems.append(Problem(file, line, json_path, message + more, names[0]))
     return problems, rendered
+
+
+def render_side(
+    spec_dir: str | Path, scenario_name: str, side: str, data_root: str | Path | None = None
+) -> str:
+    """What ``evalctl render`` prints: the agent or user prompt, or (side ``tools``) the tool
+    schemas as pretty-printed JSON. Raises UsageError for an unknown scenario, SpecError for bad specs."""
+    import json
+
+    from engine.specs import load_domain
+
+    scenario = load_domain(spec_dir, data_root).scenario(scenario_name)
+    if side == "tools":
+        return json.dumps(tool_schemas(scenario), indent=2, ensure_ascii=False) + "\n"
+    text = render(scenario, side)
+    return text if text.endswith("\n") else text + "\n"

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from engine.dataroot import resolve_data_root, warn_if_modified
+from engine.datasources import DataFiles
 from engine.errors import Problem, SpecError, UsageError
 from engine.gold import gold_trace, resolve_pointer
 from engine.model import SIGNALS, Domain, HashRules, Scenario, SourceRef, ToolTable, UserProfile
@@ -51,40 +52,6 @@ class LoadedDomain:
         )
 
 
-class _Data:
-    """Reads data-root files once per load (datasets are large): JSON, JSONL, YAML, by path."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self._files: dict[str, Any] = {}
-        self._datasets: dict[tuple[str, str], dict[str, Any]] = {}
-
-    def file(self, rel: str) -> Any:
-        """Parsed content of ``root/rel``; raises FileNotFoundError or ValueError (bad content)."""
-        if rel not in self._files:
-            path = self.root / rel
-            text = path.read_text(encoding="utf-8")
-            if rel.endswith((".yaml", ".yml")):
-                self._files[rel] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            elif rel.endswith(".jsonl"):
-                self._files[rel] = [json.loads(line) for line in text.splitlines() if line.strip()]
-            else:
-                self._files[rel] = json.loads(text)
-        return self._files[rel]
-
-    def dataset(self, spec: dict[str, Any]) -> dict[str, Any]:
-        """``{key value: record}`` of a dataset spec ``{path, format?, key?}``."""
-        rel, key = spec["path"], spec.get("key", "id")
-        if (rel, key) not in self._datasets:
-            records = self.file(rel)
-            if isinstance(records, dict):
-                records = [records]
-            if not isinstance(records, list):
-                raise ValueError("expected a list of records")
-            self._datasets[(rel, key)] = {str(r.get(key)): r for r in records if isinstance(r, dict)}
-        return self._datasets[(rel, key)]
-
-
 def _load(path: Path, kind: str, problems: list[Problem], subject: str | None = None) -> YamlDoc | None:
     """Parse and schema-check one spec file; None when it cannot be used further."""
     try:
@@ -97,7 +64,7 @@ def _load(path: Path, kind: str, problems: list[Problem], subject: str | None = 
     return None if found else doc
 
 
-def _policy(doc: YamlDoc, data: _Data, problems: list[Problem]) -> tuple[str, str]:
+def _policy(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> tuple[str, str]:
     spec = doc.data["policy"]
     if "file" not in spec:
         return spec.get("role", ""), spec["instructions"]
@@ -124,7 +91,7 @@ def _policy(doc: YamlDoc, data: _Data, problems: list[Problem]) -> tuple[str, st
     return "", ""
 
 
-def _tool_table(spec_dir: Path, ddoc: YamlDoc, data: _Data, problems: list[Problem]) -> ToolTable | None:
+def _tool_table(spec_dir: Path, ddoc: YamlDoc, data: DataFiles, problems: list[Problem]) -> ToolTable | None:
     from engine.tools.registry import HANDLERS
 
     path = spec_dir / ddoc.data["tool_table"]
@@ -153,7 +120,7 @@ def _tool_table(spec_dir: Path, ddoc: YamlDoc, data: _Data, problems: list[Probl
 
 
 def _build_domain(
-    spec_dir: Path, root: Path, data: _Data, problems: list[Problem]
+    spec_dir: Path, root: Path, data: DataFiles, problems: list[Problem]
 ) -> tuple[Domain, YamlDoc] | None:
     path = spec_dir / DOMAIN_FILE
     if not path.is_file():
@@ -199,7 +166,7 @@ class _Ctx:
 
     domain: Domain
     ddoc: YamlDoc
-    data: _Data
+    data: DataFiles
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -381,7 +348,7 @@ def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> Lo
     spec_path = Path(spec_dir)
     if not spec_path.is_dir():
         raise UsageError(f"spec directory {spec_dir} does not exist")
-    data = _Data(root)
+    data = DataFiles(root)
     problems: list[Problem] = []
     built = _build_domain(spec_path, root, data, problems)
     docs: list[YamlDoc] = []
@@ -420,3 +387,16 @@ def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> Lo
     if problems:
         raise SpecError(problems)
     return LoadedDomain(domain, tuple(scenarios), rendered)
+
+
+def list_scenarios(
+    spec_dir: str | Path, data_root: str | Path | None = None, *, as_json: bool = False
+) -> str:
+    """What ``evalctl list`` prints: one line per scenario (``name  eva_id  description``), or a
+    JSON list of ``{name, eva_id, description}``. Raises SpecError / DataRootError like load_domain."""
+    loaded = load_domain(spec_dir, data_root)
+    if as_json:
+        rows = [{"name": s.name, "eva_id": s.eva_id, "description": s.description} for s in loaded.scenarios]
+        return json.dumps(rows, indent=2, ensure_ascii=False)
+    width = max((len(s.name) for s in loaded.scenarios), default=0)
+    return "\n".join(f"{s.name:<{width}}  {s.eva_id:<7} {s.description}" for s in loaded.scenarios)

@@ -1,0 +1,59 @@
+"""Data-root file access for one spec load: every file is read and parsed at most once.
+
+Datasets are large (eva 2.1.0's is 2 MB), so ``load_domain`` shares one :class:`DataFiles` across
+all scenarios of a load.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class DataFiles:
+    """Parsed data-root files by relative path (JSON, JSONL or YAML), cached per instance."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._files: dict[tuple[str, str], Any] = {}
+        self._datasets: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def file(self, rel: str, fmt: str | None = None) -> Any:
+        """Parsed content of ``root/rel``; ``fmt`` is json, jsonl or yaml (default: from the extension).
+
+        Raises FileNotFoundError / OSError when unreadable, ValueError or yaml.YAMLError for bad content.
+        """
+        if fmt is None:
+            fmt = "yaml" if rel.endswith((".yaml", ".yml")) else "jsonl" if rel.endswith(".jsonl") else "json"
+        if (rel, fmt) not in self._files:
+            text = (self.root / rel).read_text(encoding="utf-8")
+            if fmt == "yaml":
+                content = yaml.load(text, Loader=_YAML_LOADER)
+            elif fmt == "jsonl":
+                content = [json.loads(line) for line in text.splitlines() if line.strip()]
+            else:
+                content = json.loads(text)
+            self._files[(rel, fmt)] = content
+        return self._files[(rel, fmt)]
+
+    def dataset(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """``{record key value (as str): record}`` for a dataset spec ``{path, format?, key?}``.
+
+        A JSON file may hold a list of records or one record. Raises like :meth:`file`, and
+        ValueError when the file holds no records.
+        """
+        rel, key = spec["path"], spec.get("key", "id")
+        if (rel, key) not in self._datasets:
+            records = self.file(rel, spec.get("format"))
+            if isinstance(records, dict):
+                records = [records]
+            if not isinstance(records, list):
+                raise ValueError(f"{rel} does not hold a list of records")
+            self._datasets[(rel, key)] = {str(r.get(key)): r for r in records if isinstance(r, dict)}
+        return self._datasets[(rel, key)]
