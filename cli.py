@@ -13,7 +13,9 @@ import click
 from engine import __version__
 from engine.errors import EvalctlError
 
-DATA_ROOT_HELP = "Folder with the upstream releases (eva-0.1.3/, eva-2.1.0/). Default: $EVAL_DATA_ROOT, else ./data."
+DATA_ROOT_HELP = (
+    "Folder with the upstream releases (eva-0.1.3/, eva-2.1.0/). Default: $EVAL_DATA_ROOT, else ./data."
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -75,7 +77,8 @@ def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
 @group.command("render")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option(
-    "--scenario", "-s", "scenario_name", required=True, metavar="NAME", help="Scenario name (see `evalctl list`)."
+    "--scenario", "-s", "scenario_name", required=True, metavar="NAME",
+    help="Scenario name (see `evalctl list`).",
 )
 @click.option(
     "--side",
