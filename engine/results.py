@@ -94,19 +94,22 @@ def is_complete(run_dir: Path, scenario_name: str, trial: int, trials: int) -> b
 
 
 def expected_session(scenario: Scenario) -> dict[str, Any] | None:
-    """The ``session`` record the gold replay leaves in the DB (eva: ``{confirmation_number,
-    last_name}`` written by get_reservation); None without a gold trace or when replay fails."""
+    """The ``session`` record of the gold end state (eva: ``{confirmation_number, last_name}``
+    written by get_reservation): the expected DB's own ``session`` when it has one (all 50 eva 0.1.3
+    expected DBs do), else what the gold replay leaves; None without either."""
+    session = (scenario.expected_db or {}).get("session")
+    if isinstance(session, dict):
+        return dict(session)
     if scenario.gold_trace is None:
         return None
     try:
-        from engine.replay import replay_gold
+        from engine.replay import replay_trace
 
-        final = replay_gold(scenario)
+        db = replay_trace(scenario.tools, scenario.initial_db, scenario.gold_trace).db
     except Exception as exc:  # the diagnostic is optional: never let it break scoring
         log.debug("gold replay for %s failed: %s", scenario.name, exc)
         return None
-    db = getattr(final, "final_db", final)
-    session = db.get("session") if isinstance(db, dict) else None
+    session = db.get("session")
     return dict(session) if isinstance(session, dict) else None
 
 
@@ -143,6 +146,8 @@ def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str |
         "reference_answer": scenario.reference_answer,
         "match_options": dict(scenario.match_options),
         "source": scenario.source.file,
+        "spec_dir": str(scenario.domain.spec_dir),
+        "data_root": str(scenario.domain.data_root),
     }
     if render_error:
         meta["render_error"] = render_error
@@ -213,6 +218,7 @@ async def finish_session(
         "success_breakdown": comp.breakdown,
         "success_signals": list(scenario.success_signals),
         "stalled": stalled,
+        "min_agent_turns": options.min_agent_turns,
         "stop_reason": result.stop_reason,
         **fields,
         "db_hash": actual_hash,
@@ -254,6 +260,34 @@ def load_run_metrics(run_dir: Path) -> list[dict[str, Any]]:
     return [seen[k] for k in sorted(seen)]
 
 
+def _with_defaults(run_dir: Path, metrics: list[dict[str, Any]], run_info: dict[str, Any]) -> dict[str, Any]:
+    """Fill what the runner left out from the results themselves: spec dir and data root (from a
+    scenario's metadata.json), ``wall_time_s`` (alias ``wall_s``), ``models`` (from ``agent`` /
+    ``user`` backend strings and the usage records), ``min_agent_turns`` (from metrics)."""
+    info = dict(run_info)
+    if info.get("wall_time_s") is None and info.get("wall_s") is not None:
+        info["wall_time_s"] = info["wall_s"]
+    if not info.get("spec_dir") or not info.get("data_root"):
+        found = [
+            *run_dir.glob("*/scenario_config/metadata.json"),
+            *run_dir.glob("*/trial_*/scenario_config/metadata.json"),
+        ]
+        with contextlib.suppress(OSError, ValueError, IndexError, AttributeError):
+            meta = read_json(sorted(found)[0])
+            info["spec_dir"] = info.get("spec_dir") or meta.get("spec_dir")
+            info["data_root"] = info.get("data_root") or meta.get("data_root")
+    if not info.get("models"):
+        models: dict[str, Any] = {r: info[r] for r in ("agent", "user") if info.get(r)}
+        for m in metrics:
+            for role, u in (m.get("usage") or {}).items():
+                if u.get("model") and (role not in models or role == "judge"):
+                    models[role] = u["model"]
+        info["models"] = models
+    if info.get("min_agent_turns") is None and metrics:
+        info["min_agent_turns"] = metrics[0].get("min_agent_turns")
+    return info
+
+
 def finish_run(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
     """Recompute the run summary over every scenario directory in ``run_dir`` and write
     ``all_summary.txt``, ``summary.json`` and ``run.json``; returns the summary dict.
@@ -263,7 +297,9 @@ def finish_run(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    summary = build_summary(load_run_metrics(run_dir), run_info)
+    metrics = load_run_metrics(run_dir)
+    run_info = _with_defaults(run_dir, metrics, run_info)
+    summary = build_summary(metrics, run_info)
     summary = {"run_dir": str(run_dir), "evalctl_version": __version__, **summary}
     write_json(run_dir / "run.json", run_provenance(run_dir, run_info))
     write_json(run_dir / "summary.json", summary)

@@ -65,8 +65,12 @@ def eva_scenario(data_root: Path, eva_id: str, **overrides: Any) -> Scenario:
         "initial_db": initial,
         "expected_db": record["ground_truth"]["expected_scenario_db"],
         "current_date": str(initial.get("_current_date", "")),
-        "user": UserProfile(name="caller", persona="", goal=record["user_goal"]["high_level_user_goal"],
-                            starting_utterance=record["user_goal"]["starting_utterance"]),
+        "user": UserProfile(
+            name="caller",
+            persona="",
+            goal=record["user_goal"]["high_level_user_goal"],
+            starting_utterance=record["user_goal"]["starting_utterance"],
+        ),
         "success_signals": ("db_state_match", "clean_exit"),
         "max_duration": 900.0,
     }
@@ -74,19 +78,37 @@ def eva_scenario(data_root: Path, eva_id: str, **overrides: Any) -> Scenario:
     return Scenario(**fields)
 
 
-def session(scenario: Scenario, final_db: dict[str, Any] | None, *, trial: int = 1,
-            stop_reason: str = "exit", agent_turns: int = 5, **kw: Any) -> SessionResult:
+def session(
+    scenario: Scenario,
+    final_db: dict[str, Any] | None,
+    *,
+    trial: int = 1,
+    stop_reason: str = "exit",
+    agent_turns: int = 5,
+    **kw: Any,
+) -> SessionResult:
     """A SessionResult with ``final_db`` and plausible turns, transcript and usage."""
     transcript = [
         {"role": "user", "type": "utterance", "content": "Hi, I need help with my booking.", "t": 0.0},
-        {"role": "agent", "type": "utterance", "content": "Sure, what is your confirmation number?", "t": 0.4},
+        {
+            "role": "agent",
+            "type": "utterance",
+            "content": "Sure, what is your confirmation number?",
+            "t": 0.4,
+        },
     ]
     return SessionResult(
-        scenario_name=scenario.name, trial=trial, stop_reason=stop_reason,  # type: ignore[arg-type]
-        final_db=final_db, transcript=kw.pop("transcript", transcript), agent_turns=agent_turns,
-        user_turns=agent_turns, duration_s=kw.pop("duration_s", 1.25),
-        usage=kw.pop("usage", {"agent": {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0,
-                                         "calls": 0}}),
+        scenario_name=scenario.name,
+        trial=trial,
+        stop_reason=stop_reason,  # type: ignore[arg-type]
+        final_db=final_db,
+        transcript=kw.pop("transcript", transcript),
+        agent_turns=agent_turns,
+        user_turns=agent_turns,
+        duration_s=kw.pop("duration_s", 1.25),
+        usage=kw.pop(
+            "usage", {"agent": {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0, "calls": 0}}
+        ),
         **kw,
     )
 
