@@ -69,7 +69,41 @@ def humanize(key: Any) -> str:
     return text[:1].upper() + text[1:]
 
 
-FILTERS: dict[str, Any] = {"spell": spell, "humanize": humanize}
+def outline(value: Any, depth: int = 0) -> str:
+    """Nested dicts/lists as an indented bullet outline (keys humanized); a scalar as its text.
+
+    A list item that is a flat dict becomes one line ``- Key: v; Other: w``.
+
+    ``{"a_b": 1, "c": [2, 3]}`` -> ``- A b: 1`` / ``- C:`` / ``  - 2`` / ``  - 3``;
+    an empty list is ``- (none)``.
+    """
+    pad = "  " * depth
+    if isinstance(value, dict):
+        lines = []
+        for key, item in value.items():
+            if isinstance(item, dict | list) and item:
+                lines.append(f"{pad}- {humanize(key)}:")
+                lines.append(outline(item, depth + 1))
+            else:
+                lines.append(f"{pad}- {humanize(key)}: {outline(item) if item != [] else '(none)'}")
+        return "\n".join(lines)
+    if isinstance(value, list):
+        if not value:
+            return f"{pad}- (none)"
+        lines = []
+        for item in value:
+            if isinstance(item, dict) and not any(isinstance(v, dict | list) for v in item.values()):
+                lines.append(f"{pad}- " + "; ".join(f"{humanize(k)}: {outline(v)}" for k, v in item.items()))
+            elif isinstance(item, dict | list) and item:
+                lines.append(f"{pad}-")
+                lines.append(outline(item, depth + 1))
+            else:
+                lines.append(f"{pad}- {outline(item)}")
+        return "\n".join(lines)
+    return "" if value is None else str(value)
+
+
+FILTERS: dict[str, Any] = {"spell": spell, "humanize": humanize, "outline": outline}
 
 
 @cache
