@@ -101,6 +101,245 @@ def render_cmd(spec_dir: str, scenario_name: str, side: str, data_root: str | No
     click.echo(render_side(spec_dir, scenario_name, side, data_root), nl=False)
 
 
+def _csv(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+@group.command("run")
+@click.argument("spec_dir", type=click.Path(file_okay=False))
+@click.option(
+    "--scenarios", metavar="A,B", default=None, help="Comma-separated scenario names (default: all)."
+)
+@click.option(
+    "--domain", "domain_prefix", metavar="PREFIX", default=None, help="Only scenarios whose name starts so."
+)
+@click.option(
+    "--agent",
+    default="replay",
+    show_default=True,
+    metavar="SPEC",
+    help="replay | openai:MODEL | ws://host:port",
+)
+@click.option(
+    "--user",
+    default="replay",
+    show_default=True,
+    metavar="SPEC",
+    help="replay | openai:MODEL | ws://host:port",
+)
+@click.option(
+    "--base-url", default=None, metavar="URL", help="OpenAI-compatible endpoint. Default: $OPENAI_BASE_URL."
+)
+@click.option(
+    "--api-key-env",
+    default="OPENAI_API_KEY",
+    show_default=True,
+    metavar="VAR",
+    help="Env variable with the API key.",
+)
+@click.option(
+    "--concurrency", default=8, show_default=True, type=click.IntRange(min=1), help="Sessions at once."
+)
+@click.option(
+    "--output-dir", default=None, type=click.Path(file_okay=False), help="Default: runs/<UTC timestamp>."
+)
+@click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
+@click.option(
+    "--max-turns", default=None, type=click.IntRange(min=1), help="Agent turns before a timeout stop."
+)
+@click.option(
+    "--trials", default=1, show_default=True, type=click.IntRange(min=1), help="Sessions per scenario."
+)
+@click.option(
+    "--resume",
+    default=None,
+    type=click.Path(file_okay=False),
+    metavar="RUN_DIR",
+    help="Run only what is missing.",
+)
+@click.option(
+    "--min-agent-turns", default=3, show_default=True, type=click.IntRange(min=0), help="Stalled rule."
+)
+@click.option("--strict-match", is_flag=True, help="Action match: list lengths must agree at every level.")
+@click.option(
+    "--fail-under",
+    default=None,
+    type=click.FloatRange(0, 1),
+    metavar="RATE",
+    help="Exit 1 below this rate (0..1).",
+)
+@click.option("--judge-model", default=None, metavar="MODEL", help="LLM judge model (default: judge off).")
+@click.option(
+    "--turn-timeout",
+    default=120.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a side may stay silent.",
+)
+@click.option(
+    "--request-timeout",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds per model request.",
+)
+@click.option(
+    "--max-tool-rounds",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Model steps with tool calls per turn.",
+)
+@click.option(
+    "--progress/--no-progress", default=None, help="Live display (default: when stderr is a terminal)."
+)
+@click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
+def run_cmd(
+    spec_dir: str,
+    scenarios: str | None,
+    domain_prefix: str | None,
+    agent: str,
+    user: str,
+    base_url: str | None,
+    api_key_env: str,
+    concurrency: int,
+    output_dir: str | None,
+    data_root: str | None,
+    max_turns: int | None,
+    trials: int,
+    resume: str | None,
+    min_agent_turns: int,
+    strict_match: bool,
+    fail_under: float | None,
+    judge_model: str | None,
+    turn_timeout: float,
+    request_timeout: float,
+    max_tool_rounds: int,
+    progress: bool | None,
+    replay_latency: float,
+) -> int:
+    """Run the scenarios of SPEC_DIR: a simulated user talks to the agent, the engine runs the
+    agent's tool calls on each scenario's own DB, and every session is scored.
+
+    Built-in sides (replay, openai:MODEL) are started on loopback by the run itself; give an
+    external side as ws://host:port (protocol: docs/protocol.md). Ctrl-C stops cleanly and keeps
+    the finished results; --resume RUN_DIR completes the rest.
+
+    \b
+    Example:
+      evalctl run specs/eva_airline
+      evalctl run specs/eva_airline --scenarios eva_airline__3_1_5 --concurrency 1
+      evalctl run specs/eva_airline --agent openai:gpt-4.1 --user openai:gpt-4.1 --base-url URL
+    """
+    from pathlib import Path
+
+    from engine.results import ScoringOptions
+    from engine.runner import RunOptions, run_cli
+
+    opts = RunOptions(
+        spec_dir=Path(spec_dir),
+        data_root=Path(data_root) if data_root else None,
+        scenarios=_csv(scenarios),
+        domain_prefix=domain_prefix,
+        agent=agent,
+        user=user,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        concurrency=concurrency,
+        output_dir=Path(output_dir) if output_dir else None,
+        max_turns=max_turns,
+        trials=trials,
+        resume=Path(resume) if resume else None,
+        turn_timeout_s=turn_timeout,
+        max_tool_rounds=max_tool_rounds,
+        request_timeout_s=request_timeout,
+        replay_latency_s=replay_latency,
+        progress=progress,
+        scoring=ScoringOptions(
+            min_agent_turns=min_agent_turns,
+            strict_match=strict_match,
+            judge_model=judge_model,
+            judge_base_url=base_url,
+            judge_api_key_env=api_key_env,
+        ),
+    )
+    report = run_cli(opts)
+    click.echo(report.summary_text(), nl=False)
+    for key, message in sorted(report.scoring_errors.items()):
+        click.echo(f"evalctl: scoring failed for {key}: {message}", err=True)
+    if report.skipped:
+        click.echo(f"{report.skipped} already complete (skipped)")
+    click.echo(f"results: {report.run_dir}")
+    if report.interrupted:
+        click.echo(f"evalctl: interrupted; finished results kept in {report.run_dir}", err=True)
+    return report.exit_code(fail_under)
+
+
+@group.command("serve")
+@click.argument("role", type=click.Choice(["agent", "user"]))
+@click.option(
+    "--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 = any free port."
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--backend", default="replay", show_default=True, metavar="SPEC", help="replay | openai:MODEL")
+@click.option(
+    "--spec-dir", default=None, type=click.Path(file_okay=False), help="Needed by replay (gold traces)."
+)
+@click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
+@click.option(
+    "--base-url", default=None, metavar="URL", help="OpenAI-compatible endpoint. Default: $OPENAI_BASE_URL."
+)
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR")
+@click.option(
+    "--request-timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True)
+)
+def serve_cmd(
+    role: str,
+    port: int,
+    host: str,
+    backend: str,
+    spec_dir: str | None,
+    data_root: str | None,
+    base_url: str | None,
+    api_key_env: str,
+    request_timeout: float,
+) -> int:
+    """Serve a built-in ROLE side (agent or user) as its own process, until Ctrl-C.
+
+    Point a run at it with --agent / --user ws://HOST:PORT.
+
+    \b
+    Example:
+      evalctl serve agent --port 8765 --backend replay --spec-dir specs/eva_airline
+      evalctl run specs/eva_airline --agent ws://127.0.0.1:8765
+    """
+    import asyncio
+    import contextlib
+    from pathlib import Path
+
+    from engine.sides.standalone import serve_side
+
+    def ready(uri: str) -> None:
+        click.echo(f"serving the {role} side ({backend}) on {uri}; Ctrl-C stops", err=True)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(
+            serve_side(
+                role,
+                backend,
+                host=host,
+                port=port,
+                spec_dir=Path(spec_dir) if spec_dir else None,
+                data_root=Path(data_root) if data_root else None,
+                base_url=base_url,
+                api_key_env=api_key_env,
+                request_timeout_s=request_timeout,
+                on_ready=ready,
+            )
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and map user errors to one clear line and an exit code."""
     try:

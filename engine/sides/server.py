@@ -114,11 +114,13 @@ class _Session:
 class SideServer:
     """Serves one side (agent or user) to any number of concurrent sessions.
 
-    ``factory`` makes the backend of each session from its ``session.start``.
+    ``factory`` makes the backend of each session from its ``session.start``; ``role``, when
+    set, is the only role this server accepts (a session.start for the other one is refused).
     """
 
-    def __init__(self, factory: BackendFactory):
+    def __init__(self, factory: BackendFactory, role: str | None = None):
         self.factory = factory
+        self.role = role
 
     async def handle(self, ws: ServerConnection) -> None:
         """The connection handler: one session, start to end. Never raises."""
@@ -143,6 +145,10 @@ class SideServer:
         if start["type"] != "session.start":
             raise ProtocolError(
                 "unexpected_message", f"expected session.start, got {start['type']}", start["id"]
+            )
+        if self.role is not None and start["role"] != self.role:
+            raise ProtocolError(
+                "unexpected_message", f"this server is a {self.role} side, not {start['role']}", start["id"]
             )
         info = SessionInfo(
             start["role"], dict(start["scenario"]), start["system_prompt"], list(start["tools"])
@@ -171,10 +177,12 @@ async def _send_quietly(ws: ServerConnection, msg: dict[str, Any]) -> None:
             await ws.send(encode(msg))
 
 
-async def start_side_server(factory: BackendFactory, host: str = "127.0.0.1", port: int = 0) -> Server:
+async def start_side_server(
+    factory: BackendFactory, host: str = "127.0.0.1", port: int = 0, role: str | None = None
+) -> Server:
     """Start serving ``factory``'s backends at ``host:port`` (0 = an ephemeral port)."""
     return await serve(
-        SideServer(factory).handle,
+        SideServer(factory, role).handle,
         host,
         port,
         compression=None,
@@ -190,9 +198,9 @@ def server_uri(server: Server) -> str:
 
 
 @contextlib.asynccontextmanager
-async def builtin_side(factory: BackendFactory) -> AsyncIterator[str]:
+async def builtin_side(factory: BackendFactory, role: str | None = None) -> AsyncIterator[str]:
     """Run a side server on 127.0.0.1 with an ephemeral port for the duration; yields its URI."""
-    server = await start_side_server(factory)
+    server = await start_side_server(factory, role=role)
     try:
         yield server_uri(server)
     finally:

@@ -1,0 +1,106 @@
+"""The ``openai:MODEL`` backend: any OpenAI-compatible chat-completions endpoint.
+
+Uses the official ``openai`` client (``AsyncOpenAI``). Retries: the client's own ``max_retries``,
+which backs off exponentially (0.5 s doubling, capped at 8 s, with jitter) on 408, 409, 429 and
+5xx and on connection errors, and waits what a ``Retry-After`` / ``retry-after-ms`` header asks
+(up to 120 s) instead. Each request is limited to ``request_timeout_s`` seconds. The API key is read
+from the environment variable named by ``api_key_env``, never from a file.
+
+The same backend serves the agent and the user simulator. The tool-call loop (and its cap on
+rounds per turn) lives in the side server; this class makes one request per step. Tool calls are
+passed on exactly as the model produced them (malformed JSON arguments or unknown tool names
+included): the engine answers them with structured error results and the conversation goes on.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from engine.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
+from engine.errors import UsageError
+
+
+@dataclass
+class OpenAIBackend:
+    """One session's model. ``opening`` is said verbatim as the user's first turn when the user
+    simulator opens the call (the dataset's starting utterance), without a model request."""
+
+    client: openai.AsyncOpenAI
+    model: str
+    opening: str | None = None
+    name: str = ""
+    _calls: int = field(default=0, repr=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.name or f"openai:{self.model}"
+
+    async def respond(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
+    ) -> BackendReply:
+        if self.opening and turn.index == 0 and turn.round == 0 and len(messages) == 1:
+            return BackendReply(text=self.opening)
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        if tools:
+            kwargs["tools"] = tools
+        try:
+            response = await self.client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError as err:
+            raise BackendError(f"{self.name}: request timed out ({err})", timeout=True) from None
+        except openai.APIStatusError as err:
+            raise BackendError(f"{self.name}: HTTP {err.status_code}: {err.message}") from None
+        except openai.APIError as err:  # connection errors, malformed responses
+            raise BackendError(f"{self.name}: {type(err).__name__}: {err}") from None
+        if not response.choices:
+            raise BackendError(f"{self.name}: the response has no choices")
+        message = response.choices[0].message
+        calls: list[ToolCallRequest] = []
+        for call in message.tool_calls or []:
+            function = getattr(call, "function", None)
+            if function is None:  # custom (non-function) tool calls are not part of this engine
+                continue
+            self._calls += 1
+            call_id = call.id or f"call_{self._calls}"
+            calls.append(ToolCallRequest(call_id, function.name or "", function.arguments or ""))
+        usage = Usage(calls=1)
+        if response.usage is not None:
+            usage.prompt_tokens = response.usage.prompt_tokens or 0
+            usage.completion_tokens = response.usage.completion_tokens or 0
+        return BackendReply(text=message.content or "", tool_calls=calls, usage=usage)
+
+
+@dataclass
+class OpenAIFactory:
+    """Makes an :class:`OpenAIBackend` per session; all sessions share one client (connection pool).
+
+    ``base_url`` None = ``$OPENAI_BASE_URL``, else the client's default. Raises UsageError at once
+    when the environment variable ``api_key_env`` is unset or empty.
+    """
+
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    request_timeout_s: float = 60.0
+    max_retries: int = 4
+    client: openai.AsyncOpenAI = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        key = os.environ.get(self.api_key_env, "")
+        if not key:
+            raise UsageError(
+                f"environment variable {self.api_key_env} is not set: it must hold the API key for "
+                f"openai:{self.model} (any non-empty value for a server that needs none)"
+            )
+        self.client = openai.AsyncOpenAI(
+            api_key=key,
+            base_url=self.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            timeout=self.request_timeout_s,
+            max_retries=self.max_retries,
+        )
+
+    def __call__(self, info: SessionInfo) -> OpenAIBackend:
+        opening = info.scenario.get("starting_utterance") if info.role == "user" else None
+        return OpenAIBackend(self.client, self.model, opening=opening or None)

@@ -1,0 +1,81 @@
+"""Run progress: a live rich display on a terminal, one plain line per scenario otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+
+from engine.model import SessionResult
+
+
+def passed(metrics: dict[str, Any] | None, result: SessionResult) -> bool:
+    """Whether a finished session counts as passing: the composite verdict when scoring ran
+    (``is_successful`` is True), else a clean exit."""
+    if metrics is not None and "is_successful" in metrics:
+        return metrics["is_successful"] is True
+    return metrics is not None and result.clean_exit
+
+
+class Progress:
+    """Counts done / passing / failing sessions out of ``total``; a context manager.
+
+    ``enabled`` None = live display when stderr is a terminal, plain lines on stderr otherwise;
+    False = plain lines; True = live display.
+    """
+
+    def __init__(self, total: int, enabled: bool | None = None):
+        self.total = total
+        self.done_count = self.passing = self.failing = 0
+        self.t0 = time.perf_counter()
+        self.console = Console(stderr=True)
+        live = self.console.is_terminal if enabled is None else enabled
+        self._bar: RichProgress | None = None
+        if live:
+            self._bar = RichProgress(
+                TextColumn("[bold]run"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("[green]{task.fields[passing]} passing [red]{task.fields[failing]} failing"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=False,
+            )
+            self._task = self._bar.add_task("run", total=total, passing=0, failing=0)
+
+    def __enter__(self) -> Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def done(self, result: SessionResult, metrics: dict[str, Any] | None) -> None:
+        """Record one finished session and show it."""
+        self.done_count += 1
+        ok = passed(metrics, result)
+        if ok:
+            self.passing += 1
+        else:
+            self.failing += 1
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, passing=self.passing, failing=self.failing)
+            return
+        elapsed = time.perf_counter() - self.t0
+        label = result.scenario_name + (f"#{result.trial}" if result.trial > 1 else "")
+        note = f" ({result.error})" if result.error else ""
+        print(
+            f"[{self.done_count}/{self.total} {elapsed:6.1f}s] {'PASS' if ok else 'FAIL'} {label}"
+            f" stop={result.stop_reason} turns={result.agent_turns} {result.duration_s:.2f}s{note}",
+            file=sys.stderr,
+            flush=True,
+        )

@@ -1,0 +1,250 @@
+"""Run many scenarios: built-in sides, bounded concurrency, scoring hand-off, progress, Ctrl-C.
+
+``evalctl run`` calls :func:`run_cli`. One built-in side server per role serves every session of
+the run (127.0.0.1, ephemeral port); an external side is given as ``ws://host:port``. Each
+(scenario, trial) is one session with its own deep-copied DB; a failing session never stops the
+others. After each session the runner calls ``engine.results.finish_session`` (scoring and
+artifacts), and at the end, also after Ctrl-C, ``engine.results.finish_run`` (the summary).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engine import render, results
+from engine.backends import make_factory, parse_backend_spec
+from engine.errors import UsageError
+from engine.model import Scenario, SessionResult
+from engine.progress import Progress
+from engine.protocol import end_call_schema
+from engine.session import SessionLimits, SessionSetup, run_session
+from engine.sides import builtin_side
+from engine.specs import load_domain
+from engine.validation import did_you_mean
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything ``evalctl run`` takes. Times in seconds; ``agent`` / ``user`` are backend specs
+    (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
+    ``resume`` reuses that run directory and runs only what is not complete there;
+    ``replay_latency_s`` is a benchmark knob (sleep per replay model step)."""
+
+    spec_dir: Path
+    data_root: Path | None = None
+    scenarios: tuple[str, ...] = ()
+    domain_prefix: str | None = None
+    agent: str = "replay"
+    user: str = "replay"
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 8
+    output_dir: Path | None = None
+    max_turns: int | None = None
+    trials: int = 1
+    resume: Path | None = None
+    turn_timeout_s: float = 120.0
+    max_tool_rounds: int = 10
+    request_timeout_s: float = 60.0
+    max_retries: int = 4
+    replay_latency_s: float = 0.0
+    progress: bool | None = None
+    scoring: results.ScoringOptions = field(default_factory=results.ScoringOptions)
+
+
+@dataclass
+class RunReport:
+    """What a run did: ``outcomes`` pairs each finished session with its metrics dict (None when
+    scoring failed, see ``scoring_errors``); ``skipped`` were already complete (``--resume``)."""
+
+    run_dir: Path
+    outcomes: list[tuple[SessionResult, dict[str, Any] | None]] = field(default_factory=list)
+    scoring_errors: dict[str, str] = field(default_factory=dict)
+    summary: dict[str, Any] | None = None
+    interrupted: bool = False
+    skipped: int = 0
+    wall_s: float = 0.0
+
+    def overall_rate(self) -> float | None:
+        """The composite success rate over the run directory (0..1), None when not applicable."""
+        if not self.summary:
+            return None
+        rate = self.summary.get("overall", {}).get("rate")
+        return None if rate is None else float(rate)
+
+    def exit_code(self, fail_under: float | None = None) -> int:
+        """130 when interrupted; 1 when ``fail_under`` (0..1) is set and the overall rate is below
+        it (or not applicable); else 0."""
+        if self.interrupted:
+            return 130
+        if fail_under is not None:
+            rate = self.overall_rate()
+            if rate is None or rate < fail_under:
+                return 1
+        return 0
+
+    def summary_text(self) -> str:
+        """The run's ``all_summary.txt`` (empty when it was not written)."""
+        path = self.run_dir / "all_summary.txt"
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def select_scenarios(
+    scenarios: tuple[Scenario, ...], names: tuple[str, ...], prefix: str | None
+) -> list[Scenario]:
+    """Scenarios by exact ``names`` (in the given order) or by name ``prefix``; all when neither.
+
+    Raises UsageError for an unknown name (with a suggestion) or an empty selection.
+    """
+    by_name = {s.name: s for s in scenarios}
+    if names:
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            hint = did_you_mean(unknown[0], by_name)
+            raise UsageError(f"no scenario named {unknown[0]!r}{hint}")
+        chosen = [by_name[n] for n in dict.fromkeys(names)]
+    else:
+        chosen = list(scenarios)
+    if prefix:
+        chosen = [s for s in chosen if s.name.startswith(prefix)]
+    if not chosen:
+        raise UsageError(f"no scenario matches --domain {prefix!r}" if prefix else "no scenarios to run")
+    return chosen
+
+
+def session_setup(scenario: Scenario) -> SessionSetup:
+    """The prompts and tool schemas of ``scenario`` as the sides receive them."""
+    return SessionSetup(
+        agent_prompt=render.render_agent_prompt(scenario),
+        user_prompt=render.render_user_prompt(scenario),
+        agent_tools=render.tool_schemas(scenario),
+        user_tools=[end_call_schema()],
+    )
+
+
+async def run(opts: RunOptions) -> RunReport:
+    """Run the selected scenarios; returns the report. Ctrl-C (task cancellation) stops the
+    sessions in flight, keeps the finished ones and still writes the summary (``interrupted``).
+
+    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad.
+    """
+    if opts.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    if opts.trials < 1:
+        raise UsageError("--trials must be at least 1")
+    agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
+    loaded = load_domain(opts.spec_dir, opts.data_root)
+    chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
+    run_dir = opts.resume or opts.output_dir or Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    if opts.resume is not None and not opts.resume.is_dir():
+        raise UsageError(f"--resume: no run directory at {opts.resume}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    report = RunReport(run_dir)
+    jobs = [
+        (s, k)
+        for s in chosen
+        for k in range(1, opts.trials + 1)
+        if not (opts.resume and results.is_complete(run_dir, s.name, k, opts.trials))
+    ]
+    report.skipped = len(chosen) * opts.trials - len(jobs)
+    setups = {s.name: session_setup(s) for s in chosen}
+    by_name = {s.name: s for s in loaded.scenarios}
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    progress = Progress(len(jobs), enabled=opts.progress)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            uris = {}
+            for role, spec in (("agent", agent_spec), ("user", user_spec)):
+                if spec.kind == "external":
+                    uris[role] = str(spec.uri)
+                else:
+                    factory = make_factory(
+                        spec,
+                        scenarios=by_name,
+                        base_url=opts.base_url,
+                        api_key_env=opts.api_key_env,
+                        request_timeout_s=opts.request_timeout_s,
+                        max_retries=opts.max_retries,
+                        replay_latency_s=opts.replay_latency_s,
+                    )
+                    uris[role] = await stack.enter_async_context(builtin_side(factory, role))
+            stack.enter_context(progress)
+            await _run_jobs(jobs, setups, uris, opts, run_dir, report, progress)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        report.interrupted = True
+    report.wall_s = loop.time() - t0
+    info = {
+        "spec_dir": str(opts.spec_dir),
+        "domain": loaded.domain.name,
+        "agent": str(agent_spec),
+        "user": str(user_spec),
+        "concurrency": opts.concurrency,
+        "trials": opts.trials,
+        "max_turns": opts.max_turns,
+        "scenarios": [s.name for s in chosen],
+        "started_at": started,
+        "wall_time_s": round(report.wall_s, 3),
+        "data_root": str(loaded.domain.data_root),
+        "min_agent_turns": opts.scoring.min_agent_turns,
+        "interrupted": report.interrupted,
+    }
+    report.summary = results.finish_run(run_dir, info)
+    return report
+
+
+async def _run_jobs(
+    jobs: list[tuple[Scenario, int]],
+    setups: dict[str, SessionSetup],
+    uris: dict[str, str],
+    opts: RunOptions,
+    run_dir: Path,
+    report: RunReport,
+    progress: Progress,
+) -> None:
+    gate = asyncio.Semaphore(opts.concurrency)
+
+    async def one(scenario: Scenario, trial: int) -> None:
+        async with gate:
+            limits = SessionLimits(
+                max_duration_s=scenario.max_duration,
+                turn_timeout_s=opts.turn_timeout_s,
+                max_turns=opts.max_turns,
+                max_tool_rounds=opts.max_tool_rounds,
+            )
+            try:
+                result = await run_session(
+                    scenario, setups[scenario.name], uris["agent"], uris["user"], limits, trial
+                )
+            except Exception as err:  # an engine bug in one session must not stop the others
+                result = SessionResult(scenario.name, trial, "error", error=f"engine error: {err!r}")
+            metrics: dict[str, Any] | None
+            try:
+                metrics = await results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring)
+            except Exception as err:  # scoring trouble is recorded, the run goes on
+                metrics = None
+                report.scoring_errors[f"{scenario.name}#{trial}"] = f"{type(err).__name__}: {err}"
+            report.outcomes.append((result, metrics))
+            progress.done(result, metrics)
+
+    tasks = [asyncio.create_task(one(s, k)) for s, k in jobs]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def run_cli(opts: RunOptions) -> RunReport:
+    """Run from a synchronous caller (the CLI); Ctrl-C yields an ``interrupted`` report."""
+    return asyncio.run(run(opts))
