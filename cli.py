@@ -340,6 +340,48 @@ def serve_cmd(
     return 0
 
 
+@group.command("diff")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.argument("scenario", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per scenario.")
+def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> None:
+    """Explain why each failed scenario of RUN_DIR failed (or SCENARIO, failed or not): the failing
+    signals, the DB difference field by field (DeepDiff after the hash's normalisation), records
+    added or removed, and the actions the agent took.
+
+    \b
+    Example:
+      evalctl diff runs/20260101-120000
+      evalctl diff runs/20260101-120000 eva_airline__3_1_5 --json
+    """
+    import json
+    from pathlib import Path
+
+    from engine.diff import diff_run, render_text
+
+    diffs = diff_run(Path(run_dir), scenario)
+    if as_json:
+        click.echo(json.dumps([d.to_json() for d in diffs], indent=2, ensure_ascii=False, default=str))
+    else:
+        click.echo(render_text(diffs, Path(run_dir)), nl=False)
+
+
+@group.command("report")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+def report_cmd(run_dir: str) -> None:
+    """Print the summary of RUN_DIR as a table, with the unsuccessful scenarios by name.
+
+    \b
+    Example:
+      evalctl report runs/20260101-120000
+    """
+    from pathlib import Path
+
+    from engine.report import print_report
+
+    print_report(Path(run_dir))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and map user errors to one clear line and an exit code."""
     try:

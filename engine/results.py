@@ -242,22 +242,29 @@ async def finish_session(
     return metrics
 
 
-def load_run_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """Every complete ``metrics.json`` under ``run_dir`` (``<name>/`` and ``<name>/trial_<k>/``),
-    one per (scenario, trial), sorted by name then trial. Torn or foreign files are skipped."""
+def scored_dirs(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """``(directory, metrics)`` of every complete result under ``run_dir`` (``<name>/`` and
+    ``<name>/trial_<k>/``), one per (scenario, trial), sorted by name then trial. Torn or foreign
+    ``metrics.json`` files, and copies in the wrong directory, are skipped."""
     run_dir = Path(run_dir)
-    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    seen: dict[tuple[str, int], tuple[Path, dict[str, Any]]] = {}
     for path in sorted([*run_dir.glob(f"*/{METRICS}"), *run_dir.glob(f"*/trial_*/{METRICS}")]):
         body = read_metrics(path)
         if body is None:
             continue
-        expected_dir = scenario_dir(
-            run_dir, body["scenario_name"], body.get("trial", 1), 1 if path.parent.parent == run_dir else 2
-        )
-        if expected_dir != path.parent:
+        nested = path.parent.parent != run_dir
+        if (
+            scenario_dir(run_dir, body["scenario_name"], body.get("trial", 1), 2 if nested else 1)
+            != path.parent
+        ):
             continue  # a copy in the wrong place must not count twice
-        seen[(body["scenario_name"], int(body.get("trial", 1)))] = body
+        seen[(body["scenario_name"], int(body.get("trial", 1)))] = (path.parent, body)
     return [seen[k] for k in sorted(seen)]
+
+
+def load_run_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """The metrics dicts of :func:`scored_dirs`."""
+    return [m for _, m in scored_dirs(run_dir)]
 
 
 def _with_defaults(run_dir: Path, metrics: list[dict[str, Any]], run_info: dict[str, Any]) -> dict[str, Any]:

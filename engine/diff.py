@@ -1,0 +1,177 @@
+"""``evalctl diff RUN_DIR [SCENARIO]``: why each failed scenario failed, field by field.
+
+Reads only the run directory: ``metrics.json`` (failing signals), ``expected_db.json`` and
+``final_db.json`` (compared by ``engine.dbdiff.db_diff`` — DeepDiff after the hash's own
+normalisation, with the hash rules saved in ``scenario_config/metadata.json``), ``actions.json``
+and the per-predicate verdicts. Old runs stay explainable without reloading any spec.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.artifacts import read_json
+from engine.dbdiff import DiffLine, db_diff
+from engine.errors import UsageError
+from engine.model import HashRules
+from engine.results import scored_dirs
+
+
+@dataclass
+class ScenarioDiff:
+    """One (scenario, trial) explained.
+
+    ``failed_signals`` the whitelisted signals that failed; ``fields`` the changed DB fields (and
+    list items added/removed inside a record); ``records_added`` / ``records_removed`` whole
+    entries of a top-level collection (``refunds.REF-ZK3FFW-001``); ``db_note`` says why no DB
+    comparison was possible; ``assertions`` failed ``db_state_assertion`` verdicts.
+    """
+
+    scenario: str
+    trial: int
+    is_successful: Any
+    failed_signals: list[str]
+    stop_reason: str | None
+    stalled: bool
+    error: str | None
+    db_state_match: Any
+    fields: list[DiffLine] = field(default_factory=list)
+    records_added: list[DiffLine] = field(default_factory=list)
+    records_removed: list[DiffLine] = field(default_factory=list)
+    db_note: str | None = None
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    assertions: list[dict[str, Any]] = field(default_factory=list)
+    judge: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body = asdict(self)
+        for key in ("fields", "records_added", "records_removed"):
+            body[key] = [{**asdict(line), "text": str(line)} for line in getattr(self, key)]
+        return body
+
+
+def _is_record(line: DiffLine) -> bool:
+    """A whole entry of a top-level collection: ``collection.key`` (one dot, no index)."""
+    return line.kind in ("added", "removed") and line.path.count(".") == 1 and "[" not in line.path
+
+
+def _rules(sdir: Path) -> HashRules:
+    try:
+        raw = read_json(sdir / "scenario_config" / "metadata.json").get("hash_rules") or {}
+    except (OSError, ValueError, AttributeError):
+        raw = {}
+    if not raw:
+        return HashRules()
+    return HashRules(tuple(raw.get("excluded_keys", ())), tuple(raw.get("unordered_lists", ())))
+
+
+def _load_optional(path: Path) -> Any:
+    try:
+        return read_json(path)
+    except (OSError, ValueError):
+        return None
+
+
+def explain(sdir: Path, metrics: dict[str, Any]) -> ScenarioDiff:
+    """Build the :class:`ScenarioDiff` of one scored (scenario, trial) directory."""
+    out = ScenarioDiff(
+        scenario=metrics["scenario_name"],
+        trial=metrics.get("trial", 1),
+        is_successful=metrics.get("is_successful"),
+        failed_signals=list(metrics.get("success_breakdown", {}).get("failed", [])),
+        stop_reason=metrics.get("stop_reason"),
+        stalled=bool(metrics.get("stalled")),
+        error=metrics.get("error"),
+        db_state_match=metrics.get("db_state_match"),
+        actions=_load_optional(sdir / "actions.json") or [],
+        assertions=[v for v in metrics.get("db_state_assertion_verdicts") or [] if not v.get("passed")],
+    )
+    if metrics.get("judge_model"):
+        out.judge = {k: metrics.get(k) for k in ("judge_score", "judge_passed", "judge_error")}
+    expected, actual = _load_optional(sdir / "expected_db.json"), _load_optional(sdir / "final_db.json")
+    if expected is None:
+        out.db_note = "no expected DB for this scenario (db_state_match not applicable)"
+    elif actual is None:
+        out.db_note = "no final DB: the session never reached the tools (see error / stop reason)"
+    else:
+        for line in db_diff(expected, actual, _rules(sdir)):
+            if _is_record(line):
+                (out.records_added if line.kind == "added" else out.records_removed).append(line)
+            else:
+                out.fields.append(line)
+    return out
+
+
+def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
+    """Explain every failed (scenario, trial) of ``run_dir``, or every trial of ``scenario``.
+
+    Raises UsageError when ``run_dir`` holds no scored results or ``scenario`` is not in it.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such run directory")
+    rows = scored_dirs(run_dir)
+    if not rows:
+        raise UsageError(f"{run_dir}: no scored scenarios (not a run directory?)")
+    if scenario is not None:
+        chosen = [(d, m) for d, m in rows if m["scenario_name"] == scenario]
+        if not chosen:
+            from engine.validation import did_you_mean
+
+            names = sorted({m["scenario_name"] for _, m in rows})
+            raise UsageError(f"no scenario named {scenario!r} in {run_dir}{did_you_mean(scenario, names)}")
+    else:
+        chosen = [(d, m) for d, m in rows if m.get("is_successful") is False]
+    return [explain(d, m) for d, m in chosen]
+
+
+def _action_text(action: dict[str, Any]) -> str:
+    name = action.get("action_type") or action.get("name") or "?"
+    args = ", ".join(
+        f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
+        for k, v in action.items()
+        if k != "action_type"
+    )
+    return f"{name}({args})"
+
+
+def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
+    """Readable report: per scenario the failing signals, the DB difference, then the actions."""
+    if not diffs:
+        return f"{run_dir}: no failed scenarios.\n"
+    out: list[str] = []
+    for d in diffs:
+        trial = f" (trial {d.trial})" if d.trial != 1 or any(x.trial != 1 for x in diffs) else ""
+        verdict = {True: "PASS", False: "FAIL"}.get(d.is_successful, str(d.is_successful))
+        out.append(f"== {d.scenario}{trial}: {verdict}")
+        why = ", ".join(d.failed_signals) or "none"
+        out.append(f"failing signals: {why}" + ("  [stalled: too few agent turns]" if d.stalled else ""))
+        out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
+        if d.db_note:
+            out.append(f"DB: {d.db_note}")
+        elif not (d.fields or d.records_added or d.records_removed):
+            out.append("DB: final DB matches the expected DB")
+        else:
+            n = len(d.fields) + len(d.records_added) + len(d.records_removed)
+            out.append(f"DB differences ({n}):")
+            out.extend(f"  {line}" for line in d.fields)
+            out.extend(f"  + record {line.path} (not expected)" for line in d.records_added)
+            out.extend(f"  - record {line.path} (expected, missing)" for line in d.records_removed)
+        for v in d.assertions:
+            err = f" error: {v['error']}" if v.get("error") else ""
+            out.append(
+                f"assertion {v['func_name']}({v.get('arguments')}) [{v.get('side')}]: "
+                f"expected {v.get('assert_value')!r}, got {v.get('actual')!r}{err}"
+            )
+        if d.judge:
+            out.append(
+                f"judge: score {d.judge.get('judge_score')}, passed {d.judge.get('judge_passed')}"
+                + (f", error {d.judge['judge_error']}" if d.judge.get("judge_error") else "")
+            )
+        out.append(f"actions ({len(d.actions)}):" if d.actions else "actions: none")
+        out.extend(f"  {i}. {_action_text(a)}" for i, a in enumerate(d.actions, 1))
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,73 @@
+"""``evalctl report RUN_DIR``: the run summary as a table (rich), failures by name, a diff hint.
+
+Reads ``summary.json`` (written by ``finish_run``); nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from engine.results import load_summary
+
+
+def _pct(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{100 * rate:.1f}%"
+
+
+def summary_table(summary: dict[str, Any]) -> Table:
+    """Headline rates then per-signal rates, each with its own count and unit."""
+    unit = summary["unit"]
+    table = Table(title=f"evalctl run: {summary.get('run_dir', '')}", title_justify="left")
+    for col, justify in (
+        ("metric", "left"),
+        ("rate", "right"),
+        ("passed / total", "right"),
+        ("role", "left"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for label, key in (("Overall success", "overall"), ("Task success (excl. clean_exit)", "task")):
+        t = summary[key]
+        na = f" (+{t['not_applicable']} N/A)" if t["not_applicable"] else ""
+        table.add_row(label, _pct(t["rate"]), f"{t['passed']}/{t['total']} {unit}{na}", "composite")
+    table.add_section()
+    for name, s in summary["signals"].items():
+        table.add_row(name, _pct(s["rate"]), f"{s['passed']}/{s['total']} {s['unit']}", s["role"])
+    if "pass_hat_k" in summary:
+        table.add_section()
+        for k, v in summary["pass_hat_k"]["overall"].items():
+            table.add_row(f"pass^{k}", f"{v:.3f}", f"{summary['scenarios']} scenarios", "trials")
+    return table
+
+
+def print_report(run_dir: Path, console: Console | None = None) -> int:
+    """Print the report of ``run_dir``; returns the number of unsuccessful results.
+
+    Raises UsageError when ``run_dir`` has no ``summary.json``.
+    """
+    console = console or Console()
+    summary = load_summary(run_dir)
+    console.print(summary_table(summary))
+    st = summary["stalled"]
+    if st["count"]:
+        console.print(
+            f"[yellow]stalled:[/] {st['count']} with fewer than {st['min_agent_turns']} agent turns "
+            f"({', '.join(st['scenarios'])}) - counted as failures, left out of signal rates"
+        )
+    if summary.get("missing"):
+        console.print(
+            f"[yellow]missing:[/] {len(summary['missing'])} results; "
+            f"`evalctl run ... --resume {run_dir}` completes them"
+        )
+    failed = summary["failed"]
+    if failed:
+        console.print(f"[bold]Not successful ({len(failed)}):[/]")
+        for f in failed:
+            trial = f" trial {f['trial']}" if summary["trials"] > 1 else ""
+            why = ", ".join(f["failed_signals"]) or ("stalled" if f["stalled"] else "N/A")
+            console.print(f"  {f['scenario']}{trial}: {why}", markup=False, highlight=False)
+        console.print(f"hint: `evalctl diff {run_dir}` shows why, field by field", markup=False)
+    return len(failed)
