@@ -1,0 +1,128 @@
+"""Acceptance: scenarios whose traces act wrongly fail db_state_match — exactly those — the
+summary shows the right k/n, and `evalctl diff` names the differing field of each.
+
+Real eva data, the real runner with replay sides; only the gold traces of four scenarios are
+altered (wrong bag count, wrong seat side, wrong refund amount, a cancellation left out).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+
+import pytest
+
+import engine.runner as runner
+from cli import main
+from engine.diff import diff_run
+from engine.specs import LoadedDomain, load_domain
+from tests.conftest import SPEC_DIR
+
+
+def _mutate(trace, tool, change):
+    events = [copy.deepcopy(dict(e)) for e in trace]
+    for e in events:
+        if e.get("event_type") == "tool_call" and e.get("tool_name") == tool:
+            if change is None:
+                e["tool_name"] = "get_reservation"  # the write never happens
+                e["params"] = {k: e["params"][k] for k in ("confirmation_number",)} | {"last_name": ""}
+            else:
+                e["params"].update(change)
+            break
+    else:
+        raise AssertionError(f"no {tool} call to alter")
+    return tuple(events)
+
+
+WRONG = {
+    "eva_airline__1_1_3": ("add_baggage_allowance", {"num_bags": 3}, "bags_checked: expected 1, got 3"),
+    "eva_airline__voluntary_date_change": ("assign_seat", {"seat_preference": "aisle"}, ".seat: expected '"),
+    "eva_airline__5_1_2": ("process_refund", {"refund_amount": 1.5}, "refund_amount: expected"),
+    "eva_airline__5_2_2": ("cancel_reservation", None, ".status: expected 'cancelled', got 'confirmed'"),
+}
+RIGHT = ("eva_airline__4_1_1", "eva_airline__7_2_8")
+
+
+@pytest.fixture(scope="module")
+def wrong_run(data_root, tmp_path_factory):
+    loaded = load_domain(SPEC_DIR, data_root)
+    altered = tuple(
+        replace(s, gold_trace=_mutate(s.gold_trace, *WRONG[s.name][:2])) if s.name in WRONG else s
+        for s in loaded.scenarios
+    )
+    patched = LoadedDomain(loaded.domain, altered, loaded.prompts_rendered)
+    run_dir = tmp_path_factory.mktemp("wrong") / "run"
+    mp = pytest.MonkeyPatch()
+    mp.setattr(runner, "load_domain", lambda *a, **k: patched)
+    try:
+        opts = runner.RunOptions(
+            spec_dir=SPEC_DIR,
+            data_root=data_root,
+            scenarios=(*WRONG, *RIGHT),
+            output_dir=run_dir,
+            concurrency=3,
+            progress=False,
+        )
+        report = runner.run_cli(opts)
+    finally:
+        mp.undo()
+    assert not report.scoring_errors
+    return run_dir
+
+
+def test_exactly_the_wrong_scenarios_fail_db_state_match(wrong_run):
+    verdicts = {
+        p.parent.name: json.loads(p.read_text())["db_state_match"] for p in wrong_run.glob("*/metrics.json")
+    }
+    assert verdicts == {**{n: False for n in WRONG}, **{n: True for n in RIGHT}}
+
+
+def test_summary_shows_the_right_counts(wrong_run):
+    text = (wrong_run / "all_summary.txt").read_text()
+    assert "Overall Success Rate: 33.3% (2/6 scenarios)" in text
+    assert "db_state_match: 33.3% (2/6 scenarios) [gating]" in text
+    summary = json.loads((wrong_run / "summary.json").read_text())
+    assert sorted(f["scenario"] for f in summary["failed"]) == sorted(WRONG)
+
+
+def test_diff_names_the_differing_field(wrong_run):
+    diffs = {d.scenario: d for d in diff_run(wrong_run)}
+    assert sorted(diffs) == sorted(WRONG)
+    for name, (_, _, needle) in WRONG.items():
+        lines = [str(x) for x in diffs[name].fields]
+        assert any(needle in line for line in lines), (name, lines)
+        assert diffs[name].failed_signals == ["db_state_match"]
+        # the action list is shown next to the difference (5_2_2's only write was left out)
+        assert diffs[name].actions == json.loads((wrong_run / name / "actions.json").read_text())
+        assert bool(diffs[name].actions) is (name != "eva_airline__5_2_2")
+
+
+def test_diff_cli_text_and_json(wrong_run, capsys):
+    assert main(["diff", str(wrong_run)]) == 0
+    out = capsys.readouterr().out
+    assert "== eva_airline__1_1_3: FAIL" in out and "bags_checked: expected 1, got 3" in out
+    assert "actions (" in out and "add_baggage_allowance(" in out
+    assert main(["diff", str(wrong_run), "eva_airline__5_1_2", "--json"]) == 0
+    (body,) = json.loads(capsys.readouterr().out)
+    assert body["scenario"] == "eva_airline__5_1_2" and body["failed_signals"] == ["db_state_match"]
+    assert any("refund_amount" in f["path"] for f in body["fields"])
+
+
+def test_diff_unknown_scenario_is_one_line_error(wrong_run, capsys):
+    assert main(["diff", str(wrong_run), "eva_airline__1_1_33"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no scenario named 'eva_airline__1_1_33'" in err
+
+
+def test_diff_not_a_run_dir(tmp_path, capsys):
+    assert main(["diff", str(tmp_path)]) == 2
+    assert "no scored scenarios" in capsys.readouterr().err
+
+
+def test_report_prints_table_failures_and_hint(wrong_run, capsys):
+    assert main(["report", str(wrong_run)]) == 0
+    out = capsys.readouterr().out
+    assert "db_state_match" in out and "2/6 scenarios" in out
+    assert "eva_airline__5_2_2: db_state_match" in out
+    assert f"evalctl diff {wrong_run}" in out.replace("\n", "")
