@@ -20,7 +20,7 @@ from engine.dataroot import resolve_data_root, warn_if_modified
 from engine.datasources import DataFiles
 from engine.errors import Problem, SpecError, UsageError
 from engine.gold import gold_trace, resolve_pointer
-from engine.model import SIGNALS, Domain, HashRules, Scenario, SourceRef, ToolTable, UserProfile
+from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable, UserProfile
 from engine.toolspecs import build_tool_table
 from engine.validation import check_signals, did_you_mean, problem_at, schema_problems
 from engine.yamlload import YamlDoc, YamlSyntaxError, display_path, load_yaml
@@ -52,16 +52,22 @@ class LoadedDomain:
         )
 
 
-def _load(path: Path, kind: str, problems: list[Problem], subject: str | None = None) -> YamlDoc | None:
-    """Parse and schema-check one spec file; None when it cannot be used further."""
+def _load(path: Path, kind: str, problems: list[Problem]) -> tuple[YamlDoc | None, bool]:
+    """Parse and schema-check one spec file: ``(doc or None on a syntax error, schema ok)``.
+
+    Scenario problems name the scenario (its ``name`` when that is a string).
+    """
     try:
         doc = load_yaml(path)
     except YamlSyntaxError as err:
         problems.append(err.problem)
-        return None
+        return None, False
+    subject = None
+    if kind == "scenario" and isinstance(doc.data, dict) and isinstance(doc.data.get("name"), str):
+        subject = doc.data["name"]
     found = schema_problems(doc, kind, subject)  # type: ignore[arg-type]
     problems.extend(found)
-    return None if found else doc
+    return doc, not found
 
 
 def _policy(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> tuple[str, str]:
@@ -98,8 +104,8 @@ def _tool_table(spec_dir: Path, ddoc: YamlDoc, data: DataFiles, problems: list[P
     if not path.is_file():
         problems.append(problem_at(ddoc, ("tool_table",), f"tool table {display_path(path)} not found"))
         return None
-    doc = _load(path, "tools", problems)
-    if doc is None:
+    doc, ok = _load(path, "tools", problems)
+    if doc is None or not ok:
         return None
     upstream = None
     if "tool_descriptions_from" in doc.data:
@@ -130,11 +136,12 @@ def _build_domain(
             )
         )
         return None
-    doc = _load(path, "domain", problems)
-    if doc is None:
+    doc, ok = _load(path, "domain", problems)
+    if doc is not None and isinstance(doc.data, dict):
+        problems.extend(check_signals(doc, ("success_signals",), doc.data.get("success_signals"), None))
+    if doc is None or not ok:
         return None
     d = doc.data
-    problems.extend(check_signals(doc, ("success_signals",), d["success_signals"], None))
     role, instructions = _policy(doc, data, problems)
     tools = _tool_table(spec_dir, doc, data, problems)
     rules = d.get("hash_rules", {})
@@ -236,6 +243,18 @@ def _build_scenario(ctx: _Ctx, doc: YamlDoc) -> Scenario | None:
         ctx.problems.append(
             problem_at(doc, ("name",), f"scenario names must start with '{domain.name}__'", name)
         )
+    for i, assertion in enumerate(s.get("db_state_assertions", [])):
+        func = assertion["func_name"]
+        if (domain.name, func) not in PREDICATES:
+            names = [n for d, n in PREDICATES if d == domain.name]
+            ctx.problems.append(
+                problem_at(
+                    doc,
+                    ("db_state_assertions", i, "func_name"),
+                    f"unknown predicate {func!r} for domain {domain.name}{did_you_mean(func, names)}",
+                    name,
+                )
+            )
     try:
         records = ctx.data.dataset(dspec["dataset"])
     except (OSError, ValueError) as err:
@@ -254,22 +273,6 @@ def _build_scenario(ctx: _Ctx, doc: YamlDoc) -> Scenario | None:
         )
         return None
     signals = s.get("success_signals", list(domain.success_signals))
-    ctx.problems.extend(check_signals(doc, ("success_signals",), s.get("success_signals"), name))
-    unknown = [x for x in signals if x not in SIGNALS]
-    if unknown:
-        ctx.problems.append(problem_at(doc, ("success_signals",), f"unknown signal(s) {unknown}", name))
-    for i, assertion in enumerate(s.get("db_state_assertions", [])):
-        func = assertion["func_name"]
-        if (domain.name, func) not in PREDICATES:
-            names = [n for d, n in PREDICATES if d == domain.name]
-            ctx.problems.append(
-                problem_at(
-                    doc,
-                    ("db_state_assertions", i, "func_name"),
-                    f"unknown predicate {func!r} for domain {domain.name}{did_you_mean(func, names)}",
-                    name,
-                )
-            )
     values: dict[str, Any] = {}
     for key in ("initial_db", "expected_db", "current_date"):
         if key not in dspec:
@@ -345,7 +348,7 @@ def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> Lo
     from engine.render import check_templates
 
     root = resolve_data_root(data_root)
-    spec_path = Path(spec_dir)
+    spec_path = Path(spec_dir).resolve()
     if not spec_path.is_dir():
         raise UsageError(f"spec directory {spec_dir} does not exist")
     data = DataFiles(root)
@@ -354,23 +357,21 @@ def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> Lo
     docs: list[YamlDoc] = []
     first: dict[str, YamlDoc] = {}
     for path in sorted((spec_path / SCENARIO_DIR).glob("*.yaml")):
-        doc = _load(path, "scenario", problems)
-        if doc is None:
+        doc, ok = _load(path, "scenario", problems)
+        if doc is None or not isinstance(doc.data, dict):
             continue
-        name = doc.data["name"]
-        if name in first:
+        name = doc.data.get("name")
+        if isinstance(name, str) and name in first:
+            where = f"{first[name].file}:{first[name].line(('name',))}"
             problems.append(
-                problem_at(
-                    doc,
-                    ("name",),
-                    f"duplicate scenario name {name!r}: also in "
-                    f"{first[name].file}:{first[name].line(('name',))}",
-                    name,
-                )
+                problem_at(doc, ("name",), f"duplicate scenario name {name!r}: also in {where}", name)
             )
             continue
-        first[name] = doc
-        docs.append(doc)
+        if isinstance(name, str):
+            first[name] = doc
+        problems.extend(check_signals(doc, ("success_signals",), doc.data.get("success_signals"), name))
+        if ok:
+            docs.append(doc)
     if not docs and not problems:
         problems.append(
             Problem(display_path(spec_path / SCENARIO_DIR), 0, "$", "no scenario files (*.yaml) found")

@@ -50,6 +50,10 @@ def _error_location(err: ValidationError) -> tuple[JsonPath, str]:
             )
     if err.validator == "required" and isinstance(err.instance, dict):
         return path, f"missing required key: {err.message.split(' is a required')[0]}"
+    if err.validator == "minItems" and path and path[-1] == "success_signals":
+        return path, "success_signals is empty; it must list at least clean_exit"
+    if err.validator == "enum" and isinstance(err.instance, str):
+        return path, err.message + did_you_mean(err.instance, [str(x) for x in err.validator_value])
     return path, err.message
 
 
@@ -77,12 +81,10 @@ def problem_at(doc: YamlDoc, path: JsonPath, message: str, subject: str | None =
 
 
 def check_signals(doc: YamlDoc, path: JsonPath, signals: Any, subject: str | None) -> list[Problem]:
-    """``success_signals`` must be a non-empty list containing ``clean_exit`` (names are schema-checked)."""
+    """``success_signals`` must contain ``clean_exit`` (emptiness and names are schema-checked)."""
     if not isinstance(signals, list):
         return []
-    if not signals:
-        return [problem_at(doc, path, "success_signals is empty; it must list at least clean_exit", subject)]
-    if "clean_exit" not in signals:
+    if signals and "clean_exit" not in signals:  # an empty list is the schema's (minItems) finding
         return [problem_at(doc, path, "success_signals must include clean_exit", subject)]
     return []
 

@@ -127,8 +127,11 @@ def parse_yaml(text: str, file: str) -> YamlDoc:
         data = _convert(node, loader, (), state)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark else 0
-        what = " ".join(str(x) for x in (err.context, err.problem) if x)
+        last = max(1, len(text.splitlines()))
+        line = min(mark.line + 1, last) if mark else 0
+        what = str(err.problem or err.context)
+        if err.context and err.context_mark and err.problem:
+            what += f" ({err.context} started at line {err.context_mark.line + 1})"
         raise YamlSyntaxError(Problem(file, line, "$", f"YAML syntax error: {what}")) from None
     except yaml.YAMLError as err:
         raise YamlSyntaxError(Problem(file, 0, "$", f"YAML error: {err}")) from None
