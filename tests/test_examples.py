@@ -49,7 +49,7 @@ def _prepare(case: Path, tmp: Path, data_root: Path) -> tuple[Path, Path]:
 
 
 def _validate(case: Path, tmp: Path, data_root: Path, capsys, monkeypatch) -> tuple[int, list[str]]:
-    spec, root = _prepare(case, tmp, data_root)
+    _spec, root = _prepare(case, tmp, data_root)
     monkeypatch.chdir(tmp)
     code = cli.main(["validate", "spec", "--no-replay", "--data-root", str(root)])
     out = capsys.readouterr()
@@ -76,8 +76,17 @@ def test_invalid_example(case: Path, tmp_path: Path, data_root: Path, capsys, mo
 
 def test_examples_cover_the_required_cases() -> None:
     names = {p.name for p in _cases("invalid")}
-    required = {"unknown_key", "yaml_syntax", "wrong_type", "unknown_eva_id", "duplicate_name",
-                "empty_success_signals", "no_clean_exit", "unknown_handler", "template_undefined"}
+    required = {
+        "unknown_key",
+        "yaml_syntax",
+        "wrong_type",
+        "unknown_eva_id",
+        "duplicate_name",
+        "empty_success_signals",
+        "no_clean_exit",
+        "unknown_handler",
+        "template_undefined",
+    }
     assert required <= names
     for case in _cases("invalid"):
         assert (case / "expected.txt").is_file(), f"{case.name} has no expected.txt"
@@ -112,8 +121,11 @@ def test_adding_a_scenario_is_yaml_only(tmp_path: Path, data_root: Path) -> None
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
     assert len(rows) == 51
-    assert {"name": "eva_airline__date_change_variant", "eva_id": "1.1.2",
-            "description": "The 1.1.2 caller again, with an extra note for the agent."} in rows
+    assert {
+        "name": "eva_airline__date_change_variant",
+        "eva_id": "1.1.2",
+        "description": "The 1.1.2 caller again, with an extra note for the agent.",
+    } in rows
 
     checked = run("validate", str(spec), "--no-replay")
     assert checked.returncode == 0, checked.stdout + checked.stderr
