@@ -112,7 +112,7 @@ def _pydantic_message(err: ValidationError) -> str:
             text += ", unable to parse string as an integer"
         elif isinstance(instance, str) and wanted == "number":
             text += ", unable to parse string as a number"
-        elif isinstance(instance, str) and wanted == "boolean":
+        elif isinstance(instance, str | int | float) and wanted == "boolean":
             text += ", unable to interpret input"
         elif isinstance(instance, float) and wanted == "integer":
             text += ", got a number with a fractional part"
@@ -134,6 +134,15 @@ def _pydantic_message(err: ValidationError) -> str:
     return err.message
 
 
+def _merge_constraints(target: dict[str, Any], constraints: Mapping[str, Any]) -> None:
+    """Add ``constraints`` to a property schema; keywords it already sets win (nested dicts merge)."""
+    for key, value in constraints.items():
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            _merge_constraints(target[key], value)
+        else:
+            target.setdefault(key, copy.deepcopy(value))
+
+
 class ArgumentChecker:
     """Validates one tool's arguments: ``check(args) -> (clean args, None) | (None, error)``.
 
@@ -148,8 +157,7 @@ class ArgumentChecker:
         for name, prop in properties.items():
             rule = rules.get(name)
             if rule is not None:
-                for key, value in rule.constraints.items():
-                    prop.setdefault(key, copy.deepcopy(value))
+                _merge_constraints(prop, rule.constraints)
         schema.pop("additionalProperties", None)
         self.properties: dict[str, Any] = properties
         self.required: frozenset[str] = frozenset(schema.get("required", ()))
