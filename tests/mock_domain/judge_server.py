@@ -77,7 +77,7 @@ def scripted_judge(script: list[Any]) -> Iterator[tuple[str, ScriptedJudge]]:
     """Start the server on 127.0.0.1 (ephemeral port); yields ``(base_url, judge)``."""
     judge = ScriptedJudge(script)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(judge))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/v1", judge

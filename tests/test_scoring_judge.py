@@ -1,0 +1,130 @@
+"""The LLM judge through the real openai client against a scripted server on loopback."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+
+import pytest
+
+from engine.results import ScoringOptions, finish_session
+from engine.scoring.judge import parse_judge_reply, render_judge_prompt, run_judge
+from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
+from tests.mock_domain.judge_server import scripted_judge
+
+GOOD = {
+    "score": 0.95,
+    "reason": "rebooked as asked",
+    "nl_assertion_verdicts": [
+        {"index": 1, "passed": True, "reason": "ok"},
+        {"index": 2, "passed": False, "reason": "no"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def sc(data_root):
+    base = eva_scenario(data_root, "1.1.2")
+    return replace(
+        base,
+        nl_assertions=("The agent confirmed the new date.", "The agent offered a refund."),
+        success_signals=("db_state_match", "judge_passed", "nl_assertion", "clean_exit"),
+    )
+
+
+def _opts(url, **kw):
+    return ScoringOptions(judge_model="judge-1", judge_base_url=url, judge_retry_delay_s=0.0, **kw)
+
+
+def test_prompt_holds_claims_and_turns(sc):
+    prompt = render_judge_prompt(sc, session(sc, None, actions=[{"action_type": "rebook_flight"}]))
+    assert "1. The agent confirmed the new date." in prompt and "2. The agent offered a refund." in prompt
+    assert "[agent] Sure, what is your confirmation number?" in prompt and '"rebook_flight"' in prompt
+
+
+async def test_judge_scores_and_verdicts(sc):
+    with scripted_judge([GOOD]) as (url, server):
+        out = await run_judge(sc, session(sc, None), _opts(url))
+    assert out.error is None and out.score == 0.95 and out.passed is True
+    assert out.nl_assertion_pass_rate == 0.5
+    assert out.nl_assertion_verdicts[1] == {
+        "index": 2,
+        "assertion": "The agent offered a refund.",
+        "passed": False,
+        "reason": "no",
+    }
+    assert out.prompt_sha256 == hashlib.sha256(out.prompt.encode()).hexdigest()
+    assert out.usage == {"model": "judge-1", "prompt_tokens": 100, "completion_tokens": 20, "calls": 1}
+    (request,) = server.requests
+    assert request["model"] == "judge-1" and request["messages"][0]["content"] == out.prompt
+
+
+async def test_threshold_is_inclusive_and_configurable(sc):
+    with scripted_judge([{**GOOD, "score": 0.9}]) as (url, _):
+        assert (await run_judge(sc, session(sc, None), _opts(url))).passed is True
+        assert (await run_judge(sc, session(sc, None), _opts(url, judge_threshold=0.95))).passed is False
+
+
+async def test_judge_errors_are_retried_then_succeed(sc):
+    with scripted_judge([500, "not json at all", GOOD]) as (url, server):
+        out = await run_judge(sc, session(sc, None), _opts(url, judge_retries=2))
+    assert out.error is None and out.attempts == 3 and len(server.requests) == 3
+
+
+async def test_judge_that_keeps_failing_is_not_applicable(tmp_path, sc):
+    with scripted_judge([503]) as (url, server):
+        m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, _opts(url, judge_retries=1))
+    assert len(server.requests) == 2
+    # never an agent failure: the judge signals drop out, the scenario passes on the rest
+    assert m["judge_passed"] is None and m["nl_assertion_pass_rate"] is None and "503" in m["judge_error"]
+    assert m["is_successful"] is True
+    assert m["success_breakdown"]["not_applicable"] == ["judge_passed", "nl_assertion"]
+    body = json.loads((tmp_path / sc.name / "judge_result.json").read_text())
+    assert body["error"] and body["score"] is None and body["judge_input"]
+
+
+async def test_unreachable_judge_is_not_applicable(sc):
+    out = await run_judge(
+        sc, session(sc, None), _opts("http://127.0.0.1:9/v1", judge_retries=0, judge_timeout_s=2.0)
+    )
+    assert out.passed is None and out.error and "Connection" in out.error
+
+
+async def test_judge_gates_when_whitelisted(tmp_path, sc):
+    low = {**GOOD, "score": 0.4}
+    with scripted_judge([low]) as (url, _):
+        m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, _opts(url))
+    assert m["judge_passed"] is False and m["judge_score"] == 0.4 and m["is_successful"] is False
+    assert m["success_breakdown"]["failed"] == ["judge_passed", "nl_assertion"]  # whitelist order
+    assert m["judge_model"] == "judge-1" and len(m["judge_prompt_sha256"]) == 64
+    assert m["usage"]["judge"]["calls"] == 1
+    body = json.loads((tmp_path / sc.name / "judge_result.json").read_text())
+    assert (
+        body["nl_assertion_verdicts"][0]["passed"] is True
+        and body["prompt_sha256"] == m["judge_prompt_sha256"]
+    )
+
+
+async def test_judge_off_by_default(tmp_path, sc):
+    m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, ScoringOptions())
+    assert m["judge_passed"] is None and not (tmp_path / sc.name / "judge_result.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ("no braces", "no JSON object"),
+        ('{"score": 1.5}', "not a number in 0..1"),
+        ('{"score": true}', "not a number in 0..1"),
+        ('{"score": 1, "nl_assertion_verdicts": []}', "no verdict for claim(s) [1]"),
+    ],
+    ids=["no-json", "score-out-of-range", "score-bool", "missing-claim-verdict"],
+)
+def test_parse_rejects_bad_replies(reply, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        parse_judge_reply(reply, 1)
+
+
+def test_parse_tolerates_code_fences():
+    assert parse_judge_reply('```json\n{"score": 1, "reason": "fine"}\n```', 0) == (1.0, "fine", [])
