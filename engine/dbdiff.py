@@ -18,7 +18,7 @@ from engine.model import HashRules
 DiffKind = Literal["changed", "added", "removed", "type_changed"]
 _KINDS: dict[str, DiffKind] = {
     "values_changed": "changed",
-    "type_changed": "type_changed",
+    "type_changes": "type_changed",
     "dictionary_item_added": "added",
     "iterable_item_added": "added",
     "dictionary_item_removed": "removed",
