@@ -82,10 +82,13 @@ def format_json_path(path: JsonPath, data: Any = None) -> str:
 
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 
 
 def _convert(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:
     lines: dict[JsonPath, int] = doc["lines"]
+    if isinstance(node, yaml.MappingNode | yaml.SequenceNode) and node.tag not in _PLAIN_TAGS:
+        return loader.construct_object(node, deep=True)  # the safe constructor refuses unknown tags
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)
         out: dict[Any, Any] = {}
