@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from engine.tools import airline_common, airline_payout, airline_read, airline_write, harness
+from engine.tools import airline_common, airline_payout, airline_read, airline_write, harness, mock
 from engine.tools.airline_common import FieldRule
 
 
@@ -43,6 +43,10 @@ HANDLERS: dict[str, Callable[..., dict[str, Any]]] = {
     "issue_meal_voucher": airline_payout.issue_meal_voucher,
     # harness (engine/tools/harness.py)
     "end_conversation": harness.end_conversation,
+    # the tiny mock shop domain of the tests (engine/tools/mock.py, tests/mock_domain/)
+    "mock_get_order": mock.get_order,
+    "mock_cancel_order": mock.cancel_order,
+    "mock_issue_credit": mock.issue_credit,
 }
 
 #: Handlers whose success ends the session, with the stop reason they give.
