@@ -181,7 +181,7 @@ class _Session:
         name, arguments = msg["name"], msg["arguments"]
         self.log(link.role, "tool_call", {"call_id": msg["call_id"], "name": name, "arguments": arguments})
         ended: str | None = None
-        if self.ended is not None:
+        if self.ended in ("exit", "transfer") or (link.role == "user" and self.ended == "user_hangup"):
             result = {"status": "error", "error_type": "call_ended", "message": "The call has already ended."}
         elif link.role == "user":
             if name == END_CALL_TOOL:

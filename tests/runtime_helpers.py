@@ -1,0 +1,169 @@
+"""Helpers for the runtime tests: scripted backends, a session between in-process sides, and a
+scripted OpenAI-compatible HTTP server on loopback (stdlib ``http.server`` in a thread)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from engine.backends import BackendFactory, BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
+from engine.model import Scenario, SessionResult
+from engine.runner import session_setup
+from engine.session import SessionLimits, run_session
+from engine.sides import builtin_side
+
+
+@dataclass
+class ScriptedBackend:
+    """Replies from ``script(turn) -> BackendReply | None`` on round 0; nothing afterwards.
+    Records every TurnInfo it was asked for in ``seen``."""
+
+    script: Callable[[TurnInfo], BackendReply | None]
+    name: str = "scripted"
+    seen: list[TurnInfo] = field(default_factory=list)
+
+    async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo):
+        self.seen.append(turn)
+        reply = self.script(turn) if turn.round == 0 else None
+        return reply or BackendReply(usage=Usage(calls=1))
+
+
+def scripted_factory(
+    script: Callable[[TurnInfo], BackendReply | None], sink: list | None = None
+) -> BackendFactory:
+    def make(info: SessionInfo) -> ScriptedBackend:
+        backend = ScriptedBackend(script)
+        if sink is not None:
+            sink.append(backend)
+        return backend
+
+    return make
+
+
+def say(text: str, *calls: tuple[str, str]) -> BackendReply:
+    """A reply saying ``text`` and calling ``(name, raw_arguments)`` tools."""
+    return BackendReply(
+        text=text,
+        tool_calls=[ToolCallRequest(f"c{i}", name, args) for i, (name, args) in enumerate(calls)],
+        usage=Usage(calls=1),
+    )
+
+
+async def session_between(
+    scenario: Scenario,
+    agent: BackendFactory | str,
+    user: BackendFactory | str,
+    limits: SessionLimits | None = None,
+) -> SessionResult:
+    """Run one session; ``agent`` / ``user`` are factories (served on loopback) or ws:// URIs."""
+    limits = limits or SessionLimits(max_duration_s=30, turn_timeout_s=5)
+    setup = session_setup(scenario)
+    if isinstance(agent, str) and isinstance(user, str):
+        return await run_session(scenario, setup, agent, user, limits)
+    if isinstance(agent, str):
+        async with builtin_side(user) as user_uri:  # type: ignore[arg-type]
+            return await run_session(scenario, setup, agent, user_uri, limits)
+    if isinstance(user, str):
+        async with builtin_side(agent) as agent_uri:
+            return await run_session(scenario, setup, agent_uri, user, limits)
+    async with builtin_side(agent) as agent_uri, builtin_side(user) as user_uri:
+        return await run_session(scenario, setup, agent_uri, user_uri, limits)
+
+
+# --- a scripted OpenAI-compatible chat-completions server -------------------------------------
+
+
+def completion(
+    text: str | None = None, calls: list[tuple[str, str, str]] = (), usage: tuple[int, int] = (10, 5)
+):
+    """A chat.completion body: ``text`` and tool ``calls`` as (id, name, raw_arguments)."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+            for cid, name, args in calls
+        ]
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if calls else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
+    }
+
+
+@dataclass
+class Step:
+    """One scripted HTTP answer: ``status``, JSON ``body``, extra ``headers``, ``delay_s`` first."""
+
+    body: dict[str, Any] | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+class ScriptedOpenAI:
+    """Answers POST ``/v1/chat/completions`` with ``steps`` in order (the last one repeats).
+    ``requests`` holds ``(monotonic time, parsed JSON body)`` of every request received."""
+
+    def __init__(self, steps: list[Step]):
+        self.steps = steps
+        self.requests: list[tuple[float, dict[str, Any]]] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with outer.lock:
+                    index = len(outer.requests)
+                    outer.requests.append((time.monotonic(), body))
+                    step = outer.steps[min(index, len(outer.steps) - 1)]
+                if step.delay_s:
+                    time.sleep(step.delay_s)
+                payload = json.dumps(step.body or {"error": {"message": "scripted failure"}}).encode()
+                try:
+                    self.send_response(step.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    for key, value in step.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:
+                    pass  # the client gave up (timeout test)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.block_on_close = False
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> ScriptedOpenAI:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
