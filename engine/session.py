@@ -238,6 +238,10 @@ async def run_session(
     message in ``SessionResult.error``. Cancellation (Ctrl-C) is propagated after closing the sides.
     """
     session = _Session(scenario, setup, limits, trial)
+    session.result.agent_backend, session.result.user_backend = (
+        agent_uri,
+        user_uri,
+    )  # until session.ready names them
     error: str | None = None
     try:
         async with asyncio.timeout(limits.max_duration_s):

@@ -1,0 +1,153 @@
+"""An external agent written with nothing but ``websockets`` + ``json`` from docs/protocol.md,
+and external sides that misbehave: each ends its own scenario, the run goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+import websockets
+
+from engine.runner import RunOptions, run
+from engine.specs import load_domain
+from tests.conftest import SPEC_DIR
+from tests.runtime_helpers import session_between
+
+GOOD = ("eva_airline__3_1_5", "eva_airline__5_2_5")  # the second ends by transfer_to_agent
+BEHAVIOUR = {
+    "eva_airline__5_1_2": "garbage",
+    "eva_airline__5_2_2": "disconnect",
+    "eva_airline__6_1_1": "silent",
+    "eva_airline__4_1_2": "v2",
+}
+
+
+def turns_of(trace: list[dict[str, Any]]) -> list[tuple[list[tuple[str, dict]], str]]:
+    """The agent's turns of a gold trace: (tool calls, line) after each user line."""
+    turns: list[tuple[list[tuple[str, dict]], str]] = []
+    for event in trace:
+        if event["event_type"] == "user_utterance":
+            turns.append(([], ""))
+        elif event["event_type"] == "tool_call":
+            turns[-1][0].append((event["tool_name"], event["params"]))
+        elif event["event_type"] == "agent_utterance":
+            turns[-1] = (turns[-1][0], (turns[-1][1] + " " + event["utterance"]).strip())
+    return turns
+
+
+class ExternalAgent:
+    """Plays ``scripts[scenario name]`` (see :func:`turns_of`) or misbehaves as ``BEHAVIOUR`` says."""
+
+    def __init__(self, scripts: dict[str, list]):
+        self.scripts = scripts
+        self.results: list[dict[str, Any]] = []
+
+    async def handler(self, ws: Any) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            await self.session(ws)
+
+    async def session(self, ws: Any) -> None:
+        start = json.loads(await ws.recv())
+        assert start["type"] == "session.start" and start["role"] == "agent"
+        name = start["scenario"]["name"]
+        behaviour = BEHAVIOUR.get(name, "good")
+        version = 2 if behaviour == "v2" else 1
+        await ws.send(
+            json.dumps({"v": version, "type": "session.ready", "id": "a0", "reply_to": start["id"]})
+        )
+        script = self.scripts.get(name, [])
+        n = 0
+        async for frame in ws:
+            msg = json.loads(frame)
+            if msg["type"] != "turn.request":
+                return
+            if behaviour == "garbage":
+                await ws.send("}{ this is not json")
+                continue
+            if behaviour == "silent":
+                continue  # never answers
+            calls, line = script[msg["turn"]] if msg["turn"] < len(script) else ([], "")
+            last = msg["turn"] >= len(script) - 1
+            if last and not any(c == "transfer_to_agent" for c, _ in calls):
+                calls = [*calls, ("end_conversation", {})]
+            for tool, params in calls:
+                n += 1
+                call = {
+                    "v": 1,
+                    "type": "tool.call",
+                    "id": f"a{n}",
+                    "reply_to": msg["id"],
+                    "call_id": f"call_{n}",
+                }
+                await ws.send(json.dumps({**call, "name": tool, "arguments": json.dumps(params)}))
+                if behaviour == "disconnect":
+                    await ws.close()
+                    return
+                result = json.loads(await ws.recv())
+                assert result["type"] == "tool.result" and result["reply_to"] == f"a{n}"
+                self.results.append(result)
+            n += 1
+            await ws.send(
+                json.dumps(
+                    {
+                        "v": 1,
+                        "type": "turn.response",
+                        "id": f"a{n}",
+                        "reply_to": msg["id"],
+                        "text": line,
+                        "usage": {"model": "external-test", "prompt_tokens": 3, "completion_tokens": 2},
+                    }
+                )
+            )
+
+
+async def test_external_agent_and_misbehaving_sides(tmp_path: Path, data_root: Path) -> None:
+    loaded = load_domain(SPEC_DIR, data_root)
+    scripts = {name: turns_of(list(loaded.scenario(name).gold_trace)) for name in GOOD}
+    agent = ExternalAgent(scripts)
+    async with websockets.serve(agent.handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        opts = RunOptions(
+            SPEC_DIR,
+            data_root,
+            scenarios=(*GOOD, *BEHAVIOUR),
+            agent=f"ws://127.0.0.1:{port}",
+            output_dir=tmp_path,
+            turn_timeout_s=0.5,
+            progress=False,
+        )
+        report = await run(opts)
+    outcome = {r.scenario_name: (r, m) for r, m in report.outcomes}
+    assert sorted(outcome) == sorted((*GOOD, *BEHAVIOUR))  # every scenario ran to a result
+    good, transfer = outcome["eva_airline__3_1_5"], outcome["eva_airline__5_2_5"]
+    assert good[0].stop_reason == "exit" and good[1]["db_state_match"] is True, good[0].error
+    assert transfer[0].stop_reason == "transfer" and transfer[1]["db_state_match"] is True
+    assert good[0].agent_backend == f"ws://127.0.0.1:{port}" and good[0].user_backend == "replay"
+    assert good[0].usage["agent"]["model"] == "external-test"
+    assert good[0].usage["agent"]["prompt_tokens"] > 0
+    garbage = outcome["eva_airline__5_1_2"][0]
+    assert garbage.stop_reason == "error" and "bad_json" in garbage.error
+    gone = outcome["eva_airline__5_2_2"][0]
+    assert gone.stop_reason == "error" and "disconnected" in gone.error
+    silent = outcome["eva_airline__6_1_1"][0]
+    assert silent.stop_reason == "timeout" and "sent nothing for 0.5 s" in silent.error
+    v2 = outcome["eva_airline__4_1_2"][0]
+    assert v2.stop_reason == "error" and "unsupported_version" in v2.error
+    assert all(r["result"]["status"] == "success" for r in agent.results)
+    summary = report.summary or {}
+    assert summary["stop_reasons"] == {"error": 3, "exit": 1, "timeout": 1, "transfer": 1}
+
+
+async def test_unreachable_side_is_an_error(data_root: Path) -> None:
+    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__3_1_5")
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    result = await session_between(scenario, f"ws://127.0.0.1:{port}", f"ws://127.0.0.1:{port}")
+    assert result.stop_reason == "error"
+    assert f"cannot connect to the agent side at ws://127.0.0.1:{port}" in (result.error or "")
+    assert result.final_db == scenario.fresh_db()
