@@ -57,3 +57,12 @@ class DataFiles:
                 raise ValueError(f"{rel} does not hold a list of records")
             self._datasets[(rel, key)] = {str(r.get(key)): r for r in records if isinstance(r, dict)}
         return self._datasets[(rel, key)]
+
+
+def read_error(rel: str, root: Path, err: BaseException) -> str:
+    """One-line message for a data-root file that could not be used (missing, unreadable, bad content)."""
+    if isinstance(err, FileNotFoundError):
+        return f"{rel} not found in data root {root}"
+    if isinstance(err, OSError):
+        return f"cannot read {rel} in data root {root}: {err.strerror or err}"
+    return f"{rel} in data root {root} is not valid {type(err).__name__.removesuffix('Error')}: {err}"

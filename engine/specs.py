@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from engine.dataroot import resolve_data_root, warn_if_modified
-from engine.datasources import DataFiles
+from engine.datasources import DataFiles, read_error
 from engine.errors import Problem, SpecError, UsageError
 from engine.gold import gold_trace, resolve_pointer
 from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable, UserProfile
@@ -83,7 +83,7 @@ def _policy(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> tuple[str
             problem_at(
                 doc,
                 ("policy", "file"),
-                f"cannot read {spec['file']} in data root {data.root}: {err.__class__.__name__}: {err}",
+                read_error(spec["file"], data.root, err),
             )
         )
     except (KeyError, AttributeError, TypeError):
@@ -116,7 +116,7 @@ def _tool_table(spec_dir: Path, ddoc: YamlDoc, data: DataFiles, problems: list[P
                 problem_at(
                     doc,
                     ("tool_descriptions_from",),
-                    f"cannot read it in data root {data.root}: {err.__class__.__name__}",
+                    read_error(doc.data["tool_descriptions_from"], data.root, err),
                 )
             )
             return None
@@ -175,6 +175,7 @@ class _Ctx:
     ddoc: YamlDoc
     data: DataFiles
     problems: list[Problem] = field(default_factory=list)
+    reported: set[str] = field(default_factory=set)  # domain-level failures already reported once
 
 
 def _source(ctx: _Ctx, key: str, eva_id: str, record: Any, initial_db: Any, subject: str) -> Any:
@@ -186,10 +187,8 @@ def _source(ctx: _Ctx, key: str, eva_id: str, record: Any, initial_db: Any, subj
         rel = spec["file"].replace("{eva_id}", eva_id)
         try:
             base = ctx.data.file(rel)
-        except FileNotFoundError:
-            raise LookupError(f"{key} file {rel} not found in data root {ctx.data.root}") from None
         except (OSError, ValueError) as err:
-            raise LookupError(f"{key} file {rel} cannot be read: {err}") from None
+            raise LookupError(f"{key} file {read_error(rel, ctx.data.root, err)}") from None
     else:
         base = initial_db if spec.get("from") == "initial_db" else record
     try:
@@ -258,7 +257,13 @@ def _build_scenario(ctx: _Ctx, doc: YamlDoc) -> Scenario | None:
     try:
         records = ctx.data.dataset(dspec["dataset"])
     except (OSError, ValueError) as err:
-        ctx.problems.append(problem_at(ctx.ddoc, ("dataset", "path"), f"cannot read dataset: {err}", name))
+        if "dataset" not in ctx.reported:
+            ctx.reported.add("dataset")
+            ctx.problems.append(
+                problem_at(
+                    ctx.ddoc, ("dataset", "path"), read_error(dspec["dataset"]["path"], ctx.data.root, err)
+                )
+            )
         return None
     record = records.get(eva_id)
     if record is None:
@@ -275,7 +280,7 @@ def _build_scenario(ctx: _Ctx, doc: YamlDoc) -> Scenario | None:
     signals = s.get("success_signals", list(domain.success_signals))
     values: dict[str, Any] = {}
     for key in ("initial_db", "expected_db", "current_date"):
-        if key not in dspec:
+        if key not in dspec or (dspec[key].get("from") == "initial_db" and "initial_db" not in values):
             continue
         try:
             values[key] = _source(ctx, key, eva_id, record, values.get("initial_db"), name)
@@ -292,7 +297,14 @@ def _build_scenario(ctx: _Ctx, doc: YamlDoc) -> Scenario | None:
             else:
                 trace = tuple(resolve_pointer(grecord, gspec["pointer"]))
         except (OSError, ValueError) as err:
-            ctx.problems.append(problem_at(ctx.ddoc, ("gold_trace", "dataset"), f"cannot read: {err}", name))
+            if "gold" not in ctx.reported:
+                ctx.reported.add("gold")
+                rel = gspec.get("dataset", dspec["dataset"])["path"]
+                ctx.problems.append(
+                    problem_at(
+                        ctx.ddoc, ("gold_trace", "dataset", "path"), read_error(rel, ctx.data.root, err)
+                    )
+                )
         except (KeyError, TypeError):
             ctx.problems.append(
                 problem_at(

@@ -150,12 +150,17 @@ def test_missing_data_root_is_a_data_root_error(tmp_path: Path) -> None:
         load_domain(SPEC_DIR, tmp_path / "nowhere")
 
 
-def test_data_root_without_files_reports_every_scenario(tmp_path: Path) -> None:
+def test_empty_data_root_reports_each_missing_file_once(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
         load_domain(SPEC_DIR, tmp_path)
-    text = str(info.value)
-    assert "domain.yaml" in text and "cannot read" in text
-    assert len(info.value.problems) >= 2
+    lines = str(info.value).splitlines()
+    assert len(lines) == 3
+    assert lines[0].endswith(
+        f"domain.yaml:40: $.policy.file: eva-0.1.3/configs/agents/airline_agent.yaml "
+        f"not found in data root {tmp_path}"
+    )
+    assert "tools.yaml:4: $.tool_descriptions_from:" in lines[1]
+    assert "domain.yaml:14: $.dataset.path: eva-0.1.3/data/airline_dataset.jsonl not found" in lines[2]
 
 
 def test_modified_data_root_warns_once(tmp_path: Path, data_root: Path, capsys) -> None:
