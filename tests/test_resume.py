@@ -1,0 +1,139 @@
+"""Acceptance: a real `evalctl run` killed with SIGKILL mid-way and resumed with --resume scores
+every scenario exactly once and ends with the same summary as an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.runner import RunOptions, run_cli
+from tests.conftest import REPO, SPEC_DIR
+
+TIMING_KEYS = {"run_dir", "wall_time_s", "session_time_s", "interrupted"}
+
+
+def _evalctl(*args: str, data_root: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "cli",
+        "run",
+        str(SPEC_DIR),
+        "--data-root",
+        str(data_root),
+        "--no-progress",
+        *args,
+    ]
+
+
+def _complete(run_dir: Path) -> dict[str, tuple[int, str]]:
+    """scenario -> (mtime_ns, content) of every metrics.json that parses."""
+    out = {}
+    for p in run_dir.glob("*/metrics.json"):
+        try:
+            text = p.read_text()
+            json.loads(text)
+        except (OSError, ValueError):
+            continue
+        out[p.parent.name] = (p.stat().st_mtime_ns, text)
+    return out
+
+
+def _comparable(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k not in TIMING_KEYS}
+
+
+@pytest.fixture(scope="module")
+def baseline(data_root, tmp_path_factory):
+    out = tmp_path_factory.mktemp("resume") / "baseline"
+    report = run_cli(
+        RunOptions(spec_dir=SPEC_DIR, data_root=data_root, output_dir=out, concurrency=2, progress=False)
+    )
+    assert not report.interrupted and report.summary["results"] == 50
+    return report.summary
+
+
+def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_path):
+    run_dir = tmp_path / "killed"
+    proc = subprocess.Popen(
+        _evalctl(
+            "--output-dir",
+            str(run_dir),
+            "--concurrency",
+            "2",
+            "--replay-latency",
+            "0.005",
+            data_root=data_root,
+        ),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(_complete(run_dir)) < 10:
+            assert proc.poll() is None, "the run finished before it could be killed"
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    before = _complete(run_dir)
+    assert 10 <= len(before) < 50, len(before)
+    assert not (run_dir / "summary.json").exists()  # killed: no summary was written
+
+    done = subprocess.run(
+        _evalctl("--resume", str(run_dir), data_root=data_root),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"{len(before)} already complete (skipped)" in done.stdout
+
+    after = _complete(run_dir)
+    assert len(after) == 50 and len(list(run_dir.glob("*/metrics.json"))) == 50
+    for name, stamp in before.items():
+        assert after[name] == stamp, f"{name} was scored again"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["results"] == 50 and not summary["missing"]
+    assert _comparable(summary) == _comparable(json.loads(json.dumps(baseline)))
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["invocations"][-1]["argv"] is None or "--resume" in " ".join(
+        run["invocations"][-1]["argv"] or []
+    )
+
+
+def test_resume_of_a_complete_run_runs_nothing(data_root, tmp_path):
+    run_dir = tmp_path / "small"
+    names = "eva_airline__1_1_3,eva_airline__7_2_8"
+    first = run_cli(
+        RunOptions(
+            spec_dir=SPEC_DIR,
+            data_root=data_root,
+            output_dir=run_dir,
+            scenarios=tuple(names.split(",")),
+            progress=False,
+        )
+    )
+    stamps = _complete(run_dir)
+    again = run_cli(
+        RunOptions(
+            spec_dir=SPEC_DIR,
+            data_root=data_root,
+            resume=run_dir,
+            scenarios=tuple(names.split(",")),
+            progress=False,
+        )
+    )
+    assert again.skipped == 2 and not again.outcomes and _complete(run_dir) == stamps
+    assert _comparable(again.summary) == _comparable(first.summary)
