@@ -1,0 +1,183 @@
+"""The openai:MODEL backend with the real ``openai`` client against a scripted OpenAI-compatible
+HTTP server on loopback: tool calls, malformed arguments, unknown tools, 429 + Retry-After,
+a hang that hits the timeout, the user simulator, and the API key rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.backends.openai_chat import OpenAIFactory
+from engine.backends.replay import ReplayFactory
+from engine.errors import UsageError
+from engine.runner import RunOptions, run
+from engine.specs import LoadedDomain, load_domain
+from tests.conftest import SPEC_DIR
+from tests.runtime_helpers import ScriptedOpenAI, Step, completion, session_between
+
+SCENARIO = "eva_airline__3_1_5"
+
+
+@pytest.fixture(scope="module")
+def loaded(data_root: Path) -> LoadedDomain:
+    return load_domain(SPEC_DIR, data_root)
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
+
+
+def _factory(server: ScriptedOpenAI, timeout_s: float = 5.0, retries: int = 2) -> OpenAIFactory:
+    return OpenAIFactory(
+        "scripted-model",
+        base_url=server.base_url,
+        api_key_env="EVALCTL_TEST_KEY",
+        request_timeout_s=timeout_s,
+        max_retries=retries,
+    )
+
+
+def _tool_messages(body: dict) -> list[dict]:
+    return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+
+
+async def test_tool_calls_malformed_arguments_and_unknown_tool(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario(SCENARIO)
+    first_call = next(e for e in scenario.gold_trace if e["event_type"] == "tool_call")
+    steps = [
+        Step(completion(None, [("call_1", first_call["tool_name"], json.dumps(first_call["params"]))])),
+        Step(completion(None, [("call_2", "get_reservation", '{"confirmation_number": ')])),
+        Step(completion("Let me check.", [("call_3", "frobnicate_booking", "{}")])),
+        Step(completion("I found your booking. Anything else?")),
+        Step(completion("Goodbye.", [("call_4", "end_conversation", "{}")], usage=(40, 7))),
+    ]
+    with ScriptedOpenAI(steps) as server:
+        result = await session_between(scenario, _factory(server), ReplayFactory({SCENARIO: scenario}))
+    assert result.stop_reason == "exit", result.error
+    names = [c["name"] for c in result.tool_calls]
+    assert names == ["get_reservation", "get_reservation", "frobnicate_booking", "end_conversation"]
+    assert result.tool_calls[1]["arguments"] == '{"confirmation_number": '  # passed on as-is
+    bodies = [body for _, body in server.requests]
+    assert len(bodies) == 5
+    assert bodies[0]["model"] == "scripted-model" and bodies[0]["messages"][0]["role"] == "system"
+    assert {t["function"]["name"] for t in bodies[0]["tools"]} >= {"get_reservation", "end_conversation"}
+    assert _tool_messages(bodies[1])[-1]["status"] == "success"
+    malformed = _tool_messages(bodies[2])[-1]
+    unknown = _tool_messages(bodies[3])[-1]
+    assert malformed["status"] == "error" and unknown["status"] == "error"
+    assert unknown["error_type"] == "tool_not_found"
+    assert bodies[4]["messages"][-1] == {"role": "user", "content": scenario_user_line(loaded, 1)}
+    usage = result.usage["agent"]
+    assert usage == {
+        "model": "openai:scripted-model",
+        "prompt_tokens": 80,
+        "completion_tokens": 27,
+        "calls": 5,
+    }
+    assert result.agent_backend == "openai:scripted-model"
+
+
+def scenario_user_line(loaded: LoadedDomain, index: int) -> str:
+    lines = [
+        e["utterance"] for e in loaded.scenario(SCENARIO).gold_trace if e["event_type"] == "user_utterance"
+    ]
+    return lines[index]
+
+
+async def test_429_then_success_honours_retry_after(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario(SCENARIO)
+    steps = [
+        Step(status=429, headers={"retry-after": "0.6"}),
+        Step(completion("Goodbye.", [("c1", "end_conversation", "{}")])),
+    ]
+    with ScriptedOpenAI(steps) as server:
+        result = await session_between(scenario, _factory(server), ReplayFactory({SCENARIO: scenario}))
+    assert result.stop_reason == "exit", result.error
+    (t1, _), (t2, _) = server.requests
+    assert t2 - t1 >= 0.6  # the wait the server asked for, not the client's 0.5 s first backoff
+    assert result.usage["agent"]["calls"] == 1  # retries are not model calls
+
+
+async def test_5xx_after_retries_is_an_error(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario(SCENARIO)
+    with ScriptedOpenAI([Step(status=503, headers={"retry-after-ms": "10"})]) as server:
+        result = await session_between(
+            scenario, _factory(server, retries=2), ReplayFactory({SCENARIO: scenario})
+        )
+    assert len(server.requests) == 3
+    assert result.stop_reason == "error"
+    assert "agent side reported backend_error: openai:scripted-model: HTTP 503" in (result.error or "")
+
+
+async def test_hang_hits_the_timeout(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario(SCENARIO)
+    with ScriptedOpenAI([Step(completion("too late"), delay_s=3.0)]) as server:
+        result = await session_between(
+            scenario, _factory(server, timeout_s=0.3, retries=0), ReplayFactory({SCENARIO: scenario})
+        )
+    assert result.stop_reason == "timeout"
+    assert "backend_timeout" in (result.error or "") and "timed out" in (result.error or "")
+    assert result.duration_s < 2.0
+
+
+async def test_openai_user_simulator_opens_with_the_starting_utterance_and_hangs_up(
+    loaded: LoadedDomain,
+) -> None:
+    scenario = loaded.scenario(SCENARIO)
+    steps = [Step(completion("Thanks, that is all.", [("u1", "end_call", "{}")]))]
+    with ScriptedOpenAI(steps) as server:
+        result = await session_between(scenario, ReplayFactory({SCENARIO: scenario}), _factory(server))
+    said = [e["content"] for e in result.transcript if e["role"] == "user" and e["type"] == "utterance"]
+    assert said == [scenario.user.starting_utterance, "Thanks, that is all."]
+    [(_, body)] = server.requests  # the opening line needed no request
+    assert [t["function"]["name"] for t in body["tools"]] == ["end_call"]
+    assert [m["role"] for m in body["messages"]] == ["system", "assistant", "user"]
+    # the user hung up; the replay agent's closing turn ends the call
+    assert ("user", "hangup") in [(e["role"], e["type"]) for e in result.transcript]
+    assert result.stop_reason == "exit"
+
+
+def test_api_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    with pytest.raises(UsageError, match="environment variable NO_SUCH_KEY_VAR is not set"):
+        OpenAIFactory("m", base_url="http://127.0.0.1:9/v1", api_key_env="NO_SUCH_KEY_VAR")
+
+
+async def test_run_with_openai_agent_end_to_end(tmp_path: Path, data_root: Path) -> None:
+    steps = [Step(completion("Goodbye.", [("c1", "end_conversation", "{}")]))]
+    with ScriptedOpenAI(steps) as server:
+        opts = RunOptions(
+            SPEC_DIR,
+            data_root,
+            scenarios=(SCENARIO, "eva_airline__5_2_5"),
+            agent="openai:scripted-model",
+            base_url=server.base_url,
+            api_key_env="EVALCTL_TEST_KEY",
+            output_dir=tmp_path,
+            progress=False,
+        )
+        report = await run(opts)
+    assert [r.stop_reason for r, _ in report.outcomes] == ["exit", "exit"]
+    metrics = {r.scenario_name: m for r, m in report.outcomes}
+    assert metrics[SCENARIO]["db_state_match"] is False  # the scripted agent changed nothing
+    assert all(m["agent_backend"] == "openai:scripted-model" for _, m in report.outcomes)
+
+
+async def test_tool_rounds_per_turn_are_capped(loaded: LoadedDomain) -> None:
+    from engine.session import SessionLimits
+
+    scenario = loaded.scenario(SCENARIO)
+    looping = [
+        Step(completion(None, [("c", "get_flight_status", '{"flight_number": "SK1", "flight_date": "x"}')]))
+    ]
+    limits = SessionLimits(max_duration_s=10, turn_timeout_s=5, max_tool_rounds=3, max_turns=1)
+    with ScriptedOpenAI(looping) as server:
+        result = await session_between(
+            scenario, _factory(server), ReplayFactory({SCENARIO: scenario}), limits
+        )
+    assert len(server.requests) == 4  # three rounds ran; the fourth step's calls were dropped
+    assert len(result.tool_calls) == 3
+    assert result.stop_reason == "timeout" and "max turns (1 agent turns)" in (result.error or "")
