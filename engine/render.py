@@ -216,6 +216,30 @@ def tool_schemas(scenario: Scenario) -> list[dict[str, Any]]:
     return scenario.tools.openai_schemas()
 
 
+def _compile_other_templates(scenario: Scenario) -> list[Problem]:
+    """Syntax-check the templates other than agent/user (e.g. judge), which need run-time variables."""
+    problems = []
+    search_path = _search_path(scenario)
+    for side, name in scenario.domain.templates.items():
+        if side in ("agent", "user"):
+            continue
+        try:
+            environment(search_path).get_template(name)
+        except jinja2.TemplateNotFound:
+            problems.append(
+                Problem(
+                    scenario.domain.source.file,
+                    0,
+                    f"$.templates.{side}",
+                    f"template {name!r} not found in {', '.join(search_path)}",
+                )
+            )
+        except jinja2.TemplateSyntaxError as err:
+            file = display_path(err.filename or name)
+            problems.append(Problem(file, err.lineno or 0, "$", f"template error: {err.message}"))
+    return problems
+
+
 def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
     """Render agent and user prompts for every scenario; returns ``(problems, prompts rendered)``.
 
@@ -232,7 +256,7 @@ def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
             except SpecError as err:
                 for p in err.problems:
                     seen.setdefault((p.file, p.line, f"{p.json_path}\0{p.message}"), []).append(scenario.name)
-    problems = []
+    problems = _compile_other_templates(scenarios[0]) if scenarios else []
     for (file, line, key), names in seen.items():
         json_path, message = key.split("\0", 1)
         more = f" (and {len(names) - 1} more scenario(s))" if len(names) > 1 else ""
