@@ -1,0 +1,158 @@
+"""The runner and the run/serve verbs: selection, errors, trials, resume, Ctrl-C, serve."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cli
+from engine.errors import UsageError
+from engine.runner import RunOptions, run, select_scenarios
+from engine.specs import load_domain
+from tests.conftest import REPO, SPEC_DIR
+
+
+def test_select_scenarios(data_root: Path) -> None:
+    scenarios = load_domain(SPEC_DIR, data_root).scenarios
+    assert len(select_scenarios(scenarios, (), None)) == 50
+    picked = select_scenarios(scenarios, ("eva_airline__7_2_8", "eva_airline__3_1_5"), None)
+    assert [s.name for s in picked] == ["eva_airline__7_2_8", "eva_airline__3_1_5"]
+    assert {s.name for s in select_scenarios(scenarios, (), "eva_airline__7_2")} == {
+        f"eva_airline__7_2_{k}" for k in (2, 5, 6, 8, 9)
+    }
+    with pytest.raises(UsageError, match=r"no scenario named 'eva_airline__3_1_6' \(did you mean"):
+        select_scenarios(scenarios, ("eva_airline__3_1_6",), None)
+    with pytest.raises(UsageError, match="no scenario matches --domain 'tau2_'"):
+        select_scenarios(scenarios, (), "tau2_")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scenarios", "eva_airline__nope"], "evalctl: no scenario named 'eva_airline__nope'"),
+        (
+            ["--agent", "gpt-4"],
+            "evalctl: unknown backend 'gpt-4': expected replay, openai:MODEL or ws://host:port",
+        ),
+        (["--resume", "/nonexistent/run"], "evalctl: --resume: no run directory at /nonexistent/run"),
+    ],
+)
+def test_run_user_errors_are_one_line(
+    args: list[str], message: str, data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(
+        ["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(tmp_path), *args]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == message or err.startswith(message)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_run_verb_prints_the_summary_and_honours_fail_under(
+    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--no-progress", "--fail-under", "1"]
+    ok = cli.main([*base, "--scenarios", "eva_airline__3_1_5", "--output-dir", str(tmp_path / "a")])
+    out = capsys.readouterr().out
+    assert ok == 0
+    assert "Overall Success Rate: 100.0% (1/1 scenarios)" in out and f"results: {tmp_path / 'a'}" in out
+    # 5.1.5's gold has two agent turns: stalled under the default --min-agent-turns 3
+    low = cli.main([*base, "--scenarios", "eva_airline__5_1_5", "--output-dir", str(tmp_path / "b")])
+    assert low == 1
+    assert cli.main([*base[:-2], "--scenarios", "eva_airline__5_1_5", "--min-agent-turns", "2",
+                     "--fail-under", "1", "--output-dir", str(tmp_path / "c")]) == 0  # fmt: skip
+
+
+async def test_trials_and_resume(data_root: Path, tmp_path: Path) -> None:
+    names = ("eva_airline__3_1_5", "eva_airline__7_2_8")
+    opts = RunOptions(SPEC_DIR, data_root, scenarios=names, trials=2, output_dir=tmp_path, progress=False)
+    first = await run(opts)
+    assert sorted((r.scenario_name, r.trial) for r, _ in first.outcomes) == [
+        (n, k) for n in names for k in (1, 2)
+    ]
+    assert (tmp_path / "eva_airline__7_2_8" / "trial_2" / "metrics.json").is_file()
+    (tmp_path / "eva_airline__3_1_5" / "trial_2" / "metrics.json").unlink()
+    again = await run(
+        RunOptions(SPEC_DIR, data_root, scenarios=names, trials=2, resume=tmp_path, progress=False)
+    )
+    assert again.skipped == 3
+    assert [(r.scenario_name, r.trial) for r, _ in again.outcomes] == [("eva_airline__3_1_5", 2)]
+    assert again.summary is not None and again.summary["results"] == 4
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, str(REPO / "cli.py"), *args]
+
+
+def test_ctrl_c_keeps_finished_results_and_resume_completes(data_root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out), "--no-progress"]
+    proc = subprocess.Popen(
+        _cli(*args, "--concurrency", "2", "--replay-latency", "0.05"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if re.match(r"\[\d+/50 ", line):
+            break
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 130, stderr
+    assert "interrupted; finished results kept in" in stderr and "Traceback" not in stderr
+    summary = json.loads((out / "summary.json").read_text())
+    done = summary["results"]
+    assert summary["interrupted"] is True and 1 <= done < 50
+    assert len(list(out.glob("*/metrics.json"))) == done
+    assert "Run was interrupted" in (out / "all_summary.txt").read_text()
+    resumed = subprocess.run(
+        _cli("run", str(SPEC_DIR), "--data-root", str(data_root), "--resume", str(out), "--no-progress"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{done} already complete (skipped)" in resumed.stdout
+    final = json.loads((out / "summary.json").read_text())
+    assert final["results"] == 50 and final["interrupted"] is False
+    assert final["stop_reasons"] == {"exit": 43, "transfer": 7}
+
+
+async def test_serve_runs_a_built_in_side_as_its_own_process(data_root: Path, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        _cli("serve", "agent", "--port", "0", "--spec-dir", str(SPEC_DIR), "--data-root", str(data_root)),
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"serving the agent side \(replay\) on (ws://127\.0\.0\.1:\d+)", line)
+        assert match, line
+        names = ("eva_airline__3_1_5", "eva_airline__7_2_8")
+        opts = RunOptions(
+            SPEC_DIR, data_root, scenarios=names, agent=match.group(1), output_dir=tmp_path, progress=False
+        )
+        report = await run(opts)
+        assert [r.stop_reason for r, _ in report.outcomes] == ["exit", "transfer"] or [
+            r.stop_reason for r, _ in report.outcomes
+        ] == ["transfer", "exit"]
+        assert all(m and m["db_state_match"] is True for _, m in report.outcomes)
+        assert all(r.agent_backend == "replay" for r, _ in report.outcomes)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=10)
+    assert proc.returncode == 0
