@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import platform
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,35 @@ def data_root_changes(files: dict[str, str]) -> list[str]:
     return sorted(changed)
 
 
+_INFO_KEYS = (
+    "argv",
+    "args",
+    "spec_dir",
+    "data_root",
+    "models",
+    "started_at",
+    "finished_at",
+    "wall_time_s",
+    "wall_s",
+    "interrupted",
+    "scenarios",
+)
+
+
+def _argv(run_info: dict[str, Any]) -> list[str] | None:
+    """The command line: ``run_info["argv"]``, else this process's own when it is evalctl."""
+    if run_info.get("argv"):
+        return list(run_info["argv"])
+    return list(sys.argv[1:]) if sys.argv and Path(sys.argv[0]).stem in ("evalctl", "cli") else None
+
+
+def _args(run_info: dict[str, Any]) -> dict[str, Any]:
+    """Parsed arguments: ``run_info["args"]``, else every other run_info key (agent, user, trials...)."""
+    if run_info.get("args"):
+        return dict(run_info["args"])
+    return {k: v for k, v in run_info.items() if k not in _INFO_KEYS}
+
+
 def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
     """Build the ``run.json`` body for this invocation, merged with an existing ``run.json``."""
     spec_dir = run_info.get("spec_dir")
@@ -83,23 +113,23 @@ def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
         "finished_at": run_info.get("finished_at") or now,
         "wall_time_s": run_info.get("wall_time_s"),
         "interrupted": bool(run_info.get("interrupted", False)),
-        "argv": run_info.get("argv"),
-        "args": run_info.get("args"),
+        "argv": _argv(run_info),
+        "args": _args(run_info),
     }
     body: dict[str, Any] = {
         "evalctl_version": __version__,
         "git": git_commit(),
         "python": platform.python_version(),
         "spec_dir": str(spec_dir) if spec_dir else None,
-        "spec_files": hash_tree(Path(spec_dir), "**/*.yaml") if spec_dir else {},
+        "spec_files": hash_tree(Path(spec_dir)) if spec_dir else {},
         "templates": hash_tree(TEMPLATE_DIR),
         "data_root": str(data_root) if data_root else None,
         "data_root_files": data_files,
         "data_root_changed_from_pins": data_root_changes(data_files),
         "models": run_info.get("models"),
         "trials": run_info.get("trials"),
-        "args": run_info.get("args"),
-        "argv": run_info.get("argv"),
+        "args": invocation["args"],
+        "argv": invocation["argv"],
     }
     previous: dict[str, Any] = {}
     try:
