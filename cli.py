@@ -170,6 +170,16 @@ def _csv(value: str | None) -> tuple[str, ...]:
 )
 @click.option("--judge-model", default=None, metavar="MODEL", help="LLM judge model (default: judge off).")
 @click.option(
+    "--judge-base-url", default=None, metavar="URL", help="OpenAI-compatible judge URL. Default: --base-url."
+)
+@click.option(
+    "--judge-threshold",
+    default=0.9,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="judge_passed = judge score >= this.",
+)
+@click.option(
     "--turn-timeout",
     default=120.0,
     show_default=True,
@@ -212,6 +222,8 @@ def run_cmd(
     strict_match: bool,
     fail_under: float | None,
     judge_model: str | None,
+    judge_base_url: str | None,
+    judge_threshold: float,
     turn_timeout: float,
     request_timeout: float,
     max_tool_rounds: int,
@@ -259,7 +271,8 @@ def run_cmd(
             min_agent_turns=min_agent_turns,
             strict_match=strict_match,
             judge_model=judge_model,
-            judge_base_url=base_url,
+            judge_base_url=judge_base_url or base_url,
+            judge_threshold=judge_threshold,
             judge_api_key_env=api_key_env,
         ),
     )

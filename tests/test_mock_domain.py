@@ -40,7 +40,7 @@ def _run(out: Path, url: str, *extra: str) -> int:
             "--no-progress",
             "--judge-model",
             "judge-1",
-            "--base-url",
+            "--judge-base-url",
             url,
             *extra,
         ]
@@ -162,6 +162,22 @@ def test_fail_under_gates_the_exit_code(wrong_run, tmp_path):
         assert (
             _run(tmp_path / "b", url, "--scenarios", "mock__late_delivery_credit", "--fail-under", "0.5") == 1
         )
+    with scripted_judge([{**JUDGE_OK, "score": 0.1}]) as (url, _):
+        assert (
+            _run(
+                tmp_path / "c",
+                url,
+                "--scenarios",
+                "mock__late_delivery_credit",
+                "--fail-under",
+                "0.5",
+                "--judge-threshold",
+                "0.1",
+            )
+            == 0
+        )
+    late = json.loads((tmp_path / "c" / "mock__late_delivery_credit" / "metrics.json").read_text())
+    assert late["judge_passed"] is True and late["judge_score"] == 0.1
     assert loaded.names  # the spec still loads after the runs
 
 
