@@ -189,3 +189,17 @@ def test_diff_explains_mock_failures(wrong_run, capsys):
     assert "assertion order_status({'order_id': 'O-100'}) [agent]: expected 'cancelled', got 'placed'" in out
     assert "credits[0].reason: expected 'late delivery.', got 'goodwill'" in out
     assert "judge: score 0.5, passed False" in out
+
+
+def test_unknown_predicate_is_a_validation_error_before_any_run(tmp_path, capsys):
+    import shutil
+
+    spec = tmp_path / "spec"
+    shutil.copytree(SPEC, spec)
+    path = spec / "scenarios" / "cancel.yaml"
+    path.write_text(path.read_text().replace("func_name: order_status", "func_name: order_state"))
+    out = tmp_path / "never"
+    assert main(["run", str(spec), "--data-root", str(DATA), "--output-dir", str(out), "--no-progress"]) != 0
+    err = capsys.readouterr().err
+    assert "order_state" in err and "cancel.yaml" in err and "Traceback" not in err
+    assert not out.exists() or not any(out.iterdir())
