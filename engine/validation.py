@@ -104,6 +104,7 @@ class ValidationReport:
     prompts: int = 0
     replay: list[Any] = field(default_factory=list)
     replay_note: str | None = None
+    sources: dict[str, str] = field(default_factory=dict)  # scenario name -> "file:line"
 
     @property
     def replay_failures(self) -> list[Any]:
@@ -117,7 +118,8 @@ class ValidationReport:
         """Every finding as one printable line, then the summary line."""
         out = [str(p) for p in self.problems]
         for r in self.replay_failures:
-            out.append(f"{self.spec_dir}: gold replay failed [{r.scenario_name}]")
+            where = self.sources.get(r.scenario_name, self.spec_dir)
+            out.append(f"{where}: $: gold replay failed, the final DB differs from the expected one [{r.scenario_name}]")
             out.extend(f"  {line}" for line in r.lines)
         out.append(self.summary())
         return out
@@ -164,6 +166,7 @@ def validate_specs(
         report.replay_note = "engine.replay is not available yet"
         return report
     for scenario in loaded.scenarios:
+        report.sources[scenario.name] = f"{scenario.source.file}:{scenario.source.line}"
         if scenario.gold_trace is not None:
             report.replay.append(replay_gold(scenario))
     return report
