@@ -52,5 +52,10 @@ HANDLERS: dict[str, Callable[..., dict[str, Any]]] = {
 #: Handlers whose success ends the session, with the stop reason they give.
 ENDING_HANDLERS: dict[str, str] = {"end_conversation": "exit", "transfer_to_agent": "transfer"}
 
-#: Per-argument checks and error reporting, keyed by argument name (see ``FieldRule``).
-FIELD_RULES: dict[str, FieldRule] = dict(airline_common.FIELD_RULES)
+#: Per-argument checks and error reporting of a handler's arguments, keyed by argument name (see
+#: ``FieldRule``); handlers not listed get plain JSON Schema validation of their tool's parameters.
+FIELD_RULES: dict[str, Mapping[str, FieldRule]] = {
+    name: airline_common.FIELD_RULES
+    for name, fn in HANDLERS.items()
+    if fn.__module__ in (airline_read.__name__, airline_write.__name__, airline_payout.__name__)
+}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.model import ToolSpec, ToolTable
-from engine.tools.airline_common import FieldRule, error
+from engine.tools.airline_common import error
 from engine.tools.arguments import ArgumentChecker, parse_arguments
 from engine.tools.context import CallContext
 from engine.tools.registry import ENDING_HANDLERS, FIELD_RULES, HANDLERS
@@ -50,14 +50,13 @@ def json_copy(value: Any) -> Any:
 _CHECKERS: dict[int, tuple[ToolSpec, ArgumentChecker]] = {}
 
 
-def checker_for(spec: ToolSpec, rules: Mapping[str, FieldRule] = FIELD_RULES) -> ArgumentChecker:
-    """The (cached) argument checker of one tool spec."""
+def checker_for(spec: ToolSpec) -> ArgumentChecker:
+    """The (cached) argument checker of one tool spec, with its handler's field rules."""
     hit = _CHECKERS.get(id(spec))
-    if hit is not None and hit[0] is spec and rules is FIELD_RULES:
+    if hit is not None and hit[0] is spec:
         return hit[1]
-    made = ArgumentChecker(spec.parameters, rules)
-    if rules is FIELD_RULES:
-        _CHECKERS[id(spec)] = (spec, made)
+    made = ArgumentChecker(spec.parameters, FIELD_RULES.get(spec.handler, {}))
+    _CHECKERS[id(spec)] = (spec, made)
     return made
 
 
