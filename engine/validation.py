@@ -119,7 +119,8 @@ class ValidationReport:
         out = [str(p) for p in self.problems]
         for r in self.replay_failures:
             where = self.sources.get(r.scenario_name, self.spec_dir)
-            out.append(f"{where}: $: gold replay failed, the final DB differs from the expected one [{r.scenario_name}]")
+            problem = "gold replay failed, the final DB differs from the expected one"
+            out.append(f"{where}: $: {problem} [{r.scenario_name}]")
             out.extend(f"  {line}" for line in r.lines)
         out.append(self.summary())
         return out
