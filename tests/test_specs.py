@@ -228,3 +228,37 @@ def test_schemas_closed_and_documented(kind: str) -> None:
         for name, sub in node["properties"].items():
             assert "description" in sub, f"{path}.{name}"
     assert seen >= 3
+
+
+def test_validation_report_lines() -> None:
+    from types import SimpleNamespace
+
+    from engine.errors import Problem
+    from engine.validation import ValidationReport
+
+    ok = ValidationReport("specs/x", scenarios=2, prompts=4)
+    ok.replay = [SimpleNamespace(ok=True, scenario_name="x__a", lines=[])] * 2
+    assert ok.ok and ok.lines() == [
+        "validated 2 scenarios in specs/x: schemas ok, cross-checks ok, 4 prompts rendered, gold replay 2/2"
+    ]
+    bad = ValidationReport("specs/x", scenarios=2, prompts=4, sources={"x__b": "specs/x/scenarios/b.yaml:1"})
+    bad.replay = [
+        SimpleNamespace(ok=True, scenario_name="x__a", lines=[]),
+        SimpleNamespace(ok=False, scenario_name="x__b", lines=["refunds.R1: missing"]),
+    ]
+    assert not bad.ok
+    assert bad.lines()[:2] == [
+        "specs/x/scenarios/b.yaml:1: $: gold replay failed, the final DB differs from the expected one [x__b]",
+        "  refunds.R1: missing",
+    ]
+    assert bad.lines()[-1].endswith("gold replay 1/2")
+    spec_bad = ValidationReport("specs/x", problems=[Problem("f.yaml", 3, "$.a", "boom", "x__a")])
+    assert spec_bad.lines() == ["f.yaml:3: $.a: boom [x__a]", "specs/x: 1 problem(s) found; specs not valid"]
+
+
+def test_validate_specs_real(data_root: Path) -> None:
+    from engine.validation import validate_specs
+
+    report = validate_specs(SPEC_DIR, data_root, replay=True)
+    assert report.ok and report.scenarios == 50 and report.prompts == 100
+    assert len(report.replay) == 50 and report.summary().endswith("gold replay 50/50")
