@@ -126,3 +126,9 @@ def test_report_prints_table_failures_and_hint(wrong_run, capsys):
     assert "db_state_match" in out and "2/6 scenarios" in out
     assert "eva_airline__5_2_2: db_state_match" in out
     assert f"evalctl diff {wrong_run}" in out.replace("\n", "")
+
+
+def test_report_without_summary_is_one_line_error(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no summary.json" in err

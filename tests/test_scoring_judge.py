@@ -128,3 +128,14 @@ def test_parse_rejects_bad_replies(reply, message):
 
 def test_parse_tolerates_code_fences():
     assert parse_judge_reply('```json\n{"score": 1, "reason": "fine"}\n```', 0) == (1.0, "fine", [])
+
+
+async def test_broken_judge_template_is_not_applicable(sc, monkeypatch):
+    import engine.scoring.judge as judge
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("template exploded")
+
+    monkeypatch.setattr(judge, "render_judge_prompt", broken)
+    out = await run_judge(sc, session(sc, None), _opts("http://127.0.0.1:9/v1"))
+    assert out.passed is None and out.score is None and "template exploded" in out.error

@@ -138,8 +138,18 @@ async def run_judge(scenario: Scenario, result: SessionResult, options: ScoringO
     """Ask the judge about one session; never raises (failures end up in ``outcome.error``)."""
     from openai import AsyncOpenAI  # imported here: runs without a judge never pay for it
 
-    prompt = render_judge_prompt(scenario, result)
     model = str(options.judge_model)
+    try:
+        prompt = render_judge_prompt(scenario, result)
+    except Exception as exc:  # a broken template is the judge's failure, never the agent's
+        return JudgeOutcome(
+            model=model,
+            base_url=options.judge_base_url,
+            threshold=options.judge_threshold,
+            prompt="",
+            prompt_sha256="",
+            error=f"judge prompt did not render: {exc}",
+        )
     outcome = JudgeOutcome(
         model=model,
         base_url=options.judge_base_url,
