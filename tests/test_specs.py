@@ -248,7 +248,8 @@ def test_validation_report_lines() -> None:
     ]
     assert not bad.ok
     assert bad.lines()[:2] == [
-        "specs/x/scenarios/b.yaml:1: $: gold replay failed, the final DB differs from the expected one [x__b]",
+        "specs/x/scenarios/b.yaml:1: $: gold replay failed, the final DB differs from the expected one"
+        " [x__b]",
         "  refunds.R1: missing",
     ]
     assert bad.lines()[-1].endswith("gold replay 1/2")
