@@ -215,3 +215,11 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
         artifacts.write_json(target, {"v": 2})
     assert json.loads(target.read_text()) == {"v": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temp file left behind
+
+
+def test_expected_session_comes_from_the_gold_replay(loaded):
+    # eva 7.4.1's expected DB holds an empty session although its gold trace authenticates
+    scenario = loaded.scenario("eva_airline__7_4_1")
+    assert scenario.expected_db["session"] == {}
+    assert results.expected_session(scenario) == {"confirmation_number": "383S8U", "last_name": "park"}
+    assert results.expected_session(replace(scenario, gold_trace=None)) is None
