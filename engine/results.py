@@ -192,10 +192,11 @@ async def finish_session(
     write_json(sdir / "actions.json", result.actions)
     write_json(sdir / "tool_calls.json", result.tool_calls)
     write_jsonl(sdir / "transcript.jsonl", result.transcript)
-    write_text(
-        sdir / "final_scenario_db_hash.txt",
-        f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n",
-    )
+    hash_lines = f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n"
+    if result.user_db is not None:  # dual-side domains: recorded, never scored
+        hash_lines += f"user_db_hash: {db_hash(result.user_db, rules)}\n"
+        write_json(sdir / "final_user_db.json", result.user_db)
+    write_text(sdir / "final_scenario_db_hash.txt", hash_lines)
     prompts, tools, render_error = _rendered_config(scenario)
     cfg = sdir / "scenario_config"
     write_json(cfg / "metadata.json", _metadata(scenario, expected_hash, render_error))

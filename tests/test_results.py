@@ -223,3 +223,10 @@ def test_expected_session_comes_from_the_gold_replay(loaded):
     assert scenario.expected_db["session"] == {}
     assert results.expected_session(scenario) == {"confirmation_number": "383S8U", "last_name": "park"}
     assert results.expected_session(replace(scenario, gold_trace=None)) is None
+
+
+async def test_user_db_hash_is_recorded_not_scored(tmp_path, sc):
+    m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc), user_db={"x": 1}), 1, OPTS)
+    lines = (tmp_path / sc.name / "final_scenario_db_hash.txt").read_text().splitlines()
+    assert lines[2] == f"user_db_hash: {db_hash({'x': 1}, sc.domain.hash_rules)}"
+    assert m["db_state_match"] is True and json.loads((tmp_path / sc.name / "final_user_db.json").read_text())
