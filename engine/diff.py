@@ -36,6 +36,8 @@ class ScenarioDiff:
     failed_signals: list[str]
     stop_reason: str | None
     stalled: bool
+    agent_turns: int | None
+    min_agent_turns: int | None
     error: str | None
     db_state_match: Any
     fields: list[DiffLine] = field(default_factory=list)
@@ -84,6 +86,8 @@ def explain(sdir: Path, metrics: dict[str, Any]) -> ScenarioDiff:
         failed_signals=list(metrics.get("success_breakdown", {}).get("failed", [])),
         stop_reason=metrics.get("stop_reason"),
         stalled=bool(metrics.get("stalled")),
+        agent_turns=metrics.get("agent_turns"),
+        min_agent_turns=metrics.get("min_agent_turns"),
         error=metrics.get("error"),
         db_state_match=metrics.get("db_state_match"),
         actions=_load_optional(sdir / "actions.json") or [],
@@ -148,7 +152,10 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         verdict = {True: "PASS", False: "FAIL"}.get(d.is_successful, str(d.is_successful))
         out.append(f"== {d.scenario}{trial}: {verdict}")
         why = ", ".join(d.failed_signals) or "none"
-        out.append(f"failing signals: {why}" + ("  [stalled: too few agent turns]" if d.stalled else ""))
+        stall = (
+            f"  [stalled: {d.agent_turns} agent turns, fewer than {d.min_agent_turns}]" if d.stalled else ""
+        )
+        out.append(f"failing signals: {why}{stall}")
         out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
         if d.db_note:
             out.append(f"DB: {d.db_note}")

@@ -115,7 +115,11 @@ def build_summary(metrics: Sequence[Mapping[str, Any]], run_info: Mapping[str, A
         for t in range(1, trials + 1)
         if (n, t) not in done
     ]
-    stalled = [m["scenario_name"] for m in rows if m.get("stalled")]
+    stalled = [
+        m["scenario_name"] if trials == 1 else f"{m['scenario_name']}#trial_{m.get('trial', 1)}"
+        for m in rows
+        if m.get("stalled")
+    ]
     durations = [float(m.get("duration_s") or 0.0) for m in rows]
     failed = [
         {
