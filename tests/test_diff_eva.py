@@ -15,7 +15,7 @@ import pytest
 
 import engine.runner as runner
 from cli import main
-from engine.diff import diff_run
+from engine.diff import diff_run, render_text
 from engine.specs import LoadedDomain, load_domain
 from tests.conftest import SPEC_DIR
 
@@ -132,3 +132,29 @@ def test_report_without_summary_is_one_line_error(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no summary.json" in err
+
+
+async def test_diff_reports_records_added_and_removed(data_root, tmp_path):
+    from engine.results import ScoringOptions, finish_session
+    from tests.mock_domain.eva_fixtures import expected_copy, session
+
+    loaded = load_domain(SPEC_DIR, data_root)
+    extra, missing = (
+        loaded.scenario("eva_airline__5_1_2"),
+        loaded.scenario("eva_airline__cancellation_refund"),
+    )
+    doubled = expected_copy(extra)
+    (refund_id,) = doubled["refunds"]
+    doubled["refunds"]["REF-BOGUS-009"] = dict(doubled["refunds"][refund_id], refund_id="REF-BOGUS-009")
+    await finish_session(tmp_path, extra, session(extra, doubled), 1, ScoringOptions())
+    emptied = expected_copy(missing)
+    (lost_id,) = emptied["refunds"]
+    emptied["refunds"] = {}
+    await finish_session(tmp_path, missing, session(missing, emptied), 1, ScoringOptions())
+    diffs = {d.scenario: d for d in diff_run(tmp_path)}
+    assert [line.path for line in diffs[extra.name].records_added] == ["refunds.REF-BOGUS-009"]
+    assert [line.path for line in diffs[missing.name].records_removed] == [f"refunds.{lost_id}"]
+    assert not diffs[extra.name].fields and not diffs[missing.name].fields
+    text = render_text(list(diffs.values()), tmp_path)
+    assert "+ record refunds.REF-BOGUS-009 (not expected)" in text
+    assert f"- record refunds.{lost_id} (expected, missing)" in text
