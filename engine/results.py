@@ -167,6 +167,8 @@ async def finish_session(
         (sdir / METRICS).unlink()  # a re-run of this slot is incomplete until the new metrics land
     for stale in [*sdir.glob(".*.tmp"), *sdir.glob("scenario_config/.*.tmp")]:
         stale.unlink(missing_ok=True)  # temp files left by a killed earlier attempt
+    for optional in ("final_db.json", "final_user_db.json", "expected_db.json", "judge_result.json"):
+        (sdir / optional).unlink(missing_ok=True)  # this attempt may not write them again
 
     rules = scenario.domain.hash_rules
     actual_hash = db_hash(result.final_db, rules) if result.final_db is not None else None

@@ -230,3 +230,12 @@ async def test_user_db_hash_is_recorded_not_scored(tmp_path, sc):
     lines = (tmp_path / sc.name / "final_scenario_db_hash.txt").read_text().splitlines()
     assert lines[2] == f"user_db_hash: {db_hash({'x': 1}, sc.domain.hash_rules)}"
     assert m["db_state_match"] is True and json.loads((tmp_path / sc.name / "final_user_db.json").read_text())
+
+
+async def test_rescoring_a_slot_drops_files_of_the_earlier_attempt(tmp_path, sc):
+    await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, OPTS)
+    assert (tmp_path / sc.name / "final_db.json").exists()
+    (tmp_path / sc.name / ".metrics.json.x.tmp").write_text("{")  # left by a killed write
+    await finish_session(tmp_path, sc, session(sc, None, stop_reason="error", error="crash"), 1, OPTS)
+    assert not (tmp_path / sc.name / "final_db.json").exists()
+    assert not list((tmp_path / sc.name).glob(".*.tmp"))
