@@ -26,17 +26,18 @@ class Progress:
     """Counts done / passing / failing sessions out of ``total``; a context manager.
 
     ``enabled`` None = live display when stderr is a terminal, plain lines on stderr otherwise;
-    False = plain lines; True = live display.
+    False = plain lines; True = live display. ``quiet`` shows nothing.
     """
 
-    def __init__(self, total: int, enabled: bool | None = None):
+    def __init__(self, total: int, enabled: bool | None = None, quiet: bool = False):
         self.total = total
         self.done_count = self.passing = self.failing = 0
         self.t0 = time.perf_counter()
         self.console = Console(stderr=True)
         live = self.console.is_terminal if enabled is None else enabled
+        self.quiet = quiet
         self._bar: RichProgress | None = None
-        if live:
+        if live and not quiet:
             self._bar = RichProgress(
                 TextColumn("[bold]run"),
                 BarColumn(),
@@ -69,6 +70,8 @@ class Progress:
             self.failing += 1
         if self._bar is not None:
             self._bar.update(self._task, advance=1, passing=self.passing, failing=self.failing)
+            return
+        if self.quiet:
             return
         elapsed = time.perf_counter() - self.t0
         label = result.scenario_name + (f"#{result.trial}" if result.trial > 1 else "")

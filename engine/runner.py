@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +34,8 @@ class RunOptions:
     """Everything ``evalctl run`` takes. Times in seconds; ``agent`` / ``user`` are backend specs
     (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
     ``resume`` reuses that run directory and runs only what is not complete there;
-    ``replay_latency_s`` is a benchmark knob (sleep per replay model step)."""
+    ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
+    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none."""
 
     spec_dir: Path
     data_root: Path | None = None
@@ -54,6 +56,7 @@ class RunOptions:
     max_retries: int = 4
     replay_latency_s: float = 0.0
     progress: bool | None = None
+    quiet: bool = False
     scoring: results.ScoringOptions = field(default_factory=results.ScoringOptions)
 
 
@@ -157,7 +160,7 @@ async def run(opts: RunOptions) -> RunReport:
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    progress = Progress(len(jobs), enabled=opts.progress)
+    progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet)
     try:
         async with contextlib.AsyncExitStack() as stack:
             uris = {}
@@ -229,7 +232,7 @@ async def _run_jobs(
                 result = SessionResult(scenario.name, trial, "error", error=f"engine error: {err!r}")
             metrics: dict[str, Any] | None
             try:
-                metrics = await results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring)
+                metrics = await _finish(run_dir, scenario, result, opts)
             except Exception as err:  # scoring trouble is recorded, the run goes on
                 metrics = None
                 report.scoring_errors[f"{scenario.name}#{trial}"] = f"{type(err).__name__}: {err}"
@@ -243,6 +246,31 @@ async def _run_jobs(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+#: Two workers for scoring and artifact writes: they overlap the sessions (fsync releases the GIL)
+#: without many threads competing with the event loop for the GIL.
+_FINISHER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalctl-finish")
+
+
+async def _finish(
+    run_dir: Path, scenario: Scenario, result: SessionResult, opts: RunOptions
+) -> dict[str, Any]:
+    """Score and write one session off the event loop: artifact writes block (fsync), and the
+    sessions still running must not wait for them. Its own loop in a worker thread; if the run is
+    interrupted meanwhile, the writes still finish (so a result is never half written)."""
+
+    def work() -> dict[str, Any]:
+        return asyncio.run(results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring))
+
+    future = asyncio.get_running_loop().run_in_executor(_FINISHER, work)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        while not future.done():  # cancellation may come more than once: still wait for the writes
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait([future])
+        raise
 
 
 def run_cli(opts: RunOptions) -> RunReport:
