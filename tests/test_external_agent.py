@@ -13,7 +13,7 @@ import websockets
 
 from engine.runner import RunOptions, run
 from engine.specs import load_domain
-from tests.conftest import SPEC_DIR
+from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import session_between
 
 GOOD = ("eva_airline__3_1_5", "eva_airline__5_2_5")  # the second ends by transfer_to_agent
@@ -151,3 +151,43 @@ async def test_unreachable_side_is_an_error(data_root: Path) -> None:
     assert result.stop_reason == "error"
     assert f"cannot connect to the agent side at ws://127.0.0.1:{port}" in (result.error or "")
     assert result.final_db == scenario.fresh_db()
+
+
+async def test_the_minimal_agent_in_docs_protocol_md_runs(data_root: Path) -> None:
+    text = (REPO / "docs" / "protocol.md").read_text(encoding="utf-8")
+    code = text.split("## A minimal agent", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(code.replace("asyncio.run(main())", ""), namespace)  # the doc's own code, minus its main()
+    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__3_1_5")
+    async with websockets.serve(namespace["session"], "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        from engine.backends.replay import ReplayFactory
+
+        result = await session_between(
+            scenario, f"ws://127.0.0.1:{port}", ReplayFactory({scenario.name: scenario})
+        )
+    assert result.stop_reason == "exit", result.error
+    assert [c["name"] for c in result.tool_calls] == ["end_conversation"]
+
+
+async def test_external_user_side_and_a_side_of_the_wrong_role(tmp_path: Path, data_root: Path) -> None:
+    from engine.backends.replay import ReplayFactory
+    from engine.sides import builtin_side
+
+    loaded = load_domain(SPEC_DIR, data_root)
+    factory = ReplayFactory({s.name: s for s in loaded.scenarios})
+    async with builtin_side(factory, role="user") as user_uri:
+        ok = await run(
+            RunOptions(
+                SPEC_DIR, data_root, scenarios=GOOD, user=user_uri, output_dir=tmp_path / "a", quiet=True
+            )
+        )
+        wrong = await run(
+            RunOptions(
+                SPEC_DIR, data_root, scenarios=GOOD[:1], agent=user_uri, output_dir=tmp_path / "b", quiet=True
+            )
+        )
+    assert sorted(r.stop_reason for r, _ in ok.outcomes) == ["exit", "transfer"]
+    assert all(r.user_backend == "replay" for r, _ in ok.outcomes)
+    [(bad, _)] = wrong.outcomes
+    assert bad.stop_reason == "error" and "this server is a user side, not agent" in (bad.error or "")
