@@ -177,6 +177,8 @@ async def run(opts: RunOptions) -> RunReport:
                         max_retries=opts.max_retries,
                         replay_latency_s=opts.replay_latency_s,
                     )
+                    if hasattr(factory, "aclose"):
+                        stack.push_async_callback(factory.aclose)
                     uris[role] = await stack.enter_async_context(builtin_side(factory, role))
             stack.enter_context(progress)
             await _run_jobs(jobs, setups, uris, opts, run_dir, report, progress)

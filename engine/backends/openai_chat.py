@@ -101,6 +101,10 @@ class OpenAIFactory:
             max_retries=self.max_retries,
         )
 
+    async def aclose(self) -> None:
+        """Close the shared client's connection pool (at the end of a run)."""
+        await self.client.close()
+
     def __call__(self, info: SessionInfo) -> OpenAIBackend:
         opening = info.scenario.get("starting_utterance") if info.role == "user" else None
         return OpenAIBackend(self.client, self.model, opening=opening or None)

@@ -66,3 +66,5 @@ async def serve_side(
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(2.0):
                 await server.wait_closed()
+        if hasattr(factory, "aclose"):
+            await factory.aclose()
