@@ -181,7 +181,7 @@ def _csv(value: str | None) -> tuple[str, ...]:
 )
 @click.option(
     "--turn-timeout",
-    default=120.0,
+    default=300.0,
     show_default=True,
     type=click.FloatRange(min=0, min_open=True),
     help="Seconds a side may stay silent.",

@@ -50,7 +50,7 @@ class RunOptions:
     max_turns: int | None = None
     trials: int = 1
     resume: Path | None = None
-    turn_timeout_s: float = 120.0
+    turn_timeout_s: float = 300.0
     max_tool_rounds: int = 10
     request_timeout_s: float = 60.0
     max_retries: int = 4

@@ -32,7 +32,7 @@ class SessionLimits:
     limit); ``max_tool_rounds`` is passed to the sides (model steps with tool calls per turn)."""
 
     max_duration_s: float
-    turn_timeout_s: float = 120.0
+    turn_timeout_s: float = 300.0
     max_turns: int | None = None
     max_tool_rounds: int = 10
     connect_timeout_s: float = 10.0

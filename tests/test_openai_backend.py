@@ -181,3 +181,20 @@ async def test_tool_rounds_per_turn_are_capped(loaded: LoadedDomain) -> None:
     assert len(server.requests) == 4  # three rounds ran; the fourth step's calls were dropped
     assert len(result.tool_calls) == 3
     assert result.stop_reason == "timeout" and "max turns (1 agent turns)" in (result.error or "")
+
+
+async def test_engine_turn_timeout_cancels_the_model_request(loaded: LoadedDomain) -> None:
+    import time
+
+    from engine.session import SessionLimits
+
+    scenario = loaded.scenario(SCENARIO)
+    limits = SessionLimits(max_duration_s=10, turn_timeout_s=0.3)
+    t0 = time.monotonic()
+    with ScriptedOpenAI([Step(completion("too late"), delay_s=3.0)]) as server:
+        result = await session_between(
+            scenario, _factory(server, timeout_s=5.0, retries=0), ReplayFactory({SCENARIO: scenario}), limits
+        )
+    assert result.stop_reason == "timeout" and "agent side sent nothing for 0.3 s" in (result.error or "")
+    assert len(server.requests) == 1
+    assert time.monotonic() - t0 < 1.5  # the side dropped the request instead of waiting for it

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -164,13 +164,30 @@ class SideServer:
         async for raw in ws:
             msg = decode(raw, check_schema=False)
             if msg["type"] == "turn.request":
-                await session.turn(msg)
+                await _unless_closed(ws, session.turn(msg))
             elif msg["type"] in ("session.end", "error"):
                 return
             else:
                 raise ProtocolError(
                     "unexpected_message", f"unexpected {msg['type']} between turns", msg["id"]
                 )
+
+
+async def _unless_closed(ws: ServerConnection, work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` (a turn); cancel it if the engine closes the connection meanwhile, so a
+    timed-out or interrupted session stops its model requests at once."""
+    task = asyncio.ensure_future(work)
+    closed = asyncio.ensure_future(ws.wait_closed())
+    try:
+        await asyncio.wait({task, closed}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        closed.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            raise _SessionEnded
+    task.result()
 
 
 async def _send_quietly(ws: ServerConnection, msg: dict[str, Any]) -> None:
