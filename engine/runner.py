@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import render, results
-from engine.backends import make_factory, parse_backend_spec
+from engine.backends import BackendFactory, BackendSpec, make_factory, parse_backend_spec
 from engine.errors import UsageError
 from engine.model import Scenario, SessionResult
 from engine.progress import Progress
@@ -120,6 +120,22 @@ def select_scenarios(
     return chosen
 
 
+def _side(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -> BackendFactory | str:
+    """An external side's URI, or the backend factory of a built-in side (raises UsageError for
+    a missing API key before anything is written)."""
+    if spec.kind == "external":
+        return str(spec.uri)
+    return make_factory(
+        spec,
+        scenarios=scenarios,
+        base_url=opts.base_url,
+        api_key_env=opts.api_key_env,
+        request_timeout_s=opts.request_timeout_s,
+        max_retries=opts.max_retries,
+        replay_latency_s=opts.replay_latency_s,
+    )
+
+
 def session_setup(scenario: Scenario) -> SessionSetup:
     """The prompts and tool schemas of ``scenario`` as the sides receive them."""
     return SessionSetup(
@@ -143,9 +159,12 @@ async def run(opts: RunOptions) -> RunReport:
     agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
     loaded = load_domain(opts.spec_dir, opts.data_root)
     chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
-    run_dir = opts.resume or opts.output_dir or Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     if opts.resume is not None and not opts.resume.is_dir():
         raise UsageError(f"--resume: no run directory at {opts.resume}")
+    by_name = {s.name: s for s in loaded.scenarios}
+    sides = {role: _side(spec, opts, by_name) for role, spec in (("agent", agent_spec), ("user", user_spec))}
+    setups = {s.name: session_setup(s) for s in chosen}
+    run_dir = opts.resume or opts.output_dir or Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     report = RunReport(run_dir)
     jobs = [
@@ -155,8 +174,6 @@ async def run(opts: RunOptions) -> RunReport:
         if not (opts.resume and results.is_complete(run_dir, s.name, k, opts.trials))
     ]
     report.skipped = len(chosen) * opts.trials - len(jobs)
-    setups = {s.name: session_setup(s) for s in chosen}
-    by_name = {s.name: s for s in loaded.scenarios}
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -164,22 +181,13 @@ async def run(opts: RunOptions) -> RunReport:
     try:
         async with contextlib.AsyncExitStack() as stack:
             uris = {}
-            for role, spec in (("agent", agent_spec), ("user", user_spec)):
-                if spec.kind == "external":
-                    uris[role] = str(spec.uri)
-                else:
-                    factory = make_factory(
-                        spec,
-                        scenarios=by_name,
-                        base_url=opts.base_url,
-                        api_key_env=opts.api_key_env,
-                        request_timeout_s=opts.request_timeout_s,
-                        max_retries=opts.max_retries,
-                        replay_latency_s=opts.replay_latency_s,
-                    )
-                    if hasattr(factory, "aclose"):
-                        stack.push_async_callback(factory.aclose)
-                    uris[role] = await stack.enter_async_context(builtin_side(factory, role))
+            for role, side in sides.items():
+                if isinstance(side, str):
+                    uris[role] = side
+                    continue
+                if hasattr(side, "aclose"):
+                    stack.push_async_callback(side.aclose)
+                uris[role] = await stack.enter_async_context(builtin_side(side, role))
             stack.enter_context(progress)
             await _run_jobs(jobs, setups, uris, opts, run_dir, report, progress)
     except asyncio.CancelledError:
