@@ -42,18 +42,22 @@ def test_select_scenarios(data_root: Path) -> None:
             "evalctl: unknown backend 'gpt-4': expected replay, openai:MODEL or ws://host:port",
         ),
         (["--resume", "/nonexistent/run"], "evalctl: --resume: no run directory at /nonexistent/run"),
+        (
+            ["--agent", "openai:m", "--api-key-env", "EVALCTL_NO_SUCH_VAR"],
+            "evalctl: environment variable EVALCTL_NO_SUCH_VAR is not set",
+        ),
     ],
 )
 def test_run_user_errors_are_one_line(
     args: list[str], message: str, data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = cli.main(
-        ["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(tmp_path), *args]
-    )
+    out = tmp_path / "out"
+    code = cli.main(["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out), *args])
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip() == message or err.startswith(message)
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists()  # nothing was written
 
 
 def test_run_verb_prints_the_summary_and_honours_fail_under(
