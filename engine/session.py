@@ -91,7 +91,10 @@ class _Session:
         for link in (agent, user):
             if isinstance(link, BaseException):
                 raise link
-        await asyncio.gather(self._start("agent"), self._start("user"))
+        started = await asyncio.gather(self._start("agent"), self._start("user"), return_exceptions=True)
+        for outcome in started:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     async def _start(self, role: str) -> None:
         link = self.links[role]
@@ -259,6 +262,8 @@ async def run_session(
     except asyncio.CancelledError:
         await asyncio.shield(session.close("error", "run interrupted"))
         raise
+    except Exception as err:  # an engine bug: this session fails with the message, the run goes on
+        stop, error = "error", f"engine error: {type(err).__name__}: {err}"
     await session.close(stop, error)
     result = session.result
     result.stop_reason = stop  # type: ignore[assignment]

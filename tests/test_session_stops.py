@@ -131,3 +131,20 @@ async def test_backend_crash_is_an_error_with_its_message(loaded: LoadedDomain) 
     result = await session_between(scenario, scripted_factory(boom), ReplayFactory({scenario.name: scenario}))
     assert result.stop_reason == "error"
     assert "internal_error: RuntimeError: model exploded" in (result.error or "")
+
+
+async def test_an_engine_fault_fails_only_that_session(
+    loaded: LoadedDomain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engine.session
+
+    def broken(self: object, name: str, arguments: object) -> None:
+        raise KeyError("tool table bug")
+
+    monkeypatch.setattr(engine.session.ToolRuntime, "call", broken)
+    scenario = loaded.scenario("eva_airline__3_1_5")
+    replay = ReplayFactory({scenario.name: scenario})
+    result = await session_between(scenario, replay, replay)
+    assert result.stop_reason == "error"
+    assert result.error == "engine error: KeyError: 'tool table bug'"
+    assert result.transcript[-1]["content"]["stop_reason"] == "error"
