@@ -29,8 +29,9 @@ class Progress:
     False = plain lines; True = live display. ``quiet`` shows nothing.
     """
 
-    def __init__(self, total: int, enabled: bool | None = None, quiet: bool = False):
+    def __init__(self, total: int, enabled: bool | None = None, quiet: bool = False, trials: int = 1):
         self.total = total
+        self.trials = trials
         self.done_count = self.passing = self.failing = 0
         self.t0 = time.perf_counter()
         self.console = Console(stderr=True)
@@ -74,7 +75,7 @@ class Progress:
         if self.quiet:
             return
         elapsed = time.perf_counter() - self.t0
-        label = result.scenario_name + (f"#{result.trial}" if result.trial > 1 else "")
+        label = result.scenario_name + (f"#{result.trial}" if self.trials > 1 else "")
         note = f" ({result.error})" if result.error else ""
         print(
             f"[{self.done_count}/{self.total} {elapsed:6.1f}s] {'PASS' if ok else 'FAIL'} {label}"

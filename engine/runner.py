@@ -177,7 +177,7 @@ async def run(opts: RunOptions) -> RunReport:
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet)
+    progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet, trials=opts.trials)
     try:
         async with contextlib.AsyncExitStack() as stack:
             uris = {}
