@@ -38,7 +38,7 @@ def download_release(dest: Path, release: str, url_template: str = ARCHIVE_URL) 
     """Download the pinned commit's archive and extract the pinned files into ``dest/release``."""
     spec = pins()[release]
     url = url_template.format(repo=spec["repo"], commit=spec["commit"])
-    with urllib.request.urlopen(url, timeout=120) as resp:  # noqa: S310 (fixed https URL)
+    with urllib.request.urlopen(url, timeout=120) as resp:
         blob = resp.read()
     wanted = set(spec["files"])
     with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
