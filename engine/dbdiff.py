@@ -68,6 +68,7 @@ def db_diff(expected: Mapping[str, Any], actual: Mapping[str, Any], rules: HashR
         ignore_order_func=order_free,
         view="tree",
         verbose_level=2,
+        threshold_to_diff_deeper=0,  # a replaced record: one removed + one added
     )
     lines: list[DiffLine] = []
     for report, kind in _KINDS.items():

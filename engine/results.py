@@ -34,7 +34,7 @@ from engine.artifacts import read_json, write_json, write_jsonl, write_text
 from engine.dbhash import db_hash
 from engine.model import Scenario, SessionResult
 from engine.provenance import run_provenance
-from engine.scoring.composite import compute_composite
+from engine.scoring.composite import compute_composite, stalled_threshold
 from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import build_summary, render_summary_text
 
@@ -184,7 +184,8 @@ async def finish_session(
         scenario, result, options.strict_match, actual_hash, expected_hash, judge, expected_session(scenario)
     )
     values, fields = compute_signals(inputs)
-    stalled = result.agent_turns < options.min_agent_turns
+    min_turns = stalled_threshold(options.min_agent_turns, scenario.gold_trace)
+    stalled = result.agent_turns < min_turns
     comp = compute_composite(values, scenario.success_signals, stalled)
 
     if result.final_db is not None:
@@ -221,7 +222,7 @@ async def finish_session(
         "success_breakdown": comp.breakdown,
         "success_signals": list(scenario.success_signals),
         "stalled": stalled,
-        "min_agent_turns": options.min_agent_turns,
+        "min_agent_turns": min_turns,
         "stop_reason": result.stop_reason,
         **fields,
         "db_hash": actual_hash,

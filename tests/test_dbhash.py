@@ -118,3 +118,15 @@ def test_precreated_hotel_vouchers_break_48_of_50(domain: LoadedDomain) -> None:
         run.db.setdefault("hotel_vouchers", {})
         broken += db_hash(run.db, rules) != db_hash(s.expected_db or {}, rules)
     assert broken == 48
+
+
+def test_diff_of_a_replaced_only_record_names_both_records() -> None:
+    # a collection whose only record was replaced reads as one removed and one added record,
+    # not as "the whole collection changed"
+    lines = db_diff(
+        {"refunds": {"REF-A-001": {"amount": 1}}}, {"refunds": {"REF-B-001": {"amount": 1}}}, HashRules()
+    )
+    assert sorted((line.path, line.kind) for line in lines) == [
+        ("refunds.REF-A-001", "removed"),
+        ("refunds.REF-B-001", "added"),
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.scoring.composite import compute_composite, normalize_verdict
+from engine.scoring.composite import compute_composite, normalize_verdict, stalled_threshold
 
 ALL_NA = {
     "is_action_match": "N/A",
@@ -88,3 +88,39 @@ def test_stalled_forces_failure():
 def test_normalize_verdict_rejects_garbage():
     with pytest.raises(TypeError):
         normalize_verdict("yes")
+
+
+def _trace(*kinds: str) -> list[dict]:
+    return [{"event_type": k} for k in kinds]
+
+
+@pytest.mark.parametrize(
+    ("trace", "flag", "expected"),
+    [
+        pytest.param(None, 3, 3, id="no-gold-keeps-flag"),
+        pytest.param(
+            _trace("user_utterance", "agent_utterance", "user_utterance", "tool_call", "agent_utterance"),
+            3,
+            2,
+            id="two-turn-gold-lowers-to-2",
+        ),
+        pytest.param(
+            _trace(
+                "user_utterance",
+                "agent_utterance",
+                "agent_utterance",
+                "user_utterance",
+                "agent_utterance",
+                "user_utterance",
+                "agent_utterance",
+            ),
+            3,
+            3,
+            id="consecutive-agent-lines-are-one-turn",
+        ),
+        pytest.param(_trace("user_utterance", "agent_utterance"), 0, 0, id="flag-zero-stays-zero"),
+        pytest.param(_trace("user_utterance", "tool_call"), 3, 3, id="gold-without-agent-lines-keeps-flag"),
+    ],
+)
+def test_stalled_threshold_follows_a_shorter_gold(trace, flag, expected):
+    assert stalled_threshold(flag, trace) == expected

@@ -3,7 +3,10 @@
 Per the scoring contract: only whitelisted signals (the scenario's ``success_signals``) gate;
 the verdict is the strict AND over those whose value is applicable; ``"N/A"`` when none is.
 Float pass rates pass only at exactly 1.0. ``None`` and ``"N/A"`` mean "not applicable".
-A stalled scenario (fewer agent turns than ``--min-agent-turns``) is forced to False.
+A stalled scenario (fewer agent turns than ``--min-agent-turns``) is forced to False. Where the
+scenario has a gold trace whose own conversation is shorter than that (eva 5.1.5 completes its
+task in two agent turns), the gold's turn count is the threshold: a run as long as the gold
+conversation is a conversation that happened.
 """
 
 from __future__ import annotations
@@ -29,6 +32,23 @@ def normalize_verdict(value: Any) -> bool | None:
     if isinstance(value, int | float):
         return value >= 1.0
     raise TypeError(f"signal value {value!r} is neither bool, rate, None nor 'N/A'")
+
+
+def stalled_threshold(min_agent_turns: int, gold_trace: Sequence[Mapping[str, Any]] | None) -> int:
+    """The effective min-agent-turns for one scenario: ``min(min_agent_turns, spoken agent turns
+    of the gold trace)``; just ``min_agent_turns`` when there is no gold trace or it has no agent
+    line. A gold agent turn is a run of events holding an ``agent_utterance`` between user lines."""
+    if not gold_trace:
+        return min_agent_turns
+    turns, spoke = 0, False
+    for event in gold_trace:
+        kind = event.get("event_type")
+        if kind == "user_utterance":
+            turns, spoke = turns + spoke, False
+        elif kind == "agent_utterance":
+            spoke = True
+    turns += spoke
+    return min(min_agent_turns, turns) if turns else min_agent_turns
 
 
 @dataclass(frozen=True)
