@@ -277,7 +277,7 @@ def run_cmd(
         ),
     )
     report = run_cli(opts)
-    click.echo(report.summary_text(), nl=False)
+    _print_run_summary(report.run_dir, report.summary_text())
     for key, message in sorted(report.scoring_errors.items()):
         click.echo(f"evalctl: scoring failed for {key}: {message}", err=True)
     if report.skipped:
@@ -286,6 +286,20 @@ def run_cmd(
     if report.interrupted:
         click.echo(f"evalctl: interrupted; finished results kept in {report.run_dir}", err=True)
     return report.exit_code(fail_under)
+
+
+def _print_run_summary(run_dir: object, summary_text: str) -> None:
+    """The run's headline lines (as in all_summary.txt), then the report table with failures by
+    name and the `evalctl diff` hint."""
+    from pathlib import Path
+
+    from engine.report import print_report
+
+    for line in summary_text.splitlines():
+        if line.startswith(("Overall Success Rate", "Task Success Rate")):
+            click.echo(line)
+    if (Path(str(run_dir)) / "summary.json").is_file():
+        print_report(Path(str(run_dir)))
 
 
 @group.command("serve")
