@@ -13,20 +13,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from engine.model import SIGNALS
 from engine.scoring.composite import normalize_verdict
 from engine.scoring.passk import pass_hat_k_table
 
 BOOLEAN_SIGNALS = ("is_action_match", "db_state_match", "judge_passed", "clean_exit")
 DIAGNOSTICS = ("authenticated",)
-SIGNAL_ORDER = (
-    "is_action_match",
-    "db_state_match",
-    "db_state_assertion",
-    "nl_assertion",
-    "judge_passed",
-    "clean_exit",
-    "authenticated",
-)
+SIGNAL_ORDER = (*SIGNALS, *DIAGNOSTICS)
 
 
 def _rate(passed: int, total: int) -> float | None:
