@@ -82,10 +82,33 @@ def format_json_path(path: JsonPath, data: Any = None) -> str:
 
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_NODES = 100_000
+"""Most mapping/list/scalar nodes one spec file may expand to (aliases count each time they are
+used); a guard against alias bombs ("billion laughs"). Real spec files hold a few hundred."""
 _PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 
 
+def _refuse(node: yaml.Node, message: str) -> yaml.MarkedYAMLError:
+    return yaml.MarkedYAMLError(problem=message, problem_mark=node.start_mark)
+
+
 def _convert(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:
+    doc["count"] = doc.get("count", 0) + 1
+    if doc["count"] > MAX_NODES:
+        raise _refuse(node, f"document expands to more than {MAX_NODES} nodes (alias bomb?)")
+    if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+        active: set[int] = doc.setdefault("active", set())
+        if id(node) in active:
+            raise _refuse(node, "recursive alias: a node contains itself")
+        active.add(id(node))
+        try:
+            return _convert_collection(node, loader, path, doc)
+        finally:
+            active.discard(id(node))
+    return loader.construct_object(node, deep=True)
+
+
+def _convert_collection(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:
     lines: dict[JsonPath, int] = doc["lines"]
     if isinstance(node, yaml.MappingNode | yaml.SequenceNode) and node.tag not in _PLAIN_TAGS:
         return loader.construct_object(node, deep=True)  # the safe constructor refuses unknown tags
@@ -115,7 +138,7 @@ def _convert(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:
             lines[(*path, i)] = item.start_mark.line + 1
             items.append(_convert(item, loader, (*path, i), doc))
         return items
-    return loader.construct_object(node, deep=True)
+    return loader.construct_object(node, deep=True)  # pragma: no cover - collections only
 
 
 def parse_yaml(text: str, file: str) -> YamlDoc:
@@ -138,6 +161,8 @@ def parse_yaml(text: str, file: str) -> YamlDoc:
         raise YamlSyntaxError(Problem(file, line, "$", f"YAML syntax error: {what}")) from None
     except yaml.YAMLError as err:
         raise YamlSyntaxError(Problem(file, 0, "$", f"YAML error: {err}")) from None
+    except RecursionError:
+        raise YamlSyntaxError(Problem(file, 0, "$", "YAML error: nested too deeply")) from None
     finally:
         loader.dispose()
     return YamlDoc(file, data, state["lines"], tuple(state["problems"]))
