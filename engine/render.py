@@ -197,7 +197,7 @@ def render(scenario: Scenario, side: str, **extra: Any) -> str:
                 )
             ]
         ) from None
-    except (jinja2.TemplateError, TypeError, ValueError, AttributeError) as err:
+    except Exception as err:  # a template is spec code: any failure in it is a spec problem
         raise SpecError([template_problem(err, template, scenario.name, search_path)]) from None
 
 

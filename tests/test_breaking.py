@@ -6,11 +6,16 @@ result, never a hang, a traceback or a corrupted DB.
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 
 import pytest
 
+from engine.errors import SpecError
+from engine.specs import load_domain
 from engine.yamlload import YamlSyntaxError, parse_yaml
+from tests.conftest import REPO, SPEC_DIR
 
 BOMB = "\n".join(
     [
@@ -43,3 +48,31 @@ def test_yaml_recursive_alias_is_a_problem_not_a_recursion_error(text: str) -> N
 def test_yaml_aliases_in_moderation_still_work() -> None:
     doc = parse_yaml("base: &b {x: 1}\nother: *b\n", "ok.yaml")
     assert doc.data == {"base": {"x": 1}, "other": {"x": 1}}
+
+
+def _spec_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "spec"
+    shutil.copytree(SPEC_DIR, target)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("{% for i in range(10**9) %}{% endfor %}", "Range too big"),
+        ("{{ 1 // 0 }}", "by zero"),
+        ("{{ {}['missing_key'].x }}", "undefined"),
+        ("{{ ''.__class__.__mro__ }}", "unsafe"),
+    ],
+    ids=["huge_range", "zero_division", "missing_key", "sandbox_escape"],
+)
+def test_template_runtime_error_is_a_spec_problem(
+    tmp_path: Path, data_root: Path, line: str, expected: str
+) -> None:
+    spec = _spec_copy(tmp_path)
+    template = (REPO / "templates" / "agent.md.j2").read_text(encoding="utf-8")
+    (spec / "agent.md.j2").write_text(template + line + "\n", encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, data_root)
+    lines = [str(p) for p in info.value.problems]
+    assert any("agent.md.j2:" in s and expected in s for s in lines), lines
