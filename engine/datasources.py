@@ -16,6 +16,19 @@ import yaml
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _jsonl(text: str) -> list[Any]:
+    """Records of a JSON Lines text; a bad record raises JSONDecodeError with its line in the file."""
+    records, offset = [], 0
+    for line in text.splitlines(keepends=True):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise json.JSONDecodeError(err.msg, text, offset + err.pos) from None
+        offset += len(line)
+    return records
+
+
 class DataFiles:
     """Parsed data-root files by relative path (JSON, JSONL or YAML), cached per instance."""
 
@@ -36,7 +49,7 @@ class DataFiles:
             if fmt == "yaml":
                 content = yaml.load(text, Loader=_YAML_LOADER)
             elif fmt == "jsonl":
-                content = [json.loads(line) for line in text.splitlines() if line.strip()]
+                content = _jsonl(text)
             else:
                 content = json.loads(text)
             self._files[(rel, fmt)] = content
@@ -65,4 +78,12 @@ def read_error(rel: str, root: Path, err: BaseException) -> str:
         return f"{rel} not found in data root {root}"
     if isinstance(err, OSError):
         return f"cannot read {rel} in data root {root}: {err.strerror or err}"
-    return f"{rel} in data root {root} is not valid {type(err).__name__.removesuffix('Error')}: {err}"
+    kind = "content"
+    if isinstance(err, json.JSONDecodeError):
+        kind = "JSON"
+    elif isinstance(err, yaml.YAMLError):
+        kind = "YAML"
+    elif isinstance(err, UnicodeDecodeError):
+        kind = "UTF-8"
+    detail = " ".join(str(err).split())  # one line, even for YAML's multi-line marks
+    return f"{rel} in data root {root} is not valid {kind}: {detail}"

@@ -120,6 +120,16 @@ def _tool_table(spec_dir: Path, ddoc: YamlDoc, data: DataFiles, problems: list[P
                 )
             )
             return None
+        if not isinstance(upstream, dict):
+            problems.append(
+                problem_at(
+                    doc,
+                    ("tool_descriptions_from",),
+                    f"{doc.data['tool_descriptions_from']} in data root {data.root} holds a "
+                    f"{type(upstream).__name__}, not a mapping with a 'tools' list",
+                )
+            )
+            return None
     table, found = build_tool_table(doc, upstream, HANDLERS)
     problems.extend(found)
     return table

@@ -76,3 +76,44 @@ def test_template_runtime_error_is_a_spec_problem(
         load_domain(spec, data_root)
     lines = [str(p) for p in info.value.problems]
     assert any("agent.md.j2:" in s and expected in s for s in lines), lines
+
+
+def _data_copy(tmp_path: Path, data_root: Path) -> Path:
+    target = tmp_path / "data"
+    shutil.copytree(data_root, target)
+    return target
+
+
+AGENT_CONFIG = "eva-0.1.3/configs/agents/airline_agent.yaml"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("- just\n- a list\n", "holds a list, not a mapping with a 'tools' list"),
+        ("tools: [\n", "is not valid YAML: while parsing"),
+    ],
+    ids=["config_is_a_list", "config_bad_yaml"],
+)
+def test_agent_config_of_the_wrong_shape_is_one_line_problem(
+    tmp_path: Path, data_root: Path, content: str, expected: str
+) -> None:
+    root = _data_copy(tmp_path, data_root)
+    (root / AGENT_CONFIG).write_text(content, encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_domain(SPEC_DIR, root)
+    lines = [str(p) for p in info.value.problems]
+    assert any("tools.yaml:" in s and "$.tool_descriptions_from" in s and expected in s for s in lines), lines
+    assert all("\n" not in s for s in lines)
+
+
+def test_truncated_jsonl_dataset_names_json_and_the_line(tmp_path: Path, data_root: Path) -> None:
+    root = _data_copy(tmp_path, data_root)
+    dataset = root / "eva-0.1.3/data/airline_dataset.jsonl"
+    lines = dataset.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[2] = lines[2][: len(lines[2]) // 2] + "\n"
+    dataset.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_domain(SPEC_DIR, root)
+    (problem,) = [str(p) for p in info.value.problems if "$.dataset.path" in str(p)]
+    assert "is not valid JSON: " in problem and "line 3 column" in problem, problem
