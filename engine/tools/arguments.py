@@ -53,11 +53,28 @@ def parse_arguments(
         return None, error(
             "invalid_arguments", f"Tool arguments are not valid JSON: {exc.msg} at position {exc.pos}"
         )
+    except RecursionError:
+        return None, error("invalid_arguments", "Tool arguments are nested too deeply")
     if not isinstance(value, dict):
         return None, error(
             "invalid_arguments", f"Tool arguments must be a JSON object, got {type(value).__name__}"
         )
     return value, None
+
+
+def shown(value: Any, limit: int = 100) -> str:
+    """``str(value)`` cut to ``limit`` characters (with the full length noted), for messages that
+    echo a model's input: a 10 MB argument must not come back as a 10 MB error."""
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, list):
+        return any(_non_finite(v) for v in value)
+    return False
 
 
 def _types(schema: Mapping[str, Any]) -> tuple[str, ...]:
@@ -172,7 +189,11 @@ class ArgumentChecker:
             for k, v in args.items()
             if k in self.properties and not (v is None and k not in self.required)
         }
-        failures: list[tuple[int, str, Any, str]] = []
+        failures: list[tuple[int, str, Any, str]] = [
+            (self.order.get(k, len(self.order)), k, args.get(k), "Input should be a finite number")
+            for k, v in clean.items()
+            if _non_finite(v)  # NaN/Infinity (JSON extensions) must never reach the DB
+        ]
         for err in self.validator.iter_errors(clean):
             if err.validator == "required":
                 for name in err.validator_value:
@@ -191,7 +212,7 @@ class ArgumentChecker:
             rule = self.rules.get(name)
             if rule is None or rule.error_type is None:
                 continue
-            message = f"Invalid {name} '{raw}'"
+            message = f"Invalid {name} '{shown(raw)}'"
             if rule.description and name in self.required:
                 message += f": must be {rule.description}"
                 if rule.examples:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from engine.model import ToolSpec, ToolTable
 from engine.tools.airline_common import error
-from engine.tools.arguments import ArgumentChecker, parse_arguments
+from engine.tools.arguments import ArgumentChecker, parse_arguments, shown
 from engine.tools.context import CallContext
 from engine.tools.registry import ENDING_HANDLERS, FIELD_RULES, HANDLERS
 
@@ -91,7 +91,8 @@ class ToolRuntime:
         spec = self.table.get(name)
         if spec is None:
             listed = ", ".join(self.table.names)
-            return ToolOutcome(error("tool_not_found", f"Tool '{name}' not found. Available tools: {listed}"))
+            message = f"Tool '{shown(name)}' not found. Available tools: {listed}"
+            return ToolOutcome(error("tool_not_found", message))
         args, failed = parse_arguments(arguments)
         if failed is None:
             args, failed = checker_for(spec).check(args or {})
