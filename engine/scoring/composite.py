@@ -56,7 +56,8 @@ class Composite:
     """The composite of one scenario.
 
     ``is_successful`` / ``is_task_successful`` are True, False or ``"N/A"``; ``breakdown`` is
-    ``{passed, failed, not_applicable, excluded}`` (lists of signal names, in signal order);
+    ``{passed, failed, not_applicable, excluded}`` (lists of signal names: the first three in whitelist order,
+    ``excluded`` in signal order);
     ``stalled`` says the min-agent-turns rule forced the verdict.
     """
 
