@@ -68,6 +68,16 @@ def validator(message_type: str) -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
+MAX_MESSAGE_CHARS = 2000
+"""Longest message text from or about a side that the engine keeps (results, progress lines)."""
+
+
+def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, noting the full length: a side's 5 MB error message
+    (or a schema error quoting a 16 MiB value) must not flood the results and the terminal."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
+
+
 def decode(raw: str | bytes, *, check_schema: bool = True) -> dict[str, Any]:
     """Parse and validate one frame; returns the message dict.
 
@@ -82,6 +92,8 @@ def decode(raw: str | bytes, *, check_schema: bool = True) -> dict[str, Any]:
         msg = json.loads(raw)
     except ValueError as err:
         raise ProtocolError("bad_json", f"frame is not JSON: {err}") from None
+    except RecursionError:
+        raise ProtocolError("bad_json", "frame is nested too deeply") from None
     if not isinstance(msg, dict):
         raise ProtocolError("bad_json", f"frame is JSON {type(msg).__name__}, expected an object")
     reply_to = msg.get("id") if isinstance(msg.get("id"), str) else None
@@ -99,7 +111,8 @@ def decode(raw: str | bytes, *, check_schema: bool = True) -> dict[str, Any]:
         return msg
     error = jsonschema.exceptions.best_match(validator(mtype).iter_errors(msg))
     if error is not None:
-        raise ProtocolError("bad_message", f"{mtype}: {error.json_path}: {error.message}", reply_to)
+        detail = clip(f"{mtype}: {error.json_path}: {error.message}")
+        raise ProtocolError("bad_message", detail, reply_to)
     return msg
 
 

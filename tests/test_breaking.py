@@ -6,16 +6,25 @@ result, never a hang, a traceback or a corrupted DB.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import websockets
 
+from engine.backends.replay import ReplayFactory
 from engine.dbhash import db_hash
 from engine.errors import SpecError
 from engine.model import Scenario
+from engine.protocol import ProtocolError, decode
+from engine.runner import session_setup
+from engine.session import SessionLimits, run_session
+from engine.sides import builtin_side
 from engine.specs import load_domain
 from engine.tools.runtime import ToolRuntime
 from engine.yamlload import YamlSyntaxError, parse_yaml
@@ -24,10 +33,7 @@ from tests.conftest import REPO, SPEC_DIR
 BOMB = "\n".join(
     [
         'a: &a ["x","x","x","x","x","x","x","x","x"]',
-        *(
-            f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]"
-            for p, c in zip("abcdefgh", "bcdefghi", strict=True)
-        ),
+        *(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi", strict=True)),
     ]
 )
 
@@ -178,3 +184,83 @@ def test_deeply_nested_arguments_are_invalid_arguments(scenario_112: Scenario, r
         "error_type": "invalid_arguments",
         "message": "Tool arguments are nested too deeply",
     }
+
+
+# --- sides that misbehave over the WebSocket ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "needle"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "bad_json", "nested too deeply"),
+        (
+            json.dumps(
+                {
+                    "v": 1,
+                    "type": "tool.call",
+                    "id": "a",
+                    "reply_to": "e",
+                    "call_id": "c",
+                    "name": "x",
+                    "arguments": {"k": "v" * 1_000_000},
+                }
+            ),
+            "bad_message",
+            "chars)",
+        ),
+    ],
+    ids=["deep_json", "schema_error_quoting_a_huge_value"],
+)
+def test_bad_frames_give_short_typed_errors(frame: str, code: str, needle: str) -> None:
+    with pytest.raises(ProtocolError) as info:
+        decode(frame)
+    assert info.value.code == code and needle in info.value.message
+    assert len(info.value.message) < 2100
+
+
+def _agent_sending(frame: str) -> Callable[[Any], Awaitable[None]]:
+    async def handler(ws: Any) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            start = json.loads(await ws.recv())
+            ready = {"v": 1, "type": "session.ready", "id": "a0", "reply_to": start["id"]}
+            await ws.send(json.dumps(ready))
+            await ws.recv()  # turn.request
+            await ws.send(frame)
+            await ws.recv()
+
+    return handler
+
+
+HUGE_ERROR = json.dumps(
+    {"v": 1, "type": "error", "id": "z", "code": "backend_error", "message": "E" * 3_000_000}
+)
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected"),
+    [
+        (
+            "[" * 100_000 + "]" * 100_000,
+            "agent side broke the protocol: bad_json: frame is nested too deeply",
+        ),
+        (HUGE_ERROR, "agent side reported backend_error: EEEE"),
+    ],
+    ids=["deep_json", "huge_error_message"],
+)
+async def test_misbehaving_agent_ends_its_session_with_a_short_error(
+    scenario_112: Scenario, frame: str, expected: str
+) -> None:
+    async with websockets.serve(_agent_sending(frame), "127.0.0.1", 0, max_size=None) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with builtin_side(ReplayFactory({scenario_112.name: scenario_112})) as user_uri:
+            result = await run_session(
+                scenario_112,
+                session_setup(scenario_112),
+                f"ws://127.0.0.1:{port}",
+                user_uri,
+                SessionLimits(max_duration_s=30, turn_timeout_s=5),
+            )
+    assert result.stop_reason == "error"
+    assert (result.error or "").startswith(expected), result.error
+    assert len(result.error or "") < 2100
+    assert result.final_db == scenario_112.fresh_db()

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from engine.protocol import MAX_FRAME_BYTES, Ids, ProtocolError, decode, encode, error_message, make
+from engine.protocol import MAX_FRAME_BYTES, Ids, ProtocolError, clip, decode, encode, error_message, make
 
 
 class SideFailure(Exception):
@@ -85,7 +85,7 @@ class SideLink:
         self.engine_time_s += time.perf_counter() - t0
         if msg["type"] == "error":
             kind: Literal["error", "timeout"] = "timeout" if msg["code"] == "backend_timeout" else "error"
-            raise SideFailure(kind, f"{self.role} side reported {msg['code']}: {msg['message']}")
+            raise SideFailure(kind, f"{self.role} side reported {msg['code']}: {clip(msg['message'])}")
         return msg
 
     async def fail(self, code: Any, message: str, reply_to: str | None = None) -> None:
