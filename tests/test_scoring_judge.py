@@ -139,3 +139,11 @@ async def test_broken_judge_template_is_not_applicable(sc, monkeypatch):
     monkeypatch.setattr(judge, "render_judge_prompt", broken)
     out = await run_judge(sc, session(sc, None), _opts("http://127.0.0.1:9/v1"))
     assert out.passed is None and out.score is None and "template exploded" in out.error
+
+
+def test_a_domain_judge_template_in_the_spec_dir_is_the_one_rendered(sc, tmp_path):
+    # the domain's own `templates.judge`, found in its spec dir first, wins over the repository's
+    (tmp_path / "judge.md.j2").write_text("OWN JUDGE for {{ scenario_name }}: {{ nl_assertions | length }}\n")
+    domain = replace(sc.domain, spec_dir=tmp_path, templates={**sc.domain.templates, "judge": "judge.md.j2"})
+    prompt = render_judge_prompt(replace(sc, domain=domain), session(sc, None))
+    assert prompt == f"OWN JUDGE for {sc.name}: 2\n"

@@ -83,21 +83,26 @@ def _spoken_turns(result: SessionResult) -> list[dict[str, str]]:
 
 
 def render_judge_prompt(scenario: Scenario, result: SessionResult) -> str:
-    """Render ``templates/judge.md.j2`` for one session (raises jinja2 errors on a broken template)."""
+    """Render the domain's judge template (``templates.judge`` in the domain spec, looked up like
+    the agent and user templates), else the repository's ``templates/judge.md.j2``.
+
+    Raises SpecError or jinja2 errors on a broken template (the caller records the judge as N/A).
+    """
     reference = scenario.reference_answer
-    return (
-        _env()
-        .get_template(JUDGE_TEMPLATE)
-        .render(
-            scenario_name=scenario.name,
-            description=scenario.description,
-            user_goal=scenario.user.goal,
-            reference=json.dumps(reference, indent=2, ensure_ascii=False) if reference is not None else "",
-            actions=json.dumps(result.actions, indent=2, ensure_ascii=False, default=str),
-            transcript=_spoken_turns(result),
-            nl_assertions=list(scenario.nl_assertions),
-        )
-    )
+    variables = {
+        "scenario_name": scenario.name,
+        "description": scenario.description,
+        "user_goal": scenario.user.goal,
+        "reference": json.dumps(reference, indent=2, ensure_ascii=False) if reference is not None else "",
+        "actions": json.dumps(result.actions, indent=2, ensure_ascii=False, default=str),
+        "transcript": _spoken_turns(result),
+        "nl_assertions": list(scenario.nl_assertions),
+    }
+    if scenario.domain.templates.get("judge"):
+        from engine.render import render
+
+        return render(scenario, "judge", **variables)
+    return _env().get_template(JUDGE_TEMPLATE).render(**variables)
 
 
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
