@@ -539,3 +539,17 @@ def test_handler_that_raises_rolls_back(scenario: Scenario) -> None:
     }
     assert runtime.db is db and "hotel_vouchers" not in db
     assert db_hash(db, scenario.domain.hash_rules) == before and runtime.actions == []
+
+
+def test_handler_that_writes_then_returns_an_error_rolls_back(scenario: Scenario) -> None:
+    # an error result never half-applies, whether the handler raised or returned it
+    def write_then_refuse(db: dict[str, Any], args: Any, ctx: Any) -> dict[str, Any]:
+        db["reservations"][CONF]["status"] = "changed"
+        return {"status": "error", "error_type": "not_allowed", "message": "refused after writing"}
+
+    db = scenario.fresh_db()
+    before = db_hash(db, scenario.domain.hash_rules)
+    runtime = ToolRuntime(scenario.tools, db, handlers={"rebook_flight": write_then_refuse})
+    outcome = runtime.call("rebook_flight", _rebook())
+    assert outcome.result["error_type"] == "not_allowed" and outcome.action is None
+    assert runtime.db is db and db_hash(db, scenario.domain.hash_rules) == before and runtime.actions == []

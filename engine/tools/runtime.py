@@ -5,7 +5,7 @@ validates the raw arguments against the tool's JSON Schema (lax coercion as eva'
 models), dispatches to the registered handler, appends an action record for tools with an
 ``action_type``, and never raises for a bad call: it returns an error result instead and leaves
 the DB exactly as before the call (a snapshot taken before the handler runs is restored if it
-raises).
+raises or returns an error result).
 """
 
 from __future__ import annotations
@@ -80,6 +80,13 @@ class ToolRuntime:
         self.successes: Counter[str] = Counter()
         self.handlers = HANDLERS if handlers is None else handlers
 
+    def _restore(self, snapshot: dict[str, Any]) -> None:
+        """Put the DB back as it was before the call, in the same dict object. Untouched when
+        nothing changed, so objects handed out earlier (search results hold live segments) stay live."""
+        if self.db != snapshot:
+            self.db.clear()
+            self.db.update(snapshot)
+
     def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolOutcome:
         """Run one call. ``arguments`` may be the model's raw JSON string. Never raises."""
         try:
@@ -116,10 +123,10 @@ class ToolRuntime:
             if not isinstance(result, dict):
                 raise TypeError(f"handler returned {type(result).__name__}, not a dict")
         except Exception as exc:
-            self.db.clear()
-            self.db.update(snapshot)
+            self._restore(snapshot)
             return ToolOutcome(error("execution_error", f"Tool execution failed: {exc}"))
         if result.get("status") != "success":
+            self._restore(snapshot)  # an error result never half-applies
             return ToolOutcome(result)
         self.successes[name] += 1
         action = None
