@@ -245,9 +245,12 @@ def run_cmd(
     """
     from pathlib import Path
 
+    from engine.errors import UsageError
     from engine.results import ScoringOptions
     from engine.runner import RunOptions, run_cli
 
+    if scenarios is not None and not _csv(scenarios):
+        raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
     opts = RunOptions(
         spec_dir=Path(spec_dir),
         data_root=Path(data_root) if data_root else None,

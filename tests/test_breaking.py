@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import websockets
 
+import cli
 from engine.backends.replay import ReplayFactory
 from engine.dbhash import db_hash
 from engine.errors import SpecError
@@ -264,3 +265,21 @@ async def test_misbehaving_agent_ends_its_session_with_a_short_error(
     assert (result.error or "").startswith(expected), result.error
     assert len(result.error or "") < 2100
     assert result.final_db == scenario_112.fresh_db()
+
+
+# --- CLI misuse ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["", " , "], ids=["empty", "only_commas"])
+def test_empty_scenarios_option_is_a_usage_error_not_a_full_run(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    out = tmp_path / "run"
+    args = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out)]
+    code = cli.main([*args, "--scenarios", value])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"evalctl: --scenarios {value!r} names no scenario (leave it out to run all)"
+    ]
+    assert not out.exists()
