@@ -52,8 +52,12 @@ def download_release(dest: Path, release: str, url_template: str = ARCHIVE_URL) 
                 out.write_bytes(fh.read())
 
 
-def fill(source: Path | None, dest: Path) -> int:
-    """Fill ``dest`` with every pinned release; returns a process exit code (0 ok, 1 bad sums)."""
+def fill(source: Path | None, dest: Path, url_template: str | None = None) -> int:
+    """Fill ``dest`` with every pinned release; returns a process exit code (0 ok, 1 failed).
+
+    A failed download or a copy whose sums differ is reported in one line on stderr, never as a
+    traceback.
+    """
     status = 0
     for release in sorted(pins()):
         if not check_release(dest, release):
@@ -64,7 +68,17 @@ def fill(source: Path | None, dest: Path) -> int:
             copy_release(source, dest, release)
         else:
             print(f"data: downloading {release} ({pins()[release]['tag']}) from GitHub")
-            download_release(dest, release)
+            try:
+                download_release(dest, release, url_template or ARCHIVE_URL)
+            except (OSError, tarfile.TarError) as exc:
+                reason = getattr(exc, "reason", None) or exc
+                print(
+                    f"data: cannot download {release}: {reason}; set EVA_SOURCE to a folder holding "
+                    f"{release}/ (e.g. `make setup EVA_SOURCE=/path/to/eva-data`)",
+                    file=sys.stderr,
+                )
+                status = 1
+                continue
         bad = check_release(dest, release)
         if bad:
             print(f"data: {release}: {len(bad)} file(s) differ from the pinned sums: {', '.join(bad[:5])}",
@@ -81,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dest", default="data", help="data root to fill (default ./data)")
     args = parser.parse_args(argv)
     source = Path(args.source).resolve() if args.source and Path(args.source).is_dir() else None
+    if args.source and source is None:
+        print(f"data: source folder {args.source} does not exist; falling back to the pinned downloads")
     return fill(source, Path(args.dest).resolve())
 
 
