@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.results import load_summary
+from engine.scoring.summary import failure_reason
 
 
 def _pct(rate: float | None) -> str:
@@ -48,7 +49,7 @@ def print_report(run_dir: Path, console: Console | None = None) -> int:
 
     Raises UsageError when ``run_dir`` has no ``summary.json``.
     """
-    console = console or Console()
+    console = console or Console(soft_wrap=True)  # long lines stay whole when piped (grep)
     summary = load_summary(run_dir)
     console.print(summary_table(summary))
     st = summary["stalled"]
@@ -62,12 +63,18 @@ def print_report(run_dir: Path, console: Console | None = None) -> int:
             f"[yellow]missing:[/] {len(summary['missing'])} results; "
             f"`evalctl run ... --resume {run_dir}` completes them"
         )
+    reasons = ", ".join(f"{k} {v}" for k, v in summary.get("stop_reasons", {}).items())
+    console.print(f"stop reasons: {reasons}", markup=False, highlight=False)
+    if summary.get("judge_errors"):
+        console.print(
+            f"[yellow]judge errors:[/] {summary['judge_errors']} (recorded as N/A); "
+            f"first: {summary['first_judge_error']}"
+        )
     failed = summary["failed"]
     if failed:
         console.print(f"[bold]Not successful ({len(failed)}):[/]")
         for f in failed:
             trial = f" trial {f['trial']}" if summary["trials"] > 1 else ""
-            why = ", ".join(f["failed_signals"]) or ("stalled" if f["stalled"] else "N/A")
-            console.print(f"  {f['scenario']}{trial}: {why}", markup=False, highlight=False)
+            console.print(f"  {f['scenario']}{trial}: {failure_reason(f)}", markup=False, highlight=False)
         console.print(f"hint: `evalctl diff {run_dir}` shows why, field by field", markup=False)
     return len(failed)

@@ -239,3 +239,52 @@ async def test_rescoring_a_slot_drops_files_of_the_earlier_attempt(tmp_path, sc)
     await finish_session(tmp_path, sc, session(sc, None, stop_reason="error", error="crash"), 1, OPTS)
     assert not (tmp_path / sc.name / "final_db.json").exists()
     assert not list((tmp_path / sc.name).glob(".*.tmp"))
+
+
+@pytest.mark.parametrize(
+    ("failed", "expected"),
+    [
+        pytest.param(
+            {"failed_signals": ["db_state_match"], "stop_reason": "exit"}, "db_state_match", id="signal"
+        ),
+        pytest.param(
+            {
+                "failed_signals": ["db_state_match", "clean_exit"],
+                "stalled": True,
+                "stop_reason": "error",
+                "error": "agent side reported backend_error: APIConnectionError",
+            },
+            "db_state_match, clean_exit, stalled, stop=error: agent side reported backend_error: "
+            "APIConnectionError",
+            id="side-error-is-named-not-just-stalled",
+        ),
+        pytest.param(
+            {"failed_signals": ["clean_exit"], "stop_reason": "timeout"},
+            "clean_exit, stop=timeout",
+            id="timeout",
+        ),
+        pytest.param({"failed_signals": [], "stop_reason": "exit"}, "N/A", id="nothing-applicable"),
+    ],
+)
+def test_failure_reason_names_signals_stall_and_side_errors(failed, expected):
+    from engine.scoring.summary import failure_reason
+
+    assert failure_reason(failed) == expected
+
+
+def test_summary_counts_judge_errors():
+    from engine.scoring.summary import build_summary, render_summary_text
+
+    rows = [
+        {
+            "scenario_name": "a",
+            "is_successful": True,
+            "is_task_successful": True,
+            "stop_reason": "exit",
+            "judge_error": "APIConnectionError: Connection error.",
+        },
+        {"scenario_name": "b", "is_successful": True, "is_task_successful": True, "stop_reason": "exit"},
+    ]
+    summary = build_summary(rows, {"trials": 1})
+    assert summary["judge_errors"] == 1 and summary["first_judge_error"].startswith("APIConnectionError")
+    assert "Judge errors (recorded as N/A, not as agent failures): 1" in render_summary_text(summary)

@@ -143,6 +143,8 @@ def build_summary(metrics: Sequence[Mapping[str, Any]], run_info: Mapping[str, A
         },
         "stop_reasons": dict(sorted(Counter(str(m.get("stop_reason")) for m in rows).items())),
         "errors": sum(1 for m in rows if m.get("error")),
+        "judge_errors": sum(1 for m in rows if m.get("judge_error")),
+        "first_judge_error": next((m["judge_error"] for m in rows if m.get("judge_error")), None),
         "usage": _usage(rows),
         "wall_time_s": run_info.get("wall_time_s"),
         "session_time_s": {
@@ -197,6 +199,11 @@ def render_summary_text(summary: Mapping[str, Any], title: str = "") -> str:
     lines.append("Stop reasons: " + ", ".join(f"{k} {v}" for k, v in summary["stop_reasons"].items()))
     if summary["errors"]:
         lines.append(f"Sessions with an error: {summary['errors']}")
+    if summary.get("judge_errors"):
+        lines.append(
+            f"Judge errors (recorded as N/A, not as agent failures): {summary['judge_errors']}; "
+            f"first: {summary['first_judge_error']}"
+        )
     lines.append("Token usage:" if summary["usage"] else "Token usage: none (no model calls)")
     for role, u in summary["usage"].items():
         models = ", ".join(u["models"]) or "?"
@@ -214,8 +221,18 @@ def render_summary_text(summary: Mapping[str, Any], title: str = "") -> str:
         lines.append(f"Not successful ({len(summary['failed'])}):")
         for f in summary["failed"]:
             trial = f" trial {f['trial']}" if summary["trials"] > 1 else ""
-            why = ", ".join(f["failed_signals"]) or ("stalled" if f["stalled"] else "N/A")
-            if f["stalled"] and f["failed_signals"]:
-                why += ", stalled"
-            lines.append(f"  {f['scenario']}{trial}: {why}")
+            lines.append(f"  {f['scenario']}{trial}: {failure_reason(f)}")
     return "\n".join(lines) + "\n"
+
+
+def failure_reason(failed: Mapping[str, Any]) -> str:
+    """Why one result is not successful, in one line: the failed signals, ``stalled``, and the
+    stop reason with the session's error message when a side failed."""
+    parts = list(failed.get("failed_signals") or [])
+    if failed.get("stalled"):
+        parts.append("stalled")
+    if failed.get("error"):
+        parts.append(f"stop={failed.get('stop_reason')}: {failed['error']}")
+    elif failed.get("stop_reason") not in (None, "exit", "transfer"):
+        parts.append(f"stop={failed['stop_reason']}")
+    return ", ".join(parts) or "N/A"
