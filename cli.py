@@ -158,7 +158,12 @@ def _csv(value: str | None) -> tuple[str, ...]:
     help="Run only what is missing.",
 )
 @click.option(
-    "--min-agent-turns", default=3, show_default=True, type=click.IntRange(min=0), help="Stalled rule."
+    "--min-agent-turns",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Stalled rule: a scenario whose agent spoke fewer turns (or fewer than its gold conversation, "
+    "if that is shorter) fails and is left out of the per-signal rates.",
 )
 @click.option("--strict-match", is_flag=True, help="Action match: list lengths must agree at every level.")
 @click.option(
@@ -288,7 +293,13 @@ def run_cmd(
     click.echo(f"results: {report.run_dir}")
     if report.interrupted:
         click.echo(f"evalctl: interrupted; finished results kept in {report.run_dir}", err=True)
-    return report.exit_code(fail_under)
+    code = report.exit_code(fail_under)
+    if code == 1 and fail_under is not None:
+        rate = report.overall_rate()
+        got = "not applicable" if rate is None else f"{100 * rate:.1f}%"
+        limit = f"{100 * fail_under:.1f}%"
+        click.echo(f"evalctl: overall success rate {got} is below --fail-under {limit}", err=True)
+    return code
 
 
 def _print_run_summary(run_dir: object, summary_text: str) -> None:
@@ -319,9 +330,19 @@ def _print_run_summary(run_dir: object, summary_text: str) -> None:
 @click.option(
     "--base-url", default=None, metavar="URL", help="OpenAI-compatible endpoint. Default: $OPENAI_BASE_URL."
 )
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR")
 @click.option(
-    "--request-timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True)
+    "--api-key-env",
+    default="OPENAI_API_KEY",
+    show_default=True,
+    metavar="VAR",
+    help="Env variable with the API key (openai backend).",
+)
+@click.option(
+    "--request-timeout",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds per model request (openai backend).",
 )
 def serve_cmd(
     role: str,

@@ -154,14 +154,16 @@ def test_wrong_actions_fail_their_signals(wrong_run):
     assert m["mock__shipped_refusal"]["is_successful"] is True
 
 
-def test_fail_under_gates_the_exit_code(wrong_run, tmp_path):
+def test_fail_under_gates_the_exit_code(wrong_run, tmp_path, capsys):
     loaded = load_domain(SPEC, DATA)
     with scripted_judge([JUDGE_OK]) as (url, _):
         assert _run(tmp_path / "a", url, "--scenarios", "mock__shipped_refusal", "--fail-under", "1.0") == 0
+    capsys.readouterr()
     with scripted_judge([{**JUDGE_OK, "score": 0.1}]) as (url, _):
         assert (
             _run(tmp_path / "b", url, "--scenarios", "mock__late_delivery_credit", "--fail-under", "0.5") == 1
         )
+    assert "evalctl: overall success rate 0.0% is below --fail-under 50.0%" in capsys.readouterr().err
     with scripted_judge([{**JUDGE_OK, "score": 0.1}]) as (url, _):
         assert (
             _run(
