@@ -198,3 +198,22 @@ async def test_engine_turn_timeout_cancels_the_model_request(loaded: LoadedDomai
     assert result.stop_reason == "timeout" and "agent side sent nothing for 0.3 s" in (result.error or "")
     assert len(server.requests) == 1
     assert time.monotonic() - t0 < 1.5  # the side dropped the request instead of waiting for it
+
+
+async def test_unreachable_endpoint_names_the_url(api_key: None) -> None:
+    import socket
+
+    from engine.backends import BackendError, SessionInfo, TurnInfo
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    factory = OpenAIFactory(
+        "m", base_url=f"http://127.0.0.1:{port}/v1", api_key_env="EVALCTL_TEST_KEY", max_retries=0
+    )
+    try:
+        backend = factory(SessionInfo(role="agent", scenario={}, system_prompt="x", tools=[]))
+        with pytest.raises(BackendError, match=rf"cannot reach http://127.0.0.1:{port}/v1/ .*--base-url"):
+            await backend.respond([{"role": "system", "content": "x"}], [], TurnInfo(index=0))
+    finally:
+        await factory.aclose()

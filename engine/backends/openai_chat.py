@@ -52,7 +52,12 @@ class OpenAIBackend:
             raise BackendError(f"{self.name}: request timed out ({err})", timeout=True) from None
         except openai.APIStatusError as err:
             raise BackendError(f"{self.name}: HTTP {err.status_code}: {err.message}") from None
-        except openai.APIError as err:  # connection errors, malformed responses
+        except openai.APIConnectionError as err:  # name the endpoint: a wrong or missing --base-url
+            raise BackendError(
+                f"{self.name}: cannot reach {self.client.base_url} ({type(err).__name__}: {err}); "
+                "check --base-url / $OPENAI_BASE_URL"
+            ) from None
+        except openai.APIError as err:  # malformed responses
             raise BackendError(f"{self.name}: {type(err).__name__}: {err}") from None
         if not response.choices:
             raise BackendError(f"{self.name}: the response has no choices")
