@@ -153,7 +153,10 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         out.append(f"== {d.scenario}{trial}: {verdict}")
         why = ", ".join(d.failed_signals) or "none"
         stall = (
-            f"  [stalled: {d.agent_turns} agent turns, fewer than {d.min_agent_turns}]" if d.stalled else ""
+            f"  [stalled: {d.agent_turns} agent turn{'' if d.agent_turns == 1 else 's'}, "
+            f"fewer than {d.min_agent_turns}]"
+            if d.stalled
+            else ""
         )
         out.append(f"failing signals: {why}{stall}")
         out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
