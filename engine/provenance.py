@@ -110,7 +110,7 @@ def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
     now = datetime.now(UTC).isoformat(timespec="seconds")
     invocation = {
         "started_at": run_info.get("started_at"),
-        "finished_at": run_info.get("finished_at") or now,
+        "finished_at": run_info.get("finished_at", now),  # None: marked at the start, not finished
         "wall_time_s": run_info.get("wall_time_s"),
         "interrupted": bool(run_info.get("interrupted", False)),
         "argv": _argv(run_info),

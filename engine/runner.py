@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from engine import render, results
+from engine.artifacts import read_json, write_json
 from engine.backends import BackendFactory, BackendSpec, make_factory, parse_backend_spec
 from engine.errors import UsageError
 from engine.model import Scenario, SessionResult
 from engine.progress import Progress
 from engine.protocol import end_call_schema
+from engine.provenance import run_provenance
 from engine.session import SessionLimits, SessionSetup, run_session
 from engine.sides import builtin_side
 from engine.specs import load_domain
@@ -165,6 +167,7 @@ async def run(opts: RunOptions) -> RunReport:
     sides = {role: _side(spec, opts, by_name) for role, spec in (("agent", agent_spec), ("user", user_spec))}
     setups = {s.name: session_setup(s) for s in chosen}
     run_dir = opts.resume or opts.output_dir or Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    check_run_dir(run_dir, opts)
     run_dir.mkdir(parents=True, exist_ok=True)
     report = RunReport(run_dir)
     jobs = [
@@ -178,6 +181,14 @@ async def run(opts: RunOptions) -> RunReport:
     t0 = loop.time()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet, trials=opts.trials)
+    if opts.resume is None:  # mark the directory as a run now: a run killed early can be resumed
+        first = {
+            **_run_info(opts, loaded, chosen, agent_spec, user_spec),
+            "started_at": started,
+            "finished_at": None,
+            "interrupted": True,
+        }
+        write_json(run_dir / "run.json", run_provenance(run_dir, first))
     try:
         async with contextlib.AsyncExitStack() as stack:
             uris = {}
@@ -197,22 +208,58 @@ async def run(opts: RunOptions) -> RunReport:
         report.interrupted = True
     report.wall_s = loop.time() - t0
     info = {
-        "spec_dir": str(opts.spec_dir),
-        "domain": loaded.domain.name,
-        "agent": str(agent_spec),
-        "user": str(user_spec),
-        "concurrency": opts.concurrency,
-        "trials": opts.trials,
-        "max_turns": opts.max_turns,
-        "scenarios": [s.name for s in chosen],
+        **_run_info(opts, loaded, chosen, agent_spec, user_spec),
         "started_at": started,
         "wall_time_s": round(report.wall_s, 3),
-        "data_root": str(loaded.domain.data_root),
-        "min_agent_turns": opts.scoring.min_agent_turns,
         "interrupted": report.interrupted,
     }
     report.summary = results.finish_run(run_dir, info)
     return report
+
+
+def _run_info(
+    opts: RunOptions, loaded: Any, chosen: list[Scenario], agent: BackendSpec, user: BackendSpec
+) -> dict[str, Any]:
+    return {
+        "spec_dir": str(opts.spec_dir),
+        "domain": loaded.domain.name,
+        "agent": str(agent),
+        "user": str(user),
+        "concurrency": opts.concurrency,
+        "trials": opts.trials,
+        "max_turns": opts.max_turns,
+        "scenarios": [s.name for s in chosen],
+        "data_root": str(loaded.domain.data_root),
+        "min_agent_turns": opts.scoring.min_agent_turns,
+    }
+
+
+def check_run_dir(run_dir: Path, opts: RunOptions) -> None:
+    """Refuse a run directory that would mix or lose results; raises UsageError.
+
+    ``--resume`` needs an evalctl run there (``run.json`` or scored results) and the ``--trials``
+    it was run with (another count lays results out differently and would count them twice).
+    A fresh run needs a directory that holds no run (it would overwrite that run's results).
+    """
+    try:
+        recorded = read_json(run_dir / "run.json")
+    except (OSError, ValueError):
+        recorded = None
+    is_run = isinstance(recorded, dict) or (run_dir.is_dir() and bool(results.scored_dirs(run_dir)))
+    if opts.resume is None:
+        if is_run:
+            raise UsageError(
+                f"{run_dir} already holds a run; complete it with --resume {run_dir}, "
+                "or give another --output-dir"
+            )
+        return
+    if not is_run:
+        raise UsageError(f"--resume: {run_dir} is not an evalctl run directory (no run.json, no results)")
+    trials = recorded.get("trials") if isinstance(recorded, dict) else None
+    if isinstance(trials, int) and trials != opts.trials:
+        raise UsageError(
+            f"--resume: {run_dir} was run with --trials {trials}; resume it with --trials {trials}"
+        )
 
 
 async def _run_jobs(

@@ -283,3 +283,57 @@ def test_empty_scenarios_option_is_a_usage_error_not_a_full_run(
         f"evalctl: --scenarios {value!r} names no scenario (leave it out to run all)"
     ]
     assert not out.exists()
+
+
+# --- run directories that would mix or lose results ---------------------------------------------
+
+ONE = "eva_airline__1_1_3"
+
+
+def _run(data_root: Path, *args: str) -> int:
+    return cli.main(["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", ONE, *args])
+
+
+def test_second_run_into_the_same_output_dir_is_refused(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert _run(data_root, "--output-dir", str(out), "--no-progress") == 0
+    metrics = (out / ONE / "metrics.json").read_bytes()
+    capsys.readouterr()
+    assert _run(data_root, "--output-dir", str(out), "--agent", "ws://127.0.0.1:1", "--no-progress") == 2
+    assert capsys.readouterr().err.strip() == (
+        f"evalctl: {out} already holds a run; complete it with --resume {out}, or give another --output-dir"
+    )
+    assert (out / ONE / "metrics.json").read_bytes() == metrics  # the first run's result is intact
+
+
+def test_resume_of_a_directory_that_is_not_a_run_writes_nothing(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine\n", encoding="utf-8")
+    assert _run(data_root, "--resume", str(tmp_path), "--no-progress") == 2
+    assert "is not an evalctl run directory" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_resume_with_other_trials_is_refused(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert _run(data_root, "--output-dir", str(out), "--trials", "2", "--no-progress") == 0
+    capsys.readouterr()
+    assert _run(data_root, "--resume", str(out), "--no-progress") == 2
+    assert capsys.readouterr().err.strip() == (
+        f"evalctl: --resume: {out} was run with --trials 2; resume it with --trials 2"
+    )
+    assert not (out / ONE / "metrics.json").exists()  # no single-trial result beside the trial ones
+    assert _run(data_root, "--resume", str(out), "--trials", "2", "--no-progress") == 0
+    assert "2 already complete (skipped)" in capsys.readouterr().out
+
+
+def test_a_run_marks_its_directory_before_the_first_result(tmp_path: Path, data_root: Path) -> None:
+    out = tmp_path / "run"
+    assert _run(data_root, "--output-dir", str(out), "--no-progress") == 0
+    invocations = json.loads((out / "run.json").read_text(encoding="utf-8"))["invocations"]
+    assert len(invocations) == 1 and invocations[0]["finished_at"] and not invocations[0]["interrupted"]

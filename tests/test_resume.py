@@ -107,8 +107,10 @@ def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["results"] == 50 and not summary["missing"]
     assert _comparable(summary) == _comparable(json.loads(json.dumps(baseline)))
-    run = json.loads((run_dir / "run.json").read_text())  # only the resumed invocation got to write it
-    assert len(run["invocations"]) == 1 and run["spec_files"]["domain.yaml"] and run["data_root_files"]
+    run = json.loads((run_dir / "run.json").read_text())  # the killed run marked itself at its start
+    killed, resumed = run["invocations"]
+    assert killed["interrupted"] and killed["finished_at"] is None and not resumed["interrupted"]
+    assert run["spec_files"]["domain.yaml"] and run["data_root_files"]
 
 
 def test_resume_of_a_complete_run_runs_nothing(data_root, tmp_path):
