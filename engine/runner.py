@@ -20,7 +20,7 @@ from typing import Any
 from engine import render, results
 from engine.artifacts import read_json, write_json
 from engine.backends import BackendFactory, BackendSpec, make_factory, parse_backend_spec
-from engine.errors import UsageError
+from engine.errors import EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
 from engine.progress import Progress
 from engine.protocol import end_call_schema
@@ -168,7 +168,10 @@ async def run(opts: RunOptions) -> RunReport:
     setups = {s.name: session_setup(s) for s in chosen}
     run_dir = opts.resume or opts.output_dir or Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     check_run_dir(run_dir, opts)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    _open_run_dir(
+        run_dir, opts, {**_run_info(opts, loaded, chosen, agent_spec, user_spec), "started_at": started}
+    )
     report = RunReport(run_dir)
     jobs = [
         (s, k)
@@ -179,16 +182,7 @@ async def run(opts: RunOptions) -> RunReport:
     report.skipped = len(chosen) * opts.trials - len(jobs)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
-    started = datetime.now(UTC).isoformat(timespec="seconds")
     progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet, trials=opts.trials)
-    if opts.resume is None:  # mark the directory as a run now: a run killed early can be resumed
-        first = {
-            **_run_info(opts, loaded, chosen, agent_spec, user_spec),
-            "started_at": started,
-            "finished_at": None,
-            "interrupted": True,
-        }
-        write_json(run_dir / "run.json", run_provenance(run_dir, first))
     try:
         async with contextlib.AsyncExitStack() as stack:
             uris = {}
@@ -213,8 +207,27 @@ async def run(opts: RunOptions) -> RunReport:
         "wall_time_s": round(report.wall_s, 3),
         "interrupted": report.interrupted,
     }
-    report.summary = results.finish_run(run_dir, info)
+    try:
+        report.summary = results.finish_run(run_dir, info)
+    except OSError as err:
+        unwritten = f"; {len(report.scoring_errors)} session(s) not written" if report.scoring_errors else ""
+        raise EvalctlError(
+            f"cannot write the run summary in {run_dir}: {err.strerror or err}{unwritten}; "
+            f"results written so far are kept (`evalctl run ... --resume {run_dir}` completes the run)"
+        ) from None
     return report
+
+
+def _open_run_dir(run_dir: Path, opts: RunOptions, info: dict[str, Any]) -> None:
+    """Create ``run_dir`` and, for a new run, mark it as a run at once with ``run.json`` (so a run
+    killed early can be resumed). Raises EvalctlError (one line) when it cannot be written."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if opts.resume is None:
+            first = {**info, "finished_at": None, "interrupted": True}
+            write_json(run_dir / "run.json", run_provenance(run_dir, first))
+    except OSError as err:
+        raise EvalctlError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
 
 
 def _run_info(

@@ -337,3 +337,29 @@ def test_a_run_marks_its_directory_before_the_first_result(tmp_path: Path, data_
     assert _run(data_root, "--output-dir", str(out), "--no-progress") == 0
     invocations = json.loads((out / "run.json").read_text(encoding="utf-8"))["invocations"]
     assert len(invocations) == 1 and invocations[0]["finished_at"] and not invocations[0]["interrupted"]
+
+
+def test_output_dir_that_cannot_be_created_is_one_line(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("", encoding="utf-8")
+    assert _run(data_root, "--output-dir", str(blocker / "run"), "--no-progress") == 1
+    assert capsys.readouterr().err.strip() == (
+        f"evalctl: cannot write the run directory {blocker / 'run'}: Not a directory"
+    )
+
+
+def test_disk_full_at_the_summary_is_one_line(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(run_dir: Path, info: dict[str, Any]) -> dict[str, Any]:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("engine.results.finish_run", full)
+    out = tmp_path / "run"
+    assert _run(data_root, "--output-dir", str(out), "--no-progress") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"evalctl: cannot write the run summary in {out}: No space left on device;")
+    assert "Traceback" not in "\n".join(err)
+    assert (out / ONE / "metrics.json").is_file()  # the session's own result was kept
