@@ -363,3 +363,19 @@ def test_disk_full_at_the_summary_is_one_line(
     assert err[-1].startswith(f"evalctl: cannot write the run summary in {out}: No space left on device;")
     assert "Traceback" not in "\n".join(err)
     assert (out / ONE / "metrics.json").is_file()  # the session's own result was kept
+
+
+@pytest.mark.parametrize("url", ["not a url", "127.0.0.1:8000/v1", "ws://127.0.0.1:1"])
+def test_base_url_that_is_not_http_is_a_usage_error_before_the_run(
+    tmp_path: Path,
+    data_root: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    out = tmp_path / "run"
+    args = ["--agent", "openai:some-model", "--base-url", url, "--output-dir", str(out)]
+    assert _run(data_root, *args) == 2
+    assert capsys.readouterr().err.strip() == f"evalctl: --base-url {url!r} is not an http:// or https:// URL"
+    assert not out.exists()

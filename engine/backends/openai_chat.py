@@ -99,9 +99,13 @@ class OpenAIFactory:
                 f"environment variable {self.api_key_env} is not set: it must hold the API key for "
                 f"openai:{self.model} (any non-empty value for a server that needs none)"
             )
+        base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
+            origin = "--base-url" if self.base_url else "$OPENAI_BASE_URL"
+            raise UsageError(f"{origin} {base_url!r} is not an http:// or https:// URL")
         self.client = openai.AsyncOpenAI(
             api_key=key,
-            base_url=self.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            base_url=base_url,
             timeout=self.request_timeout_s,
             max_retries=self.max_retries,
         )
