@@ -378,7 +378,12 @@ def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> Lo
     built = _build_domain(spec_path, root, data, problems)
     docs: list[YamlDoc] = []
     first: dict[str, YamlDoc] = {}
-    for path in sorted((spec_path / SCENARIO_DIR).glob("*.yaml")):
+    scenario_dir = spec_path / SCENARIO_DIR
+    for pattern in ("*.yml", "*/**/*.yaml", "*/**/*.yml"):  # would be skipped without a word
+        for path in sorted(scenario_dir.glob(pattern)):
+            hint = "not loaded: scenario files are scenarios/*.yaml (rename or move it)"
+            problems.append(Problem(display_path(path), 0, "$", hint))
+    for path in sorted(scenario_dir.glob("*.yaml")):
         doc, ok = _load(path, "scenario", problems)
         if doc is None or not isinstance(doc.data, dict):
             continue

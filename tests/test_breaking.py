@@ -379,3 +379,16 @@ def test_base_url_that_is_not_http_is_a_usage_error_before_the_run(
     assert _run(data_root, *args) == 2
     assert capsys.readouterr().err.strip() == f"evalctl: --base-url {url!r} is not an http:// or https:// URL"
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "moved", ["scenarios/1.1.2.yml", "scenarios/extra/1.1.2.yaml"], ids=["yml_suffix", "subfolder"]
+)
+def test_scenario_file_that_would_be_skipped_is_reported(tmp_path: Path, data_root: Path, moved: str) -> None:
+    spec = _spec_copy(tmp_path)
+    (spec / moved).parent.mkdir(parents=True, exist_ok=True)
+    (spec / "scenarios/1.1.2.yaml").rename(spec / moved)
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, data_root)
+    (problem,) = info.value.problems
+    assert problem.file.endswith(moved) and "not loaded" in problem.message
