@@ -7,6 +7,7 @@ JSON path (a tuple of keys and indexes). Duplicate mapping keys are reported, no
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,8 @@ def format_json_path(path: JsonPath, data: Any = None) -> str:
 
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_FILE_BYTES = 10 * 1024 * 1024
+"""Largest spec file read (bytes)."""
 MAX_NODES = 100_000
 """Most mapping/list/scalar nodes one spec file may expand to (aliases count each time they are
 used); a guard against alias bombs ("billion laughs"). Real spec files hold a few hundred."""
@@ -172,6 +175,12 @@ def load_yaml(path: str | Path) -> YamlDoc:
     """Read and parse one YAML file. Raises YamlSyntaxError for syntax errors or unreadable files."""
     file = display_path(path)
     try:
+        info = Path(path).stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO would block, /dev/zero would never end
+            raise YamlSyntaxError(Problem(file, 0, "$", "cannot read file: not a regular file"))
+        if info.st_size > MAX_FILE_BYTES:
+            size = f"{info.st_size} bytes, over the {MAX_FILE_BYTES} limit"
+            raise YamlSyntaxError(Problem(file, 0, "$", f"cannot read file: {size}"))
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise YamlSyntaxError(Problem(file, 0, "$", f"cannot read file: {err}")) from None

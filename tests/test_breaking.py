@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import time
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,7 @@ from engine.session import SessionLimits, run_session
 from engine.sides import builtin_side
 from engine.specs import load_domain
 from engine.tools.runtime import ToolRuntime
-from engine.yamlload import YamlSyntaxError, parse_yaml
+from engine.yamlload import YamlSyntaxError, load_yaml, parse_yaml
 from tests.conftest import REPO, SPEC_DIR
 
 BOMB = "\n".join(
@@ -392,3 +393,23 @@ def test_scenario_file_that_would_be_skipped_is_reported(tmp_path: Path, data_ro
         load_domain(spec, data_root)
     (problem,) = info.value.problems
     assert problem.file.endswith(moved) and "not loaded" in problem.message
+
+
+def test_spec_file_that_is_a_fifo_or_a_device_is_refused_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.yaml"
+    zero.symlink_to("/dev/zero")
+    for path in (fifo, zero):
+        with pytest.raises(YamlSyntaxError) as info:
+            load_yaml(path)  # would block (FIFO) or fill memory (/dev/zero) if read
+        assert info.value.problem.message == "cannot read file: not a regular file"
+
+
+def test_oversized_spec_file_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as fh:
+        fh.truncate(11 * 1024 * 1024)
+    with pytest.raises(YamlSyntaxError) as info:
+        load_yaml(big)
+    assert "over the 10485760 limit" in info.value.problem.message
