@@ -318,17 +318,27 @@ def finish_run(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+_SUMMARY_KEYS = frozenset({"unit", "results", "scenarios", "trials", "signals", "stalled", "failed"})
+
+
 def load_summary(run_dir: Path) -> dict[str, Any]:
     """The ``summary.json`` of a run; raises UsageError when ``run_dir`` is not a finished run."""
     from engine.errors import UsageError
 
     path = Path(run_dir) / "summary.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        body = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(body, dict):
+            raise ValueError(f"not an evalctl summary: JSON {type(body).__name__}, not an object")
+        if _SUMMARY_KEYS - body.keys():
+            raise ValueError(f"not an evalctl summary: no {', '.join(sorted(_SUMMARY_KEYS - body.keys()))}")
+        return body
     except FileNotFoundError:
         raise UsageError(
             f"{run_dir}: no summary.json (not a run directory, or the run never finished; "
             f"`evalctl run ... --resume {run_dir}` completes it)"
         ) from None
     except ValueError as exc:
-        raise UsageError(f"{path}: unreadable ({exc})") from None
+        raise UsageError(
+            f"{path}: unreadable ({exc}); `evalctl run ... --resume {run_dir}` rewrites it"
+        ) from None

@@ -413,3 +413,24 @@ def test_oversized_spec_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(YamlSyntaxError) as info:
         load_yaml(big)
     assert "over the 10485760 limit" in info.value.problem.message
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("[]", "not an evalctl summary: JSON list, not an object"),
+        ('{"unit": "scenarios"}', "not an evalctl summary: no failed, results, scenarios, signals"),
+        ('{"unit": ', "unreadable (Expecting value"),
+    ],
+    ids=["list", "missing_keys", "torn"],
+)
+def test_report_on_a_damaged_summary_is_one_line(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str], content: str, expected: str
+) -> None:
+    out = tmp_path / "run"
+    assert _run(data_root, "--output-dir", str(out), "--no-progress") == 0
+    (out / "summary.json").write_text(content, encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["report", str(out)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"evalctl: {out / 'summary.json'}: ") and expected in line, line
