@@ -96,7 +96,14 @@ def explain(sdir: Path, metrics: dict[str, Any]) -> ScenarioDiff:
     if metrics.get("judge_model"):
         out.judge = {k: metrics.get(k) for k in ("judge_score", "judge_passed", "judge_error")}
     expected, actual = _load_optional(sdir / "expected_db.json"), _load_optional(sdir / "final_db.json")
-    if expected is None:
+    damaged = [
+        n
+        for n, v in (("expected_db.json", expected), ("final_db.json", actual))
+        if v is None and (sdir / n).exists()
+    ]
+    if damaged:
+        out.db_note = f"{' and '.join(damaged)} unreadable (damaged file?); no DB diff"
+    elif expected is None:
         out.db_note = "no expected DB for this scenario (db_state_match not applicable)"
     elif actual is None:
         out.db_note = "no final DB: the session never reached the tools (see error / stop reason)"

@@ -434,3 +434,16 @@ def test_report_on_a_damaged_summary_is_one_line(
     assert cli.main(["report", str(out)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"evalctl: {out / 'summary.json'}: ") and expected in line, line
+
+
+def test_diff_with_a_damaged_final_db_says_so(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert _run(data_root, "--output-dir", str(out), "--no-progress") == 0
+    (out / ONE / "final_db.json").write_text('{"reservations": ', encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["diff", str(out), ONE]) == 0
+    text = capsys.readouterr().out
+    assert "DB: final_db.json unreadable (damaged file?); no DB diff" in text
+    assert "never reached the tools" not in text
