@@ -138,6 +138,8 @@ def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
     except (OSError, ValueError):
         pass
     body["created_at"] = previous.get("created_at") or run_info.get("started_at") or now
+    selected = [str(n) for n in previous.get("scenarios") or []]  # every invocation's selection
+    body["scenarios"] = selected + [n for n in run_info.get("scenarios") or [] if n not in selected]
     earlier = list(previous.get("invocations", []))
     if earlier and invocation["started_at"] and earlier[-1].get("started_at") == invocation["started_at"]:
         earlier.pop()  # the same invocation finishing again (e.g. summary after Ctrl-C) replaces itself

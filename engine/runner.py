@@ -165,9 +165,11 @@ async def run(opts: RunOptions) -> RunReport:
         raise UsageError(f"--resume: no run directory at {opts.resume}")
     by_name = {s.name: s for s in loaded.scenarios}
     sides = {role: _side(spec, opts, by_name) for role, spec in (("agent", agent_spec), ("user", user_spec))}
-    setups = {s.name: session_setup(s) for s in chosen}
     run_dir = opts.resume or opts.output_dir or Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    check_run_dir(run_dir, opts)
+    selected = check_run_dir(run_dir, opts)
+    if selected and not opts.scenarios and not opts.domain_prefix:  # resume what that run selected
+        chosen = select_scenarios(loaded.scenarios, selected, None)
+    setups = {s.name: session_setup(s) for s in chosen}
     started = datetime.now(UTC).isoformat(timespec="seconds")
     _open_run_dir(
         run_dir, opts, {**_run_info(opts, loaded, chosen, agent_spec, user_spec), "started_at": started}
@@ -247,8 +249,9 @@ def _run_info(
     }
 
 
-def check_run_dir(run_dir: Path, opts: RunOptions) -> None:
-    """Refuse a run directory that would mix or lose results; raises UsageError.
+def check_run_dir(run_dir: Path, opts: RunOptions) -> tuple[str, ...]:
+    """Refuse a run directory that would mix or lose results; raises UsageError. Returns the
+    scenario names the run being resumed selected (from its ``run.json``; empty when unknown).
 
     ``--resume`` needs an evalctl run there (``run.json`` or scored results) and the ``--trials``
     it was run with (another count lays results out differently and would count them twice).
@@ -265,7 +268,7 @@ def check_run_dir(run_dir: Path, opts: RunOptions) -> None:
                 f"{run_dir} already holds a run; complete it with --resume {run_dir}, "
                 "or give another --output-dir"
             )
-        return
+        return ()
     if not is_run:
         raise UsageError(f"--resume: {run_dir} is not an evalctl run directory (no run.json, no results)")
     trials = recorded.get("trials") if isinstance(recorded, dict) else None
@@ -273,6 +276,8 @@ def check_run_dir(run_dir: Path, opts: RunOptions) -> None:
         raise UsageError(
             f"--resume: {run_dir} was run with --trials {trials}; resume it with --trials {trials}"
         )
+    selected = recorded.get("scenarios") if isinstance(recorded, dict) else None
+    return tuple(str(n) for n in selected) if isinstance(selected, list) else ()
 
 
 async def _run_jobs(

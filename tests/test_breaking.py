@@ -447,3 +447,17 @@ def test_diff_with_a_damaged_final_db_says_so(
     text = capsys.readouterr().out
     assert "DB: final_db.json unreadable (damaged file?); no DB diff" in text
     assert "never reached the tools" not in text
+
+
+def test_resume_keeps_the_original_selection(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert _run(data_root, "--output-dir", str(out), "--no-progress") == 0
+    capsys.readouterr()
+    resume = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--resume", str(out), "--no-progress"]
+    assert cli.main(resume) == 0  # no --scenarios: the run's own selection, not all 50
+    assert "1 already complete (skipped)" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["results"] == 1 and not summary["missing"]
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [ONE]
