@@ -32,7 +32,8 @@ def resolve_data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     if not root.is_dir():
         how = "--data-root" if explicit else (ENV_VAR if os.environ.get(ENV_VAR) else "the default ./data")
         raise DataRootError(
-            f"data root {root} (from {how}) does not exist; run `make data` or pass --data-root DIR"
+            f"data root {root} (from {how}) {'is not a directory' if root.exists() else 'does not exist'}; "
+            "run `make data` or pass --data-root DIR"
         )
     return root
 

@@ -461,3 +461,13 @@ def test_resume_keeps_the_original_selection(
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["results"] == 1 and not summary["missing"]
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [ONE]
+
+
+def test_data_root_that_is_a_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "data.tar"
+    a_file.write_bytes(b"")
+    assert cli.main(["validate", str(SPEC_DIR), "--data-root", str(a_file)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"evalctl: data root {a_file} (from --data-root) is not a directory; "
+        "run `make data` or pass --data-root DIR"
+    )
