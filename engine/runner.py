@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -349,5 +350,21 @@ async def _finish(
 
 
 def run_cli(opts: RunOptions) -> RunReport:
-    """Run from a synchronous caller (the CLI); Ctrl-C yields an ``interrupted`` report."""
-    return asyncio.run(run(opts))
+    """Run from a synchronous caller (the CLI); Ctrl-C or SIGTERM (a CI timeout, ``kill``) yields
+    an ``interrupted`` report with the summary written; before the sessions start it raises
+    KeyboardInterrupt."""
+
+    async def main() -> RunReport:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
+        try:
+            return await run(opts)
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None

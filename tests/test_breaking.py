@@ -10,6 +10,8 @@ import contextlib
 import json
 import os
 import shutil
+import signal
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -471,3 +473,23 @@ def test_data_root_that_is_a_file_says_so(tmp_path: Path, capsys: pytest.Capture
         f"evalctl: data root {a_file} (from --data-root) is not a directory; "
         "run `make data` or pass --data-root DIR"
     )
+
+
+def test_sigterm_stops_like_ctrl_c_and_keeps_the_summary(tmp_path: Path, data_root: Path) -> None:
+    out = tmp_path / "run"
+    argv = [str(REPO / ".venv/bin/evalctl"), "run", str(SPEC_DIR), "--data-root", str(data_root)]
+    argv += ["--output-dir", str(out), "--replay-latency", "0.3", "--no-progress", "--concurrency", "2"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(out.glob("*/metrics.json")):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert f"evalctl: interrupted; finished results kept in {out}" in err
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["interrupted"] is True and summary["missing"]
