@@ -69,6 +69,9 @@ def db_diff(expected: Mapping[str, Any], actual: Mapping[str, Any], rules: HashR
         view="tree",
         verbose_level=2,
         threshold_to_diff_deeper=0,  # a replaced record: one removed + one added
+        # always pair the items of an order-free list by similarity, so a booking whose status
+        # differs reads as that field, not as "bookings[0]" swapped for another booking
+        cutoff_intersection_for_pairs=1,
     )
     lines: list[DiffLine] = []
     for report, kind in _KINDS.items():

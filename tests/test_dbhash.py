@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,3 +131,16 @@ def test_diff_of_a_replaced_only_record_names_both_records() -> None:
         ("refunds.REF-A-001", "removed"),
         ("refunds.REF-B-001", "added"),
     ]
+
+
+def test_diff_pairs_unordered_records_by_similarity() -> None:
+    # expected: SK130 booked and SK530 cancelled; actual: the SK530 booking never cancelled and
+    # no SK130 booking. Read as: SK530's status differs, SK130's booking is missing.
+    def booking(fn: str, status: str) -> dict[str, Any]:
+        return {"journey_id": f"FL_{fn}", "status": status, "segments": [{"flight_number": fn, "seat": None}]}
+
+    expected = {"r": {"bookings": [booking("SK130", "confirmed"), booking("SK530", "cancelled")]}}
+    actual = {"r": {"bookings": [booking("SK530", "confirmed")]}}
+    lines = db_diff(expected, actual, HashRules(excluded_keys=(), unordered_lists=("bookings",)))
+    assert sorted((line.kind, line.expected if line.kind == "changed" else line.expected["journey_id"])
+                  for line in lines) == [("changed", "cancelled"), ("removed", "FL_SK130")]  # fmt: skip
