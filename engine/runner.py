@@ -166,7 +166,7 @@ async def run(opts: RunOptions) -> RunReport:
         raise UsageError(f"--resume: no run directory at {opts.resume}")
     by_name = {s.name: s for s in loaded.scenarios}
     sides = {role: _side(spec, opts, by_name) for role, spec in (("agent", agent_spec), ("user", user_spec))}
-    run_dir = opts.resume or opts.output_dir or Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    run_dir = opts.resume or opts.output_dir or _fresh_default_dir()
     selected = check_run_dir(run_dir, opts)
     if selected and not opts.scenarios and not opts.domain_prefix:  # resume what that run selected
         chosen = select_scenarios(loaded.scenarios, selected, None)
@@ -219,6 +219,22 @@ async def run(opts: RunOptions) -> RunReport:
             f"results written so far are kept (`evalctl run ... --resume {run_dir}` completes the run)"
         ) from None
     return report
+
+
+def _fresh_default_dir() -> Path:
+    """Create and return ``runs/<UTC stamp>``, with ``-2``, ``-3``... when another run started in
+    the same second (created atomically, so two runs never share it). Raises EvalctlError."""
+    base = Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    candidate, n = base, 1
+    while True:
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            n += 1
+            candidate = base.with_name(f"{base.name}-{n}")
+        except OSError as err:
+            raise EvalctlError(f"cannot write the run directory {candidate}: {err.strerror or err}") from None
 
 
 def _open_run_dir(run_dir: Path, opts: RunOptions, info: dict[str, Any]) -> None:

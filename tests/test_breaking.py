@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -493,3 +494,22 @@ def test_sigterm_stops_like_ctrl_c_and_keeps_the_summary(tmp_path: Path, data_ro
     assert f"evalctl: interrupted; finished results kept in {out}" in err
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["interrupted"] is True and summary["missing"]
+
+
+def test_runs_started_in_the_same_second_get_their_own_default_dirs(
+    tmp_path: Path, data_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    stamp = "20260101-000000"
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime:
+            return datetime(2026, 1, 1, tzinfo=tz)
+
+    monkeypatch.setattr("engine.runner.datetime", Frozen)
+    assert _run(data_root, "--no-progress") == 0
+    assert _run(data_root, "--no-progress") == 0
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [stamp, f"{stamp}-2"]
+    for name in (stamp, f"{stamp}-2"):
+        assert (tmp_path / "runs" / name / ONE / "metrics.json").is_file()
