@@ -513,3 +513,18 @@ def test_runs_started_in_the_same_second_get_their_own_default_dirs(
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [stamp, f"{stamp}-2"]
     for name in (stamp, f"{stamp}-2"):
         assert (tmp_path / "runs" / name / ONE / "metrics.json").is_file()
+
+
+def test_carry_over_field_typo_is_a_spec_problem(tmp_path: Path, data_root: Path) -> None:
+    # the gold traces restore bags and meals themselves, so gold replay cannot catch this typo
+    spec = _spec_copy(tmp_path)
+    tools = spec / "tools.yaml"
+    text = tools.read_text(encoding="utf-8")
+    tools.write_text(
+        text.replace("[bags_checked, meal_request]", "[bag_checked, meal_request]"), encoding="utf-8"
+    )
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, data_root)
+    (problem,) = info.value.problems
+    assert problem.json_path == "$.tools[rebook_flight].options.carry_over_fields[0]"
+    assert "'bag_checked' is not one of ['seat', 'bags_checked', 'meal_request']" in problem.message
