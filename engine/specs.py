@@ -304,6 +304,14 @@ def _build_scenario(ctx: _Ctx, doc: YamlDoc) -> Scenario | None:
             grecord = grecords[eva_id]
             if gspec.get("resolve_placeholders", True):
                 trace = gold_trace(grecord, domain.language, gspec["pointer"])
+                known = grecord.get("culture_overrides") or {}
+                if known and domain.language not in known and "language" not in ctx.reported:
+                    ctx.reported.add("language")  # the trace would keep <LAST_NAME> and the like
+                    have = ", ".join(sorted(known))
+                    message = (
+                        f"language {domain.language!r} has no person values in the gold dataset ({have})"
+                    )
+                    ctx.problems.append(problem_at(ctx.ddoc, ("language",), message))
             else:
                 trace = tuple(resolve_pointer(grecord, gspec["pointer"]))
         except (OSError, ValueError) as err:

@@ -7,6 +7,7 @@ JSON path (a tuple of keys and indexes). Duplicate mapping keys are reported, no
 
 from __future__ import annotations
 
+import math
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,7 +109,13 @@ def _convert(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:
             return _convert_collection(node, loader, path, doc)
         finally:
             active.discard(id(node))
-    return loader.construct_object(node, deep=True)
+    value = loader.construct_object(node, deep=True)
+    if isinstance(value, float) and not math.isfinite(value):  # .nan/.inf: no JSON value, no limit
+        message = f"{node.value!r} is not a finite number"
+        doc["problems"].append(
+            Problem(doc["file"], node.start_mark.line + 1, format_json_path(path), message)
+        )
+    return value
 
 
 def _convert_collection(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:

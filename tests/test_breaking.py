@@ -528,3 +528,40 @@ def test_carry_over_field_typo_is_a_spec_problem(tmp_path: Path, data_root: Path
     (problem,) = info.value.problems
     assert problem.json_path == "$.tools[rebook_flight].options.carry_over_fields[0]"
     assert "'bag_checked' is not one of ['seat', 'bags_checked', 'meal_request']" in problem.message
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_non_finite_number_in_a_spec_is_a_problem(value: str) -> None:
+    doc = parse_yaml(f"name: x\nmax_duration: {value}\n", "domain.yaml")
+    (problem,) = doc.problems
+    assert (problem.line, problem.json_path) == (2, "$.max_duration")
+    assert problem.message == f"{value!r} is not a finite number"
+
+
+def test_nan_max_duration_fails_validation(tmp_path: Path, data_root: Path) -> None:
+    # max_duration .nan passed the schema (NaN <= 0 is false) and timed out every session at once
+    spec = _spec_copy(tmp_path)
+    domain = spec / "domain.yaml"
+    domain.write_text(domain.read_text(encoding="utf-8").replace("max_duration: 900", "max_duration: .nan"))
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, data_root)
+    assert [p.json_path for p in info.value.problems] == ["$.max_duration"]
+
+
+def test_language_without_person_values_is_a_spec_problem(tmp_path: Path, data_root: Path) -> None:
+    # the gold trace would keep <LAST_NAME> placeholders and replay/user sides would say them
+    spec = _spec_copy(tmp_path)
+    domain = spec / "domain.yaml"
+    domain.write_text(domain.read_text(encoding="utf-8").replace("language: en", "language: xx"))
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, data_root)
+    (problem,) = info.value.problems
+    assert problem.json_path == "$.language" and problem.file.endswith("domain.yaml")
+    assert problem.message == "language 'xx' has no person values in the gold dataset (en, fr, fr-CA)"
+
+
+def test_french_is_a_language_of_the_dataset(tmp_path: Path, data_root: Path) -> None:
+    spec = _spec_copy(tmp_path)
+    domain = spec / "domain.yaml"
+    domain.write_text(domain.read_text(encoding="utf-8").replace("language: en", "language: fr"))
+    assert len(load_domain(spec, data_root).scenarios) == 50
