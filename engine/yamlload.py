@@ -188,7 +188,12 @@ def load_yaml(path: str | Path) -> YamlDoc:
         if info.st_size > MAX_FILE_BYTES:
             size = f"{info.st_size} bytes, over the {MAX_FILE_BYTES} limit"
             raise YamlSyntaxError(Problem(file, 0, "$", f"cannot read file: {size}"))
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        raw = Path(path).read_bytes()
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        message = f"not UTF-8: byte 0x{raw[err.start]:02x} ({err.reason}); save the file as UTF-8"
+        raise YamlSyntaxError(Problem(file, line, "$", message)) from None
+    except OSError as err:
         raise YamlSyntaxError(Problem(file, 0, "$", f"cannot read file: {err}")) from None
     return parse_yaml(text, file)

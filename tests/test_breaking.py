@@ -565,3 +565,15 @@ def test_french_is_a_language_of_the_dataset(tmp_path: Path, data_root: Path) ->
     domain = spec / "domain.yaml"
     domain.write_text(domain.read_text(encoding="utf-8").replace("language: en", "language: fr"))
     assert len(load_domain(spec, data_root).scenarios) == 50
+
+
+def test_non_utf8_spec_names_the_line(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b'name: x\neva_id: "1.1.2"\ndescription: caf\xe9\n')
+    with pytest.raises(YamlSyntaxError) as info:
+        load_yaml(latin)
+    assert info.value.problem.line == 3
+    assert (
+        info.value.problem.message
+        == "not UTF-8: byte 0xe9 (invalid continuation byte); save the file as UTF-8"
+    )
