@@ -203,7 +203,15 @@ def _csv(value: str | None) -> tuple[str, ...]:
     default=10,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Model steps with tool calls per turn.",
+    help="Model steps with tool calls per turn (built-in openai sides).",
+)
+@click.option(
+    "--max-tool-calls",
+    default=50,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Tool calls one side may make in one turn, enforced by the engine on every side; "
+    "one more ends the session (stop reason timeout).",
 )
 @click.option(
     "--progress/--no-progress", default=None, help="Live display (default: when stderr is a terminal)."
@@ -232,6 +240,7 @@ def run_cmd(
     turn_timeout: float,
     request_timeout: float,
     max_tool_rounds: int,
+    max_tool_calls: int,
     progress: bool | None,
     replay_latency: float,
 ) -> int:
@@ -272,6 +281,7 @@ def run_cmd(
         resume=Path(resume) if resume else None,
         turn_timeout_s=turn_timeout,
         max_tool_rounds=max_tool_rounds,
+        max_tool_calls_per_turn=max_tool_calls,
         request_timeout_s=request_timeout,
         replay_latency_s=replay_latency,
         progress=progress,

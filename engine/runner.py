@@ -55,6 +55,7 @@ class RunOptions:
     resume: Path | None = None
     turn_timeout_s: float = 300.0
     max_tool_rounds: int = 10
+    max_tool_calls_per_turn: int = 50
     request_timeout_s: float = 60.0
     max_retries: int = 4
     replay_latency_s: float = 0.0
@@ -315,6 +316,7 @@ async def _run_jobs(
                 turn_timeout_s=opts.turn_timeout_s,
                 max_turns=opts.max_turns,
                 max_tool_rounds=opts.max_tool_rounds,
+                max_tool_calls_per_turn=opts.max_tool_calls_per_turn,
             )
             try:
                 result = await run_session(

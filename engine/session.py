@@ -29,13 +29,16 @@ from engine.tools.runtime import ToolRuntime
 @dataclass(frozen=True)
 class SessionLimits:
     """Limits of one session. Seconds of wall time; ``max_turns`` counts agent turns (None = no
-    limit); ``max_tool_rounds`` is passed to the sides (model steps with tool calls per turn)."""
+    limit); ``max_tool_rounds`` is passed to the sides (model steps with tool calls per turn);
+    ``max_tool_calls_per_turn`` is enforced by the engine on any side (built-in or external): one
+    more call in the same turn ends the session with stop reason ``timeout``."""
 
     max_duration_s: float
     turn_timeout_s: float = 300.0
     max_turns: int | None = None
     max_tool_rounds: int = 10
     connect_timeout_s: float = 10.0
+    max_tool_calls_per_turn: int = 50
 
 
 @dataclass(frozen=True)
@@ -162,9 +165,17 @@ class _Session:
         index = self.turns[role]
         self.turns[role] += 1
         turn_id = await link.send("turn.request", turn=index, utterance=utterance, closing=closing)
+        calls = 0
         while True:
             msg = await link.receive(self.limits.turn_timeout_s)
             if msg["type"] == "tool.call" and msg["reply_to"] == turn_id:
+                calls += 1
+                if calls > self.limits.max_tool_calls_per_turn:
+                    raise _Stop(
+                        "timeout",
+                        f"{role} side made more than {self.limits.max_tool_calls_per_turn} tool calls "
+                        f"in turn {index}",
+                    )
                 await self.tool_call(link, msg, index)
             elif msg["type"] == "turn.response" and msg["reply_to"] == turn_id:
                 break

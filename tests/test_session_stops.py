@@ -148,3 +148,14 @@ async def test_an_engine_fault_fails_only_that_session(
     assert result.stop_reason == "error"
     assert result.error == "engine error: KeyError: 'tool table bug'"
     assert result.transcript[-1]["content"]["stop_reason"] == "error"
+
+
+async def test_an_agent_looping_on_tool_calls_is_stopped_by_the_engine(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("eva_airline__3_1_5")
+    lookup = ("get_flight_status", '{"flight_number": "SK1", "flight_date": "2026-01-01"}')
+    loop = scripted_factory(lambda turn: say("", *[lookup] * 9))  # 9 calls in one turn
+    limits = SessionLimits(max_duration_s=30, turn_timeout_s=5, max_tool_calls_per_turn=6)
+    result = await session_between(scenario, loop, ReplayFactory({scenario.name: scenario}), limits)
+    assert result.stop_reason == "timeout"
+    assert result.error == "agent side made more than 6 tool calls in turn 0"
+    assert len(result.tool_calls) == 6  # the 7th never ran
