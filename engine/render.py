@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 
 from engine.errors import Problem, SpecError
@@ -106,10 +107,32 @@ def outline(value: Any, depth: int = 0) -> str:
 FILTERS: dict[str, Any] = {"spell": spell, "humanize": humanize, "outline": outline}
 
 
+#: Largest string or list a template may build with ``*`` (items), and largest ``**`` exponent.
+MAX_REPEAT = 1_000_000
+MAX_EXPONENT = 1_000
+
+
+class BoundedSandbox(SandboxedEnvironment):
+    """Jinja's sandbox plus bounds on ``*`` repetition and ``**`` exponents, so a template cannot
+    exhaust memory or CPU (``{{ 'x' * 10**10 }}``); over the bound raises SecurityError."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
+                if sized and len(seq) * times > MAX_REPEAT:
+                    raise SecurityError(f"template repetition over {MAX_REPEAT} items")
+        if operator == "**" and isinstance(right, int | float) and abs(right) > MAX_EXPONENT:
+            raise SecurityError(f"template exponent over {MAX_EXPONENT}")
+        return super().call_binop(context, operator, left, right)
+
+
 @cache
 def environment(search_path: tuple[str, ...]) -> SandboxedEnvironment:
     """The sandboxed Jinja environment for a template search path (built once per path)."""
-    env = SandboxedEnvironment(
+    env = BoundedSandbox(
         loader=jinja2.FileSystemLoader(list(search_path)),
         undefined=jinja2.StrictUndefined,
         autoescape=False,

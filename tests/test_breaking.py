@@ -78,8 +78,19 @@ def _spec_copy(tmp_path: Path) -> Path:
         ("{{ 1 // 0 }}", "by zero"),
         ("{{ {}['missing_key'].x }}", "no attribute 'missing_key'"),
         ("{{ ''.__class__.__mro__ }}", "unsafe"),
+        ("{{ 'x' * 10**10 }}", "repetition over"),
+        ("{{ [1, 2] * 10**9 }}", "repetition over"),
+        ("{{ 7 ** 10**8 }}", "exponent over"),
     ],
-    ids=["huge_range", "zero_division", "missing_key", "sandbox_escape"],
+    ids=[
+        "huge_range",
+        "zero_division",
+        "missing_key",
+        "sandbox_escape",
+        "string_bomb",
+        "list_bomb",
+        "power_bomb",
+    ],
 )
 def test_template_runtime_error_is_a_spec_problem(
     tmp_path: Path, data_root: Path, line: str, expected: str

@@ -24,6 +24,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from engine.model import TEMPLATE_DIR, Scenario, SessionResult
+from engine.render import BoundedSandbox
 
 if TYPE_CHECKING:
     from engine.results import ScoringOptions
@@ -66,7 +67,7 @@ class JudgeOutcome:
 
 @cache
 def _env() -> SandboxedEnvironment:
-    return SandboxedEnvironment(
+    return BoundedSandbox(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
