@@ -32,7 +32,8 @@ class ReplayRun:
 class ReplayOutcome:
     """One scenario's gold replay: ``ok`` when the canonical hash of the replayed DB equals the
     expected DB's (SHA-256 hex both); ``lines`` hold the differing fields when not; ``error``
-    says why no replay was possible (no gold trace or no expected DB)."""
+    says why no replay was possible (no gold trace or no expected DB), or names the tools the
+    gold calls that the tool table does not declare."""
 
     scenario_name: str
     ok: bool
@@ -70,4 +71,8 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
     run = replay_trace(scenario.tools, scenario.initial_db, scenario.gold_trace)
     actual, expected = db_hash(run.db, rules), db_hash(scenario.expected_db, rules)
     lines = () if actual == expected else tuple(db_diff(scenario.expected_db, run.db, rules))
-    return ReplayOutcome(scenario.name, actual == expected, actual, expected, lines, len(run.outcomes))
+    unknown = sorted(
+        {str(ev.get("tool_name")) for ev, res in run.responses if res.get("error_type") == "tool_not_found"}
+    )
+    note = f"the gold trace calls tools the tool table lacks: {', '.join(unknown)}" if unknown else None
+    return ReplayOutcome(scenario.name, actual == expected, actual, expected, lines, len(run.outcomes), note)

@@ -121,6 +121,8 @@ class ValidationReport:
             where = self.sources.get(r.scenario_name, self.spec_dir)
             problem = "gold replay failed, the final DB differs from the expected one"
             out.append(f"{where}: $: {problem} [{r.scenario_name}]")
+            if r.error:
+                out.append(f"  {r.error}")
             out.extend(f"  {line}" for line in r.lines)
         out.append(self.summary())
         return out

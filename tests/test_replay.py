@@ -274,3 +274,23 @@ def test_validate_without_replay_skips_it(
 ) -> None:
     root, _ = _data_root_copy(data_root, tmp_path, _act_differently)
     assert evalctl(["validate", str(SPEC_DIR), "--data-root", str(root), "--no-replay"]) == 0
+
+
+def _rename_refund_tool(record: dict[str, Any]) -> bool:
+    if record["id"] != "5.1.1":
+        return False
+    for event in record["ground_truth"]["expected_trace"]["trace"]:
+        if event.get("tool_name") == "process_refund":
+            event["tool_name"] = "issue_refund"
+    return True
+
+
+def test_validate_names_a_gold_tool_the_table_lacks(
+    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, changed = _data_root_copy(data_root, tmp_path, _rename_refund_tool)
+    assert changed == ["5.1.1"]
+    assert evalctl(["validate", str(SPEC_DIR), "--data-root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "  the gold trace calls tools the tool table lacks: issue_refund" in out
+    assert "refunds.REF-8JVSDF-001: expected" in out
