@@ -7,6 +7,8 @@ they never show a traceback.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -16,6 +18,38 @@ from engine.errors import EvalctlError
 DATA_ROOT_HELP = (
     "Folder with the upstream releases (eva-0.1.3/, eva-2.1.0/). Default: $EVAL_DATA_ROOT, else ./data."
 )
+
+data_root_option = click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
+
+
+def model_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--base-url, --api-key-env and --request-timeout: how the built-in openai sides connect."""
+    for option in reversed(
+        (
+            click.option(
+                "--base-url",
+                default=None,
+                metavar="URL",
+                help="OpenAI-compatible endpoint. Default: $OPENAI_BASE_URL.",
+            ),
+            click.option(
+                "--api-key-env",
+                default="OPENAI_API_KEY",
+                show_default=True,
+                metavar="VAR",
+                help="Env variable with the API key.",
+            ),
+            click.option(
+                "--request-timeout",
+                default=60.0,
+                show_default=True,
+                type=click.FloatRange(min=0, min_open=True),
+                help="Seconds per model request.",
+            ),
+        )
+    ):
+        f = option(f)
+    return f
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -35,7 +69,7 @@ def group() -> None:
 @group.command("list")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {name, eva_id, description}.")
-@click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
+@data_root_option
 def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> None:
     """List the scenarios of SPEC_DIR: one line each, name first, then eva_id and description.
 
@@ -54,7 +88,7 @@ def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> None:
 @group.command("validate")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option("--no-replay", is_flag=True, help="Skip replaying the gold traces (default: replay them).")
-@click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
+@data_root_option
 def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
     """Check SPEC_DIR: schemas, cross-checks, both prompts of every scenario, gold replay.
 
@@ -87,7 +121,7 @@ def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
     show_default=True,
     help="agent: the agent system prompt; user: the user-simulator prompt; tools: the tool JSON schemas.",
 )
-@click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
+@data_root_option
 def render_cmd(spec_dir: str, scenario_name: str, side: str, data_root: str | None) -> None:
     """Print exactly what a model sees for one scenario: a prompt or the tool schemas.
 
@@ -127,23 +161,14 @@ def _csv(value: str | None) -> tuple[str, ...]:
     metavar="SPEC",
     help="replay | openai:MODEL | ws://host:port",
 )
-@click.option(
-    "--base-url", default=None, metavar="URL", help="OpenAI-compatible endpoint. Default: $OPENAI_BASE_URL."
-)
-@click.option(
-    "--api-key-env",
-    default="OPENAI_API_KEY",
-    show_default=True,
-    metavar="VAR",
-    help="Env variable with the API key.",
-)
+@model_options
 @click.option(
     "--concurrency", default=8, show_default=True, type=click.IntRange(min=1), help="Sessions at once."
 )
 @click.option(
     "--output-dir", default=None, type=click.Path(file_okay=False), help="Default: runs/<UTC timestamp>."
 )
-@click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
+@data_root_option
 @click.option(
     "--max-turns", default=None, type=click.IntRange(min=1), help="Agent turns before a timeout stop."
 )
@@ -190,13 +215,6 @@ def _csv(value: str | None) -> tuple[str, ...]:
     show_default=True,
     type=click.FloatRange(min=0, min_open=True),
     help="Seconds a side may stay silent.",
-)
-@click.option(
-    "--request-timeout",
-    default=60.0,
-    show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
-    help="Seconds per model request.",
 )
 @click.option(
     "--max-tool-rounds",
@@ -260,6 +278,7 @@ def run_cmd(
     from pathlib import Path
 
     from engine.errors import UsageError
+    from engine.report import print_run_outcome
     from engine.results import ScoringOptions
     from engine.runner import RunOptions, run_cli
 
@@ -294,36 +313,7 @@ def run_cmd(
             judge_api_key_env=api_key_env,
         ),
     )
-    report = run_cli(opts)
-    _print_run_summary(report.run_dir, report.summary_text())
-    for key, message in sorted(report.scoring_errors.items()):
-        click.echo(f"evalctl: scoring failed for {key}: {message}", err=True)
-    if report.skipped:
-        click.echo(f"{report.skipped} already complete (skipped)")
-    click.echo(f"results: {report.run_dir}")
-    if report.interrupted:
-        click.echo(f"evalctl: interrupted; finished results kept in {report.run_dir}", err=True)
-    code = report.exit_code(fail_under)
-    if code == 1 and fail_under is not None:
-        rate = report.overall_rate()
-        got = "not applicable" if rate is None else f"{100 * rate:.1f}%"
-        limit = f"{100 * fail_under:.1f}%"
-        click.echo(f"evalctl: overall success rate {got} is below --fail-under {limit}", err=True)
-    return code
-
-
-def _print_run_summary(run_dir: object, summary_text: str) -> None:
-    """The run's headline lines (as in all_summary.txt), then the report table with failures by
-    name and the `evalctl diff` hint."""
-    from pathlib import Path
-
-    from engine.report import print_report
-
-    for line in summary_text.splitlines():
-        if line.startswith(("Overall Success Rate", "Task Success Rate")):
-            click.echo(line)
-    if (Path(str(run_dir)) / "summary.json").is_file():
-        print_report(Path(str(run_dir)))
+    return print_run_outcome(run_cli(opts), fail_under)
 
 
 @group.command("serve")
@@ -336,24 +326,8 @@ def _print_run_summary(run_dir: object, summary_text: str) -> None:
 @click.option(
     "--spec-dir", default=None, type=click.Path(file_okay=False), help="Needed by replay (gold traces)."
 )
-@click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
-@click.option(
-    "--base-url", default=None, metavar="URL", help="OpenAI-compatible endpoint. Default: $OPENAI_BASE_URL."
-)
-@click.option(
-    "--api-key-env",
-    default="OPENAI_API_KEY",
-    show_default=True,
-    metavar="VAR",
-    help="Env variable with the API key (openai backend).",
-)
-@click.option(
-    "--request-timeout",
-    default=60.0,
-    show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
-    help="Seconds per model request (openai backend).",
-)
+@data_root_option
+@model_options
 def serve_cmd(
     role: str,
     port: int,
