@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -264,7 +266,16 @@ def _run_info(
         "scenarios": [s.name for s in chosen],
         "data_root": str(loaded.domain.data_root),
         "min_agent_turns": opts.scoring.min_agent_turns,
+        "args": _options_record(opts),
     }
+
+
+def _options_record(opts: RunOptions) -> dict[str, Any]:
+    """Every run option as JSON values (paths as strings), scoring options nested; no secrets
+    (the API key is named by its environment variable only)."""
+    record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in ("progress",)}
+    record["scoring"] = dataclasses.asdict(opts.scoring)
+    return json.loads(json.dumps(record, default=str))
 
 
 def check_run_dir(run_dir: Path, opts: RunOptions) -> tuple[str, ...]:

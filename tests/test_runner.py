@@ -159,3 +159,15 @@ async def test_serve_runs_a_built_in_side_as_its_own_process(data_root: Path, tm
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=10)
     assert proc.returncode == 0
+
+
+def test_run_json_records_every_option(data_root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--no-progress", "--output-dir", str(out),
+            "--scenarios", "eva_airline__3_1_5", "--strict-match", "--max-tool-calls", "7",
+            "--judge-threshold", "0.5"]  # fmt: skip
+    assert cli.main(argv) == 0
+    args = json.loads((out / "run.json").read_text())["args"]
+    assert args["max_tool_calls_per_turn"] == 7 and args["scenarios"] == ["eva_airline__3_1_5"]
+    assert args["scoring"]["strict_match"] is True and args["scoring"]["judge_threshold"] == 0.5
+    assert args["output_dir"] == str(out) and args["api_key_env"] == "OPENAI_API_KEY"
