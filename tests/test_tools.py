@@ -233,3 +233,20 @@ def test_session_ending_tools(rt: ToolRuntime) -> None:
     end = rt.call("end_conversation", "{}")
     assert end.ended == "exit" and end.result["status"] == "success"
     assert rt.call("end_conversation", None).ended == "exit"
+
+
+def test_confirmation_number_is_upper_cased_by_the_airline_field_rule(rt: ToolRuntime) -> None:
+    # a spoken code often arrives lower-cased: the tool runs and the action record holds it upper-cased
+    outcome = rt.call("rebook_flight", _rebook(confirmation_number=CONF.lower()))
+    assert outcome.result["status"] == "success" and outcome.result["confirmation_number"] == CONF
+    assert rt.actions == [{"action_type": "rebook_flight", **_rebook()}]
+
+
+def test_a_generic_domain_keeps_argument_case(rt: ToolRuntime) -> None:
+    # the runtime itself changes no values: only a handler's field rules do (the mock shop has none)
+    from engine.tools.arguments import ArgumentChecker
+
+    checker = ArgumentChecker(
+        {"type": "object", "properties": {"confirmation_number": {"type": "string"}}}, {}
+    )
+    assert checker.check({"confirmation_number": "abc123"}) == ({"confirmation_number": "abc123"}, None)

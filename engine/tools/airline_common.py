@@ -20,13 +20,15 @@ class FieldRule:
     validation (a keyword the tool table already sets wins); ``error_type`` is the result's
     ``error_type`` (None: ``invalid_parameter``); ``description`` / ``examples`` give the
     "must be ..." part of the message, used only when the tool requires the field (eva's optional
-    fields lose their description); otherwise the validator's own message is shown.
+    fields lose their description); otherwise the validator's own message is shown. ``upper``
+    upper-cases a valid string value before the handler sees it (and so in the action record).
     """
 
     error_type: str | None = None
     description: str | None = None
     examples: tuple[str, ...] = ()
     constraints: Mapping[str, Any] = field(default_factory=dict)
+    upper: bool = False
 
 
 _CONF = {"pattern": r"^[A-Za-z0-9]{6}$"}
@@ -51,7 +53,7 @@ FIELD_RULES: dict[str, FieldRule] = {
     "cancellation_reason": FieldRule("invalid_cancellation_reason"),
     # format fields
     "confirmation_number": FieldRule(
-        "invalid_confirmation_number_format", "6 alphanumeric characters", (), _CONF
+        "invalid_confirmation_number_format", "6 alphanumeric characters", (), _CONF, upper=True
     ),
     "flight_number": FieldRule(
         "invalid_flight_number_format", "2-3 letters followed by 1-4 digits", ("SK621",), _FLIGHT

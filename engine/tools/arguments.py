@@ -206,6 +206,9 @@ class ArgumentChecker:
             raw = args.get(name) if len(err.path) == 1 else err.instance
             failures.append((self.order.get(name, len(self.order)), name, raw, _pydantic_message(err)))
         if not failures:
+            for name, rule in self.rules.items():
+                if rule.upper and isinstance(clean.get(name), str):
+                    clean[name] = clean[name].upper()
             return clean, None
         failures.sort(key=lambda f: f[0])
         for _, name, raw, detail in failures:

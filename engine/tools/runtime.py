@@ -132,8 +132,6 @@ class ToolRuntime:
         action = None
         if spec.action_type:
             action = {"action_type": spec.action_type, **args}
-            if isinstance(action.get("confirmation_number"), str):
-                action["confirmation_number"] = action["confirmation_number"].upper()
             self.actions.append(action)
         ended = ENDING_HANDLERS.get(spec.handler)
         return ToolOutcome(result, ended, action)  # type: ignore[arg-type]
