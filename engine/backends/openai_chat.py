@@ -10,10 +10,14 @@ The same backend serves the agent and the user simulator. The tool-call loop (an
 rounds per turn) lives in the side server; this class makes one request per step. Tool calls are
 passed on exactly as the model produced them (malformed JSON arguments or unknown tool names
 included): the engine answers them with structured error results and the conversation goes on.
+A duplicate call id gets a suffix; ``arguments`` sent as an object are re-encoded as JSON text.
+A reply that is not a chat completion (HTML, bad JSON, a message of null) is a BackendError naming
+the endpoint; 401/403/404 say what to check.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +38,7 @@ class OpenAIBackend:
     opening: str | None = None
     name: str = ""
     _calls: int = field(default=0, repr=False)
+    _ids: set[str] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         self.name = self.name or f"openai:{self.model}"
@@ -51,7 +56,7 @@ class OpenAIBackend:
         except openai.APITimeoutError as err:
             raise BackendError(f"{self.name}: request timed out ({err})", timeout=True) from None
         except openai.APIStatusError as err:
-            raise BackendError(f"{self.name}: HTTP {err.status_code}: {err.message}") from None
+            raise BackendError(self._status_message(err)) from None
         except openai.APIConnectionError as err:  # name the endpoint: a wrong or missing --base-url
             raise BackendError(
                 f"{self.name}: cannot reach {self.client.base_url} ({type(err).__name__}: {err}); "
@@ -59,6 +64,18 @@ class OpenAIBackend:
             ) from None
         except openai.APIError as err:  # malformed responses
             raise BackendError(f"{self.name}: {type(err).__name__}: {err}") from None
+        except ValueError as err:  # a 200 whose body is not JSON (json.JSONDecodeError)
+            raise BackendError(self._malformed(f"the body is not JSON ({err})")) from None
+        try:
+            return self._reply(response)
+        except (AttributeError, TypeError, IndexError, KeyError) as err:
+            raise BackendError(self._malformed(f"{type(err).__name__}: {err}")) from None
+
+    def _reply(self, response: Any) -> BackendReply:
+        """The reply in a parsed chat completion. Raises BackendError (no choices), or
+        AttributeError / TypeError when the body is not shaped like a chat completion."""
+        if isinstance(response, str | bytes | list | dict):  # the client could not parse it as one
+            raise TypeError(f"got {type(response).__name__} {str(response)[:200]!r}")
         if not response.choices:
             raise BackendError(f"{self.name}: the response has no choices")
         message = response.choices[0].message
@@ -68,13 +85,40 @@ class OpenAIBackend:
             if function is None:  # custom (non-function) tool calls are not part of this engine
                 continue
             self._calls += 1
-            call_id = call.id or f"call_{self._calls}"
-            calls.append(ToolCallRequest(call_id, function.name or "", function.arguments or ""))
+            call_id = call.id if isinstance(call.id, str) and call.id else f"call_{self._calls}"
+            if call_id in self._ids:  # a duplicate id would make tool results ambiguous
+                call_id = f"{call_id}_{self._calls}"
+            self._ids.add(call_id)
+            arguments = function.arguments
+            if not isinstance(arguments, str):  # some servers send an object, not JSON text
+                arguments = "" if arguments is None else json.dumps(arguments)
+            calls.append(ToolCallRequest(call_id, str(function.name or ""), arguments))
         usage = Usage(calls=1)
         if response.usage is not None:
-            usage.prompt_tokens = response.usage.prompt_tokens or 0
-            usage.completion_tokens = response.usage.completion_tokens or 0
-        return BackendReply(text=message.content or "", tool_calls=calls, usage=usage)
+            usage.prompt_tokens = _count(getattr(response.usage, "prompt_tokens", 0))
+            usage.completion_tokens = _count(getattr(response.usage, "completion_tokens", 0))
+        text = message.content if isinstance(message.content, str) else ""
+        return BackendReply(text=text, tool_calls=calls, usage=usage)
+
+    def _malformed(self, detail: str) -> str:
+        return (
+            f"{self.name}: the reply of {self.client.base_url}chat/completions is not a chat "
+            f"completion ({detail[:300]})"
+        )
+
+    def _status_message(self, err: openai.APIStatusError) -> str:
+        """``HTTP <code>: <message>``, plus a hint naming what to check for 401/403/404."""
+        text = f"{self.name}: HTTP {err.status_code}: {err.message}"[:1000]
+        if err.status_code in (401, 403):
+            text += " (check the API key, --api-key-env)"
+        elif err.status_code == 404:
+            text += f" (check the model name {self.model!r} and --base-url {self.client.base_url})"
+        return text
+
+
+def _count(value: Any) -> int:
+    """A token count from a usage field; 0 when the server sent something that is not an int."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 @dataclass

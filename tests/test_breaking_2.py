@@ -1,0 +1,119 @@
+"""Second round of breaking evalctl: the openai backend against malformed servers, scoring traps,
+artifacts with odd content, concurrency. Each test failed before the fix it pins."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from engine.backends import BackendError, SessionInfo, TurnInfo
+from engine.backends.openai_chat import OpenAIFactory
+from tests.runtime_helpers import ScriptedOpenAI, Step, completion
+
+# --- openai backend: malformed replies ----------------------------------------------------------
+
+
+@contextmanager
+def raw_server(body: bytes, content_type: str = "application/json", status: int = 200) -> Iterator[str]:
+    """A loopback server answering every POST with ``body``; yields its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def _respond(base_url: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
+    factory = OpenAIFactory("m", base_url=base_url, api_key_env="EVALCTL_TEST_KEY", max_retries=0)
+    try:
+        backend = factory(SessionInfo(role="agent", scenario={}, system_prompt="x", tools=[]))
+        return await backend.respond([{"role": "system", "content": "x"}], [], TurnInfo(index=0))
+    finally:
+        await factory.aclose()
+
+
+def _with(**message: Any) -> bytes:
+    body = completion("hi")
+    body["choices"][0]["message"].update(message)
+    return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"<html>gateway</html>", "text/html"),
+        (b"{not json", "application/json"),
+        (b"[1, 2]", "application/json"),
+        (json.dumps({"choices": [{"index": 0, "message": None}]}).encode(), "application/json"),
+        (json.dumps({"choices": [1]}).encode(), "application/json"),
+    ],
+    ids=["html", "bad-json", "json-list", "message-null", "choice-not-object"],
+)
+async def test_a_200_that_is_not_a_chat_completion_is_a_backend_error(
+    body: bytes, content_type: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: AttributeError / JSONDecodeError escaped as the side's internal_error, with a traceback
+    expected = r"openai:m: the reply of http://127\.0\.0\.1:\d+/v1/chat/"
+    with raw_server(body, content_type) as url, pytest.raises(BackendError, match=expected):
+        await _respond(url, monkeypatch)
+
+
+async def test_odd_but_usable_fields_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: arguments sent as an object broke the side protocol; string token counts crashed it
+    body = completion(None, [("c1", "get_reservation", "{}")])
+    function = body["choices"][0]["message"]["tool_calls"][0]["function"]
+    function["arguments"] = {"confirmation_number": "ABC123"}
+    body["usage"] = {"prompt_tokens": "12", "completion_tokens": None, "total_tokens": 0}
+    with raw_server(json.dumps(body).encode()) as url:
+        reply = await _respond(url, monkeypatch)
+    assert json.loads(reply.tool_calls[0].arguments) == {"confirmation_number": "ABC123"}
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.calls) == (0, 0, 1)
+
+
+async def test_duplicate_tool_call_ids_are_made_unique(monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: two tool results carried the same tool_call_id (ambiguous; OpenAI rejects it)
+    body = completion(None, [("c1", "get_reservation", "{}"), ("c1", "get_reservation", "{}")])
+    with raw_server(json.dumps(body).encode()) as url:
+        reply = await _respond(url, monkeypatch)
+    ids = [c.call_id for c in reply.tool_calls]
+    assert ids[0] == "c1" and len(set(ids)) == 2
+
+
+@pytest.mark.parametrize(("status", "hint"), [(401, "API key"), (404, "model name 'm'")])
+async def test_client_errors_are_not_retried_and_say_what_to_check(
+    status: int, hint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
+    with ScriptedOpenAI([Step(status=status)]) as server:
+        factory = OpenAIFactory("m", base_url=server.base_url, api_key_env="EVALCTL_TEST_KEY", max_retries=3)
+        try:
+            backend = factory(SessionInfo(role="agent", scenario={}, system_prompt="x", tools=[]))
+            with pytest.raises(BackendError, match=rf"HTTP {status}: .*{hint}"):
+                await backend.respond([{"role": "system", "content": "x"}], [], TurnInfo(index=0))
+        finally:
+            await factory.aclose()
+    assert len(server.requests) == 1
