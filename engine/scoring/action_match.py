@@ -12,13 +12,15 @@ Recursive, order-free comparison of a reference (JSON value) against a predictio
 - numbers compare as numbers (``1 == 1.0``), booleans only with booleans, strings only with
   strings (``"02134"`` never equals ``2134``), ``None`` only with ``None``;
 - strings are compared after the scenario's options: ``clean_text`` (Unicode NFKC, trim,
-  collapse runs of whitespace), ``ignore_punctuation`` (drop Unicode punctuation characters),
+  collapse runs of whitespace), ``ignore_punctuation`` (drop Unicode punctuation characters and
+  ASCII ``string.punctuation``),
   ``ignore_capitalization`` (case-folded).
 """
 
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +28,9 @@ from typing import Any
 
 NOT_APPLICABLE = "N/A"
 _WS = re.compile(r"\s+")
+#: ASCII punctuation by Python's ``string.punctuation``: Unicode files ``$ + < = > ^ ` | ~`` as
+#: symbols, not punctuation, yet "$25" and "25" should match when punctuation is ignored.
+_ASCII_PUNCT = frozenset(string.punctuation)
 
 
 @dataclass(frozen=True)
@@ -49,12 +54,16 @@ class MatchOptions:
         )
 
 
+def _is_punctuation(ch: str) -> bool:
+    return ch in _ASCII_PUNCT or unicodedata.category(ch).startswith("P")
+
+
 def normalize_text(text: str, opts: MatchOptions) -> str:
     """Apply the string options in a fixed order: NFKC, punctuation, case, whitespace."""
     if opts.clean_text:
         text = unicodedata.normalize("NFKC", text)
     if opts.ignore_punctuation:
-        text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
+        text = "".join(ch for ch in text if not _is_punctuation(ch))
     if opts.ignore_capitalization:
         text = text.casefold()
     if opts.clean_text:
