@@ -132,3 +132,33 @@ def test_ignore_punctuation_drops_ascii_symbols_too(reference: str, prediction: 
     # before: '$', '+', '|', '~' are Unicode symbols (S*), so "$25.00" never matched "25.00"
     assert is_action_match([{"v": reference}], [{"v": prediction}], {"ignore_punctuation": True}) is True
     assert is_action_match([{"v": reference}], [{"v": prediction}], {}) is False
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'I looked at {the booking} first. Verdict: {"score": 1.0, "reason": "ok"}',
+        '```json\n{"score": 1.0, "reason": "a}b"}\n```\nTell me {if} you need more.',
+        '{"score": 1.0, "reason": "ok"} {"note": "extra object"}',
+    ],
+)
+def test_judge_reply_with_braces_in_the_chatter_is_parsed(reply: str) -> None:
+    from engine.scoring.judge import parse_judge_reply
+
+    # before: a greedy {.*} spanned the chatter's braces: 'not valid JSON', retried, then N/A
+    assert parse_judge_reply(reply, 0) == (1.0, "ok" if "ok" in reply else "a}b", [])
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        ([{"index": True, "passed": True}], "no verdict for claim"),
+        ([{"index": 1, "passed": True}, {"index": 1, "passed": False}], "two different verdicts"),
+    ],
+)
+def test_judge_verdicts_with_bool_index_or_conflicts_are_refused(items: list, message: str) -> None:
+    from engine.scoring.judge import parse_judge_reply
+
+    # before: index true counted as claim 1; a conflicting second verdict silently won
+    with pytest.raises(ValueError, match=message):
+        parse_judge_reply(json.dumps({"score": 1.0, "nl_assertion_verdicts": items}), 1)

@@ -106,33 +106,50 @@ def render_judge_prompt(scenario: Scenario, result: SessionResult) -> str:
     return _env().get_template(JUDGE_TEMPLATE).render(**variables)
 
 
-_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+def _reply_object(text: str) -> dict[str, Any]:
+    """The first JSON object in ``text`` that has a ``score`` key, else the first JSON object.
+
+    Each ``{`` is tried as the start of an object (``json.JSONDecoder.raw_decode``), so chatter
+    holding braces before or after the object does not hide it. Raises ValueError when none parses.
+    """
+    decoder = json.JSONDecoder()
+    first: dict[str, Any] | None = None
+    error: str | None = None
+    for start in (m.start() for m in re.finditer(r"\{", text)):
+        try:
+            body, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            error = error or str(exc)
+            continue
+        if isinstance(body, dict):
+            if "score" in body:
+                return body
+            first = first if first is not None else body
+    if first is not None:
+        return first
+    if error is None:
+        raise ValueError("judge reply holds no JSON object")
+    raise ValueError(f"judge reply is not valid JSON: {error}")
 
 
 def parse_judge_reply(text: str, n_assertions: int) -> tuple[float, str, list[dict[str, Any]]]:
     """Parse the judge's JSON reply (code fences and chatter around it tolerated).
 
     Returns ``(score, reason, verdicts)``; raises ValueError when the score is missing or out of
-    0–1, or when assertions were asked for and a verdict is missing.
+    0–1, when assertions were asked for and a verdict is missing, or when one claim got two
+    different verdicts.
     """
-    found = _JSON_OBJECT.search(text or "")
-    if not found:
-        raise ValueError("judge reply holds no JSON object")
-    try:
-        body = json.loads(found.group(0))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"judge reply is not valid JSON: {exc}") from None
+    body = _reply_object(text or "")
     score = body.get("score")
     if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
         raise ValueError(f"judge score {score!r} is not a number in 0..1")
     verdicts: dict[int, dict[str, Any]] = {}
     for item in body.get("nl_assertion_verdicts") or []:
-        if (
-            isinstance(item, dict)
-            and isinstance(item.get("index"), int)
-            and isinstance(item.get("passed"), bool)
-        ):
-            verdicts[item["index"]] = {"passed": item["passed"], "reason": str(item.get("reason", ""))}
+        index = item.get("index") if isinstance(item, dict) else None
+        if isinstance(index, int) and not isinstance(index, bool) and isinstance(item.get("passed"), bool):
+            if index in verdicts and verdicts[index]["passed"] != item["passed"]:
+                raise ValueError(f"judge gave claim {index} two different verdicts")
+            verdicts[index] = {"passed": item["passed"], "reason": str(item.get("reason", ""))}
     missing = [i for i in range(1, n_assertions + 1) if i not in verdicts]
     if missing:
         raise ValueError(f"judge gave no verdict for claim(s) {missing}")
