@@ -54,8 +54,9 @@ def write_bytes(path: Path, data: bytes) -> Path:
 
 
 def write_text(path: Path, text: str) -> Path:
-    """Atomically write UTF-8 ``text`` to ``path``."""
-    return write_bytes(path, text.encode("utf-8"))
+    """Atomically write UTF-8 ``text`` to ``path``; a lone surrogate (not encodable) becomes ``?``
+    rather than losing the whole file."""
+    return write_bytes(path, text.encode("utf-8", "replace"))
 
 
 def dumps_json(obj: Any) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from functools import cache
 from typing import Any, Literal
 
@@ -78,12 +79,26 @@ def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _has_lone_surrogate(msg: dict[str, Any]) -> bool:
+    """True when a string in ``msg`` holds a lone surrogate (it cannot be encoded as UTF-8, so it
+    could be neither forwarded to the other side nor written to the results)."""
+    try:
+        json.dumps(msg, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def decode(raw: str | bytes, *, check_schema: bool = True) -> dict[str, Any]:
     """Parse and validate one frame; returns the message dict.
 
     Raises :class:`ProtocolError`: ``bad_json`` (not a JSON object in a text frame),
     ``unsupported_version`` (``v`` is not :data:`PROTOCOL_VERSION`), ``bad_message`` (unknown type
-    or schema violation; the message names the JSON path). ``check_schema=False`` skips the schema
+    or schema violation; the message names the JSON path); ``bad_json`` also for a lone surrogate
+    escape (``\\ud800``), valid JSON syntax but not Unicode text. ``check_schema=False`` skips the schema
     (the costly part): for frames from a trusted peer, i.e. the engine talking to a built-in side.
     """
     if isinstance(raw, bytes):
@@ -96,6 +111,10 @@ def decode(raw: str | bytes, *, check_schema: bool = True) -> dict[str, Any]:
         raise ProtocolError("bad_json", "frame is nested too deeply") from None
     if not isinstance(msg, dict):
         raise ProtocolError("bad_json", f"frame is JSON {type(msg).__name__}, expected an object")
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(msg):
+        raise ProtocolError(
+            "bad_json", "frame holds a lone UTF-16 surrogate escape (e.g. \\ud800), which is not text"
+        )
     reply_to = msg.get("id") if isinstance(msg.get("id"), str) else None
     version = msg.get("v")
     if version != PROTOCOL_VERSION:

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,3 +163,44 @@ def test_judge_verdicts_with_bool_index_or_conflicts_are_refused(items: list, me
     # before: index true counted as claim 1; a conflicting second verdict silently won
     with pytest.raises(ValueError, match=message):
         parse_judge_reply(json.dumps({"score": 1.0, "nl_assertion_verdicts": items}), 1)
+
+
+# --- artifacts: text that is not Unicode ------------------------------------------------------------
+
+
+def test_a_frame_with_a_lone_surrogate_escape_is_bad_json() -> None:
+    from engine.protocol import ProtocolError, decode
+
+    # before: decoded fine, then the engine could not forward it (UnicodeEncodeError in websockets:
+    # 'agent side disconnected') and the session's metrics.json was never written
+    frame = '{"v": 1, "type": "turn.response", "id": "a1", "reply_to": "e1", "text": "hi \\ud800"}'
+    with pytest.raises(ProtocolError, match="lone UTF-16 surrogate") as info:
+        decode(frame)
+    assert info.value.code == "bad_json"
+    emoji = '{"v": 1, "type": "turn.response", "id": "a1", "reply_to": "e1", "text": "\\ud83d\\ude00"}'
+    assert decode(emoji)["text"] == "\N{GRINNING FACE}"  # a proper pair is text
+
+
+def test_tool_arguments_with_a_lone_surrogate_are_invalid_arguments() -> None:
+    from engine.tools.arguments import parse_arguments
+
+    args, err = parse_arguments('{"confirmation_number": "\\udc00"}')
+    assert args is None and err is not None and err["error_type"] == "invalid_arguments"
+    assert parse_arguments('{"last_name": "\\u00d1u\\u00f1ez"}') == ({"last_name": "Ñuñez"}, None)
+
+
+async def test_model_text_with_a_lone_surrogate_is_made_encodable(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = json.dumps(completion("Bonjour \ud800!", [("c\udc00", "get_reservation", '{"x": "\\ud800"}')]))
+    with raw_server(body.encode()) as url:
+        reply = await _respond(url, monkeypatch)
+    assert reply.text == "Bonjour ?!" and reply.tool_calls[0].call_id == "c?"
+    for value in (reply.text, reply.tool_calls[0].call_id, reply.tool_calls[0].arguments):
+        value.encode("utf-8")  # before: UnicodeEncodeError on the next request
+
+
+def test_artifact_text_with_a_lone_surrogate_is_still_written(tmp_path: Path) -> None:
+    from engine.artifacts import read_jsonl, write_jsonl
+
+    # before: UnicodeEncodeError, and the scenario lost metrics.json (the result was 'missing')
+    write_jsonl(tmp_path / "t.jsonl", [{"content": "a\ud800b", "n": "Ñ"}])
+    assert read_jsonl(tmp_path / "t.jsonl") == [{"content": "a?b", "n": "Ñ"}]

@@ -64,7 +64,7 @@ class OpenAIBackend:
             ) from None
         except openai.APIError as err:  # malformed responses
             raise BackendError(f"{self.name}: {type(err).__name__}: {err}") from None
-        except ValueError as err:  # a 200 whose body is not JSON (json.JSONDecodeError)
+        except json.JSONDecodeError as err:  # a 200 whose body is not JSON
             raise BackendError(self._malformed(f"the body is not JSON ({err})")) from None
         try:
             return self._reply(response)
@@ -92,12 +92,12 @@ class OpenAIBackend:
             arguments = function.arguments
             if not isinstance(arguments, str):  # some servers send an object, not JSON text
                 arguments = "" if arguments is None else json.dumps(arguments)
-            calls.append(ToolCallRequest(call_id, str(function.name or ""), arguments))
+            calls.append(ToolCallRequest(_text(call_id), _text(str(function.name or "")), _text(arguments)))
         usage = Usage(calls=1)
         if response.usage is not None:
             usage.prompt_tokens = _count(getattr(response.usage, "prompt_tokens", 0))
             usage.completion_tokens = _count(getattr(response.usage, "completion_tokens", 0))
-        text = message.content if isinstance(message.content, str) else ""
+        text = _text(message.content) if isinstance(message.content, str) else ""
         return BackendReply(text=text, tool_calls=calls, usage=usage)
 
     def _malformed(self, detail: str) -> str:
@@ -114,6 +114,12 @@ class OpenAIBackend:
         elif err.status_code == 404:
             text += f" (check the model name {self.model!r} and --base-url {self.client.base_url})"
         return text
+
+
+def _text(value: str) -> str:
+    """``value`` with lone UTF-16 surrogates (a model's ``\\ud800`` escape) replaced by ``?``: they
+    cannot be encoded as UTF-8, so the next request and the results could not hold them."""
+    return value.encode("utf-8", "replace").decode("utf-8")
 
 
 def _count(value: Any) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,7 +60,24 @@ def parse_arguments(
         return None, error(
             "invalid_arguments", f"Tool arguments must be a JSON object, got {type(value).__name__}"
         )
+    if _SURROGATE_ESCAPE.search(raw) and not _is_text(value):
+        return None, error(
+            "invalid_arguments", "Tool arguments hold a lone UTF-16 surrogate escape (e.g. \\ud800)"
+        )
     return value, None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _is_text(value: Any) -> bool:
+    """False when a string in ``value`` holds a lone surrogate: it cannot be encoded as UTF-8, so
+    it could not be echoed to the model, stored in the DB or written to the results."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def shown(value: Any, limit: int = 100) -> str:
