@@ -204,3 +204,35 @@ def test_artifact_text_with_a_lone_surrogate_is_still_written(tmp_path: Path) ->
     # before: UnicodeEncodeError, and the scenario lost metrics.json (the result was 'missing')
     write_jsonl(tmp_path / "t.jsonl", [{"content": "a\ud800b", "n": "Ñ"}])
     assert read_jsonl(tmp_path / "t.jsonl") == [{"content": "a?b", "n": "Ñ"}]
+
+
+# --- db_state_assertion predicates returning odd values ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("returned", "assert_value", "passed", "error"),
+    [
+        (("FL1", "FL2"), ["FL1", "FL2"], True, None),  # before: a tuple never equalled the YAML list
+        (float("nan"), 0.0, False, "not JSON data"),  # before: NaN written into metrics.json
+        ({"FL1"}, ["FL1"], False, "not JSON data"),  # before: a set written as the string "{'FL1'}"
+        (1, True, False, None),  # True is not 1
+        (1.0, 1, True, None),
+    ],
+    ids=["tuple", "nan", "set", "int-vs-bool", "float-vs-int"],
+)
+def test_predicate_values_are_compared_as_json(
+    monkeypatch: pytest.MonkeyPatch, returned: Any, assert_value: Any, passed: bool, error: str | None
+) -> None:
+    from engine.artifacts import dumps_json
+    from engine.scoring import predicates
+
+    monkeypatch.setitem(predicates.PREDICATES, ("mock", "odd"), lambda db: returned)
+    verdict = predicates.evaluate_db_state_assertion(
+        "mock", {"func_name": "odd", "arguments": {}, "assert_value": assert_value}, {}
+    )
+    assert verdict["passed"] is passed
+    if error is None:
+        assert "error" not in verdict
+    else:
+        assert error in verdict["error"]
+    json.loads(dumps_json(verdict), parse_constant=lambda c: pytest.fail(f"{c} in metrics"))

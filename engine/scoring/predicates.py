@@ -8,6 +8,7 @@ run, and fail that one assertion (with an ``error``) if they slip through.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -89,7 +90,8 @@ def evaluate_db_state_assertion(
 
     Returns the verdict ``{func_name, arguments, side, assert_value, actual, passed}`` plus an
     ``error`` string when the predicate is unknown, the DB for ``side`` does not exist (eva has no
-    user DB) or the predicate raised — each of which fails the assertion.
+    user DB), the predicate raised or returned something that is not JSON data (a set, NaN; then
+    ``actual`` is its repr) — each of which fails the assertion. A tuple compares as a list.
     """
     name = str(assertion.get("func_name", ""))
     args = dict(assertion.get("arguments") or {})
@@ -115,7 +117,12 @@ def evaluate_db_state_assertion(
             actual = func(db, **args)
         except Exception as exc:
             verdict["error"] = f"{type(exc).__name__}: {exc}"
+            return verdict
+        try:  # compare JSON with JSON (a tuple is a list) and keep metrics.json strict JSON
+            verdict["actual"] = json.loads(json.dumps(actual, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            verdict["actual"] = repr(actual)[:200]
+            verdict["error"] = f"predicate returned a value that is not JSON data: {exc}"
         else:
-            verdict["actual"] = actual
-            verdict["passed"] = _equal(actual, assertion.get("assert_value"))
+            verdict["passed"] = _equal(verdict["actual"], assertion.get("assert_value"))
     return verdict
