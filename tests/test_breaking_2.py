@@ -165,6 +165,24 @@ def test_judge_verdicts_with_bool_index_or_conflicts_are_refused(items: list, me
         parse_judge_reply(json.dumps({"score": 1.0, "nl_assertion_verdicts": items}), 1)
 
 
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": "12", "completion_tokens": None}, "junk"])
+async def test_judge_verdict_survives_odd_usage_fields(data_root: Path, usage: Any) -> None:
+    from engine.results import ScoringOptions
+    from engine.scoring.judge import run_judge
+    from tests.mock_domain.eva_fixtures import eva_scenario, session
+
+    # before: a TypeError on the token counts discarded the valid score: retried, then N/A
+    sc = eva_scenario(data_root, "1.1.2")
+    body = completion(json.dumps({"score": 1.0, "reason": "ok"}))
+    body["usage"] = usage
+    with raw_server(json.dumps(body).encode()) as url:
+        out = await run_judge(
+            sc, session(sc, None), ScoringOptions(judge_model="j", judge_base_url=url, judge_retry_delay_s=0)
+        )
+    assert (out.score, out.error, out.usage["calls"]) == (1.0, None, 1)
+
+
 # --- artifacts: text that is not Unicode ------------------------------------------------------------
 
 

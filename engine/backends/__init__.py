@@ -38,6 +38,11 @@ class Usage:
         self.calls += other.calls
 
 
+def token_count(value: Any) -> int:
+    """A token count from a usage field; 0 when the server sent something that is not an int."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 @dataclass
 class BackendReply:
     """One model step: ``text`` said (may be empty) and ``tool_calls`` wanted (may be empty)."""

@@ -24,7 +24,15 @@ from typing import Any
 
 import openai
 
-from engine.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
+from engine.backends import (
+    BackendError,
+    BackendReply,
+    SessionInfo,
+    ToolCallRequest,
+    TurnInfo,
+    Usage,
+    token_count,
+)
 from engine.errors import UsageError
 
 
@@ -95,8 +103,8 @@ class OpenAIBackend:
             calls.append(ToolCallRequest(_text(call_id), _text(str(function.name or "")), _text(arguments)))
         usage = Usage(calls=1)
         if response.usage is not None:
-            usage.prompt_tokens = _count(getattr(response.usage, "prompt_tokens", 0))
-            usage.completion_tokens = _count(getattr(response.usage, "completion_tokens", 0))
+            usage.prompt_tokens = token_count(getattr(response.usage, "prompt_tokens", 0))
+            usage.completion_tokens = token_count(getattr(response.usage, "completion_tokens", 0))
         text = _text(message.content) if isinstance(message.content, str) else ""
         return BackendReply(text=text, tool_calls=calls, usage=usage)
 
@@ -120,11 +128,6 @@ def _text(value: str) -> str:
     """``value`` with lone UTF-16 surrogates (a model's ``\\ud800`` escape) replaced by ``?``: they
     cannot be encoded as UTF-8, so the next request and the results could not hold them."""
     return value.encode("utf-8", "replace").decode("utf-8")
-
-
-def _count(value: Any) -> int:
-    """A token count from a usage field; 0 when the server sent something that is not an int."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 @dataclass

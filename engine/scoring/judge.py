@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
+from engine.backends import token_count
 from engine.model import TEMPLATE_DIR, Scenario, SessionResult
 from engine.render import BoundedSandbox
 
@@ -196,9 +197,11 @@ async def run_judge(scenario: Scenario, result: SessionResult, options: ScoringO
                     model=model, temperature=0, messages=[{"role": "user", "content": prompt}]
                 )
                 outcome.usage["calls"] += 1
-                if reply.usage is not None:
-                    outcome.usage["prompt_tokens"] += reply.usage.prompt_tokens or 0
-                    outcome.usage["completion_tokens"] += reply.usage.completion_tokens or 0
+                if isinstance(reply, str | bytes | list | dict):  # the client could not parse it
+                    raise ValueError(f"the reply is not a chat completion: {str(reply)[:200]!r}")
+                usage = reply.usage  # odd token counts must not throw away a valid verdict
+                outcome.usage["prompt_tokens"] += token_count(getattr(usage, "prompt_tokens", 0))
+                outcome.usage["completion_tokens"] += token_count(getattr(usage, "completion_tokens", 0))
                 outcome.raw_response = reply.choices[0].message.content if reply.choices else None
                 score, reason, verdicts = parse_judge_reply(outcome.raw_response or "", len(claims))
             except Exception as exc:  # transport, HTTP status, bad reply: retry, then record
