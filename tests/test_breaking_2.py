@@ -254,3 +254,20 @@ def test_predicate_values_are_compared_as_json(
     else:
         assert error in verdict["error"]
     json.loads(dumps_json(verdict), parse_constant=lambda c: pytest.fail(f"{c} in metrics"))
+
+
+# --- pass^k with N/A trials ---------------------------------------------------------------------------
+
+
+def test_pass_hat_k_leaves_out_trials_without_a_verdict() -> None:
+    from engine.scoring.summary import build_summary
+
+    def row(trial: int, verdict: Any) -> dict[str, Any]:
+        return {"scenario_name": "qa_1", "trial": trial, "is_successful": verdict, "success_signals": []}
+
+    summary = build_summary([row(1, True), row(2, "N/A"), row(3, True)], {"trials": 3})
+    # before: the judge's N/A counted as a failure: pass^1 0.667, pass^2 0.333, while the
+    # composite rate (which leaves N/A out) read 100%
+    assert summary["overall"]["rate"] == 1.0
+    assert summary["pass_hat_k"]["per_scenario"]["qa_1"] == {"1": 1.0, "2": 1.0}
+    assert summary["pass_hat_k"]["overall"] == {"1": 1.0, "2": 1.0}

@@ -25,8 +25,9 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
 def pass_hat_k_table(outcomes: Mapping[str, Sequence[bool]], max_k: int) -> dict[str, object]:
     """pass^k for k = 1..max_k, per scenario and overall.
 
-    ``outcomes`` maps scenario name → per-trial success booleans (``"N/A"`` counted as not
-    successful by the caller). Returns ``{"per_scenario": {name: {k: value}}, "overall": {k: mean}}``
+    ``outcomes`` maps scenario name → per-trial success booleans (the caller leaves ``"N/A"``
+    trials out, so ``n`` counts the trials with a verdict). Returns
+    ``{"per_scenario": {name: {k: value}}, "overall": {k: mean}}``
     with k as a string key (JSON-friendly); a k larger than a scenario's trial count is left out
     of that scenario and of the mean.
     """

@@ -155,9 +155,13 @@ def build_summary(metrics: Sequence[Mapping[str, Any]], run_info: Mapping[str, A
         "failed": failed,
     }
     if trials > 1:
+        # an "N/A" trial (nothing gating was measurable, e.g. the judge failed) is left out, as in
+        # the composite rate: it must not count as the agent's failure
         outcomes: dict[str, list[bool]] = {}
         for m in rows:
-            outcomes.setdefault(m["scenario_name"], []).append(m.get("is_successful") is True)
+            verdict = m.get("is_successful")
+            if isinstance(verdict, bool):
+                outcomes.setdefault(m["scenario_name"], []).append(verdict)
         summary["pass_hat_k"] = pass_hat_k_table(outcomes, trials)
     return summary
 
