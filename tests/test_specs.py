@@ -237,14 +237,14 @@ def test_validation_report_lines() -> None:
     from engine.validation import ValidationReport
 
     ok = ValidationReport("specs/x", scenarios=2, prompts=4)
-    ok.replay = [SimpleNamespace(ok=True, scenario_name="x__a", lines=[])] * 2
+    ok.replay = [SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None)] * 2
     assert ok.ok and ok.lines() == [
         "validated 2 scenarios in specs/x: schemas ok, cross-checks ok, 4 prompts rendered, gold replay 2/2"
     ]
     bad = ValidationReport("specs/x", scenarios=2, prompts=4, sources={"x__b": "specs/x/scenarios/b.yaml:1"})
     bad.replay = [
-        SimpleNamespace(ok=True, scenario_name="x__a", lines=[]),
-        SimpleNamespace(ok=False, scenario_name="x__b", lines=["refunds.R1: missing"]),
+        SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None),
+        SimpleNamespace(ok=False, scenario_name="x__b", lines=["refunds.R1: missing"], error=None),
     ]
     assert not bad.ok
     assert bad.lines()[:2] == [
