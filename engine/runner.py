@@ -21,17 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from engine import render, results
-from engine.artifacts import read_json, write_json
 from engine.backends import BackendFactory, BackendSpec, make_factory, parse_backend_spec
 from engine.errors import EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
 from engine.progress import Progress
 from engine.protocol import end_call_schema
-from engine.provenance import run_provenance
+from engine.rundir import check_run_dir, fresh_default_dir, open_run_dir, recorded_selection, select_scenarios
 from engine.session import SessionLimits, SessionSetup, run_session
 from engine.sides import builtin_side
 from engine.specs import load_domain
-from engine.validation import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -103,29 +101,6 @@ class RunReport:
         return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
-def select_scenarios(
-    scenarios: tuple[Scenario, ...], names: tuple[str, ...], prefix: str | None
-) -> list[Scenario]:
-    """Scenarios by exact ``names`` (in the given order) or by name ``prefix``; all when neither.
-
-    Raises UsageError for an unknown name (with a suggestion) or an empty selection.
-    """
-    by_name = {s.name: s for s in scenarios}
-    if names:
-        unknown = [n for n in names if n not in by_name]
-        if unknown:
-            hint = did_you_mean(unknown[0], by_name)
-            raise UsageError(f"no scenario named {unknown[0]!r}{hint}")
-        chosen = [by_name[n] for n in dict.fromkeys(names)]
-    else:
-        chosen = list(scenarios)
-    if prefix:
-        chosen = [s for s in chosen if s.name.startswith(prefix)]
-    if not chosen:
-        raise UsageError(f"no scenario matches --domain {prefix!r}" if prefix else "no scenarios to run")
-    return chosen
-
-
 def _side(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -> BackendFactory | str:
     """An external side's URI, or the backend factory of a built-in side (raises UsageError for
     a missing API key before anything is written)."""
@@ -169,14 +144,26 @@ async def run(opts: RunOptions) -> RunReport:
         raise UsageError(f"--resume: no run directory at {opts.resume}")
     by_name = {s.name: s for s in loaded.scenarios}
     sides = {role: _side(spec, opts, by_name) for role, spec in (("agent", agent_spec), ("user", user_spec))}
-    run_dir = opts.resume or opts.output_dir or _fresh_default_dir()
-    selected = check_run_dir(run_dir, opts)
-    if selected and not opts.scenarios and not opts.domain_prefix:  # resume what that run selected
-        chosen = select_scenarios(loaded.scenarios, selected, None)
+    run_dir = opts.resume or opts.output_dir or fresh_default_dir()
+    selected = check_run_dir(run_dir, opts.resume is not None, opts.trials)
+    planned = chosen
+    if selected:  # resuming: the run keeps its own selection; --scenarios / --domain may narrow it
+        planned = recorded_selection(loaded, selected, run_dir)
+        if opts.scenarios or opts.domain_prefix:
+            outside = [s.name for s in chosen if s.name not in selected]
+            if outside:
+                raise UsageError(
+                    f"--resume: {outside[0]} is not part of the run in {run_dir} "
+                    f"({len(outside)} such scenario(s)); a resumed run keeps its own selection"
+                )
+        else:
+            chosen = planned
     setups = {s.name: session_setup(s) for s in chosen}
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    _open_run_dir(
-        run_dir, opts, {**_run_info(opts, loaded, chosen, agent_spec, user_spec), "started_at": started}
+    open_run_dir(
+        run_dir,
+        opts.resume is not None,
+        {**_run_info(opts, loaded, planned, agent_spec, user_spec), "started_at": started},
     )
     report = RunReport(run_dir)
     jobs = [
@@ -208,7 +195,7 @@ async def run(opts: RunOptions) -> RunReport:
         report.interrupted = True
     report.wall_s = loop.time() - t0
     info = {
-        **_run_info(opts, loaded, chosen, agent_spec, user_spec),
+        **_run_info(opts, loaded, planned, agent_spec, user_spec),
         "started_at": started,
         "wall_time_s": round(report.wall_s, 3),
         "interrupted": report.interrupted,
@@ -222,34 +209,6 @@ async def run(opts: RunOptions) -> RunReport:
             f"results written so far are kept (`evalctl run ... --resume {run_dir}` completes the run)"
         ) from None
     return report
-
-
-def _fresh_default_dir() -> Path:
-    """Create and return ``runs/<UTC stamp>``, with ``-2``, ``-3``... when another run started in
-    the same second (created atomically, so two runs never share it). Raises EvalctlError."""
-    base = Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    candidate, n = base, 1
-    while True:
-        try:
-            candidate.mkdir(parents=True)
-            return candidate
-        except FileExistsError:
-            n += 1
-            candidate = base.with_name(f"{base.name}-{n}")
-        except OSError as err:
-            raise EvalctlError(f"cannot write the run directory {candidate}: {err.strerror or err}") from None
-
-
-def _open_run_dir(run_dir: Path, opts: RunOptions, info: dict[str, Any]) -> None:
-    """Create ``run_dir`` and, for a new run, mark it as a run at once with ``run.json`` (so a run
-    killed early can be resumed). Raises EvalctlError (one line) when it cannot be written."""
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        if opts.resume is None:
-            first = {**info, "finished_at": None, "interrupted": True}
-            write_json(run_dir / "run.json", run_provenance(run_dir, first))
-    except OSError as err:
-        raise EvalctlError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
 
 
 def _run_info(
@@ -276,37 +235,6 @@ def _options_record(opts: RunOptions) -> dict[str, Any]:
     record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in ("progress",)}
     record["scoring"] = dataclasses.asdict(opts.scoring)
     return json.loads(json.dumps(record, default=str))
-
-
-def check_run_dir(run_dir: Path, opts: RunOptions) -> tuple[str, ...]:
-    """Refuse a run directory that would mix or lose results; raises UsageError. Returns the
-    scenario names the run being resumed selected (from its ``run.json``; empty when unknown).
-
-    ``--resume`` needs an evalctl run there (``run.json`` or scored results) and the ``--trials``
-    it was run with (another count lays results out differently and would count them twice).
-    A fresh run needs a directory that holds no run (it would overwrite that run's results).
-    """
-    try:
-        recorded = read_json(run_dir / "run.json")
-    except (OSError, ValueError):
-        recorded = None
-    is_run = isinstance(recorded, dict) or (run_dir.is_dir() and bool(results.scored_dirs(run_dir)))
-    if opts.resume is None:
-        if is_run:
-            raise UsageError(
-                f"{run_dir} already holds a run; complete it with --resume {run_dir}, "
-                "or give another --output-dir"
-            )
-        return ()
-    if not is_run:
-        raise UsageError(f"--resume: {run_dir} is not an evalctl run directory (no run.json, no results)")
-    trials = recorded.get("trials") if isinstance(recorded, dict) else None
-    if isinstance(trials, int) and trials != opts.trials:
-        raise UsageError(
-            f"--resume: {run_dir} was run with --trials {trials}; resume it with --trials {trials}"
-        )
-    selected = recorded.get("scenarios") if isinstance(recorded, dict) else None
-    return tuple(str(n) for n in selected) if isinstance(selected, list) else ()
 
 
 async def _run_jobs(

@@ -518,7 +518,7 @@ def test_runs_started_in_the_same_second_get_their_own_default_dirs(
         def now(cls, tz: Any = None) -> datetime:
             return datetime(2026, 1, 1, tzinfo=tz)
 
-    monkeypatch.setattr("engine.runner.datetime", Frozen)
+    monkeypatch.setattr("engine.rundir.datetime", Frozen)
     assert _run(data_root, "--no-progress") == 0
     assert _run(data_root, "--no-progress") == 0
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [stamp, f"{stamp}-2"]

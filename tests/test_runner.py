@@ -171,3 +171,27 @@ def test_run_json_records_every_option(data_root: Path, tmp_path: Path) -> None:
     assert args["max_tool_calls_per_turn"] == 7 and args["scenarios"] == ["eva_airline__3_1_5"]
     assert args["scoring"]["strict_match"] is True and args["scoring"]["judge_threshold"] == 0.5
     assert args["output_dir"] == str(out) and args["api_key_env"] == "OPENAI_API_KEY"
+
+
+async def test_resume_with_scenarios_narrows_the_work_not_the_plan(data_root: Path, tmp_path: Path) -> None:
+    names = ("eva_airline__3_1_5", "eva_airline__7_2_8")
+    await run(RunOptions(SPEC_DIR, data_root, scenarios=names, output_dir=tmp_path, progress=False))
+    for name in names:
+        (tmp_path / name / "metrics.json").unlink()
+    again = await run(RunOptions(SPEC_DIR, data_root, scenarios=names[:1], resume=tmp_path, progress=False))
+    assert [r.scenario_name for r, _ in again.outcomes] == ["eva_airline__3_1_5"]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["missing"] == ["eva_airline__7_2_8"] and summary["results"] == 1
+    with pytest.raises(UsageError, match="eva_airline__1_1_3 is not part of the run"):
+        await run(RunOptions(SPEC_DIR, data_root, scenarios=("eva_airline__1_1_3",), resume=tmp_path,
+                             progress=False))  # fmt: skip
+
+
+async def test_resume_with_another_spec_dir_names_the_runs_own(data_root: Path, tmp_path: Path) -> None:
+    from tests.conftest import REPO
+
+    await run(RunOptions(SPEC_DIR, data_root, scenarios=("eva_airline__3_1_5",), output_dir=tmp_path,
+                         progress=False))  # fmt: skip
+    mock = REPO / "tests" / "mock_domain"
+    with pytest.raises(UsageError, match=r"was made from .*specs/eva_airline.*resume it with that spec dir"):
+        await run(RunOptions(mock / "spec", mock / "dataroot", resume=tmp_path, progress=False))

@@ -1,0 +1,119 @@
+"""Which scenarios a run covers, and its directory: a fresh ``runs/<stamp>``, no two runs mixed in
+one directory, what a resumed run selected.
+
+A run directory holds one run: ``run.json`` (written at the start, so a run killed early can be
+resumed) and one folder per scenario. ``--resume`` needs such a directory and its ``--trials``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engine import results
+from engine.artifacts import read_json, write_json
+from engine.errors import EvalctlError, UsageError
+from engine.model import Scenario
+from engine.provenance import run_provenance
+from engine.validation import did_you_mean
+
+
+def select_scenarios(
+    scenarios: tuple[Scenario, ...], names: tuple[str, ...], prefix: str | None
+) -> list[Scenario]:
+    """Scenarios by exact ``names`` (in the given order) or by name ``prefix``; all when neither.
+
+    Raises UsageError for an unknown name (with a suggestion) or an empty selection.
+    """
+    by_name = {s.name: s for s in scenarios}
+    if names:
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            hint = did_you_mean(unknown[0], by_name)
+            raise UsageError(f"no scenario named {unknown[0]!r}{hint}")
+        chosen = [by_name[n] for n in dict.fromkeys(names)]
+    else:
+        chosen = list(scenarios)
+    if prefix:
+        chosen = [s for s in chosen if s.name.startswith(prefix)]
+    if not chosen:
+        raise UsageError(f"no scenario matches --domain {prefix!r}" if prefix else "no scenarios to run")
+    return chosen
+
+
+def fresh_default_dir() -> Path:
+    """Create and return ``runs/<UTC stamp>``, with ``-2``, ``-3``... when another run started in
+    the same second (created atomically, so two runs never share it). Raises EvalctlError."""
+    base = Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    candidate, n = base, 1
+    while True:
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            n += 1
+            candidate = base.with_name(f"{base.name}-{n}")
+        except OSError as err:
+            raise EvalctlError(f"cannot write the run directory {candidate}: {err.strerror or err}") from None
+
+
+def open_run_dir(run_dir: Path, resume: bool, info: dict[str, Any]) -> None:
+    """Create ``run_dir`` and, for a new run, mark it as a run at once with ``run.json`` (so a run
+    killed early can be resumed). Raises EvalctlError (one line) when it cannot be written."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if not resume:
+            first = {**info, "finished_at": None, "interrupted": True}
+            write_json(run_dir / "run.json", run_provenance(run_dir, first))
+    except OSError as err:
+        raise EvalctlError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
+
+
+def check_run_dir(run_dir: Path, resume: bool, trials: int) -> tuple[str, ...]:
+    """Refuse a run directory that would mix or lose results; raises UsageError. Returns the
+    scenario names the run being resumed selected (from its ``run.json``; empty when unknown).
+
+    ``--resume`` needs an evalctl run there (``run.json`` or scored results) and the ``--trials``
+    it was run with (another count lays results out differently and would count them twice).
+    A fresh run needs a directory that holds no run (it would overwrite that run's results).
+    """
+    try:
+        recorded = read_json(run_dir / "run.json")
+    except (OSError, ValueError):
+        recorded = None
+    is_run = isinstance(recorded, dict) or (run_dir.is_dir() and bool(results.scored_dirs(run_dir)))
+    if not resume:
+        if is_run:
+            raise UsageError(
+                f"{run_dir} already holds a run; complete it with --resume {run_dir}, "
+                "or give another --output-dir"
+            )
+        return ()
+    if not is_run:
+        raise UsageError(f"--resume: {run_dir} is not an evalctl run directory (no run.json, no results)")
+    recorded_trials = recorded.get("trials") if isinstance(recorded, dict) else None
+    if isinstance(recorded_trials, int) and recorded_trials != trials:
+        raise UsageError(
+            f"--resume: {run_dir} was run with --trials {recorded_trials}; "
+            f"resume it with --trials {recorded_trials}"
+        )
+    selected = recorded.get("scenarios") if isinstance(recorded, dict) else None
+    return tuple(str(n) for n in selected) if isinstance(selected, list) else ()
+
+
+def recorded_selection(loaded: Any, names: tuple[str, ...], run_dir: Path) -> list[Scenario]:
+    """The scenarios a resumed run selected; UsageError naming the run's spec dir when the given
+    spec dir does not hold them (a resume with the wrong SPEC_DIR)."""
+    known = {s.name for s in loaded.scenarios}
+    missing = [n for n in names if n not in known]
+    if missing:
+        try:
+            spec_dir = read_json(run_dir / "run.json").get("spec_dir", "?")
+        except (OSError, ValueError, AttributeError):
+            spec_dir = "?"
+        raise UsageError(
+            f"--resume: the run in {run_dir} was made from {spec_dir}, whose scenario {missing[0]!r} "
+            f"is not in {loaded.domain.spec_dir}; resume it with that spec dir"
+        )
+    return select_scenarios(loaded.scenarios, names, None)
