@@ -7,8 +7,9 @@ scenario's own DB through :class:`engine.tools.runtime.ToolRuntime`; the user si
 
 - ``exit`` / ``transfer``: a tool ended the call (end_conversation, transfer_to_agent);
 - ``user_hangup``: the user ended the call and the agent, given one closing turn, did not;
-- ``timeout``: ``max_duration`` seconds of wall time, ``max_turns`` agent turns, or a side silent
-  for ``turn_timeout_s`` seconds (also a side whose model request timed out);
+- ``timeout``: ``max_duration`` seconds of wall time, ``max_turns`` agent turns, a side silent
+  for ``turn_timeout_s`` seconds (also a side whose model request timed out), or
+  ``max_empty_turns`` empty turns in a row;
 - ``error``: a side could not be reached, disconnected, broke the protocol or reported a failure.
 """
 
@@ -31,7 +32,9 @@ class SessionLimits:
     """Limits of one session. Seconds of wall time; ``max_turns`` counts agent turns (None = no
     limit); ``max_tool_rounds`` is passed to the sides (model steps with tool calls per turn);
     ``max_tool_calls_per_turn`` is enforced by the engine on any side (built-in or external): one
-    more call in the same turn ends the session with stop reason ``timeout``."""
+    more call in the same turn ends the session with stop reason ``timeout``; so do
+    ``max_empty_turns`` turns in a row (either side) with nothing said and no tool call: two silent
+    models would otherwise trade empty turns, each a paid request, until ``max_duration_s``."""
 
     max_duration_s: float
     turn_timeout_s: float = 300.0
@@ -39,6 +42,7 @@ class SessionLimits:
     max_tool_rounds: int = 10
     connect_timeout_s: float = 10.0
     max_tool_calls_per_turn: int = 50
+    max_empty_turns: int = 10
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class _Session:
         self.ended: str | None = None  # exit / transfer / user_hangup, set by a tool
         self.engine_time_s = 0.0
         self.turns = {"agent": 0, "user": 0}
+        self.empty_turns = 0  # turns in a row with no words and no tool call
 
     def log(self, role: str, kind: str, content: Any) -> None:
         t = round(time.perf_counter() - self.t0, 3)
@@ -188,6 +193,9 @@ class _Session:
         elif role == "user":
             self.result.user_turns += 1
         self.log(role, "utterance", text)
+        self.empty_turns = 0 if text.strip() or calls or msg.get("end") else self.empty_turns + 1
+        if self.empty_turns >= self.limits.max_empty_turns:
+            raise _Stop("timeout", f"{self.empty_turns} turns in a row with nothing said and no tool call")
         return msg
 
     async def tool_call(self, link: SideLink, msg: dict[str, Any], turn: int) -> None:

@@ -271,3 +271,28 @@ def test_pass_hat_k_leaves_out_trials_without_a_verdict() -> None:
     assert summary["overall"]["rate"] == 1.0
     assert summary["pass_hat_k"]["per_scenario"]["qa_1"] == {"1": 1.0, "2": 1.0}
     assert summary["pass_hat_k"]["overall"] == {"1": 1.0, "2": 1.0}
+
+
+# --- two silent models ------------------------------------------------------------------------------
+
+
+async def test_two_silent_sides_end_the_session_after_empty_turns(data_root: Path) -> None:
+    from engine.session import SessionLimits
+    from engine.specs import load_domain
+    from tests.conftest import SPEC_DIR
+    from tests.runtime_helpers import scripted_factory, session_between
+
+    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__3_1_5")
+    agents: list = []
+    users: list = []
+    result = await session_between(
+        scenario,
+        scripted_factory(lambda turn: None, agents),  # content null, no tool calls, every turn
+        scripted_factory(lambda turn: None, users),
+        SessionLimits(max_duration_s=6, turn_timeout_s=5),
+    )
+    # before: the sides traded empty turns (each a model request) until max_duration (900 s in eva)
+    assert result.stop_reason == "timeout"
+    assert result.error == "10 turns in a row with nothing said and no tool call"
+    assert len(agents[0].seen) + len(users[0].seen) == 10
+    assert result.duration_s < 3
