@@ -234,9 +234,12 @@ def test_artifact_text_with_a_lone_surrogate_is_still_written(tmp_path: Path) ->
         (float("nan"), 0.0, False, "not JSON data"),  # before: NaN written into metrics.json
         ({"FL1"}, ["FL1"], False, "not JSON data"),  # before: a set written as the string "{'FL1'}"
         (1, True, False, None),  # True is not 1
+        ([True, False], [1, 0], False, None),  # before: nested booleans equalled 1 and 0
+        ({"refunded": True}, {"refunded": 1}, False, None),
+        ({"a": [1.0, "x"]}, {"a": [1, "x"]}, True, None),
         (1.0, 1, True, None),
     ],
-    ids=["tuple", "nan", "set", "int-vs-bool", "float-vs-int"],
+    ids=["tuple", "nan", "set", "int-vs-bool", "nested-bools", "dict-bool", "nested-float", "float-vs-int"],
 )
 def test_predicate_values_are_compared_as_json(
     monkeypatch: pytest.MonkeyPatch, returned: Any, assert_value: Any, passed: bool, error: str | None

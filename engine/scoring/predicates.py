@@ -75,8 +75,13 @@ PREDICATES: dict[tuple[str, str], Predicate] = {
 
 
 def _equal(actual: Any, expected: Any) -> bool:
+    """JSON equality with booleans apart from numbers at every depth (``[True] != [1]``)."""
     if isinstance(actual, bool) or isinstance(expected, bool):
         return isinstance(actual, bool) and isinstance(expected, bool) and actual == expected
+    if isinstance(actual, list) and isinstance(expected, list):
+        return len(actual) == len(expected) and all(map(_equal, actual, expected))
+    if isinstance(actual, dict) and isinstance(expected, dict):
+        return actual.keys() == expected.keys() and all(_equal(v, expected[k]) for k, v in actual.items())
     return actual == expected
 
 
