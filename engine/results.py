@@ -334,9 +334,11 @@ def load_summary(run_dir: Path) -> dict[str, Any]:
             raise ValueError(f"not an evalctl summary: no {', '.join(sorted(_SUMMARY_KEYS - body.keys()))}")
         return body
     except FileNotFoundError:
+        if not (Path(run_dir) / "run.json").is_file():
+            raise UsageError(f"{run_dir}: not an evalctl run directory (no run.json)") from None
         raise UsageError(
-            f"{run_dir}: no summary.json (not a run directory, or the run never finished; "
-            f"`evalctl run ... --resume {run_dir}` completes it)"
+            f"{run_dir}: no summary.json yet (the run never finished); "
+            f"`evalctl run ... --resume {run_dir}` completes it"
         ) from None
     except ValueError as exc:
         raise UsageError(

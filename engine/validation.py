@@ -135,7 +135,8 @@ class ValidationReport:
         else:
             replay = f"gold replay {len(self.replay) - len(self.replay_failures)}/{len(self.replay)}"
         return (
-            f"validated {self.scenarios} scenarios in {self.spec_dir}: schemas ok, cross-checks ok, "
+            f"validated {self.scenarios} scenario{'' if self.scenarios == 1 else 's'} in {self.spec_dir}: "
+            "schemas ok, cross-checks ok, "
             f"{self.prompts} prompts rendered, {replay}"
         )
 

@@ -131,7 +131,11 @@ def test_report_prints_table_failures_and_hint(wrong_run, capsys):
 def test_report_without_summary_is_one_line_error(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no summary.json" in err
+    assert err.count("\n") == 1 and "not an evalctl run directory" in err and "--resume" not in err
+    (tmp_path / "run.json").write_text("{}")  # a run that never finished: resume is the way on
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no summary.json yet" in err and f"--resume {tmp_path}" in err
 
 
 async def test_diff_reports_records_added_and_removed(data_root, tmp_path):
