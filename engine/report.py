@@ -42,8 +42,10 @@ def summary_table(summary: dict[str, Any]) -> Table:
         table.add_row(name, _pct(s["rate"]), f"{s['passed']}/{s['total']} {s['unit']}", s["role"])
     if "pass_hat_k" in summary:
         table.add_section()
+        per = summary["pass_hat_k"].get("per_scenario") or {}
         for k, v in summary["pass_hat_k"]["overall"].items():
-            table.add_row(f"pass^{k}", f"{v:.3f}", f"{summary['scenarios']} scenarios", "trials")
+            n = sum(1 for row in per.values() if k in row) if per else summary["scenarios"]
+            table.add_row(f"pass^{k}", f"{v:.3f}", f"{n} scenarios", "trials")
     return table
 
 

@@ -299,3 +299,24 @@ async def test_two_silent_sides_end_the_session_after_empty_turns(data_root: Pat
     assert result.error == "10 turns in a row with nothing said and no tool call"
     assert len(agents[0].seen) + len(users[0].seen) == 10
     assert result.duration_s < 3
+
+
+def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
+    from rich.console import Console
+
+    from engine.report import summary_table
+    from engine.scoring.summary import build_summary, render_summary_text
+
+    rows = [
+        {"scenario_name": name, "trial": t, "is_successful": verdict, "success_signals": []}
+        for name, verdicts in (("a", (True, True)), ("b", (True, "N/A")))
+        for t, verdict in enumerate(verdicts, 1)
+    ]
+    summary = build_summary(rows, {"trials": 2})
+    console = Console(width=200, record=True)
+    console.print(summary_table(summary))
+    # pass^2 rests on scenario a alone (b has one trial with a verdict); before: '2 scenarios'
+    lines = {line.split("│")[1].strip(): line for line in console.export_text().splitlines() if "│" in line}
+    assert "1 scenarios" in lines["pass^2"] and "2 scenarios" in lines["pass^1"]
+    none = build_summary([{**rows[3], "trial": t} for t in (1, 2)], {"trials": 2})
+    assert "pass^k over 2 trials: n/a (no trial had a verdict)" in render_summary_text(none)

@@ -199,6 +199,7 @@ def render_summary_text(summary: Mapping[str, Any], title: str = "") -> str:
         )
     if "pass_hat_k" in summary:
         ks = ", ".join(f"pass^{k} = {v:.3f}" for k, v in summary["pass_hat_k"]["overall"].items())
+        ks = ks or "n/a (no trial had a verdict)"
         lines.append(f"pass^k over {summary['trials']} trials: {ks}")
     lines.append("Stop reasons: " + ", ".join(f"{k} {v}" for k, v in summary["stop_reasons"].items()))
     if summary["errors"]:
