@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -117,6 +118,16 @@ def _side(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -
     )
 
 
+def _check_judge(scoring: results.ScoringOptions) -> None:
+    """A configured judge needs its key variable set, like a model side: a UsageError before the
+    run, not N/A verdicts after it (any non-empty value for a local server that needs none)."""
+    if scoring.judge_model and not os.environ.get(scoring.judge_api_key_env):
+        raise UsageError(
+            f"environment variable {scoring.judge_api_key_env} is not set: it must hold the API key "
+            f"for the judge {scoring.judge_model} (any non-empty value for a server that needs none)"
+        )
+
+
 def session_setup(scenario: Scenario) -> SessionSetup:
     """The prompts and tool schemas of ``scenario`` as the sides receive them."""
     return SessionSetup(
@@ -143,6 +154,7 @@ async def run(opts: RunOptions) -> RunReport:
     if opts.resume is not None and not opts.resume.is_dir():
         raise UsageError(f"--resume: no run directory at {opts.resume}")
     by_name = {s.name: s for s in loaded.scenarios}
+    _check_judge(opts.scoring)
     sides = {role: _side(spec, opts, by_name) for role, spec in (("agent", agent_spec), ("user", user_spec))}
     run_dir = opts.resume or opts.output_dir or fresh_default_dir()
     selected = check_run_dir(run_dir, opts.resume is not None, opts.trials)

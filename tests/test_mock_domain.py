@@ -28,6 +28,14 @@ JUDGE_OK = {
 }
 
 
+@pytest.fixture(scope="module", autouse=True)
+def judge_key():
+    """The scripted judge needs no key, but a configured judge must name a set key variable."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_API_KEY", "local-judge")
+        yield
+
+
 def _run(out: Path, url: str, *extra: str) -> int:
     return main(
         [

@@ -195,3 +195,15 @@ async def test_resume_with_another_spec_dir_names_the_runs_own(data_root: Path, 
     mock = REPO / "tests" / "mock_domain"
     with pytest.raises(UsageError, match=r"was made from .*specs/eva_airline.*resume it with that spec dir"):
         await run(RunOptions(mock / "spec", mock / "dataroot", resume=tmp_path, progress=False))
+
+
+def test_a_judge_without_its_key_is_refused_before_the_run(
+    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO_SUCH_JUDGE_KEY", raising=False)
+    out = tmp_path / "run"
+    code = cli.main(["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out),
+                     "--judge-model", "j1", "--api-key-env", "NO_SUCH_JUDGE_KEY"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "NO_SUCH_JUDGE_KEY is not set" in err and "judge j1" in err
+    assert not out.exists()
