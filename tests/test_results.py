@@ -288,3 +288,13 @@ def test_summary_counts_judge_errors():
     summary = build_summary(rows, {"trials": 1})
     assert summary["judge_errors"] == 1 and summary["first_judge_error"].startswith("APIConnectionError")
     assert "Judge errors (recorded as N/A, not as agent failures): 1" in render_summary_text(summary)
+
+
+def test_headline_of_an_incomplete_run_says_so():
+    from engine.scoring.summary import build_summary, render_summary_text
+
+    rows = [{"scenario_name": "a", "is_successful": True, "is_task_successful": True, "stop_reason": "exit"}]
+    text = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a", "b", "c"]}))
+    assert "Overall Success Rate: 100.0% (1/1 scenarios) - INCOMPLETE: 2 results missing" in text
+    complete = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a"]}))
+    assert "INCOMPLETE" not in complete

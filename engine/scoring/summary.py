@@ -177,7 +177,8 @@ def render_summary_text(summary: Mapping[str, Any], title: str = "") -> str:
     na = f"; {ov['not_applicable']} N/A" if ov["not_applicable"] else ""
     lines = [
         f"evalctl run summary{': ' + title if title else ''}",
-        f"Overall Success Rate: {_pct(ov)} ({ov['passed']}/{ov['total']} {unit}{na})",
+        f"Overall Success Rate: {_pct(ov)} ({ov['passed']}/{ov['total']} {unit}{na})"
+        + (f" - INCOMPLETE: {len(summary['missing'])} results missing" if summary["missing"] else ""),
         f"Task Success Rate (excl. clean_exit): {_pct(task)} ({task['passed']}/{task['total']} {unit})",
         f"Scenarios: {summary['scenarios']}, trials: {summary['trials']}, results: {summary['results']}",
     ]
