@@ -170,7 +170,10 @@ def _csv(value: str | None) -> tuple[str, ...]:
 )
 @data_root_option
 @click.option(
-    "--max-turns", default=None, type=click.IntRange(min=1), help="Agent turns before a timeout stop."
+    "--max-turns",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Agent turns before a timeout stop (default: no limit; max_duration still applies).",
 )
 @click.option(
     "--trials", default=1, show_default=True, type=click.IntRange(min=1), help="Sessions per scenario."
