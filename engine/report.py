@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from engine.results import load_summary
@@ -25,7 +26,7 @@ def _pct(rate: float | None) -> str:
 def summary_table(summary: dict[str, Any]) -> Table:
     """Headline rates then per-signal rates, each with its own count and unit."""
     unit = summary["unit"]
-    table = Table(title=f"evalctl run: {summary.get('run_dir', '')}", title_justify="left")
+    table = Table(title=f"evalctl run: {escape(str(summary.get('run_dir', '')))}", title_justify="left")
     for col, justify in (
         ("metric", "left"),
         ("rate", "right"),
@@ -54,26 +55,27 @@ def print_report(run_dir: Path, console: Console | None = None) -> int:
 
     Raises UsageError when ``run_dir`` has no ``summary.json``.
     """
-    console = console or Console(soft_wrap=True)  # long lines stay whole when piped (grep)
+    # long lines stay whole when piped (grep); no emoji codes (":m:" in "openai:m: HTTP 401" is one)
+    console = console or Console(soft_wrap=True, emoji=False)
     summary = load_summary(run_dir)
     console.print(summary_table(summary))
     st = summary["stalled"]
     if st["count"]:
         console.print(
             f"[yellow]stalled:[/] {st['count']} with fewer than {st['min_agent_turns']} agent turns "
-            f"({', '.join(st['scenarios'])}) - counted as failures, left out of signal rates"
+            f"({escape(', '.join(st['scenarios']))}) - counted as failures, left out of signal rates"
         )
     if summary.get("missing"):
         console.print(
             f"[yellow]missing:[/] {len(summary['missing'])} results; "
-            f"`evalctl run ... --resume {run_dir}` completes them"
+            f"`evalctl run ... --resume {escape(str(run_dir))}` completes them"
         )
     reasons = ", ".join(f"{k} {v}" for k, v in summary.get("stop_reasons", {}).items())
     console.print(f"stop reasons: {reasons}", markup=False, highlight=False)
     if summary.get("judge_errors"):
         console.print(
             f"[yellow]judge errors:[/] {summary['judge_errors']} (recorded as N/A); "
-            f"first: {summary['first_judge_error']}"
+            f"first: {escape(str(summary['first_judge_error']))}"  # a server's text may hold '[/INST]'
         )
     failed = summary["failed"]
     if failed:
@@ -89,8 +91,8 @@ def print_run_outcome(report: RunReport, fail_under: float | None = None) -> int
     """What ``evalctl run`` prints when it ends: the headline lines of ``all_summary.txt``, the
     report table with failures and the diff hint, scoring errors, where the results are, and why
     the exit code is not 0. Returns the exit code (130 interrupted, 1 under ``fail_under``, else 0)."""
-    out = Console(soft_wrap=True)
-    err = Console(stderr=True, soft_wrap=True)
+    out = Console(soft_wrap=True, emoji=False)
+    err = Console(stderr=True, soft_wrap=True, emoji=False)
     for line in report.summary_text().splitlines():
         if line.startswith(("Overall Success Rate", "Task Success Rate")):
             out.print(line, markup=False, highlight=False)

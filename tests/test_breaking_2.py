@@ -320,3 +320,34 @@ def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
     assert "1 scenarios" in lines["pass^2"] and "2 scenarios" in lines["pass^1"]
     none = build_summary([{**rows[3], "trial": t} for t in (1, 2)], {"trials": 2})
     assert "pass^k over 2 trials: n/a (no trial had a verdict)" in render_summary_text(none)
+
+
+# --- report: text from servers and paths is not rich markup -------------------------------------------
+
+
+def test_report_prints_server_text_and_paths_verbatim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engine.artifacts import write_json
+    from engine.report import print_report
+    from engine.scoring.summary import build_summary
+
+    run_dir = tmp_path / "runs [nightly]"
+    error = "openai:m: HTTP 400: Error code: 400 - unexpected [/INST] token"
+    row = {
+        "scenario_name": "eva_airline__3_1_5",
+        "trial": 1,
+        "is_successful": False,
+        "success_signals": ["clean_exit"],
+        "stop_reason": "error",
+        "error": f"agent side reported backend_error: {error}",
+        "judge_error": f"APIStatusError: {error}",
+    }
+    summary = build_summary([row], {"trials": 1, "scenarios": ["eva_airline__3_1_5", "x"]})
+    write_json(run_dir / "summary.json", {**summary, "run_dir": str(run_dir)})
+    # before: MarkupError traceback ('[/INST]' read as a closing tag) and 'openai:m:' printed as 'openaiⓂ'
+    print_report(run_dir)
+    text = capsys.readouterr().out
+    assert f"first: APIStatusError: {error}" in text
+    assert f"stop=error: agent side reported backend_error: {error}" in text
+    assert "runs [nightly]" in text and "Ⓜ" not in text
