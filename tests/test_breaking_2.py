@@ -351,3 +351,17 @@ def test_report_prints_server_text_and_paths_verbatim(
     assert f"first: APIStatusError: {error}" in text
     assert f"stop=error: agent side reported backend_error: {error}" in text
     assert "runs [nightly]" in text and "Ⓜ" not in text
+
+
+@pytest.mark.parametrize("reply", ["{" * 200_000, '{"a":' * 20_000], ids=["braces", "deep"])
+def test_pathological_judge_reply_fails_fast_with_a_value_error(reply: str) -> None:
+    import time
+
+    from engine.scoring.judge import parse_judge_reply
+
+    # before: 200k '{' took ~10 s (a failed decode per brace, each scanning the text); a deep
+    # object raised RecursionError instead of the judge's ValueError
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="judge reply"):
+        parse_judge_reply(reply, 0)
+    assert time.perf_counter() - t0 < 1.0

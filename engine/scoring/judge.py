@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -107,6 +108,9 @@ def render_judge_prompt(scenario: Scenario, result: SessionResult) -> str:
     return _env().get_template(JUDGE_TEMPLATE).render(**variables)
 
 
+_OBJECT_START = re.compile(r'\{\s*["}]')
+
+
 def _reply_object(text: str) -> dict[str, Any]:
     """The first JSON object in ``text`` that has a ``score`` key, else the first JSON object.
 
@@ -116,10 +120,12 @@ def _reply_object(text: str) -> dict[str, Any]:
     decoder = json.JSONDecoder()
     first: dict[str, Any] | None = None
     error: str | None = None
-    for start in (m.start() for m in re.finditer(r"\{", text)):
+    # only a '{' that opens a key or an empty object can start one; at most 200 tries, so a reply
+    # of 200k '{' costs milliseconds, not seconds (each failed decode scans the text for its line)
+    for found in itertools.islice(_OBJECT_START.finditer(text), 200):
         try:
-            body, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError as exc:
+            body, _ = decoder.raw_decode(text, found.start())
+        except (json.JSONDecodeError, RecursionError) as exc:
             error = error or str(exc)
             continue
         if isinstance(body, dict):
