@@ -264,6 +264,16 @@ def _build_scenario(ctx: _Ctx, doc: YamlDoc) -> Scenario | None:
                     name,
                 )
             )
+        if assertion.get("side") == "user":  # sessions record no user-side DB: it could never pass
+            ctx.problems.append(
+                problem_at(
+                    doc,
+                    ("db_state_assertions", i, "side"),
+                    "side 'user': no session has a user-side DB (the engine keeps only the agent's); "
+                    "use side: agent",
+                    name,
+                )
+            )
     try:
         records = ctx.data.dataset(dspec["dataset"])
     except (OSError, ValueError) as err:

@@ -365,3 +365,26 @@ def test_pathological_judge_reply_fails_fast_with_a_value_error(reply: str) -> N
     with pytest.raises(ValueError, match="judge reply"):
         parse_judge_reply(reply, 0)
     assert time.perf_counter() - t0 < 1.0
+
+
+# --- a predicate on a side that has no DB ---------------------------------------------------------------
+
+
+def test_predicate_on_the_user_side_is_a_spec_problem(tmp_path: Path) -> None:
+    import shutil
+
+    from engine.errors import SpecError
+    from engine.specs import load_domain
+
+    mock = Path(__file__).parent / "mock_domain"
+    spec = tmp_path / "spec"
+    shutil.copytree(mock / "spec", spec)
+    cancel = spec / "scenarios" / "cancel.yaml"
+    text = cancel.read_text(encoding="utf-8")
+    cancel.write_text(text.replace("side: agent}", "side: user}"), encoding="utf-8")
+    # before: valid; every run failed the assertion with 'no user DB for this session'
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, mock / "dataroot")
+    (problem,) = info.value.problems
+    assert problem.json_path == "$.db_state_assertions[credit_balance].side"
+    assert "no session has a user-side DB" in problem.message
