@@ -388,3 +388,12 @@ def test_predicate_on_the_user_side_is_a_spec_problem(tmp_path: Path) -> None:
     (problem,) = info.value.problems
     assert problem.json_path == "$.db_state_assertions[credit_balance].side"
     assert "no session has a user-side DB" in problem.message
+
+
+async def test_a_refusal_is_what_the_model_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: content null + refusal read as a silent turn (the transcript lost the refusal)
+    body = completion(None)
+    body["choices"][0]["message"]["refusal"] = "I can't help with that."
+    with raw_server(json.dumps(body).encode()) as url:
+        reply = await _respond(url, monkeypatch)
+    assert reply.text == "I can't help with that."

@@ -106,6 +106,9 @@ class OpenAIBackend:
             usage.prompt_tokens = token_count(getattr(response.usage, "prompt_tokens", 0))
             usage.completion_tokens = token_count(getattr(response.usage, "completion_tokens", 0))
         text = _text(message.content) if isinstance(message.content, str) else ""
+        refusal = getattr(message, "refusal", None)
+        if not text and isinstance(refusal, str):  # a refusal is what the model said, not silence
+            text = _text(refusal)
         return BackendReply(text=text, tool_calls=calls, usage=usage)
 
     def _malformed(self, detail: str) -> str:
