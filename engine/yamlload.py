@@ -7,7 +7,9 @@ JSON path (a tuple of keys and indexes). Duplicate mapping keys are reported, no
 
 from __future__ import annotations
 
+import datetime
 import math
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,12 +112,36 @@ def _convert(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:
         finally:
             active.discard(id(node))
     value = loader.construct_object(node, deep=True)
+    message = None
     if isinstance(value, float) and not math.isfinite(value):  # .nan/.inf: no JSON value, no limit
         message = f"{node.value!r} is not a finite number"
+    elif isinstance(node, yaml.ScalarNode) and not node.style:  # plain (unquoted) scalars only
+        message = _yaml11_surprise(node.value, value)
+    if message:
         doc["problems"].append(
             Problem(doc["file"], node.start_mark.line + 1, format_json_path(path), message)
         )
     return value
+
+
+_LEADING_ZERO = re.compile(r"[-+]?0[0-9_]+")
+
+
+def _yaml11_surprise(text: str, value: Any) -> str | None:
+    """Why an unquoted scalar does not mean what it looks like under YAML 1.1 (PyYAML's rules), or
+    None: ``02134`` is octal 1116, ``12:30`` is 750 (base 60), ``no`` / ``on`` are booleans, and
+    ``2026-01-05`` is a date (no JSON value: it never equals the text an agent sends)."""
+    if isinstance(value, bool) and text.lower() not in ("true", "false"):
+        flag = str(value).lower()
+        return f"unquoted {text!r} reads as {flag} in YAML; write {flag} for a boolean or '{text}' for text"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if ":" in text:
+            return f"unquoted {text!r} reads as the base-60 number {value}; quote it ('{text}') for text"
+        if isinstance(value, int) and _LEADING_ZERO.fullmatch(text):
+            return f"unquoted {text!r} reads as the octal number {value}; quote it ('{text}') for text"
+    if isinstance(value, datetime.date):
+        return f"unquoted {text!r} reads as a YAML date, not text; quote it ('{text}')"
+    return None
 
 
 def _convert_collection(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:

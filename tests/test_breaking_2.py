@@ -397,3 +397,37 @@ async def test_a_refusal_is_what_the_model_said(monkeypatch: pytest.MonkeyPatch)
     with raw_server(json.dumps(body).encode()) as url:
         reply = await _respond(url, monkeypatch)
     assert reply.text == "I can't help with that."
+
+
+# --- YAML 1.1 values that do not mean what they look like -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("zip: 02134", "unquoted '02134' reads as the octal number 1116"),
+        ("departs: 12:30", "unquoted '12:30' reads as the base-60 number 750"),
+        ("country: NO", "unquoted 'NO' reads as false in YAML; write false for a boolean or 'NO' for text"),
+        ("seat_ok: yes", "unquoted 'yes' reads as true"),
+        ("flight_date: 2026-01-05", "unquoted '2026-01-05' reads as a YAML date, not text"),
+    ],
+)
+def test_yaml_11_surprises_are_problems(line: str, message: str) -> None:
+    from engine.yamlload import parse_yaml
+
+    # before: reference_answer {zip: 02134} held 1116 and {departs: 12:30} held 750, silently:
+    # an agent sending "02134" or "12:30" could never match
+    doc = parse_yaml(f"reference_answer:\n  - {{{line}}}\n", "s.yaml")
+    (problem,) = doc.problems
+    assert (problem.line, problem.json_path.split("[0].")[0]) == (2, "$.reference_answer")
+    assert message in problem.message
+
+
+def test_plain_yaml_values_stay_quiet() -> None:
+    from engine.yamlload import parse_yaml
+
+    text = "a: '02134'\nb: \"12:30\"\nc: true\nd: False\ne: 0\nf: -2.5\ng: 1e3\n"
+    text += "h: '2026-01-05'\ni: 08\nj: |\n  yes\n"
+    doc = parse_yaml(text, "s.yaml")
+    assert doc.problems == ()
+    assert doc.data["a"] == "02134" and doc.data["c"] is True and doc.data["e"] == 0
