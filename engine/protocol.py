@@ -73,9 +73,15 @@ MAX_MESSAGE_CHARS = 2000
 """Longest message text from or about a side that the engine keeps (results, progress lines)."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+
+
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, noting the full length: a side's 5 MB error message
-    (or a schema error quoting a 16 MiB value) must not flood the results and the terminal."""
+    """``text`` on one line (runs of control characters — newlines of an HTML error page, ANSI
+    escapes — become one space) cut to ``limit`` characters, noting the full length: a side's 5 MB
+    error message (or a schema error quoting a 16 MiB value) must not flood the results and the
+    terminal, and a progress or summary line must stay one line."""
+    text = _CONTROL.sub(" ", text)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 

@@ -431,3 +431,26 @@ def test_plain_yaml_values_stay_quiet() -> None:
     doc = parse_yaml(text, "s.yaml")
     assert doc.problems == ()
     assert doc.data["a"] == "02134" and doc.data["c"] is True and doc.data["e"] == 0
+
+
+# --- a side's error message stays one line -------------------------------------------------------------
+
+
+async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
+    data_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.backends.replay import ReplayFactory
+    from engine.specs import load_domain
+    from tests.conftest import SPEC_DIR
+    from tests.runtime_helpers import session_between
+
+    monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
+    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__3_1_5")
+    body = {"error": {"message": "upstream failed:\r\n  Traceback (most recent call last)\n\x1b[31mboom"}}
+    with ScriptedOpenAI([Step(body, status=400)]) as server:
+        factory = OpenAIFactory("m", base_url=server.base_url, api_key_env="EVALCTL_TEST_KEY", max_retries=0)
+        result = await session_between(scenario, factory, ReplayFactory({scenario.name: scenario}))
+    # before: the message's newlines and ANSI escape went into the progress line and all_summary.txt
+    error = result.error or ""
+    assert "HTTP 400" in error and "upstream failed:   Traceback (most recent call last) [31mboom" in error
+    assert not any(ch in error for ch in "\r\n\x1b")

@@ -115,4 +115,4 @@ def _closed(err: ConnectionClosed) -> str:
     frame = err.rcvd or err.sent
     if frame is None:
         return "connection lost without a close frame"
-    return f"close code {frame.code}" + (f" ({frame.reason})" if frame.reason else "")
+    return f"close code {frame.code}" + (f" ({clip(frame.reason)})" if frame.reason else "")
