@@ -454,3 +454,20 @@ async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
     error = result.error or ""
     assert "HTTP 400" in error and "upstream failed:   Traceback (most recent call last) [31mboom" in error
     assert not any(ch in error for ch in "\r\n\x1b")
+
+
+async def test_judge_error_is_one_line(data_root: Path) -> None:
+    from engine.results import ScoringOptions
+    from engine.scoring.judge import run_judge
+    from tests.mock_domain.eva_fixtures import eva_scenario, session
+
+    sc = eva_scenario(data_root, "1.1.2")
+    body = {"error": {"message": "bad request:\n  field 'messages'\n" + "x" * 5000}}
+    with ScriptedOpenAI([Step(body, status=400)]) as server:
+        options = ScoringOptions(
+            judge_model="j", judge_base_url=server.base_url, judge_retries=0, judge_retry_delay_s=0
+        )
+        out = await run_judge(sc, session(sc, None), options)
+    # before: the server's newlines (and all 5000 chars) went into all_summary's 'first:' line
+    assert out.score is None and "bad request:   field 'messages'" in (out.error or "")
+    assert "\n" not in (out.error or "") and len(out.error or "") < 2100

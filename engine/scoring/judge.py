@@ -26,6 +26,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from engine.backends import token_count
 from engine.model import TEMPLATE_DIR, Scenario, SessionResult
+from engine.protocol import clip
 from engine.render import BoundedSandbox
 
 if TYPE_CHECKING:
@@ -211,7 +212,7 @@ async def run_judge(scenario: Scenario, result: SessionResult, options: ScoringO
                 outcome.raw_response = reply.choices[0].message.content if reply.choices else None
                 score, reason, verdicts = parse_judge_reply(outcome.raw_response or "", len(claims))
             except Exception as exc:  # transport, HTTP status, bad reply: retry, then record
-                outcome.error = f"{type(exc).__name__}: {exc}"
+                outcome.error = clip(f"{type(exc).__name__}: {exc}")  # one line, bounded
                 if attempt <= options.judge_retries:
                     await asyncio.sleep(options.judge_retry_delay_s * attempt)
                 continue
