@@ -471,3 +471,18 @@ async def test_judge_error_is_one_line(data_root: Path) -> None:
     # before: the server's newlines (and all 5000 chars) went into all_summary's 'first:' line
     assert out.score is None and "bad request:   field 'messages'" in (out.error or "")
     assert "\n" not in (out.error or "") and len(out.error or "") < 2100
+
+
+def test_refund_total_is_in_cents_not_a_float_sum() -> None:
+    from engine.scoring.predicates import evaluate_db_state_assertion
+
+    refunds = {
+        "R1": {"confirmation_number": "ABC123", "refund_amount": 10.1},
+        "R2": {"confirmation_number": "ABC123", "refund_amount": 20.2},
+        "R3": {"confirmation_number": "ZZZ999", "refund_amount": 5},
+    }
+    args = {"confirmation_number": "abc123"}
+    assertion = {"func_name": "refund_total", "arguments": args, "assert_value": 30.3}
+    # before: 10.1 + 20.2 = 30.299999999999997 failed the assertion
+    verdict = evaluate_db_state_assertion("eva_airline", assertion, {"refunds": refunds})
+    assert (verdict["actual"], verdict["passed"]) == (30.3, True)

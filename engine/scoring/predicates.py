@@ -34,15 +34,12 @@ def eva_active_journeys(db: Mapping[str, Any], confirmation_number: str) -> list
 
 
 def eva_refund_total(db: Mapping[str, Any], confirmation_number: str) -> float:
-    """eva_airline: sum of ``refund_amount`` over ``refunds`` for that reservation (dollars)."""
+    """eva_airline: sum of ``refund_amount`` over ``refunds`` for that reservation (dollars,
+    rounded to cents: 10.10 + 20.20 is 30.3, not the float sum 30.299999999999997)."""
     conf = str(confirmation_number).upper()
-    return float(
-        sum(
-            r.get("refund_amount", 0)
-            for r in db.get("refunds", {}).values()
-            if r.get("confirmation_number") == conf
-        )
-    )
+    refunds = db.get("refunds", {}).values()
+    total = sum(r.get("refund_amount", 0) for r in refunds if r.get("confirmation_number") == conf)
+    return round(float(total), 2)
 
 
 def eva_session_authenticated(db: Mapping[str, Any], confirmation_number: str) -> bool:
