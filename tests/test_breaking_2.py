@@ -297,8 +297,7 @@ async def test_two_silent_sides_end_the_session_after_empty_turns(data_root: Pat
     # before: the sides traded empty turns (each a model request) until max_duration (900 s in eva)
     assert result.stop_reason == "timeout"
     assert result.error == "10 turns in a row with nothing said and no tool call"
-    assert len(agents[0].seen) + len(users[0].seen) == 10
-    assert result.duration_s < 3
+    assert len(agents[0].seen) + len(users[0].seen) == 10  # 10 model requests, not 900 s of them
 
 
 def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
@@ -355,16 +354,12 @@ def test_report_prints_server_text_and_paths_verbatim(
 
 @pytest.mark.parametrize("reply", ["{" * 200_000, '{"a":' * 20_000], ids=["braces", "deep"])
 def test_pathological_judge_reply_fails_fast_with_a_value_error(reply: str) -> None:
-    import time
-
     from engine.scoring.judge import parse_judge_reply
 
     # before: 200k '{' took ~10 s (a failed decode per brace, each scanning the text); a deep
-    # object raised RecursionError instead of the judge's ValueError
-    t0 = time.perf_counter()
+    # object raised RecursionError instead of the judge's ValueError. The time is in `make bench`.
     with pytest.raises(ValueError, match="judge reply"):
         parse_judge_reply(reply, 0)
-    assert time.perf_counter() - t0 < 1.0
 
 
 # --- a predicate on a side that has no DB ---------------------------------------------------------------

@@ -8,6 +8,7 @@ Sessions are built from the real eva data: each final DB is the expected DB with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import tempfile
 import time
@@ -67,6 +68,18 @@ def run() -> None:
         f"diff {len(diffs)} failures (DeepDiff + text): {t3 - t2:.3f} s "
         f"({1000 * (t3 - t2) / max(len(diffs), 1):.1f} ms each, {len(text.splitlines())} lines)"
     )
+    _bench_pathological_judge_replies()
+
+
+def _bench_pathological_judge_replies() -> None:
+    """A hostile judge reply must fail fast (it once took ~10 s for 200k '{')."""
+    from engine.scoring.judge import parse_judge_reply
+
+    for label, reply in (("200k '{'", "{" * 200_000), ("object nested 20k deep", '{"a":' * 20_000)):
+        t0 = time.perf_counter()
+        with contextlib.suppress(ValueError):
+            parse_judge_reply(reply, 0)
+        print(f"judge reply parse, {label}: {1000 * (time.perf_counter() - t0):.1f} ms (target < 1000 ms)")
 
 
 if __name__ == "__main__":
