@@ -68,10 +68,10 @@ def group() -> None:
 
 @group.command("list")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {name, eva_id, description}.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {name, id (eva_id for eva specs), description}.")
 @data_root_option
 def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> None:
-    """List the scenarios of SPEC_DIR: one line each, name first, then eva_id and description.
+    """List the scenarios of SPEC_DIR: one line each, name first, then record id and description.
 
     The specs are fully loaded and checked first, so a broken spec fails here too.
 
@@ -80,9 +80,10 @@ def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> None:
       evalctl list specs/eva_airline
       evalctl list specs/eva_airline --json
     """
+    from engine.domains.registry import plugins
     from engine.specs import list_scenarios
 
-    click.echo(list_scenarios(spec_dir, data_root, as_json=as_json))
+    click.echo(list_scenarios(spec_dir, data_root, as_json=as_json, plugins=plugins()))
 
 
 @group.command("validate")
@@ -100,9 +101,10 @@ def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
       evalctl validate specs/eva_airline
       evalctl validate specs/eva_airline --no-replay --data-root ~/eva-data
     """
-    from engine.validation import validate_specs
+    from engine.domains.registry import plugins
+    from engine.validate import validate_specs
 
-    report = validate_specs(spec_dir, data_root, replay=not no_replay)
+    report = validate_specs(spec_dir, data_root, replay=not no_replay, plugins=plugins())
     for line in report.lines():
         click.echo(line)
     return 0 if report.ok else 1
@@ -130,9 +132,12 @@ def render_cmd(spec_dir: str, scenario_name: str, side: str, data_root: str | No
       evalctl render specs/eva_airline --scenario eva_airline__voluntary_date_change
       evalctl render specs/eva_airline -s eva_airline__3_1_5 --side tools
     """
+    from engine.domains.registry import plugins
     from engine.render import render_side
+    from engine.specs import load_domain
 
-    click.echo(render_side(spec_dir, scenario_name, side, data_root), nl=False)
+    scenario = load_domain(spec_dir, data_root, plugins=plugins()).scenario(scenario_name)
+    click.echo(render_side(scenario, side), nl=False)
 
 
 def _csv(value: str | None) -> tuple[str, ...]:
@@ -280,6 +285,7 @@ def run_cmd(
     """
     from pathlib import Path
 
+    from engine.domains.registry import plugins
     from engine.errors import UsageError
     from engine.report import print_run_outcome
     from engine.results import ScoringOptions
@@ -290,6 +296,7 @@ def run_cmd(
     opts = RunOptions(
         spec_dir=Path(spec_dir),
         data_root=Path(data_root) if data_root else None,
+        plugins=plugins(),
         scenarios=_csv(scenarios),
         domain_prefix=domain_prefix,
         agent=agent,
@@ -355,6 +362,7 @@ def serve_cmd(
     import contextlib
     from pathlib import Path
 
+    from engine.domains.registry import plugins
     from engine.sides.standalone import serve_side
 
     def ready(uri: str) -> None:
@@ -369,6 +377,7 @@ def serve_cmd(
                 port=port,
                 spec_dir=Path(spec_dir) if spec_dir else None,
                 data_root=Path(data_root) if data_root else None,
+                plugins=plugins(),
                 base_url=base_url,
                 api_key_env=api_key_env,
                 request_timeout_s=request_timeout,

@@ -7,6 +7,7 @@ A template error is raised as SpecError naming the template file, its line and t
 
 from __future__ import annotations
 
+import json
 import traceback
 from functools import cache
 from pathlib import Path
@@ -287,16 +288,9 @@ def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
     return problems, rendered
 
 
-def render_side(
-    spec_dir: str | Path, scenario_name: str, side: str, data_root: str | Path | None = None
-) -> str:
-    """What ``evalctl render`` prints: the agent or user prompt, or (side ``tools``) the tool
-    schemas as pretty-printed JSON. Raises UsageError for an unknown scenario, SpecError for bad specs."""
-    import json
-
-    from engine.specs import load_domain
-
-    scenario = load_domain(spec_dir, data_root).scenario(scenario_name)
+def render_side(scenario: Scenario, side: str) -> str:
+    """What ``evalctl render`` prints for one scenario: the agent or user prompt, or (side
+    ``tools``) the tool schemas as pretty-printed JSON. Raises SpecError for a template error."""
     if side == "tools":
         return json.dumps(tool_schemas(scenario), indent=2, ensure_ascii=False) + "\n"
     text = render(scenario, side)

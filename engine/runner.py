@@ -25,6 +25,7 @@ from engine import render, results
 from engine.backends import BackendFactory, BackendSpec, make_factory, parse_backend_spec
 from engine.errors import EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
+from engine.plugin import Plugins
 from engine.progress import Progress
 from engine.protocol import end_call_schema
 from engine.rundir import check_run_dir, fresh_default_dir, open_run_dir, recorded_selection, select_scenarios
@@ -43,6 +44,7 @@ class RunOptions:
 
     spec_dir: Path
     data_root: Path | None = None
+    plugins: Plugins = field(default_factory=dict)
     scenarios: tuple[str, ...] = ()
     domain_prefix: str | None = None
     agent: str = "replay"
@@ -134,7 +136,7 @@ def session_setup(scenario: Scenario) -> SessionSetup:
         agent_prompt=render.render_agent_prompt(scenario),
         user_prompt=render.render_user_prompt(scenario),
         agent_tools=render.tool_schemas(scenario),
-        user_tools=[end_call_schema()],
+        user_tools=[end_call_schema(), *(scenario.user_tools.openai_schemas() if scenario.user_tools else [])],
     )
 
 
@@ -149,7 +151,7 @@ async def run(opts: RunOptions) -> RunReport:
     if opts.trials < 1:
         raise UsageError("--trials must be at least 1")
     agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
-    loaded = load_domain(opts.spec_dir, opts.data_root)
+    loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
     chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
     if opts.resume is not None and not opts.resume.is_dir():
         raise UsageError(f"--resume: no run directory at {opts.resume}")

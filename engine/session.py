@@ -1,9 +1,10 @@
 """One conversation between a user side and an agent side, refereed by the engine.
 
 The engine connects to both sides, starts the session, and hands the turn back and forth
-(the user opens when the domain says so). Every tool call of the agent runs here, against the
-scenario's own DB through :class:`engine.tools.runtime.ToolRuntime`; the user side has one tool,
-``end_call``, also run here. Stop reasons:
+(the user opens when the scenario says so). Every tool call runs here: the agent's against the
+scenario's DB, the user's (dual-side domains: device tools) against the user-side DB, each through
+its own :class:`engine.tools.runtime.ToolRuntime`; the domain's sync step runs after every
+successful call of either side. The user side also has ``end_call``. Stop reasons:
 
 - ``exit`` / ``transfer``: a tool ended the call (end_conversation, transfer_to_agent);
 - ``user_hangup``: the user ended the call and the agent, given one closing turn, did not;
@@ -70,6 +71,16 @@ class _Session:
         self.trial = trial
         self.t0 = time.perf_counter()
         self.runtime = ToolRuntime(scenario.tools, scenario.fresh_db())
+        self.user_runtime: ToolRuntime | None = None
+        user_db = scenario.fresh_user_db()
+        if scenario.user_tools is not None and user_db is not None:
+            self.user_runtime = ToolRuntime(scenario.user_tools, user_db)
+        plugin = scenario.domain.plugin
+        if plugin is not None and plugin.sync is not None and user_db is not None:
+            sync, agent_db = plugin.sync, self.runtime.db
+            self.runtime.after_call = lambda: sync(agent_db, user_db)
+            if self.user_runtime is not None:
+                self.user_runtime.after_call = self.runtime.after_call
         self.result = SessionResult(
             scenario_name=scenario.name,
             trial=trial,
@@ -111,7 +122,8 @@ class _Session:
             "name": s.name,
             "domain": s.domain.name,
             "description": s.description,
-            "eva_id": s.eva_id,
+            "record_id": s.record_id,
+            "eva_id": s.record_id,
             "language": s.domain.language,
             "current_date": s.current_date,
             "trial": self.trial,
@@ -144,8 +156,8 @@ class _Session:
 
     async def converse(self) -> str:
         """Alternate turns until the call ends; returns the stop reason."""
-        speaker = "user" if self.scenario.domain.user_speaks_first else "agent"
-        utterance: str | None = None
+        speaker = "user" if self.scenario.user_speaks_first else "agent"
+        utterance: str | None = None if speaker == "user" else self.scenario.kickoff
         while True:
             if (
                 speaker == "agent"
@@ -208,6 +220,11 @@ class _Session:
         elif link.role == "user":
             if name == END_CALL_TOOL:
                 result, ended = {"status": "success", "message": "Call ended."}, "user_hangup"
+            elif self.user_runtime is not None:
+                result = self.user_runtime.call(name, arguments).result
+                self.result.tool_calls.append(
+                    {"name": name, "arguments": arguments, "result": result, "turn": turn, "side": "user"}
+                )
             else:
                 result = {
                     "status": "error",
@@ -288,6 +305,7 @@ async def run_session(
     result.stop_reason = stop  # type: ignore[assignment]
     result.error = error
     result.final_db = session.runtime.db
+    result.user_db = session.user_runtime.db if session.user_runtime is not None else None
     result.actions = list(session.runtime.actions)
     result.duration_s = time.perf_counter() - session.t0
     result.engine_time_s = session.engine_time_s + sum(link.engine_time_s for link in session.links.values())

@@ -18,8 +18,19 @@ from engine.scoring.composite import normalize_verdict
 from engine.scoring.passk import pass_hat_k_table
 
 BOOLEAN_SIGNALS = ("is_action_match", "db_state_match", "judge_passed", "clean_exit")
-DIAGNOSTICS = ("authenticated",)
-SIGNAL_ORDER = (*SIGNALS, *DIAGNOSTICS)
+
+
+def _diagnostics(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """Names of the domain diagnostics the rows hold (breakdown names that are not signals), in
+    first-seen order."""
+    seen: dict[str, None] = {}
+    for m in rows:
+        breakdown = m.get("success_breakdown") or {}
+        for group in ("passed", "failed", "not_applicable", "excluded"):
+            for name in breakdown.get(group) or []:
+                if name not in SIGNALS:
+                    seen.setdefault(name)
+    return tuple(seen)
 
 
 def _rate(passed: int, total: int) -> float | None:
@@ -42,7 +53,8 @@ def _signal_rates(rows: Sequence[Mapping[str, Any]], unit: str) -> dict[str, dic
     live = [m for m in rows if not m.get("stalled")]
     gating = {s for m in rows for s in m.get("success_signals", [])}
     out: dict[str, dict[str, Any]] = {}
-    for name in SIGNAL_ORDER:
+    diagnostics = _diagnostics(rows)
+    for name in (*SIGNALS, *diagnostics):
         if name == "db_state_assertion":
             verdicts = [v for m in live for v in m.get("db_state_assertion_verdicts") or []]
             passed, total, this_unit = (
@@ -62,7 +74,7 @@ def _signal_rates(rows: Sequence[Mapping[str, Any]], unit: str) -> dict[str, dic
             passed, total, this_unit = t["passed"], t["total"], unit
         role = (
             "diagnostic"
-            if name in DIAGNOSTICS and name not in gating
+            if name in diagnostics and name not in gating
             else ("gating" if name in gating else "informational")
         )
         out[name] = {

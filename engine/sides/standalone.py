@@ -9,7 +9,9 @@ from pathlib import Path
 
 from engine.backends import make_factory, parse_backend_spec
 from engine.errors import UsageError
+from engine.plugin import Plugins
 from engine.sides.server import server_uri, start_side_server
+from engine.specs import load_domain
 
 
 async def serve_side(
@@ -20,6 +22,7 @@ async def serve_side(
     port: int = 8765,
     spec_dir: Path | None = None,
     data_root: Path | None = None,
+    plugins: Plugins | None = None,
     base_url: str | None = None,
     api_key_env: str = "OPENAI_API_KEY",
     request_timeout_s: float = 60.0,
@@ -40,9 +43,7 @@ async def serve_side(
     if spec.kind == "replay":
         if spec_dir is None:
             raise UsageError("serve --backend replay needs --spec-dir (the scenarios whose gold it plays)")
-        from engine.specs import load_domain
-
-        scenarios = {s.name: s for s in load_domain(spec_dir, data_root).scenarios}
+        scenarios = {s.name: s for s in load_domain(spec_dir, data_root, plugins=plugins or {}).scenarios}
     factory = make_factory(
         spec,
         scenarios=scenarios,
