@@ -280,8 +280,8 @@ def test_pass_hat_k_leaves_out_trials_without_a_verdict() -> None:
 
 
 async def test_two_silent_sides_end_the_session_after_empty_turns(data_root: Path) -> None:
+    from engine.domains.registry import load_domain
     from engine.session import SessionLimits
-    from engine.specs import load_domain
     from tests.conftest import SPEC_DIR
     from tests.runtime_helpers import scripted_factory, session_between
 
@@ -368,8 +368,8 @@ def test_pathological_judge_reply_fails_fast_with_a_value_error(reply: str) -> N
 def test_predicate_on_the_user_side_is_a_spec_problem(tmp_path: Path) -> None:
     import shutil
 
+    from engine.domains.registry import load_domain
     from engine.errors import SpecError
-    from engine.specs import load_domain
 
     mock = Path(__file__).parent / "mock_domain"
     spec = tmp_path / "spec"
@@ -435,7 +435,7 @@ async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
     data_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from engine.backends.replay import ReplayFactory
-    from engine.specs import load_domain
+    from engine.domains.registry import load_domain
     from tests.conftest import SPEC_DIR
     from tests.runtime_helpers import session_between
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import websockets
 
-from engine.runner import RunOptions, run
-from engine.specs import load_domain
+from engine.domains.registry import load_domain
+from engine.runner import run
 from tests.conftest import REPO, SPEC_DIR
-from tests.runtime_helpers import session_between
+from tests.runtime_helpers import run_options, session_between
 
 GOOD = ("eva_airline__3_1_5", "eva_airline__5_2_5")  # the second ends by transfer_to_agent
 BEHAVIOUR = {
@@ -110,7 +110,7 @@ async def test_external_agent_and_misbehaving_sides(tmp_path: Path, data_root: P
     agent = ExternalAgent(scripts)
     async with websockets.serve(agent.handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
-        opts = RunOptions(
+        opts = run_options(
             SPEC_DIR,
             data_root,
             scenarios=(*GOOD, *BEHAVIOUR),
@@ -178,12 +178,12 @@ async def test_external_user_side_and_a_side_of_the_wrong_role(tmp_path: Path, d
     factory = ReplayFactory({s.name: s for s in loaded.scenarios})
     async with builtin_side(factory, role="user") as user_uri:
         ok = await run(
-            RunOptions(
+            run_options(
                 SPEC_DIR, data_root, scenarios=GOOD, user=user_uri, output_dir=tmp_path / "a", quiet=True
             )
         )
         wrong = await run(
-            RunOptions(
+            run_options(
                 SPEC_DIR, data_root, scenarios=GOOD[:1], agent=user_uri, output_dir=tmp_path / "b", quiet=True
             )
         )

@@ -11,11 +11,12 @@ import pytest
 
 from engine.backends.openai_chat import OpenAIFactory
 from engine.backends.replay import ReplayFactory
+from engine.domains.registry import load_domain
 from engine.errors import UsageError
-from engine.runner import RunOptions, run
-from engine.specs import LoadedDomain, load_domain
+from engine.runner import run
+from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
-from tests.runtime_helpers import ScriptedOpenAI, Step, completion, session_between
+from tests.runtime_helpers import ScriptedOpenAI, Step, completion, run_options, session_between
 
 SCENARIO = "eva_airline__3_1_5"
 
@@ -149,7 +150,7 @@ def test_api_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 async def test_run_with_openai_agent_end_to_end(tmp_path: Path, data_root: Path) -> None:
     steps = [Step(completion("Goodbye.", [("c1", "end_conversation", "{}")]))]
     with ScriptedOpenAI(steps) as server:
-        opts = RunOptions(
+        opts = run_options(
             SPEC_DIR,
             data_root,
             scenarios=(SCENARIO, "eva_airline__5_2_5"),

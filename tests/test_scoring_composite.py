@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.gold import GoldTrace, events_trace
 from engine.scoring.composite import compute_composite, normalize_verdict, stalled_threshold
 
 ALL_NA = {
@@ -90,8 +91,8 @@ def test_normalize_verdict_rejects_garbage():
         normalize_verdict("yes")
 
 
-def _trace(*kinds: str) -> list[dict]:
-    return [{"event_type": k} for k in kinds]
+def _trace(*kinds: str) -> GoldTrace:
+    return events_trace([{"event_type": k, "tool_name": "t"} for k in kinds])
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,11 @@ import pytest
 from engine.backends import SessionInfo
 from engine.backends.replay import ReplayFactory, split_trace
 from engine.dbhash import db_hash
-from engine.runner import RunOptions, run
-from engine.specs import LoadedDomain, load_domain
+from engine.domains.registry import load_domain
+from engine.runner import run
+from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
+from tests.runtime_helpers import run_options
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +35,7 @@ async def test_replay_run_all_50_clean_on_expected_hash_at_both_concurrencies(
     hashes: dict[int, dict[str, str]] = {}
     calls: dict[int, dict[str, list]] = {}
     for concurrency in (8, 1):
-        opts = RunOptions(
+        opts = run_options(
             SPEC_DIR,
             data_root,
             output_dir=tmp_path / f"c{concurrency}",
@@ -68,7 +70,7 @@ async def test_replay_run_all_50_clean_on_expected_hash_at_both_concurrencies(
 
 
 async def test_replay_turn_counts_and_usage_follow_the_gold(tmp_path: Path, data_root: Path) -> None:
-    opts = RunOptions(
+    opts = run_options(
         SPEC_DIR, data_root, scenarios=("eva_airline__7_1_1",), output_dir=tmp_path, progress=False
     )
     [(result, _)] = (await run(opts)).outcomes

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine.domains.registry import load_domain
 from engine.errors import DataRootError, SpecError, UsageError
-from engine.specs import LoadedDomain, load_domain
+from engine.specs import LoadedDomain
 from engine.yamlload import YamlSyntaxError, format_json_path, parse_yaml
 from tests.conftest import SPEC_DIR
 
@@ -258,8 +259,9 @@ def test_validation_report_lines() -> None:
 
 
 def test_validate_specs_real(data_root: Path) -> None:
-    from engine.validation import validate_specs
+    from engine.domains.registry import plugins
+    from engine.validate import validate_specs
 
-    report = validate_specs(SPEC_DIR, data_root, replay=True)
+    report = validate_specs(SPEC_DIR, data_root, replay=True, plugins=plugins())
     assert report.ok and report.scenarios == 50 and report.prompts == 100
     assert len(report.replay) == 50 and report.summary().endswith("gold replay 50/50")

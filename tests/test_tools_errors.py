@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from engine.dbhash import db_hash
+from engine.domains.registry import load_domain
 from engine.model import Scenario
-from engine.specs import load_domain
 from engine.tools.runtime import ToolRuntime
 from tests.conftest import SPEC_DIR
 

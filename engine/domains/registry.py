@@ -8,9 +8,12 @@ over installed ones. Only the command layer imports this module.
 from __future__ import annotations
 
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from engine.domains import eva_airline, mock
+from engine import specs
 from engine.plugin import DomainPlugin, Plugins
+from engine.specs import LoadedDomain
 
 #: The built-in plugins by name (a domain spec's ``plugin:``, default its ``name``).
 BUILTIN: dict[str, DomainPlugin] = {
@@ -39,3 +42,8 @@ def installed() -> dict[str, DomainPlugin]:
 def plugins() -> Plugins:
     """Every plugin: installed ones, then the built-in ones (which win on a name clash)."""
     return {**installed(), **BUILTIN}
+
+
+def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> LoadedDomain:
+    """:func:`engine.specs.load_domain` with every registered plugin (for scripts and tests)."""
+    return specs.load_domain(spec_dir, data_root, plugins=plugins())
