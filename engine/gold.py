@@ -106,12 +106,21 @@ def events_trace(raw: Any, record: Mapping[str, Any] | None = None, language: st
         elif kind == "tool_call":
             params = event.get("params") or {}
             steps.append(
-                GoldStep("tool_call", tool=str(event.get("tool_name")), arguments=params if isinstance(params, Mapping) else {})
+                GoldStep(
+                    "tool_call",
+                    tool=str(event.get("tool_name")),
+                    arguments=params if isinstance(params, Mapping) else {},
+                )
             )
         elif kind == "tool_response" and steps and steps[-1].kind == "tool_call" and steps[-1].result is None:
             last = steps[-1]
-            steps[-1] = GoldStep("tool_call", tool=last.tool, arguments=last.arguments, side=last.side,
-                                 result=event.get("response"))
+            steps[-1] = GoldStep(
+                "tool_call",
+                tool=last.tool,
+                arguments=last.arguments,
+                side=last.side,
+                result=event.get("response"),
+            )
     return GoldTrace(tuple(steps), "events")
 
 

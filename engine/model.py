@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.tools.writeset import session_view
+from engine.tools.writeset import json_copy, session_view
 
 if TYPE_CHECKING:
     from engine.gold import GoldTrace
@@ -222,11 +222,16 @@ class Scenario:
         return self.domain.user_tools
 
     def fresh_db(self) -> dict[str, Any]:
-        """A session's own view of the initial DB (:func:`engine.tools.writeset.session_view`:
-        records shared until a declared write copies them)."""
+        """A deep copy of the initial DB, free to mutate in any way (tests, scripts)."""
+        return json_copy(self.initial_db)
+
+    def session_db(self) -> dict[str, Any]:
+        """A session's own view of the initial DB (:func:`engine.tools.writeset.session_view`):
+        records are shared with the initial DB until a tool's declared write copies them, so only
+        a :class:`engine.tools.runtime.ToolRuntime` may change it."""
         return session_view(self.initial_db)
 
-    def fresh_user_db(self) -> dict[str, Any] | None:
+    def session_user_db(self) -> dict[str, Any] | None:
         """A session's own view of the user-side DB, or None when the domain has none."""
         return None if self.user_initial_db is None else session_view(self.user_initial_db)
 

@@ -86,10 +86,8 @@ def replay_trace(
     run = ReplayRun(db=runtime.db, user_db=user_runtime.db if user_runtime else None, actions=runtime.actions)
     for step in trace.tool_calls():
         side = user_runtime if step.side == "user" and user_runtime is not None else runtime
-        if audit:
-            outcome = _audited_call(side, step, run)
-        else:
-            outcome = side.call(step.tool, dict(step.arguments))
+        args = dict(step.arguments)
+        outcome = _audited_call(side, step, run) if audit else side.call(step.tool, args)
         run.outcomes.append(outcome)
         run.responses.append((step, outcome.result))
     if sync is not None and user_runtime is not None:

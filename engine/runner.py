@@ -136,7 +136,10 @@ def session_setup(scenario: Scenario) -> SessionSetup:
         agent_prompt=render.render_agent_prompt(scenario),
         user_prompt=render.render_user_prompt(scenario),
         agent_tools=render.tool_schemas(scenario),
-        user_tools=[end_call_schema(), *(scenario.user_tools.openai_schemas() if scenario.user_tools else [])],
+        user_tools=[
+            end_call_schema(),
+            *(scenario.user_tools.openai_schemas() if scenario.user_tools else []),
+        ],
     )
 
 

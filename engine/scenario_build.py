@@ -83,7 +83,9 @@ def _user(ctx: BuildContext, record: Any, override: dict[str, Any], subject: str
     )
 
 
-def _gold(ctx: BuildContext, doc: YamlDoc, records: dict[str, Any], eva_id: str, name: str) -> GoldTrace | None:
+def _gold(
+    ctx: BuildContext, doc: YamlDoc, records: dict[str, Any], eva_id: str, name: str
+) -> GoldTrace | None:
     """The scenario's gold trace read by the adapter of ``gold_trace.format``; problems collected."""
     domain, dspec = ctx.domain, ctx.ddoc.data
     gspec = dspec["gold_trace"]
@@ -121,7 +123,9 @@ def _gold(ctx: BuildContext, doc: YamlDoc, records: dict[str, Any], eva_id: str,
             ctx.problems.append(problem_at(ctx.ddoc, ("language",), str(err)))
     except (KeyError, TypeError) as err:
         ctx.problems.append(
-            problem_at(doc, _id_key(doc), f"gold trace of record {eva_id!r} is not in format {fmt!r}: {err}", name)
+            problem_at(
+                doc, _id_key(doc), f"gold trace of record {eva_id!r} is not in format {fmt!r}: {err}", name
+            )
         )
     return None
 
@@ -169,7 +173,8 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
                 problem_at(
                     doc,
                     ("tools", i),
-                    f"tool {tool!r} is not in the domain's tool table{did_you_mean(tool, domain.tools.names)}",
+                    f"tool {tool!r} is not in the domain's tool table"
+                    f"{did_you_mean(tool, domain.tools.names)}",
                     name,
                 )
             )
@@ -210,7 +215,9 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     trace = _gold(ctx, doc, records, eva_id, name) if "gold_trace" in dspec else None
     if dspec.get("expected_db", {}).get("from") == "gold_replay" and "initial_db" in values:
         if trace is None:
-            ctx.problems.append(problem_at(doc, id_key, "expected_db from gold_replay needs a gold trace", name))
+            ctx.problems.append(
+                problem_at(doc, id_key, "expected_db from gold_replay needs a gold trace", name)
+            )
         else:
             values["expected_db"] = replay_trace(domain.tools, values["initial_db"], trace).db
     fields: dict[str, Any] = {}

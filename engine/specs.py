@@ -101,7 +101,12 @@ def _policy(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> tuple[str
 
 
 def _tool_table(
-    spec_dir: Path, ddoc: YamlDoc, key: str, data: DataFiles, plugin: DomainPlugin | None, problems: list[Problem]
+    spec_dir: Path,
+    ddoc: YamlDoc,
+    key: str,
+    data: DataFiles,
+    plugin: DomainPlugin | None,
+    problems: list[Problem],
 ) -> ToolTable | None:
     """Load and build the tool table named by the domain's ``key`` (tool_table / user_tool_table)."""
     path = spec_dir / ddoc.data[key]
@@ -126,7 +131,9 @@ def _tool_table(
             problems.append(problem_at(doc, (source_key,), read_error(rel, data.root, err)))
             return None
         except KeyError:
-            problems.append(problem_at(doc, (source_key, "pointer"), f"{rel} has nothing at {ref.get('pointer')}"))
+            problems.append(
+                problem_at(doc, (source_key, "pointer"), f"{rel} has nothing at {ref.get('pointer')}")
+            )
             return None
         if source_key == "tool_descriptions_from" and not isinstance(upstream, dict):
             problems.append(
@@ -187,7 +194,9 @@ def _build_domain(
         user_tools = _tool_table(spec_dir, doc, "user_tool_table", data, plugin, problems)
     if tools is not None and not any(t.ends_call for t in tools.tools):
         problems.append(
-            problem_at(doc, ("tool_table",), "no agent tool ends the call: give the hang-up tool 'ends_call: exit'")
+            problem_at(
+                doc, ("tool_table",), "no agent tool ends the call: give the hang-up tool 'ends_call: exit'"
+            )
         )
     rules = d.get("hash_rules", {})
     domain = Domain(
@@ -219,7 +228,9 @@ def _releases(ddoc: YamlDoc) -> set[str]:
     d, paths = ddoc.data, []
     paths.append(d["dataset"]["path"])
     paths.extend(
-        d[k]["file"] for k in ("initial_db", "expected_db", "current_date", "user_db") if "file" in d.get(k, {})
+        d[k]["file"]
+        for k in ("initial_db", "expected_db", "current_date", "user_db")
+        if "file" in d.get(k, {})
     )
     paths.append(d.get("gold_trace", {}).get("dataset", {}).get("path", ""))
     paths.append(d["policy"].get("file", ""))
@@ -294,8 +305,11 @@ def list_scenarios(
     loaded = load_domain(spec_dir, data_root, plugins=plugins)
     if as_json:
         rows = [
-            {"name": s.name, s.record_id_key if s.record_id_key == "eva_id" else "id": s.record_id,
-             "description": s.description}
+            {
+                "name": s.name,
+                s.record_id_key if s.record_id_key == "eva_id" else "id": s.record_id,
+                "description": s.description,
+            }
             for s in loaded.scenarios
         ]
         return json.dumps(rows, indent=2, ensure_ascii=False)

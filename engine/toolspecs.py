@@ -4,7 +4,8 @@ A tool may name an ``upstream`` tool id in the agent config given by ``tool_desc
 (eva 0.1.3 ``configs/agents/airline_agent.yaml``) or a function name in the OpenAI tool schemas
 given by ``tool_schemas_from`` (tau2's ``derived/tool_schemas.json``); its description and
 parameters (types, enums, required/optional) are then read from there at load time, so upstream
-prose is never pasted into our files. Upstream types map to JSON Schema: ``float`` -> ``number``; ``array`` keeps ``items``.
+prose is never pasted into our files. Upstream types map to JSON Schema: ``float`` -> ``number``;
+``array`` keeps ``items``.
 """
 
 from __future__ import annotations
@@ -86,7 +87,10 @@ def function_schemas(listing: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
             raise ValueError("every tool schema needs a function name")
         params = fn.get("parameters") or {"type": "object", "properties": {}, "required": []}
-        out[fn["name"]] = {"description": str(fn.get("description") or "").strip(), "parameters": dict(params)}
+        out[fn["name"]] = {
+            "description": str(fn.get("description") or "").strip(),
+            "parameters": dict(params),
+        }
     return out
 
 

@@ -247,9 +247,8 @@ def test_predicate_values_are_compared_as_json(
     from engine.artifacts import dumps_json
     from engine.scoring import predicates
 
-    monkeypatch.setitem(predicates.PREDICATES, ("mock", "odd"), lambda db: returned)
     verdict = predicates.evaluate_db_state_assertion(
-        "mock", {"func_name": "odd", "arguments": {}, "assert_value": assert_value}, {}
+        {"odd": lambda db: returned}, {"func_name": "odd", "arguments": {}, "assert_value": assert_value}, {}
     )
     assert verdict["passed"] is passed
     if error is None:
@@ -382,7 +381,7 @@ def test_predicate_on_the_user_side_is_a_spec_problem(tmp_path: Path) -> None:
         load_domain(spec, mock / "dataroot")
     (problem,) = info.value.problems
     assert problem.json_path == "$.db_state_assertions[credit_balance].side"
-    assert "no session has a user-side DB" in problem.message
+    assert "domain mock has no user-side DB" in problem.message
 
 
 async def test_a_refusal_is_what_the_model_said(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -479,5 +478,7 @@ def test_refund_total_is_in_cents_not_a_float_sum() -> None:
     args = {"confirmation_number": "abc123"}
     assertion = {"func_name": "refund_total", "arguments": args, "assert_value": 30.3}
     # before: 10.1 + 20.2 = 30.299999999999997 failed the assertion
-    verdict = evaluate_db_state_assertion("eva_airline", assertion, {"refunds": refunds})
+    from engine.domains.eva_airline.predicates import PREDICATES
+
+    verdict = evaluate_db_state_assertion(PREDICATES, assertion, {"refunds": refunds})
     assert (verdict["actual"], verdict["passed"]) == (30.3, True)

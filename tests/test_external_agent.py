@@ -12,6 +12,7 @@ from typing import Any
 import websockets
 
 from engine.domains.registry import load_domain
+from engine.gold import GoldStep
 from engine.runner import run
 from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import run_options, session_between
@@ -25,16 +26,16 @@ BEHAVIOUR = {
 }
 
 
-def turns_of(trace: list[dict[str, Any]]) -> list[tuple[list[tuple[str, dict]], str]]:
+def turns_of(trace: list[GoldStep]) -> list[tuple[list[tuple[str, dict]], str]]:
     """The agent's turns of a gold trace: (tool calls, line) after each user line."""
     turns: list[tuple[list[tuple[str, dict]], str]] = []
-    for event in trace:
-        if event["event_type"] == "user_utterance":
+    for step in trace:
+        if step.kind == "user":
             turns.append(([], ""))
-        elif event["event_type"] == "tool_call":
-            turns[-1][0].append((event["tool_name"], event["params"]))
-        elif event["event_type"] == "agent_utterance":
-            turns[-1] = (turns[-1][0], (turns[-1][1] + " " + event["utterance"]).strip())
+        elif step.kind == "tool_call":
+            turns[-1][0].append((step.tool, dict(step.arguments)))
+        elif step.kind == "agent":
+            turns[-1] = (turns[-1][0], (turns[-1][1] + " " + step.text).strip())
     return turns
 
 

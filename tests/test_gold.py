@@ -106,7 +106,9 @@ def test_events_adapter_pairs_responses_and_counts_agent_turns() -> None:
         ]
     )
     assert [s.kind for s in trace] == ["user", "tool_call", "agent", "user", "agent"]
-    assert trace.tool_calls()[0] == GoldStep("tool_call", tool="t", arguments={"a": 1}, result={"status": "success"})
+    assert trace.tool_calls()[0] == GoldStep(
+        "tool_call", tool="t", arguments={"a": 1}, result={"status": "success"}
+    )
     assert trace.agent_turns() == 2 and trace.lines("user") == ("hi", "bye")
     with pytest.raises(TypeError):
         events_trace({"event_type": "user_utterance"})
@@ -121,7 +123,9 @@ def test_actions_adapter_keeps_each_side() -> None:
         ]
     )
     assert [(s.tool, s.side) for s in trace] == [
-        ("get_user", "agent"), ("toggle_airplane_mode", "user"), ("transfer", "agent")
+        ("get_user", "agent"),
+        ("toggle_airplane_mode", "user"),
+        ("transfer", "agent"),
     ]
     assert trace.tool_calls("user")[0].tool == "toggle_airplane_mode" and trace.agent_turns() == 0
     with pytest.raises(ValueError, match="unknown requestor"):

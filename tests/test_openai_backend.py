@@ -47,9 +47,9 @@ def _tool_messages(body: dict) -> list[dict]:
 
 async def test_tool_calls_malformed_arguments_and_unknown_tool(loaded: LoadedDomain) -> None:
     scenario = loaded.scenario(SCENARIO)
-    first_call = next(e for e in scenario.gold_trace if e["event_type"] == "tool_call")
+    first_call = scenario.gold_trace.tool_calls()[0]
     steps = [
-        Step(completion(None, [("call_1", first_call["tool_name"], json.dumps(first_call["params"]))])),
+        Step(completion(None, [("call_1", first_call.tool, json.dumps(dict(first_call.arguments)))])),
         Step(completion(None, [("call_2", "get_reservation", '{"confirmation_number": ')])),
         Step(completion("Let me check.", [("call_3", "frobnicate_booking", "{}")])),
         Step(completion("I found your booking. Anything else?")),
@@ -83,7 +83,7 @@ async def test_tool_calls_malformed_arguments_and_unknown_tool(loaded: LoadedDom
 
 def scenario_user_line(loaded: LoadedDomain, index: int) -> str:
     lines = [
-        e["utterance"] for e in loaded.scenario(SCENARIO).gold_trace if e["event_type"] == "user_utterance"
+        line for line in loaded.scenario(SCENARIO).gold_trace.lines("user")
     ]
     return lines[index]
 

@@ -110,7 +110,9 @@ def test_responses_are_recorded_as_sent(domain: LoadedDomain) -> None:
         for call in scenario.gold_trace.tool_calls():
             at_call.append(json.loads(json.dumps(runtime.call(call.tool, dict(call.arguments)).result)))
     pairs = _response_pairs(domain)
-    assert len(pairs) == 242 and [normalize_db({"r": r}, rules)["r"] for r in at_call] == [p[2] for p in pairs]
+    assert len(pairs) == 242 and [normalize_db({"r": r}, rules)["r"] for r in at_call] == [
+        p[2] for p in pairs
+    ]
     same = [p for p in pairs if _lower_names(p[2], False) == _lower_names(p[3], False)]
     differ = [p for p in pairs if _lower_names(p[2], False) != _lower_names(p[3], False)]
     stubs = [p for p in differ if p[1] == "transfer_to_agent"]

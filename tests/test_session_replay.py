@@ -25,7 +25,7 @@ def _transfers(loaded: LoadedDomain) -> set[str]:
     return {
         s.name
         for s in loaded.scenarios
-        if any(e.get("tool_name") == "transfer_to_agent" for e in s.gold_trace or ())
+        if any(step.tool == "transfer_to_agent" for step in s.gold_trace.tool_calls())
     }
 
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.gold import GoldTrace
 from engine.dbhash import db_hash
 from engine.domains.registry import load_domain
+from engine.gold import GoldTrace
 from engine.model import HashRules, ToolTable
 from engine.replay import replay_trace
 from engine.tools.runtime import ToolRuntime, json_copy

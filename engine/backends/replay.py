@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +53,9 @@ def split_trace(
     agents: list[dict[str, Any]] = []
     order: list[str] = []  # side of each group, in order
     for step in trace.steps:
-        side = "user" if step.kind == "user" or (step.kind == "tool_call" and step.side == "user") else "agent"
+        side = (
+            "user" if step.kind == "user" or (step.kind == "tool_call" and step.side == "user") else "agent"
+        )
         new_group = not order or order[-1] != side or step.kind == "user"
         if new_group:
             if not order and side != ("user" if user_first else "agent"):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from engine.domains import eva_airline, mock
 from engine import specs
+from engine.domains import eva_airline, mock
 from engine.plugin import DomainPlugin, Plugins
 from engine.specs import LoadedDomain
 

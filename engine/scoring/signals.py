@@ -69,7 +69,8 @@ def db_state_assertion_signal(inp: SignalInputs) -> SignalOutcome:
     plugin = inp.scenario.domain.plugin
     predicates = plugin.predicates if plugin else {}
     verdicts = [
-        evaluate_db_state_assertion(predicates, a, inp.result.final_db, inp.result.user_db) for a in assertions
+        evaluate_db_state_assertion(predicates, a, inp.result.final_db, inp.result.user_db)
+        for a in assertions
     ]
     rate = sum(v["passed"] for v in verdicts) / len(verdicts)
     return SignalOutcome(
@@ -112,6 +113,7 @@ SIGNAL_FUNCS: dict[str, SignalFunc] = {
     "judge_passed": judge_passed_signal,
     "clean_exit": clean_exit_signal,
 }
+
 
 def compute_signals(inp: SignalInputs) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run every signal, then the domain plugin's diagnostics (computed and saved, reported in

@@ -36,7 +36,8 @@ _TYPE_MESSAGES = {
 
 @dataclass(frozen=True)
 class FieldRule:
-    """How one argument is checked and how a bad value is reported (a domain plugin's ``field_rules``; eva_airline's mirror eva 0.1.3's models).
+    """How one argument is checked and how a bad value is reported (a domain plugin's
+    ``field_rules``; eva_airline's mirror eva 0.1.3's models).
 
     ``constraints`` are JSON Schema keywords merged into the tool's parameter schema for
     validation (a keyword the tool table already sets wins); ``error_type`` is the result's

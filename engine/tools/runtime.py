@@ -129,6 +129,7 @@ class ToolRuntime:
         )
         declared = spec.writes is not None
         snapshot: dict[str, Any] | None = None
+        top = dict(self.db)  # the top level is put back whole on failure, declared or not
         if declared:
             self.last_allowed = self.writes.prepare(self.db, _parsed(spec), args)
         else:
@@ -139,10 +140,10 @@ class ToolRuntime:
             if not isinstance(result, dict):
                 raise TypeError(f"handler returned {type(result).__name__}, not a dict")
         except Exception as exc:
-            self._rollback(snapshot)
+            self._rollback(snapshot, top)
             return ToolOutcome(error("execution_error", f"Tool execution failed: {exc}"))
         if result.get("status") != "success":
-            self._rollback(snapshot)  # an error result never half-applies
+            self._rollback(snapshot, top)  # an error result never half-applies
             return ToolOutcome(result)
         if declared:
             self.writes.commit()
@@ -155,9 +156,10 @@ class ToolRuntime:
             self.after_call()
         return ToolOutcome(result, spec.ends_call, action)
 
-    def _rollback(self, snapshot: dict[str, Any] | None) -> None:
+    def _rollback(self, snapshot: dict[str, Any] | None, top: dict[str, Any]) -> None:
         if snapshot is None:
             self.writes.rollback()
+            self._restore(top)
         else:
             self._restore(snapshot)
 

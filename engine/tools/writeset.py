@@ -36,7 +36,9 @@ def json_copy(value: Any) -> Any:
 def session_view(base: Mapping[str, Any]) -> dict[str, Any]:
     """A session's DB over ``base``: a new top level and a shallow copy of each top-level dict or
     list; deeper records are shared with ``base`` until a declared write copies them."""
-    return {k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v for k, v in base.items()}
+    return {
+        k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v for k, v in base.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,11 @@ class WriteSet:
             target = _get(node, last)
             self._undo.append((node, last, target))
             if isinstance(target, dict | list):
-                fresh = (dict(target) if isinstance(target, dict) else list(target)) if path.entries else json_copy(target)
+                fresh = (
+                    (dict(target) if isinstance(target, dict) else list(target))
+                    if path.entries
+                    else json_copy(target)
+                )
                 _set(node, last, fresh)
                 self.owned[id(fresh)] = fresh
                 if not path.entries:
@@ -201,8 +207,10 @@ def changed_outside(
             for i, (x, y) in enumerate(zip(a, b, strict=True)):
                 walk(x, y, (*where, str(i)))
             return
-        if a is _MISSING or b is _MISSING or json.dumps(a, sort_keys=True, default=str) != json.dumps(
-            b, sort_keys=True, default=str
+        if (
+            a is _MISSING
+            or b is _MISSING
+            or json.dumps(a, sort_keys=True, default=str) != json.dumps(b, sort_keys=True, default=str)
         ):
             out.append("/" + "/".join(where))
 
