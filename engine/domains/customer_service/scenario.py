@@ -21,7 +21,13 @@ from engine.domains.nemo_common import steps as st
 from engine.domains.nemo_common.records import offered_tools, tool_arguments
 
 #: The operation tools; a scenario offers at most one of them.
-OP_TOOLS = ("ProcessRefundTool", "StartItemReturnTool", "ChangePlanTool", "UnlockAccountTool", "CancelSubscriptionTool")
+OP_TOOLS = (
+    "ProcessRefundTool",
+    "StartItemReturnTool",
+    "ChangePlanTool",
+    "UnlockAccountTool",
+    "CancelSubscriptionTool",
+)
 #: The arguments of each write tool that are matched as actions (the rest is free text).
 STRUCTURED_ARGS: dict[str, tuple[str, ...]] = {
     "ProcessRefundTool": ("account_id", "amount"),
@@ -91,7 +97,11 @@ def operation(record: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
         amount = parse_money(new[0]["amount"]) if len(new) == 1 else None
         if amount is None or not new[0]["description"].startswith(REFUND_PREFIX):
             raise ValueError(f"{record['name']}: expected one refund entry in the reference account")
-        args |= {"amount": -amount, "description": new[0]["description"][len(REFUND_PREFIX) :], "date": new[0]["date"]}
+        args |= {
+            "amount": -amount,
+            "description": new[0]["description"][len(REFUND_PREFIX) :],
+            "date": new[0]["date"],
+        }
     elif tool == "StartItemReturnTool":
         orders = before.get("orders", {})
         started = [
@@ -123,7 +133,9 @@ def reference_answer(record: Mapping[str, Any]) -> list[dict[str, Any]]:
         tool, args = op
         out.append({"action_type": tool, **{k: args[k] for k in STRUCTURED_ARGS[tool]}})
     ticket = _resolution(record)
-    out.append({"action_type": "ResolveTicketTool", **{k: ticket[k] for k in STRUCTURED_ARGS["ResolveTicketTool"]}})
+    out.append(
+        {"action_type": "ResolveTicketTool", **{k: ticket[k] for k in STRUCTURED_ARGS["ResolveTicketTool"]}}
+    )
     return out
 
 
@@ -172,7 +184,9 @@ def db_state_assertions(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def add(func: str, value: Any, **arguments: Any) -> None:
-        out.append({"func_name": func, "arguments": {"account_id": account_id, **arguments}, "assert_value": value})
+        out.append(
+            {"func_name": func, "arguments": {"account_id": account_id, **arguments}, "assert_value": value}
+        )
 
     for key, value in after.items():
         if key in ("orders", "recent_charges"):
@@ -249,7 +263,9 @@ def gold_steps(record: Mapping[str, Any]) -> list[dict[str, Any]]:
             out.append(st.user(line))
             if index == len(said) - 1:
                 break
-            out.append(st.agent("I can help with that. What is your account ID?" if index == 0 else "I understand."))
+            out.append(
+                st.agent("I can help with that. What is your account ID?" if index == 0 else "I understand.")
+            )
     if op is not None:
         out.append(st.call(*op))
     out.append(st.call("ResolveTicketTool", ticket))

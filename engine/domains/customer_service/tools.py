@@ -67,7 +67,7 @@ TOOLS: dict[str, dict[str, Any]] = {
     "ChangePlanTool": {
         "kind": "write",
         "handler": "ChangePlanTool",
-        "description": "Move a customer's account to another subscription plan; the monthly rate follows the plan.",
+        "description": "Move a customer's account to another plan; the monthly rate follows the plan.",
         "parameters": _params(
             ["account_id", "new_plan"],
             account_id=dict(_ACCOUNT),
@@ -77,7 +77,7 @@ TOOLS: dict[str, dict[str, Any]] = {
     "UnlockAccountTool": {
         "kind": "write",
         "handler": "UnlockAccountTool",
-        "description": "Unlock an account locked after failed logins: it becomes Active with no failed attempts.",
+        "description": "Unlock an account locked after failed logins: Active again, failed attempts reset.",
         "parameters": _params(["account_id"], account_id=dict(_ACCOUNT)),
     },
     "CancelSubscriptionTool": {

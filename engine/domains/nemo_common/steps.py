@@ -92,7 +92,9 @@ def to_gold_events(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "agent":
             events.append({"event_type": "agent_utterance", "utterance": step["text"]})
         elif kind == "tool_call":
-            events.append({"event_type": "tool_call", "tool_name": step["tool"], "params": dict(step["arguments"])})
+            events.append(
+                {"event_type": "tool_call", "tool_name": step["tool"], "params": dict(step["arguments"])}
+            )
         else:
             raise ValueError(f"unknown step kind {kind!r}")
     return events

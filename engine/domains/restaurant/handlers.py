@@ -44,7 +44,9 @@ def _order_items(raw: Any, validate: bool) -> tuple[list[dict[str, Any]], float]
     total = 0.0
     for position, item in enumerate(raw, start=1):
         if not isinstance(item, Mapping):
-            return error("invalid_items", f"Item {position} is not an object with name, unit_price, quantity.")
+            return error(
+                "invalid_items", f"Item {position} is not an object with name, unit_price, quantity."
+            )
         for key in ("name", "unit_price", "quantity"):
             if key not in item:
                 return error("invalid_items", f"Item {position} has no '{key}'.")
@@ -133,9 +135,7 @@ def join_waitlist(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext)
         return error("invalid_party_size", "party_size must be a whole number of at least 1.")
     waitlist.append({"name": name, "phone": phone, "party_size": int(size)})
     position = len(waitlist)
-    return ok(
-        message=f"{name} has joined the waitlist.", position=position, total_in_waitlist=position
-    )
+    return ok(message=f"{name} has joined the waitlist.", position=position, total_in_waitlist=position)
 
 
 def drop_waitlist(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -156,9 +156,7 @@ def drop_waitlist(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext)
     if not removed:
         return error("not_on_waitlist", f"{name} is not on the waitlist.")
     waitlist[:] = keep  # in place: the container, not its entries, changes
-    return ok(
-        message=f"{name} has left the waitlist.", removed=removed, remaining_in_waitlist=len(waitlist)
-    )
+    return ok(message=f"{name} has left the waitlist.", removed=removed, remaining_in_waitlist=len(waitlist))
 
 
 def get_waitlist(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:

@@ -34,7 +34,9 @@ def initial_db(record: Mapping[str, Any]) -> dict[str, Any]:
     if "PlaceOrderTool" in tools:
         db["orders"] = []
     if any(t in tools for t in WAITLIST_TOOLS):
-        db["waitlist"] = json.loads(tool_arguments(record, "JoinWaitListTool").get("initial_waitlist") or "[]")
+        db["waitlist"] = json.loads(
+            tool_arguments(record, "JoinWaitListTool").get("initial_waitlist") or "[]"
+        )
     return db
 
 
@@ -167,7 +169,9 @@ def _order_steps(record: Mapping[str, Any]) -> list[dict[str, Any]]:
             "May I have your name and phone number for the order?"
         )
     )
-    out.append(st.user(f"My name is {order['customer_name']} and my phone number is {order['customer_phone']}."))
+    out.append(
+        st.user(f"My name is {order['customer_name']} and my phone number is {order['customer_phone']}.")
+    )
     out.append(st.call("PlaceOrderTool", order))
     out.append(st.agent(f"Thank you, {order['customer_name']}, your order is placed."))
     out.append(st.user("Thank you, goodbye."))

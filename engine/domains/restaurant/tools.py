@@ -36,7 +36,7 @@ TOOLS: dict[str, dict[str, Any]] = {
             "properties": {
                 "items": {
                     "type": "array",
-                    "description": "The ordered items, e.g. [{\"name\": \"Iced Tea\", \"unit_price\": 2.29, \"quantity\": 1}].",
+                    "description": "The ordered items, each with its name, unit price and quantity.",
                     "items": {
                         "type": "object",
                         "properties": {
@@ -48,7 +48,10 @@ TOOLS: dict[str, dict[str, Any]] = {
                     },
                 },
                 "customer_name": {"type": "string", "description": "The customer's name."},
-                "customer_phone": {"type": "string", "description": "The customer's phone number, like 123-456-7890."},
+                "customer_phone": {
+                    "type": "string",
+                    "description": "The customer's phone number, like 123-456-7890.",
+                },
                 "total_price": {"type": "number", "description": "The order total in dollars."},
             },
             "required": ["items", "customer_name", "total_price"],
@@ -75,7 +78,10 @@ TOOLS: dict[str, dict[str, Any]] = {
         "parameters": {
             "type": "object",
             "properties": {
-                "name": {"type": "string", "description": "The name the party joined under, capitalised (luna -> Luna)."},
+                "name": {
+                    "type": "string",
+                    "description": "The name the party joined under, capitalised (luna -> Luna).",
+                },
             },
             "required": ["name"],
         },
