@@ -7,6 +7,7 @@ from engine.domains.customer_service.scenario import (
     PREDICATES,
     current_date,
     db_state_assertions,
+    expected_db,
     gold_steps,
     initial_db,
     match_options,
@@ -14,21 +15,10 @@ from engine.domains.customer_service.scenario import (
     operation,
     reference_answer,
     success_signals,
+    tool_options,
 )
 from engine.domains.customer_service.tools import TOOLS
 from engine.domains.nemo_common.prompts import prompt_variables
-
-
-def expected_db(record: object) -> None:
-    """None: the final account holds the agent's free text, so it is checked field by field
-    (``db_state_assertions``), not by a DB hash."""
-    return None
-
-
-def tool_options(record: object) -> dict[str, dict[str, object]]:
-    """No tool of this domain has options."""
-    return {}
-
 
 __all__ = [
     "HANDLERS",

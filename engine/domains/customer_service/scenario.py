@@ -150,6 +150,17 @@ def success_signals(record: Mapping[str, Any]) -> list[str]:
     return ["is_action_match", "db_state_assertion", "clean_exit"]
 
 
+def expected_db(record: Mapping[str, Any]) -> None:
+    """None: the final account holds the agent's free text, so it is checked field by field
+    (:func:`db_state_assertions`), not by a DB hash."""
+    return None
+
+
+def tool_options(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """No tool of this domain has options."""
+    return {}
+
+
 def account_field(db: Mapping[str, Any], account_id: str, field: str) -> Any:
     """Predicate: ``accounts[account_id][field]`` (None when the field is absent); KeyError when
     the account is missing."""
