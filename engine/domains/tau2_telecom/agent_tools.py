@@ -20,7 +20,7 @@ from engine.tools.context import CallContext
 _OWNER = "TelecomTools"
 _CUSTOMER_LINE = {"customer_id": REQUIRED, "line_id": REQUIRED}
 
-# --- lookups (tau2's private helpers; each raises tau2's text) -----------------------------------
+# --- lookups (tau2's private helpers; each raises tau2's text) ------------------------------------
 
 
 def _find(db: dict[str, Any], table: str, key: str, value: Any) -> dict[str, Any] | None:
@@ -98,7 +98,7 @@ def _dump(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
-# --- read tools --------------------------------------------------------------------------------
+# --- read tools -----------------------------------------------------------------------------------
 
 
 @tau2_tool(_OWNER, {"phone_number": REQUIRED})
@@ -176,7 +176,7 @@ def get_data_usage(db: dict[str, Any], ctx: CallContext, customer_id: str, line_
     return success(_dump(usage))
 
 
-# --- write tools -------------------------------------------------------------------------------
+# --- write tools ----------------------------------------------------------------------------------
 
 
 @tau2_tool(_OWNER, {**_CUSTOMER_LINE, "reason": REQUIRED})

@@ -39,11 +39,11 @@ def _bool(value: Any) -> bool:
     if isinstance(value, float) and value in (0.0, 1.0):
         return bool(value)
     if isinstance(value, str):
-        word = value.strip().lower()
+        word = value.lower()
         if word in _TRUE or word in _FALSE:
             return word in _TRUE
         raise _Bad("bool_parsing", "Input should be a valid boolean, unable to interpret input")
-    if isinstance(value, int | float):
+    if isinstance(value, int):
         raise _Bad("bool_parsing", "Input should be a valid boolean, unable to interpret input")
     raise _Bad("bool_type", "Input should be a valid boolean")
 
@@ -84,7 +84,10 @@ def _convert(kind: str, value: Any) -> Any:
 
 
 def _line(field: str, bad: _Bad, value: Any) -> str:
-    shown = f"input_value={value!r}, input_type={type(value).__name__}"
+    text = repr(value)
+    if len(text) > 50:  # pydantic shortens a long input to its first 25 and last 24 characters
+        text = f"{text[:25]}...{text[-24:]}"
+    shown = f"input_value={text}, input_type={type(value).__name__}"
     more = f"For further information visit {_URL}{bad.kind}"
     return f"{field}\n  {bad.message} [type={bad.kind}, {shown}]\n    {more}"
 

@@ -28,7 +28,7 @@ def _line(agent_db: dict[str, Any], customer_id: str, line_id: str) -> dict[str,
         raise ValueError(exc.message) from None
 
 
-# --- carrier side ----------------------------------------------------------------------------------
+# --- carrier side ---------------------------------------------------------------------------------
 
 
 def assert_data_refueling_amount(
@@ -67,7 +67,7 @@ def assert_no_overdue_bill(agent_db: dict[str, Any], user_db: dict[str, Any], ov
     return bill is None or bill.get("status") == "Paid"
 
 
-# --- phone side ------------------------------------------------------------------------------------
+# --- phone side -----------------------------------------------------------------------------------
 
 
 def assert_airplane_mode_status(

@@ -61,7 +61,7 @@ def sync(agent_db: dict[str, Any], user_db: dict[str, Any]) -> None:
         raise ValueError(exc.message) from None
 
 
-# --- carrier-side init functions (tau2 TelecomTools, not tools) ------------------------------------
+# --- carrier-side init functions (tau2 TelecomTools, not tools) -----------------------------------
 
 
 def set_data_usage(db: dict[str, Any], customer_id: str, line_id: str, data_used_gb: float) -> str:
@@ -118,7 +118,7 @@ def _tool_as_init(name: str, tools: Mapping[str, Callable[..., dict[str, Any]]])
     return run
 
 
-# --- phone-side init functions (tau2 TelecomUserTools, not tools) ----------------------------------
+# --- phone-side init functions (tau2 TelecomUserTools, not tools) ---------------------------------
 
 
 def set_user_info(db: dict[str, Any], name: str, phone_number: str) -> None:

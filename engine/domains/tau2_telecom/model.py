@@ -47,7 +47,7 @@ class F:
     datetime: bool = False
 
 
-# --- carrier DB (tau2.domains.telecom.data_model) ----------------------------------------------
+# --- carrier DB (tau2.domains.telecom.data_model) -------------------------------------------------
 PLAN = (F("plan_id"), F("name"), F("data_limit_gb"), F("price_per_month"), F("data_refueling_price_per_gb"))
 DEVICE = (
     F("device_id"), F("device_type"), F("model"), F("imei", None), F("is_esim_capable"),
@@ -79,7 +79,7 @@ AGENT_DB = (
     F("bills", [], BILL, "list"), F("devices", [], DEVICE, "list"),
 )  # fmt: skip
 
-# --- the phone (tau2.domains.telecom.user_data_model) -----------------------------------------
+# --- the phone (tau2.domains.telecom.user_data_model) ---------------------------------------------
 APN = (
     F("apn_name", "internet"), F("reset_at_reboot", False), F("mms_apn", "mms"),
     F("mmsc_url", "http://mms.carrier.com/mms/wapenc"), F("mms_proxy", None), F("mms_port", None),

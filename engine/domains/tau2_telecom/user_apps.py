@@ -17,7 +17,7 @@ _NONE: dict[str, Any] = {}
 PERMISSION_NAMES = tuple(f.name for f in PERMISSIONS)
 
 
-# --- apps and MMS --------------------------------------------------------------------------------
+# --- apps and MMS ---------------------------------------------------------------------------------
 
 
 @tau2_tool(_OWNER, _NONE)
@@ -88,7 +88,7 @@ def can_send_mms(db: dict[str, Any], ctx: CallContext) -> Result:
     return success("Your messaging app cannot send MMS messages.")
 
 
-# --- payment ---------------------------------------------------------------------------------------
+# --- payment --------------------------------------------------------------------------------------
 
 
 @tau2_tool(_OWNER, _NONE)

@@ -1,5 +1,7 @@
 """The caller's 30 phone tools (tau2 17e07b1 ``TelecomUserTools``), on the user (device) DB.
 
+The app, MMS and payment tools live in ``user_apps``; ``USER_HANDLERS`` below lists all 30.
+
 Each returns tau2's exact text. Only ``set_apn_settings`` can fail (a bad settings object) besides
 a call with arguments tau2's signature refuses; everything else answers in text, including the
 "cannot" cases (``Error. App 'x' not found...`` from grant_app_permission is a success result,
@@ -49,7 +51,7 @@ def _yes(flag: Any) -> str:
     return "Yes" if flag else "No"
 
 
-# --- status and network ------------------------------------------------------------------------
+# --- status and network ---------------------------------------------------------------------------
 
 
 @tau2_tool(_OWNER, _NONE)
@@ -114,7 +116,7 @@ def toggle_airplane_mode(db: dict[str, Any], ctx: CallContext) -> Result:
     return success(phone.with_status_bar(f"Airplane Mode is now {_on(state)}.", db["device"]))
 
 
-# --- SIM, data, roaming, data saver ------------------------------------------------------------
+# --- SIM, data, roaming, data saver ---------------------------------------------------------------
 
 
 @tau2_tool(_OWNER, _NONE)
@@ -161,7 +163,7 @@ def toggle_data_saver_mode(db: dict[str, Any], ctx: CallContext) -> Result:
     return success(phone.with_status_bar(f"Data Saver Mode is now {_on(state)}.", db["device"]))
 
 
-# --- APN -----------------------------------------------------------------------------------------
+# --- APN ------------------------------------------------------------------------------------------
 
 
 @tau2_tool(_OWNER, _NONE)
@@ -193,7 +195,7 @@ def reset_apn_settings(db: dict[str, Any], ctx: CallContext) -> Result:
     return success(phone.with_status_bar("APN settings will reset at reboot.", db["device"]))
 
 
-# --- Wi-Fi, Wi-Fi calling, VPN -------------------------------------------------------------------
+# --- Wi-Fi, Wi-Fi calling, VPN --------------------------------------------------------------------
 
 
 @tau2_tool(_OWNER, _NONE)
@@ -278,7 +280,7 @@ def disconnect_vpn(db: dict[str, Any], ctx: CallContext) -> Result:
     return success(phone.with_status_bar(text, db["device"]))
 
 
-# --- device -----------------------------------------------------------------------------
+# --- device ---------------------------------------------------------------------------------------
 
 
 @tau2_tool(_OWNER, _NONE)
