@@ -70,3 +70,52 @@ def tau2_db_hash(db: Mapping[str, Any], null_defaults: NullDefaults, exclude: Co
         view = {k: v for k, v in view.items() if k not in exclude}
     text = json.dumps(view, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Tau2Hasher:
+    """:func:`tau2_db_hash` for many DBs derived from one shared ``base`` DB, fast.
+
+    The JSON text of each record (``/<table>/<key>``) of ``base`` is made once and reused for every
+    DB that still holds that very record object; only records a session replaced are dumped again.
+    The result equals :func:`tau2_db_hash` as long as records shared with ``base`` are never changed
+    in place (the WRITES contract: a handler copies what it changes). Null-default patterns must
+    point at or below a record (``/<table>/*...``).
+    """
+
+    def __init__(self, base: Mapping[str, Any], null_defaults: NullDefaults, exclude: Collection[str] = ()):
+        for pattern in null_defaults:
+            if len([s for s in pattern.split("/") if s]) < 2:
+                raise ValueError(f"null-default pattern must name records below a table: {pattern!r}")
+        self.base = base
+        self.null_defaults = null_defaults
+        self.exclude = frozenset(exclude)
+        self._records: dict[tuple[str, str], tuple[Any, str]] = {}
+
+    def _record_text(self, table: str, key: str, record: Any) -> str:
+        hit = self._records.get((table, key))
+        if hit is not None and hit[0] is record:
+            return hit[1]
+        patched = with_null_defaults({table: {key: record}}, self.null_defaults)[table][key]
+        text = json.dumps(patched, sort_keys=True, default=str)
+        base_table = self.base.get(table)
+        if isinstance(base_table, Mapping) and base_table.get(key) is record:
+            self._records[(table, key)] = (record, text)
+        return text
+
+    def text(self, db: Mapping[str, Any]) -> str:
+        """tau2's canonical dump text of ``db`` (what :func:`tau2_db_hash` hashes)."""
+        parts: list[str] = []
+        for name in sorted(k for k in db if k not in self.exclude):
+            value = db[name]
+            if isinstance(value, Mapping):
+                entries = (f"{json.dumps(k)}: {self._record_text(name, k, value[k])}" for k in sorted(value))
+                body = "{" + ", ".join(entries) + "}"
+            else:
+                patched = with_null_defaults({name: value}, self.null_defaults)[name]
+                body = json.dumps(patched, sort_keys=True, default=str)
+            parts.append(f"{json.dumps(name)}: {body}")
+        return "{" + ", ".join(parts) + "}"
+
+    def hash(self, db: Mapping[str, Any]) -> str:
+        """SHA-256 hex of :meth:`text`."""
+        return hashlib.sha256(self.text(db).encode("utf-8")).hexdigest()
