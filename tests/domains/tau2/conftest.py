@@ -81,3 +81,11 @@ def tau2_oracle(data_root: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """``{domain: {task id: oracle entry}}`` for airline and retail."""
     domains = json.loads(oracle_path(data_root).read_text(encoding="utf-8"))["domains"]
     return {name: {t["id"]: t for t in domains[name]["tasks"]} for name in PACKAGES}
+
+
+def run(session: Any, domain: Tau2Domain, name: str, **args: Any) -> tuple[bool, str]:
+    """Call tool ``name`` in ``session`` (an ``engine.domains.tau2_common.Session``); returns tau2's
+    (error flag, text) of the result."""
+    result = session.call(domain.package.HANDLERS, domain.package.WRITES, name, args)
+    failed = result["status"] == "error"
+    return failed, result["message"] if failed else result["content"]
