@@ -183,15 +183,56 @@ def _audit(session: Session, domain: Tau2Domain, name: str, args: dict[str, Any]
     return problems
 
 
+#: Calls of the tools no gold action uses (and a few more writes), audited after the gold ones.
+EXTRA_ACTIONS: dict[str, list[dict[str, Any]]] = {
+    "airline": [
+        {"name": "send_certificate", "arguments": {"user_id": "raj_sanchez_7340", "amount": 100}},
+        {
+            "name": "search_onestop_flight",
+            "arguments": {"origin": "LGA", "destination": "SEA", "date": "2024-05-20"},
+        },
+        {"name": "get_flight_status", "arguments": {"flight_number": "HAT001", "date": "2024-05-01"}},
+        {"name": "list_all_airports", "arguments": {}},
+        {
+            "name": "update_reservation_flights",
+            "arguments": {
+                "reservation_id": "Q69X3R",
+                "cabin": "basic_economy",
+                "flights": [
+                    {"flight_number": "HAT243", "date": "2024-05-20"},
+                    {"flight_number": "HAT206", "date": "2024-05-23"},
+                ],
+                "payment_id": "gift_card_4964153",
+            },
+        },
+        {"name": "cancel_reservation", "arguments": {"reservation_id": "Q69X3R"}},
+    ],
+    "retail": [
+        {"name": "list_all_product_types", "arguments": {}},
+        {
+            "name": "modify_pending_order_payment",
+            "arguments": {"order_id": "#W6779827", "payment_method_id": "credit_card_9789590"},
+        },
+        {
+            "name": "cancel_pending_order",
+            "arguments": {"order_id": "#W6779827", "reason": "no longer needed"},
+        },
+    ],
+}
+
+
 @pytest.mark.parametrize("name", DOMAINS)
 def test_no_handler_changes_anything_outside_its_writes(name: str, tau2) -> None:
-    """Every gold action, audited; then the shared DB must still equal the file (a record changed
-    in place through a shared object would show there)."""
+    """Every gold action (and a few calls of the tools gold never uses), audited; then the shared
+    DB must still equal the file (a record changed in place through a shared object shows there)."""
     domain = tau2[name]
     problems: list[str] = []
-    for tid in domain.base:
+    batches = {tid: domain.actions(tid) for tid in domain.base} | {"extra": EXTRA_ACTIONS[name]}
+    called = {a["name"] for actions in batches.values() for a in actions}
+    assert called == set(domain.package.HANDLERS), "every tool is audited"
+    for tid, actions in batches.items():
         session = Session(domain.db)
-        for action in domain.actions(tid):
+        for action in actions:
             problems += [
                 f"task {tid} {action['name']}: {p}"
                 for p in _audit(session, domain, action["name"], action["arguments"])
