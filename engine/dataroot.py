@@ -1,7 +1,8 @@
 """The data root: where upstream fixtures are read in place.
 
 A data root is a folder holding upstream releases in upstream layout (``eva-0.1.3/``,
-``eva-2.1.0/``). It is chosen by ``--data-root``, else ``$EVAL_DATA_ROOT``, else ``./data``.
+``eva-2.1.0/``, ``tau2-17e07b1/``, ``tau2-v0.2.0/``, ``nemo-1a83139/``; the list is
+``upstream_pins.json``). It is chosen by ``--data-root``, else ``$EVAL_DATA_ROOT``, else ``./data``.
 Files whose SHA-256 differs from the pinned upstream sums are accepted with one warning line.
 """
 
@@ -40,7 +41,11 @@ def resolve_data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 @cache
 def pins() -> dict[str, dict]:
-    """Pinned upstream releases: ``{release_dir: {repo, tag, commit, files: {relpath: sha256 hex}}}``."""
+    """Pinned upstream releases: ``{release_dir: {repo, commit, files: {relpath: sha256 hex}, ...}}``.
+
+    Optional keys: ``tag`` (the upstream tag of ``commit``) and ``not_upstream`` (pinned files that
+    only a local copy holds: a README written for the copy, a file derived from upstream code).
+    """
     return json.loads(PINS_FILE.read_text(encoding="utf-8"))
 
 
