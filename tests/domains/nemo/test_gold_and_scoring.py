@@ -12,6 +12,7 @@ from engine.backends.replay import split_trace
 from engine.domains import customer_service as cs
 from engine.domains import qa, restaurant
 from engine.domains.nemo_common import END_TOOL, GOLD_SOURCE, domain_of, evalctl_name, to_gold_events
+from engine.gold import events_trace
 from engine.scoring import predicates as engine_predicates
 from engine.scoring.action_match import is_action_match
 from tests.domains.nemo.helpers import names, package, release_records, replay
@@ -40,11 +41,10 @@ def _assert_db_assertions(
     record: dict[str, Any], db: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> list[bool]:
     """Each assertion through the engine's evaluator, with this domain's predicates registered."""
-    domain, pkg = domain_of(record), package(record)
-    for func, predicate in pkg.PREDICATES.items():
-        monkeypatch.setitem(engine_predicates.PREDICATES, (domain, func), predicate)
+    pkg = package(record)
     verdicts = [
-        engine_predicates.evaluate_db_state_assertion(domain, a, db) for a in pkg.db_state_assertions(record)
+        engine_predicates.evaluate_db_state_assertion(pkg.PREDICATES, a, db)
+        for a in pkg.db_state_assertions(record)
     ]
     assert all("error" not in v for v in verdicts), verdicts
     return [v["passed"] for v in verdicts]
@@ -222,7 +222,7 @@ def test_gold_steps_have_one_shape_and_play_as_an_agent_first_trace(name: str) -
         assert bool(step["text"]) == (step["kind"] != "tool_call")
     assert steps[0]["kind"] == "agent"  # the agent greets first, after the kickoff
     assert steps[0]["text"] in record["reference_rendered_prompts"]["agent"]
-    script = split_trace(to_gold_events(steps))
+    script = split_trace(events_trace(to_gold_events(steps)), user_first=False)
     assert list(script.user_lines) == [s["text"] for s in steps if s["kind"] == "user"]
     assert len(script.agent_turns) == len(script.user_lines) + 1
     assert script.agent_turns[0].calls == () and script.agent_turns[0].text == steps[0]["text"]
