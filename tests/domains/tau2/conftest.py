@@ -89,3 +89,14 @@ def run(session: Any, domain: Tau2Domain, name: str, **args: Any) -> tuple[bool,
     result = session.call(domain.package.HANDLERS, domain.package.WRITES, name, args)
     failed = result["status"] == "error"
     return failed, result["message"] if failed else result["content"]
+
+
+def shares_records(db: dict[str, Any], base: dict[str, Any], tables: tuple[str, ...] = ()) -> bool:
+    """Whether every record of ``tables`` (default all) in a session DB is the base DB's own object
+    (nothing was written there: the session still shares it)."""
+    for table in tables or tuple(base):
+        if db[table].keys() != base[table].keys() or any(
+            db[table][k] is not v for k, v in base[table].items()
+        ):
+            return False
+    return True

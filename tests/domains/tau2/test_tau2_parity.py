@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from engine.domains.tau2_common import Replay, Session, Tau2Hasher, replay_actions, tau2_db_hash
-from engine.domains.tau2_common.replay import json_copy, resolve_writes
 from engine.domains.tau2_common.shapes import render
+from engine.tools.writeset import json_copy, parse_writes
 from tests.domains.tau2.conftest import Tau2Domain
 
 DOMAINS = ("airline", "retail")
@@ -148,10 +148,17 @@ _MISSING = object()
 
 def _audit(session: Session, domain: Tau2Domain, name: str, args: dict[str, Any]) -> list[str]:
     """Run one call and list every change outside the tool's WRITES (tables and records by id)."""
-    paths = resolve_writes(domain.package.WRITES[name], args)
-    assert all(len(p) == 2 for p in paths), "only /<table>/{id} and /<table>/- are used"
-    nodes = {p for p in paths if p[1] != "-"}
-    containers = {p[0] for p in paths if p[1] == "-"}
+    nodes: set[tuple[str, ...]] = set()
+    containers: set[str] = set()
+    for path in parse_writes(domain.package.WRITES[name]):
+        concrete = path.resolve(args)
+        assert concrete is not None and len(concrete) == (1 if path.entries else 2), (
+            "/<table>/{id} or /<table>/-"
+        )
+        if path.entries:
+            containers.add(concrete[0])
+        else:
+            nodes.add(concrete)
     touched = containers | {p[0] for p in nodes}
     before = {t: (table, dict(table)) for t, table in session.db.items()}
     private = {
