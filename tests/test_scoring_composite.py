@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.gold import GoldTrace, events_trace
+from engine.gold import GoldTrace, actions_trace, events_trace
 from engine.scoring.composite import compute_composite, normalize_verdict, stalled_threshold
 
 ALL_NA = {
@@ -121,6 +121,7 @@ def _trace(*kinds: str) -> GoldTrace:
         ),
         pytest.param(_trace("user_utterance", "agent_utterance"), 0, 0, id="flag-zero-stays-zero"),
         pytest.param(_trace("user_utterance", "tool_call"), 3, 3, id="gold-without-agent-lines-keeps-flag"),
+        pytest.param(actions_trace([{"name": "t"}]), 3, 0, id="gold-without-words-has-no-stall-rule"),
     ],
 )
 def test_stalled_threshold_follows_a_shorter_gold(trace, flag, expected):
