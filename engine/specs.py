@@ -19,6 +19,7 @@ from engine.dataroot import resolve_data_root, warn_if_modified
 from engine.datasources import DataFiles, read_error
 from engine.errors import Problem, SpecError, UsageError
 from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable
+from engine.safepaths import outside_problem
 from engine.scenario_build import BuildContext, build_scenario
 from engine.toolspecs import build_tool_table
 from engine.validation import check_signals, did_you_mean, problem_at, schema_problems
@@ -100,6 +101,9 @@ def _tool_table(spec_dir: Path, ddoc: YamlDoc, data: DataFiles, problems: list[P
     from engine.tools.registry import HANDLERS
 
     path = spec_dir / ddoc.data["tool_table"]
+    if (outside := outside_problem(spec_dir, path)) is not None:  # never read: its errors would quote it
+        problems.append(problem_at(ddoc, ("tool_table",), f"tool table {ddoc.data['tool_table']} {outside}"))
+        return None
     if not path.is_file():
         problems.append(problem_at(ddoc, ("tool_table",), f"tool table {display_path(path)} not found"))
         return None
@@ -138,6 +142,9 @@ def _build_domain(
     spec_dir: Path, root: Path, data: DataFiles, problems: list[Problem]
 ) -> tuple[Domain, YamlDoc] | None:
     path = spec_dir / DOMAIN_FILE
+    if (outside := outside_problem(spec_dir, path)) is not None:
+        problems.append(Problem(display_path(path), 0, "$", f"{DOMAIN_FILE} {outside}"))
+        return None
     if not path.is_file():
         problems.append(
             Problem(
@@ -214,6 +221,9 @@ def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> Lo
             hint = "not loaded: scenario files are scenarios/*.yaml (rename or move it)"
             problems.append(Problem(display_path(path), 0, "$", hint))
     for path in sorted(scenario_dir.glob("*.yaml")):
+        if (outside := outside_problem(spec_path, path)) is not None:
+            problems.append(Problem(display_path(path), 0, "$", f"not loaded: the scenario file {outside}"))
+            continue
         doc, ok = _load(path, "scenario", problems)
         if doc is None or not isinstance(doc.data, dict):
             continue
