@@ -267,6 +267,8 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         method = _method(obj, key)
         if method is not None and attribute_first:
             return method
+        if isinstance(obj, tuple) and key in getattr(type(obj), "_fields", ()):
+            return getattr(obj, key)  # a named tuple's field (groupby gives grouper / list)
         if isinstance(obj, dict | list | tuple | str | range | TemplateReference):
             try:
                 return obj[key]

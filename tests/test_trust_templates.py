@@ -200,6 +200,7 @@ def test_templates_see_plain_data_only(loaded: LoadedDomain) -> None:
         "{{ 'ZK3'|spell }} {{ user.name.upper() }} {{ user.name.split(' ')[0] }} {{ '%s!'|format(1) }}",
         "{% macro m(x) %}<{{ x }}>{% endmacro %}{{ m(current_date) }}{{ range(3)|list }}{{ dict(a=1) }}",
         "{% for n in agent_notes %}{{ loop.index }}{{ loop.cycle('a', 'b') }}{% else %}none{% endfor %}",
+        "{% for g in tools.tools|groupby('kind') %}{{ g.grouper }}={{ g.list|length }} {% endfor %}",
     ],
 )
 def test_ordinary_templates_still_render(loaded: LoadedDomain, watched: Path, body: str) -> None:
