@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from engine.errors import DataRootError
+from engine.safepaths import MAX_DATA_BYTES, check_regular, contained
 
 ENV_VAR = "EVAL_DATA_ROOT"
 DEFAULT = "data"
@@ -67,8 +68,13 @@ def check_release(root: Path, release: str) -> list[str]:
     spec = pins()[release]
     bad: list[str] = []
     for rel, digest in sorted(spec["files"].items()):
-        path = root / release / rel
-        if not path.is_file() or sha256_file(path) != digest:
+        try:  # only a regular file inside the root is hashed (no FIFO, no link out of it)
+            path = contained(root, f"{release}/{rel}")
+            check_regular(path, MAX_DATA_BYTES)
+        except OSError:
+            bad.append(rel)
+            continue
+        if sha256_file(path) != digest:
             bad.append(rel)
     return bad
 

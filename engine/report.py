@@ -14,6 +14,7 @@ from rich.table import Table
 
 from engine.results import load_summary
 from engine.scoring.summary import failure_reason
+from engine.untrusted import one_line
 
 if TYPE_CHECKING:
     from engine.runner import RunReport
@@ -75,7 +76,7 @@ def print_report(run_dir: Path, console: Console | None = None) -> int:
     if summary.get("judge_errors"):
         console.print(
             f"[yellow]judge errors:[/] {summary['judge_errors']} (recorded as N/A); "
-            f"first: {escape(str(summary['first_judge_error']))}"  # a server's text may hold '[/INST]'
+            f"first: {escape(one_line(summary['first_judge_error']))}"  # a server's text: '[/INST]', newlines
         )
     failed = summary["failed"]
     if failed:

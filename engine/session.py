@@ -11,7 +11,8 @@ successful call of either side. The user side also has ``end_call``. Stop reason
 - ``timeout``: ``max_duration`` seconds of wall time, ``max_turns`` agent turns, a side silent
   for ``turn_timeout_s`` seconds (also a side whose model request timed out), or
   ``max_empty_turns`` empty turns in a row;
-- ``error``: a side could not be reached, disconnected, broke the protocol or reported a failure.
+- ``error``: a side could not be reached, disconnected, broke the protocol or reported a failure,
+  sent a reply too large to forward, or the session's byte budget (``max_session_bytes``) ran out.
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ from typing import Any
 
 from engine.model import Scenario, SessionResult
 from engine.protocol import END_CALL_TOOL
-from engine.sides.link import SideFailure, SideLink
+from engine.sides.link import MAX_FORWARD_BYTES, SideFailure, SideLink, Traffic, forward_bytes
 from engine.tools.runtime import ToolRuntime
+from engine.untrusted import bounded_count, one_line
+
+MAX_SESSION_BYTES = 64 * 1024 * 1024
+"""Default byte budget of one session (see SessionLimits.max_session_bytes)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,9 @@ class SessionLimits:
     connect_timeout_s: float = 10.0
     max_tool_calls_per_turn: int = 50
     max_empty_turns: int = 10
+    #: Bytes of frames exchanged with both sides (utterances, tool calls and arguments, tool
+    #: results); past it the session ends with stop reason ``error`` ("session byte budget").
+    max_session_bytes: int = MAX_SESSION_BYTES
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,7 @@ class _Session:
         self.engine_time_s = 0.0
         self.turns = {"agent": 0, "user": 0}
         self.empty_turns = 0  # turns in a row with no words and no tool call
+        self.traffic = Traffic(limits.max_session_bytes)
 
     def log(self, role: str, kind: str, content: Any) -> None:
         t = round(time.perf_counter() - self.t0, 3)
@@ -107,6 +116,7 @@ class _Session:
         for role, link in (("agent", agent), ("user", user)):
             if isinstance(link, SideLink):
                 self.links[role] = link
+                link.traffic = self.traffic
         for link in (agent, user):
             if isinstance(link, BaseException):
                 raise link
@@ -148,7 +158,7 @@ class _Session:
         self._expect(link, ready, "session.ready", start_id)
         backend = ready.get("backend")
         if backend:
-            setattr(self.result, f"{role}_backend", backend)
+            setattr(self.result, f"{role}_backend", one_line(backend, 200))
 
     def _expect(self, link: SideLink, msg: dict[str, Any], mtype: str, reply_to: str) -> None:
         if msg["type"] != mtype or msg.get("reply_to") != reply_to:
@@ -200,6 +210,12 @@ class _Session:
                 raise _ProtocolBreak(link, f"unexpected {msg['type']} during turn {turn_id}", msg["id"])
         self._add_usage(role, msg.get("usage"))
         text = msg["text"]
+        if (size := forward_bytes(text)) > MAX_FORWARD_BYTES:  # blame the speaker, not the listener
+            raise _Stop(
+                "error",
+                f"{role} side's reply is {size} bytes, over the {MAX_FORWARD_BYTES} bytes the engine "
+                "forwards to the other side",
+            )
         if role == "agent" and text.strip():
             self.result.agent_turns += 1
         elif role == "user":
@@ -249,9 +265,10 @@ class _Session:
         entry = self.result.usage.setdefault(
             role, {"model": None, "prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
         )
-        entry["model"] = usage.get("model") or entry["model"]
+        model = usage.get("model")
+        entry["model"] = one_line(model, 200) if model else entry["model"]
         for key in ("prompt_tokens", "completion_tokens", "calls"):
-            entry[key] += int(usage.get(key, 0))
+            entry[key] += bounded_count(usage.get(key, 0))
 
     async def close(self, stop_reason: str, error: str | None) -> None:
         await asyncio.gather(*(link.close(stop_reason, error) for link in self.links.values()))
@@ -303,11 +320,11 @@ async def run_session(
     await session.close(stop, error)
     result = session.result
     result.stop_reason = stop  # type: ignore[assignment]
-    result.error = error
+    result.error = one_line(error) if error else None  # may quote a side: one line, bounded
     result.final_db = session.runtime.db
     result.user_db = session.user_runtime.db if session.user_runtime is not None else None
     result.actions = list(session.runtime.actions)
     result.duration_s = time.perf_counter() - session.t0
     result.engine_time_s = session.engine_time_s + sum(link.engine_time_s for link in session.links.values())
-    session.log("system", "end", {"stop_reason": stop, "error": error})
+    session.log("system", "end", {"stop_reason": stop, "error": result.error})
     return result

@@ -22,6 +22,7 @@ from engine.gold import resolve_pointer
 from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable
 from engine.plugin import DomainPlugin, Plugins
 from engine.render import check_templates
+from engine.safepaths import outside_problem
 from engine.scenario_build import BuildContext, build_scenario
 from engine.tools.harness import HARNESS_HANDLERS
 from engine.toolspecs import build_tool_table, function_schemas
@@ -110,6 +111,9 @@ def _tool_table(
 ) -> ToolTable | None:
     """Load and build the tool table named by the domain's ``key`` (tool_table / user_tool_table)."""
     path = spec_dir / ddoc.data[key]
+    if (outside := outside_problem(spec_dir, path)) is not None:  # never read: its errors would quote it
+        problems.append(problem_at(ddoc, (key,), f"tool table {ddoc.data[key]} {outside}"))
+        return None
     if not path.is_file():
         problems.append(problem_at(ddoc, (key,), f"tool table {display_path(path)} not found"))
         return None
@@ -173,6 +177,9 @@ def _build_domain(
     spec_dir: Path, root: Path, data: DataFiles, plugins: Plugins, problems: list[Problem]
 ) -> tuple[Domain, YamlDoc] | None:
     path = spec_dir / DOMAIN_FILE
+    if (outside := outside_problem(spec_dir, path)) is not None:
+        problems.append(Problem(display_path(path), 0, "$", f"{DOMAIN_FILE} {outside}"))
+        return None
     if not path.is_file():
         problems.append(
             Problem(
@@ -264,6 +271,9 @@ def load_domain(
             hint = "not loaded: scenario files are scenarios/*.yaml (rename or move it)"
             problems.append(Problem(display_path(path), 0, "$", hint))
     for path in sorted(scenario_dir.glob("*.yaml")):
+        if (outside := outside_problem(spec_path, path)) is not None:
+            problems.append(Problem(display_path(path), 0, "$", f"not loaded: the scenario file {outside}"))
+            continue
         doc, ok = _load(path, "scenario", problems)
         if doc is None or not isinstance(doc.data, dict):
             continue

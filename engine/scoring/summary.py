@@ -16,6 +16,7 @@ from typing import Any
 from engine.model import SIGNALS
 from engine.scoring.composite import normalize_verdict
 from engine.scoring.passk import pass_hat_k_table
+from engine.untrusted import bounded_count, one_line
 
 BOOLEAN_SIGNALS = ("is_action_match", "db_state_match", "judge_passed", "clean_exit")
 
@@ -94,11 +95,11 @@ def _usage(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
             acc = usage.setdefault(
                 role, {"models": [], "prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
             )
-            model = u.get("model")
+            model = one_line(u.get("model"), 200) if u.get("model") else None  # a side's text
             if model and model not in acc["models"]:
                 acc["models"].append(model)
             for key in ("prompt_tokens", "completion_tokens", "calls"):
-                acc[key] += int(u.get(key) or 0)
+                acc[key] += bounded_count(u.get(key))  # a side's number (also from an older metrics.json)
     return dict(sorted(usage.items()))
 
 
@@ -133,7 +134,7 @@ def build_summary(metrics: Sequence[Mapping[str, Any]], run_info: Mapping[str, A
             "failed_signals": list(m.get("success_breakdown", {}).get("failed", [])),
             "stalled": bool(m.get("stalled")),
             "stop_reason": m.get("stop_reason"),
-            "error": m.get("error"),
+            "error": one_line(m["error"]) if m.get("error") else m.get("error"),
         }
         for m in rows
         if m.get("is_successful") is not True
@@ -156,7 +157,7 @@ def build_summary(metrics: Sequence[Mapping[str, Any]], run_info: Mapping[str, A
         "stop_reasons": dict(sorted(Counter(str(m.get("stop_reason")) for m in rows).items())),
         "errors": sum(1 for m in rows if m.get("error")),
         "judge_errors": sum(1 for m in rows if m.get("judge_error")),
-        "first_judge_error": next((m["judge_error"] for m in rows if m.get("judge_error")), None),
+        "first_judge_error": next((one_line(m["judge_error"]) for m in rows if m.get("judge_error")), None),
         "usage": _usage(rows),
         "wall_time_s": run_info.get("wall_time_s"),
         "session_time_s": {
@@ -240,7 +241,8 @@ def render_summary_text(summary: Mapping[str, Any], title: str = "") -> str:
         for f in summary["failed"]:
             trial = f" trial {f['trial']}" if summary["trials"] > 1 else ""
             lines.append(f"  {f['scenario']}{trial}: {failure_reason(f)}")
-    return "\n".join(lines) + "\n"
+    # every line stays one line whatever a side sent (a model name must not forge a rate line)
+    return "\n".join(one_line(line, None) for line in lines) + "\n"
 
 
 def failure_reason(failed: Mapping[str, Any]) -> str:
@@ -253,4 +255,4 @@ def failure_reason(failed: Mapping[str, Any]) -> str:
         parts.append(f"stop={failed.get('stop_reason')}: {failed['error']}")
     elif failed.get("stop_reason") not in (None, "exit", "transfer"):
         parts.append(f"stop={failed['stop_reason']}")
-    return ", ".join(parts) or "N/A"
+    return one_line(", ".join(str(p) for p in parts) or "N/A", None)

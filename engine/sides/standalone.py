@@ -54,7 +54,7 @@ async def serve_side(
         replay_latency_s=replay_latency_s,
     )
     try:
-        server = await start_side_server(factory, host, port, role=role)
+        server = await start_side_server(factory, host, port, role=role, check_schema=True)
     except OSError as err:
         raise UsageError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
     on_ready(server_uri(server))
