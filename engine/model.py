@@ -52,10 +52,14 @@ class HashRules:
 
     ``excluded_keys``: top-level DB keys left out of the hash (eva: ``session``).
     ``unordered_lists``: key names (at any depth) whose list values are compared order-free.
+    ``style``: ``canonical`` (the engine's hash, by the two rules above) or a style a domain plugin
+    registers; ``func`` is that plugin's ``(db) -> SHA-256 hex`` (None for canonical).
     """
 
     excluded_keys: tuple[str, ...] = ("session",)
     unordered_lists: tuple[str, ...] = ()
+    style: str = "canonical"
+    func: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,9 @@ class Domain:
     extra: Mapping[str, Any] = field(default_factory=dict)
     plugin: DomainPlugin | None = field(default=None, compare=False, repr=False)
     user_tools: ToolTable | None = None
+    #: Spec folders this one extends (``extends:``), searched after ``spec_dir`` for tool tables
+    #: and templates.
+    parent_dirs: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
