@@ -238,6 +238,19 @@ class Scenario:
         a :class:`engine.tools.runtime.ToolRuntime` may change it."""
         return session_view(self.initial_db)
 
+    def session_dbs(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The agent-side and user-side DBs a session (or a gold replay) starts from: copy-on-write
+        views, or, when the domain plugin has a sync or set-up step (which may write anywhere),
+        deep copies with the set-up step applied."""
+        plugin = self.domain.plugin
+        if plugin is None or (plugin.sync is None and plugin.initialise is None):
+            return self.session_db(), self.session_user_db()
+        db = json_copy(self.initial_db)
+        user_db = None if self.user_initial_db is None else json_copy(self.user_initial_db)
+        if plugin.initialise is not None:
+            plugin.initialise(db, user_db, self.record)
+        return db, user_db
+
     def session_user_db(self) -> dict[str, Any] | None:
         """A session's own view of the user-side DB, or None when the domain has none."""
         return None if self.user_initial_db is None else session_view(self.user_initial_db)

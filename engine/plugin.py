@@ -44,6 +44,10 @@ GoldAdapter = Callable[[Any, Mapping[str, Any], str], "GoldTrace"]
 #: ``(agent_db, user_db) -> None``: ties the two DBs of a dual-side domain after each tool call.
 SyncStep = Callable[[dict[str, Any], dict[str, Any]], None]
 
+#: ``(agent_db, user_db, record) -> None``: a scenario's set-up actions on both DBs (the user DB may be
+#: None), run on the session's own deep copies before the first turn and before a gold replay.
+InitStep = Callable[[dict[str, Any], "dict[str, Any] | None", Mapping[str, Any]], None]
+
 #: ``(db) -> str``: a domain-specific canonical hash (SHA-256 hex), selected by ``hash_rules.style``.
 HashFunc = Callable[[Mapping[str, Any]], str]
 
@@ -73,7 +77,9 @@ class DomainPlugin:
     ``predicates``: ``func_name`` of ``db_state_assertions`` -> predicate;
     ``diagnostics``: name -> diagnostic, computed for every session of the domain;
     ``gold_adapters``: gold ``format`` name (as the domain spec's ``gold_trace.format``) -> adapter;
-    ``sync``: the step run after every tool call of a dual-side session (None: no sync);
+    ``sync``: the step run after every successful tool call of a dual-side session (None: no sync);
+    ``initialise``: the scenario's set-up step before the first turn (None: none). A domain with a
+    sync or set-up step gets deep copies of its DBs per session (both steps may write anywhere);
     ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``).
     """
 
@@ -84,6 +90,7 @@ class DomainPlugin:
     diagnostics: Mapping[str, Diagnostic] = field(default_factory=dict)
     gold_adapters: Mapping[str, GoldAdapter] = field(default_factory=dict)
     sync: SyncStep | None = None
+    initialise: InitStep | None = None
     hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
     description: str = ""
 

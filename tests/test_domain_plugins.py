@@ -206,7 +206,8 @@ def test_generated_scenarios_extends_toml_and_text_policy(phone) -> None:
         "plugin: phone\n"
         "description: The phone domain with its policy read from the manual.\n"
         "policy: {files: [phone-1.0/policy.md, phone-1.0/manual.md]}\n"
-        "scenarios: {name: 'phone_manual__{id}', description: /goal, ids: {file: phone-1.0/split.toml, pointer: /base}}\n",
+        "scenarios: {name: 'phone_manual__{id}', description: /goal,\n"
+        "            ids: {file: phone-1.0/split.toml, pointer: /base}}\n",
         encoding="utf-8",
     )
     loaded = load_domain(variant, data, plugins=plugins)
