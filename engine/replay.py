@@ -79,8 +79,8 @@ def replay_trace(
     """Run every tool-call step of ``trace`` on a session view of ``initial_db`` (user-side steps
     on ``user_db`` with ``user_table``). ``sync`` runs after every successful call, as in a
     session (``sync_each_call=False``: only once at the end, the way tau2's evaluator builds its
-    gold environment), and once more at the end; a session-ending call does not stop the replay. ``audit`` checks each call
-    against its tool's ``writes`` (slower: used by validate)."""
+    gold environment), and once more at the end; a session-ending call does not stop the replay.
+    ``audit`` checks each call against its tool's ``writes`` (slower: used by validate)."""
     runtime = ToolRuntime(table, session_view(initial_db))
     user_runtime = None
     if user_table is not None and user_db is not None:
