@@ -38,6 +38,11 @@ SIGNALS: tuple[str, ...] = (
 )
 
 
+#: Field metadata of record fields templates do not see (DBs, gold traces, plugin code): they are
+#: large, and no prompt should read them.
+_HIDDEN = {"template": False}
+
+
 @dataclass(frozen=True)
 class SourceRef:
     """Where a record was declared: spec file path and 1-based line (0 when unknown)."""
@@ -151,7 +156,7 @@ class Domain:
     user_speaks_first: bool = True
     source: SourceRef = SourceRef("")
     extra: Mapping[str, Any] = field(default_factory=dict)
-    plugin: DomainPlugin | None = field(default=None, compare=False, repr=False)
+    plugin: DomainPlugin | None = field(default=None, compare=False, repr=False, metadata=_HIDDEN)
     user_tools: ToolTable | None = None
     #: Spec folders this one extends (``extends:``), searched after ``spec_dir`` for tool tables
     #: and templates.
@@ -190,21 +195,21 @@ class Scenario:
     record_id: str
     description: str
     domain: Domain
-    initial_db: Mapping[str, Any]
-    expected_db: Mapping[str, Any] | None
+    initial_db: Mapping[str, Any] = field(metadata=_HIDDEN)
+    expected_db: Mapping[str, Any] | None = field(metadata=_HIDDEN)
     current_date: str
     user: UserProfile
     success_signals: tuple[str, ...]
     max_duration: float
     record: Mapping[str, Any] = field(default_factory=dict)
-    gold_trace: GoldTrace | None = None
+    gold_trace: GoldTrace | None = field(default=None, metadata=_HIDDEN)
     reference_answer: Any = None
     db_state_assertions: tuple[Mapping[str, Any], ...] = ()
     nl_assertions: tuple[str, ...] = ()
     match_options: Mapping[str, bool] = field(default_factory=dict)
     agent_notes: tuple[str, ...] = ()
     source: SourceRef = SourceRef("")
-    user_initial_db: Mapping[str, Any] | None = None
+    user_initial_db: Mapping[str, Any] | None = field(default=None, metadata=_HIDDEN)
     tool_names: tuple[str, ...] | None = None
     user_speaks_first: bool = True
     kickoff: str | None = None
