@@ -38,7 +38,9 @@ def test_a_yes_no_decision_tree_fails_validation(tmp_path: Path, data_root: Path
     with pytest.raises(SpecError) as info:
         load_domain(spec, data_root)
     found = [p for p in info.value.problems if "decision_tree" in p.json_path]
-    assert [p.line for p in found] == [first, first + 1] and all("is not text in YAML" in p.message for p in found)
+    assert [p.line for p in found] == [first, first + 1] and all(
+        "is not text in YAML" in p.message for p in found
+    )
 
 
 @pytest.mark.parametrize("name", ["current_date", "policy_instructions", "user", "agent_notes"])
