@@ -18,6 +18,8 @@ from engine.dbhash import db_hash
 from engine.gold import GoldStep, GoldTrace
 from engine.model import Scenario, ToolTable
 from engine.plugin import SyncStep
+from engine.scoring.action_match import is_action_match
+from engine.scoring.predicates import evaluate_db_state_assertion
 from engine.tools.runtime import ToolOutcome, ToolRuntime
 from engine.tools.writeset import changed_outside, session_view, snapshot_owned
 
@@ -118,6 +120,26 @@ def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
     )
 
 
+def gold_signal_failures(scenario: Scenario, run: ReplayRun) -> list[str]:
+    """The gating signals a gold replay can be scored on without a model, that its own gold fails:
+    ``is_action_match`` (the reference answer against the gold's actions) and each
+    ``db_state_assertion`` (on the gold's end DBs). A scenario whose gold fails them could never
+    pass; one line each."""
+    out: list[str] = []
+    if scenario.reference_answer is not None:
+        matched = is_action_match(scenario.reference_answer, run.actions, scenario.match_options)
+        if matched is False:
+            out.append("the gold's own actions do not match its reference_answer (is_action_match)")
+    plugin = scenario.domain.plugin
+    predicates = plugin.predicates if plugin else {}
+    for assertion in scenario.db_state_assertions:
+        verdict = evaluate_db_state_assertion(predicates, assertion, run.db, run.user_db)
+        if not verdict["passed"]:
+            why = verdict.get("error") or f"got {verdict['actual']!r}, expected {verdict['assert_value']!r}"
+            out.append(f"the gold's end state fails db_state_assertion {verdict['func_name']}: {why}")
+    return out
+
+
 def replay_gold(scenario: Scenario) -> ReplayOutcome:
     """Replay ``scenario.gold_trace`` onto its initial DB and compare with ``expected_db``;
     every call is audited against its ``writes`` declaration."""
@@ -129,13 +151,13 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
     actual, expected = db_hash(run.db, rules), db_hash(scenario.expected_db, rules)
     lines = () if actual == expected else tuple(db_diff(scenario.expected_db, run.db, rules))
     unknown = sorted({step.tool for step, res in run.responses if res.get("error_type") == "tool_not_found"})
-    notes = []
+    notes = gold_signal_failures(scenario, run)
     if unknown:
         notes.append(f"the gold trace calls tools the tool table lacks: {', '.join(unknown)}")
     if run.undeclared:
         shown = "; ".join(run.undeclared[:5])
         notes.append(f"tools changed what their 'writes' do not declare: {shown}")
-    ok = actual == expected and not run.undeclared
+    ok = actual == expected and not notes
     return ReplayOutcome(
         scenario.name, ok, actual, expected, lines, len(run.outcomes), " | ".join(notes) or None
     )

@@ -134,6 +134,29 @@ def _id_key(doc: YamlDoc) -> tuple[str]:
     return ("eva_id",) if "eva_id" in doc.data else ("id",)
 
 
+def problems_in_reference(ctx: BuildContext, doc: YamlDoc, name: str) -> None:
+    """A reference answer's action items must name an action type some tool records, and only
+    arguments that tool has (``refund_amout: 1285`` would make the gold fail its own match)."""
+    reference = doc.data.get("reference_answer")
+    if not isinstance(reference, list):
+        return
+    by_action = {t.action_type: t for t in ctx.domain.tools.tools if t.action_type}
+    for i, item in enumerate(reference):
+        if not isinstance(item, dict) or not isinstance(item.get("action_type"), str):
+            continue
+        tool = by_action.get(item["action_type"])
+        if tool is None:
+            kind = item["action_type"]
+            message = f"no tool records action_type {kind!r}{did_you_mean(kind, by_action)}"
+            ctx.problems.append(problem_at(doc, ("reference_answer", i, "action_type"), message, name))
+            continue
+        params = tool.parameters.get("properties") or {}
+        for key in item:
+            if key != "action_type" and key not in params:
+                message = f"tool {tool.name!r} has no argument {key!r}{did_you_mean(key, params)}"
+                ctx.problems.append(problem_at(doc, ("reference_answer", i, key), message, name))
+
+
 def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     s, domain, name = doc.data, ctx.domain, doc.data["name"]
     before = len(ctx.problems)
@@ -167,6 +190,7 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
                     name,
                 )
             )
+    problems_in_reference(ctx, doc, name)
     for i, tool in enumerate(s.get("tools", [])):
         if domain.tools.get(tool) is None:
             ctx.problems.append(

@@ -72,3 +72,71 @@ def test_make_test_without_data_is_one_line(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert f"no eva data under {tmp_path.resolve()}: run `make setup` first" in out.stdout + out.stderr
     assert "error" not in (out.stdout + out.stderr).lower().replace("errors", "")
+
+
+@pytest.fixture
+def mock_copy(tmp_path: Path) -> Path:
+    spec = tmp_path / "spec"
+    shutil.copytree(REPO / "tests" / "mock_domain" / "spec", spec)
+    return spec
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+MOCK_DATA = REPO / "tests" / "mock_domain" / "dataroot"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where", "message"),
+    [
+        (
+            "order_id: O-100}",
+            "order_idd: O-100}",
+            "$.reference_answer[0].order_idd",
+            "tool 'cancel_order' has no argument 'order_idd' (did you mean 'order_id'?)",
+        ),
+        (
+            "{action_type: cancel_order,",
+            "{action_type: cancel_ordr,",
+            "$.reference_answer[0].action_type",
+            "no tool records action_type 'cancel_ordr' (did you mean 'cancel_order'?)",
+        ),
+    ],
+)
+def test_reference_answers_name_real_tools_and_arguments(mock_copy, old, new, where, message) -> None:
+    _edit(mock_copy / "scenarios" / "cancel.yaml", old, new)
+    with pytest.raises(SpecError) as info:
+        load_domain(mock_copy, MOCK_DATA)
+    (problem,) = info.value.problems
+    assert (problem.json_path, problem.message) == (where, message)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "note"),
+    [
+        (
+            "assert_value: cancelled}",
+            "assert_value: canceled}",
+            "fails db_state_assertion order_status: got 'cancelled', expected 'canceled'",
+        ),
+        (
+            "order_id: O-100}\nmatch_options",
+            "order_id: O-101}\nmatch_options",
+            "do not match its reference_answer (is_action_match)",
+        ),
+    ],
+)
+def test_validate_scores_each_gold_on_its_own_signals(mock_copy, old, new, note) -> None:
+    from engine.domains.registry import plugins
+    from engine.validate import validate_specs
+
+    _edit(mock_copy / "scenarios" / "cancel.yaml", old, new)
+    report = validate_specs(mock_copy, MOCK_DATA, plugins=plugins())
+    assert not report.ok and [r.scenario_name for r in report.replay_failures] == ["mock__cancel_order"]
+    (failure,) = report.replay_failures
+    assert failure.actual_hash == failure.expected_hash and note in (failure.error or "")
+    assert any("gold replay failed its own checks [mock__cancel_order]" in line for line in report.lines())

@@ -245,20 +245,19 @@ def test_schemas_closed_and_documented(kind: str) -> None:
 
 
 def test_validation_report_lines() -> None:
-    from types import SimpleNamespace
-
     from engine.errors import Problem
+    from engine.replay import ReplayOutcome
     from engine.validate import ValidationReport
 
     ok = ValidationReport("specs/x", scenarios=2, prompts=4)
-    ok.replay = [SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None)] * 2
+    ok.replay = [ReplayOutcome("x__a", True, "h", "h")] * 2
     assert ok.ok and ok.lines() == [
         "validated 2 scenarios in specs/x: schemas ok, cross-checks ok, 4 prompts rendered, gold replay 2/2"
     ]
     bad = ValidationReport("specs/x", scenarios=2, prompts=4, sources={"x__b": "specs/x/scenarios/b.yaml:1"})
     bad.replay = [
-        SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None),
-        SimpleNamespace(ok=False, scenario_name="x__b", lines=["refunds.R1: missing"], error=None),
+        ReplayOutcome("x__a", True, "h", "h"),
+        ReplayOutcome("x__b", False, "h1", "h2", ("refunds.R1: missing",)),  # type: ignore[arg-type]
     ]
     assert not bad.ok
     assert bad.lines()[:2] == [
