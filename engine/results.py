@@ -25,16 +25,19 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import __version__
+from engine import __version__, render
 from engine.artifacts import read_json, write_json, write_jsonl, write_text
 from engine.dbhash import db_hash
+from engine.errors import UsageError
 from engine.model import Scenario, SessionResult
+from engine.options import ScoringOptions
 from engine.provenance import run_provenance
+from engine.replay import replay_trace
 from engine.scoring.composite import compute_composite, stalled_threshold
+from engine.scoring.judge import run_judge
 from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import build_summary, render_summary_text
 
@@ -42,31 +45,6 @@ log = logging.getLogger(__name__)
 
 METRICS = "metrics.json"
 METRICS_SCHEMA = "evalctl.metrics/1"
-
-
-@dataclass(frozen=True)
-class ScoringOptions:
-    """Run-level scoring settings (the runner fills them from CLI flags).
-
-    ``min_agent_turns``: stalled rule, ``--min-agent-turns`` (default 3, spoken agent turns);
-    ``strict_match``: ``--strict-match`` (no extra list items at any level in ``is_action_match``);
-    ``judge_model``: ``--judge-model`` (None = judge off); ``judge_base_url``: ``--judge-base-url``
-    (OpenAI-compatible, e.g. ``http://127.0.0.1:8000/v1``); ``judge_api_key_env``: environment
-    variable holding the key (a placeholder is sent when unset); ``judge_threshold``:
-    ``--judge-threshold`` (``judge_passed`` = score >= it, default 0.9); ``judge_retries``: extra
-    attempts after a failed judge call; ``judge_retry_delay_s`` / ``judge_timeout_s``: seconds.
-    """
-
-    min_agent_turns: int = 3
-    strict_match: bool = False
-    judge_model: str | None = None
-    judge_base_url: str | None = None
-    judge_api_key_env: str = "OPENAI_API_KEY"
-    judge_threshold: float = 0.9
-    judge_retries: int = 2
-    judge_retry_delay_s: float = 0.5
-    judge_timeout_s: float = 60.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def scenario_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> Path:
@@ -100,8 +78,6 @@ def expected_session(scenario: Scenario) -> dict[str, Any] | None:
     7.1.1 and 7.4.1, whose expected DBs carry an empty session although the gold authenticates.)"""
     if scenario.gold_trace is not None:
         try:
-            from engine.replay import replay_trace
-
             session = replay_trace(scenario.tools, scenario.initial_db, scenario.gold_trace).db.get("session")
         except Exception as exc:  # the diagnostic is optional: never let it break scoring
             log.debug("gold replay for %s failed: %s", scenario.name, exc)
@@ -114,8 +90,6 @@ def expected_session(scenario: Scenario) -> dict[str, Any] | None:
 def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str, Any]] | None, str | None]:
     """Rendered prompts and tool schemas; a rendering failure is recorded, never raised."""
     try:
-        from engine import render
-
         prompts = {
             "agent_prompt.md": render.render_agent_prompt(scenario),
             "user_prompt.md": render.render_user_prompt(scenario),
@@ -176,8 +150,6 @@ async def finish_session(
 
     judge = None
     if options.judge_model:
-        from engine.scoring.judge import run_judge
-
         judge = await run_judge(scenario, result, options)
 
     inputs = SignalInputs(
@@ -323,8 +295,6 @@ _SUMMARY_KEYS = frozenset({"unit", "results", "scenarios", "trials", "signals", 
 
 def load_summary(run_dir: Path) -> dict[str, Any]:
     """The ``summary.json`` of a run; raises UsageError when ``run_dir`` is not a finished run."""
-    from engine.errors import UsageError
-
     path = Path(run_dir) / "summary.json"
     try:
         body = json.loads(path.read_text(encoding="utf-8"))

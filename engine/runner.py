@@ -25,44 +25,13 @@ from engine import render, results
 from engine.backends import BackendFactory, BackendSpec, make_factory, parse_backend_spec
 from engine.errors import EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
+from engine.options import RunOptions, ScoringOptions
 from engine.progress import Progress
 from engine.protocol import end_call_schema
 from engine.rundir import check_run_dir, fresh_default_dir, open_run_dir, recorded_selection, select_scenarios
 from engine.session import SessionLimits, SessionSetup, run_session
 from engine.sides import builtin_side
 from engine.specs import load_domain
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """Everything ``evalctl run`` takes. Times in seconds; ``agent`` / ``user`` are backend specs
-    (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
-    ``resume`` reuses that run directory and runs only what is not complete there;
-    ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
-    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none."""
-
-    spec_dir: Path
-    data_root: Path | None = None
-    scenarios: tuple[str, ...] = ()
-    domain_prefix: str | None = None
-    agent: str = "replay"
-    user: str = "replay"
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 8
-    output_dir: Path | None = None
-    max_turns: int | None = None
-    trials: int = 1
-    resume: Path | None = None
-    turn_timeout_s: float = 300.0
-    max_tool_rounds: int = 10
-    max_tool_calls_per_turn: int = 50
-    request_timeout_s: float = 60.0
-    max_retries: int = 4
-    replay_latency_s: float = 0.0
-    progress: bool | None = None
-    quiet: bool = False
-    scoring: results.ScoringOptions = field(default_factory=results.ScoringOptions)
 
 
 @dataclass
@@ -118,7 +87,7 @@ def _side(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -
     )
 
 
-def _check_judge(scoring: results.ScoringOptions) -> None:
+def _check_judge(scoring: ScoringOptions) -> None:
     """A configured judge needs its key variable set, like a model side: a UsageError before the
     run, not N/A verdicts after it (any non-empty value for a local server that needs none)."""
     if scoring.judge_model and not os.environ.get(scoring.judge_api_key_env):

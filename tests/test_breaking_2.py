@@ -168,7 +168,7 @@ def test_judge_verdicts_with_bool_index_or_conflicts_are_refused(items: list, me
 
 @pytest.mark.parametrize("usage", [{"prompt_tokens": "12", "completion_tokens": None}, "junk"])
 async def test_judge_verdict_survives_odd_usage_fields(data_root: Path, usage: Any) -> None:
-    from engine.results import ScoringOptions
+    from engine.options import ScoringOptions
     from engine.scoring.judge import run_judge
     from tests.mock_domain.eva_fixtures import eva_scenario, session
 
@@ -452,7 +452,7 @@ async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
 
 
 async def test_judge_error_is_one_line(data_root: Path) -> None:
-    from engine.results import ScoringOptions
+    from engine.options import ScoringOptions
     from engine.scoring.judge import run_judge
     from tests.mock_domain.eva_fixtures import eva_scenario, session
 

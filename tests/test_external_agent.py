@@ -11,7 +11,8 @@ from typing import Any
 
 import websockets
 
-from engine.runner import RunOptions, run
+from engine.options import RunOptions
+from engine.runner import run
 from engine.specs import load_domain
 from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import session_between

@@ -12,7 +12,8 @@ import pytest
 from engine.backends.openai_chat import OpenAIFactory
 from engine.backends.replay import ReplayFactory
 from engine.errors import UsageError
-from engine.runner import RunOptions, run
+from engine.options import RunOptions
+from engine.runner import run
 from engine.specs import LoadedDomain, load_domain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, session_between

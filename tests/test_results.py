@@ -10,7 +10,8 @@ import pytest
 
 from engine import artifacts, results
 from engine.dbhash import db_hash
-from engine.results import ScoringOptions, finish_run, finish_session, is_complete, scenario_dir
+from engine.options import ScoringOptions
+from engine.results import finish_run, finish_session, is_complete, scenario_dir
 from engine.specs import load_domain
 from tests.conftest import SPEC_DIR
 from tests.mock_domain.eva_fixtures import expected_copy, session

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.runner import RunOptions, run_cli
+from engine.options import RunOptions
+from engine.runner import run_cli
 from tests.conftest import REPO, SPEC_DIR
 
 TIMING_KEYS = {"run_dir", "wall_time_s", "session_time_s", "interrupted"}

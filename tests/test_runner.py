@@ -14,7 +14,8 @@ import pytest
 
 import cli
 from engine.errors import UsageError
-from engine.runner import RunOptions, run, select_scenarios
+from engine.options import RunOptions
+from engine.runner import run, select_scenarios
 from engine.specs import load_domain
 from tests.conftest import REPO, SPEC_DIR
 

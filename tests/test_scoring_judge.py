@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from engine.results import ScoringOptions, finish_session
+from engine.options import ScoringOptions
+from engine.results import finish_session
 from engine.scoring.judge import parse_judge_reply, render_judge_prompt, run_judge
 from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
 from tests.mock_domain.judge_server import scripted_judge

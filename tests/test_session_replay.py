@@ -9,7 +9,8 @@ import pytest
 from engine.backends import SessionInfo
 from engine.backends.replay import ReplayFactory, split_trace
 from engine.dbhash import db_hash
-from engine.runner import RunOptions, run
+from engine.options import RunOptions
+from engine.runner import run
 from engine.specs import LoadedDomain, load_domain
 from tests.conftest import SPEC_DIR
 

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from engine import runner
-from engine.runner import RunOptions, RunReport
+from engine.options import RunOptions
+from engine.runner import RunReport
 from tests.conftest import REPO, SPEC_DIR
 
 LATENCY_S = 0.1
