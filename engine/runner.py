@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from engine import render, results
-from engine.backends import BackendFactory, BackendSpec, make_factory, parse_backend_spec
+from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
+from engine.backends.factory import make_factory
 from engine.errors import EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
 from engine.options import RunOptions, ScoringOptions
