@@ -303,7 +303,7 @@ async def test_two_silent_sides_end_the_session_after_empty_turns(data_root: Pat
 def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
     from rich.console import Console
 
-    from engine.report import summary_table
+    from engine.commands.report import summary_table
     from engine.scoring.summary import build_summary, render_summary_text
 
     rows = [
@@ -328,7 +328,7 @@ def test_report_prints_server_text_and_paths_verbatim(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from engine.artifacts import write_json
-    from engine.report import print_report
+    from engine.commands.report import report
     from engine.scoring.summary import build_summary
 
     run_dir = tmp_path / "runs [nightly]"
@@ -345,7 +345,7 @@ def test_report_prints_server_text_and_paths_verbatim(
     summary = build_summary([row], {"trials": 1, "scenarios": ["eva_airline__3_1_5", "x"]})
     write_json(run_dir / "summary.json", {**summary, "run_dir": str(run_dir)})
     # before: MarkupError traceback ('[/INST]' read as a closing tag) and 'openai:m:' printed as 'openaiⓂ'
-    print_report(run_dir)
+    report(run_dir)
     text = capsys.readouterr().out
     assert f"first: APIStatusError: {error}" in text
     assert f"stop=error: agent side reported backend_error: {error}" in text

@@ -6,7 +6,7 @@ Reads ``summary.json`` (written by ``finish_run``); nothing is recomputed here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,9 +14,6 @@ from rich.table import Table
 
 from engine.results import load_summary
 from engine.scoring.summary import failure_reason
-
-if TYPE_CHECKING:
-    from engine.runner import RunReport
 
 
 def _pct(rate: float | None) -> str:
@@ -50,10 +47,9 @@ def summary_table(summary: dict[str, Any]) -> Table:
     return table
 
 
-def print_report(run_dir: Path, console: Console | None = None) -> int:
-    """Print the report of ``run_dir``; returns the number of unsuccessful results.
-
-    Raises UsageError when ``run_dir`` has no ``summary.json``.
+def report(run_dir: Path, console: Console | None = None) -> int:
+    """Print the report of ``run_dir`` on ``console`` (default: stdout, long lines unwrapped);
+    returns 0. Raises UsageError when ``run_dir`` has no readable ``summary.json``.
     """
     # long lines stay whole when piped (grep); no emoji codes (":m:" in "openai:m: HTTP 401" is one)
     console = console or Console(soft_wrap=True, emoji=False)
@@ -84,34 +80,4 @@ def print_report(run_dir: Path, console: Console | None = None) -> int:
             trial = f" trial {f['trial']}" if summary["trials"] > 1 else ""
             console.print(f"  {f['scenario']}{trial}: {failure_reason(f)}", markup=False, highlight=False)
         console.print(f"hint: `evalctl diff {run_dir}` shows why, field by field", markup=False)
-    return len(failed)
-
-
-def print_run_outcome(report: RunReport, fail_under: float | None = None) -> int:
-    """What ``evalctl run`` prints when it ends: the headline lines of ``all_summary.txt``, the
-    report table with failures and the diff hint, scoring errors, where the results are, and why
-    the exit code is not 0. Returns the exit code (130 interrupted, 1 under ``fail_under``, else 0)."""
-    out = Console(soft_wrap=True, emoji=False)
-    err = Console(stderr=True, soft_wrap=True, emoji=False)
-    for line in report.summary_text().splitlines():
-        if line.startswith(("Overall Success Rate", "Task Success Rate")):
-            out.print(line, markup=False, highlight=False)
-    if (report.run_dir / "summary.json").is_file():
-        print_report(report.run_dir, out)
-    for key, message in sorted(report.scoring_errors.items()):
-        err.print(f"evalctl: scoring failed for {key}: {message}", markup=False, highlight=False)
-    if report.skipped:
-        out.print(f"{report.skipped} already complete (skipped)", markup=False, highlight=False)
-    out.print(f"results: {report.run_dir}", markup=False, highlight=False)
-    if report.interrupted:
-        err.print(f"evalctl: interrupted; finished results kept in {report.run_dir}", markup=False)
-    code = report.exit_code(fail_under)
-    if code == 1 and fail_under is not None:
-        rate = report.overall_rate()
-        got = "not applicable" if rate is None else f"{100 * rate:.1f}%"
-        err.print(
-            f"evalctl: overall success rate {got} is below --fail-under {100 * fail_under:.1f}%",
-            markup=False,
-            highlight=False,
-        )
-    return code
+    return 0
