@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from engine.records.metrics import SIGNALS as SIGNALS  # the six signal names, defined there
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO_ROOT / "schemas"
 TEMPLATE_DIR = REPO_ROOT / "templates"
@@ -19,16 +21,6 @@ TEMPLATE_DIR = REPO_ROOT / "templates"
 ToolKind = Literal["read", "write", "system", "harness"]
 StopReason = Literal["exit", "transfer", "user_hangup", "timeout", "error"]
 CLEAN_STOP_REASONS: frozenset[str] = frozenset({"exit", "transfer"})
-
-#: The six signals of the scoring model, by the value written to ``success_breakdown``.
-SIGNALS: tuple[str, ...] = (
-    "is_action_match",
-    "db_state_match",
-    "db_state_assertion",
-    "nl_assertion",
-    "judge_passed",
-    "clean_exit",
-)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ from engine.model import Scenario, SessionResult
 from engine.options import RunOptions, ScoringOptions
 from engine.progress import Progress
 from engine.protocol import end_call_schema
+from engine.records.metrics import MetricsRecord
+from engine.records.summary import SummaryRecord
 from engine.rundir import check_run_dir, fresh_default_dir, open_run_dir, recorded_selection, select_scenarios
 from engine.session import SessionLimits, SessionSetup, run_session
 from engine.sides import builtin_side
@@ -37,22 +39,22 @@ from engine.specs import load_domain
 
 @dataclass
 class RunReport:
-    """What a run did: ``outcomes`` pairs each finished session with its metrics dict (None when
+    """What a run did: ``outcomes`` pairs each finished session with its metrics (None when
     scoring failed, see ``scoring_errors``); ``skipped`` were already complete (``--resume``)."""
 
     run_dir: Path
-    outcomes: list[tuple[SessionResult, dict[str, Any] | None]] = field(default_factory=list)
+    outcomes: list[tuple[SessionResult, MetricsRecord | None]] = field(default_factory=list)
     scoring_errors: dict[str, str] = field(default_factory=dict)
-    summary: dict[str, Any] | None = None
+    summary: SummaryRecord | None = None
     interrupted: bool = False
     skipped: int = 0
     wall_s: float = 0.0
 
     def overall_rate(self) -> float | None:
         """The composite success rate over the run directory (0..1), None when not applicable."""
-        if not self.summary:
+        if self.summary is None:
             return None
-        rate = self.summary.get("overall", {}).get("rate")
+        rate = self.summary.overall.rate
         return None if rate is None else float(rate)
 
     def exit_code(self, fail_under: float | None = None) -> int:
@@ -245,7 +247,7 @@ async def _run_jobs(
                 )
             except Exception as err:  # an engine bug in one session must not stop the others
                 result = SessionResult(scenario.name, trial, "error", error=f"engine error: {err!r}")
-            metrics: dict[str, Any] | None
+            metrics: MetricsRecord | None
             try:
                 metrics = await _finish(run_dir, scenario, result, opts)
             except Exception as err:  # scoring trouble is recorded, the run goes on
@@ -270,12 +272,12 @@ _FINISHER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalctl-finish
 
 async def _finish(
     run_dir: Path, scenario: Scenario, result: SessionResult, opts: RunOptions
-) -> dict[str, Any]:
+) -> MetricsRecord:
     """Score and write one session off the event loop: artifact writes block (fsync), and the
     sessions still running must not wait for them. Its own loop in a worker thread; if the run is
     interrupted meanwhile, the writes still finish (so a result is never half written)."""
 
-    def work() -> dict[str, Any]:
+    def work() -> MetricsRecord:
         return asyncio.run(results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring))
 
     future = asyncio.get_running_loop().run_in_executor(_FINISHER, work)
