@@ -264,11 +264,10 @@ def test_predicate_values_are_compared_as_json(
 
 def test_pass_hat_k_leaves_out_trials_without_a_verdict() -> None:
     from engine.scoring.summary import build_summary
+    from tests.record_helpers import metrics_row
 
-    def row(trial: int, verdict: Any) -> dict[str, Any]:
-        return {"scenario_name": "qa_1", "trial": trial, "is_successful": verdict, "success_signals": []}
-
-    summary = build_summary([row(1, True), row(2, "N/A"), row(3, True)], {"trials": 3})
+    rows = [metrics_row("qa_1", 1, True), metrics_row("qa_1", 2, "N/A"), metrics_row("qa_1", 3, True)]
+    summary = build_summary(rows, {"trials": 3}).to_json()
     # before: the judge's N/A counted as a failure: pass^1 0.667, pass^2 0.333, while the
     # composite rate (which leaves N/A out) read 100%
     assert summary["overall"]["rate"] == 1.0
@@ -301,13 +300,16 @@ async def test_two_silent_sides_end_the_session_after_empty_turns(data_root: Pat
 
 
 def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
+    from dataclasses import replace
+
     from rich.console import Console
 
     from engine.commands.report import summary_table
     from engine.scoring.summary import build_summary, render_summary_text
+    from tests.record_helpers import metrics_row
 
     rows = [
-        {"scenario_name": name, "trial": t, "is_successful": verdict, "success_signals": []}
+        metrics_row(name, t, verdict)
         for name, verdicts in (("a", (True, True)), ("b", (True, "N/A")))
         for t, verdict in enumerate(verdicts, 1)
     ]
@@ -317,7 +319,7 @@ def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
     # pass^2 rests on scenario a alone (b has one trial with a verdict); before: '2 scenarios'
     lines = {line.split("│")[1].strip(): line for line in console.export_text().splitlines() if "│" in line}
     assert "1 scenarios" in lines["pass^2"] and "2 scenarios" in lines["pass^1"]
-    none = build_summary([{**rows[3], "trial": t} for t in (1, 2)], {"trials": 2})
+    none = build_summary([replace(rows[3], trial=t) for t in (1, 2)], {"trials": 2})
     assert "pass^k over 2 trials: n/a (no trial had a verdict)" in render_summary_text(none)
 
 
@@ -330,20 +332,21 @@ def test_report_prints_server_text_and_paths_verbatim(
     from engine.artifacts import write_json
     from engine.commands.report import report
     from engine.scoring.summary import build_summary
+    from tests.record_helpers import metrics_row
 
     run_dir = tmp_path / "runs [nightly]"
     error = "openai:m: HTTP 400: Error code: 400 - unexpected [/INST] token"
-    row = {
-        "scenario_name": "eva_airline__3_1_5",
-        "trial": 1,
-        "is_successful": False,
-        "success_signals": ["clean_exit"],
-        "stop_reason": "error",
-        "error": f"agent side reported backend_error: {error}",
-        "judge_error": f"APIStatusError: {error}",
-    }
-    summary = build_summary([row], {"trials": 1, "scenarios": ["eva_airline__3_1_5", "x"]})
-    write_json(run_dir / "summary.json", {**summary, "run_dir": str(run_dir)})
+    row = metrics_row(
+        "eva_airline__3_1_5",
+        1,
+        False,
+        success_signals=("clean_exit",),
+        stop_reason="error",
+        error=f"agent side reported backend_error: {error}",
+        signals={"judge_error": f"APIStatusError: {error}"},
+    )
+    summary = build_summary([row], {"trials": 1, "scenarios": ["eva_airline__3_1_5", "x"]}, str(run_dir))
+    write_json(run_dir / "summary.json", summary.to_json())
     # before: MarkupError traceback ('[/INST]' read as a closing tag) and 'openai:m:' printed as 'openaiⓂ'
     report(run_dir)
     text = capsys.readouterr().out

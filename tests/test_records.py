@@ -19,9 +19,13 @@ from engine import __version__
 from engine.artifacts import dumps_json
 from engine.dbhash import db_hash
 from engine.options import RunOptions
+from engine.records.fields import RecordError
+from engine.records.metrics import SIGNALS, MetricsRecord, Signal, Usage
+from engine.records.summary import SummaryRecord
 from engine.runner import run_cli
+from engine.scoring.signals import SIGNAL_FUNCS
 from engine.specs import load_domain
-from tests.conftest import SPEC_DIR
+from tests.conftest import REPO, SPEC_DIR
 
 ISO_SECOND = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
 
@@ -96,11 +100,17 @@ METRICS_KEYS = [
 ]
 
 
-def test_metrics_json_of_one_eva_scenario(tmp_path: Path, data_root: Path) -> None:
+@pytest.fixture(scope="module")
+def one_scenario_run(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """eva 3.1.5 replayed once (its gold conversation: 4 agent turns, 3 writes)."""
+    return _run(tmp_path_factory.mktemp("one"), data_root, ("eva_airline__3_1_5",))
+
+
+def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Path) -> None:
     name = "eva_airline__3_1_5"
     scenario = load_domain(SPEC_DIR, data_root).scenario(name)
     expected_hash = db_hash(scenario.expected_db, scenario.domain.hash_rules)
-    body = _read(_run(tmp_path, data_root, (name,)) / name / "metrics.json")
+    body = _read(one_scenario_run / name / "metrics.json")
     assert list(body) == METRICS_KEYS
     times = {k: body.pop(k) for k in ("started_at", "duration_s", "engine_time_s")}
     assert ISO_SECOND.match(times["started_at"])
@@ -156,6 +166,66 @@ def test_metrics_json_of_one_eva_scenario(tmp_path: Path, data_root: Path) -> No
         "evalctl_version": __version__,
     }
     assert list(body["usage"]["agent"]) == ["model", "prompt_tokens", "completion_tokens", "calls"]
+
+
+def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path, data_root: Path) -> None:
+    names = ("eva_airline__3_1_5", "eva_airline__5_1_5")
+    run_dir = _run(tmp_path, data_root, names, max_turns=2)  # one passes, one stalls with an error
+    for name in names:
+        text = (run_dir / name / "metrics.json").read_text(encoding="utf-8")
+        record = MetricsRecord.from_json(json.loads(text))
+        assert dumps_json(record.to_json()) == text
+    stalled = MetricsRecord.from_json(json.loads((run_dir / names[0] / "metrics.json").read_text()))
+    assert stalled.stalled and stalled.error == "max turns (2 agent turns) reached"
+    assert stalled.signals.diagnostics == {"authenticated": True}
+    assert stalled.usage["agent"] == Usage("replay", 0, 0, stalled.usage["agent"].calls)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda b: b.pop("db_hash"), "metrics: no db_hash"),
+        (lambda b: b.update(extra=1), "metrics: unknown key(s) extra"),
+        (lambda b: b.update(trial="1"), "trial: str is not int"),
+        (lambda b: b.update(trial=True), "trial: True is not int"),
+        (lambda b: b.pop("authenticated"), "metrics: no authenticated"),
+        (lambda b: b.update(record_id="3.1.5"), "not exactly one of eva_id, record_id"),
+        (lambda b: b.update(schema="evalctl.metrics/2"), "schema is not evalctl.metrics/1"),
+        (lambda b: b["usage"]["agent"].pop("calls"), "usage: no calls"),
+        (lambda b: b["success_breakdown"].update(failed="x"), "failed: str is not list"),
+    ],
+    ids=[
+        "missing",
+        "unknown",
+        "type",
+        "bool-for-int",
+        "diagnostic",
+        "two-ids",
+        "schema",
+        "usage",
+        "breakdown",
+    ],
+)
+def test_a_metrics_body_that_is_not_the_record_is_refused(
+    one_scenario_run: Path, change: Any, message: str
+) -> None:
+    body = json.loads((one_scenario_run / "eva_airline__3_1_5" / "metrics.json").read_text())
+    change(body)
+    with pytest.raises(RecordError) as info:
+        MetricsRecord.from_json(body)
+    assert message in str(info.value)
+
+
+def test_the_json_schemas_name_the_signals_of_the_record() -> None:
+    for name, path in (
+        ("domain", ("$defs", "success_signals")),
+        ("scenario", ("properties", "success_signals")),
+    ):
+        node = json.loads((REPO / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8"))
+        for key in path:
+            node = node[key]
+        assert tuple(node["items"]["enum"]) == SIGNALS, name
+    assert tuple(SIGNAL_FUNCS) == SIGNALS == tuple(Signal)
 
 
 SUMMARY_KEYS = [
@@ -269,3 +339,15 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
     ] * 2
     assert list(body["signals"]["clean_exit"]) == ["passed", "total", "rate", "unit", "role"]
     assert list(body["overall"]) == ["passed", "failed", "not_applicable", "total", "rate"]
+
+
+def test_summary_is_read_back_through_the_record_unchanged(two_trial_run: Path) -> None:
+    text = (two_trial_run / "summary.json").read_text(encoding="utf-8")
+    record = SummaryRecord.from_json(json.loads(text))
+    assert dumps_json(record.to_json()) == text
+    assert record.pass_hat_k is not None and record.pass_hat_k.overall == {"1": 0.5, "2": 0.5}
+    assert [f.trial for f in record.failed] == [1, 2] and record.stalled.count == 2
+    body = json.loads(text)
+    body["failed"][0]["why"] = "?"
+    with pytest.raises(RecordError, match="failed: unknown key"):
+        SummaryRecord.from_json(body)
