@@ -279,7 +279,7 @@ def finish_run(run_dir: Path, run_info: dict[str, Any]) -> SummaryRecord:
     metrics = load_run_metrics(run_dir)
     run_info = _with_defaults(run_dir, metrics, run_info)
     summary = build_summary(metrics, run_info, run_dir=str(run_dir))
-    write_json(run_dir / "run.json", run_provenance(run_dir, run_info))
+    write_json(run_dir / "run.json", run_provenance(run_dir, run_info).to_json())
     write_json(run_dir / "summary.json", summary.to_json())
     write_text(run_dir / "all_summary.txt", render_summary_text(summary, title=str(run_dir)))
     return summary

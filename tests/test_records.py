@@ -21,6 +21,7 @@ from engine.dbhash import db_hash
 from engine.options import RunOptions
 from engine.records.fields import RecordError
 from engine.records.metrics import SIGNALS, MetricsRecord, Signal, Usage
+from engine.records.run import RunRecord
 from engine.records.summary import SummaryRecord
 from engine.runner import run_cli
 from engine.scoring.signals import SIGNAL_FUNCS
@@ -351,3 +352,37 @@ def test_summary_is_read_back_through_the_record_unchanged(two_trial_run: Path) 
     body["failed"][0]["why"] = "?"
     with pytest.raises(RecordError, match="failed: unknown key"):
         SummaryRecord.from_json(body)
+
+
+def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path) -> None:
+    text = (two_trial_run / "run.json").read_text(encoding="utf-8")
+    body = json.loads(text)
+    assert list(body) == [
+        "evalctl_version",
+        "git",
+        "python",
+        "spec_dir",
+        "spec_files",
+        "templates",
+        "data_root",
+        "data_root_files",
+        "data_root_changed_from_pins",
+        "models",
+        "trials",
+        "args",
+        "argv",
+        "created_at",
+        "scenarios",
+        "invocations",
+    ]
+    record = RunRecord.from_json(body)
+    assert dumps_json(record.to_json()) == text
+    assert record.trials == 2 and record.scenarios == ("eva_airline__3_1_5", "eva_airline__5_1_5")
+    assert record.models == {"agent": "replay", "user": "replay"}
+    [invocation] = record.invocations
+    assert invocation.finished_at is not None and invocation.interrupted is False
+    assert invocation.args["trials"] == 2 and invocation.args["scoring"]["min_agent_turns"] == 3
+    with pytest.raises(RecordError, match="invocation: no args"):
+        RunRecord.from_json(
+            {**body, "invocations": [{k: v for k, v in body["invocations"][0].items() if k != "args"}]}
+        )
