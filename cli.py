@@ -71,10 +71,15 @@ def group() -> None:
 
 @group.command("list")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {name, eva_id, description}.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a JSON list of {name, id (eva_id in eva specs), description}.",
+)
 @data_root_option
 def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> int:
-    """List the scenarios of SPEC_DIR: one line each, name first, then eva_id and description.
+    """List the scenarios of SPEC_DIR: one line each, name first, then record id and description.
 
     The specs are fully loaded and checked first, so a broken spec fails here too.
 
@@ -111,7 +116,11 @@ def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
 @group.command("render")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option(
-    "--scenario", "-s", "scenario_name", required=True, metavar="NAME",
+    "--scenario",
+    "-s",
+    "scenario_name",
+    required=True,
+    metavar="NAME",
     help="Scenario name (see `evalctl list`).",
 )
 @click.option(

@@ -1,7 +1,8 @@
 """The data root: where upstream fixtures are read in place.
 
 A data root is a folder holding upstream releases in upstream layout (``eva-0.1.3/``,
-``eva-2.1.0/``). It is chosen by ``--data-root``, else ``$EVAL_DATA_ROOT``, else ``./data``.
+``eva-2.1.0/``, ``tau2-17e07b1/``, ``tau2-v0.2.0/``, ``nemo-1a83139/``; the list is
+``upstream_pins.json``). It is chosen by ``--data-root``, else ``$EVAL_DATA_ROOT``, else ``./data``.
 Files whose SHA-256 differs from the pinned upstream sums are accepted with one warning line.
 """
 
@@ -15,6 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from engine.errors import DataRootError
+from engine.safepaths import MAX_DATA_BYTES, check_regular, contained
 
 ENV_VAR = "EVAL_DATA_ROOT"
 DEFAULT = "data"
@@ -40,7 +42,11 @@ def resolve_data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 @cache
 def pins() -> dict[str, dict]:
-    """Pinned upstream releases: ``{release_dir: {repo, tag, commit, files: {relpath: sha256 hex}}}``."""
+    """Pinned upstream releases: ``{release_dir: {repo, commit, files: {relpath: sha256 hex}, ...}}``.
+
+    Optional keys: ``tag`` (the upstream tag of ``commit``) and ``not_upstream`` (pinned files that
+    only a local copy holds: a README written for the copy, a file derived from upstream code).
+    """
     return json.loads(PINS_FILE.read_text(encoding="utf-8"))
 
 
@@ -62,8 +68,13 @@ def check_release(root: Path, release: str) -> list[str]:
     spec = pins()[release]
     bad: list[str] = []
     for rel, digest in sorted(spec["files"].items()):
-        path = root / release / rel
-        if not path.is_file() or sha256_file(path) != digest:
+        try:  # only a regular file inside the root is hashed (no FIFO, no link out of it)
+            path = contained(root, f"{release}/{rel}")
+            check_regular(path, MAX_DATA_BYTES)
+        except OSError:
+            bad.append(rel)
+            continue
+        if sha256_file(path) != digest:
             bad.append(rel)
     return bad
 

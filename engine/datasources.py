@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from engine.safepaths import MAX_DATA_BYTES, read_text
+
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -40,12 +42,14 @@ class DataFiles:
     def file(self, rel: str, fmt: str | None = None) -> Any:
         """Parsed content of ``root/rel``; ``fmt`` is json, jsonl or yaml (default: from the extension).
 
-        Raises FileNotFoundError / OSError when unreadable, ValueError or yaml.YAMLError for bad content.
+        ``rel`` (after any ``{eva_id}`` substitution) must resolve, symlinks included, inside the data
+        root to a regular file of at most MAX_DATA_BYTES (engine.safepaths). Raises FileNotFoundError /
+        OSError (UnsafePathError) when unreadable, ValueError or yaml.YAMLError for bad content.
         """
         if fmt is None:
             fmt = "yaml" if rel.endswith((".yaml", ".yml")) else "jsonl" if rel.endswith(".jsonl") else "json"
         if (rel, fmt) not in self._files:
-            text = (self.root / rel).read_text(encoding="utf-8")
+            text = read_text(self.root, rel, MAX_DATA_BYTES)  # inside the root, a regular file, bounded
             if fmt == "yaml":
                 content = yaml.load(text, Loader=_YAML_LOADER)
             elif fmt == "jsonl":

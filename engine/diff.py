@@ -19,6 +19,7 @@ from engine.errors import UsageError
 from engine.model import HashRules
 from engine.records.metrics import MetricsRecord
 from engine.results import scored_dirs
+from engine.untrusted import one_line
 from engine.validation import did_you_mean
 
 
@@ -196,4 +197,5 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         out.append(f"actions ({len(d.actions)}):" if d.actions else "actions: none")
         out.extend(f"  {i}. {_action_text(a)}" for i, a in enumerate(d.actions, 1))
         out.append("")
-    return "\n".join(out)
+    # argument values and errors come from the sides: each entry stays one visible line
+    return "\n".join(one_line(line, None) for line in out)

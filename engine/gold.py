@@ -1,20 +1,26 @@
-"""Gold traces: the reference conversation of a scenario, with name placeholders resolved.
+"""Gold traces: a scenario's reference conversation, parsed once into a typed :class:`GoldTrace`.
 
-eva 2.1.0 ships ``ground_truth.expected_trace.trace`` with the caller's identity as placeholders
-(README of the 2.1.0 data): ``<FIRST_NAME>``, ``<LAST_NAME>`` take ``culture_overrides[lang]``;
-``<FIRST_NAME_ROMANIZED>``, ``<LAST_NAME_ROMANIZED>`` take ``romanized_culture_overrides[lang]``
-(falling back to ``culture_overrides[lang]``) lower-cased; ``<PHONE>`` takes
-``culture_overrides[lang].phone``; ``<COMPANION_FIRST_NAME>`` the companion's first name.
+Every source format has an adapter ``(raw, record, language) -> GoldTrace``. The engine knows the
+formats that are data layouts, not domain rules:
+
+- ``events`` (default): a list of ``{event_type: user_utterance | agent_utterance | tool_call |
+  tool_response, ...}`` (``utterance``; ``tool_name`` + ``params``; ``response``), as documented in
+  docs/authoring.md;
+- ``actions``: a list of tool calls ``{name, arguments, requestor?}`` with no words, the shape of
+  tau2-bench's ``evaluation_criteria.actions`` (``requestor`` ``assistant``/``agent`` or ``user``).
+
+Domain plugins add their own (``DomainPlugin.gold_adapters``; eva_airline's ``eva_trace`` resolves
+person placeholders first). validate, the replay sides and scoring all read the same record.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-DEFAULT_TRACE_POINTER = "/ground_truth/expected_trace/trace"
-_PLACEHOLDER = re.compile(r"<([A-Z_]+)>")
+StepKind = Literal["user", "agent", "tool_call"]
+Side = Literal["agent", "user"]
 
 
 def resolve_pointer(doc: Any, pointer: str) -> Any:
@@ -34,47 +40,114 @@ def resolve_pointer(doc: Any, pointer: str) -> Any:
     return node
 
 
-def placeholder_values(record: Mapping[str, Any], language: str = "en") -> dict[str, str]:
-    """Placeholder name (without brackets) -> value for ``language``; empty when the record has none."""
-    plain = dict((record.get("culture_overrides") or {}).get(language) or {})
-    roman = {**plain, **((record.get("romanized_culture_overrides") or {}).get(language) or {})}
-    values: dict[str, str] = {}
-    for key, src in (("FIRST_NAME", "first_name"), ("LAST_NAME", "last_name"), ("PHONE", "phone")):
-        if isinstance(plain.get(src), str):
-            values[key] = plain[src]
-    for key, src in (("FIRST_NAME_ROMANIZED", "first_name"), ("LAST_NAME_ROMANIZED", "last_name")):
-        if isinstance(roman.get(src), str):
-            values[key] = roman[src].lower()
-    companion = plain.get("companion")
-    if isinstance(companion, Mapping) and isinstance(companion.get("first_name"), str):
-        values["COMPANION_FIRST_NAME"] = companion["first_name"]
-    return values
+@dataclass(frozen=True)
+class GoldStep:
+    """One step of a gold conversation.
 
-
-def _substitute(value: Any, values: Mapping[str, str]) -> Any:
-    if isinstance(value, str):
-        return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), value)
-    if isinstance(value, Mapping):
-        return {k: _substitute(v, values) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_substitute(v, values) for v in value]
-    return value
-
-
-def resolve_placeholders(value: Any, record: Mapping[str, Any], language: str = "en") -> Any:
-    """A copy of ``value`` (str, dict, list, nested) with known placeholders replaced for
-    ``language`` from ``record``'s culture overrides. Unknown placeholders are left as they are."""
-    return _substitute(value, placeholder_values(record, language))
-
-
-def gold_trace(
-    record: Mapping[str, Any], language: str = "en", pointer: str = DEFAULT_TRACE_POINTER
-) -> tuple[dict[str, Any], ...]:
-    """The record's gold trace events (``{event_type, ...}``), placeholders resolved for ``language``.
-
-    Raises KeyError when the record has nothing at ``pointer``.
+    ``kind`` ``user`` / ``agent``: a spoken line in ``text``; ``tool_call``: ``tool`` called with
+    ``arguments`` by ``side``; ``result`` is the tool result the source recorded for that call
+    (None when it recorded none).
     """
-    events = resolve_pointer(record, pointer)
-    if not isinstance(events, list):
-        raise KeyError(pointer)
-    return tuple(resolve_placeholders(events, record, language))
+
+    kind: StepKind
+    text: str = ""
+    tool: str = ""
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    side: Side = "agent"
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class GoldTrace:
+    """A gold conversation: ``steps`` in order; ``format`` names the adapter that read it."""
+
+    steps: tuple[GoldStep, ...]
+    format: str = "events"
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __iter__(self) -> Iterator[GoldStep]:
+        return iter(self.steps)
+
+    def tool_calls(self, side: Side | None = None) -> tuple[GoldStep, ...]:
+        """The tool-call steps (of ``side`` only, when given), in order."""
+        return tuple(s for s in self.steps if s.kind == "tool_call" and (side is None or s.side == side))
+
+    def lines(self, kind: Literal["user", "agent"]) -> tuple[str, ...]:
+        """The spoken lines of one speaker, in order."""
+        return tuple(s.text for s in self.steps if s.kind == kind)
+
+    def agent_turns(self) -> int:
+        """Spoken agent turns: runs of steps holding an agent line, between user lines."""
+        turns, spoke = 0, False
+        for step in self.steps:
+            if step.kind == "user":
+                turns, spoke = turns + spoke, False
+            elif step.kind == "agent":
+                spoke = True
+        return turns + spoke
+
+
+def events_trace(raw: Any, record: Mapping[str, Any] | None = None, language: str = "en") -> GoldTrace:
+    """Read the ``events`` format. A ``tool_response`` event becomes the ``result`` of the call
+    before it. Raises TypeError when ``raw`` is not a list of mappings."""
+    if not isinstance(raw, list):
+        raise TypeError("a gold trace in the 'events' format is a list of events")
+    steps: list[GoldStep] = []
+    for event in raw:
+        if not isinstance(event, Mapping):
+            raise TypeError("every gold event is a mapping with an event_type")
+        kind = event.get("event_type")
+        if kind == "user_utterance":
+            steps.append(GoldStep("user", text=str(event.get("utterance", ""))))
+        elif kind == "agent_utterance":
+            steps.append(GoldStep("agent", text=str(event.get("utterance", ""))))
+        elif kind == "tool_call":
+            params = event.get("params") or {}
+            steps.append(
+                GoldStep(
+                    "tool_call",
+                    tool=str(event.get("tool_name")),
+                    arguments=params if isinstance(params, Mapping) else {},
+                )
+            )
+        elif kind == "tool_response" and steps and steps[-1].kind == "tool_call" and steps[-1].result is None:
+            last = steps[-1]
+            steps[-1] = GoldStep(
+                "tool_call",
+                tool=last.tool,
+                arguments=last.arguments,
+                side=last.side,
+                result=event.get("response"),
+            )
+    return GoldTrace(tuple(steps), "events")
+
+
+_USER_REQUESTORS = frozenset({"user"})
+_AGENT_REQUESTORS = frozenset({"assistant", "agent"})
+
+
+def actions_trace(raw: Any, record: Mapping[str, Any] | None = None, language: str = "en") -> GoldTrace:
+    """Read the ``actions`` format: tool calls only, each ``{name, arguments, requestor?}``
+    (requestor ``assistant``/``agent`` -> agent side, ``user`` -> user side; default agent).
+    Raises TypeError / ValueError for anything else."""
+    if not isinstance(raw, list):
+        raise TypeError("a gold trace in the 'actions' format is a list of tool calls")
+    steps: list[GoldStep] = []
+    for action in raw:
+        if not isinstance(action, Mapping) or not isinstance(action.get("name"), str):
+            raise TypeError("every gold action is a mapping with a string 'name'")
+        requestor = str(action.get("requestor") or "assistant")
+        if requestor not in _USER_REQUESTORS | _AGENT_REQUESTORS:
+            raise ValueError(f"gold action {action['name']!r} has an unknown requestor {requestor!r}")
+        args = action.get("arguments") or {}
+        if not isinstance(args, Mapping):
+            raise TypeError(f"gold action {action['name']!r} has arguments that are not a mapping")
+        side: Side = "user" if requestor in _USER_REQUESTORS else "agent"
+        steps.append(GoldStep("tool_call", tool=action["name"], arguments=dict(args), side=side))
+    return GoldTrace(tuple(steps), "actions")
+
+
+#: The formats every domain can use (a plugin's ``gold_adapters`` add to these).
+CORE_ADAPTERS = {"events": events_trace, "actions": actions_trace}

@@ -7,10 +7,17 @@ Treat every Mapping held here as read-only; a session works on ``Scenario.fresh_
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from engine.tools.writeset import json_copy, session_view
+
+if TYPE_CHECKING:
+    from engine.gold import GoldTrace
+    from engine.tools.arguments import FieldRule
+    from engine.tools.context import CallContext
 
 from engine.records.metrics import SIGNALS as SIGNALS  # the six signal names, defined there
 
@@ -47,10 +54,14 @@ class HashRules:
 class ToolSpec:
     """One row of the tool table (the action-type spec).
 
-    ``name`` is what the model sees; ``handler`` is a key of the handler registry
-    (``engine.tools.registry.HANDLERS``); ``parameters`` is a JSON Schema object for the arguments;
-    ``action_type`` is set for ``write`` tools (and ``system`` tools that record an action);
-    ``options`` holds declarative behaviour knobs (e.g. ``carry_over_fields`` for rebook).
+    ``name`` is what the model sees; ``handler`` is a key of the domain plugin's handlers (or a
+    harness handler); ``run`` is that handler, resolved at load time; ``parameters`` is a JSON
+    Schema object for the arguments; ``action_type`` is set for ``write`` tools (and ``system``
+    tools that record an action); ``options`` holds declarative behaviour knobs (e.g.
+    ``carry_over_fields`` for rebook); ``writes`` the paths the tool may change
+    (:mod:`engine.tools.writeset`; ``()`` a pure read, None undeclared: the whole DB is copied per
+    call); ``ends_call`` the stop reason a successful call ends the session with (``exit`` /
+    ``transfer``), else None; ``field_rules`` the plugin's argument rules for the handler.
     """
 
     name: str
@@ -61,6 +72,10 @@ class ToolSpec:
     action_type: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     source: SourceRef = SourceRef("")
+    writes: tuple[str, ...] | None = None
+    ends_call: Literal["exit", "transfer"] | None = None
+    field_rules: Mapping[str, FieldRule] = field(default_factory=dict, compare=False, repr=False)
+    run: Any = field(default=None, compare=False, repr=False)
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI chat-completions ``tools`` entry: ``{type: function, function: {...}}``."""
@@ -94,6 +109,10 @@ class ToolTable:
     def openai_schemas(self) -> list[dict[str, Any]]:
         return [t.openai_schema() for t in self.tools]
 
+    def subset(self, names: tuple[str, ...]) -> ToolTable:
+        """The table with only ``names`` (table order kept); unknown names are ignored."""
+        return ToolTable(tuple(t for t in self.tools if t.name in names), self.source)
+
 
 @dataclass(frozen=True)
 class Domain:
@@ -101,7 +120,8 @@ class Domain:
 
     ``max_duration`` is in seconds of wall time; ``policy_role`` / ``policy_instructions`` are read
     verbatim from the data root; ``templates`` maps ``agent`` / ``user`` / ``judge`` to template
-    file names under ``templates/``.
+    file names under ``templates/``; ``plugin`` is the domain's handler package record;
+    ``user_tools`` the user side's tool table (None: the user side has only ``end_call``).
     """
 
     name: str
@@ -119,6 +139,8 @@ class Domain:
     user_speaks_first: bool = True
     source: SourceRef = SourceRef("")
     extra: Mapping[str, Any] = field(default_factory=dict)
+    plugin: DomainPlugin | None = field(default=None, compare=False, repr=False)
+    user_tools: ToolTable | None = None
 
 
 @dataclass(frozen=True)
@@ -140,14 +162,17 @@ class UserProfile:
 class Scenario:
     """One runnable scenario: the spec plus everything the domain derives for it.
 
-    ``initial_db`` / ``expected_db`` are the fixture DBs (never mutate; use ``fresh_db()``);
-    ``gold_trace`` is the resolved gold conversation (events ``{event_type, ...}`` as in eva 2.1.0,
-    placeholders resolved for ``domain.language``) or None; ``current_date`` is ``YYYY-MM-DD``;
-    ``max_duration`` is seconds of wall time.
+    ``record_id`` is the dataset record's id (eva: the eva id such as ``1.1.2``);
+    ``initial_db`` / ``expected_db`` are the fixture DBs (never mutate; use ``fresh_db()``; many
+    scenarios may share one initial DB); ``user_initial_db`` is the user side's DB (None when the
+    domain has none); ``gold_trace`` is the parsed gold conversation or None; ``current_date`` is
+    ``YYYY-MM-DD``; ``max_duration`` is seconds of wall time; ``tool_names`` limits the agent's
+    tools to a subset (None: all of the domain's); ``user_speaks_first`` says who opens the call,
+    ``kickoff`` what the agent is told when it opens (None: nothing).
     """
 
     name: str
-    eva_id: str
+    record_id: str
     description: str
     domain: Domain
     initial_db: Mapping[str, Any]
@@ -157,21 +182,50 @@ class Scenario:
     success_signals: tuple[str, ...]
     max_duration: float
     record: Mapping[str, Any] = field(default_factory=dict)
-    gold_trace: tuple[Mapping[str, Any], ...] | None = None
+    gold_trace: GoldTrace | None = None
     reference_answer: Any = None
     db_state_assertions: tuple[Mapping[str, Any], ...] = ()
     nl_assertions: tuple[str, ...] = ()
     match_options: Mapping[str, bool] = field(default_factory=dict)
     agent_notes: tuple[str, ...] = ()
     source: SourceRef = SourceRef("")
+    user_initial_db: Mapping[str, Any] | None = None
+    tool_names: tuple[str, ...] | None = None
+    user_speaks_first: bool = True
+    kickoff: str | None = None
+    #: The key the record id is written under in metrics.json and the session's metadata
+    #: (``eva_id`` for specs that say ``eva_id``).
+    record_id_key: str = "record_id"
+
+    @property
+    def eva_id(self) -> str:
+        """The record id under its eva name (eva specs say ``eva_id``)."""
+        return self.record_id
 
     @property
     def tools(self) -> ToolTable:
-        return self.domain.tools
+        """The agent's tools: the domain's table, or the scenario's subset of it."""
+        if self.tool_names is None:
+            return self.domain.tools
+        return self.domain.tools.subset(self.tool_names)
+
+    @property
+    def user_tools(self) -> ToolTable | None:
+        return self.domain.user_tools
 
     def fresh_db(self) -> dict[str, Any]:
-        """A deep copy of the initial DB for one session to own and mutate."""
-        return copy.deepcopy(dict(self.initial_db))
+        """A deep copy of the initial DB, free to mutate in any way (tests, scripts)."""
+        return json_copy(self.initial_db)
+
+    def session_db(self) -> dict[str, Any]:
+        """A session's own view of the initial DB (:func:`engine.tools.writeset.session_view`):
+        records are shared with the initial DB until a tool's declared write copies them, so only
+        a :class:`engine.toolruntime.ToolRuntime` may change it."""
+        return session_view(self.initial_db)
+
+    def session_user_db(self) -> dict[str, Any] | None:
+        """A session's own view of the user-side DB, or None when the domain has none."""
+        return None if self.user_initial_db is None else session_view(self.user_initial_db)
 
 
 @dataclass
@@ -209,3 +263,78 @@ class SessionResult:
     @property
     def clean_exit(self) -> bool:
         return self.stop_reason in CLEAN_STOP_REASONS
+
+
+# The domain plugin contract (re-exported by engine.plugin, where domain packages import it from).
+# It lives here because the records refer to each other: a Domain holds its plugin, and a plugin's
+# diagnostics read a Scenario and a SessionResult.
+
+
+class Handler(Protocol):
+    """A tool handler: ``(db, args, ctx) -> result``.
+
+    ``db`` is the DB of the side that called (mutate in place, only under the tool's declared
+    ``writes``), ``args`` the validated arguments, ``ctx`` a :class:`CallContext`. Returns
+    ``{status: "success", ...}`` or ``{status: "error", error_type, message}``; an error result or
+    an exception rolls the DB back.
+    """
+
+    def __call__(self, db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]: ...
+
+
+#: ``(db, **arguments) -> value``: a DB-state predicate; the DB is the assertion's side's DB.
+Predicate = Callable[..., Any]
+
+#: ``(raw trace data, dataset record, language) -> GoldTrace``: reads one gold source format.
+#: Raises KeyError / TypeError / ValueError for data that is not in that format.
+GoldAdapter = Callable[[Any, Mapping[str, Any], str], "GoldTrace"]
+
+#: ``(agent_db, user_db) -> None``: ties the two DBs of a dual-side domain after each tool call.
+SyncStep = Callable[[dict[str, Any], dict[str, Any]], None]
+
+#: ``(db) -> str``: a domain-specific canonical hash (SHA-256 hex), selected by ``hash_rules.style``.
+HashFunc = Callable[[Mapping[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class DiagnosticInputs:
+    """What a domain diagnostic may look at: the scenario, the session and the DB the gold replay
+    ends with (None when the scenario has no gold trace)."""
+
+    scenario: Scenario
+    result: SessionResult
+    gold_db: Mapping[str, Any] | None = None
+
+
+#: ``(inputs) -> value``: a non-gating diagnostic written to metrics.json under its name (bool,
+#: number, string or None = not applicable). A scenario may gate on it by listing it in
+#: ``success_signals``.
+Diagnostic = Callable[[DiagnosticInputs], Any]
+
+
+@dataclass(frozen=True)
+class DomainPlugin:
+    """Everything domain-specific the engine runs: handlers and the rules around them.
+
+    ``handlers``: handler name -> function, for the agent's and the user's tool tables alike;
+    ``field_rules``: handler name -> per-argument rules (error types and extra constraints);
+    ``predicates``: ``func_name`` of ``db_state_assertions`` -> predicate;
+    ``diagnostics``: name -> diagnostic, computed for every session of the domain;
+    ``gold_adapters``: gold ``format`` name (as the domain spec's ``gold_trace.format``) -> adapter;
+    ``sync``: the step run after every tool call of a dual-side session (None: no sync);
+    ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``).
+    """
+
+    name: str
+    handlers: Mapping[str, Handler]
+    field_rules: Mapping[str, Mapping[str, FieldRule]] = field(default_factory=dict)
+    predicates: Mapping[str, Predicate] = field(default_factory=dict)
+    diagnostics: Mapping[str, Diagnostic] = field(default_factory=dict)
+    gold_adapters: Mapping[str, GoldAdapter] = field(default_factory=dict)
+    sync: SyncStep | None = None
+    hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
+    description: str = ""
+
+
+#: Plugins by name, as the command layer hands them to the loader.
+Plugins = Mapping[str, DomainPlugin]

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.plugin import Plugins
+
 
 @dataclass(frozen=True)
 class ScoringOptions:
@@ -49,6 +51,7 @@ class RunOptions:
 
     spec_dir: Path
     data_root: Path | None = None
+    plugins: Plugins = field(default_factory=dict)
     scenarios: tuple[str, ...] = ()
     domain_prefix: str | None = None
     agent: str = "replay"

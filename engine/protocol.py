@@ -18,6 +18,7 @@ from typing import Any, Literal
 import jsonschema
 
 from engine.model import SCHEMA_DIR
+from engine.untrusted import one_line
 
 #: Major protocol version. Additive changes (new optional fields) keep it; anything else bumps it.
 PROTOCOL_VERSION = 1
@@ -73,16 +74,13 @@ MAX_MESSAGE_CHARS = 2000
 """Longest message text from or about a side that the engine keeps (results, progress lines)."""
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
-
-
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     """``text`` on one line (runs of control characters — newlines of an HTML error page, ANSI
-    escapes — become one space) cut to ``limit`` characters, noting the full length: a side's 5 MB
-    error message (or a schema error quoting a 16 MiB value) must not flood the results and the
-    terminal, and a progress or summary line must stay one line."""
-    text = _CONTROL.sub(" ", text)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
+    escapes — become one space; bidi and zero-width characters are shown as ``<U+XXXX>``) cut to
+    ``limit`` characters, noting the full length: a side's 5 MB error message (or a schema error
+    quoting a 16 MiB value) must not flood the results and the terminal, and a progress or summary
+    line must stay one line (engine.untrusted.one_line)."""
+    return one_line(text, limit)
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -121,17 +119,18 @@ def decode(raw: str | bytes, *, check_schema: bool = True) -> dict[str, Any]:
         raise ProtocolError(
             "bad_json", "frame holds a lone UTF-16 surrogate escape (e.g. \\ud800), which is not text"
         )
-    reply_to = msg.get("id") if isinstance(msg.get("id"), str) else None
+    reply_to = msg.get("id") if isinstance(msg.get("id"), str) and len(msg["id"]) <= 200 else None
     version = msg.get("v")
     if version != PROTOCOL_VERSION:
         raise ProtocolError(
             "unsupported_version",
-            f"protocol version {version!r} is not supported (this engine speaks v{PROTOCOL_VERSION})",
+            f"protocol version {clip(repr(version), 80)} is not supported "
+            f"(this engine speaks v{PROTOCOL_VERSION})",
             reply_to,
         )
     mtype = msg.get("type")
     if mtype not in MESSAGE_TYPES:
-        raise ProtocolError("bad_message", f"unknown message type {mtype!r}", reply_to)
+        raise ProtocolError("bad_message", f"unknown message type {clip(repr(mtype), 200)}", reply_to)
     if not check_schema:
         return msg
     error = jsonschema.exceptions.best_match(validator(mtype).iter_errors(msg))

@@ -1,8 +1,10 @@
 """``run.json``: what produced a run — version, git commit, spec/template/data hashes, models, args.
 
-All hashes are SHA-256 hex of file bytes. ``run.json`` (``engine.records.run.RunRecord``) is
-rewritten by every ``finish_run``; the first invocation's record is kept and each later one (a
-``--resume``) is appended to ``invocations``, so a resumed run still says how it started.
+All hashes are SHA-256 hex of file bytes. At most MAX_DATA_FILES files per folder are hashed;
+``hash_notes`` lists what was left out (the cap, links out of a folder, FIFOs), empty when nothing.
+``run.json`` (``engine.records.run.RunRecord``) is rewritten by every ``finish_run``; the first
+invocation's record is kept and each later one (a ``--resume``) is appended to ``invocations``, so
+a resumed run still says how it started.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from engine.dataroot import pins, sha256_file
 from engine.model import REPO_ROOT, TEMPLATE_DIR
 from engine.records.fields import RecordError
 from engine.records.run import Git, Invocation, RunRecord
+from engine.safepaths import check_regular, contained
 
 MAX_DATA_FILES = 5000
 
@@ -46,19 +49,37 @@ def git_commit(repo: Path = REPO_ROOT) -> dict[str, Any] | None:
     return {"commit": commit, "dirty": bool(status.strip())}
 
 
-def hash_tree(root: Path, pattern: str = "**/*", limit: int = MAX_DATA_FILES) -> dict[str, str]:
+def hash_tree(
+    root: Path, pattern: str = "**/*", limit: int = MAX_DATA_FILES, notes: list[str] | None = None
+) -> dict[str, str]:
     """``{relative path: SHA-256 hex}`` of the regular files under ``root`` matching ``pattern``
-    (hidden files skipped, at most ``limit`` files); empty when ``root`` is not a folder."""
+    (hidden files skipped, at most ``limit`` files); empty when ``root`` is not a folder.
+
+    Files that resolve outside ``root`` (a symlink pointing out) or are not regular files (a FIFO,
+    a device) are not read. ``notes`` (when given) receives one line per such file and one when the
+    limit stops the hashing, with how many files were left unhashed: provenance never stops silently.
+    """
     root = Path(root)
     if not root.is_dir():
         return {}
     out: dict[str, str] = {}
+    left = 0
     for path in sorted(root.glob(pattern)):
         rel = path.relative_to(root)
-        if path.is_file() and not any(part.startswith(".") for part in rel.parts):
-            out[rel.as_posix()] = sha256_file(path)
-            if len(out) >= limit:
-                break
+        if any(part.startswith(".") for part in rel.parts) or path.is_dir():
+            continue
+        if len(out) >= limit:
+            left += 1
+            continue
+        try:
+            check_regular(contained(root, rel), max_bytes=1 << 62)  # hashing streams: any size
+        except OSError as err:
+            if notes is not None and len(notes) < 20:
+                notes.append(f"{root}: {rel.as_posix()} not hashed: {err}")
+            continue
+        out[rel.as_posix()] = sha256_file(path)
+    if left and notes is not None:
+        notes.append(f"{root}: stopped at {limit} files; {left} more not hashed")
     return out
 
 
@@ -125,7 +146,8 @@ def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> RunRecord:
     (its creation time, scenario selection and earlier invocations)."""
     spec_dir = run_info.get("spec_dir")
     data_root = run_info.get("data_root")
-    data_files = hash_tree(Path(data_root)) if data_root else {}
+    notes: list[str] = []
+    data_files = hash_tree(Path(data_root), notes=notes) if data_root else {}
     now = datetime.now(UTC).isoformat(timespec="seconds")
     argv = _argv(run_info)
     invocation = Invocation(
@@ -147,11 +169,12 @@ def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> RunRecord:
         git=None if git is None else Git(**git),
         python=platform.python_version(),
         spec_dir=str(spec_dir) if spec_dir else None,
-        spec_files=hash_tree(Path(spec_dir)) if spec_dir else {},
-        templates=hash_tree(TEMPLATE_DIR),
+        spec_files=hash_tree(Path(spec_dir), notes=notes) if spec_dir else {},
+        templates=hash_tree(TEMPLATE_DIR, notes=notes),
         data_root=str(data_root) if data_root else None,
         data_root_files=data_files,
         data_root_changed_from_pins=tuple(data_root_changes(data_files)),
+        hash_notes=tuple(notes),  # files left unhashed (cap reached, links out of the root, FIFOs)
         models=run_info.get("models"),
         trials=run_info.get("trials"),
         args=invocation.args,

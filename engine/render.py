@@ -1,7 +1,8 @@
 """Prompt rendering: Jinja templates in a sandboxed environment with ``StrictUndefined``.
 
-Templates are looked up in the domain's spec directory first, then in ``templates/``. The
-filter table is small and explicit (``spell``, ``humanize``) on top of Jinja's built-ins.
+Templates are looked up in the domain's spec directory first, then in ``templates/``, and see
+plain data only (the sandbox policy is in ``engine.sandbox``). The filter table is small and
+explicit (``spell``, ``humanize``, ``outline``) on top of Jinja's harmless built-ins.
 A template error is raised as SpecError naming the template file, its line and the scenario.
 """
 
@@ -13,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2.exceptions import SecurityError
-from jinja2.sandbox import SandboxedEnvironment
 
 from engine.errors import Problem, SpecError
 from engine.model import TEMPLATE_DIR, Scenario
+from engine.sandbox import ContainedLoader, TemplateSandbox, UnsafeTemplateError, plain, plain_record
 from engine.yamlload import display_path
 
 #: How each non-alphanumeric character is said when a code is spelled out.
@@ -107,40 +107,22 @@ def outline(value: Any, depth: int = 0) -> str:
 FILTERS: dict[str, Any] = {"spell": spell, "humanize": humanize, "outline": outline}
 
 
-#: Largest string or list a template may build with ``*`` (items), and largest ``**`` exponent.
-MAX_REPEAT = 1_000_000
-MAX_EXPONENT = 1_000
-
-
-class BoundedSandbox(SandboxedEnvironment):
-    """Jinja's sandbox plus bounds on ``*`` repetition and ``**`` exponents, so a template cannot
-    exhaust memory or CPU (``{{ 'x' * 10**10 }}``); over the bound raises SecurityError."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "*":
-            for seq, times in ((left, right), (right, left)):
-                sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
-                if sized and len(seq) * times > MAX_REPEAT:
-                    raise SecurityError(f"template repetition over {MAX_REPEAT} items")
-        if operator == "**" and isinstance(right, int | float) and abs(right) > MAX_EXPONENT:
-            raise SecurityError(f"template exponent over {MAX_EXPONENT}")
-        return super().call_binop(context, operator, left, right)
+#: The sandbox of every prompt template (judge.py builds its own from it); see engine.sandbox.
+BoundedSandbox = TemplateSandbox
 
 
 @cache
-def environment(search_path: tuple[str, ...]) -> SandboxedEnvironment:
-    """The sandboxed Jinja environment for a template search path (built once per path)."""
-    env = BoundedSandbox(
-        loader=jinja2.FileSystemLoader(list(search_path)),
-        undefined=jinja2.StrictUndefined,
+def environment(search_path: tuple[str, ...]) -> TemplateSandbox:
+    """The sandboxed Jinja environment for a template search path (built once per path). Templates
+    load only from inside those folders (engine.sandbox.ContainedLoader)."""
+    env = TemplateSandbox(
+        loader=ContainedLoader(search_path),
         autoescape=False,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(FILTERS)
+    env.add_filters(FILTERS)
     return env
 
 
@@ -149,18 +131,26 @@ def _search_path(scenario: Scenario) -> tuple[str, ...]:
 
 
 def context(scenario: Scenario) -> dict[str, Any]:
-    """Variables every template sees: scenario, domain, user, policy_role, policy_instructions,
-    current_date (YYYY-MM-DD), agent_notes (list of str), tools (the ToolTable)."""
+    """Variables every template sees, as plain data (engine.sandbox.plain: records become dicts,
+    paths their text): scenario, domain, user, policy_role, policy_instructions, current_date
+    (YYYY-MM-DD), agent_notes (list of str), tools (``{tools: [...], names: [...]}``)."""
+    record = plain_record(scenario)
     return {
-        "scenario": scenario,
-        "domain": scenario.domain,
-        "user": scenario.user,
+        "scenario": record,
+        "domain": record["domain"],
+        "user": record["user"],
         "policy_role": scenario.domain.policy_role,
         "policy_instructions": scenario.domain.policy_instructions,
         "current_date": scenario.current_date,
         "agent_notes": list(scenario.agent_notes),
-        "tools": scenario.tools,
+        "tools": record["tools"],
     }
+
+
+def _not_found(err: jinja2.TemplateNotFound, search_path: tuple[str, ...]) -> str:
+    if isinstance(err, UnsafeTemplateError):
+        return str(err.message)
+    return f"template {err.name!r} not found in {', '.join(search_path)}"
 
 
 def template_problem(
@@ -207,7 +197,8 @@ def render(scenario: Scenario, side: str, **extra: Any) -> str:
         )
     search_path = _search_path(scenario)
     try:
-        return environment(search_path).get_template(template).render(**context(scenario), **extra)
+        variables = {**context(scenario), **{k: plain(v) for k, v in extra.items()}}
+        return environment(search_path).get_template(template).render(**variables)
     except jinja2.TemplateNotFound as err:
         raise SpecError(
             [
@@ -215,7 +206,7 @@ def render(scenario: Scenario, side: str, **extra: Any) -> str:
                     scenario.domain.source.file,
                     0,
                     f"$.templates.{side}",
-                    f"template {err.name!r} not found in {', '.join(search_path)}",
+                    _not_found(err, search_path),
                     scenario.name,
                 )
             ]
@@ -248,14 +239,9 @@ def _compile_other_templates(scenario: Scenario) -> list[Problem]:
             continue
         try:
             environment(search_path).get_template(name)
-        except jinja2.TemplateNotFound:
+        except jinja2.TemplateNotFound as err:
             problems.append(
-                Problem(
-                    scenario.domain.source.file,
-                    0,
-                    f"$.templates.{side}",
-                    f"template {name!r} not found in {', '.join(search_path)}",
-                )
+                Problem(scenario.domain.source.file, 0, f"$.templates.{side}", _not_found(err, search_path))
             )
         except jinja2.TemplateSyntaxError as err:
             file = display_path(err.filename or name)
@@ -285,19 +271,3 @@ def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
         more = f" (and {len(names) - 1} more scenario(s))" if len(names) > 1 else ""
         problems.append(Problem(file, line, json_path, message + more, names[0]))
     return problems, rendered
-
-
-def render_side(
-    spec_dir: str | Path, scenario_name: str, side: str, data_root: str | Path | None = None
-) -> str:
-    """What ``evalctl render`` prints: the agent or user prompt, or (side ``tools``) the tool
-    schemas as pretty-printed JSON. Raises UsageError for an unknown scenario, SpecError for bad specs."""
-    import json
-
-    from engine.specs import load_domain
-
-    scenario = load_domain(spec_dir, data_root).scenario(scenario_name)
-    if side == "tools":
-        return json.dumps(tool_schemas(scenario), indent=2, ensure_ascii=False) + "\n"
-    text = render(scenario, side)
-    return text if text.endswith("\n") else text + "\n"

@@ -1,39 +1,49 @@
-"""Gold-trace replay: run a trace's tool calls on a fresh DB and compare with the expected DB.
+"""Gold-trace replay: run a trace's tool calls on a session view of the initial DB and compare the
+end state with the expected DB.
 
-``evalctl validate`` calls :func:`replay_gold` per scenario; a mismatch names the scenario and
-the differing fields (``engine.dbdiff``).
+``evalctl validate`` calls :func:`replay_gold` per scenario; a mismatch names the scenario and the
+differing fields (``engine.dbdiff``), and every call is checked against its tool's ``writes``
+declaration (a tool that changes what it did not declare is a problem: sessions share undeclared
+parts of a DB).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.dbdiff import DiffLine, db_diff
 from engine.dbhash import db_hash
+from engine.gold import GoldStep, GoldTrace
 from engine.model import Scenario, ToolTable
-from engine.tools.runtime import ToolOutcome, ToolRuntime, json_copy
+from engine.plugin import SyncStep
+from engine.toolruntime import ToolOutcome, ToolRuntime
+from engine.tools.writeset import changed_outside, session_view, snapshot_owned
 
 
 @dataclass
 class ReplayRun:
-    """What a replay produced: the final ``db``, the write ``actions`` and, per tool call,
-    ``(event, result)`` in ``responses`` (results as returned, serialise them at the end to
-    compare with eva's recorded responses) and the full ``outcomes``."""
+    """What a replay produced: the final ``db`` (and ``user_db`` for dual-side domains), the
+    write ``actions`` and, per tool call, ``(step, result)`` in ``responses`` and the full
+    ``outcomes``; ``undeclared`` lists ``tool: path`` for changes outside a tool's ``writes``
+    (only when the replay audited them)."""
 
     db: dict[str, Any]
+    user_db: dict[str, Any] | None = None
     actions: list[dict[str, Any]] = field(default_factory=list)
-    responses: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
+    responses: list[tuple[GoldStep, dict[str, Any]]] = field(default_factory=list)
     outcomes: list[ToolOutcome] = field(default_factory=list)
+    undeclared: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class ReplayOutcome:
     """One scenario's gold replay: ``ok`` when the canonical hash of the replayed DB equals the
-    expected DB's (SHA-256 hex both); ``lines`` hold the differing fields when not; ``error``
-    says why no replay was possible (no gold trace or no expected DB), or names the tools the
-    gold calls that the tool table does not declare."""
+    expected DB's (SHA-256 hex both) and no call changed what its tool did not declare; ``lines``
+    hold the differing fields when not; ``error`` says why no replay was possible (no gold trace or
+    no expected DB), names the tools the gold calls that the tool table does not declare, or the
+    undeclared writes."""
 
     scenario_name: str
     ok: bool
@@ -44,35 +54,80 @@ class ReplayOutcome:
     error: str | None = None
 
 
-def replay_trace(
-    table: ToolTable, initial_db: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
-) -> ReplayRun:
-    """Run every ``tool_call`` event (``tool_name``, ``params``) on a deep copy of ``initial_db``.
+def _audited_call(runtime: ToolRuntime, step: GoldStep, run: ReplayRun) -> ToolOutcome:
+    before = snapshot_owned(runtime.db, runtime.writes.owned)
+    outcome = runtime.call(step.tool, dict(step.arguments))
+    allowed = runtime.last_allowed
+    if allowed is None or outcome.result.get("status") != "success":
+        return outcome
+    for where in changed_outside(before, runtime.db, allowed):
+        run.undeclared.append(f"{step.tool}: {where or '/'}")
+    return outcome
 
-    Other events are skipped; a session-ending call does not stop the replay.
-    """
-    runtime = ToolRuntime(table, json_copy(dict(initial_db)))
-    run = ReplayRun(db=runtime.db, actions=runtime.actions)
-    for event in events:
-        if event.get("event_type") != "tool_call":
-            continue
-        outcome = runtime.call(str(event.get("tool_name")), event.get("params"))
+
+def replay_trace(
+    table: ToolTable,
+    initial_db: Mapping[str, Any],
+    trace: GoldTrace,
+    *,
+    user_table: ToolTable | None = None,
+    user_db: Mapping[str, Any] | None = None,
+    sync: SyncStep | None = None,
+    audit: bool = False,
+) -> ReplayRun:
+    """Run every tool-call step of ``trace`` on a session view of ``initial_db`` (user-side steps
+    on ``user_db`` with ``user_table``). ``sync`` runs once at the end (the way an evaluator builds
+    its gold state); a session-ending call does not stop the replay. ``audit`` checks each call
+    against its tool's ``writes`` (slower: used by validate)."""
+    runtime = ToolRuntime(table, session_view(initial_db))
+    user_runtime = None
+    if user_table is not None and user_db is not None:
+        user_runtime = ToolRuntime(user_table, session_view(user_db))
+    run = ReplayRun(db=runtime.db, user_db=user_runtime.db if user_runtime else None, actions=runtime.actions)
+    for step in trace.tool_calls():
+        side = user_runtime if step.side == "user" and user_runtime is not None else runtime
+        args = dict(step.arguments)
+        outcome = _audited_call(side, step, run) if audit else side.call(step.tool, args)
         run.outcomes.append(outcome)
-        run.responses.append((event, outcome.result))
+        run.responses.append((step, outcome.result))
+    if sync is not None and user_runtime is not None:
+        sync(runtime.db, user_runtime.db)
     return run
 
 
+def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
+    """Replay ``scenario.gold_trace`` with its domain's tables, user DB and sync step."""
+    assert scenario.gold_trace is not None
+    plugin = scenario.domain.plugin
+    return replay_trace(
+        scenario.tools,
+        scenario.initial_db,
+        scenario.gold_trace,
+        user_table=scenario.user_tools,
+        user_db=scenario.user_initial_db,
+        sync=plugin.sync if plugin else None,
+        audit=audit,
+    )
+
+
 def replay_gold(scenario: Scenario) -> ReplayOutcome:
-    """Replay ``scenario.gold_trace`` onto its initial DB and compare with ``expected_db``."""
+    """Replay ``scenario.gold_trace`` onto its initial DB and compare with ``expected_db``;
+    every call is audited against its ``writes`` declaration."""
     rules = scenario.domain.hash_rules
     if scenario.gold_trace is None or scenario.expected_db is None:
         missing = "gold trace" if scenario.gold_trace is None else "expected DB"
         return ReplayOutcome(scenario.name, False, None, None, error=f"no {missing} to replay against")
-    run = replay_trace(scenario.tools, scenario.initial_db, scenario.gold_trace)
+    run = replay_scenario(scenario, audit=True)
     actual, expected = db_hash(run.db, rules), db_hash(scenario.expected_db, rules)
     lines = () if actual == expected else tuple(db_diff(scenario.expected_db, run.db, rules))
-    unknown = sorted(
-        {str(ev.get("tool_name")) for ev, res in run.responses if res.get("error_type") == "tool_not_found"}
+    unknown = sorted({step.tool for step, res in run.responses if res.get("error_type") == "tool_not_found"})
+    notes = []
+    if unknown:
+        notes.append(f"the gold trace calls tools the tool table lacks: {', '.join(unknown)}")
+    if run.undeclared:
+        shown = "; ".join(run.undeclared[:5])
+        notes.append(f"tools changed what their 'writes' do not declare: {shown}")
+    ok = actual == expected and not run.undeclared
+    return ReplayOutcome(
+        scenario.name, ok, actual, expected, lines, len(run.outcomes), " | ".join(notes) or None
     )
-    note = f"the gold trace calls tools the tool table lacks: {', '.join(unknown)}" if unknown else None
-    return ReplayOutcome(scenario.name, actual == expected, actual, expected, lines, len(run.outcomes), note)

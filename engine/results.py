@@ -39,7 +39,7 @@ from engine.options import ScoringOptions
 from engine.provenance import run_provenance
 from engine.records.metrics import SIGNALS, Breakdown, MetricsRecord, SignalFields, Usage
 from engine.records.summary import SummaryRecord
-from engine.replay import replay_trace
+from engine.replay import replay_scenario
 from engine.scoring.composite import compute_composite, stalled_threshold
 from engine.scoring.judge import run_judge
 from engine.scoring.signals import SignalInputs, compute_signals
@@ -71,20 +71,23 @@ def is_complete(run_dir: Path, scenario_name: str, trial: int, trials: int) -> b
     return record is not None and record.scenario_name == scenario_name and record.trial == trial
 
 
-def expected_session(scenario: Scenario) -> dict[str, Any] | None:
-    """The ``session`` record of the gold end state (eva: ``{confirmation_number, last_name}``
-    written by get_reservation): what replaying the gold trace leaves in the DB; without a gold
-    trace, the expected DB's own ``session``. None when neither holds one. (The two differ in eva
-    7.1.1 and 7.4.1, whose expected DBs carry an empty session although the gold authenticates.)"""
+_GOLD_DBS: dict[int, tuple[Scenario, dict[str, Any] | None]] = {}
+
+
+def gold_db(scenario: Scenario) -> dict[str, Any] | None:
+    """The DB the scenario's gold trace ends with (for domain diagnostics), replayed once per
+    scenario and cached; None without a gold trace or when the replay fails."""
+    hit = _GOLD_DBS.get(id(scenario))
+    if hit is not None and hit[0] is scenario:
+        return hit[1]
+    db = None
     if scenario.gold_trace is not None:
         try:
-            session = replay_trace(scenario.tools, scenario.initial_db, scenario.gold_trace).db.get("session")
-        except Exception as exc:  # the diagnostic is optional: never let it break scoring
+            db = replay_scenario(scenario).db
+        except Exception as exc:  # diagnostics are optional: never let them break scoring
             log.debug("gold replay for %s failed: %s", scenario.name, exc)
-            session = None
-    else:
-        session = (scenario.expected_db or {}).get("session")
-    return dict(session) if isinstance(session, dict) and session else None
+    _GOLD_DBS[id(scenario)] = (scenario, db)
+    return db
 
 
 def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str, Any]] | None, str | None]:
@@ -102,7 +105,7 @@ def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str,
 def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str | None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "scenario_name": scenario.name,
-        "eva_id": scenario.eva_id,
+        scenario.record_id_key: scenario.record_id,
         "domain": scenario.domain.name,
         "description": scenario.description,
         "current_date": scenario.current_date,
@@ -153,7 +156,7 @@ async def finish_session(
         judge = await run_judge(scenario, result, options)
 
     inputs = SignalInputs(
-        scenario, result, options.strict_match, actual_hash, expected_hash, judge, expected_session(scenario)
+        scenario, result, options.strict_match, actual_hash, expected_hash, judge, gold_db(scenario)
     )
     values, fields = compute_signals(inputs)
     min_turns = stalled_threshold(options.min_agent_turns, scenario.gold_trace)
@@ -185,7 +188,7 @@ async def finish_session(
 
     metrics = MetricsRecord(
         scenario_name=scenario.name,
-        record_id=scenario.eva_id,
+        record_id=scenario.record_id,
         domain=scenario.domain.name,
         trial=result.trial,
         is_successful=comp.is_successful,
@@ -212,6 +215,7 @@ async def finish_session(
         judge_prompt_sha256=judge.prompt_sha256 if judge else None,
         error=result.error,
         evalctl_version=__version__,
+        record_id_key=scenario.record_id_key,
     )
     write_json(sdir / METRICS, metrics.to_json())
     return metrics

@@ -106,7 +106,10 @@ def session_setup(scenario: Scenario) -> SessionSetup:
         agent_prompt=render.render_agent_prompt(scenario),
         user_prompt=render.render_user_prompt(scenario),
         agent_tools=render.tool_schemas(scenario),
-        user_tools=[end_call_schema()],
+        user_tools=[
+            end_call_schema(),
+            *(scenario.user_tools.openai_schemas() if scenario.user_tools else []),
+        ],
     )
 
 
@@ -121,7 +124,7 @@ async def run(opts: RunOptions) -> RunReport:
     if opts.trials < 1:
         raise UsageError("--trials must be at least 1")
     agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
-    loaded = load_domain(opts.spec_dir, opts.data_root)
+    loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
     chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
     if opts.resume is not None and not opts.resume.is_dir():
         raise UsageError(f"--resume: no run directory at {opts.resume}")
@@ -214,9 +217,10 @@ def _run_info(
 
 
 def _options_record(opts: RunOptions) -> dict[str, Any]:
-    """Every run option as JSON values (paths as strings), scoring options nested; no secrets
-    (the API key is named by its environment variable only)."""
+    """Every run option as JSON values (paths as strings), the domain plugins by name (sorted),
+    scoring options nested; no secrets (the API key is named by its environment variable only)."""
     record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in ("progress",)}
+    record["plugins"] = sorted(opts.plugins)
     record["scoring"] = dataclasses.asdict(opts.scoring)
     return json.loads(json.dumps(record, default=str))
 

@@ -1,16 +1,18 @@
 """One conversation between a user side and an agent side, refereed by the engine.
 
 The engine connects to both sides, starts the session, and hands the turn back and forth
-(the user opens when the domain says so). Every tool call of the agent runs here, against the
-scenario's own DB through :class:`engine.tools.runtime.ToolRuntime`; the user side has one tool,
-``end_call``, also run here. Stop reasons:
+(the user opens when the scenario says so). Every tool call runs here: the agent's against the
+scenario's DB, the user's (dual-side domains: device tools) against the user-side DB, each through
+its own :class:`engine.toolruntime.ToolRuntime`; the domain's sync step runs after every
+successful call of either side. The user side also has ``end_call``. Stop reasons:
 
 - ``exit`` / ``transfer``: a tool ended the call (end_conversation, transfer_to_agent);
 - ``user_hangup``: the user ended the call and the agent, given one closing turn, did not;
 - ``timeout``: ``max_duration`` seconds of wall time, ``max_turns`` agent turns, a side silent
   for ``turn_timeout_s`` seconds (also a side whose model request timed out), or
   ``max_empty_turns`` empty turns in a row;
-- ``error``: a side could not be reached, disconnected, broke the protocol or reported a failure.
+- ``error``: a side could not be reached, disconnected, broke the protocol or reported a failure,
+  sent a reply too large to forward, or the session's byte budget (``max_session_bytes``) ran out.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ from typing import Any
 
 from engine.model import Scenario, SessionResult
 from engine.protocol import END_CALL_TOOL
-from engine.sides.link import SideFailure, SideLink
-from engine.tools.runtime import ToolRuntime
+from engine.sides.link import MAX_FORWARD_BYTES, SideFailure, SideLink, Traffic, forward_bytes
+from engine.toolruntime import ToolRuntime
+from engine.untrusted import bounded_count, one_line
+
+MAX_SESSION_BYTES = 64 * 1024 * 1024
+"""Default byte budget of one session (see SessionLimits.max_session_bytes)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,9 @@ class SessionLimits:
     connect_timeout_s: float = 10.0
     max_tool_calls_per_turn: int = 50
     max_empty_turns: int = 10
+    #: Bytes of frames exchanged with both sides (utterances, tool calls and arguments, tool
+    #: results); past it the session ends with stop reason ``error`` ("session byte budget").
+    max_session_bytes: int = MAX_SESSION_BYTES
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,17 @@ class _Session:
         self.limits = limits
         self.trial = trial
         self.t0 = time.perf_counter()
-        self.runtime = ToolRuntime(scenario.tools, scenario.fresh_db())
+        self.runtime = ToolRuntime(scenario.tools, scenario.session_db())
+        self.user_runtime: ToolRuntime | None = None
+        user_db = scenario.session_user_db()
+        if scenario.user_tools is not None and user_db is not None:
+            self.user_runtime = ToolRuntime(scenario.user_tools, user_db)
+        plugin = scenario.domain.plugin
+        if plugin is not None and plugin.sync is not None and user_db is not None:
+            sync, agent_db = plugin.sync, self.runtime.db
+            self.runtime.after_call = lambda: sync(agent_db, user_db)
+            if self.user_runtime is not None:
+                self.user_runtime.after_call = self.runtime.after_call
         self.result = SessionResult(
             scenario_name=scenario.name,
             trial=trial,
@@ -81,6 +100,7 @@ class _Session:
         self.engine_time_s = 0.0
         self.turns = {"agent": 0, "user": 0}
         self.empty_turns = 0  # turns in a row with no words and no tool call
+        self.traffic = Traffic(limits.max_session_bytes)
 
     def log(self, role: str, kind: str, content: Any) -> None:
         t = round(time.perf_counter() - self.t0, 3)
@@ -96,6 +116,7 @@ class _Session:
         for role, link in (("agent", agent), ("user", user)):
             if isinstance(link, SideLink):
                 self.links[role] = link
+                link.traffic = self.traffic
         for link in (agent, user):
             if isinstance(link, BaseException):
                 raise link
@@ -111,7 +132,8 @@ class _Session:
             "name": s.name,
             "domain": s.domain.name,
             "description": s.description,
-            "eva_id": s.eva_id,
+            "record_id": s.record_id,
+            "eva_id": s.record_id,
             "language": s.domain.language,
             "current_date": s.current_date,
             "trial": self.trial,
@@ -136,7 +158,7 @@ class _Session:
         self._expect(link, ready, "session.ready", start_id)
         backend = ready.get("backend")
         if backend:
-            setattr(self.result, f"{role}_backend", backend)
+            setattr(self.result, f"{role}_backend", one_line(backend, 200))
 
     def _expect(self, link: SideLink, msg: dict[str, Any], mtype: str, reply_to: str) -> None:
         if msg["type"] != mtype or msg.get("reply_to") != reply_to:
@@ -144,8 +166,8 @@ class _Session:
 
     async def converse(self) -> str:
         """Alternate turns until the call ends; returns the stop reason."""
-        speaker = "user" if self.scenario.domain.user_speaks_first else "agent"
-        utterance: str | None = None
+        speaker = "user" if self.scenario.user_speaks_first else "agent"
+        utterance: str | None = None if speaker == "user" else self.scenario.kickoff
         while True:
             if (
                 speaker == "agent"
@@ -188,6 +210,12 @@ class _Session:
                 raise _ProtocolBreak(link, f"unexpected {msg['type']} during turn {turn_id}", msg["id"])
         self._add_usage(role, msg.get("usage"))
         text = msg["text"]
+        if (size := forward_bytes(text)) > MAX_FORWARD_BYTES:  # blame the speaker, not the listener
+            raise _Stop(
+                "error",
+                f"{role} side's reply is {size} bytes, over the {MAX_FORWARD_BYTES} bytes the engine "
+                "forwards to the other side",
+            )
         if role == "agent" and text.strip():
             self.result.agent_turns += 1
         elif role == "user":
@@ -208,6 +236,11 @@ class _Session:
         elif link.role == "user":
             if name == END_CALL_TOOL:
                 result, ended = {"status": "success", "message": "Call ended."}, "user_hangup"
+            elif self.user_runtime is not None:
+                result = self.user_runtime.call(name, arguments).result
+                self.result.tool_calls.append(
+                    {"name": name, "arguments": arguments, "result": result, "turn": turn, "side": "user"}
+                )
             else:
                 result = {
                     "status": "error",
@@ -232,9 +265,10 @@ class _Session:
         entry = self.result.usage.setdefault(
             role, {"model": None, "prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
         )
-        entry["model"] = usage.get("model") or entry["model"]
+        model = usage.get("model")
+        entry["model"] = one_line(model, 200) if model else entry["model"]
         for key in ("prompt_tokens", "completion_tokens", "calls"):
-            entry[key] += int(usage.get(key, 0))
+            entry[key] += bounded_count(usage.get(key, 0))
 
     async def close(self, stop_reason: str, error: str | None) -> None:
         await asyncio.gather(*(link.close(stop_reason, error) for link in self.links.values()))
@@ -286,10 +320,11 @@ async def run_session(
     await session.close(stop, error)
     result = session.result
     result.stop_reason = stop  # type: ignore[assignment]
-    result.error = error
+    result.error = one_line(error) if error else None  # may quote a side: one line, bounded
     result.final_db = session.runtime.db
+    result.user_db = session.user_runtime.db if session.user_runtime is not None else None
     result.actions = list(session.runtime.actions)
     result.duration_s = time.perf_counter() - session.t0
     result.engine_time_s = session.engine_time_s + sum(link.engine_time_s for link in session.links.values())
-    session.log("system", "end", {"stop_reason": stop, "error": error})
+    session.log("system", "end", {"stop_reason": stop, "error": result.error})
     return result

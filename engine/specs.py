@@ -8,7 +8,6 @@ carries every problem found; nothing is skipped. Dataset files are parsed once p
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,14 @@ import yaml
 from engine.dataroot import resolve_data_root, warn_if_modified
 from engine.datasources import DataFiles, read_error
 from engine.errors import Problem, SpecError, UsageError
+from engine.gold import resolve_pointer
 from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable
+from engine.plugin import DomainPlugin, Plugins
+from engine.render import check_templates
+from engine.safepaths import outside_problem
 from engine.scenario_build import BuildContext, build_scenario
-from engine.toolspecs import build_tool_table
+from engine.tools.harness import HARNESS_HANDLERS
+from engine.toolspecs import build_tool_table, function_schemas
 from engine.validation import check_signals, did_you_mean, problem_at, schema_problems
 from engine.yamlload import YamlDoc, YamlSyntaxError, display_path, load_yaml
 
@@ -96,48 +100,85 @@ def _policy(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> tuple[str
     return "", ""
 
 
-def _tool_table(spec_dir: Path, ddoc: YamlDoc, data: DataFiles, problems: list[Problem]) -> ToolTable | None:
-    from engine.tools.registry import HANDLERS
-
-    path = spec_dir / ddoc.data["tool_table"]
+def _tool_table(
+    spec_dir: Path,
+    ddoc: YamlDoc,
+    key: str,
+    data: DataFiles,
+    plugin: DomainPlugin | None,
+    problems: list[Problem],
+) -> ToolTable | None:
+    """Load and build the tool table named by the domain's ``key`` (tool_table / user_tool_table)."""
+    path = spec_dir / ddoc.data[key]
+    if (outside := outside_problem(spec_dir, path)) is not None:  # never read: its errors would quote it
+        problems.append(problem_at(ddoc, (key,), f"tool table {ddoc.data[key]} {outside}"))
+        return None
     if not path.is_file():
-        problems.append(problem_at(ddoc, ("tool_table",), f"tool table {display_path(path)} not found"))
+        problems.append(problem_at(ddoc, (key,), f"tool table {display_path(path)} not found"))
         return None
     doc, ok = _load(path, "tools", problems)
     if doc is None or not ok:
         return None
-    upstream = None
-    if "tool_descriptions_from" in doc.data:
+    upstream, schemas = None, None
+    source_key = "tool_descriptions_from" if "tool_descriptions_from" in doc.data else "tool_schemas_from"
+    if source_key in doc.data:
+        ref = doc.data[source_key]
+        rel = ref if isinstance(ref, str) else ref["file"]
         try:
-            upstream = data.file(doc.data["tool_descriptions_from"])
+            loaded = data.file(rel)
+            if source_key == "tool_schemas_from":
+                schemas = function_schemas(resolve_pointer(loaded, ref.get("pointer", "")))
+            else:
+                upstream = loaded
         except (OSError, ValueError, yaml.YAMLError) as err:
+            problems.append(problem_at(doc, (source_key,), read_error(rel, data.root, err)))
+            return None
+        except KeyError:
             problems.append(
-                problem_at(
-                    doc,
-                    ("tool_descriptions_from",),
-                    read_error(doc.data["tool_descriptions_from"], data.root, err),
-                )
+                problem_at(doc, (source_key, "pointer"), f"{rel} has nothing at {ref.get('pointer')}")
             )
             return None
-        if not isinstance(upstream, dict):
+        if source_key == "tool_descriptions_from" and not isinstance(upstream, dict):
             problems.append(
                 problem_at(
                     doc,
-                    ("tool_descriptions_from",),
-                    f"{doc.data['tool_descriptions_from']} in data root {data.root} holds a "
+                    (source_key,),
+                    f"{rel} in data root {data.root} holds a "
                     f"{type(upstream).__name__}, not a mapping with a 'tools' list",
                 )
             )
             return None
-    table, found = build_tool_table(doc, upstream, HANDLERS)
+    handlers = {**HARNESS_HANDLERS, **(plugin.handlers if plugin else {})}
+    rules = plugin.field_rules if plugin else {}
+    table, found = build_tool_table(doc, upstream, handlers, rules, schemas)
     problems.extend(found)
     return table
 
 
+def _plugin(doc: YamlDoc, plugins: Plugins, problems: list[Problem]) -> DomainPlugin | None:
+    name = doc.data.get("plugin", doc.data["name"])
+    plugin = plugins.get(name)
+    if plugin is None:
+        where = ("plugin",) if "plugin" in doc.data else ("name",)
+        known = ", ".join(sorted(plugins)) or "none"
+        problems.append(
+            problem_at(
+                doc,
+                where,
+                f"no domain plugin named {name!r} (known: {known}){did_you_mean(name, plugins)}; "
+                "set 'plugin:' to the handler package this domain uses",
+            )
+        )
+    return plugin
+
+
 def _build_domain(
-    spec_dir: Path, root: Path, data: DataFiles, problems: list[Problem]
+    spec_dir: Path, root: Path, data: DataFiles, plugins: Plugins, problems: list[Problem]
 ) -> tuple[Domain, YamlDoc] | None:
     path = spec_dir / DOMAIN_FILE
+    if (outside := outside_problem(spec_dir, path)) is not None:
+        problems.append(Problem(display_path(path), 0, "$", f"{DOMAIN_FILE} {outside}"))
+        return None
     if not path.is_file():
         problems.append(
             Problem(
@@ -152,7 +193,17 @@ def _build_domain(
         return None
     d = doc.data
     role, instructions = _policy(doc, data, problems)
-    tools = _tool_table(spec_dir, doc, data, problems)
+    plugin = _plugin(doc, plugins, problems)
+    tools = _tool_table(spec_dir, doc, "tool_table", data, plugin, problems)
+    user_tools = None
+    if "user_tool_table" in d:
+        user_tools = _tool_table(spec_dir, doc, "user_tool_table", data, plugin, problems)
+    if tools is not None and not any(t.ends_call for t in tools.tools):
+        problems.append(
+            problem_at(
+                doc, ("tool_table",), "no agent tool ends the call: give the hang-up tool 'ends_call: exit'"
+            )
+        )
     rules = d.get("hash_rules", {})
     domain = Domain(
         name=d["name"],
@@ -172,6 +223,8 @@ def _build_domain(
         user_speaks_first=d.get("user_speaks_first", True),
         source=SourceRef(doc.file, 1),
         extra={"spec": d},
+        plugin=plugin,
+        user_tools=user_tools,
     )
     return domain, doc
 
@@ -181,31 +234,34 @@ def _releases(ddoc: YamlDoc) -> set[str]:
     d, paths = ddoc.data, []
     paths.append(d["dataset"]["path"])
     paths.extend(
-        d[k]["file"] for k in ("initial_db", "expected_db", "current_date") if "file" in d.get(k, {})
+        d[k]["file"]
+        for k in ("initial_db", "expected_db", "current_date", "user_db")
+        if "file" in d.get(k, {})
     )
     paths.append(d.get("gold_trace", {}).get("dataset", {}).get("path", ""))
     paths.append(d["policy"].get("file", ""))
     return {p.split("/")[0] for p in paths if p}
 
 
-def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> LoadedDomain:
+def load_domain(
+    spec_dir: str | Path, data_root: str | Path | None = None, *, plugins: Plugins
+) -> LoadedDomain:
     """Load, validate and cross-check ``spec_dir`` against the data root; render every prompt.
 
-    ``data_root``: ``--data-root`` value, else ``$EVAL_DATA_ROOT``, else ``./data``.
+    ``data_root``: ``--data-root`` value, else ``$EVAL_DATA_ROOT``, else ``./data``; ``plugins``:
+    the domain plugins by name (the command layer passes ``engine.domains.registry.plugins()``).
     Raises DataRootError for a missing data root, SpecError carrying every problem otherwise
     (schema errors, YAML syntax errors, unknown eva_id, missing fixtures, bad success_signals,
     unregistered handlers, duplicate scenario names, template errors). Warns once on stderr when
     the data root differs from the pinned upstream sums.
     """
-    from engine.render import check_templates
-
     root = resolve_data_root(data_root)
     spec_path = Path(spec_dir).resolve()
     if not spec_path.is_dir():
         raise UsageError(f"spec directory {spec_dir} does not exist")
     data = DataFiles(root)
     problems: list[Problem] = []
-    built = _build_domain(spec_path, root, data, problems)
+    built = _build_domain(spec_path, root, data, plugins, problems)
     docs: list[YamlDoc] = []
     first: dict[str, YamlDoc] = {}
     scenario_dir = spec_path / SCENARIO_DIR
@@ -214,6 +270,9 @@ def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> Lo
             hint = "not loaded: scenario files are scenarios/*.yaml (rename or move it)"
             problems.append(Problem(display_path(path), 0, "$", hint))
     for path in sorted(scenario_dir.glob("*.yaml")):
+        if (outside := outside_problem(spec_path, path)) is not None:
+            problems.append(Problem(display_path(path), 0, "$", f"not loaded: the scenario file {outside}"))
+            continue
         doc, ok = _load(path, "scenario", problems)
         if doc is None or not isinstance(doc.data, dict):
             continue
@@ -245,16 +304,3 @@ def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> Lo
     if problems:
         raise SpecError(problems)
     return LoadedDomain(domain, tuple(scenarios), rendered)
-
-
-def list_scenarios(
-    spec_dir: str | Path, data_root: str | Path | None = None, *, as_json: bool = False
-) -> str:
-    """What ``evalctl list`` prints: one line per scenario (``name  eva_id  description``), or a
-    JSON list of ``{name, eva_id, description}``. Raises SpecError / DataRootError like load_domain."""
-    loaded = load_domain(spec_dir, data_root)
-    if as_json:
-        rows = [{"name": s.name, "eva_id": s.eva_id, "description": s.description} for s in loaded.scenarios]
-        return json.dumps(rows, indent=2, ensure_ascii=False)
-    width = max((len(s.name) for s in loaded.scenarios), default=0)
-    return "\n".join(f"{s.name:<{width}}  {s.eva_id:<7} {s.description}" for s in loaded.scenarios)

@@ -1,9 +1,11 @@
 """Build the frozen :class:`engine.model.ToolTable` from a tool-table spec (``tools.yaml``).
 
 A tool may name an ``upstream`` tool id in the agent config given by ``tool_descriptions_from``
-(eva 0.1.3 ``configs/agents/airline_agent.yaml``); its description and parameters (types, enums,
-required/optional) are then read from there at load time, so upstream prose is never pasted into
-our files. Upstream types map to JSON Schema: ``float`` -> ``number``; ``array`` keeps ``items``.
+(eva 0.1.3 ``configs/agents/airline_agent.yaml``) or a function name in the OpenAI tool schemas
+given by ``tool_schemas_from`` (tau2's ``derived/tool_schemas.json``); its description and
+parameters (types, enums, required/optional) are then read from there at load time, so upstream
+prose is never pasted into our files. Upstream types map to JSON Schema: ``float`` -> ``number``;
+``array`` keeps ``items``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import jsonschema
 
 from engine.errors import Problem
 from engine.model import SourceRef, ToolSpec, ToolTable
+from engine.tools.writeset import parse_writes
 from engine.validation import did_you_mean, problem_at
 from engine.yamlload import YamlDoc
 
@@ -72,16 +75,39 @@ def _merge_parameters(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[
     return merged
 
 
+def function_schemas(listing: Any) -> dict[str, dict[str, Any]]:
+    """``{name: {description, parameters}}`` from a list of OpenAI function-tool schemas
+    (``{type: function, function: {...}}`` or the bare ``{name, description, parameters}``).
+    Raises ValueError for anything else."""
+    if not isinstance(listing, list):
+        raise ValueError("tool schemas must be a list of function schemas")
+    out: dict[str, dict[str, Any]] = {}
+    for entry in listing:
+        fn = entry.get("function", entry) if isinstance(entry, Mapping) else None
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+            raise ValueError("every tool schema needs a function name")
+        params = fn.get("parameters") or {"type": "object", "properties": {}, "required": []}
+        out[fn["name"]] = {
+            "description": str(fn.get("description") or "").strip(),
+            "parameters": dict(params),
+        }
+    return out
+
+
 def build_tool_table(
     doc: YamlDoc,
     upstream_config: Mapping[str, Any] | None,
     handlers: Mapping[str, Callable[..., Any]],
+    field_rules: Mapping[str, Mapping[str, Any]] | None = None,
+    schemas: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[ToolTable | None, list[Problem]]:
     """Turn a schema-valid tools doc into a ToolTable; returns ``(table or None, problems)``.
 
-    Cross-checks: unique tool names, every handler registered (with did-you-mean), every
-    ``upstream`` id present in ``upstream_config['tools']``, description present, parameter
-    schemas valid JSON Schema. ``upstream_config`` is the parsed agent config, or None.
+    ``handlers`` are the plugin's and the harness's (name -> function), ``field_rules`` the
+    plugin's per-handler argument rules; ``upstream_config`` is the parsed eva-style agent config
+    and ``schemas`` the function schemas by name (:func:`function_schemas`), or None. Cross-checks:
+    unique tool names, every handler known (with did-you-mean), every ``upstream`` id present,
+    description present, parameter schemas valid JSON Schema, ``writes`` paths well formed.
     """
     problems: list[Problem] = []
     upstream: dict[str, Mapping[str, Any]] = {}
@@ -89,6 +115,8 @@ def build_tool_table(
         for decl in upstream_config.get("tools") or []:
             if isinstance(decl, Mapping):
                 upstream[str(decl.get("id", decl.get("name")))] = decl
+    if schemas is not None:
+        upstream = {name: {"_schema": entry} for name, entry in schemas.items()}
     tools: list[ToolSpec] = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(doc.data["tools"]):
@@ -116,10 +144,12 @@ def build_tool_table(
         parameters: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
         if "upstream" in raw:
             decl = upstream.get(raw["upstream"])
-            if upstream_config is None:
+            if upstream_config is None and schemas is None:
                 problems.append(
                     problem_at(
-                        doc, (*here, "upstream"), "'upstream' needs a top-level tool_descriptions_from"
+                        doc,
+                        (*here, "upstream"),
+                        "'upstream' needs a top-level tool_descriptions_from or tool_schemas_from",
                     )
                 )
                 continue
@@ -133,12 +163,18 @@ def build_tool_table(
                     )
                 )
                 continue
-            try:
-                parameters = upstream_parameters(decl)
-            except ValueError as err:
-                problems.append(problem_at(doc, (*here, "upstream"), str(err)))
-                continue
-            description = description or str(decl.get("description", "")).strip()
+            if "_schema" in decl:
+                parameters = copy.deepcopy(dict(decl["_schema"]["parameters"]))
+                parameters.setdefault("properties", {})
+                parameters.setdefault("required", [])
+                description = description or decl["_schema"]["description"]
+            else:
+                try:
+                    parameters = upstream_parameters(decl)
+                except ValueError as err:
+                    problems.append(problem_at(doc, (*here, "upstream"), str(err)))
+                    continue
+                description = description or str(decl.get("description", "")).strip()
         if not description:
             problems.append(problem_at(doc, here, f"tool {name!r} needs a description (or an upstream id)"))
             continue
@@ -148,6 +184,14 @@ def build_tool_table(
             jsonschema.Draft202012Validator.check_schema(parameters)
         except jsonschema.SchemaError as err:
             problems.append(problem_at(doc, (*here, "parameters"), f"not a valid JSON Schema: {err.message}"))
+            continue
+        writes = raw.get("writes")
+        if writes is None and raw["kind"] in ("read", "harness"):
+            writes = []
+        try:
+            parse_writes(writes or ())
+        except ValueError as err:
+            problems.append(problem_at(doc, (*here, "writes"), str(err)))
             continue
         tools.append(
             ToolSpec(
@@ -159,6 +203,10 @@ def build_tool_table(
                 action_type=raw.get("action_type"),
                 options=dict(raw.get("options") or {}),
                 source=SourceRef(doc.file, doc.line(here)),
+                writes=None if writes is None else tuple(writes),
+                ends_call=raw.get("ends_call"),
+                field_rules=dict((field_rules or {}).get(raw["handler"], {})),
+                run=handlers.get(raw["handler"]),
             )
         )
     if problems:

@@ -12,8 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from engine.backends import BackendFactory, BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
+from engine.domains.registry import plugins
+from engine.gold import GoldStep, GoldTrace
 from engine.model import Scenario, SessionResult
-from engine.runner import session_setup
+from engine.runner import RunOptions, session_setup
 from engine.session import SessionLimits, run_session
 from engine.sides import builtin_side
 
@@ -167,3 +169,20 @@ class ScriptedOpenAI:
     def __exit__(self, *exc: Any) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def run_options(*args: Any, **kwargs: Any) -> RunOptions:
+    """:class:`engine.runner.RunOptions` with every registered domain plugin (as the CLI passes them)."""
+    kwargs.setdefault("plugins", plugins())
+    return RunOptions(*args, **kwargs)
+
+
+def alter_gold_call(trace: GoldTrace, tool: str, edit: Callable[[GoldStep], GoldStep]) -> GoldTrace:
+    """``trace`` with its first call of ``tool`` replaced by ``edit(step)``; AssertionError when the
+    trace has no such call."""
+    steps = list(trace.steps)
+    for i, step in enumerate(steps):
+        if step.kind == "tool_call" and step.tool == tool:
+            steps[i] = edit(step)
+            return GoldTrace(tuple(steps), trace.format)
+    raise AssertionError(f"no {tool} call to alter")

@@ -24,14 +24,14 @@ import websockets
 import cli
 from engine.backends.replay import ReplayFactory
 from engine.dbhash import db_hash
+from engine.domains.registry import load_domain
 from engine.errors import SpecError
 from engine.model import Scenario
 from engine.protocol import ProtocolError, decode
 from engine.runner import session_setup
 from engine.session import SessionLimits, run_session
 from engine.sides import builtin_side
-from engine.specs import load_domain
-from engine.tools.runtime import ToolRuntime
+from engine.toolruntime import ToolRuntime
 from engine.yamlload import YamlSyntaxError, load_yaml, parse_yaml
 from tests.conftest import REPO, SPEC_DIR
 

@@ -247,9 +247,8 @@ def test_predicate_values_are_compared_as_json(
     from engine.artifacts import dumps_json
     from engine.scoring import predicates
 
-    monkeypatch.setitem(predicates.PREDICATES, ("mock", "odd"), lambda db: returned)
     verdict = predicates.evaluate_db_state_assertion(
-        "mock", {"func_name": "odd", "arguments": {}, "assert_value": assert_value}, {}
+        {"odd": lambda db: returned}, {"func_name": "odd", "arguments": {}, "assert_value": assert_value}, {}
     )
     assert verdict["passed"] is passed
     if error is None:
@@ -279,8 +278,8 @@ def test_pass_hat_k_leaves_out_trials_without_a_verdict() -> None:
 
 
 async def test_two_silent_sides_end_the_session_after_empty_turns(data_root: Path) -> None:
+    from engine.domains.registry import load_domain
     from engine.session import SessionLimits
-    from engine.specs import load_domain
     from tests.conftest import SPEC_DIR
     from tests.runtime_helpers import scripted_factory, session_between
 
@@ -371,8 +370,8 @@ def test_pathological_judge_reply_fails_fast_with_a_value_error(reply: str) -> N
 def test_predicate_on_the_user_side_is_a_spec_problem(tmp_path: Path) -> None:
     import shutil
 
+    from engine.domains.registry import load_domain
     from engine.errors import SpecError
-    from engine.specs import load_domain
 
     mock = Path(__file__).parent / "mock_domain"
     spec = tmp_path / "spec"
@@ -385,7 +384,7 @@ def test_predicate_on_the_user_side_is_a_spec_problem(tmp_path: Path) -> None:
         load_domain(spec, mock / "dataroot")
     (problem,) = info.value.problems
     assert problem.json_path == "$.db_state_assertions[credit_balance].side"
-    assert "no session has a user-side DB" in problem.message
+    assert "domain mock has no user-side DB" in problem.message
 
 
 async def test_a_refusal_is_what_the_model_said(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -438,7 +437,7 @@ async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
     data_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from engine.backends.replay import ReplayFactory
-    from engine.specs import load_domain
+    from engine.domains.registry import load_domain
     from tests.conftest import SPEC_DIR
     from tests.runtime_helpers import session_between
 
@@ -482,5 +481,7 @@ def test_refund_total_is_in_cents_not_a_float_sum() -> None:
     args = {"confirmation_number": "abc123"}
     assertion = {"func_name": "refund_total", "arguments": args, "assert_value": 30.3}
     # before: 10.1 + 20.2 = 30.299999999999997 failed the assertion
-    verdict = evaluate_db_state_assertion("eva_airline", assertion, {"refunds": refunds})
+    from engine.domains.eva_airline.predicates import PREDICATES
+
+    verdict = evaluate_db_state_assertion(PREDICATES, assertion, {"refunds": refunds})
     assert (verdict["actual"], verdict["passed"]) == (30.3, True)

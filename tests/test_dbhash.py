@@ -10,9 +10,10 @@ import pytest
 
 from engine.dbdiff import DiffLine, db_diff
 from engine.dbhash import canonical_json, db_hash, normalize_db
+from engine.domains.registry import load_domain
 from engine.model import HashRules
 from engine.replay import replay_trace
-from engine.specs import LoadedDomain, load_domain
+from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
 
 RULES = HashRules(excluded_keys=("session",), unordered_lists=("bookings", "standby_list"))

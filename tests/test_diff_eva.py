@@ -7,7 +7,6 @@ altered (wrong bag count, wrong seat side, wrong refund amount, a cancellation l
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import replace
 
@@ -16,23 +15,20 @@ import pytest
 import engine.runner as runner
 from cli import main
 from engine.diff import diff_run, render_text
-from engine.specs import LoadedDomain, load_domain
+from engine.domains.registry import load_domain
+from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
+from tests.runtime_helpers import alter_gold_call, run_options
 
 
 def _mutate(trace, tool, change):
-    events = [copy.deepcopy(dict(e)) for e in trace]
-    for e in events:
-        if e.get("event_type") == "tool_call" and e.get("tool_name") == tool:
-            if change is None:
-                e["tool_name"] = "get_reservation"  # the write never happens
-                e["params"] = {k: e["params"][k] for k in ("confirmation_number",)} | {"last_name": ""}
-            else:
-                e["params"].update(change)
-            break
-    else:
-        raise AssertionError(f"no {tool} call to alter")
-    return tuple(events)
+    def edit(step):
+        if change is None:  # the write never happens
+            args = {"confirmation_number": step.arguments["confirmation_number"], "last_name": ""}
+            return replace(step, tool="get_reservation", arguments=args)
+        return replace(step, arguments={**step.arguments, **change})
+
+    return alter_gold_call(trace, tool, edit)
 
 
 WRONG = {
@@ -56,7 +52,7 @@ def wrong_run(data_root, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setattr(runner, "load_domain", lambda *a, **k: patched)
     try:
-        opts = runner.RunOptions(
+        opts = run_options(
             spec_dir=SPEC_DIR,
             data_root=data_root,
             scenarios=(*WRONG, *RIGHT),

@@ -2,9 +2,9 @@
 verb, option and relative link the docs and README mention exists.
 
 The authoring guide marks its blocks with an HTML comment on the line before the fence:
-``<!-- file: PATH -->`` (written to PATH in a temporary workspace), ``<!-- python -->`` (handler
-and predicate code, executed), ``<!-- handlers -->`` / ``<!-- predicates -->`` (registry lines,
-applied with monkeypatch), ``<!-- run -->`` (evalctl commands, run in order),
+``<!-- file: PATH -->`` (written to PATH in a temporary workspace), ``<!-- install: DIR -->`` (a
+plugin package installed the way pip does it: its entry points in a ``*.dist-info`` folder on
+``sys.path``), ``<!-- run -->`` (evalctl commands, run in order),
 ``<!-- broken: PATH -->`` + ``<!-- output: COMMAND -->`` (a bad spec and the exact output).
 The workspace holds a copy of specs/eva_airline and ``data`` -> the real data root, so the doc's
 commands run exactly as written, from the workspace folder.
@@ -25,8 +25,6 @@ import click
 import pytest
 
 import cli
-from engine.scoring import predicates
-from engine.tools import registry
 
 REPO = Path(__file__).resolve().parent.parent
 GUIDE = REPO / "docs" / "authoring.md"
@@ -70,7 +68,7 @@ def _copy_eva_spec(work: Path, data_root: Path) -> None:
 @pytest.fixture
 def guide_blocks() -> list[Block]:
     blocks = marked_blocks(GUIDE.read_text(encoding="utf-8"))
-    assert {b.kind for b in blocks} >= {"file", "python", "handlers", "predicates", "run", "broken", "output"}
+    assert {b.kind for b in blocks} >= {"file", "install", "run", "broken", "output"}
     return blocks
 
 
@@ -85,18 +83,29 @@ def workspace(
         assert not target.exists(), f"{block.arg} would overwrite a file"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(block.body, encoding="utf-8")
-    namespace: dict[str, Any] = {}
-    for block in _of(guide_blocks, "python"):
-        exec(compile(block.body, str(GUIDE), "exec"), namespace)  # the guide's own code
-    (handlers,) = _of(guide_blocks, "handlers")
-    for key, func in re.findall(r'"(\w+)":\s*\w+\.(\w+)', handlers.body):
-        monkeypatch.setitem(registry.HANDLERS, key, namespace[func])
-    (preds,) = _of(guide_blocks, "predicates")
-    for domain, name, func in re.findall(r'\("(\w+)",\s*"(\w+)"\):\s*(\w+)', preds.body):
-        monkeypatch.setitem(predicates.PREDICATES, (domain, name), namespace[func])
+    for block in _of(guide_blocks, "install"):
+        _install(tmp_path / block.arg, tmp_path / "site", monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("EVAL_DATA_ROOT", raising=False)
     yield tmp_path
+
+
+def _install(package_dir: Path, site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``pip install -e package_dir`` leaves for entry-point discovery: the package importable
+    and its ``[project.entry-points]`` in a dist-info folder on ``sys.path``."""
+    import tomllib
+
+    project = tomllib.loads((package_dir / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n", encoding="utf-8")
+    groups = [
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items())
+        for group, eps in project["entry-points"].items()
+    ]
+    (info / "entry_points.txt").write_text("\n".join(groups), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(package_dir))
 
 
 def _evalctl(command: str) -> int:
@@ -144,8 +153,8 @@ def test_guide_examples_validate_and_run(workspace: Path, guide_blocks: list[Blo
 
 
 def test_guide_handler_refuses_a_past_date(workspace: Path) -> None:
-    from engine.specs import load_domain
-    from engine.tools.runtime import ToolRuntime
+    from engine.domains.registry import load_domain
+    from engine.toolruntime import ToolRuntime
 
     scenario = load_domain("specs/bakery", "bakery-data").scenario("bakery__move_pickup")
     db = scenario.fresh_db()

@@ -11,11 +11,11 @@ from typing import Any
 
 import websockets
 
-from engine.options import RunOptions
+from engine.domains.registry import load_domain
+from engine.gold import GoldStep
 from engine.runner import run
-from engine.specs import load_domain
 from tests.conftest import REPO, SPEC_DIR
-from tests.runtime_helpers import session_between
+from tests.runtime_helpers import run_options, session_between
 
 GOOD = ("eva_airline__3_1_5", "eva_airline__5_2_5")  # the second ends by transfer_to_agent
 BEHAVIOUR = {
@@ -26,16 +26,16 @@ BEHAVIOUR = {
 }
 
 
-def turns_of(trace: list[dict[str, Any]]) -> list[tuple[list[tuple[str, dict]], str]]:
+def turns_of(trace: list[GoldStep]) -> list[tuple[list[tuple[str, dict]], str]]:
     """The agent's turns of a gold trace: (tool calls, line) after each user line."""
     turns: list[tuple[list[tuple[str, dict]], str]] = []
-    for event in trace:
-        if event["event_type"] == "user_utterance":
+    for step in trace:
+        if step.kind == "user":
             turns.append(([], ""))
-        elif event["event_type"] == "tool_call":
-            turns[-1][0].append((event["tool_name"], event["params"]))
-        elif event["event_type"] == "agent_utterance":
-            turns[-1] = (turns[-1][0], (turns[-1][1] + " " + event["utterance"]).strip())
+        elif step.kind == "tool_call":
+            turns[-1][0].append((step.tool, dict(step.arguments)))
+        elif step.kind == "agent":
+            turns[-1] = (turns[-1][0], (turns[-1][1] + " " + step.text).strip())
     return turns
 
 
@@ -111,7 +111,7 @@ async def test_external_agent_and_misbehaving_sides(tmp_path: Path, data_root: P
     agent = ExternalAgent(scripts)
     async with websockets.serve(agent.handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
-        opts = RunOptions(
+        opts = run_options(
             SPEC_DIR,
             data_root,
             scenarios=(*GOOD, *BEHAVIOUR),
@@ -179,12 +179,12 @@ async def test_external_user_side_and_a_side_of_the_wrong_role(tmp_path: Path, d
     factory = ReplayFactory({s.name: s for s in loaded.scenarios})
     async with builtin_side(factory, role="user") as user_uri:
         ok = await run(
-            RunOptions(
+            run_options(
                 SPEC_DIR, data_root, scenarios=GOOD, user=user_uri, output_dir=tmp_path / "a", quiet=True
             )
         )
         wrong = await run(
-            RunOptions(
+            run_options(
                 SPEC_DIR, data_root, scenarios=GOOD[:1], agent=user_uri, output_dir=tmp_path / "b", quiet=True
             )
         )

@@ -16,13 +16,6 @@ from importlinter.cli import lint_imports
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: Temporary: the one cycle left, being untangled with the rewrite of specs.py. A cycle among these
-#: modules only is tolerated; remove the set (and the ignore_imports of the acyclic_siblings contract
-#: in pyproject.toml) once the cycle is gone — test_known_cycle_is_still_there says when.
-KNOWN_CYCLE = frozenset(
-    {"engine.render", "engine.scenario_build", "engine.specs", "engine.toolspecs", "engine.validation"}
-)
-
 
 @pytest.fixture(scope="module")
 def graph() -> grimp.ImportGraph:
@@ -102,22 +95,14 @@ def test_cycle_finder_finds_a_cycle_and_names_its_imports() -> None:
 
 
 def test_no_import_cycles_among_engine_modules(graph: grimp.ImportGraph) -> None:
-    cycles = [c for c in strongly_connected(graph) if not set(c) <= KNOWN_CYCLE]
+    cycles = strongly_connected(graph)
     report = "\n".join(f"cycle among {', '.join(c)}:\n  {describe_cycle(graph, c)}" for c in cycles)
     assert not cycles, f"import cycles in engine (break them; a late import does not):\n{report}"
 
 
-def test_known_cycle_is_still_there(graph: grimp.ImportGraph) -> None:
-    """The tolerated cycle names only modules that are still in it: shrink KNOWN_CYCLE as it goes."""
-    in_known = {m for c in strongly_connected(graph) if set(c) <= KNOWN_CYCLE for m in c}
-    assert in_known == KNOWN_CYCLE, (
-        f"no longer in a cycle: {sorted(KNOWN_CYCLE - in_known)}; drop them from KNOWN_CYCLE in "
-        "tests/test_layers.py (and the ignore_imports of the acyclic_siblings contract in pyproject.toml)"
-    )
-
-
 def test_import_linter_contracts_hold(monkeypatch: pytest.MonkeyPatch) -> None:
     """The contracts of pyproject.toml ([tool.importlinter]) that `make lint` checks: core modules
-    import neither engine.domains nor engine.commands, no engine module imports cli.py."""
+    import neither engine.domains nor engine.commands, no engine module imports cli.py, and the
+    modules and packages directly under engine import each other without a cycle."""
     monkeypatch.chdir(REPO)
     assert lint_imports(config_filename=str(REPO / "pyproject.toml"), no_cache=True, no_logo=True) == 0

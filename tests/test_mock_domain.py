@@ -4,7 +4,6 @@ judge_passed through the real runner, scoring and artifacts."""
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -13,8 +12,10 @@ import pytest
 
 import engine.runner as runner
 from cli import main
-from engine.specs import LoadedDomain, load_domain
+from engine.domains.registry import load_domain
+from engine.specs import LoadedDomain
 from tests.mock_domain.judge_server import scripted_judge
+from tests.runtime_helpers import alter_gold_call
 
 MOCK = Path(__file__).parent / "mock_domain"
 SPEC, DATA = MOCK / "spec", MOCK / "dataroot"
@@ -105,11 +106,8 @@ def test_gold_run_summary_units(gold_run):
 
 
 def _alter(scenario, tool, params):
-    events = [copy.deepcopy(dict(e)) for e in scenario.gold_trace]
-    for e in events:
-        if e.get("event_type") == "tool_call" and e.get("tool_name") == tool:
-            e["params"] = params
-    return replace(scenario, gold_trace=tuple(events))
+    trace = alter_gold_call(scenario.gold_trace, tool, lambda step: replace(step, arguments=params))
+    return replace(scenario, gold_trace=trace)
 
 
 @pytest.fixture(scope="module")

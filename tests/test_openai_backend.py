@@ -11,12 +11,12 @@ import pytest
 
 from engine.backends.openai_chat import OpenAIFactory
 from engine.backends.replay import ReplayFactory
+from engine.domains.registry import load_domain
 from engine.errors import UsageError
-from engine.options import RunOptions
 from engine.runner import run
-from engine.specs import LoadedDomain, load_domain
+from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
-from tests.runtime_helpers import ScriptedOpenAI, Step, completion, session_between
+from tests.runtime_helpers import ScriptedOpenAI, Step, completion, run_options, session_between
 
 SCENARIO = "eva_airline__3_1_5"
 
@@ -47,9 +47,9 @@ def _tool_messages(body: dict) -> list[dict]:
 
 async def test_tool_calls_malformed_arguments_and_unknown_tool(loaded: LoadedDomain) -> None:
     scenario = loaded.scenario(SCENARIO)
-    first_call = next(e for e in scenario.gold_trace if e["event_type"] == "tool_call")
+    first_call = scenario.gold_trace.tool_calls()[0]
     steps = [
-        Step(completion(None, [("call_1", first_call["tool_name"], json.dumps(first_call["params"]))])),
+        Step(completion(None, [("call_1", first_call.tool, json.dumps(dict(first_call.arguments)))])),
         Step(completion(None, [("call_2", "get_reservation", '{"confirmation_number": ')])),
         Step(completion("Let me check.", [("call_3", "frobnicate_booking", "{}")])),
         Step(completion("I found your booking. Anything else?")),
@@ -83,7 +83,7 @@ async def test_tool_calls_malformed_arguments_and_unknown_tool(loaded: LoadedDom
 
 def scenario_user_line(loaded: LoadedDomain, index: int) -> str:
     lines = [
-        e["utterance"] for e in loaded.scenario(SCENARIO).gold_trace if e["event_type"] == "user_utterance"
+        line for line in loaded.scenario(SCENARIO).gold_trace.lines("user")
     ]
     return lines[index]
 
@@ -150,7 +150,7 @@ def test_api_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 async def test_run_with_openai_agent_end_to_end(tmp_path: Path, data_root: Path) -> None:
     steps = [Step(completion("Goodbye.", [("c1", "end_conversation", "{}")]))]
     with ScriptedOpenAI(steps) as server:
-        opts = RunOptions(
+        opts = run_options(
             SPEC_DIR,
             data_root,
             scenarios=(SCENARIO, "eva_airline__5_2_5"),

@@ -18,22 +18,22 @@ import pytest
 from engine import __version__
 from engine.artifacts import dumps_json
 from engine.dbhash import db_hash
-from engine.options import RunOptions
+from engine.domains.registry import load_domain, plugins
 from engine.records.fields import RecordError
 from engine.records.metrics import SIGNALS, MetricsRecord, Signal, Usage
 from engine.records.run import RunRecord
 from engine.records.summary import SummaryRecord
 from engine.runner import run_cli
 from engine.scoring.signals import SIGNAL_FUNCS
-from engine.specs import load_domain
 from tests.conftest import REPO, SPEC_DIR
+from tests.runtime_helpers import run_options
 
 ISO_SECOND = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
 
 
 def _run(tmp_path: Path, data_root: Path, scenarios: tuple[str, ...], **options: Any) -> Path:
     out = tmp_path / "run"
-    opts = RunOptions(
+    opts = run_options(
         spec_dir=SPEC_DIR,
         data_root=data_root,
         scenarios=scenarios,
@@ -217,6 +217,16 @@ def test_a_metrics_body_that_is_not_the_record_is_refused(
     assert message in str(info.value)
 
 
+def test_a_diagnostic_is_any_value_the_plugin_contract_allows(one_scenario_run: Path) -> None:
+    body = json.loads((one_scenario_run / "eva_airline__3_1_5" / "metrics.json").read_text())
+    for value in (0.5, 2, "partial", None, False):  # engine.plugin.Diagnostic: bool, number, string, None
+        record = MetricsRecord.from_json({**body, "authenticated": value})
+        assert record.signals.diagnostics == {"authenticated": value}
+        assert record.to_json() == {**body, "authenticated": value}
+    with pytest.raises(RecordError, match="authenticated: list is not"):
+        MetricsRecord.from_json({**body, "authenticated": [True]})
+
+
 def test_the_json_schemas_name_the_signals_of_the_record() -> None:
     for name, path in (
         ("domain", ("$defs", "success_signals")),
@@ -367,6 +377,7 @@ def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path)
         "data_root",
         "data_root_files",
         "data_root_changed_from_pins",
+        "hash_notes",
         "models",
         "trials",
         "args",
@@ -382,6 +393,7 @@ def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path)
     [invocation] = record.invocations
     assert invocation.finished_at is not None and invocation.interrupted is False
     assert invocation.args["trials"] == 2 and invocation.args["scoring"]["min_agent_turns"] == 3
+    assert invocation.args["plugins"] == sorted(plugins())  # names, not the records' reprs
     with pytest.raises(RecordError, match="invocation: no args"):
         RunRecord.from_json(
             {**body, "invocations": [{k: v for k, v in body["invocations"][0].items() if k != "args"}]}

@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 import cli
+from engine.domains.registry import load_domain
 from engine.errors import SpecError
 from engine.render import outline, render, render_agent_prompt, render_user_prompt, spell, tool_schemas
-from engine.specs import LoadedDomain, load_domain
+from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
 
 

@@ -15,10 +15,12 @@ import yaml
 
 from cli import main as evalctl
 from engine.dbhash import db_hash, normalize_db
+from engine.domains.registry import load_domain
+from engine.gold import GoldTrace
 from engine.model import ToolTable
 from engine.replay import replay_gold, replay_trace
-from engine.specs import LoadedDomain, load_domain
-from engine.tools.runtime import ToolRuntime
+from engine.specs import LoadedDomain
+from engine.toolruntime import ToolRuntime
 from tests.conftest import SPEC_DIR
 
 GOLD_FILE = Path("eva-2.1.0/data/airline_dataset.json")
@@ -83,54 +85,45 @@ def _response_pairs(domain: LoadedDomain) -> list[tuple[str, str, Any, Any]]:
     rules = domain.domain.hash_rules
     pairs = []
     for scenario in domain.scenarios:
-        run = replay_trace(scenario.tools, scenario.initial_db, scenario.gold_trace or ())
+        run = replay_trace(scenario.tools, scenario.initial_db, scenario.gold_trace)
         ours = json.loads(json.dumps([result for _, result in run.responses]))  # at the end of the run
-        recorded = [e["response"] for e in scenario.gold_trace or () if e["event_type"] == "tool_response"]
+        recorded = [step.result for step in scenario.gold_trace.tool_calls()]
         assert len(recorded) == len(ours)
         for (event, _), mine, theirs in zip(run.responses, ours, recorded, strict=True):
             a = normalize_db({"r": mine}, rules)["r"]
             b = normalize_db({"r": theirs}, rules)["r"]
-            pairs.append((scenario.eva_id, event["tool_name"], a, b))
+            pairs.append((scenario.eva_id, event.tool, a, b))
     return pairs
 
 
-def test_responses_match_recorded_at_end_of_run(domain: LoadedDomain) -> None:
+def test_responses_are_recorded_as_sent(domain: LoadedDomain) -> None:
+    """A result is what the agent was sent: serialised at call time and at the end of the replay
+    they are the same (eva's search returned the DB's live segments, so a later rebook changed an
+    earlier result by a seat; copy-on-write writes end that). Against eva's recorded responses:
+    205 equal; 3 more with the renamed personas masked (eva 2.1.0 first names differ from the
+    0.1.3 DB); the 7 transfer stubs; the rest are search results eva recorded after its own later
+    rebooks, off by one seat."""
+    rules = domain.domain.hash_rules
+    at_call: list[Any] = []
+    for scenario in domain.scenarios:
+        runtime = ToolRuntime(scenario.tools, scenario.fresh_db())
+        for call in scenario.gold_trace.tool_calls():
+            at_call.append(json.loads(json.dumps(runtime.call(call.tool, dict(call.arguments)).result)))
     pairs = _response_pairs(domain)
-    assert len(pairs) == 242
+    assert len(pairs) == 242 and [normalize_db({"r": r}, rules)["r"] for r in at_call] == [
+        p[2] for p in pairs
+    ]
     same = [p for p in pairs if _lower_names(p[2], False) == _lower_names(p[3], False)]
     differ = [p for p in pairs if _lower_names(p[2], False) != _lower_names(p[3], False)]
-    # eva 0.1.3's cascade runtime never runs transfer_to_agent: it logs a stub response.
     stubs = [p for p in differ if p[1] == "transfer_to_agent"]
     assert len(stubs) == 7
     assert all(p[3] == {"status": "transfer_initiated"} and p[2]["status"] == "success" for p in stubs)
-    # Three eva 2.1.0 personas carry another first name than the 0.1.3 DB (e.g. Maria vs Rachel);
-    # with person-name fields masked those responses are identical.
-    renamed = [p for p in differ if p[1] != "transfer_to_agent"]
+    renamed = [p for p in differ if p[1] == "get_reservation"]
     assert sorted(p[0] for p in renamed) == ["1.2.2", "2.2.5", "4.1.2"]
-    assert all(p[1] == "get_reservation" for p in renamed)
     assert all(_lower_names(p[2], True) == _lower_names(p[3], True) for p in renamed)
-    assert len(same) + len(renamed) == 235
-
-
-def test_search_results_are_live_so_call_time_serialisation_differs(domain: LoadedDomain) -> None:
-    """Serialised at call time only 208 responses match (205 + the 3 renamed personas): search
-    options hold the DB's own segments, which later rebooks change by +-1 seat."""
-    rules, same = domain.domain.hash_rules, 0
-    for scenario in domain.scenarios:
-        runtime = ToolRuntime(scenario.tools, scenario.fresh_db())
-        events = scenario.gold_trace or ()
-        recorded = [e["response"] for e in events if e["event_type"] == "tool_response"]
-        calls = [e for e in events if e["event_type"] == "tool_call"]
-        for call, theirs in zip(calls, recorded, strict=True):
-            mine = json.loads(json.dumps(runtime.call(call["tool_name"], call["params"]).result))
-            a, b = normalize_db({"r": mine}, rules)["r"], normalize_db({"r": theirs}, rules)["r"]
-            same += _lower_names(a, False) == _lower_names(b, False)
-    assert same == 205
-    scenario = domain.scenario("eva_airline__voluntary_date_change")
-    run = replay_trace(scenario.tools, scenario.initial_db, scenario.gold_trace or ())
-    search = next(r for e, r in run.responses if e["tool_name"] == "search_rebooking_options")
-    journey = run.db["journeys"][search["options"][0]["journey_id"]]
-    assert search["options"][0]["segments"] is journey["segments"]
+    seats = [p for p in differ if p[1] not in ("transfer_to_agent", "get_reservation")]
+    assert {p[1] for p in seats} == {"search_rebooking_options"}
+    assert len(same) == 205 and len(seats) == 242 - 205 - 7 - 3
 
 
 def _restores_dropped(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -201,7 +194,7 @@ def test_upstream_reset_fails_without_restores(no_restore_root: tuple[Path, list
     rules = loaded.domain.hash_rules
     failing = []
     for s in loaded.scenarios:
-        run = replay_trace(table, s.initial_db, s.gold_trace or ())
+        run = replay_trace(table, s.initial_db, s.gold_trace)
         if db_hash(run.db, rules) != db_hash(s.expected_db or {}, rules):
             failing.append(s.eva_id)
     assert len(failing) == 17 and set(failing) <= set(affected)
@@ -212,15 +205,15 @@ def test_upstream_reset_still_passes_the_shipped_gold(domain: LoadedDomain) -> N
     table = _with_options(domain.domain.tools, "rebook_flight", carry_over_fields=[])
     rules = domain.domain.hash_rules
     for s in domain.scenarios:
-        run = replay_trace(table, s.initial_db, s.gold_trace or ())
+        run = replay_trace(table, s.initial_db, s.gold_trace)
         assert db_hash(run.db, rules) == db_hash(s.expected_db or {}, rules), s.name
 
 
 def test_carry_over_copies_bags_and_meal_to_new_segments(domain: LoadedDomain) -> None:
     scenario = next(s for s in domain.scenarios if s.eva_id == "1.1.3")
-    calls = [e for e in scenario.gold_trace or () if e["event_type"] == "tool_call"]
-    upto = [e for e in calls[: next(i for i, e in enumerate(calls) if e["tool_name"] == "rebook_flight") + 1]]
-    new_id = upto[-1]["params"]["new_journey_id"]
+    calls = scenario.gold_trace.tool_calls()
+    upto = GoldTrace(calls[: next(i for i, e in enumerate(calls) if e.tool == "rebook_flight") + 1])
+    new_id = upto.steps[-1].arguments["new_journey_id"]
     for options, bags in (({}, 1), ({"carry_over_fields": []}, 0)):
         table = _with_options(domain.domain.tools, "rebook_flight", **options)
         run = replay_trace(table, scenario.initial_db, upto)

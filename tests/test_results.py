@@ -10,10 +10,10 @@ import pytest
 
 from engine import artifacts, results
 from engine.dbhash import db_hash
+from engine.domains.registry import load_domain
 from engine.options import ScoringOptions
 from engine.records.metrics import METRICS_SCHEMA
 from engine.results import finish_run, finish_session, is_complete, scenario_dir
-from engine.specs import load_domain
 from tests.conftest import SPEC_DIR
 from tests.mock_domain.eva_fixtures import expected_copy, session
 from tests.record_helpers import metrics_row
@@ -233,12 +233,13 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temp file left behind
 
 
-def test_expected_session_comes_from_the_gold_replay(loaded):
+def test_gold_db_comes_from_the_gold_replay(loaded):
     # eva 7.4.1's expected DB holds an empty session although its gold trace authenticates
     scenario = loaded.scenario("eva_airline__7_4_1")
     assert scenario.expected_db["session"] == {}
-    assert results.expected_session(scenario) == {"confirmation_number": "383S8U", "last_name": "park"}
-    assert results.expected_session(replace(scenario, gold_trace=None)) is None
+    assert results.gold_db(scenario)["session"] == {"confirmation_number": "383S8U", "last_name": "park"}
+    assert results.gold_db(scenario) is results.gold_db(scenario)  # replayed once per scenario
+    assert results.gold_db(replace(scenario, gold_trace=None)) is None
 
 
 async def test_user_db_hash_is_recorded_not_scored(tmp_path, sc):

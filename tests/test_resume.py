@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.options import RunOptions
 from engine.runner import run_cli
 from tests.conftest import REPO, SPEC_DIR
+from tests.runtime_helpers import run_options
 
 TIMING_KEYS = {"run_dir", "wall_time_s", "session_time_s", "interrupted"}
 
@@ -55,7 +55,7 @@ def _comparable(summary: dict) -> dict:
 def baseline(data_root, tmp_path_factory):
     out = tmp_path_factory.mktemp("resume") / "baseline"
     report = run_cli(
-        RunOptions(spec_dir=SPEC_DIR, data_root=data_root, output_dir=out, concurrency=2, progress=False)
+        run_options(spec_dir=SPEC_DIR, data_root=data_root, output_dir=out, concurrency=2, progress=False)
     )
     assert not report.interrupted and report.summary is not None and report.summary.results == 50
     return report.summary.to_json()
@@ -118,7 +118,7 @@ def test_resume_of_a_complete_run_runs_nothing(data_root, tmp_path):
     run_dir = tmp_path / "small"
     names = "eva_airline__1_1_3,eva_airline__7_2_8"
     first = run_cli(
-        RunOptions(
+        run_options(
             spec_dir=SPEC_DIR,
             data_root=data_root,
             output_dir=run_dir,
@@ -128,7 +128,7 @@ def test_resume_of_a_complete_run_runs_nothing(data_root, tmp_path):
     )
     stamps = _complete(run_dir)
     again = run_cli(
-        RunOptions(
+        run_options(
             spec_dir=SPEC_DIR,
             data_root=data_root,
             resume=run_dir,

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 import cli
+from engine.domains.registry import load_domain
 from engine.errors import UsageError
-from engine.options import RunOptions
 from engine.runner import run, select_scenarios
-from engine.specs import load_domain
 from tests.conftest import REPO, SPEC_DIR
+from tests.runtime_helpers import run_options
 
 
 def test_select_scenarios(data_root: Path) -> None:
@@ -77,7 +77,7 @@ def test_run_verb_prints_the_summary_and_honours_fail_under(
 
 async def test_trials_and_resume(data_root: Path, tmp_path: Path) -> None:
     names = ("eva_airline__3_1_5", "eva_airline__7_2_8")
-    opts = RunOptions(SPEC_DIR, data_root, scenarios=names, trials=2, output_dir=tmp_path, progress=False)
+    opts = run_options(SPEC_DIR, data_root, scenarios=names, trials=2, output_dir=tmp_path, progress=False)
     first = await run(opts)
     assert sorted((r.scenario_name, r.trial) for r, _ in first.outcomes) == [
         (n, k) for n in names for k in (1, 2)
@@ -85,7 +85,7 @@ async def test_trials_and_resume(data_root: Path, tmp_path: Path) -> None:
     assert (tmp_path / "eva_airline__7_2_8" / "trial_2" / "metrics.json").is_file()
     (tmp_path / "eva_airline__3_1_5" / "trial_2" / "metrics.json").unlink()
     again = await run(
-        RunOptions(SPEC_DIR, data_root, scenarios=names, trials=2, resume=tmp_path, progress=False)
+        run_options(SPEC_DIR, data_root, scenarios=names, trials=2, resume=tmp_path, progress=False)
     )
     assert again.skipped == 3
     assert [(r.scenario_name, r.trial) for r, _ in again.outcomes] == [("eva_airline__3_1_5", 2)]
@@ -147,7 +147,7 @@ async def test_serve_runs_a_built_in_side_as_its_own_process(data_root: Path, tm
         match = re.search(r"serving the agent side \(replay\) on (ws://127\.0\.0\.1:\d+)", line)
         assert match, line
         names = ("eva_airline__3_1_5", "eva_airline__7_2_8")
-        opts = RunOptions(
+        opts = run_options(
             SPEC_DIR, data_root, scenarios=names, agent=match.group(1), output_dir=tmp_path, progress=False
         )
         report = await run(opts)
@@ -176,26 +176,26 @@ def test_run_json_records_every_option(data_root: Path, tmp_path: Path) -> None:
 
 async def test_resume_with_scenarios_narrows_the_work_not_the_plan(data_root: Path, tmp_path: Path) -> None:
     names = ("eva_airline__3_1_5", "eva_airline__7_2_8")
-    await run(RunOptions(SPEC_DIR, data_root, scenarios=names, output_dir=tmp_path, progress=False))
+    await run(run_options(SPEC_DIR, data_root, scenarios=names, output_dir=tmp_path, progress=False))
     for name in names:
         (tmp_path / name / "metrics.json").unlink()
-    again = await run(RunOptions(SPEC_DIR, data_root, scenarios=names[:1], resume=tmp_path, progress=False))
+    again = await run(run_options(SPEC_DIR, data_root, scenarios=names[:1], resume=tmp_path, progress=False))
     assert [r.scenario_name for r, _ in again.outcomes] == ["eva_airline__3_1_5"]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["missing"] == ["eva_airline__7_2_8"] and summary["results"] == 1
     with pytest.raises(UsageError, match="eva_airline__1_1_3 is not part of the run"):
-        await run(RunOptions(SPEC_DIR, data_root, scenarios=("eva_airline__1_1_3",), resume=tmp_path,
+        await run(run_options(SPEC_DIR, data_root, scenarios=("eva_airline__1_1_3",), resume=tmp_path,
                              progress=False))  # fmt: skip
 
 
 async def test_resume_with_another_spec_dir_names_the_runs_own(data_root: Path, tmp_path: Path) -> None:
     from tests.conftest import REPO
 
-    await run(RunOptions(SPEC_DIR, data_root, scenarios=("eva_airline__3_1_5",), output_dir=tmp_path,
+    await run(run_options(SPEC_DIR, data_root, scenarios=("eva_airline__3_1_5",), output_dir=tmp_path,
                          progress=False))  # fmt: skip
     mock = REPO / "tests" / "mock_domain"
     with pytest.raises(UsageError, match=r"was made from .*specs/eva_airline.*resume it with that spec dir"):
-        await run(RunOptions(mock / "spec", mock / "dataroot", resume=tmp_path, progress=False))
+        await run(run_options(mock / "spec", mock / "dataroot", resume=tmp_path, progress=False))
 
 
 def test_a_judge_without_its_key_is_refused_before_the_run(

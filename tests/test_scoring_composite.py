@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.gold import GoldTrace, actions_trace, events_trace
 from engine.scoring.composite import compute_composite, normalize_verdict, stalled_threshold
 
 ALL_NA = {
@@ -90,8 +91,8 @@ def test_normalize_verdict_rejects_garbage():
         normalize_verdict("yes")
 
 
-def _trace(*kinds: str) -> list[dict]:
-    return [{"event_type": k} for k in kinds]
+def _trace(*kinds: str) -> GoldTrace:
+    return events_trace([{"event_type": k, "tool_name": "t"} for k in kinds])
 
 
 @pytest.mark.parametrize(
@@ -120,6 +121,7 @@ def _trace(*kinds: str) -> list[dict]:
         ),
         pytest.param(_trace("user_utterance", "agent_utterance"), 0, 0, id="flag-zero-stays-zero"),
         pytest.param(_trace("user_utterance", "tool_call"), 3, 3, id="gold-without-agent-lines-keeps-flag"),
+        pytest.param(actions_trace([{"name": "t"}]), 3, 0, id="gold-without-words-has-no-stall-rule"),
     ],
 )
 def test_stalled_threshold_follows_a_shorter_gold(trace, flag, expected):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from engine.dbhash import db_hash
+from engine.domains.eva_airline.diagnostics import authenticated
 from engine.model import SIGNALS
+from engine.plugin import DiagnosticInputs
 from engine.scoring.judge import JudgeOutcome
-from engine.scoring.predicates import PREDICATES, evaluate_db_state_assertion
+from engine.scoring.predicates import evaluate_db_state_assertion
 from engine.scoring.signals import (
     SIGNAL_FUNCS,
     SignalInputs,
-    authenticated_diagnostic,
     clean_exit_signal,
     compute_signals,
     db_state_assertion_signal,
@@ -147,11 +148,9 @@ def test_db_state_assertion_none_declared_is_not_applicable(sc):
     assert db_state_assertion_signal(_inputs(sc, expected_copy(sc))).value is None
 
 
-def test_predicates_are_keyed_by_domain_and_name():
-    assert all(isinstance(k, tuple) and len(k) == 2 for k in PREDICATES)
-    assert evaluate_db_state_assertion("other_domain", ASSERTIONS[0], {})["error"].startswith(
-        "unknown predicate"
-    )
+def test_predicates_come_from_the_domain_plugin(sc):
+    assert set(sc.domain.plugin.predicates) >= {"reservation_status", "refund_total"}
+    assert evaluate_db_state_assertion({}, ASSERTIONS[0], {})["error"].startswith("unknown predicate")
 
 
 def _judge(**kw) -> JudgeOutcome:
@@ -186,12 +185,16 @@ def test_judge_verdict_and_nl_rate(sc):
 def test_authenticated_diagnostic(sc):
     good = expected_copy(sc)
     good["session"] = {"confirmation_number": "ZK3FFW", "last_name": "rodriguez"}
-    expected = {"confirmation_number": "ZK3FFW", "last_name": "Rodriguez"}
-    assert authenticated_diagnostic(_inputs(sc, good, expected_session=expected)).value is True
+    gold = {"session": {"confirmation_number": "ZK3FFW", "last_name": "Rodriguez"}}
+
+    def diag(final_db, gold_db):
+        return authenticated(DiagnosticInputs(sc, session(sc, final_db), gold_db))
+
+    assert diag(good, gold) is True
     unauthenticated = expected_copy(sc)
     del unauthenticated["session"]  # eva's expected DBs carry the session get_reservation wrote
-    assert authenticated_diagnostic(_inputs(sc, unauthenticated, expected_session=expected)).value is False
-    assert authenticated_diagnostic(_inputs(sc, good)).value is None
+    assert diag(unauthenticated, gold) is False
+    assert diag(good, None) is None
 
 
 def test_compute_signals_returns_contract_fields(sc):

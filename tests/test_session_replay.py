@@ -9,10 +9,11 @@ import pytest
 from engine.backends import SessionInfo
 from engine.backends.replay import ReplayFactory, split_trace
 from engine.dbhash import db_hash
-from engine.options import RunOptions
+from engine.domains.registry import load_domain
 from engine.runner import run
-from engine.specs import LoadedDomain, load_domain
+from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
+from tests.runtime_helpers import run_options
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def _transfers(loaded: LoadedDomain) -> set[str]:
     return {
         s.name
         for s in loaded.scenarios
-        if any(e.get("tool_name") == "transfer_to_agent" for e in s.gold_trace or ())
+        if any(step.tool == "transfer_to_agent" for step in s.gold_trace.tool_calls())
     }
 
 
@@ -34,7 +35,7 @@ async def test_replay_run_all_50_clean_on_expected_hash_at_both_concurrencies(
     hashes: dict[int, dict[str, str]] = {}
     calls: dict[int, dict[str, list]] = {}
     for concurrency in (8, 1):
-        opts = RunOptions(
+        opts = run_options(
             SPEC_DIR,
             data_root,
             output_dir=tmp_path / f"c{concurrency}",
@@ -69,7 +70,7 @@ async def test_replay_run_all_50_clean_on_expected_hash_at_both_concurrencies(
 
 
 async def test_replay_turn_counts_and_usage_follow_the_gold(tmp_path: Path, data_root: Path) -> None:
-    opts = RunOptions(
+    opts = run_options(
         SPEC_DIR, data_root, scenarios=("eva_airline__7_1_1",), output_dir=tmp_path, progress=False
     )
     [(result, _)] = (await run(opts)).outcomes

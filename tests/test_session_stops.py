@@ -10,9 +10,10 @@ import pytest
 from engine.backends import BackendReply, SessionInfo, TurnInfo
 from engine.backends.replay import ReplayBackend, ReplayFactory, split_trace
 from engine.dbhash import db_hash
+from engine.domains.registry import load_domain
 from engine.model import Scenario
 from engine.session import SessionLimits
-from engine.specs import LoadedDomain, load_domain
+from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import say, scripted_factory, session_between
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine.domains.registry import load_domain
 from engine.errors import DataRootError, SpecError, UsageError
-from engine.specs import LoadedDomain, load_domain
+from engine.specs import LoadedDomain
 from engine.yamlload import YamlSyntaxError, format_json_path, parse_yaml
 from tests.conftest import SPEC_DIR
 
@@ -78,7 +79,7 @@ def test_seed_scenario_derives_from_data(loaded: LoadedDomain, data_root: Path) 
     assert s.user.starting_utterance == record["user_goal"]["starting_utterance"]
     assert s.user.decision_tree == record["user_goal"]["decision_tree"]
     assert s.user.extra["information_required"]["Booking confirmation number"] == "ZK3FFW"
-    assert s.gold_trace is not None and s.gold_trace[0]["event_type"] == "user_utterance"
+    assert s.gold_trace is not None and s.gold_trace.steps[0].kind == "user"
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.name = "x"  # type: ignore[misc]
     fresh = s.fresh_db()
@@ -156,10 +157,10 @@ def test_empty_data_root_reports_each_missing_file_once(tmp_path: Path) -> None:
     lines = str(info.value).splitlines()
     assert len(lines) == 3
     assert lines[0].endswith(
-        f"domain.yaml:40: $.policy.file: eva-0.1.3/configs/agents/airline_agent.yaml "
+        f"domain.yaml:41: $.policy.file: eva-0.1.3/configs/agents/airline_agent.yaml "
         f"not found in data root {tmp_path}"
     )
-    assert "tools.yaml:4: $.tool_descriptions_from:" in lines[1]
+    assert "tools.yaml:5: $.tool_descriptions_from:" in lines[1]
     assert "domain.yaml:14: $.dataset.path: eva-0.1.3/data/airline_dataset.jsonl not found" in lines[2]
 
 
@@ -234,7 +235,7 @@ def test_validation_report_lines() -> None:
     from types import SimpleNamespace
 
     from engine.errors import Problem
-    from engine.validation import ValidationReport
+    from engine.validate import ValidationReport
 
     ok = ValidationReport("specs/x", scenarios=2, prompts=4)
     ok.replay = [SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None)] * 2
@@ -258,8 +259,9 @@ def test_validation_report_lines() -> None:
 
 
 def test_validate_specs_real(data_root: Path) -> None:
-    from engine.validation import validate_specs
+    from engine.domains.registry import plugins
+    from engine.validate import validate_specs
 
-    report = validate_specs(SPEC_DIR, data_root, replay=True)
+    report = validate_specs(SPEC_DIR, data_root, replay=True, plugins=plugins())
     assert report.ok and report.scenarios == 50 and report.prompts == 100
     assert len(report.replay) == 50 and report.summary().endswith("gold replay 50/50")

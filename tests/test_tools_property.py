@@ -18,10 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.dbhash import db_hash
+from engine.domains.registry import load_domain
+from engine.gold import GoldTrace
 from engine.model import HashRules, ToolTable
 from engine.replay import replay_trace
-from engine.specs import load_domain
-from engine.tools.runtime import ToolRuntime, json_copy
+from engine.toolruntime import ToolRuntime, json_copy
 from tests.conftest import SPEC_DIR
 
 # Fields whose values have a format or an enum: text ending in "!" never matches either.
@@ -45,13 +46,13 @@ def starts(data_root: Path) -> tuple[ToolTable, HashRules, dict[str, Start]]:
     loaded = load_domain(SPEC_DIR, data_root)
     found: dict[str, Start] = {}
     for s in loaded.scenarios:
-        calls = [e for e in s.gold_trace or () if e["event_type"] == "tool_call"]
+        calls = s.gold_trace.tool_calls() if s.gold_trace else ()
         for i, call in enumerate(calls):
-            name = call["tool_name"]
+            name = call.tool
             if name not in found:
-                db = replay_trace(s.tools, s.initial_db, calls[:i]).db
+                db = json_copy(replay_trace(s.tools, s.initial_db, GoldTrace(calls[:i])).db)
                 schema = dict(s.tools.get(name).parameters)
-                found[name] = Start(name, db, dict(call["params"]), schema)
+                found[name] = Start(name, db, dict(call.arguments), schema)
     assert set(found) == set(loaded.domain.tools.names) - {"end_conversation"}
     return loaded.domain.tools, loaded.domain.hash_rules, found
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from engine.errors import UsageError
+from engine.untrusted import bounded_count
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,9 @@ class Usage:
 
 
 def token_count(value: Any) -> int:
-    """A token count from a usage field; 0 when the server sent something that is not an int."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    """A token count from a usage field; 0 when the server sent something that is not an int,
+    at most engine.untrusted.MAX_COUNT."""
+    return bounded_count(value)
 
 
 @dataclass

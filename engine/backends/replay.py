@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.backends import BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
+from engine.gold import GoldTrace
 from engine.model import Scenario
 from engine.protocol import END_CALL_TOOL
 
 
 @dataclass(frozen=True)
 class AgentTurn:
-    """One agent turn of the gold trace: tool calls ``(name, params)`` in order, then ``text``."""
+    """One turn of one side in the gold trace: tool calls ``(name, params)`` in order, then ``text``."""
 
     calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     text: str = ""
@@ -33,39 +34,52 @@ class AgentTurn:
 
 @dataclass(frozen=True)
 class GoldScript:
-    """A gold trace cut into turns: ``user_lines`` (first = opening line) and ``agent_turns``."""
+    """A gold trace cut into turns: ``user_lines`` (first = opening line), ``agent_turns`` and
+    ``user_calls`` (the user side's tool calls per user turn; empty tuples when it has none)."""
 
     user_lines: tuple[str, ...]
     agent_turns: tuple[AgentTurn, ...]
+    user_calls: tuple[tuple[tuple[str, Mapping[str, Any]], ...], ...] = ()
 
 
-def split_trace(trace: Sequence[Mapping[str, Any]], starting_utterance: str | None = None) -> GoldScript:
-    """Cut gold events (``{event_type: user_utterance|agent_utterance|tool_call|tool_response}``)
-    into turns. ``starting_utterance``, when given, replaces the first gold user line."""
-    user_lines: list[str] = []
-    groups: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
-    for event in trace:
-        kind = event.get("event_type")
-        if kind == "user_utterance":
-            user_lines.append(str(event.get("utterance", "")))
-            current = {"calls": [], "texts": []}
-            groups.append(current)
-            continue
-        if current is None:  # the agent speaks before any user line
-            current = {"calls": [], "texts": []}
-            groups.append(current)
-        if kind == "agent_utterance":
-            current["texts"].append(str(event.get("utterance", "")))
-        elif kind == "tool_call":
-            current["calls"].append((str(event["tool_name"]), dict(event.get("params") or {})))
+def split_trace(
+    trace: GoldTrace, starting_utterance: str | None = None, *, user_first: bool = True
+) -> GoldScript:
+    """Cut a gold trace into turns. Every user line starts a user turn; the user side's tool calls
+    join the user turn in progress (or start one); agent lines and agent tool calls form the agent
+    turn after it. ``user_first`` says who opens: an empty turn is put first when the trace starts
+    with the other side. ``starting_utterance``, when given, replaces the first user line."""
+    users: list[dict[str, Any]] = []
+    agents: list[dict[str, Any]] = []
+    order: list[str] = []  # side of each group, in order
+    for step in trace.steps:
+        side = (
+            "user" if step.kind == "user" or (step.kind == "tool_call" and step.side == "user") else "agent"
+        )
+        new_group = not order or order[-1] != side or step.kind == "user"
+        if new_group:
+            if not order and side != ("user" if user_first else "agent"):
+                (users if user_first else agents).append({"calls": [], "texts": []})
+                order.append("user" if user_first else "agent")
+            if order and order[-1] == side:  # two user lines in a row: an empty agent turn between
+                (agents if side == "user" else users).append({"calls": [], "texts": []})
+                order.append("agent" if side == "user" else "user")
+            (users if side == "user" else agents).append({"calls": [], "texts": []})
+            order.append(side)
+        group = (users if side == "user" else agents)[-1]
+        if step.kind == "tool_call":
+            group["calls"].append((step.tool, dict(step.arguments)))
+        else:
+            group["texts"].append(step.text)
+    user_lines = [" ".join(t for t in g["texts"] if t) for g in users]
     if starting_utterance:
         if user_lines:
             user_lines[0] = starting_utterance
         else:
             user_lines.append(starting_utterance)
-    turns = tuple(AgentTurn(tuple(g["calls"]), " ".join(t for t in g["texts"] if t)) for g in groups)
-    return GoldScript(tuple(user_lines), turns)
+            users.append({"calls": [], "texts": []})
+    turns = tuple(AgentTurn(tuple(g["calls"]), " ".join(t for t in g["texts"] if t)) for g in agents)
+    return GoldScript(tuple(user_lines), turns, tuple(tuple(g["calls"]) for g in users))
 
 
 @dataclass
@@ -98,7 +112,12 @@ class ReplayBackend:
     def _user_turn(self, turn: TurnInfo, usage: Usage) -> BackendReply:
         lines = self.script.user_lines
         if turn.index < len(lines):
-            return BackendReply(text=lines[turn.index], usage=usage)
+            gold = self.script.user_calls[turn.index] if turn.index < len(self.script.user_calls) else ()
+            calls = [
+                ToolCallRequest(f"replay-u{turn.index}-{i}", name, json.dumps(params, ensure_ascii=False))
+                for i, (name, params) in enumerate(gold)
+            ]
+            return BackendReply(text=lines[turn.index], tool_calls=calls, usage=usage)
         return BackendReply(
             tool_calls=[ToolCallRequest(f"replay-u{turn.index}", END_CALL_TOOL, "{}")], usage=usage
         )
@@ -134,13 +153,13 @@ class ReplayFactory:
         if scenario.gold_trace is None:
             raise LookupError(f"scenario {name!r} has no gold trace to replay")
         start = scenario.user.starting_utterance or None
-        script = split_trace(scenario.gold_trace, start)
-        harness = [t.name for t in scenario.tools.tools if t.kind == "harness"]
-        ending = frozenset(t.name for t in scenario.tools.tools if t.kind in ("harness", "system"))
+        script = split_trace(scenario.gold_trace, start, user_first=scenario.user_speaks_first)
+        hangup = [t.name for t in scenario.tools.tools if t.ends_call == "exit"]
+        ending = frozenset(t.name for t in scenario.tools.tools if t.ends_call)
         return ReplayBackend(
             role=info.role,
             script=script,
-            end_tool=harness[0] if harness else "end_conversation",
+            end_tool=hangup[0] if hangup else "end_conversation",
             ending_tools=ending or frozenset({"end_conversation"}),
             latency_s=self.latency_s,
         )

@@ -9,6 +9,7 @@ from typing import Literal
 import click
 
 from engine import render as templates
+from engine.domains.registry import plugins
 from engine.specs import load_domain
 
 
@@ -20,8 +21,9 @@ def render(
 ) -> int:
     """Print the agent or user prompt of ``scenario_name`` (ending in one newline), or for side
     ``tools`` its tool schemas as indented JSON; returns 0. Raises UsageError for an unknown
-    scenario (with a suggestion), SpecError for broken specs."""
-    scenario = load_domain(spec_dir, data_root).scenario(scenario_name)
+    scenario (with a suggestion), SpecError for broken specs (loaded with every registered domain
+    plugin)."""
+    scenario = load_domain(spec_dir, data_root, plugins=plugins()).scenario(scenario_name)
     if side == "tools":
         text = json.dumps(templates.tool_schemas(scenario), indent=2, ensure_ascii=False) + "\n"
     else:

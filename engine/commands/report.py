@@ -14,6 +14,7 @@ from rich.table import Table
 from engine.records.summary import SummaryRecord
 from engine.results import load_summary
 from engine.scoring.summary import failure_reason
+from engine.untrusted import one_line
 
 
 def _pct(rate: float | None) -> str:
@@ -70,7 +71,7 @@ def report(run_dir: Path, console: Console | None = None) -> int:
     if summary.judge_errors:
         console.print(
             f"[yellow]judge errors:[/] {summary.judge_errors} (recorded as N/A); "
-            f"first: {escape(str(summary.first_judge_error))}"  # a server's text may hold '[/INST]'
+            f"first: {escape(one_line(summary.first_judge_error))}"  # a server's text: '[/INST]', newlines
         )
     failed = summary.failed
     if failed:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.console import Console
 
 from engine.commands.report import report
+from engine.domains.registry import plugins
 from engine.options import RunOptions
 from engine.runner import RunReport, run_cli
 
@@ -13,11 +16,14 @@ def run(opts: RunOptions, fail_under: float | None = None) -> int:
     """Run what ``opts`` selects (see ``engine.runner.run``), then print the outcome. Returns the
     exit code: 130 when interrupted, 1 when ``fail_under`` (0..1) is set and the overall rate is
     below it or not applicable, else 0. Raises SpecError / UsageError / DataRootError before
-    anything runs when the input is bad."""
-    return _print_outcome(run_cli(opts), fail_under)
+    anything runs when the input is bad. Options without ``plugins`` get every registered domain
+    plugin."""
+    if not opts.plugins:
+        opts = replace(opts, plugins=plugins())
+    return print_outcome(run_cli(opts), fail_under)
 
 
-def _print_outcome(outcome: RunReport, fail_under: float | None = None) -> int:
+def print_outcome(outcome: RunReport, fail_under: float | None = None) -> int:
     """What ``evalctl run`` prints when it ends: the headline lines of ``all_summary.txt``, the
     report table with failures and the diff hint, scoring errors, where the results are, and why
     the exit code is not 0. Returns the exit code (130 interrupted, 1 under ``fail_under``, else 0)."""

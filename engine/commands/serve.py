@@ -9,6 +9,7 @@ from typing import Literal
 
 import click
 
+from engine.domains.registry import plugins
 from engine.sides.standalone import serve_side
 
 
@@ -42,6 +43,7 @@ def serve(
                 port=port,
                 spec_dir=spec_dir,
                 data_root=data_root,
+                plugins=plugins(),
                 base_url=base_url,
                 api_key_env=api_key_env,
                 request_timeout_s=request_timeout_s,

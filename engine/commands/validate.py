@@ -6,15 +6,16 @@ from pathlib import Path
 
 import click
 
-from engine.validation import validate_specs
+from engine.domains.registry import plugins
+from engine.validate import validate_specs
 
 
 def validate(spec_dir: Path, data_root: Path | None = None, *, replay: bool = True) -> int:
     """Print every problem as ``file:LINE: $.json.path: message [scenario]`` and the report's
-    closing lines (see ``engine.validation.ValidationReport.lines``); returns 1 when there is any
-    problem, else 0. ``replay`` False skips the gold-trace replay. Raises DataRootError for a
-    missing data root."""
-    report = validate_specs(spec_dir, data_root, replay=replay)
+    closing lines (see ``engine.validate.ValidationReport.lines``); returns 1 when there is any
+    problem, else 0. ``replay`` False skips the gold-trace replay. Specs are checked against every
+    registered domain plugin. Raises DataRootError for a missing data root."""
+    report = validate_specs(spec_dir, data_root, replay=replay, plugins=plugins())
     for line in report.lines():
         click.echo(line)
     return 0 if report.ok else 1

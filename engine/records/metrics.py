@@ -103,8 +103,9 @@ class SignalFields:
     without an expected DB; ``*_pass_rate`` 0–1, None when the scenario has no predicates / claims
     (or the judge did not answer); ``*_verdicts`` one object per predicate / claim;
     ``judge_passed`` / ``judge_score`` (0–1) None when the judge is off or failed; ``judge_error``
-    the judge's last failure (written only when there is one); ``diagnostics`` the diagnostic
-    values (True / False / None) by name, written after ``clean_exit``.
+    the judge's last failure (written only when there is one); ``diagnostics`` the domain plugin's
+    diagnostic values by name (bool, number, string, None = not applicable; see
+    ``engine.plugin.Diagnostic``), written after ``clean_exit``.
     """
 
     is_action_match: bool | str | None
@@ -117,7 +118,7 @@ class SignalFields:
     judge_score: float | None
     judge_error: str | None
     clean_exit: bool
-    diagnostics: Mapping[str, bool | None]
+    diagnostics: Mapping[str, bool | int | float | str | None]
 
     KEYS = (
         "is_action_match",
@@ -180,7 +181,7 @@ class SignalFields:
             judge_score=get(body, "judge_score", *rate),
             judge_error=get(body, "judge_error", str) if "judge_error" in body else None,
             clean_exit=get(body, "clean_exit", bool),
-            diagnostics={name: get(body, name, bool, None) for name in diagnostics},
+            diagnostics={name: get(body, name, bool, int, float, str, None) for name in diagnostics},
         )
 
 

@@ -86,6 +86,7 @@ class RunRecord:
 
     ``git`` None outside a git checkout; ``spec_files`` / ``templates`` / ``data_root_files``
     hashes; ``data_root_changed_from_pins`` pinned upstream files that differ or are absent;
+    ``hash_notes`` one line per file left unhashed (the cap, links out of a folder, FIFOs);
     ``models`` role → model or backend string; ``args`` / ``argv`` those of the latest invocation;
     ``created_at`` when the run directory was first used; ``scenarios`` every invocation's
     selection, first-seen order; ``invocations`` oldest first.
@@ -100,6 +101,7 @@ class RunRecord:
     data_root: str | None
     data_root_files: Mapping[str, str]
     data_root_changed_from_pins: tuple[str, ...]
+    hash_notes: tuple[str, ...]
     models: Mapping[str, Any] | None
     trials: int | None
     args: Mapping[str, Any]
@@ -118,6 +120,7 @@ class RunRecord:
         "data_root",
         "data_root_files",
         "data_root_changed_from_pins",
+        "hash_notes",
         "models",
         "trials",
         "args",
@@ -138,6 +141,7 @@ class RunRecord:
             "data_root": self.data_root,
             "data_root_files": dict(self.data_root_files),
             "data_root_changed_from_pins": list(self.data_root_changed_from_pins),
+            "hash_notes": list(self.hash_notes),
             "models": None if self.models is None else dict(self.models),
             "trials": self.trials,
             "args": dict(self.args),
@@ -165,6 +169,7 @@ class RunRecord:
             data_root=get(body, "data_root", str, None),
             data_root_files=_hashes(body, "data_root_files"),
             data_root_changed_from_pins=strings(body, "data_root_changed_from_pins"),
+            hash_notes=strings(body, "hash_notes"),
             models=get(body, "models", dict, None),
             trials=get(body, "trials", int, None),
             args=get(body, "args", dict),

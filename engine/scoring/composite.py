@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.gold import GoldTrace
 from engine.records.metrics import NOT_APPLICABLE, Signal
 
 
@@ -33,20 +34,15 @@ def normalize_verdict(value: Any) -> bool | None:
     raise TypeError(f"signal value {value!r} is neither bool, rate, None nor 'N/A'")
 
 
-def stalled_threshold(min_agent_turns: int, gold_trace: Sequence[Mapping[str, Any]] | None) -> int:
+def stalled_threshold(min_agent_turns: int, gold_trace: GoldTrace | None) -> int:
     """The effective min-agent-turns for one scenario: ``min(min_agent_turns, spoken agent turns
     of the gold trace)``; just ``min_agent_turns`` when there is no gold trace or it has no agent
-    line. A gold agent turn is a run of events holding an ``agent_utterance`` between user lines."""
-    if not gold_trace:
-        return min_agent_turns
-    turns, spoke = 0, False
-    for event in gold_trace:
-        kind = event.get("event_type")
-        if kind == "user_utterance":
-            turns, spoke = turns + spoke, False
-        elif kind == "agent_utterance":
-            spoke = True
-    turns += spoke
+    line (:meth:`engine.gold.GoldTrace.agent_turns`); 0 (no stall rule) when the gold holds no
+    words at all (an ``actions`` trace): it says nothing about how much an agent should speak, and
+    its replay agent speaks no line."""
+    if gold_trace is not None and gold_trace.steps and not any(s.kind != "tool_call" for s in gold_trace):
+        return 0
+    turns = gold_trace.agent_turns() if gold_trace is not None else 0
     return min(min_agent_turns, turns) if turns else min_agent_turns
 
 

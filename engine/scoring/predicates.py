@@ -1,9 +1,10 @@
-"""DB-state predicates keyed by (domain, name), and the ``db_state_assertion`` evaluator.
+"""The ``db_state_assertion`` evaluator.
 
-Each predicate is a plain function ``(db, **arguments) -> value``; the scorer compares the value
+Predicates belong to domain plugins (``DomainPlugin.predicates``): plain functions
+``(db, **arguments) -> value``, given the DB of the assertion's side; the scorer compares the value
 with the assertion's ``assert_value`` (``==``, numbers as numbers). Scenario specs name a
-predicate by ``func_name``; names missing from :data:`PREDICATES` fail spec validation before any
-run, and fail that one assertion (with an ``error``) if they slip through.
+predicate by ``func_name``; names the plugin lacks fail spec validation before any run, and fail
+that one assertion (with an ``error``) if they slip through.
 """
 
 from __future__ import annotations
@@ -11,64 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
-
-Predicate = Callable[..., Any]
-
-
-def _reservation(db: Mapping[str, Any], confirmation_number: str) -> Mapping[str, Any]:
-    res = db.get("reservations", {}).get(str(confirmation_number).upper())
-    if res is None:
-        raise KeyError(f"reservation {confirmation_number!r} not in DB")
-    return res
-
-
-def eva_reservation_status(db: Mapping[str, Any], confirmation_number: str) -> Any:
-    """eva_airline: ``reservations[CONF].status`` (e.g. ``confirmed``, ``changed``, ``cancelled``)."""
-    return _reservation(db, confirmation_number).get("status")
-
-
-def eva_active_journeys(db: Mapping[str, Any], confirmation_number: str) -> list[str]:
-    """eva_airline: sorted journey ids of the reservation's bookings that are not cancelled."""
-    bookings = _reservation(db, confirmation_number).get("bookings", [])
-    return sorted(b.get("journey_id") for b in bookings if b.get("status") != "cancelled")
-
-
-def eva_refund_total(db: Mapping[str, Any], confirmation_number: str) -> float:
-    """eva_airline: sum of ``refund_amount`` over ``refunds`` for that reservation (dollars,
-    rounded to cents: 10.10 + 20.20 is 30.3, not the float sum 30.299999999999997)."""
-    conf = str(confirmation_number).upper()
-    refunds = db.get("refunds", {}).values()
-    total = sum(r.get("refund_amount", 0) for r in refunds if r.get("confirmation_number") == conf)
-    return round(float(total), 2)
-
-
-def eva_session_authenticated(db: Mapping[str, Any], confirmation_number: str) -> bool:
-    """eva_airline: True when get_reservation authenticated this reservation (``db.session``)."""
-    session = db.get("session") or {}
-    return session.get("confirmation_number") == str(confirmation_number).upper()
-
-
-def mock_order_status(db: Mapping[str, Any], order_id: str) -> Any:
-    """mock (tests/mock_domain): ``orders[order_id].status``."""
-    order = db.get("orders", {}).get(order_id)
-    if order is None:
-        raise KeyError(f"order {order_id!r} not in DB")
-    return order.get("status")
-
-
-def mock_credit_balance(db: Mapping[str, Any], customer_id: str) -> float:
-    """mock (tests/mock_domain): ``customers[customer_id].credit`` in dollars (0 when unset)."""
-    return float(db.get("customers", {}).get(customer_id, {}).get("credit", 0))
-
-
-PREDICATES: dict[tuple[str, str], Predicate] = {
-    ("eva_airline", "reservation_status"): eva_reservation_status,
-    ("eva_airline", "active_journeys"): eva_active_journeys,
-    ("eva_airline", "refund_total"): eva_refund_total,
-    ("eva_airline", "session_authenticated"): eva_session_authenticated,
-    ("mock", "order_status"): mock_order_status,
-    ("mock", "credit_balance"): mock_credit_balance,
-}
 
 
 def _equal(actual: Any, expected: Any) -> bool:
@@ -83,7 +26,7 @@ def _equal(actual: Any, expected: Any) -> bool:
 
 
 def evaluate_db_state_assertion(
-    domain: str,
+    predicates: Mapping[str, Callable[..., Any]],
     assertion: Mapping[str, Any],
     agent_db: Mapping[str, Any] | None,
     user_db: Mapping[str, Any] | None = None,
@@ -106,10 +49,10 @@ def evaluate_db_state_assertion(
         "actual": None,
         "passed": False,
     }
-    func = PREDICATES.get((domain, name))
+    func = predicates.get(name)
     db = agent_db if side == "agent" else user_db if side == "user" else None
     if func is None:
-        verdict["error"] = f"unknown predicate {name!r} for domain {domain!r}"
+        verdict["error"] = f"unknown predicate {name!r} for this domain"
     elif side not in ("agent", "user"):
         verdict["error"] = f"side must be 'agent' or 'user', got {side!r}"
     elif db is None:

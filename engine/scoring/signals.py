@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.model import Scenario, SessionResult
+from engine.plugin import DiagnosticInputs
 from engine.records.metrics import Signal
 from engine.scoring.action_match import is_action_match
 from engine.scoring.judge import JudgeOutcome
@@ -24,8 +25,8 @@ class SignalInputs:
     """Everything a signal may look at.
 
     ``db_hash`` / ``expected_db_hash`` are SHA-256 hex under the domain's hash rules (None when
-    there is no final DB / no expected DB); ``judge`` is None when the judge is off;
-    ``expected_session`` is the ``session`` record the gold replay leaves in the DB (None if none).
+    there is no final DB / no expected DB); ``judge`` is None when the judge is off; ``gold_db``
+    is the DB the gold replay ends with (None without a gold trace), for domain diagnostics.
     """
 
     scenario: Scenario
@@ -34,7 +35,7 @@ class SignalInputs:
     db_hash: str | None = None
     expected_db_hash: str | None = None
     judge: JudgeOutcome | None = None
-    expected_session: Mapping[str, Any] | None = None
+    gold_db: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,11 @@ def db_state_assertion_signal(inp: SignalInputs) -> SignalOutcome:
     assertions = inp.scenario.db_state_assertions
     if not assertions:
         return SignalOutcome(None, {"db_state_assertion_pass_rate": None, "db_state_assertion_verdicts": []})
-    domain = inp.scenario.domain.name
+    plugin = inp.scenario.domain.plugin
+    predicates = plugin.predicates if plugin else {}
     verdicts = [
-        evaluate_db_state_assertion(domain, a, inp.result.final_db, inp.result.user_db) for a in assertions
+        evaluate_db_state_assertion(predicates, a, inp.result.final_db, inp.result.user_db)
+        for a in assertions
     ]
     rate = sum(v["passed"] for v in verdicts) / len(verdicts)
     return SignalOutcome(
@@ -101,24 +104,6 @@ def clean_exit_signal(inp: SignalInputs) -> SignalOutcome:
     return SignalOutcome(value, {"clean_exit": value})
 
 
-def _session_key(session: Mapping[str, Any] | None) -> tuple[str, str] | None:
-    if not session or not session.get("confirmation_number"):
-        return None
-    return (str(session.get("confirmation_number")).upper(), str(session.get("last_name") or "").lower())
-
-
-def authenticated_diagnostic(inp: SignalInputs) -> SignalOutcome:
-    """``authenticated`` (diagnostic, never gating unless whitelisted): the ``session`` written by
-    get_reservation equals the one the gold replay ends with; None when the gold has none."""
-    expected = _session_key(inp.expected_session)
-    if expected is None:
-        value = None
-    else:
-        final = inp.result.final_db or {}
-        value = _session_key(final.get("session")) == expected
-    return SignalOutcome(value, {"authenticated": value})
-
-
 SignalFunc = Callable[[SignalInputs], SignalOutcome]
 
 #: The six signals, keyed by the name written to ``success_breakdown``, in the contract's order.
@@ -131,17 +116,26 @@ SIGNAL_FUNCS: dict[str, SignalFunc] = {
     Signal.CLEAN_EXIT: clean_exit_signal,
 }
 
-#: Computed and saved, reported in ``success_breakdown.excluded`` unless a spec whitelists them.
-DIAGNOSTIC_FUNCS: dict[str, SignalFunc] = {"authenticated": authenticated_diagnostic}
-
 
 def compute_signals(inp: SignalInputs) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run every signal and diagnostic. Returns ``(values, fields)``: name → composite value, and
-    the merged ``metrics.json`` fields."""
+    """Run every signal, then the domain plugin's diagnostics (computed and saved, reported in
+    ``success_breakdown.excluded`` unless a spec whitelists them). Returns ``(values, fields)``:
+    name → composite value, and the merged ``metrics.json`` fields. A diagnostic that raises is
+    recorded as None (not applicable): it never breaks scoring."""
     values: dict[str, Any] = {}
     fields: dict[str, Any] = {}
-    for name, func in {**SIGNAL_FUNCS, **DIAGNOSTIC_FUNCS}.items():
+    for name, func in SIGNAL_FUNCS.items():
         out = func(inp)
         values[name] = out.value
         fields.update(out.fields)
+    plugin = inp.scenario.domain.plugin
+    if plugin is not None and plugin.diagnostics:
+        diag_in = DiagnosticInputs(inp.scenario, inp.result, inp.gold_db)
+        for name, diag in plugin.diagnostics.items():
+            try:
+                value = diag(diag_in)
+            except Exception:
+                value = None
+            values[name] = value
+            fields[name] = value
     return values, fields

@@ -27,6 +27,7 @@ from engine.records.summary import (
 )
 from engine.scoring.composite import normalize_verdict
 from engine.scoring.passk import pass_hat_k_table
+from engine.untrusted import bounded_count, one_line
 
 
 def _rate(passed: int, total: int) -> float | None:
@@ -74,12 +75,14 @@ def _usage(rows: Sequence[MetricsRecord]) -> dict[str, UsageTotal]:
     for m in rows:
         for role, u in m.usage.items():
             seen = models.setdefault(role, [])
-            if u.model and u.model not in seen:
-                seen.append(u.model)
+            model = one_line(u.model, 200) if u.model else None  # a side's text
+            if model and model not in seen:
+                seen.append(model)
             acc = sums.setdefault(role, [0, 0, 0])
-            acc[0] += u.prompt_tokens
-            acc[1] += u.completion_tokens
-            acc[2] += u.calls
+            # a side's numbers (also from an older metrics.json)
+            acc[0] += bounded_count(u.prompt_tokens)
+            acc[1] += bounded_count(u.completion_tokens)
+            acc[2] += bounded_count(u.calls)
     return {role: UsageTotal(tuple(models[role]), *sums[role]) for role in sorted(sums)}
 
 
@@ -109,7 +112,14 @@ def build_summary(
     ]
     durations = [float(m.duration_s) for m in rows]
     failed = [
-        FailedResult(m.scenario_name, m.trial, m.success_breakdown.failed, m.stalled, m.stop_reason, m.error)
+        FailedResult(
+            m.scenario_name,
+            m.trial,
+            m.success_breakdown.failed,
+            m.stalled,
+            m.stop_reason,
+            one_line(m.error) if m.error else m.error,
+        )
         for m in rows
         if m.is_successful is not True
     ]
@@ -140,7 +150,7 @@ def build_summary(
         stop_reasons=dict(sorted(Counter(str(m.stop_reason) for m in rows).items())),
         errors=sum(1 for m in rows if m.error),
         judge_errors=len(judge_errors),
-        first_judge_error=judge_errors[0] if judge_errors else None,
+        first_judge_error=one_line(judge_errors[0]) if judge_errors else None,
         usage=_usage(rows),
         wall_time_s=run_info.get("wall_time_s"),
         session_time_s=SessionTimes(
@@ -213,7 +223,8 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
         for f in summary.failed:
             trial = f" trial {f.trial}" if summary.trials > 1 else ""
             lines.append(f"  {f.scenario}{trial}: {failure_reason(f)}")
-    return "\n".join(lines) + "\n"
+    # every line stays one line whatever a side sent (a model name must not forge a rate line)
+    return "\n".join(one_line(line, None) for line in lines) + "\n"
 
 
 def failure_reason(failed: FailedResult) -> str:
@@ -226,4 +237,4 @@ def failure_reason(failed: FailedResult) -> str:
         parts.append(f"stop={failed.stop_reason}: {failed.error}")
     elif failed.stop_reason not in (None, "exit", "transfer"):
         parts.append(f"stop={failed.stop_reason}")
-    return ", ".join(parts) or "N/A"
+    return one_line(", ".join(str(p) for p in parts) or "N/A", None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any, Literal
 
@@ -21,11 +22,49 @@ class SideFailure(Exception):
         self.message = message
 
 
+class Traffic:
+    """Bytes of frames exchanged with the sides of one session (both directions: utterances, tool
+    calls and their arguments, tool results, prompts), against ``limit``: what the engine keeps of
+    a session grows with it, so a session over it ends with stop reason ``error``."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.by_role: dict[str, int] = {}
+
+    def charge(self, role: str, size: int) -> None:
+        """Count ``size`` bytes to or from ``role``; raises SideFailure (``error``) past the limit."""
+        self.by_role[role] = self.by_role.get(role, 0) + size
+        total = sum(self.by_role.values())
+        if total > self.limit:
+            each = ", ".join(f"{r} {n}" for r, n in sorted(self.by_role.items()))
+            raise SideFailure(
+                "error",
+                f"session byte budget exhausted: {total} bytes exchanged with the sides ({each}), "
+                f"over the {self.limit} byte limit",
+            )
+
+
+#: Largest reply text (bytes as JSON) the engine forwards to the other side: room is left for the
+#: ``turn.request`` wrapper, so the forwarded frame stays under MAX_FRAME_BYTES.
+MAX_FORWARD_BYTES = MAX_FRAME_BYTES - 64 * 1024
+
+
+def forward_bytes(text: str) -> int:
+    """Bytes ``text`` takes inside a frame (JSON-escaped, UTF-8)."""
+    return frame_bytes(json.dumps(text, ensure_ascii=False))
+
+
+def frame_bytes(frame: str) -> int:
+    """UTF-8 size of a frame (computed only when it could be near the frame limit)."""
+    return len(frame) if len(frame) * 4 <= MAX_FRAME_BYTES else len(frame.encode("utf-8", "replace"))
+
+
 class SideLink:
     """One open session connection to a side (``role`` agent or user) at ``uri``.
 
     ``engine_time_s`` accumulates the engine's own CPU-side time spent encoding and decoding
-    frames on this link (seconds), for the runtime benchmark.
+    frames on this link (seconds), for the runtime benchmark. ``traffic``, when set, counts the
+    bytes of every frame sent and received against the session's byte budget.
     """
 
     def __init__(self, role: str, uri: str, ws: ClientConnection):
@@ -34,6 +73,7 @@ class SideLink:
         self.ws = ws
         self.ids = Ids("e")
         self.engine_time_s = 0.0
+        self.traffic: Traffic | None = None
 
     @classmethod
     async def open(cls, role: str, uri: str, timeout_s: float) -> SideLink:
@@ -52,11 +92,22 @@ class SideLink:
         return cls(role, uri, ws)
 
     async def send(self, message_type: str, **fields: Any) -> str:
-        """Send one message; returns its id. Raises :class:`SideFailure` if the side is gone."""
+        """Send one message; returns its id. Raises :class:`SideFailure` if the side is gone, if the
+        frame would exceed MAX_FRAME_BYTES (it is not sent: the side would drop the connection and
+        be blamed) or if the session's byte budget is exhausted."""
         t0 = time.perf_counter()
         msg_id = self.ids.next()
         frame = encode(make(message_type, msg_id, **fields))
+        size = frame_bytes(frame)
         self.engine_time_s += time.perf_counter() - t0
+        if size > MAX_FRAME_BYTES:
+            raise SideFailure(
+                "error",
+                f"the engine's {message_type} for the {self.role} side would be {size} bytes, over the "
+                f"{MAX_FRAME_BYTES} byte frame limit; not sent",
+            )
+        if self.traffic is not None:
+            self.traffic.charge(self.role, size)
         try:
             await self.ws.send(frame)
         except ConnectionClosed as err:
@@ -75,6 +126,8 @@ class SideLink:
             raise SideFailure("timeout", f"{self.role} side sent nothing for {timeout_s:g} s") from None
         except ConnectionClosed as err:
             raise SideFailure("error", f"{self.role} side disconnected: {_closed(err)}") from None
+        if self.traffic is not None:
+            self.traffic.charge(self.role, len(raw))
         t0 = time.perf_counter()
         try:
             msg = decode(raw)
@@ -92,22 +145,25 @@ class SideLink:
         """Tell the side what it did wrong (best effort; never raises)."""
         try:
             async with asyncio.timeout(1.0):
-                await self.ws.send(encode(error_message(self.ids.next(), code, message, reply_to)))
-        except (ConnectionClosed, TimeoutError, OSError):
+                await self.ws.send(encode(error_message(self.ids.next(), code, clip(message), reply_to)))
+        except Exception:  # whatever state the connection is in, the session's results come first
             pass
 
     async def close(self, stop_reason: str, error: str | None) -> None:
-        """Send ``session.end`` and close the connection (best effort; never raises)."""
+        """Send ``session.end`` and close the connection (best effort; never raises: the session's
+        artifacts are written after it, whatever the connection's state)."""
         try:
             async with asyncio.timeout(1.0):
-                msg = make("session.end", self.ids.next(), stop_reason=stop_reason, error=error)
+                msg = make(
+                    "session.end", self.ids.next(), stop_reason=stop_reason, error=clip(error or "") or None
+                )
                 await self.ws.send(encode(msg))
-        except (ConnectionClosed, TimeoutError, OSError):
+        except Exception:
             pass
         try:
             async with asyncio.timeout(1.0):
                 await self.ws.close()
-        except (ConnectionClosed, TimeoutError, OSError):
+        except Exception:
             pass
 
 

@@ -4,8 +4,9 @@ One connection is one session. The server keeps that session's chat (``messages`
 format), asks its backend for each step, forwards the backend's tool calls to the engine as
 ``tool.call`` and feeds the ``tool.result`` back, and closes the turn with ``turn.response``.
 At most ``limits.max_tool_rounds`` batches of tool calls run per turn; further calls are dropped.
-The engine is the trusted peer here: its frames are checked for JSON, version and type, while the
-full schema check is done where it matters, on the engine's side of every connection.
+An in-process built-in side trusts its engine: its frames are checked for JSON, version and type
+only. A side served to the network (``evalctl serve``, ``check_schema=True``) checks every frame
+against the protocol schemas like the engine does and answers a malformed one with ``bad_message``.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ class _SessionEnded(Exception):
 class _Session:
     """State of one session on a side server."""
 
-    def __init__(self, ws: ServerConnection, start: dict[str, Any], backend: Backend):
+    def __init__(self, ws: ServerConnection, start: dict[str, Any], backend: Backend, check_schema: bool):
         self.ws = ws
+        self.check_schema = check_schema
         self.ids = Ids("s")
         self.backend = backend
         self.role = start["role"]
@@ -103,7 +105,7 @@ class _Session:
         )
 
     async def _await_result(self, call_msg: str) -> dict[str, Any]:
-        msg = decode(await self.ws.recv(), check_schema=False)
+        msg = decode(await self.ws.recv(), check_schema=self.check_schema)
         if msg["type"] in ("session.end", "error"):
             raise _SessionEnded
         if msg["type"] != "tool.result" or msg["reply_to"] != call_msg:
@@ -117,12 +119,15 @@ class SideServer:
     """Serves one side (agent or user) to any number of concurrent sessions.
 
     ``factory`` makes the backend of each session from its ``session.start``; ``role``, when
-    set, is the only role this server accepts (a session.start for the other one is refused).
+    set, is the only role this server accepts (a session.start for the other one is refused);
+    ``check_schema`` checks every incoming frame against its protocol schema (for a server whose
+    engine is not trusted: ``evalctl serve``).
     """
 
-    def __init__(self, factory: BackendFactory, role: str | None = None):
+    def __init__(self, factory: BackendFactory, role: str | None = None, check_schema: bool = False):
         self.factory = factory
         self.role = role
+        self.check_schema = check_schema
 
     async def handle(self, ws: ServerConnection) -> None:
         """The connection handler: one session, start to end. Never raises."""
@@ -143,7 +148,7 @@ class SideServer:
             )
 
     async def _run(self, ws: ServerConnection) -> None:
-        start = decode(await ws.recv(), check_schema=False)
+        start = decode(await ws.recv(), check_schema=self.check_schema)
         if start["type"] != "session.start":
             raise ProtocolError(
                 "unexpected_message", f"expected session.start, got {start['type']}", start["id"]
@@ -159,10 +164,10 @@ class SideServer:
             backend = self.factory(info)
         except LookupError as err:
             raise ProtocolError("unknown_scenario", str(err), start["id"]) from None
-        session = _Session(ws, start, backend)
+        session = _Session(ws, start, backend, self.check_schema)
         await session.send("session.ready", reply_to=start["id"], backend=backend.name)
         async for raw in ws:
-            msg = decode(raw, check_schema=False)
+            msg = decode(raw, check_schema=self.check_schema)
             if msg["type"] == "turn.request":
                 await _unless_closed(ws, session.turn(msg))
             elif msg["type"] in ("session.end", "error"):
@@ -197,11 +202,16 @@ async def _send_quietly(ws: ServerConnection, msg: dict[str, Any]) -> None:
 
 
 async def start_side_server(
-    factory: BackendFactory, host: str = "127.0.0.1", port: int = 0, role: str | None = None
+    factory: BackendFactory,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    role: str | None = None,
+    check_schema: bool = False,
 ) -> Server:
-    """Start serving ``factory``'s backends at ``host:port`` (0 = an ephemeral port)."""
+    """Start serving ``factory``'s backends at ``host:port`` (0 = an ephemeral port);
+    ``check_schema`` as in :class:`SideServer`."""
     return await serve(
-        SideServer(factory, role).handle,
+        SideServer(factory, role, check_schema).handle,
         host,
         port,
         compression=None,

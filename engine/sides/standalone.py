@@ -10,7 +10,9 @@ from pathlib import Path
 from engine.backends import parse_backend_spec
 from engine.backends.factory import make_factory
 from engine.errors import UsageError
+from engine.plugin import Plugins
 from engine.sides.server import server_uri, start_side_server
+from engine.specs import load_domain
 
 
 async def serve_side(
@@ -21,6 +23,7 @@ async def serve_side(
     port: int = 8765,
     spec_dir: Path | None = None,
     data_root: Path | None = None,
+    plugins: Plugins | None = None,
     base_url: str | None = None,
     api_key_env: str = "OPENAI_API_KEY",
     request_timeout_s: float = 60.0,
@@ -41,9 +44,7 @@ async def serve_side(
     if spec.kind == "replay":
         if spec_dir is None:
             raise UsageError("serve --backend replay needs --spec-dir (the scenarios whose gold it plays)")
-        from engine.specs import load_domain
-
-        scenarios = {s.name: s for s in load_domain(spec_dir, data_root).scenarios}
+        scenarios = {s.name: s for s in load_domain(spec_dir, data_root, plugins=plugins or {}).scenarios}
     factory = make_factory(
         spec,
         scenarios=scenarios,
@@ -54,7 +55,7 @@ async def serve_side(
         replay_latency_s=replay_latency_s,
     )
     try:
-        server = await start_side_server(factory, host, port, role=role)
+        server = await start_side_server(factory, host, port, role=role, check_schema=True)
     except OSError as err:
         raise UsageError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
     on_ready(server_uri(server))

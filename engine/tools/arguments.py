@@ -14,12 +14,13 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from engine.tools.airline_common import FieldRule, error
+from engine.tools.context import error
 
 _TRUE = frozenset({"true", "t", "yes", "y", "on", "1"})
 _FALSE = frozenset({"false", "f", "no", "n", "off", "0"})
@@ -31,6 +32,27 @@ _TYPE_MESSAGES = {
     "array": "Input should be a valid list",
     "object": "Input should be a valid dictionary",
 }
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    """How one argument is checked and how a bad value is reported (a domain plugin's
+    ``field_rules``; eva_airline's mirror eva 0.1.3's models).
+
+    ``constraints`` are JSON Schema keywords merged into the tool's parameter schema for
+    validation (a keyword the tool table already sets wins); ``error_type`` is the result's
+    ``error_type`` (None: ``invalid_parameter``); ``description`` / ``examples`` give the
+    "must be ..." part of the message, used only when the tool requires the field (eva's optional
+    fields lose their description); otherwise the validator's own message is shown. ``upper``
+    upper-cases a valid string value before the handler sees it (and so in the action record).
+    """
+
+    error_type: str | None = None
+    description: str | None = None
+    examples: tuple[str, ...] = ()
+    constraints: Mapping[str, Any] = field(default_factory=dict)
+    upper: bool = False
+
 
 
 def parse_arguments(

@@ -21,3 +21,9 @@ class CallContext:
     call_index: int = 1
     options: Mapping[str, Any] = field(default_factory=dict)
     today: str = ""
+
+
+def error(error_type: str, message: str) -> dict[str, Any]:
+    """A tool error result: ``{status: "error", error_type, message}`` (what the runtime and most
+    handlers return for a failed call)."""
+    return {"status": "error", "error_type": error_type, "message": message}

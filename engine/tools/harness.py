@@ -12,3 +12,7 @@ def end_conversation(db: dict[str, Any], args: Mapping[str, Any], ctx: CallConte
     """End the call: returns ``{status: "success", message}``; the runtime then stops the session
     with stop reason ``exit``. No DB write."""
     return {"status": "success", "message": "Conversation ended"}
+
+
+#: Handlers every domain's tool tables may name besides their plugin's.
+HARNESS_HANDLERS = {"end_conversation": end_conversation}

@@ -15,16 +15,16 @@ import time
 from pathlib import Path
 
 from engine import runner
-from engine.options import RunOptions
 from engine.runner import RunReport
 from tests.conftest import REPO, SPEC_DIR
+from tests.runtime_helpers import run_options
 
 LATENCY_S = 0.1
 
 
 def _run(out: Path, **kw: object) -> tuple[RunReport, float]:
     t0 = time.perf_counter()
-    report = asyncio.run(runner.run(RunOptions(SPEC_DIR, REPO / "data", output_dir=out, quiet=True, **kw)))
+    report = asyncio.run(runner.run(run_options(SPEC_DIR, REPO / "data", output_dir=out, quiet=True, **kw)))
     return report, time.perf_counter() - t0
 
 

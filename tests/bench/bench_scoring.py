@@ -16,10 +16,10 @@ from pathlib import Path
 
 from engine.dataroot import resolve_data_root
 from engine.diff import diff_run, render_text
+from engine.domains.registry import load_domain
 from engine.model import REPO_ROOT, SessionResult
 from engine.options import ScoringOptions
 from engine.results import finish_run, finish_session
-from engine.specs import load_domain
 
 
 def _broken(db: dict) -> dict:

@@ -39,7 +39,7 @@ def run() -> None:
         )
         print(f"  last line: {last}")
     sys.path.insert(0, str(REPO))
-    from engine.specs import load_domain
+    from engine.domains.registry import load_domain
 
     start = time.perf_counter()
     load_domain(REPO / "specs" / "eva_airline")

@@ -9,10 +9,10 @@ from typing import Any
 
 from engine.dataroot import resolve_data_root
 from engine.dbhash import db_hash
+from engine.domains.registry import load_domain
 from engine.model import ToolTable
 from engine.replay import replay_trace
-from engine.specs import load_domain
-from engine.tools.runtime import ToolRuntime, checker_for, json_copy
+from engine.toolruntime import ToolRuntime, checker_for, json_copy
 
 SPEC_DIR = Path(__file__).resolve().parent.parent.parent / "specs" / "eva_airline"
 
@@ -55,8 +55,9 @@ def run() -> None:
             runtime.call("get_reservation", args)
 
     def calls_handler_only() -> None:
-        from engine.tools.context import CallContext
         from engine.tools.registry import HANDLERS
+
+        from engine.tools.context import CallContext
 
         ctx = CallContext(tool="get_reservation")
         db = runtime.db

@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from engine.domains import eva_airline
 from engine.model import Domain, HashRules, Scenario, SessionResult, ToolTable, UserProfile
 
 EVA_UNORDERED = (
@@ -48,6 +49,7 @@ def eva_domain(data_root: Path) -> Domain:
         max_duration=900.0,
         hash_rules=HashRules(excluded_keys=("session",), unordered_lists=EVA_UNORDERED),
         tools=ToolTable(()),
+        plugin=eva_airline.PLUGIN,
     )
 
 
@@ -59,7 +61,8 @@ def eva_scenario(data_root: Path, eva_id: str, **overrides: Any) -> Scenario:
     )
     fields: dict[str, Any] = {
         "name": "eva_airline__" + eva_id.replace(".", "_"),
-        "eva_id": eva_id,
+        "record_id": eva_id,
+        "record_id_key": "eva_id",
         "description": f"eva scenario {eva_id}",
         "domain": eva_domain(data_root),
         "initial_db": initial,

@@ -50,3 +50,15 @@ def issue_credit(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext) 
     )
     return {"status": "success", "customer_id": args["customer_id"], "credit_balance": customer["credit"]}
 
+
+def mock_order_status(db: Mapping[str, Any], order_id: str) -> Any:
+    """``orders[order_id].status``."""
+    order = db.get("orders", {}).get(order_id)
+    if order is None:
+        raise KeyError(f"order {order_id!r} not in DB")
+    return order.get("status")
+
+
+def mock_credit_balance(db: Mapping[str, Any], customer_id: str) -> float:
+    """``customers[customer_id].credit`` in dollars (0 when unset)."""
+    return float(db.get("customers", {}).get(customer_id, {}).get("credit", 0))

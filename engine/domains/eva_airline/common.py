@@ -1,4 +1,4 @@
-"""Shared pieces of the eva_airline handlers: lookups, error results and the argument-error table.
+"""Shared pieces of the eva_airline handlers: lookups, error results and the argument-rule table.
 
 Behaviour follows ``docs/eva_airline_tools.md`` (measured on eva 0.1.3's airline tools).
 """
@@ -6,29 +6,12 @@ Behaviour follows ``docs/eva_airline_tools.md`` (measured on eva 0.1.3's airline
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from engine.tools.arguments import FieldRule
+from engine.tools.context import error
+
 FARE_CLASSES: tuple[str, ...] = ("basic_economy", "main_cabin", "premium_economy", "business", "first")
-
-
-@dataclass(frozen=True)
-class FieldRule:
-    """How one argument is checked and how a bad value is reported (mirrors eva 0.1.3's models).
-
-    ``constraints`` are JSON Schema keywords merged into the tool's parameter schema for
-    validation (a keyword the tool table already sets wins); ``error_type`` is the result's
-    ``error_type`` (None: ``invalid_parameter``); ``description`` / ``examples`` give the
-    "must be ..." part of the message, used only when the tool requires the field (eva's optional
-    fields lose their description); otherwise the validator's own message is shown. ``upper``
-    upper-cases a valid string value before the handler sees it (and so in the action record).
-    """
-
-    error_type: str | None = None
-    description: str | None = None
-    examples: tuple[str, ...] = ()
-    constraints: Mapping[str, Any] = field(default_factory=dict)
-    upper: bool = False
 
 
 _CONF = {"pattern": r"^[A-Za-z0-9]{6}$"}
@@ -73,11 +56,6 @@ FIELD_RULES: dict[str, FieldRule] = {
     "amount": FieldRule(constraints={"exclusiveMinimum": 0}),
     "refund_amount": FieldRule(constraints={"exclusiveMinimum": 0}),
 }
-
-
-def error(error_type: str, message: str) -> dict[str, Any]:
-    """A tool error result: ``{status: "error", error_type, message}``."""
-    return {"status": "error", "error_type": error_type, "message": message}
 
 
 def reservation_not_found(conf: str) -> dict[str, Any]:

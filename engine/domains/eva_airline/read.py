@@ -11,7 +11,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from engine.tools.airline_common import (
+from engine.domains.eva_airline.common import (
     FARE_CLASSES,
     error,
     find_reservation,

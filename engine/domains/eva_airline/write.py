@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from engine.tools.airline_common import (
+from engine.domains.eva_airline.common import (
     booking_total,
     bump_seats,
     error,

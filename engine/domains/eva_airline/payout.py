@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.tools.airline_common import error, find_reservation, reservation_not_found
+from engine.domains.eva_airline.common import error, find_reservation, reservation_not_found
 from engine.tools.context import CallContext
 
 Result = dict[str, Any]

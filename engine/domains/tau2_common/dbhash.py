@@ -1,0 +1,121 @@
+"""tau2's DB hash, reproduced on a plain JSON DB.
+
+tau2 (17e07b1, ``get_pydantic_hash``) hashes a DB as the SHA-256 hex of
+``json.dumps(db.model_dump(), sort_keys=True, default=str)``: default separators (``", "``,
+``": "``), ASCII escapes, no number normalisation. The dump differs from the JSON file only where
+a model declares an optional field that the file leaves out: the dump holds it as null. Those
+fields are declared per record type in a null-defaults table,
+``{"/reservations/*": {"status": None}}``: a JSON-Pointer-like pattern (``*`` = every value of a
+dict or item of a list) to the fields that are null when absent. Keys are sorted, so field order
+does not matter here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+
+NullDefaults = Mapping[str, Mapping[str, Any]]
+
+
+def _patch(node: Any, segments: list[str], defaults: Mapping[str, Any]) -> Any:
+    """``node`` with the defaults filled in below ``segments``; the same object when nothing
+    was missing (only the records that lack a field are copied, shallowly)."""
+    if not segments:
+        if not isinstance(node, Mapping):
+            return node
+        missing = {k: v for k, v in defaults.items() if k not in node}
+        return {**node, **missing} if missing else node
+    head, rest = segments[0], segments[1:]
+    if head == "*":
+        if isinstance(node, Mapping):
+            patched = {k: _patch(v, rest, defaults) for k, v in node.items()}
+            changed = any(patched[k] is not v for k, v in node.items())
+            return patched if changed else node
+        if isinstance(node, list):
+            items = [_patch(v, rest, defaults) for v in node]
+            return items if any(a is not b for a, b in zip(items, node, strict=True)) else node
+        return node
+    if isinstance(node, Mapping) and head in node:
+        child = _patch(node[head], rest, defaults)
+        return node if child is node[head] else {**node, head: child}
+    return node
+
+
+def with_null_defaults(db: Mapping[str, Any], null_defaults: NullDefaults) -> Mapping[str, Any]:
+    """A view of ``db`` in which every field of ``null_defaults`` is present (null when absent).
+
+    ``db`` is never changed; unchanged subtrees are shared with it. Raises ValueError for a
+    pattern that does not start with ``/``.
+    """
+    view: Any = db
+    for pattern, defaults in null_defaults.items():
+        if not pattern.startswith("/"):
+            raise ValueError(f"null-default pattern must start with '/': {pattern!r}")
+        view = _patch(view, [s for s in pattern.split("/")[1:] if s], defaults)
+    return view
+
+
+def tau2_db_hash(db: Mapping[str, Any], null_defaults: NullDefaults, exclude: Collection[str] = ()) -> str:
+    """SHA-256 hex of tau2's canonical dump of ``db`` (see the module docstring).
+
+    ``exclude`` names top-level keys that are not part of tau2's DB (an engine's own keys). Values
+    that are not JSON types are dumped with ``str`` as tau2 does. Mirrors tau2 17e07b1
+    ``get_pydantic_hash`` for DBs whose records hold only the fields their models declare.
+    """
+    view = with_null_defaults(db, null_defaults)
+    if exclude:
+        view = {k: v for k, v in view.items() if k not in exclude}
+    text = json.dumps(view, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Tau2Hasher:
+    """:func:`tau2_db_hash` for many DBs derived from one shared ``base`` DB, fast.
+
+    The JSON text of each record (``/<table>/<key>``) of ``base`` is made once and reused for every
+    DB that still holds that very record object; only records a session replaced are dumped again.
+    The result equals :func:`tau2_db_hash` as long as records shared with ``base`` are never changed
+    in place (the WRITES contract: a handler copies what it changes). Null-default patterns must
+    point at or below a record (``/<table>/*...``).
+    """
+
+    def __init__(self, base: Mapping[str, Any], null_defaults: NullDefaults, exclude: Collection[str] = ()):
+        for pattern in null_defaults:
+            if len([s for s in pattern.split("/") if s]) < 2:
+                raise ValueError(f"null-default pattern must name records below a table: {pattern!r}")
+        self.base = base
+        self.null_defaults = null_defaults
+        self.exclude = frozenset(exclude)
+        self._records: dict[tuple[str, str], tuple[Any, str]] = {}
+
+    def _record_text(self, table: str, key: str, record: Any) -> str:
+        hit = self._records.get((table, key))
+        if hit is not None and hit[0] is record:
+            return hit[1]
+        patched = with_null_defaults({table: {key: record}}, self.null_defaults)[table][key]
+        text = json.dumps(patched, sort_keys=True, default=str)
+        base_table = self.base.get(table)
+        if isinstance(base_table, Mapping) and base_table.get(key) is record:
+            self._records[(table, key)] = (record, text)
+        return text
+
+    def text(self, db: Mapping[str, Any]) -> str:
+        """tau2's canonical dump text of ``db`` (what :func:`tau2_db_hash` hashes)."""
+        parts: list[str] = []
+        for name in sorted(k for k in db if k not in self.exclude):
+            value = db[name]
+            if isinstance(value, Mapping):
+                entries = (f"{json.dumps(k)}: {self._record_text(name, k, value[k])}" for k in sorted(value))
+                body = "{" + ", ".join(entries) + "}"
+            else:
+                patched = with_null_defaults({name: value}, self.null_defaults)[name]
+                body = json.dumps(patched, sort_keys=True, default=str)
+            parts.append(f"{json.dumps(name)}: {body}")
+        return "{" + ", ".join(parts) + "}"
+
+    def hash(self, db: Mapping[str, Any]) -> str:
+        """SHA-256 hex of :meth:`text`."""
+        return hashlib.sha256(self.text(db).encode("utf-8")).hexdigest()
