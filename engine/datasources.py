@@ -7,12 +7,14 @@ all scenarios of a load.
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from engine.gold import resolve_pointer
 from engine.safepaths import MAX_DATA_BYTES, read_text
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -37,43 +39,67 @@ class DataFiles:
     def __init__(self, root: Path):
         self.root = root
         self._files: dict[tuple[str, str], Any] = {}
-        self._datasets: dict[tuple[str, str], dict[str, Any]] = {}
+        self._datasets: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def file(self, rel: str, fmt: str | None = None) -> Any:
-        """Parsed content of ``root/rel``; ``fmt`` is json, jsonl or yaml (default: from the extension).
+        """Parsed content of ``root/rel``; ``fmt`` is json, jsonl, yaml, toml or text (default: from
+        the extension; ``.md`` and ``.txt`` are text, returned as a str).
 
         ``rel`` (after any ``{eva_id}`` substitution) must resolve, symlinks included, inside the data
         root to a regular file of at most MAX_DATA_BYTES (engine.safepaths). Raises FileNotFoundError /
         OSError (UnsafePathError) when unreadable, ValueError or yaml.YAMLError for bad content.
         """
         if fmt is None:
-            fmt = "yaml" if rel.endswith((".yaml", ".yml")) else "jsonl" if rel.endswith(".jsonl") else "json"
+            fmt = format_of(rel)
         if (rel, fmt) not in self._files:
             text = read_text(self.root, rel, MAX_DATA_BYTES)  # inside the root, a regular file, bounded
             if fmt == "yaml":
                 content = yaml.load(text, Loader=_YAML_LOADER)
             elif fmt == "jsonl":
                 content = _jsonl(text)
+            elif fmt == "toml":
+                content = tomllib.loads(text)  # TOMLDecodeError is a ValueError
+            elif fmt == "text":
+                content = text
             else:
                 content = json.loads(text)
             self._files[(rel, fmt)] = content
         return self._files[(rel, fmt)]
 
     def dataset(self, spec: Mapping[str, Any]) -> dict[str, Any]:
-        """``{record key value (as str): record}`` for a dataset spec ``{path, format?, key?}``.
+        """``{record key value (as str): record}`` for a dataset spec ``{path, format?, key?,
+        pointer?}`` (``pointer``: where the records sit inside the file, e.g. ``/scenarios``).
 
-        A JSON file may hold a list of records or one record. Raises like :meth:`file`, and
-        ValueError when the file holds no records.
+        A file may hold a list of records or one record. Raises like :meth:`file`, and
+        ValueError when the file holds no records or nothing at ``pointer``.
         """
-        rel, key = spec["path"], spec.get("key", "id")
-        if (rel, key) not in self._datasets:
+        rel, key, pointer = spec["path"], spec.get("key", "id"), spec.get("pointer", "")
+        if (rel, key, pointer) not in self._datasets:
             records = self.file(rel, spec.get("format"))
+            if pointer:
+                try:
+                    records = resolve_pointer(records, pointer)
+                except KeyError:
+                    raise ValueError(f"{rel} has nothing at {pointer}") from None
             if isinstance(records, dict):
                 records = [records]
             if not isinstance(records, list):
                 raise ValueError(f"{rel} does not hold a list of records")
-            self._datasets[(rel, key)] = {str(r.get(key)): r for r in records if isinstance(r, dict)}
-        return self._datasets[(rel, key)]
+            self._datasets[(rel, key, pointer)] = {str(r.get(key)): r for r in records if isinstance(r, dict)}
+        return self._datasets[(rel, key, pointer)]
+
+
+def format_of(rel: str) -> str:
+    """The parse format a data-root file name implies: yaml, jsonl, toml, text (.md, .txt) or json."""
+    for suffixes, fmt in (
+        ((".yaml", ".yml"), "yaml"),
+        ((".jsonl",), "jsonl"),
+        ((".toml",), "toml"),
+        ((".md", ".txt"), "text"),
+    ):
+        if rel.endswith(suffixes):
+            return fmt
+    return "json"
 
 
 def read_error(rel: str, root: Path, err: BaseException) -> str:
@@ -87,6 +113,8 @@ def read_error(rel: str, root: Path, err: BaseException) -> str:
         kind = "JSON"
     elif isinstance(err, yaml.YAMLError):
         kind = "YAML"
+    elif isinstance(err, tomllib.TOMLDecodeError):
+        kind = "TOML"
     elif isinstance(err, UnicodeDecodeError):
         kind = "UTF-8"
     detail = " ".join(str(err).split())  # one line, even for YAML's multi-line marks

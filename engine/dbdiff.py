@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from deepdiff import DeepDiff
-
 from engine.dbhash import normalize_db
 from engine.model import HashRules
 
@@ -61,6 +59,8 @@ def db_diff(expected: Mapping[str, Any], actual: Mapping[str, Any], rules: HashR
     def order_free(level: Any) -> bool:
         parts = level.path(output_format="list")
         return bool(parts) and isinstance(parts[-1], str) and parts[-1] in unordered
+
+    from deepdiff import DeepDiff  # imported on the first diff only: it costs ~80 ms (pydantic)
 
     diff = DeepDiff(
         normalize_db(expected, rules),

@@ -56,5 +56,8 @@ def canonical_json(db: Mapping[str, Any], rules: HashRules) -> str:
 
 
 def db_hash(db: Mapping[str, Any], rules: HashRules) -> str:
-    """SHA-256 hex (64 chars) of :func:`canonical_json`; equal DBs under ``rules`` hash equal."""
+    """SHA-256 hex (64 chars) of :func:`canonical_json`; equal DBs under ``rules`` hash equal.
+    A domain whose rules select a plugin hash style (``rules.func``) is hashed by that function."""
+    if rules.func is not None:
+        return str(rules.func(db))
     return hashlib.sha256(canonical_json(db, rules).encode("ascii")).hexdigest()

@@ -30,6 +30,11 @@ StopReason = Literal["exit", "transfer", "user_hangup", "timeout", "error"]
 CLEAN_STOP_REASONS: frozenset[str] = frozenset({"exit", "transfer"})
 
 
+#: Field metadata of record fields templates do not see (DBs, gold traces, plugin code): they are
+#: large, and no prompt should read them.
+_HIDDEN = {"template": False}
+
+
 @dataclass(frozen=True)
 class SourceRef:
     """Where a record was declared: spec file path and 1-based line (0 when unknown)."""
@@ -44,10 +49,14 @@ class HashRules:
 
     ``excluded_keys``: top-level DB keys left out of the hash (eva: ``session``).
     ``unordered_lists``: key names (at any depth) whose list values are compared order-free.
+    ``style``: ``canonical`` (the engine's hash, by the two rules above) or a style a domain plugin
+    registers; ``func`` is that plugin's ``(db) -> SHA-256 hex`` (None for canonical).
     """
 
     excluded_keys: tuple[str, ...] = ("session",)
     unordered_lists: tuple[str, ...] = ()
+    style: str = "canonical"
+    func: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -139,8 +148,11 @@ class Domain:
     user_speaks_first: bool = True
     source: SourceRef = SourceRef("")
     extra: Mapping[str, Any] = field(default_factory=dict)
-    plugin: DomainPlugin | None = field(default=None, compare=False, repr=False)
+    plugin: DomainPlugin | None = field(default=None, compare=False, repr=False, metadata=_HIDDEN)
     user_tools: ToolTable | None = None
+    #: Spec folders this one extends (``extends:``), searched after ``spec_dir`` for tool tables
+    #: and templates.
+    parent_dirs: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -175,21 +187,21 @@ class Scenario:
     record_id: str
     description: str
     domain: Domain
-    initial_db: Mapping[str, Any]
-    expected_db: Mapping[str, Any] | None
+    initial_db: Mapping[str, Any] = field(metadata=_HIDDEN)
+    expected_db: Mapping[str, Any] | None = field(metadata=_HIDDEN)
     current_date: str
     user: UserProfile
     success_signals: tuple[str, ...]
     max_duration: float
     record: Mapping[str, Any] = field(default_factory=dict)
-    gold_trace: GoldTrace | None = None
+    gold_trace: GoldTrace | None = field(default=None, metadata=_HIDDEN)
     reference_answer: Any = None
     db_state_assertions: tuple[Mapping[str, Any], ...] = ()
     nl_assertions: tuple[str, ...] = ()
     match_options: Mapping[str, bool] = field(default_factory=dict)
     agent_notes: tuple[str, ...] = ()
     source: SourceRef = SourceRef("")
-    user_initial_db: Mapping[str, Any] | None = None
+    user_initial_db: Mapping[str, Any] | None = field(default=None, metadata=_HIDDEN)
     tool_names: tuple[str, ...] | None = None
     user_speaks_first: bool = True
     kickoff: str | None = None
@@ -222,6 +234,19 @@ class Scenario:
         records are shared with the initial DB until a tool's declared write copies them, so only
         a :class:`engine.toolruntime.ToolRuntime` may change it."""
         return session_view(self.initial_db)
+
+    def session_dbs(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The agent-side and user-side DBs a session (or a gold replay) starts from: copy-on-write
+        views, or, when the domain plugin has a sync or set-up step (which may write anywhere),
+        deep copies with the set-up step applied."""
+        plugin = self.domain.plugin
+        if plugin is None or (plugin.sync is None and plugin.initialise is None):
+            return self.session_db(), self.session_user_db()
+        db = json_copy(self.initial_db)
+        user_db = None if self.user_initial_db is None else json_copy(self.user_initial_db)
+        if plugin.initialise is not None:
+            plugin.initialise(db, user_db, self.record)
+        return db, user_db
 
     def session_user_db(self) -> dict[str, Any] | None:
         """A session's own view of the user-side DB, or None when the domain has none."""
@@ -292,6 +317,10 @@ GoldAdapter = Callable[[Any, Mapping[str, Any], str], "GoldTrace"]
 #: ``(agent_db, user_db) -> None``: ties the two DBs of a dual-side domain after each tool call.
 SyncStep = Callable[[dict[str, Any], dict[str, Any]], None]
 
+#: ``(agent_db, user_db, record) -> None``: a scenario's set-up actions on both DBs (the user DB may be
+#: None), run on the session's own deep copies before the first turn and before a gold replay.
+InitStep = Callable[[dict[str, Any], "dict[str, Any] | None", Mapping[str, Any]], None]
+
 #: ``(db) -> str``: a domain-specific canonical hash (SHA-256 hex), selected by ``hash_rules.style``.
 HashFunc = Callable[[Mapping[str, Any]], str]
 
@@ -321,7 +350,9 @@ class DomainPlugin:
     ``predicates``: ``func_name`` of ``db_state_assertions`` -> predicate;
     ``diagnostics``: name -> diagnostic, computed for every session of the domain;
     ``gold_adapters``: gold ``format`` name (as the domain spec's ``gold_trace.format``) -> adapter;
-    ``sync``: the step run after every tool call of a dual-side session (None: no sync);
+    ``sync``: the step run after every successful tool call of a dual-side session (None: no sync);
+    ``initialise``: the scenario's set-up step before the first turn (None: none). A domain with a
+    sync or set-up step gets deep copies of its DBs per session (both steps may write anywhere);
     ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``).
     """
 
@@ -332,6 +363,7 @@ class DomainPlugin:
     diagnostics: Mapping[str, Diagnostic] = field(default_factory=dict)
     gold_adapters: Mapping[str, GoldAdapter] = field(default_factory=dict)
     sync: SyncStep | None = None
+    initialise: InitStep | None = None
     hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
     description: str = ""
 

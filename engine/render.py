@@ -127,7 +127,8 @@ def environment(search_path: tuple[str, ...]) -> TemplateSandbox:
 
 
 def _search_path(scenario: Scenario) -> tuple[str, ...]:
-    return (str(scenario.domain.spec_dir), str(TEMPLATE_DIR))
+    dirs = (scenario.domain.spec_dir, *scenario.domain.parent_dirs)
+    return (*(str(d) for d in dirs), str(TEMPLATE_DIR))
 
 
 def context(scenario: Scenario) -> dict[str, Any]:

@@ -73,16 +73,22 @@ def replay_trace(
     user_table: ToolTable | None = None,
     user_db: Mapping[str, Any] | None = None,
     sync: SyncStep | None = None,
+    sync_each_call: bool = True,
     audit: bool = False,
 ) -> ReplayRun:
     """Run every tool-call step of ``trace`` on a session view of ``initial_db`` (user-side steps
-    on ``user_db`` with ``user_table``). ``sync`` runs once at the end (the way an evaluator builds
-    its gold state); a session-ending call does not stop the replay. ``audit`` checks each call
-    against its tool's ``writes`` (slower: used by validate)."""
+    on ``user_db`` with ``user_table``). ``sync`` runs after every successful call, as in a
+    session (``sync_each_call=False``: only once at the end, the way tau2's evaluator builds its
+    gold environment), and once more at the end; a session-ending call does not stop the replay.
+    ``audit`` checks each call against its tool's ``writes`` (slower: used by validate)."""
     runtime = ToolRuntime(table, session_view(initial_db))
     user_runtime = None
     if user_table is not None and user_db is not None:
         user_runtime = ToolRuntime(user_table, session_view(user_db))
+    if sync is not None and user_runtime is not None and sync_each_call:
+        agent_db, side_db = runtime.db, user_runtime.db
+        runtime.after_call = lambda: sync(agent_db, side_db)
+        user_runtime.after_call = runtime.after_call
     run = ReplayRun(db=runtime.db, user_db=user_runtime.db if user_runtime else None, actions=runtime.actions)
     for step in trace.tool_calls():
         side = user_runtime if step.side == "user" and user_runtime is not None else runtime
@@ -96,15 +102,17 @@ def replay_trace(
 
 
 def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
-    """Replay ``scenario.gold_trace`` with its domain's tables, user DB and sync step."""
+    """Replay ``scenario.gold_trace`` the way a session runs it: its domain's tables, set-up step,
+    user DB and sync step."""
     assert scenario.gold_trace is not None
     plugin = scenario.domain.plugin
+    db, user_db = scenario.session_dbs()
     return replay_trace(
         scenario.tools,
-        scenario.initial_db,
+        db,
         scenario.gold_trace,
         user_table=scenario.user_tools,
-        user_db=scenario.user_initial_db,
+        user_db=user_db,
         sync=plugin.sync if plugin else None,
         audit=audit,
     )

@@ -217,10 +217,11 @@ def _run_info(
 
 
 def _options_record(opts: RunOptions) -> dict[str, Any]:
-    """Every run option as JSON values (paths as strings), the domain plugins by name (sorted),
-    scoring options nested; no secrets (the API key is named by its environment variable only)."""
-    record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in ("progress",)}
-    record["plugins"] = sorted(opts.plugins)
+    """Every run option as JSON values (paths as strings), scoring options nested; no secrets
+    (the API key is named by its environment variable only). Left out: ``progress`` (display only)
+    and ``plugins`` (the registry's records, not an option given to the run)."""
+    skip = ("progress", "plugins")
+    record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in skip}
     record["scoring"] = dataclasses.asdict(opts.scoring)
     return json.loads(json.dumps(record, default=str))
 

@@ -5,14 +5,14 @@ problem collected (used by ``engine.specs.load_domain``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.datasources import DataFiles, read_error
 from engine.errors import Problem
 from engine.gold import CORE_ADAPTERS, GoldTrace, resolve_pointer
 from engine.model import Domain, Scenario, SourceRef, UserProfile
-from engine.replay import replay_trace
+from engine.replay import replay_scenario
 from engine.validation import did_you_mean, problem_at
 from engine.yamlload import YamlDoc
 
@@ -213,13 +213,9 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         except LookupError as err:
             ctx.problems.append(problem_at(doc, id_key, str(err), name))
     trace = _gold(ctx, doc, records, eva_id, name) if "gold_trace" in dspec else None
-    if dspec.get("expected_db", {}).get("from") == "gold_replay" and "initial_db" in values:
-        if trace is None:
-            ctx.problems.append(
-                problem_at(doc, id_key, "expected_db from gold_replay needs a gold trace", name)
-            )
-        else:
-            values["expected_db"] = replay_trace(domain.tools, values["initial_db"], trace).db
+    from_gold = dspec.get("expected_db", {}).get("from") == "gold_replay"
+    if from_gold and trace is None:
+        ctx.problems.append(problem_at(doc, id_key, "expected_db from gold_replay needs a gold trace", name))
     fields: dict[str, Any] = {}
     for key, pointer in (dspec.get("record_fields") or {}).items():
         if key in s:
@@ -232,7 +228,7 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     if len(ctx.problems) > before:
         return None
     reference = s["reference_answer"] if "reference_answer" in s else fields.get("reference_answer")
-    return Scenario(
+    scenario = Scenario(
         name=name,
         record_id=eva_id,
         record_id_key="eva_id" if id_key[0] == "eva_id" else "record_id",
@@ -257,3 +253,6 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         user_speaks_first=bool(s.get("user_speaks_first", domain.user_speaks_first)),
         kickoff=s.get("kickoff"),
     )
+    if from_gold and trace is not None:  # the gold's end state, replayed as a session would run it
+        scenario = replace(scenario, expected_db=replay_scenario(scenario).db)
+    return scenario

@@ -78,9 +78,9 @@ class _Session:
         self.limits = limits
         self.trial = trial
         self.t0 = time.perf_counter()
-        self.runtime = ToolRuntime(scenario.tools, scenario.session_db())
+        agent_db, user_db = scenario.session_dbs()
+        self.runtime = ToolRuntime(scenario.tools, agent_db)
         self.user_runtime: ToolRuntime | None = None
-        user_db = scenario.session_user_db()
         if scenario.user_tools is not None and user_db is not None:
             self.user_runtime = ToolRuntime(scenario.user_tools, user_db)
         plugin = scenario.domain.plugin

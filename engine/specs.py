@@ -8,6 +8,7 @@ carries every problem found; nothing is skipped. Dataset files are parsed once p
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,16 @@ def _load(path: Path, kind: str, problems: list[Problem]) -> tuple[YamlDoc | Non
 
 def _policy(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> tuple[str, str]:
     spec = doc.data["policy"]
+    if "files" in spec:
+        texts: list[str] = []
+        for i, rel in enumerate(spec["files"]):
+            try:
+                text = data.file(rel, "text")
+            except (OSError, ValueError) as err:
+                problems.append(problem_at(doc, ("policy", "files", i), read_error(rel, data.root, err)))
+                continue
+            texts.append(str(text).strip("\n"))
+        return spec.get("role", ""), "\n\n".join(texts)
     if "file" not in spec:
         return spec.get("role", ""), spec["instructions"]
     try:
@@ -101,14 +112,16 @@ def _policy(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> tuple[str
 
 
 def _tool_table(
-    spec_dir: Path,
+    spec_dirs: tuple[Path, ...],
     ddoc: YamlDoc,
     key: str,
     data: DataFiles,
     plugin: DomainPlugin | None,
     problems: list[Problem],
 ) -> ToolTable | None:
-    """Load and build the tool table named by the domain's ``key`` (tool_table / user_tool_table)."""
+    """Load and build the tool table named by the domain's ``key`` (tool_table / user_tool_table),
+    from the spec folder or, when it lacks the file, the folder it extends."""
+    spec_dir = next((d for d in spec_dirs if (d / ddoc.data[key]).is_file()), spec_dirs[0])
     path = spec_dir / ddoc.data[key]
     if (outside := outside_problem(spec_dir, path)) is not None:  # never read: its errors would quote it
         problems.append(problem_at(ddoc, (key,), f"tool table {ddoc.data[key]} {outside}"))
@@ -172,9 +185,7 @@ def _plugin(doc: YamlDoc, plugins: Plugins, problems: list[Problem]) -> DomainPl
     return plugin
 
 
-def _build_domain(
-    spec_dir: Path, root: Path, data: DataFiles, plugins: Plugins, problems: list[Problem]
-) -> tuple[Domain, YamlDoc] | None:
+def _domain_file(spec_dir: Path, problems: list[Problem]) -> Path | None:
     path = spec_dir / DOMAIN_FILE
     if (outside := outside_problem(spec_dir, path)) is not None:
         problems.append(Problem(display_path(path), 0, "$", f"{DOMAIN_FILE} {outside}"))
@@ -186,7 +197,81 @@ def _build_domain(
             )
         )
         return None
-    doc, ok = _load(path, "domain", problems)
+    return path
+
+
+def _domain_doc(spec_dir: Path, problems: list[Problem]) -> tuple[YamlDoc | None, bool, tuple[Path, ...]]:
+    """The domain spec, merged over the one it ``extends`` (one level: the parent may not extend
+    another), schema-checked; returns ``(doc, schema ok, the extended spec folders)``. Keys the
+    child inherits are located at its ``extends`` line."""
+    path = _domain_file(spec_dir, problems)
+    if path is None:
+        return None, False, ()
+    try:
+        doc = load_yaml(path)
+    except YamlSyntaxError as err:
+        problems.append(err.problem)
+        return None, False, ()
+    if not isinstance(doc.data, dict) or "extends" not in doc.data:
+        found = schema_problems(doc, "domain")
+        problems.extend(found)
+        return doc, not found, ()
+    ref = doc.data["extends"]
+    parent_dir = (spec_dir / str(ref)).resolve()
+    parent_path = parent_dir / DOMAIN_FILE if parent_dir.is_dir() else None
+    if parent_path is None or not parent_path.is_file():
+        problems.append(
+            problem_at(doc, ("extends",), f"extends {ref!r}: no {DOMAIN_FILE} in {display_path(parent_dir)}")
+        )
+        return None, False, ()
+    try:
+        parent = load_yaml(parent_path)
+    except YamlSyntaxError as err:
+        problems.append(err.problem)
+        return None, False, ()
+    if not isinstance(parent.data, dict) or "extends" in parent.data:
+        problems.append(
+            problem_at(doc, ("extends",), f"extends {ref!r}: that domain extends another (one level only)")
+        )
+        return None, False, ()
+    at = doc.line(("extends",))
+    merged = {**parent.data, **{k: v for k, v in doc.data.items() if k != "extends"}}
+    lines = {p: at for p in parent.lines if p and p[0] not in doc.data}
+    lines.update(doc.lines)
+    merged_doc = YamlDoc(doc.file, merged, lines, doc.problems)
+    found = schema_problems(merged_doc, "domain")
+    problems.extend(found)
+    return merged_doc, not found, (parent_dir,)
+
+
+def _hash_rules(doc: YamlDoc, plugin: DomainPlugin | None, problems: list[Problem]) -> HashRules:
+    rules = doc.data.get("hash_rules", {})
+    style = rules.get("style", "canonical")
+    func = None
+    if style != "canonical":
+        styles = plugin.hash_styles if plugin else {}
+        func = styles.get(style)
+        if func is None:
+            problems.append(
+                problem_at(
+                    doc,
+                    ("hash_rules", "style"),
+                    f"unknown hash style {style!r} (canonical, or one the plugin registers: "
+                    f"{', '.join(sorted(styles)) or 'none'}){did_you_mean(style, styles)}",
+                )
+            )
+    return HashRules(
+        tuple(rules.get("excluded_keys", ("session",))),
+        tuple(rules.get("unordered_lists", ())),
+        style,
+        func,
+    )
+
+
+def _build_domain(
+    spec_dir: Path, root: Path, data: DataFiles, plugins: Plugins, problems: list[Problem]
+) -> tuple[Domain, YamlDoc] | None:
+    doc, ok, parents = _domain_doc(spec_dir, problems)
     if doc is not None and isinstance(doc.data, dict):
         problems.extend(check_signals(doc, ("success_signals",), doc.data.get("success_signals"), None))
     if doc is None or not ok:
@@ -194,17 +279,16 @@ def _build_domain(
     d = doc.data
     role, instructions = _policy(doc, data, problems)
     plugin = _plugin(doc, plugins, problems)
-    tools = _tool_table(spec_dir, doc, "tool_table", data, plugin, problems)
+    tools = _tool_table((spec_dir, *parents), doc, "tool_table", data, plugin, problems)
     user_tools = None
     if "user_tool_table" in d:
-        user_tools = _tool_table(spec_dir, doc, "user_tool_table", data, plugin, problems)
+        user_tools = _tool_table((spec_dir, *parents), doc, "user_tool_table", data, plugin, problems)
     if tools is not None and not any(t.ends_call for t in tools.tools):
         problems.append(
             problem_at(
                 doc, ("tool_table",), "no agent tool ends the call: give the hang-up tool 'ends_call: exit'"
             )
         )
-    rules = d.get("hash_rules", {})
     domain = Domain(
         name=d["name"],
         description=d["description"],
@@ -215,9 +299,7 @@ def _build_domain(
         templates=dict(d["templates"]),
         success_signals=tuple(d["success_signals"]),
         max_duration=float(d["max_duration"]),
-        hash_rules=HashRules(
-            tuple(rules.get("excluded_keys", ("session",))), tuple(rules.get("unordered_lists", ()))
-        ),
+        hash_rules=_hash_rules(doc, plugin, problems),
         tools=tools or ToolTable(()),
         language=d.get("language", "en"),
         user_speaks_first=d.get("user_speaks_first", True),
@@ -225,6 +307,7 @@ def _build_domain(
         extra={"spec": d},
         plugin=plugin,
         user_tools=user_tools,
+        parent_dirs=parents,
     )
     return domain, doc
 
@@ -240,7 +323,63 @@ def _releases(ddoc: YamlDoc) -> set[str]:
     )
     paths.append(d.get("gold_trace", {}).get("dataset", {}).get("path", ""))
     paths.append(d["policy"].get("file", ""))
+    paths.extend(d["policy"].get("files", []))
     return {p.split("/")[0] for p in paths if p}
+
+
+def _record_id(doc: YamlDoc) -> str | None:
+    value = doc.data.get("id", doc.data.get("eva_id"))
+    return value if isinstance(value, str) else None
+
+
+def _generated_docs(
+    ddoc: YamlDoc, data: DataFiles, files: list[YamlDoc], problems: list[Problem]
+) -> list[YamlDoc]:
+    """One scenario doc per dataset record (or per id of ``scenarios.ids``), in that order; a
+    scenario file naming the same id takes the generated one's place, and files naming other ids
+    follow. Generated docs are located at the ``scenarios`` line of domain.yaml."""
+    spec = ddoc.data["scenarios"]
+    try:
+        records = data.dataset(ddoc.data["dataset"])
+    except (OSError, ValueError):
+        return files  # reported once by the scenario builder
+    ids: list[str] = list(records)
+    if "ids" in spec:
+        rel = spec["ids"]["file"]
+        try:
+            listed = resolve_pointer(data.file(rel), spec["ids"]["pointer"])
+            if not isinstance(listed, list):
+                raise KeyError(spec["ids"]["pointer"])
+            ids = [str(i) for i in listed]
+        except (OSError, ValueError) as err:
+            problems.append(problem_at(ddoc, ("scenarios", "ids", "file"), read_error(rel, data.root, err)))
+            return files
+        except KeyError:
+            message = f"{rel} has no list at {spec['ids']['pointer']}"
+            problems.append(problem_at(ddoc, ("scenarios", "ids", "pointer"), message))
+            return files
+    by_id = {rid: doc for doc in files if (rid := _record_id(doc)) is not None}
+    at = ddoc.line(("scenarios",))
+    out: list[YamlDoc] = []
+    for rid in ids:
+        if rid in by_id:
+            out.append(by_id.pop(rid))
+            continue
+        description = f"Dataset record {rid}"
+        if "description" in spec:
+            try:
+                text = resolve_pointer(records.get(rid, {}), spec["description"])
+                first = str(text).strip().splitlines()[0].strip() if str(text).strip() else ""
+                description = first[:200] or description
+            except KeyError:
+                pass
+        name = spec["name"].replace("{id}", re.sub(r"[^A-Za-z0-9_]", "_", rid))
+        doc = YamlDoc(ddoc.file, {"name": name, "id": rid, "description": description}, {(): at})
+        found = schema_problems(doc, "scenario", name)
+        problems.extend(found)
+        if not found:
+            out.append(doc)
+    return out + [d for d in files if _record_id(d) in by_id]
 
 
 def load_domain(
@@ -288,13 +427,15 @@ def load_domain(
         problems.extend(check_signals(doc, ("success_signals",), doc.data.get("success_signals"), name))
         if ok:
             docs.append(doc)
+    if built is None:
+        raise SpecError(problems)
+    domain, ddoc = built
+    if "scenarios" in ddoc.data:
+        docs = _generated_docs(ddoc, data, docs, problems)
     if not docs and not problems:
         problems.append(
             Problem(display_path(spec_path / SCENARIO_DIR), 0, "$", "no scenario files (*.yaml) found")
         )
-    if built is None:
-        raise SpecError(problems)
-    domain, ddoc = built
     for release in sorted(_releases(ddoc)):
         warn_if_modified(root, release, lambda line: print(line, file=sys.stderr))
     ctx = BuildContext(domain, ddoc, data, problems)

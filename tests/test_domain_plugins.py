@@ -201,3 +201,37 @@ async def test_a_dual_side_session_runs_end_to_end(phone, tmp_path: Path) -> Non
     assert user_db["device"] == {"line_id": "L1", "airplane": False, "signal": "ok"}  # synced after the reset
     config = json.loads((sdir / "scenario_config" / "tools.json").read_text())
     assert [t["function"]["name"] for t in config] == ["reset_line", "end_conversation"]
+
+
+def test_generated_scenarios_extends_toml_and_text_policy(phone) -> None:
+    """A variant spec folder that extends the phone domain, generates its scenarios from the
+    dataset (ids from a TOML file), and reads its policy from Markdown files."""
+    spec, data, plugins = phone
+    release = data / "phone-1.0"
+    (release / "tasks.json").write_text(json.dumps([*TASKS, {**TASKS[0], "id": "P-2", "goal": "Second."}]))
+    (release / "split.toml").write_text('base = ["P-2", "P1"]\n', encoding="utf-8")
+    (release / "policy.md").write_text("# Policy\nBe brief.\n", encoding="utf-8")
+    (release / "manual.md").write_text("Reset lines first.\n", encoding="utf-8")
+    variant = spec.parent / "phone_manual"
+    variant.mkdir()
+    (variant / "domain.yaml").write_text(
+        "extends: ../phone\n"
+        "name: phone_manual\n"
+        "plugin: phone\n"
+        "description: The phone domain with its policy read from the manual.\n"
+        "policy: {files: [phone-1.0/policy.md, phone-1.0/manual.md]}\n"
+        "scenarios: {name: 'phone_manual__{id}', description: /goal,\n"
+        "            ids: {file: phone-1.0/split.toml, pointer: /base}}\n",
+        encoding="utf-8",
+    )
+    loaded = load_domain(variant, data, plugins=plugins)
+    assert loaded.names == ("phone_manual__P_2", "phone_manual__P1")
+    assert [s.description for s in loaded.scenarios] == ["Second.", "Get a signal back."]
+    assert loaded.domain.policy_instructions == "# Policy\nBe brief.\n\nReset lines first."
+    assert loaded.domain.tools.names == ("reset_line", "end_conversation")  # the parent's table
+    assert loaded.domain.parent_dirs == (spec.resolve(),)
+    (variant / "domain.yaml").write_text(
+        (variant / "domain.yaml").read_text().replace("pointer: /base", "pointer: /nope"), encoding="utf-8"
+    )
+    with pytest.raises(SpecError, match=r"split.toml has no list at /nope"):
+        load_domain(variant, data, plugins=plugins)

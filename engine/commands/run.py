@@ -16,10 +16,9 @@ def run(opts: RunOptions, fail_under: float | None = None) -> int:
     """Run what ``opts`` selects (see ``engine.runner.run``), then print the outcome. Returns the
     exit code: 130 when interrupted, 1 when ``fail_under`` (0..1) is set and the overall rate is
     below it or not applicable, else 0. Raises SpecError / UsageError / DataRootError before
-    anything runs when the input is bad. Options without ``plugins`` get every registered domain
-    plugin."""
-    if not opts.plugins:
-        opts = replace(opts, plugins=plugins())
+    anything runs when the input is bad. The run gets every registered domain plugin
+    (``opts.plugins`` is replaced; ``engine.runner.run_cli`` runs with other plugins)."""
+    opts = replace(opts, plugins=plugins())
     return print_outcome(run_cli(opts), fail_under)
 
 
