@@ -8,6 +8,7 @@ A template error is raised as SpecError naming the template file, its line and t
 
 from __future__ import annotations
 
+import re
 import traceback
 from functools import cache
 from pathlib import Path
@@ -250,6 +251,41 @@ def _compile_other_templates(scenario: Scenario) -> list[Problem]:
     return problems
 
 
+#: Variables only the judge template sees (engine.scoring.judge.render_judge_prompt).
+JUDGE_VARIABLES = frozenset(
+    {"scenario_name", "description", "user_goal", "reference", "actions", "transcript", "nl_assertions"}
+)
+_SINGLE_BRACE = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}(?!\})")
+
+
+def single_brace_problems(scenario: Scenario) -> list[Problem]:
+    """``{name}`` in a template's text where ``name`` is a variable the template sees: Jinja
+    renders it literally (``Today is {current_date}``). Text that names no variable (a JSON example
+    in a prompt) is left alone. One problem per occurrence, at its template line."""
+    names = set(context(scenario)) | JUDGE_VARIABLES
+    env = environment(_search_path(scenario))
+    problems: list[Problem] = []
+    for template in dict.fromkeys(scenario.domain.templates.values()):
+        try:
+            source, filename, _ = env.loader.get_source(env, template)  # type: ignore[union-attr]
+            tokens = list(env.lex(source))
+        except (jinja2.TemplateError, OSError):
+            continue  # reported by rendering
+        for lineno, kind, value in tokens:
+            if kind != "data":
+                continue
+            for match in _SINGLE_BRACE.finditer(value):
+                if match.group(1) in names:
+                    line = lineno + value.count("\n", 0, match.start())
+                    name = match.group(1)
+                    message = (
+                        f"{match.group(0)!r} is a single-brace placeholder, rendered literally; "
+                        f"write '{{{{ {name} }}}}' for the variable"
+                    )
+                    problems.append(Problem(display_path(filename or template), line, "$", message))
+    return problems
+
+
 def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
     """Render agent and user prompts for every scenario; returns ``(problems, prompts rendered)``.
 
@@ -267,6 +303,7 @@ def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
                 for p in err.problems:
                     seen.setdefault((p.file, p.line, f"{p.json_path}\0{p.message}"), []).append(scenario.name)
     problems = _compile_other_templates(scenarios[0]) if scenarios else []
+    problems += single_brace_problems(scenarios[0]) if scenarios else []
     for (file, line, key), names in seen.items():
         json_path, message = key.split("\0", 1)
         more = f" (and {len(names) - 1} more scenario(s))" if len(names) > 1 else ""

@@ -17,7 +17,7 @@ import yaml
 
 from engine.dataroot import resolve_data_root, warn_if_modified
 from engine.datasources import DataFiles, read_error
-from engine.errors import Problem, SpecError, UsageError
+from engine.errors import DataRootError, Problem, SpecError, UsageError
 from engine.gold import resolve_pointer
 from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable
 from engine.plugin import DomainPlugin, Plugins
@@ -277,6 +277,7 @@ def _build_domain(
     if doc is None or not ok:
         return None
     d = doc.data
+    _check_releases(doc, root)
     role, instructions = _policy(doc, data, problems)
     plugin = _plugin(doc, plugins, problems)
     tools = _tool_table((spec_dir, *parents), doc, "tool_table", data, plugin, problems)
@@ -310,6 +311,23 @@ def _build_domain(
         parent_dirs=parents,
     )
     return domain, doc
+
+
+def _check_releases(ddoc: YamlDoc, root: Path) -> None:
+    """Raise DataRootError (one line) when the data root holds none of the releases the domain
+    reads, naming a folder nearby that does (``--data-root`` one folder too deep or too high)."""
+    wanted = sorted(_releases(ddoc))
+    if not wanted or any((root / r).is_dir() for r in wanted):
+        return
+    hint = ""
+    nearby = [root.parent, *(p for p in sorted(root.iterdir()) if p.is_dir())] if root.is_dir() else []
+    for candidate in nearby:
+        if any((candidate / r).is_dir() for r in wanted):
+            hint = f"; {candidate} holds them: use --data-root {candidate}"
+            break
+    raise DataRootError(
+        f"data root {root} holds none of the releases {ddoc.data['name']} reads ({', '.join(wanted)}){hint}"
+    )
 
 
 def _releases(ddoc: YamlDoc) -> set[str]:

@@ -180,6 +180,8 @@ def _pydantic_message(err: ValidationError) -> str:
         return f"Input should be {listed}"
     if kind == "pattern":
         return f"String should match pattern '{expected}'"
+    if kind == "format":
+        return f"Input should be a valid {expected}" + (" (YYYY-MM-DD)" if expected == "date" else "")
     bounds = {
         "minimum": "greater than or equal to",
         "exclusiveMinimum": "greater than",
@@ -221,7 +223,9 @@ class ArgumentChecker:
         self.order: dict[str, int] = {name: i for i, name in enumerate(properties)}
         self.rules = rules
         Draft202012Validator.check_schema(schema)
-        self.validator = Draft202012Validator(schema)
+        # `format` is checked (a `format: date` argument refuses "sometime next spring"); formats
+        # jsonschema can check without extra packages: date, email, ipv4, ipv6, uuid, regex
+        self.validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
     def check(self, args: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         clean = {
