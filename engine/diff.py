@@ -17,8 +17,10 @@ from engine.artifacts import read_json
 from engine.dbdiff import DiffLine, db_diff
 from engine.errors import UsageError
 from engine.model import HashRules
+from engine.records.metrics import MetricsRecord
 from engine.results import scored_dirs
 from engine.untrusted import one_line
+from engine.validation import did_you_mean
 
 
 @dataclass
@@ -78,24 +80,29 @@ def _load_optional(path: Path) -> Any:
         return None
 
 
-def explain(sdir: Path, metrics: dict[str, Any]) -> ScenarioDiff:
+def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
     """Build the :class:`ScenarioDiff` of one scored (scenario, trial) directory."""
+    signals = metrics.signals
     out = ScenarioDiff(
-        scenario=metrics["scenario_name"],
-        trial=metrics.get("trial", 1),
-        is_successful=metrics.get("is_successful"),
-        failed_signals=list(metrics.get("success_breakdown", {}).get("failed", [])),
-        stop_reason=metrics.get("stop_reason"),
-        stalled=bool(metrics.get("stalled")),
-        agent_turns=metrics.get("agent_turns"),
-        min_agent_turns=metrics.get("min_agent_turns"),
-        error=metrics.get("error"),
-        db_state_match=metrics.get("db_state_match"),
+        scenario=metrics.scenario_name,
+        trial=metrics.trial,
+        is_successful=metrics.is_successful,
+        failed_signals=list(metrics.success_breakdown.failed),
+        stop_reason=metrics.stop_reason,
+        stalled=metrics.stalled,
+        agent_turns=metrics.agent_turns,
+        min_agent_turns=metrics.min_agent_turns,
+        error=metrics.error,
+        db_state_match=signals.db_state_match,
         actions=_load_optional(sdir / "actions.json") or [],
-        assertions=[v for v in metrics.get("db_state_assertion_verdicts") or [] if not v.get("passed")],
+        assertions=[v for v in signals.db_state_assertion_verdicts if not v["passed"]],
     )
-    if metrics.get("judge_model"):
-        out.judge = {k: metrics.get(k) for k in ("judge_score", "judge_passed", "judge_error")}
+    if metrics.judge_model:
+        out.judge = {
+            "judge_score": signals.judge_score,
+            "judge_passed": signals.judge_passed,
+            "judge_error": signals.judge_error,
+        }
     expected, actual = _load_optional(sdir / "expected_db.json"), _load_optional(sdir / "final_db.json")
     damaged = [
         n
@@ -129,14 +136,12 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
     if not rows:
         raise UsageError(f"{run_dir}: no scored scenarios (not a run directory?)")
     if scenario is not None:
-        chosen = [(d, m) for d, m in rows if m["scenario_name"] == scenario]
+        chosen = [(d, m) for d, m in rows if m.scenario_name == scenario]
         if not chosen:
-            from engine.validation import did_you_mean
-
-            names = sorted({m["scenario_name"] for _, m in rows})
+            names = sorted({m.scenario_name for _, m in rows})
             raise UsageError(f"no scenario named {scenario!r} in {run_dir}{did_you_mean(scenario, names)}")
     else:
-        chosen = [(d, m) for d, m in rows if m.get("is_successful") is False]
+        chosen = [(d, m) for d, m in rows if m.is_successful is False]
     return [explain(d, m) for d, m in chosen]
 
 

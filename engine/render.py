@@ -8,7 +8,6 @@ A template error is raised as SpecError naming the template file, its line and t
 
 from __future__ import annotations
 
-import json
 import re
 import traceback
 from functools import cache
@@ -310,12 +309,3 @@ def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
         more = f" (and {len(names) - 1} more scenario(s))" if len(names) > 1 else ""
         problems.append(Problem(file, line, json_path, message + more, names[0]))
     return problems, rendered
-
-
-def render_side(scenario: Scenario, side: str) -> str:
-    """What ``evalctl render`` prints for one scenario: the agent or user prompt, or (side
-    ``tools``) the tool schemas as pretty-printed JSON. Raises SpecError for a template error."""
-    if side == "tools":
-        return json.dumps(tool_schemas(scenario), indent=2, ensure_ascii=False) + "\n"
-    text = render(scenario, side)
-    return text if text.endswith("\n") else text + "\n"

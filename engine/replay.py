@@ -20,7 +20,7 @@ from engine.model import Scenario, ToolTable
 from engine.plugin import SyncStep
 from engine.scoring.action_match import is_action_match
 from engine.scoring.predicates import evaluate_db_state_assertion
-from engine.tools.runtime import ToolOutcome, ToolRuntime
+from engine.toolruntime import ToolOutcome, ToolRuntime
 from engine.tools.writeset import changed_outside, session_view, snapshot_owned
 
 

@@ -15,7 +15,7 @@ from engine import results
 from engine.artifacts import read_json, write_json
 from engine.errors import EvalctlError, UsageError
 from engine.model import Scenario
-from engine.provenance import run_provenance
+from engine.provenance import parse_run_record, read_run_record, run_provenance
 from engine.validation import did_you_mean
 
 
@@ -65,7 +65,7 @@ def open_run_dir(run_dir: Path, resume: bool, info: dict[str, Any]) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         if not resume:
             first = {**info, "finished_at": None, "interrupted": True}
-            write_json(run_dir / "run.json", run_provenance(run_dir, first))
+            write_json(run_dir / "run.json", run_provenance(run_dir, first).to_json())
     except OSError as err:
         raise EvalctlError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
 
@@ -79,10 +79,11 @@ def check_run_dir(run_dir: Path, resume: bool, trials: int) -> tuple[str, ...]:
     A fresh run needs a directory that holds no run (it would overwrite that run's results).
     """
     try:
-        recorded = read_json(run_dir / "run.json")
+        body = read_json(run_dir / "run.json")
     except (OSError, ValueError):
-        recorded = None
-    is_run = isinstance(recorded, dict) or (run_dir.is_dir() and bool(results.scored_dirs(run_dir)))
+        body = None
+    recorded = parse_run_record(body)  # None for a run.json that is not a run record
+    is_run = isinstance(body, dict) or (run_dir.is_dir() and bool(results.scored_dirs(run_dir)))
     if not resume:
         if is_run:
             raise UsageError(
@@ -92,14 +93,14 @@ def check_run_dir(run_dir: Path, resume: bool, trials: int) -> tuple[str, ...]:
         return ()
     if not is_run:
         raise UsageError(f"--resume: {run_dir} is not an evalctl run directory (no run.json, no results)")
-    recorded_trials = recorded.get("trials") if isinstance(recorded, dict) else None
-    if isinstance(recorded_trials, int) and recorded_trials != trials:
+    if recorded is None:
+        return ()  # a run killed before its run.json was whole: its trials and selection are unknown
+    if recorded.trials is not None and recorded.trials != trials:
         raise UsageError(
-            f"--resume: {run_dir} was run with --trials {recorded_trials}; "
-            f"resume it with --trials {recorded_trials}"
+            f"--resume: {run_dir} was run with --trials {recorded.trials}; "
+            f"resume it with --trials {recorded.trials}"
         )
-    selected = recorded.get("scenarios") if isinstance(recorded, dict) else None
-    return tuple(str(n) for n in selected) if isinstance(selected, list) else ()
+    return recorded.scenarios
 
 
 def recorded_selection(loaded: Any, names: tuple[str, ...], run_dir: Path) -> list[Scenario]:
@@ -108,10 +109,8 @@ def recorded_selection(loaded: Any, names: tuple[str, ...], run_dir: Path) -> li
     known = {s.name for s in loaded.scenarios}
     missing = [n for n in names if n not in known]
     if missing:
-        try:
-            spec_dir = read_json(run_dir / "run.json").get("spec_dir", "?")
-        except (OSError, ValueError, AttributeError):
-            spec_dir = "?"
+        recorded = read_run_record(run_dir)
+        spec_dir = recorded.spec_dir if recorded is not None and recorded.spec_dir else "?"
         raise UsageError(
             f"--resume: the run in {run_dir} was made from {spec_dir}, whose scenario {missing[0]!r} "
             f"is not in {loaded.domain.spec_dir}; resume it with that spec dir"

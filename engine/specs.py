@@ -8,7 +8,6 @@ carries every problem found; nothing is skipped. Dataset files are parsed once p
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -464,23 +463,3 @@ def load_domain(
     if problems:
         raise SpecError(problems)
     return LoadedDomain(domain, tuple(scenarios), rendered)
-
-
-def list_scenarios(
-    spec_dir: str | Path, data_root: str | Path | None = None, *, as_json: bool = False, plugins: Plugins
-) -> str:
-    """What ``evalctl list`` prints: one line per scenario (``name  eva_id  description``), or a
-    JSON list of ``{name, eva_id, description}``. Raises SpecError / DataRootError like load_domain."""
-    loaded = load_domain(spec_dir, data_root, plugins=plugins)
-    if as_json:
-        rows = [
-            {
-                "name": s.name,
-                s.record_id_key if s.record_id_key == "eva_id" else "id": s.record_id,
-                "description": s.description,
-            }
-            for s in loaded.scenarios
-        ]
-        return json.dumps(rows, indent=2, ensure_ascii=False)
-    width = max((len(s.name) for s in loaded.scenarios), default=0)
-    return "\n".join(f"{s.name:<{width}}  {s.record_id:<7} {s.description}" for s in loaded.scenarios)

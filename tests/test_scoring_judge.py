@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from engine.results import ScoringOptions, finish_session
+from engine.options import ScoringOptions
+from engine.results import finish_session
 from engine.scoring.judge import parse_judge_reply, render_judge_prompt, run_judge
 from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
 from tests.mock_domain.judge_server import scripted_judge
@@ -74,7 +75,9 @@ async def test_judge_errors_are_retried_then_succeed(sc):
 
 async def test_judge_that_keeps_failing_is_not_applicable(tmp_path, sc):
     with scripted_judge([503]) as (url, server):
-        m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, _opts(url, judge_retries=1))
+        m = (
+            await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, _opts(url, judge_retries=1))
+        ).to_json()
     assert len(server.requests) == 2
     # never an agent failure: the judge signals drop out, the scenario passes on the rest
     assert m["judge_passed"] is None and m["nl_assertion_pass_rate"] is None and "503" in m["judge_error"]
@@ -94,7 +97,7 @@ async def test_unreachable_judge_is_not_applicable(sc):
 async def test_judge_gates_when_whitelisted(tmp_path, sc):
     low = {**GOOD, "score": 0.4}
     with scripted_judge([low]) as (url, _):
-        m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, _opts(url))
+        m = (await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, _opts(url))).to_json()
     assert m["judge_passed"] is False and m["judge_score"] == 0.4 and m["is_successful"] is False
     assert m["success_breakdown"]["failed"] == ["judge_passed", "nl_assertion"]  # whitelist order
     assert m["judge_model"] == "judge-1" and len(m["judge_prompt_sha256"]) == 64
@@ -107,7 +110,7 @@ async def test_judge_gates_when_whitelisted(tmp_path, sc):
 
 
 async def test_judge_off_by_default(tmp_path, sc):
-    m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, ScoringOptions())
+    m = (await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, ScoringOptions())).to_json()
     assert m["judge_passed"] is None and not (tmp_path / sc.name / "judge_result.json").exists()
 
 

@@ -19,18 +19,16 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from engine.backends import token_count
 from engine.model import TEMPLATE_DIR, Scenario, SessionResult
+from engine.options import ScoringOptions
 from engine.protocol import clip
-from engine.render import BoundedSandbox
-
-if TYPE_CHECKING:
-    from engine.results import ScoringOptions
+from engine.render import BoundedSandbox, render
 
 JUDGE_TEMPLATE = "judge.md.j2"
 
@@ -103,8 +101,6 @@ def render_judge_prompt(scenario: Scenario, result: SessionResult) -> str:
         "nl_assertions": list(scenario.nl_assertions),
     }
     if scenario.domain.templates.get("judge"):
-        from engine.render import render
-
         return render(scenario, "judge", **variables)
     return _env().get_template(JUDGE_TEMPLATE).render(**variables)
 
