@@ -7,6 +7,7 @@ resumed) and one folder per scenario. ``--resume`` needs such a directory and it
 
 from __future__ import annotations
 
+import difflib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,23 +17,24 @@ from engine.artifacts import read_json, write_json
 from engine.errors import EvalctlError, UsageError
 from engine.model import Scenario
 from engine.provenance import parse_run_record, read_run_record, run_provenance
-from engine.validation import did_you_mean
 
 
 def select_scenarios(
     scenarios: tuple[Scenario, ...], names: tuple[str, ...], prefix: str | None
 ) -> list[Scenario]:
-    """Scenarios by exact ``names`` (in the given order) or by name ``prefix``; all when neither.
+    """Scenarios by exact ``names`` or record ids (eva: ``1.1.2``), in the given order, or by name
+    ``prefix``; all when neither.
 
-    Raises UsageError for an unknown name (with a suggestion) or an empty selection.
+    Raises UsageError for an unknown name (with a suggestion among names and record ids: the
+    scenario a record id names is shown with it) or an empty selection.
     """
     by_name = {s.name: s for s in scenarios}
+    by_id = {s.record_id: s for s in scenarios}
     if names:
-        unknown = [n for n in names if n not in by_name]
+        unknown = [n for n in names if n not in by_name and n not in by_id]
         if unknown:
-            hint = did_you_mean(unknown[0], by_name)
-            raise UsageError(f"no scenario named {unknown[0]!r}{hint}")
-        chosen = [by_name[n] for n in dict.fromkeys(names)]
+            raise UsageError(f"no scenario named {unknown[0]!r}{_suggestion(unknown[0], scenarios)}")
+        chosen = list({id(s): s for s in (by_name.get(n) or by_id[n] for n in names)}.values())
     else:
         chosen = list(scenarios)
     if prefix:
@@ -40,6 +42,21 @@ def select_scenarios(
     if not chosen:
         raise UsageError(f"no scenario matches --domain {prefix!r}" if prefix else "no scenarios to run")
     return chosen
+
+
+def _suggestion(word: str, scenarios: tuple[Scenario, ...]) -> str:
+    """Did-you-mean over names and record ids: ``eva_airline__1_1_2`` is closest to the id
+    ``1.1.2`` spelled as a name, so both forms are compared."""
+    keys: dict[str, Scenario] = {}
+    for s in scenarios:
+        keys[s.name] = s
+        keys[s.record_id] = s
+        keys[f"{s.domain.name}__{s.record_id}".replace(".", "_").replace("-", "_")] = s
+    close = difflib.get_close_matches(word, list(keys), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    s = keys[close[0]]
+    return f" (did you mean {s.name!r}, record {s.record_id!r}?)"
 
 
 def fresh_default_dir() -> Path:

@@ -47,9 +47,13 @@ class LoadedDomain:
         return tuple(s.name for s in self.scenarios)
 
     def scenario(self, name: str) -> Scenario:
-        """The scenario called ``name``; raises UsageError with a did-you-mean otherwise."""
+        """The scenario called ``name`` (or whose record id it is, e.g. eva's ``1.1.2``); raises
+        UsageError with a did-you-mean otherwise."""
         for s in self.scenarios:
             if s.name == name:
+                return s
+        for s in self.scenarios:
+            if s.record_id == name:
                 return s
         raise UsageError(
             f"no scenario named {name!r} in {self.domain.spec_dir}{did_you_mean(name, self.names)}"

@@ -140,3 +140,20 @@ def test_validate_scores_each_gold_on_its_own_signals(mock_copy, old, new, note)
     (failure,) = report.replay_failures
     assert failure.actual_hash == failure.expected_hash and note in (failure.error or "")
     assert any("gold replay failed its own checks [mock__cancel_order]" in line for line in report.lines())
+
+
+def test_scenarios_are_chosen_by_name_or_record_id(data_root: Path) -> None:
+    from engine.errors import UsageError
+    from engine.rundir import select_scenarios
+
+    loaded = load_domain(SPEC_DIR, data_root)
+    chosen = select_scenarios(loaded.scenarios, ("1.1.2", "eva_airline__3_1_5", "1.1.2"), None)
+    assert [s.name for s in chosen] == ["eva_airline__voluntary_date_change", "eva_airline__3_1_5"]
+    assert loaded.scenario("1.1.2").name == "eva_airline__voluntary_date_change"
+    # before: eva_airline__1_1_2 suggested eva_airline__5_1_2; it is 1.1.2's scenario
+    with pytest.raises(UsageError) as info:
+        select_scenarios(loaded.scenarios, ("eva_airline__1_1_2",), None)
+    assert str(info.value) == (
+        "no scenario named 'eva_airline__1_1_2' "
+        "(did you mean 'eva_airline__voluntary_date_change', record '1.1.2'?)"
+    )
