@@ -52,9 +52,11 @@ class ScenarioDiff:
     judge: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The diff as JSON: each DB line ``{path, kind, expected, actual, text}``, plus
+        ``final_path`` when the entry sits elsewhere in final_db.json."""
         body = asdict(self)
         for key in ("fields", "records_added", "records_removed"):
-            body[key] = [{**asdict(line), "text": str(line)} for line in getattr(self, key)]
+            body[key] = [_line_json(line) for line in getattr(self, key)]
         return body
 
 
@@ -199,3 +201,8 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         out.append("")
     # argument values and errors come from the sides: each entry stays one visible line
     return "\n".join(one_line(line, None) for line in out)
+
+
+def _line_json(line: DiffLine) -> dict[str, Any]:
+    body = {k: v for k, v in asdict(line).items() if k != "final_path" or v is not None}
+    return {**body, "text": str(line)}

@@ -157,3 +157,23 @@ def test_scenarios_are_chosen_by_name_or_record_id(data_root: Path) -> None:
         "no scenario named 'eva_airline__1_1_2' "
         "(did you mean 'eva_airline__voluntary_date_change', record '1.1.2'?)"
     )
+
+
+def test_diff_paths_are_positions_in_the_files() -> None:
+    from engine.dbdiff import db_diff
+    from engine.model import HashRules
+
+    rules = HashRules(("session",), ("bookings",))
+    a = {"journey_id": "A", "status": "confirmed", "seat": "21A"}
+    b = {"journey_id": "B", "status": "confirmed", "seat": "14C"}
+    expected = {"res": {"Z": {"bookings": [a, b]}}}
+    final = {"res": {"Z": {"bookings": [b, {**a, "status": "cancelled"}]}}}
+    (line,) = db_diff(expected, final, rules)
+    # before: paths indexed the sorted lists; A is bookings[0] in expected_db.json, [1] in final_db.json
+    assert (line.path, line.final_path) == ("res.Z.bookings[0].status", "res.Z.bookings[1].status")
+    assert str(line) == (
+        "res.Z.bookings[0].status (final_db.json: res.Z.bookings[1].status): "
+        "expected 'confirmed', got 'cancelled'"
+    )
+    assert expected["res"]["Z"]["bookings"][0]["status"] == line.expected
+    assert db_diff(expected, {"res": {"Z": {"bookings": [b, a]}}}, rules) == []  # moved, never "missing"
