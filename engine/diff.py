@@ -50,6 +50,7 @@ class ScenarioDiff:
     actions: list[dict[str, Any]] = field(default_factory=list)
     assertions: list[dict[str, Any]] = field(default_factory=list)
     judge: dict[str, Any] | None = None
+    gold_path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The diff as JSON: each DB line ``{path, kind, expected, actual, text}``, plus
@@ -82,6 +83,53 @@ def _load_optional(path: Path) -> Any:
         return None
 
 
+def _left_gold_path(sdir: Path) -> str | None:
+    """Against the built-in replay caller (which plays the gold's lines whatever the agent does):
+    where the agent's tool calls first left the gold's, and that later caller lines were out of
+    step. None when the run had no replay caller or no gold (no ``gold_path.json``)."""
+    gold = _load_optional(sdir / "scenario_config" / "gold_path.json")
+    made = _load_optional(sdir / "tool_calls.json")
+    if not isinstance(gold, dict) or not isinstance(made, list):
+        return None
+    ending = set(gold.get("ending_tools") or ())  # hanging up is not a step of the gold path
+    ours = [
+        c
+        for c in made
+        if isinstance(c, dict) and c.get("side", "agent") == "agent" and c.get("name") not in ending
+    ]
+    for i, want in enumerate(gold["tool_calls"]):
+        got = ours[i] if i < len(ours) else None
+        if got is None or got.get("name") != want["name"] or _args(got.get("arguments")) != want["arguments"]:
+            shown = f"{got.get('name')}({_args_text(got.get('arguments'))})" if got else "no call"
+            turn = got.get("turn", want["turn"]) if got else want["turn"]
+            return (
+                f"left the gold path at tool call {i + 1} (agent turn {turn}): gold "
+                f"{want['name']}({_args_text(want['arguments'])}), got {shown}; the replay caller's later "
+                "lines were the gold's, not answers to this agent (a replay-caller run is a conformance "
+                "check, not a score of a model)"
+            )
+    extra = ours[len(gold["tool_calls"]) :]
+    if extra:
+        return f"followed the gold's {len(gold['tool_calls'])} tool calls, then made {len(extra)} more"
+    return "followed the gold path (every gold tool call, in order)"
+
+
+def _args(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _args_text(raw: Any) -> str:
+    value = _args(raw)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v!r}" for k, v in value.items())
+    return str(value)
+
+
 def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
     """Build the :class:`ScenarioDiff` of one scored (scenario, trial) directory."""
     signals = metrics.signals
@@ -105,6 +153,7 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
             "judge_passed": signals.judge_passed,
             "judge_error": signals.judge_error,
         }
+    out.gold_path = _left_gold_path(sdir)
     expected, actual = _load_optional(sdir / "expected_db.json"), _load_optional(sdir / "final_db.json")
     damaged = [
         n
@@ -175,6 +224,8 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         )
         out.append(f"failing signals: {why}{stall}")
         out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
+        if d.gold_path:
+            out.append(f"conversation: {d.gold_path}")
         if d.db_note:
             out.append(f"DB: {d.db_note}")
         elif not (d.fields or d.records_added or d.records_removed):

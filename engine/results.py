@@ -71,6 +71,25 @@ def is_complete(run_dir: Path, scenario_name: str, trial: int, trials: int) -> b
     return record is not None and record.scenario_name == scenario_name and record.trial == trial
 
 
+def gold_path(scenario: Scenario) -> dict[str, Any]:
+    """What a replay caller plays against a model agent, for triage: the gold's agent tool calls
+    ``[{turn, name, arguments}]`` (``turn``: the agent turn, counted from 0) and its caller lines."""
+    calls: list[dict[str, Any]] = []
+    turn = -1
+    assert scenario.gold_trace is not None
+    for step in scenario.gold_trace:
+        if step.kind == "user":
+            turn += 1
+        elif step.kind == "tool_call" and step.side == "agent":
+            calls.append({"turn": max(turn, 0), "name": step.tool, "arguments": dict(step.arguments)})
+    ending = [t.name for t in scenario.tools.tools if t.ends_call == "exit"]
+    return {
+        "tool_calls": calls,
+        "user_lines": list(scenario.gold_trace.lines("user")),
+        "ending_tools": ending,
+    }
+
+
 _GOLD_DBS: dict[int, tuple[Scenario, dict[str, Any] | None]] = {}
 
 
@@ -181,6 +200,9 @@ async def finish_session(
     for fname, text in prompts.items():
         write_text(cfg / fname, text)
     write_json(cfg / "tools.json", tools)
+    (cfg / "gold_path.json").unlink(missing_ok=True)
+    if result.user_backend == "replay" and result.agent_backend != "replay" and scenario.gold_trace:
+        write_json(cfg / "gold_path.json", gold_path(scenario))  # for evalctl diff: where it left the gold
     usage = {role: dict(u) for role, u in result.usage.items()}
     if judge is not None:
         write_json(sdir / "judge_result.json", judge.to_json())
