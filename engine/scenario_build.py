@@ -226,6 +226,23 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         )
         return None
     signals = s.get("success_signals", list(domain.success_signals))
+    diagnostics = domain.plugin.diagnostics if domain.plugin else {}
+    gates = [*dspec.get("gate_diagnostics", []), *s.get("gate_diagnostics", [])]
+    for where, listed in (
+        (ctx.ddoc, dspec.get("gate_diagnostics", [])),
+        (doc, s.get("gate_diagnostics", [])),
+    ):
+        for i, gate in enumerate(listed):
+            if gate not in diagnostics and (where is doc or "gates" not in ctx.reported):
+                message = (
+                    f"{gate!r} is not a diagnostic of domain {domain.name}{did_you_mean(gate, diagnostics)}"
+                )
+                ctx.problems.append(
+                    problem_at(where, ("gate_diagnostics", i), message, name if where is doc else None)
+                )
+    if dspec.get("gate_diagnostics"):
+        ctx.reported.add("gates")
+    signals = [*signals, *(g for g in dict.fromkeys(gates) if g not in signals)]
     values: dict[str, Any] = {}
     for key in ("initial_db", "expected_db", "current_date", "user_db"):
         if key not in dspec or (dspec[key].get("from") == "initial_db" and "initial_db" not in values):
