@@ -151,9 +151,6 @@ def test_place_order_schema_requires_upstream_fields() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the engine coerces inside nested objects only once issue #15's engine part lands"
-)
 def test_string_prices_inside_items_are_coerced_by_the_engine() -> None:
     items = [{"name": "Extra Cheese", "unit_price": "1.50", "quantity": "1"}]
     clean = checked_arguments(restaurant, "PlaceOrderTool", _order(items=items, total_price=1.5))
