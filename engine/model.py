@@ -156,6 +156,9 @@ class Domain:
     #: Spec folders this one extends (``extends:``), searched after ``spec_dir`` for tool tables
     #: and templates.
     parent_dirs: tuple[Path, ...] = ()
+    #: What the agent is handed as its first turn's input when it opens the call (``kickoff:``),
+    #: for scenarios that set none; None: nothing.
+    kickoff: str | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,11 @@ class Scenario:
     #: The key the record id is written under in metrics.json and the session's metadata
     #: (``eva_id`` for specs that say ``eva_id``).
     record_id_key: str = "record_id"
+    #: What the LLM judge compares the agent's answer with (None: ``reference_answer``).
+    judge_reference: Any = None
+    #: Extra variables of each side's prompt template (side -> name -> value), from the domain
+    #: spec's ``template_variables``.
+    template_variables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def eva_id(self) -> str:

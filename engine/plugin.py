@@ -51,6 +51,14 @@ InitStep = Callable[[dict[str, Any], "dict[str, Any] | None", Mapping[str, Any]]
 #: ``(db) -> str``: a domain-specific canonical hash (SHA-256 hex), selected by ``hash_rules.style``.
 HashFunc = Callable[[Mapping[str, Any]], str]
 
+#: ``(record) -> value``: computes one per-scenario value from the scenario's dataset record, for a
+#: domain spec's ``{derive: <name>}`` source (initial DB, expected DB, today's date, a
+#: ``record_fields`` entry such as the offered tools or the success signals, the template
+#: variables, a generated scenario's name). The value must be plain JSON-shaped data; the loader
+#: checks it like the spec key it stands for. Raises KeyError / TypeError / ValueError for a record
+#: it cannot read (reported as a spec problem naming the scenario).
+DeriveFunc = Callable[[Mapping[str, Any]], Any]
+
 
 @dataclass(frozen=True)
 class DiagnosticInputs:
@@ -80,7 +88,9 @@ class DomainPlugin:
     ``sync``: the step run after every successful tool call of a dual-side session (None: no sync);
     ``initialise``: the scenario's set-up step before the first turn (None: none). A domain with a
     sync or set-up step gets deep copies of its DBs per session (both steps may write anywhere);
-    ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``).
+    ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``);
+    ``derive``: name -> function computing a per-scenario value from the dataset record, used by the
+    domain spec's ``{derive: <name>}`` sources (docs/authoring.md, "Values computed from the record").
     """
 
     name: str
@@ -92,6 +102,7 @@ class DomainPlugin:
     sync: SyncStep | None = None
     initialise: InitStep | None = None
     hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
+    derive: Mapping[str, DeriveFunc] = field(default_factory=dict)
     description: str = ""
 
 

@@ -1,5 +1,6 @@
 """Gold-trace replay: run a trace's tool calls on a session view of the initial DB and compare the
-end state with the expected DB.
+end state with the expected DB (or, for a scenario that has none, with its reference answer and DB
+assertions).
 
 ``evalctl validate`` calls :func:`replay_gold` per scenario; a mismatch names the scenario and the
 differing fields (``engine.dbdiff``), and every call is checked against its tool's ``writes``
@@ -18,6 +19,8 @@ from engine.dbhash import db_hash
 from engine.gold import GoldStep, GoldTrace
 from engine.model import Scenario, ToolTable
 from engine.plugin import SyncStep
+from engine.scoring.action_match import is_action_match
+from engine.scoring.predicates import evaluate_db_state_assertion
 from engine.tools.runtime import ToolOutcome, ToolRuntime
 from engine.tools.writeset import changed_outside, session_view, snapshot_owned
 
@@ -118,13 +121,50 @@ def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
     )
 
 
+def _against_references(scenario: Scenario) -> ReplayOutcome:
+    """A gold replay for a scenario without an expected DB: checked against what the scenario is
+    scored on instead. ``ok`` when every gold call succeeds, the gold's write actions match
+    ``reference_answer`` (when it has one), every ``db_state_assertions`` item passes on the end
+    state and no call changed what its tool did not declare; ``error`` lists what failed."""
+    if scenario.reference_answer is None and not scenario.db_state_assertions:
+        error = "no expected DB, reference answer or DB assertions to replay against"
+        return ReplayOutcome(scenario.name, False, None, None, error=error)
+    run = replay_scenario(scenario, audit=True)
+    notes = [
+        f"gold call {step.tool} failed: {res.get('error_type')}: {res.get('message')}"
+        for step, res in run.responses
+        if res.get("status") != "success"
+    ]
+    if scenario.reference_answer is not None:
+        matched = is_action_match(scenario.reference_answer, run.actions, scenario.match_options)
+        if matched is not True:
+            notes.append("the gold's write actions do not match the reference answer")
+    predicates = scenario.domain.plugin.predicates if scenario.domain.plugin else {}
+    for assertion in scenario.db_state_assertions:
+        verdict = evaluate_db_state_assertion(predicates, assertion, run.db, run.user_db)
+        if not verdict["passed"]:
+            why = f" ({verdict['error']})" if "error" in verdict else ""
+            notes.append(
+                f"assertion {verdict['func_name']}({verdict['arguments']}) gave {verdict['actual']!r}, "
+                f"expected {verdict['assert_value']!r}{why}"
+            )
+    if run.undeclared:
+        notes.append(f"tools changed what their 'writes' do not declare: {'; '.join(run.undeclared[:5])}")
+    actual = db_hash(run.db, scenario.domain.hash_rules)
+    return ReplayOutcome(
+        scenario.name, not notes, actual, None, (), len(run.outcomes), " | ".join(notes) or None
+    )
+
+
 def replay_gold(scenario: Scenario) -> ReplayOutcome:
     """Replay ``scenario.gold_trace`` onto its initial DB and compare with ``expected_db``;
-    every call is audited against its ``writes`` declaration."""
+    every call is audited against its ``writes`` declaration. A scenario without an expected DB
+    is checked against its reference answer and DB assertions instead (:func:`_against_references`)."""
     rules = scenario.domain.hash_rules
-    if scenario.gold_trace is None or scenario.expected_db is None:
-        missing = "gold trace" if scenario.gold_trace is None else "expected DB"
-        return ReplayOutcome(scenario.name, False, None, None, error=f"no {missing} to replay against")
+    if scenario.gold_trace is None:
+        return ReplayOutcome(scenario.name, False, None, None, error="no gold trace to replay against")
+    if scenario.expected_db is None:
+        return _against_references(scenario)
     run = replay_scenario(scenario, audit=True)
     actual, expected = db_hash(run.db, rules), db_hash(scenario.expected_db, rules)
     lines = () if actual == expected else tuple(db_diff(scenario.expected_db, run.db, rules))
