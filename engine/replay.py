@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from engine.dbdiff import DiffLine, db_diff
 from engine.dbhash import db_hash
@@ -46,7 +46,9 @@ class ReplayOutcome:
     expected DB's (SHA-256 hex both) and no call changed what its tool did not declare; ``lines``
     hold the differing fields when not; ``error`` says why no replay was possible (no gold trace or
     no expected DB), names the tools the gold calls that the tool table does not declare, or the
-    undeclared writes."""
+    undeclared writes. ``against`` is what the end state was checked with: ``expected_db``, or
+    ``references`` (no expected DB: the reference answer and DB assertions, with ``error`` listing
+    what failed)."""
 
     scenario_name: str
     ok: bool
@@ -55,6 +57,7 @@ class ReplayOutcome:
     lines: tuple[DiffLine, ...] = ()
     tool_calls: int = 0
     error: str | None = None
+    against: Literal["expected_db", "references"] = "expected_db"
 
 
 def _audited_call(runtime: ToolRuntime, step: GoldStep, run: ReplayRun) -> ToolOutcome:
@@ -128,7 +131,7 @@ def _against_references(scenario: Scenario) -> ReplayOutcome:
     state and no call changed what its tool did not declare; ``error`` lists what failed."""
     if scenario.reference_answer is None and not scenario.db_state_assertions:
         error = "no expected DB, reference answer or DB assertions to replay against"
-        return ReplayOutcome(scenario.name, False, None, None, error=error)
+        return ReplayOutcome(scenario.name, False, None, None, error=error, against="references")
     run = replay_scenario(scenario, audit=True)
     notes = [
         f"gold call {step.tool} failed: {res.get('error_type')}: {res.get('message')}"
@@ -152,7 +155,7 @@ def _against_references(scenario: Scenario) -> ReplayOutcome:
         notes.append(f"tools changed what their 'writes' do not declare: {'; '.join(run.undeclared[:5])}")
     actual = db_hash(run.db, scenario.domain.hash_rules)
     return ReplayOutcome(
-        scenario.name, not notes, actual, None, (), len(run.outcomes), " | ".join(notes) or None
+        scenario.name, not notes, actual, None, (), len(run.outcomes), " | ".join(notes) or None, "references"
     )
 
 

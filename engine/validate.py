@@ -45,9 +45,9 @@ class ValidationReport:
         for r in self.replay_failures:
             where = self.sources.get(r.scenario_name, self.spec_dir)
             problem = (
-                "gold replay failed, the final DB differs from the expected one"
-                if r.expected_hash is not None or r.actual_hash is None
-                else "gold replay failed, its end state does not satisfy the scenario's references"
+                "gold replay failed, its end state does not satisfy the scenario's references"
+                if r.against == "references"
+                else "gold replay failed, the final DB differs from the expected one"
             )
             out.append(f"{where}: $: {problem} [{r.scenario_name}]")
             if r.error:

@@ -309,3 +309,23 @@ async def test_the_agent_opens_with_the_kickoff_and_the_caller_answers(counter) 
     spoken = [(e["role"], e["content"]) for e in result.transcript if e["type"] == "utterance"]
     assert spoken[:2] == [("agent", "Counter, hello."), ("user", "Two teas, please.")]
     assert result.final_db == {"stock": {"tea": 1, "jam": 1}}
+
+
+def test_without_an_expected_db_the_gold_is_checked_against_the_references(counter) -> None:
+    spec, data, plugins = counter
+    _write(spec, "expected_db: {derive: expected}\n", "")
+    report = validate_specs(spec, data, plugins=plugins)
+    assert report.ok and [r.ok for r in report.replay] == [True, True], report.lines()
+    records = [_record("C1", sale={"item": "jam", "count": 2})]  # the gold sells more jam than there is
+    (data / "counter-1.0" / "records.json").write_text(json.dumps(records), encoding="utf-8")
+    report = validate_specs(spec, data, plugins=plugins)
+    (outcome,) = report.replay
+    assert not outcome.ok and outcome.expected_hash is None
+    assert outcome.error == "gold call sell failed: out_of_stock: not enough left | " + (
+        "the gold's write actions do not match the reference answer"
+    )
+    lines = "\n".join(report.lines())
+    assert "its end state does not satisfy the scenario's references [counter__c1]" in lines
+    _write(spec, "  reference_answer: {derive: reference}\n", "")
+    (outcome,) = validate_specs(spec, data, plugins=plugins).replay
+    assert outcome.error == "no expected DB, reference answer or DB assertions to replay against"

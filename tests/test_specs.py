@@ -245,7 +245,9 @@ def test_validation_report_lines() -> None:
     bad = ValidationReport("specs/x", scenarios=2, prompts=4, sources={"x__b": "specs/x/scenarios/b.yaml:1"})
     bad.replay = [
         SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None),
-        SimpleNamespace(ok=False, scenario_name="x__b", lines=["refunds.R1: missing"], error=None),
+        SimpleNamespace(
+            ok=False, scenario_name="x__b", lines=["refunds.R1: missing"], error=None, against="expected_db"
+        ),
     ]
     assert not bad.ok
     assert bad.lines()[:2] == [
