@@ -153,6 +153,9 @@ class Domain:
     #: Spec folders this one extends (``extends:``), searched after ``spec_dir`` for tool tables
     #: and templates.
     parent_dirs: tuple[Path, ...] = ()
+    #: What the agent is handed as its first turn's input when it opens the call (``kickoff:``),
+    #: for scenarios that set none; None: nothing.
+    kickoff: str | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +211,11 @@ class Scenario:
     #: The key the record id is written under in metrics.json and the session's metadata
     #: (``eva_id`` for specs that say ``eva_id``).
     record_id_key: str = "record_id"
+    #: What the LLM judge compares the agent's answer with (None: ``reference_answer``).
+    judge_reference: Any = None
+    #: Extra variables of each side's prompt template (side -> name -> value), from the domain
+    #: spec's ``template_variables``.
+    template_variables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def eva_id(self) -> str:
@@ -341,6 +349,15 @@ class DiagnosticInputs:
 Diagnostic = Callable[[DiagnosticInputs], Any]
 
 
+#: ``(record) -> value``: computes one per-scenario value from the scenario's dataset record, for a
+#: domain spec's ``{derive: <name>}`` source (initial DB, expected DB, today's date, a
+#: ``record_fields`` entry such as the offered tools or the success signals, the template
+#: variables, a generated scenario's name). The value must be plain JSON-shaped data; the loader
+#: checks it like the spec key it stands for. Raises KeyError / TypeError / ValueError for a record
+#: it cannot read (reported as a spec problem naming the scenario).
+DeriveFunc = Callable[[Mapping[str, Any]], Any]
+
+
 @dataclass(frozen=True)
 class DomainPlugin:
     """Everything domain-specific the engine runs: handlers and the rules around them.
@@ -353,7 +370,9 @@ class DomainPlugin:
     ``sync``: the step run after every successful tool call of a dual-side session (None: no sync);
     ``initialise``: the scenario's set-up step before the first turn (None: none). A domain with a
     sync or set-up step gets deep copies of its DBs per session (both steps may write anywhere);
-    ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``).
+    ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``);
+    ``derive``: name -> function computing a per-scenario value from the dataset record, used by the
+    domain spec's ``{derive: <name>}`` sources (docs/authoring.md, "Values computed from the record").
     """
 
     name: str
@@ -365,6 +384,7 @@ class DomainPlugin:
     sync: SyncStep | None = None
     initialise: InitStep | None = None
     hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
+    derive: Mapping[str, DeriveFunc] = field(default_factory=dict)
     description: str = ""
 
 

@@ -14,6 +14,7 @@ diagnostics read a Scenario, so they share one module); this is where domain pac
 from __future__ import annotations
 
 from engine.model import (
+    DeriveFunc,
     Diagnostic,
     DiagnosticInputs,
     DomainPlugin,
@@ -27,6 +28,7 @@ from engine.model import (
 )
 
 __all__ = [
+    "DeriveFunc",
     "Diagnostic",
     "DiagnosticInputs",
     "DomainPlugin",

@@ -179,7 +179,8 @@ def template_problem(
 
 
 def render(scenario: Scenario, side: str, **extra: Any) -> str:
-    """Render the domain template for ``side`` (agent, user, judge...) with ``context`` + ``extra``.
+    """Render the domain template for ``side`` (agent, user, judge...) with ``context``, the
+    scenario's own variables for that side (``template_variables``) and ``extra``.
 
     Raises SpecError (template file, line, scenario) for a missing template, a syntax error or
     an undefined variable.
@@ -199,7 +200,8 @@ def render(scenario: Scenario, side: str, **extra: Any) -> str:
         )
     search_path = _search_path(scenario)
     try:
-        variables = {**context(scenario), **{k: plain(v) for k, v in extra.items()}}
+        own = scenario.template_variables.get(side) or {}
+        variables = {**context(scenario), **plain(own), **{k: plain(v) for k, v in extra.items()}}
         return environment(search_path).get_template(template).render(**variables)
     except jinja2.TemplateNotFound as err:
         raise SpecError(

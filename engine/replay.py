@@ -1,5 +1,6 @@
 """Gold-trace replay: run a trace's tool calls on a session view of the initial DB and compare the
-end state with the expected DB.
+end state with the expected DB (or, for a scenario that has none, with its reference answer and DB
+assertions).
 
 ``evalctl validate`` calls :func:`replay_gold` per scenario; a mismatch names the scenario and the
 differing fields (``engine.dbdiff``), and every call is checked against its tool's ``writes``
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from engine.dbdiff import DiffLine, db_diff
 from engine.dbhash import db_hash
@@ -45,7 +46,9 @@ class ReplayOutcome:
     expected DB's (SHA-256 hex both) and no call changed what its tool did not declare; ``lines``
     hold the differing fields when not; ``error`` says why no replay was possible (no gold trace or
     no expected DB), names the tools the gold calls that the tool table does not declare, or the
-    undeclared writes."""
+    undeclared writes. ``against`` is what the end state was checked with: ``expected_db``, or
+    ``references`` (no expected DB: the reference answer and DB assertions, with ``error`` listing
+    what failed)."""
 
     scenario_name: str
     ok: bool
@@ -54,6 +57,7 @@ class ReplayOutcome:
     lines: tuple[DiffLine, ...] = ()
     tool_calls: int = 0
     error: str | None = None
+    against: Literal["expected_db", "references"] = "expected_db"
 
 
 def _audited_call(runtime: ToolRuntime, step: GoldStep, run: ReplayRun) -> ToolOutcome:
@@ -140,13 +144,38 @@ def gold_signal_failures(scenario: Scenario, run: ReplayRun) -> list[str]:
     return out
 
 
+def _against_references(scenario: Scenario) -> ReplayOutcome:
+    """A gold replay for a scenario without an expected DB: checked against what the scenario is
+    scored on instead. ``ok`` when every gold call succeeds, the gold's write actions match
+    ``reference_answer`` (when it has one), every ``db_state_assertions`` item passes on the end
+    state and no call changed what its tool did not declare; ``error`` lists what failed."""
+    if scenario.reference_answer is None and not scenario.db_state_assertions:
+        error = "no expected DB, reference answer or DB assertions to replay against"
+        return ReplayOutcome(scenario.name, False, None, None, error=error, against="references")
+    run = replay_scenario(scenario, audit=True)
+    notes = [
+        f"gold call {step.tool} failed: {res.get('error_type')}: {res.get('message')}"
+        for step, res in run.responses
+        if res.get("status") != "success"
+    ]
+    notes += gold_signal_failures(scenario, run)
+    if run.undeclared:
+        notes.append(f"tools changed what their 'writes' do not declare: {'; '.join(run.undeclared[:5])}")
+    actual = db_hash(run.db, scenario.domain.hash_rules)
+    return ReplayOutcome(
+        scenario.name, not notes, actual, None, (), len(run.outcomes), " | ".join(notes) or None, "references"
+    )
+
+
 def replay_gold(scenario: Scenario) -> ReplayOutcome:
     """Replay ``scenario.gold_trace`` onto its initial DB and compare with ``expected_db``;
-    every call is audited against its ``writes`` declaration."""
+    every call is audited against its ``writes`` declaration. A scenario without an expected DB
+    is checked against its reference answer and DB assertions instead (:func:`_against_references`)."""
     rules = scenario.domain.hash_rules
-    if scenario.gold_trace is None or scenario.expected_db is None:
-        missing = "gold trace" if scenario.gold_trace is None else "expected DB"
-        return ReplayOutcome(scenario.name, False, None, None, error=f"no {missing} to replay against")
+    if scenario.gold_trace is None:
+        return ReplayOutcome(scenario.name, False, None, None, error="no gold trace to replay against")
+    if scenario.expected_db is None:
+        return _against_references(scenario)
     run = replay_scenario(scenario, audit=True)
     actual, expected = db_hash(run.db, rules), db_hash(scenario.expected_db, rules)
     lines = () if actual == expected else tuple(db_diff(scenario.expected_db, run.db, rules))

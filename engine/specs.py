@@ -8,7 +8,6 @@ carries every problem found; nothing is skipped. Dataset files are parsed once p
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from engine.plugin import DomainPlugin, Plugins
 from engine.render import check_templates
 from engine.safepaths import outside_problem
 from engine.scenario_build import BuildContext, build_scenario
+from engine.scenario_gen import generated_docs
 from engine.tools.harness import HARNESS_HANDLERS
 from engine.toolspecs import build_tool_table, function_schemas
 from engine.validation import check_signals, did_you_mean, problem_at, schema_problems
@@ -308,6 +308,7 @@ def _build_domain(
         tools=tools or ToolTable(()),
         language=d.get("language", "en"),
         user_speaks_first=d.get("user_speaks_first", True),
+        kickoff=d.get("kickoff"),
         source=SourceRef(doc.file, 1),
         extra={"spec": d},
         plugin=plugin,
@@ -347,61 +348,6 @@ def _releases(ddoc: YamlDoc) -> set[str]:
     paths.append(d["policy"].get("file", ""))
     paths.extend(d["policy"].get("files", []))
     return {p.split("/")[0] for p in paths if p}
-
-
-def _record_id(doc: YamlDoc) -> str | None:
-    value = doc.data.get("id", doc.data.get("eva_id"))
-    return value if isinstance(value, str) else None
-
-
-def _generated_docs(
-    ddoc: YamlDoc, data: DataFiles, files: list[YamlDoc], problems: list[Problem]
-) -> list[YamlDoc]:
-    """One scenario doc per dataset record (or per id of ``scenarios.ids``), in that order; a
-    scenario file naming the same id takes the generated one's place, and files naming other ids
-    follow. Generated docs are located at the ``scenarios`` line of domain.yaml."""
-    spec = ddoc.data["scenarios"]
-    try:
-        records = data.dataset(ddoc.data["dataset"])
-    except (OSError, ValueError):
-        return files  # reported once by the scenario builder
-    ids: list[str] = list(records)
-    if "ids" in spec:
-        rel = spec["ids"]["file"]
-        try:
-            listed = resolve_pointer(data.file(rel), spec["ids"]["pointer"])
-            if not isinstance(listed, list):
-                raise KeyError(spec["ids"]["pointer"])
-            ids = [str(i) for i in listed]
-        except (OSError, ValueError) as err:
-            problems.append(problem_at(ddoc, ("scenarios", "ids", "file"), read_error(rel, data.root, err)))
-            return files
-        except KeyError:
-            message = f"{rel} has no list at {spec['ids']['pointer']}"
-            problems.append(problem_at(ddoc, ("scenarios", "ids", "pointer"), message))
-            return files
-    by_id = {rid: doc for doc in files if (rid := _record_id(doc)) is not None}
-    at = ddoc.line(("scenarios",))
-    out: list[YamlDoc] = []
-    for rid in ids:
-        if rid in by_id:
-            out.append(by_id.pop(rid))
-            continue
-        description = f"Dataset record {rid}"
-        if "description" in spec:
-            try:
-                text = resolve_pointer(records.get(rid, {}), spec["description"])
-                first = str(text).strip().splitlines()[0].strip() if str(text).strip() else ""
-                description = first[:200] or description
-            except KeyError:
-                pass
-        name = spec["name"].replace("{id}", re.sub(r"[^A-Za-z0-9_]", "_", rid))
-        doc = YamlDoc(ddoc.file, {"name": name, "id": rid, "description": description}, {(): at})
-        found = schema_problems(doc, "scenario", name)
-        problems.extend(found)
-        if not found:
-            out.append(doc)
-    return out + [d for d in files if _record_id(d) in by_id]
 
 
 def load_domain(
@@ -453,7 +399,7 @@ def load_domain(
         raise SpecError(problems)
     domain, ddoc = built
     if "scenarios" in ddoc.data:
-        docs = _generated_docs(ddoc, data, docs, problems)
+        docs = generated_docs(ddoc, data, docs, problems, domain.plugin)
     if not docs and not problems:
         problems.append(
             Problem(display_path(spec_path / SCENARIO_DIR), 0, "$", "no scenario files (*.yaml) found")

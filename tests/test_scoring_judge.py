@@ -150,3 +150,35 @@ def test_a_domain_judge_template_in_the_spec_dir_is_the_one_rendered(sc, tmp_pat
     domain = replace(sc.domain, spec_dir=tmp_path, templates={**sc.domain.templates, "judge": "judge.md.j2"})
     prompt = render_judge_prompt(replace(sc, domain=domain), session(sc, None))
     assert prompt == f"OWN JUDGE for {sc.name}: 2\n"
+
+
+
+def test_the_judge_sees_every_tool_call_with_its_result(sc):
+    from engine.scoring.judge import MAX_JUDGE_TOOL_CALLS, MAX_JUDGE_TOOL_TEXT
+
+    quiet = render_judge_prompt(sc, session(sc, None))
+    assert "```\n\n## Conversation" in quiet and "## Every tool call" not in quiet  # no calls, no section
+    long = {"pnr": "x" * 5000}
+    calls = [
+        {"name": "get_reservation", "arguments": '{"confirmation_number": ', "result": {"status": "error"}},
+        {"name": "get_reservation", "arguments": {"confirmation_number": "ZK3FFW"}, "result": long},
+    ]
+    prompt = render_judge_prompt(sc, session(sc, None, tool_calls=calls))
+    first = '1. [agent] get_reservation {"confirmation_number": \n   result: {"status": "error"}\n'
+    assert first in prompt  # arguments as the side sent them, malformed included
+    second = prompt.split("2. [agent] get_reservation ")[1].split("\n\n## Conversation")[0]
+    shown = json.dumps(long)[:MAX_JUDGE_TOOL_TEXT]
+    assert second.endswith(f"   result: {shown}... ({len(json.dumps(long))} chars)")  # a long result is cut
+    many = [{"name": "t", "arguments": {}, "result": {"n": i}, "side": "user"} for i in range(103)]
+    prompt = render_judge_prompt(sc, session(sc, None, tool_calls=many))
+    last = MAX_JUDGE_TOOL_CALLS
+    assert f'{last}. [user] t {{}}\n   result: {{"n": {last - 1}}}\n(3 more call(s) not shown)' in prompt
+
+
+def test_the_judge_compares_with_the_judge_reference_when_there_is_one(sc):
+    reference = [{"action_type": "rebook_flight"}]
+    plain = render_judge_prompt(replace(sc, reference_answer=reference), session(sc, None))
+    assert '"action_type": "rebook_flight"' in plain.split("## What the agent did")[0]
+    both = replace(sc, reference_answer=reference, judge_reference={"answer": "Paris"})
+    expected = render_judge_prompt(both, session(sc, None)).split("## What the agent did")[0]
+    assert '"answer": "Paris"' in expected and "rebook_flight" not in expected

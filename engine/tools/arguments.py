@@ -109,10 +109,13 @@ def shown(value: Any, limit: int = 100) -> str:
 
 
 def _non_finite(value: Any) -> bool:
+    """True when a float anywhere in ``value`` (lists and objects included) is NaN or infinite."""
     if isinstance(value, float):
         return not math.isfinite(value)
     if isinstance(value, list):
         return any(_non_finite(v) for v in value)
+    if isinstance(value, Mapping):
+        return any(_non_finite(v) for v in value.values())
     return False
 
 
@@ -164,7 +167,12 @@ def strict_end(pattern: str) -> str:
 
 
 def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
-    """Lax-mode conversion of one value towards its schema type; unconvertible values pass through."""
+    """Lax-mode conversion of one value towards its schema type; unconvertible values pass through.
+
+    Recurses into arrays (each item by ``items``) and objects (each declared property by
+    ``properties``; keys the schema does not declare are kept as they are), so
+    ``{"items": [{"unit_price": "9.99"}]}`` becomes ``9.99`` at any depth. The depth is bounded by
+    the schema's own nesting."""
     types = _types(schema)
     if value is None or not types:
         return value
@@ -188,6 +196,13 @@ def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
     elif "array" in types and isinstance(value, list | tuple):
         items = schema.get("items")
         return [_coerce(v, items) if isinstance(items, Mapping) else v for v in value]
+    elif "object" in types and isinstance(value, Mapping):
+        props = schema.get("properties")
+        if not isinstance(props, Mapping):
+            return value
+        return {
+            k: _coerce(v, props[k]) if isinstance(props.get(k), Mapping) else v for k, v in value.items()
+        }
     return value
 
 
@@ -305,7 +320,11 @@ class ArgumentChecker:
                 continue
             name = str(err.path[0]) if err.path else "parameter"
             raw = args.get(name) if len(err.path) == 1 else err.instance
-            failures.append((self.order.get(name, len(self.order)), name, raw, _pydantic_message(err)))
+            detail = _pydantic_message(err)
+            if len(err.path) > 1:  # inside an array or object: say where (items[0].unit_price)
+                inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in list(err.path)[1:])
+                detail += f" (at {name}{inner})"
+            failures.append((self.order.get(name, len(self.order)), name, raw, detail))
         if not failures:
             for name, rule in self.rules.items():
                 if rule.upper and isinstance(clean.get(name), str):
