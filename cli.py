@@ -154,6 +154,35 @@ def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
+#: ``evalctl run`` parameters that set a run setting (engine.settings): parameter -> setting(s).
+RUN_SETTINGS: dict[str, tuple[str, ...]] = {
+    "agent": ("agent",),
+    "user": ("user",),
+    "base_url": ("base_url",),
+    "api_key_env": ("api_key_env", "scoring.judge_api_key_env"),
+    "trials": ("trials",),
+    "max_turns": ("max_turns",),
+    "turn_timeout": ("turn_timeout_s",),
+    "max_tool_rounds": ("max_tool_rounds",),
+    "max_tool_calls": ("max_tool_calls_per_turn",),
+    "request_timeout": ("request_timeout_s",),
+    "min_agent_turns": ("scoring.min_agent_turns",),
+    "strict_match": ("scoring.strict_match",),
+    "judge_model": ("scoring.judge_model",),
+    "judge_base_url": ("scoring.judge_base_url",),
+    "judge_threshold": ("scoring.judge_threshold",),
+}
+
+
+def _given(table: dict[str, tuple[str, ...]]) -> frozenset[str]:
+    """The settings the command line gives explicitly (not by default)."""
+    ctx = click.get_current_context()
+    sources = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    return frozenset(
+        s for param, names in table.items() if ctx.get_parameter_source(param) in sources for s in names
+    )
+
+
 @group.command("run")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option(
@@ -252,6 +281,16 @@ def _csv(value: str | None) -> tuple[str, ...]:
 @click.option(
     "--progress/--no-progress", default=None, help="Live display (default: when stderr is a terminal)."
 )
+@click.option(
+    "--keep-errors",
+    is_flag=True,
+    help="With --resume: leave results whose verdict is error as they are (default: run them again).",
+)
+@click.option(
+    "--allow-errors",
+    is_flag=True,
+    help="Exit 0 (or by --fail-under) even when results have the verdict error (default: exit 3).",
+)
 @click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
 def run_cmd(
     spec_dir: str,
@@ -278,6 +317,8 @@ def run_cmd(
     max_tool_rounds: int,
     max_tool_calls: int,
     progress: bool | None,
+    keep_errors: bool,
+    allow_errors: bool,
     replay_latency: float,
 ) -> int:
     """Run the scenarios of SPEC_DIR: a simulated user talks to the agent, the engine runs the
@@ -285,7 +326,11 @@ def run_cmd(
 
     Built-in sides (replay, openai:MODEL) are started on loopback by the run itself; give an
     external side as ws://host:port (protocol: docs/protocol.md). Ctrl-C stops cleanly and keeps
-    the finished results; --resume RUN_DIR completes the rest.
+    the finished results; --resume RUN_DIR completes the rest with the run's own settings.
+
+    Exit codes: 0 done; 1 below --fail-under; 2 bad input; 3 some result has the verdict error
+    (infrastructure failed: no verdict; see --allow-errors), or a model endpoint failed its check;
+    130 interrupted.
 
     \b
     Example:
@@ -297,6 +342,8 @@ def run_cmd(
 
     if scenarios is not None and not _csv(scenarios):
         raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
+    if keep_errors and resume is None:
+        raise UsageError("--keep-errors goes with --resume RUN_DIR")
     opts = RunOptions(
         spec_dir=Path(spec_dir),
         data_root=_path(data_root),
@@ -325,8 +372,10 @@ def run_cmd(
             judge_threshold=judge_threshold,
             judge_api_key_env=api_key_env,
         ),
+        explicit=_given(RUN_SETTINGS),
+        keep_errors=keep_errors,
     )
-    return run(opts, fail_under)
+    return run(opts, fail_under, allow_errors)
 
 
 @group.command("serve")
@@ -374,6 +423,90 @@ def serve_cmd(
         api_key_env=api_key_env,
         request_timeout_s=request_timeout,
     )
+
+
+@group.command("rescore")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option(
+    "--judge-model", default=None, metavar="MODEL", help="Judge with this model (default: the run's)."
+)
+@click.option("--no-judge", is_flag=True, help="Score without a judge (its signals not applicable).")
+@click.option(
+    "--judge-base-url",
+    default=None,
+    metavar="URL",
+    help="OpenAI-compatible judge URL. Default: the run's judge URL, else its --base-url.",
+)
+@click.option(
+    "--judge-threshold", default=None, type=click.FloatRange(0, 1), help="judge_passed = score >= this."
+)
+@click.option("--api-key-env", default=None, metavar="VAR", help="Env variable with the judge's API key.")
+@click.option("--min-agent-turns", default=None, type=click.IntRange(min=0), help="Stalled rule threshold.")
+@click.option("--strict-match/--no-strict-match", default=None, help="Action match strictness.")
+@click.option("--only-errors", is_flag=True, help="Rescore only the results whose verdict is error.")
+@click.option(
+    "--concurrency",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Judge requests at once (default: the run's).",
+)
+@data_root_option
+@click.option(
+    "--fail-under", default=None, type=click.FloatRange(0, 1), metavar="RATE", help="Exit 1 below this rate."
+)
+@click.option("--allow-errors", is_flag=True, help="Exit 0 (or by --fail-under) even with error verdicts.")
+def rescore_cmd(
+    run_dir: str,
+    judge_model: str | None,
+    no_judge: bool,
+    judge_base_url: str | None,
+    judge_threshold: float | None,
+    api_key_env: str | None,
+    min_agent_turns: int | None,
+    strict_match: bool | None,
+    only_errors: bool,
+    concurrency: int | None,
+    data_root: str | None,
+    fail_under: float | None,
+    allow_errors: bool,
+) -> int:
+    """Score the stored sessions of RUN_DIR again, without running any conversation: every
+    signal, the composite, metrics.json and the summaries, with the run's scoring settings changed
+    by the options given. Recorded in run.json; the new scoring settings become the run's.
+
+    Exit codes as `evalctl run`.
+
+    \b
+    Example:
+      evalctl rescore runs/20260101-120000 --judge-model gpt-4.1
+      evalctl rescore runs/20260101-120000 --only-errors
+    """
+    from engine.commands.rescore import rescore
+    from engine.rescoring import RescoreOptions
+
+    if no_judge and (judge_model or judge_base_url):
+        raise UsageError("--no-judge goes without --judge-model / --judge-base-url")
+    changes: dict[str, Any] = {}
+    if no_judge:
+        changes["judge_model"] = None
+    given = {
+        "judge_model": judge_model,
+        "judge_base_url": judge_base_url,
+        "judge_threshold": judge_threshold,
+        "judge_api_key_env": api_key_env,
+        "min_agent_turns": min_agent_turns,
+        "strict_match": strict_match,
+    }
+    changes.update({k: v for k, v in given.items() if v is not None})
+    opts = RescoreOptions(
+        run_dir=Path(run_dir),
+        changes=changes,
+        only_errors=only_errors,
+        concurrency=concurrency,
+        data_root=_path(data_root),
+        argv=tuple(sys.argv[1:]),
+    )
+    return rescore(opts, fail_under, allow_errors)
 
 
 @group.command("diff")

@@ -51,6 +51,8 @@ class ScenarioDiff:
     assertions: list[dict[str, Any]] = field(default_factory=list)
     judge: dict[str, Any] | None = None
     gold_path: str | None = None
+    #: ``source: message`` when the verdict is ``error`` (infrastructure, not the agent).
+    error_cause: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The diff as JSON: each DB line ``{path, kind, expected, actual, text}``, plus
@@ -146,6 +148,7 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
         db_state_match=signals.db_state_match,
         actions=_load_optional(sdir / "actions.json") or [],
         assertions=[v for v in signals.db_state_assertion_verdicts if not v["passed"]],
+        error_cause=str(metrics.error_cause) if metrics.error_cause is not None else None,
     )
     if metrics.judge_model:
         out.judge = {
@@ -192,7 +195,7 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
             names = sorted({m.scenario_name for _, m in rows})
             raise UsageError(f"no scenario named {scenario!r} in {run_dir}{did_you_mean(scenario, names)}")
     else:
-        chosen = [(d, m) for d, m in rows if m.is_successful is False]
+        chosen = [(d, m) for d, m in rows if m.is_successful is False or m.is_error]
     return [explain(d, m) for d, m in chosen]
 
 
@@ -213,8 +216,10 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
     out: list[str] = []
     for d in diffs:
         trial = f" (trial {d.trial})" if d.trial != 1 or any(x.trial != 1 for x in diffs) else ""
-        verdict = {True: "PASS", False: "FAIL"}.get(d.is_successful, str(d.is_successful))
+        verdict = {True: "PASS", False: "FAIL"}.get(d.is_successful, str(d.is_successful).upper())
         out.append(f"== {d.scenario}{trial}: {verdict}")
+        if d.error_cause:
+            out.append(f"no verdict: {d.error_cause} (infrastructure, not the agent; resume or rescore)")
         why = ", ".join(d.failed_signals) or "none"
         stall = (
             f"  [stalled: {d.agent_turns} agent turn{'' if d.agent_turns == 1 else 's'}, "

@@ -19,6 +19,18 @@ class DataRootError(EvalctlError):
     """The data root is missing or lacks a file a spec refers to."""
 
 
+#: The exit code of a run with results that have no verdict (infrastructure failed: a model
+#: endpoint, the user simulator, the judge, the transport), or whose endpoint failed its check.
+INFRASTRUCTURE_EXIT = 3
+
+
+class InfrastructureError(EvalctlError):
+    """Something the run depends on failed before it started (a model endpoint is unreachable,
+    refuses the key or does not answer): no result would have a verdict."""
+
+    exit_code = INFRASTRUCTURE_EXIT
+
+
 class UsageError(EvalctlError):
     """A command was given arguments that cannot work (unknown scenario name, bad option value)."""
 

@@ -272,6 +272,10 @@ class SessionResult:
     ``{role: user|agent|tool|system, type, content, t}`` with ``t`` in seconds since the start.
     ``usage`` maps role (agent, user, judge) to ``{model, prompt_tokens, completion_tokens, calls}``.
     ``duration_s`` is wall time in seconds; ``agent_turns`` counts spoken agent turns.
+    ``error_source`` is set when the session's error is infrastructure's, not the agent's: an
+    ``engine.records.common.ErrorSource`` value (``agent_model``, ``user_simulator``, ``transport``,
+    ``engine``); the result then gets the verdict ``error``. ``ended_at`` is ISO 8601 UTC with
+    milliseconds.
     """
 
     scenario_name: str
@@ -292,6 +296,8 @@ class SessionResult:
     user_backend: str = "replay"
     #: The user-side DB for dual-side domains (None when the domain has none, as in eva_airline).
     user_db: dict[str, Any] | None = None
+    error_source: str | None = None
+    ended_at: str = ""
 
     @property
     def clean_exit(self) -> bool:

@@ -43,7 +43,8 @@ class ScoringOptions:
 class RunOptions:
     """Everything ``evalctl run`` takes. Times in seconds; ``agent`` / ``user`` are backend specs
     (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
-    ``resume`` reuses that run directory and runs only what is not complete there;
+    ``resume`` reuses that run directory and its settings (``engine.settings``) and runs only what
+    has no verdict there (``keep_errors``: not the results whose verdict is ``error``);
     ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
     live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none.
 
@@ -72,3 +73,8 @@ class RunOptions:
     progress: bool | None = None
     quiet: bool = False
     scoring: ScoringOptions = field(default_factory=ScoringOptions)
+    #: Settings given on the command line (``agent``, ``scoring.judge_model``... see
+    #: ``engine.settings``): a resume refuses those that differ from the run's.
+    explicit: frozenset[str] = frozenset()
+    #: Results whose verdict is ``error`` are run again by a resume unless this is set.
+    keep_errors: bool = False

@@ -75,8 +75,12 @@ class Progress:
         elapsed = time.perf_counter() - self.t0
         label = result.scenario_name + (f"#{result.trial}" if self.trials > 1 else "")
         note = f" ({result.error})" if result.error else ""
+        cause = metrics.error_cause if metrics is not None else None
+        if cause is not None and cause.source == "judge":
+            note = f" (judge: {cause.message})"
+        verdict = "PASS" if ok else "ERROR" if cause is not None else "FAIL"
         print(
-            f"[{self.done_count}/{self.total} {elapsed:6.1f}s] {'PASS' if ok else 'FAIL'} {label}"
+            f"[{self.done_count}/{self.total} {elapsed:6.1f}s] {verdict} {label}"
             f" stop={result.stop_reason} turns={result.agent_turns} {result.duration_s:.2f}s{note}",
             file=sys.stderr,
             flush=True,

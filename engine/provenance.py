@@ -3,13 +3,16 @@
 All hashes are SHA-256 hex of file bytes. At most MAX_DATA_FILES files per folder are hashed;
 ``hash_notes`` lists what was left out (the cap, links out of a folder, FIFOs), empty when nothing.
 ``run.json`` (``engine.records.run.RunRecord``) is rewritten by every ``finish_run``; the first
-invocation's record is kept and each later one (a ``--resume``) is appended to ``invocations``, so
-a resumed run still says how it started.
+invocation's record is kept and each later one (a ``--resume``, an ``evalctl rescore``) is
+appended to ``invocations``, so a resumed run still says how it started. An invocation is known by
+its ``id`` (a random hex string), never by its start time: two invocations may start in the same
+millisecond.
 """
 
 from __future__ import annotations
 
 import platform
+import secrets
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -97,6 +100,9 @@ def data_root_changes(files: dict[str, str]) -> list[str]:
 
 
 _INFO_KEYS = (
+    "invocation",
+    "command",
+    "settings",
     "argv",
     "args",
     "spec_dir",
@@ -125,6 +131,11 @@ def _args(run_info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in run_info.items() if k not in _INFO_KEYS}
 
 
+def new_invocation_id() -> str:
+    """A fresh invocation id: 16 random hex digits."""
+    return secrets.token_hex(8)
+
+
 def parse_run_record(body: Any) -> RunRecord | None:
     """The record of a ``run.json`` body; None when it is not one (RecordError)."""
     try:
@@ -148,9 +159,11 @@ def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> RunRecord:
     data_root = run_info.get("data_root")
     notes: list[str] = []
     data_files = hash_tree(Path(data_root), notes=notes) if data_root else {}
-    now = datetime.now(UTC).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="milliseconds")
     argv = _argv(run_info)
     invocation = Invocation(
+        id=str(run_info.get("invocation") or new_invocation_id()),
+        command=str(run_info.get("command") or "run"),
         started_at=run_info.get("started_at"),
         finished_at=run_info.get("finished_at", now),  # None: marked at the start, not finished
         wall_time_s=run_info.get("wall_time_s"),
@@ -160,9 +173,8 @@ def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> RunRecord:
     )
     previous = read_run_record(run_dir)
     selected = list(previous.scenarios) if previous else []  # every invocation's selection
-    earlier = list(previous.invocations) if previous else []
-    if earlier and invocation.started_at and earlier[-1].started_at == invocation.started_at:
-        earlier.pop()  # the same invocation finishing again (e.g. summary after Ctrl-C) replaces itself
+    # the same invocation finishing again (its record at the start, then at the end) replaces itself
+    earlier = [i for i in (previous.invocations if previous else ()) if i.id != invocation.id]
     git = git_commit()
     return RunRecord(
         evalctl_version=__version__,
@@ -176,6 +188,7 @@ def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> RunRecord:
         data_root_changed_from_pins=tuple(data_root_changes(data_files)),
         hash_notes=tuple(notes),  # files left unhashed (cap reached, links out of the root, FIFOs)
         models=run_info.get("models"),
+        settings=run_info.get("settings") or (previous.settings if previous else {}),
         trials=run_info.get("trials"),
         args=invocation.args,
         argv=invocation.argv,

@@ -1,18 +1,17 @@
-"""After a session: score it and write its artifacts; after a run: the summaries.
+"""Scoring a stored session, and the run's summaries.
 
-The runner calls only these functions, so scoring and artifacts can change without touching it:
-
-- ``is_complete(run_dir, scenario_name, trial, trials) -> bool`` — decides what ``--resume`` re-runs;
-- ``await finish_session(run_dir, scenario, result, trials, options) -> MetricsRecord`` — after
-  every session;
+- ``score_session(run_dir, scenario, result, trials, options, judge, superseded) -> MetricsRecord``
+  — the signals, the composite and ``metrics.json`` of a session whose artifacts are stored
+  (``engine.session_files.write_session``), given the judge's outcome (asked by
+  ``engine.scorer.Scorer``, which runs this stage for the runner and ``evalctl rescore``);
+- ``await finish_session(run_dir, scenario, result, trials, options) -> MetricsRecord`` — store,
+  judge and score one session in one call (tests, benchmarks);
 - ``finish_run(run_dir, run_info) -> SummaryRecord`` — at the end of a run, also after Ctrl-C.
 
-Per (scenario, trial) directory (:func:`scenario_dir`), every file written atomically:
-``final_db.json``, ``expected_db.json``, ``actions.json``, ``tool_calls.json``,
-``transcript.jsonl``, ``final_scenario_db_hash.txt``, ``scenario_config/{metadata.json,
-agent_prompt.md, user_prompt.md, tools.json}``, ``judge_result.json`` (judge on) and LAST
-``metrics.json``: its presence (parsing as an ``engine.records.metrics.MetricsRecord`` that names
-this scenario and trial) marks the result complete.
+Per (scenario, trial) directory (``engine.session_files.scenario_dir``) scoring writes
+``judge_result.json`` (judge on) and LAST ``metrics.json``: its presence (parsing as an
+``engine.records.metrics.MetricsRecord`` that names this scenario and trial) marks the result
+complete.
 
 ``run_info`` (a plain dict from the runner; every key optional) — what ``run.json`` and the
 summary need: ``argv`` (list of str), ``args`` (dict of parsed options), ``spec_dir`` (str),
@@ -27,68 +26,32 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from engine import __version__, render
-from engine.artifacts import read_json, write_json, write_jsonl, write_text
+from engine import __version__
+from engine.artifacts import read_json, write_json, write_text
 from engine.dbhash import db_hash
 from engine.errors import UsageError
 from engine.model import Scenario, SessionResult
 from engine.options import ScoringOptions
 from engine.provenance import run_provenance
-from engine.records.metrics import SIGNALS, Breakdown, MetricsRecord, SignalFields, Usage
+from engine.records.common import ErrorCause, ErrorSource, SpentUsage
+from engine.records.metrics import SIGNALS, Breakdown, MetricsRecord, Signal, SignalFields, Usage
+from engine.records.run import RunRecord
 from engine.records.summary import SummaryRecord
 from engine.replay import replay_scenario
 from engine.scoring.composite import compute_composite, stalled_threshold
-from engine.scoring.judge import run_judge
+from engine.scoring.judge import JudgeOutcome, run_judge
 from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import build_summary, render_summary_text
+from engine.session_files import JUDGE_RESULT, METRICS, read_metrics, read_session, write_session
+from engine.session_files import is_complete as is_complete  # re-exported (older callers)
+from engine.session_files import scenario_dir as scenario_dir  # re-exported (older callers)
+from engine.untrusted import one_line
 
 log = logging.getLogger(__name__)
-
-METRICS = "metrics.json"
-
-
-def scenario_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> Path:
-    """Where one (scenario, trial) writes: ``run_dir/<name>``, or ``run_dir/<name>/trial_<k>`` when
-    trials > 1."""
-    return run_dir / scenario_name if trials == 1 else run_dir / scenario_name / f"trial_{trial}"
-
-
-def read_metrics(path: Path) -> MetricsRecord | None:
-    """Parse a ``metrics.json``; None when it is missing, torn or not ours (RecordError)."""
-    try:
-        return MetricsRecord.from_json(read_json(path))
-    except (OSError, ValueError):  # RecordError is a ValueError
-        return None
-
-
-def is_complete(run_dir: Path, scenario_name: str, trial: int, trials: int) -> bool:
-    """True when that (scenario, trial) already has a complete, scored result (used by --resume):
-    its ``metrics.json`` parses and names this scenario and trial."""
-    record = read_metrics(scenario_dir(Path(run_dir), scenario_name, trial, trials) / METRICS)
-    return record is not None and record.scenario_name == scenario_name and record.trial == trial
-
-
-def gold_path(scenario: Scenario) -> dict[str, Any]:
-    """What a replay caller plays against a model agent, for triage: the gold's agent tool calls
-    ``[{turn, name, arguments}]`` (``turn``: the agent turn, counted from 0) and its caller lines."""
-    calls: list[dict[str, Any]] = []
-    turn = -1
-    assert scenario.gold_trace is not None
-    for step in scenario.gold_trace:
-        if step.kind == "user":
-            turn += 1
-        elif step.kind == "tool_call" and step.side == "agent":
-            calls.append({"turn": max(turn, 0), "name": step.tool, "arguments": dict(step.arguments)})
-    ending = [t.name for t in scenario.tools.tools if t.ends_call == "exit"]
-    return {
-        "tool_calls": calls,
-        "user_lines": list(scenario.gold_trace.lines("user")),
-        "ending_tools": ending,
-    }
-
 
 _GOLD_DBS: dict[int, tuple[Scenario, dict[str, Any] | None]] = {}
 
@@ -109,105 +72,57 @@ def gold_db(scenario: Scenario) -> dict[str, Any] | None:
     return db
 
 
-def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str, Any]] | None, str | None]:
-    """Rendered prompts and tool schemas; a rendering failure is recorded, never raised."""
-    try:
-        prompts = {
-            "agent_prompt.md": render.render_agent_prompt(scenario),
-            "user_prompt.md": render.render_user_prompt(scenario),
-        }
-        return prompts, list(render.tool_schemas(scenario)), None
-    except Exception as exc:
-        return {}, scenario.tools.openai_schemas(), f"{type(exc).__name__}: {exc}"
+#: The judge signals: when one of them gates and the judge was asked but failed, nothing can say
+#: whether the agent passed.
+_JUDGE_SIGNALS = (Signal.JUDGE_PASSED, Signal.NL_ASSERTION)
 
 
-def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str | None) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "scenario_name": scenario.name,
-        scenario.record_id_key: scenario.record_id,
-        "domain": scenario.domain.name,
-        "description": scenario.description,
-        "current_date": scenario.current_date,
-        "max_duration_s": scenario.max_duration,
-        "success_signals": list(scenario.success_signals),
-        "expected_db_hash": expected_hash,
-        "hash_rules": {
-            "excluded_keys": list(scenario.domain.hash_rules.excluded_keys),
-            "unordered_lists": list(scenario.domain.hash_rules.unordered_lists),
-        },
-        "db_state_assertions": [dict(a) for a in scenario.db_state_assertions],
-        "nl_assertions": list(scenario.nl_assertions),
-        "reference_answer": scenario.reference_answer,
-        "match_options": dict(scenario.match_options),
-        "source": scenario.source.file,
-        "spec_dir": str(scenario.domain.spec_dir),
-        "data_root": str(scenario.domain.data_root),
-    }
-    if render_error:
-        meta["render_error"] = render_error
-    return meta
+def verdict_error(scenario: Scenario, result: SessionResult, judge: JudgeOutcome | None) -> ErrorCause | None:
+    """Why this result can have no verdict, or None: the session's infrastructure failure
+    (``result.error_source``), else a judge that was asked and failed while one of its signals
+    gates the scenario (``nl_assertion`` only when the scenario has claims)."""
+    if result.error_source:
+        return ErrorCause(result.error_source, one_line(result.error or "session error"))
+    if judge is None or not judge.error:
+        return None
+    gates = set(scenario.success_signals)
+    if Signal.JUDGE_PASSED in gates or (Signal.NL_ASSERTION in gates and scenario.nl_assertions):
+        return ErrorCause(ErrorSource.JUDGE, one_line(judge.error))
+    return None
 
 
-async def finish_session(
-    run_dir: Path, scenario: Scenario, result: SessionResult, trials: int, options: ScoringOptions
+def score_session(
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    options: ScoringOptions,
+    judge: JudgeOutcome | None = None,
+    superseded: tuple[SpentUsage, ...] = (),
 ) -> MetricsRecord:
-    """Score ``result`` and write every per-scenario artifact atomically; returns its metrics.
-
-    ``metrics.json`` is written last. The judge (if ``options.judge_model``) is awaited here; its
-    failures are recorded as N/A, never raised. Raises OSError only when the run directory cannot
-    be written.
-    """
+    """Score a stored session and write ``judge_result.json`` (when ``judge``) and, last,
+    ``metrics.json``; returns the metrics. ``judge`` is the judge's outcome (None: judge off);
+    ``superseded`` the model use this result replaced (see ``engine.session_files.spent_before``).
+    Raises OSError only when the folder cannot be written."""
     sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
-    sdir.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        (sdir / METRICS).unlink()  # a re-run of this slot is incomplete until the new metrics land
-    for stale in [*sdir.glob(".*.tmp"), *sdir.glob("scenario_config/.*.tmp")]:
-        stale.unlink(missing_ok=True)  # temp files left by a killed earlier attempt
-    for optional in ("final_db.json", "final_user_db.json", "expected_db.json", "judge_result.json"):
-        (sdir / optional).unlink(missing_ok=True)  # this attempt may not write them again
-
+    (sdir / METRICS).unlink(missing_ok=True)  # incomplete until the new verdict lands
     rules = scenario.domain.hash_rules
     actual_hash = db_hash(result.final_db, rules) if result.final_db is not None else None
     expected_hash = db_hash(scenario.expected_db, rules) if scenario.expected_db is not None else None
-
-    judge = None
-    if options.judge_model:
-        judge = await run_judge(scenario, result, options)
-
     inputs = SignalInputs(
         scenario, result, options.strict_match, actual_hash, expected_hash, judge, gold_db(scenario)
     )
     values, fields = compute_signals(inputs)
+    cause = verdict_error(scenario, result, judge)
     min_turns = stalled_threshold(options.min_agent_turns, scenario.gold_trace)
-    stalled = result.agent_turns < min_turns
-    comp = compute_composite(values, scenario.success_signals, stalled)
-
-    if result.final_db is not None:
-        write_json(sdir / "final_db.json", result.final_db)
-    if scenario.expected_db is not None:
-        write_json(sdir / "expected_db.json", scenario.expected_db)
-    write_json(sdir / "actions.json", result.actions)
-    write_json(sdir / "tool_calls.json", result.tool_calls)
-    write_jsonl(sdir / "transcript.jsonl", result.transcript)
-    hash_lines = f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n"
-    if result.user_db is not None:  # dual-side domains: recorded, never scored
-        hash_lines += f"user_db_hash: {db_hash(result.user_db, rules)}\n"
-        write_json(sdir / "final_user_db.json", result.user_db)
-    write_text(sdir / "final_scenario_db_hash.txt", hash_lines)
-    prompts, tools, render_error = _rendered_config(scenario)
-    cfg = sdir / "scenario_config"
-    write_json(cfg / "metadata.json", _metadata(scenario, expected_hash, render_error))
-    for fname, text in prompts.items():
-        write_text(cfg / fname, text)
-    write_json(cfg / "tools.json", tools)
-    (cfg / "gold_path.json").unlink(missing_ok=True)
-    if result.user_backend == "replay" and result.agent_backend != "replay" and scenario.gold_trace:
-        write_json(cfg / "gold_path.json", gold_path(scenario))  # for evalctl diff: where it left the gold
+    stalled = cause is None and result.agent_turns < min_turns
+    comp = compute_composite(values, scenario.success_signals, stalled, error=cause is not None)
     usage = {role: dict(u) for role, u in result.usage.items()}
     if judge is not None:
-        write_json(sdir / "judge_result.json", judge.to_json())
+        write_json(sdir / JUDGE_RESULT, judge.to_json())
         usage["judge"] = dict(judge.usage)
-
+    else:
+        (sdir / JUDGE_RESULT).unlink(missing_ok=True)
     metrics = MetricsRecord(
         scenario_name=scenario.name,
         record_id=scenario.record_id,
@@ -215,9 +130,10 @@ async def finish_session(
         trial=result.trial,
         is_successful=comp.is_successful,
         is_task_successful=comp.is_task_successful,
+        error_cause=cause,
         success_breakdown=Breakdown.from_json(comp.breakdown),
         success_signals=tuple(scenario.success_signals),
-        stalled=stalled,
+        stalled=comp.stalled,
         min_agent_turns=min_turns,
         stop_reason=result.stop_reason,
         signals=SignalFields.from_outputs(fields, tuple(n for n in values if n not in SIGNALS)),
@@ -232,15 +148,27 @@ async def finish_session(
         engine_time_s=round(result.engine_time_s, 6),
         agent_backend=result.agent_backend,
         user_backend=result.user_backend,
-        usage={role: Usage.from_json(u) for role, u in usage.items()},
+        usage={role: Usage.from_json(u) for role, u in usage.items() if u},
         judge_model=judge.model if judge else None,
         judge_prompt_sha256=judge.prompt_sha256 if judge else None,
         error=result.error,
         evalctl_version=__version__,
         record_id_key=scenario.record_id_key,
+        superseded_usage=superseded,
     )
     write_json(sdir / METRICS, metrics.to_json())
     return metrics
+
+
+async def finish_session(
+    run_dir: Path, scenario: Scenario, result: SessionResult, trials: int, options: ScoringOptions
+) -> MetricsRecord:
+    """Store, judge (when ``options.judge_model``) and score one session in one call; returns its
+    metrics. Judge failures are recorded, never raised. Raises OSError only when the run directory
+    cannot be written."""
+    write_session(run_dir, scenario, result, trials, invocation="")
+    judge = await run_judge(scenario, result, options) if options.judge_model else None
+    return score_session(run_dir, scenario, result, trials, options, judge)
 
 
 def scored_dirs(run_dir: Path) -> list[tuple[Path, MetricsRecord]]:
@@ -293,19 +221,50 @@ def _with_defaults(run_dir: Path, metrics: list[MetricsRecord], run_info: dict[s
     return info
 
 
+def _instant(text: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+def wall_time(run_dir: Path, record: RunRecord) -> float | None:
+    """Seconds of every invocation of the run, summed: each one's ``wall_time_s``; for one that was
+    killed (none recorded), from its start to the end of the last session it stored (its
+    ``session.json`` records name it). None when no invocation says."""
+    ends: dict[str, datetime] = {}
+    for path in [*run_dir.glob("*/session.json"), *run_dir.glob("*/trial_*/session.json")]:
+        session = read_session(path.parent)
+        end = _instant(session.ended_at) if session is not None else None
+        if session is not None and end is not None:
+            ends[session.invocation] = max(end, ends.get(session.invocation, end))
+    total, known = 0.0, False
+    for inv in record.invocations:
+        if inv.wall_time_s is not None:
+            total, known = total + inv.wall_time_s, True
+            continue
+        start = _instant(inv.started_at)
+        if start is not None and inv.id in ends:
+            total, known = total + max(0.0, (ends[inv.id] - start).total_seconds()), True
+    return round(total, 3) if known else None
+
+
 def finish_run(run_dir: Path, run_info: dict[str, Any]) -> SummaryRecord:
     """Recompute the run summary over every scenario directory in ``run_dir`` and write
     ``all_summary.txt``, ``summary.json`` and ``run.json``; returns the summary.
 
     Safe to call repeatedly (after a resume, after Ctrl-C): results are read from disk, each
-    (scenario, trial) counted once.
+    (scenario, trial) counted once. The summary's wall time covers every invocation of the run
+    (:func:`wall_time`).
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     metrics = load_run_metrics(run_dir)
     run_info = _with_defaults(run_dir, metrics, run_info)
-    summary = build_summary(metrics, run_info, run_dir=str(run_dir))
-    write_json(run_dir / "run.json", run_provenance(run_dir, run_info).to_json())
+    record = run_provenance(run_dir, run_info)
+    write_json(run_dir / "run.json", record.to_json())
+    totals = {"wall_time_s": wall_time(run_dir, record), "invocations": len(record.invocations)}
+    summary = build_summary(metrics, {**run_info, **totals}, run_dir=str(run_dir))
     write_json(run_dir / "summary.json", summary.to_json())
     write_text(run_dir / "all_summary.txt", render_summary_text(summary, title=str(run_dir)))
     return summary

@@ -2,15 +2,24 @@
 one directory, what a resumed run selected.
 
 A run directory holds one run: ``run.json`` (written at the start, so a run killed early can be
-resumed) and one folder per scenario. ``--resume`` needs such a directory and its ``--trials``.
+resumed) and one folder per scenario. ``--resume`` needs such a directory. The process working in
+it holds its lock (:func:`lock_run_dir`), so two processes never write one run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock (evalctl targets Linux and macOS)
+    fcntl = None  # type: ignore[assignment]
 
 from engine import results
 from engine.artifacts import read_json, write_json
@@ -100,7 +109,7 @@ def check_run_dir(run_dir: Path, resume: bool, trials: int) -> tuple[str, ...]:
     except (OSError, ValueError):
         body = None
     recorded = parse_run_record(body)  # None for a run.json that is not a run record
-    is_run = isinstance(body, dict) or (run_dir.is_dir() and bool(results.scored_dirs(run_dir)))
+    is_run = holds_a_run(run_dir, body)
     if not resume:
         if is_run:
             raise UsageError(
@@ -120,6 +129,17 @@ def check_run_dir(run_dir: Path, resume: bool, trials: int) -> tuple[str, ...]:
     return recorded.scenarios
 
 
+def holds_a_run(run_dir: Path, body: Any = None) -> bool:
+    """Whether ``run_dir`` holds an evalctl run: a ``run.json`` object (``body``, read when None)
+    or scored results."""
+    if body is None:
+        try:
+            body = read_json(run_dir / "run.json")
+        except (OSError, ValueError):
+            body = None
+    return isinstance(body, dict) or (run_dir.is_dir() and bool(results.scored_dirs(run_dir)))
+
+
 def recorded_selection(loaded: Any, names: tuple[str, ...], run_dir: Path) -> list[Scenario]:
     """The scenarios a resumed run selected; UsageError naming the run's spec dir when the given
     spec dir does not hold them (a resume with the wrong SPEC_DIR)."""
@@ -133,3 +153,37 @@ def recorded_selection(loaded: Any, names: tuple[str, ...], run_dir: Path) -> li
             f"is not in {loaded.domain.spec_dir}; resume it with that spec dir"
         )
     return select_scenarios(loaded.scenarios, names, None)
+
+
+#: The lock file of a run directory: held (``fcntl.flock``) by the process running in it.
+LOCK_FILE = ".evalctl.lock"
+
+
+@contextlib.contextmanager
+def lock_run_dir(run_dir: Path) -> Iterator[None]:
+    """Hold the run directory's lock (an exclusive ``flock`` on :data:`LOCK_FILE`, which also
+    names the holder's pid) for the ``with`` block: one ``evalctl run``, resume or rescore per
+    folder at a time. The lock goes with the process, however it ends (even SIGKILL). Raises
+    UsageError (one line) when another process holds it, EvalctlError when the folder cannot be
+    written."""
+    path = Path(run_dir) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise EvalctlError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                who = f" (pid {holder})" if holder.isdigit() else ""
+                raise UsageError(
+                    f"{run_dir} is in use by another evalctl process{who}: one run per output folder; "
+                    "wait for it to end or choose another --output-dir"
+                ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock; the file stays (removing it would race with the next locker)

@@ -1,10 +1,15 @@
-"""Run many scenarios: built-in sides, bounded concurrency, scoring hand-off, progress, Ctrl-C.
+"""Run many scenarios: built-in sides, bounded concurrency, the scoring stage, progress, Ctrl-C.
 
-``evalctl run`` calls :func:`run_cli`. One built-in side server per role serves every session of
-the run (127.0.0.1, ephemeral port); an external side is given as ``ws://host:port``. Each
-(scenario, trial) is one session with its own deep-copied DB; a failing session never stops the
-others. After each session the runner calls ``engine.results.finish_session`` (scoring and
-artifacts), and at the end, also after Ctrl-C, ``engine.results.finish_run`` (the summary).
+``evalctl run`` calls :func:`run_cli`. Before anything is written the run checks its input, the
+open-file limit against its concurrency (``engine.oslimits``) and each ``openai:`` endpoint
+(``engine.backends.probe``); then it locks its directory for its whole life
+(``engine.rundir.lock_run_dir``). One built-in side server per role serves every session of the
+run (127.0.0.1, ephemeral port); an external side is given as ``ws://host:port``. Each (scenario,
+trial) is one session with its own DB; a failing session never stops the others. As soon as a
+session ends its artifacts are stored, then the scoring stage (``engine.scorer.Scorer``, the judge
+included, with the run's concurrency) gives its verdict; at the end, also after Ctrl-C,
+``engine.results.finish_run`` writes the summary. A resume reuses the run's settings
+(``engine.settings``) and does only what has no verdict.
 """
 
 from __future__ import annotations
@@ -13,9 +18,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 import signal
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,15 +27,30 @@ from typing import Any
 from engine import render, results
 from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
 from engine.backends.factory import make_factory
-from engine.errors import EvalctlError, UsageError
+from engine.backends.probe import Endpoint, check_endpoints
+from engine.errors import INFRASTRUCTURE_EXIT, EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
-from engine.options import RunOptions, ScoringOptions
+from engine.options import RunOptions
+from engine.oslimits import check_open_files, files_needed
 from engine.progress import Progress
 from engine.protocol import end_call_schema
+from engine.provenance import new_invocation_id, read_run_record
+from engine.records.common import SpentUsage
 from engine.records.metrics import MetricsRecord
 from engine.records.summary import SummaryRecord
-from engine.rundir import check_run_dir, fresh_default_dir, open_run_dir, recorded_selection, select_scenarios
+from engine.rundir import (
+    check_run_dir,
+    fresh_default_dir,
+    holds_a_run,
+    lock_run_dir,
+    open_run_dir,
+    recorded_selection,
+    select_scenarios,
+)
+from engine.scorer import Scorer, off_loop
 from engine.session import SessionLimits, SessionSetup, run_session
+from engine.session_files import load_session, rescored_spent, scenario_dir, slot, spent_before
+from engine.settings import check_judge_key, resumed_options, settings_of, with_resolved_base_url
 from engine.sides import builtin_side
 from engine.specs import load_domain
 
@@ -57,11 +75,19 @@ class RunReport:
         rate = self.summary.overall.rate
         return None if rate is None else float(rate)
 
-    def exit_code(self, fail_under: float | None = None) -> int:
-        """130 when interrupted; 1 when ``fail_under`` (0..1) is set and the overall rate is below
-        it (or not applicable); else 0."""
+    @property
+    def errors(self) -> int:
+        """Results of the run directory with the verdict ``error`` (no verdict: infrastructure)."""
+        return self.summary.errors if self.summary is not None else 0
+
+    def exit_code(self, fail_under: float | None = None, allow_errors: bool = False) -> int:
+        """130 when interrupted; 3 (``INFRASTRUCTURE_EXIT``) when some result has the verdict
+        ``error`` unless ``allow_errors``; 1 when ``fail_under`` (0..1) is set and the overall rate
+        (over the results with a verdict) is below it or not applicable; else 0."""
         if self.interrupted:
             return 130
+        if self.errors and not allow_errors:
+            return INFRASTRUCTURE_EXIT
         if fail_under is not None:
             rate = self.overall_rate()
             if rate is None or rate < fail_under:
@@ -90,16 +116,6 @@ def _side(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -
     )
 
 
-def _check_judge(scoring: ScoringOptions) -> None:
-    """A configured judge needs its key variable set, like a model side: a UsageError before the
-    run, not N/A verdicts after it (any non-empty value for a local server that needs none)."""
-    if scoring.judge_model and not os.environ.get(scoring.judge_api_key_env):
-        raise UsageError(
-            f"environment variable {scoring.judge_api_key_env} is not set: it must hold the API key "
-            f"for the judge {scoring.judge_model} (any non-empty value for a server that needs none)"
-        )
-
-
 def session_setup(scenario: Scenario) -> SessionSetup:
     """The prompts and tool schemas of ``scenario`` as the sides receive them."""
     return SessionSetup(
@@ -113,25 +129,119 @@ def session_setup(scenario: Scenario) -> SessionSetup:
     )
 
 
-async def run(opts: RunOptions) -> RunReport:
-    """Run the selected scenarios; returns the report. Ctrl-C (task cancellation) stops the
-    sessions in flight, keeps the finished ones and still writes the summary (``interrupted``).
-
-    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad.
-    """
+def _check_counts(opts: RunOptions) -> None:
     if opts.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     if opts.trials < 1:
         raise UsageError("--trials must be at least 1")
-    agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
-    loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
-    chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
-    if opts.resume is not None and not opts.resume.is_dir():
-        raise UsageError(f"--resume: no run directory at {opts.resume}")
-    by_name = {s.name: s for s in loaded.scenarios}
-    _check_judge(opts.scoring)
-    sides = {role: _side(spec, opts, by_name) for role, spec in (("agent", agent_spec), ("user", user_spec))}
-    run_dir = opts.resume or opts.output_dir or fresh_default_dir()
+
+
+def _resumed(opts: RunOptions, run_dir: Path) -> RunOptions:
+    """The options of a resume: the run's recorded settings (``engine.settings``); a run whose
+    run.json is not whole (killed before it was written) keeps the given options."""
+    recorded = read_run_record(run_dir)
+    if recorded is None or not recorded.settings:
+        return opts
+    return resumed_options(opts, recorded.settings, run_dir)
+
+
+def _endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[Endpoint]:
+    """The ``openai:`` endpoints of the run, to check before the first session."""
+    found = [
+        Endpoint(f"{role} model endpoint", opts.base_url, opts.api_key_env)
+        for role, spec in (("agent", agent), ("user", user))
+        if spec.kind == "openai"
+    ]
+    if opts.scoring.judge_model:
+        found.append(Endpoint("judge endpoint", opts.scoring.judge_base_url, opts.scoring.judge_api_key_env))
+    return found
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One (scenario, trial) to do: ``run`` the session then score it, or ``score`` the session
+    stored in its folder; ``superseded`` the model use of the attempts it replaces."""
+
+    scenario: Scenario
+    trial: int
+    action: str
+    superseded: tuple[SpentUsage, ...] = ()
+
+
+def _plan(chosen: list[Scenario], opts: RunOptions, run_dir: Path) -> list[_Job]:
+    """What to do per (scenario, trial). A fresh run runs everything. A resume skips results with
+    a verdict (and, with ``keep_errors``, those with the verdict ``error``); scores a stored
+    session that has no verdict yet (the run stopped while judging it) or whose ``error`` came
+    from the judge; runs the rest again."""
+    jobs: list[_Job] = []
+    for s in chosen:
+        for k in range(1, opts.trials + 1):
+            if opts.resume is None:
+                jobs.append(_Job(s, k, "run"))
+                continue
+            found = slot(run_dir, s.name, k, opts.trials)
+            metrics = found.metrics
+            if metrics is not None and (not metrics.is_error or opts.keep_errors):
+                continue
+            if found.session is not None and not found.session_error:
+                jobs.append(_Job(s, k, "score", rescored_spent(found)))
+            else:
+                jobs.append(_Job(s, k, "run", spent_before(found)))
+    return jobs
+
+
+async def run(opts: RunOptions) -> RunReport:
+    """Run the selected scenarios; returns the report. Ctrl-C (task cancellation) stops the
+    sessions in flight, keeps the finished ones and still writes the summary (``interrupted``).
+
+    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad, and
+    InfrastructureError when a model endpoint fails its check.
+    """
+    _check_counts(opts)
+    with contextlib.ExitStack() as held:
+        if opts.resume is not None:
+            if not opts.resume.is_dir():
+                raise UsageError(f"--resume: no run directory at {opts.resume}")
+            if not holds_a_run(opts.resume):  # before the lock file is written into it
+                raise UsageError(
+                    f"--resume: {opts.resume} is not an evalctl run directory (no run.json, no results)"
+                )
+            held.enter_context(lock_run_dir(opts.resume))
+            opts = _resumed(opts, opts.resume)
+        opts = with_resolved_base_url(opts)
+        agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
+        loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
+        chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
+        by_name = {s.name: s for s in loaded.scenarios}
+        specs = {"agent": agent_spec, "user": user_spec}
+        sides = {role: _side(spec, opts, by_name) for role, spec in specs.items()}
+        check_judge_key(opts.scoring)
+        kinds = {role: spec.kind for role, spec in specs.items()}
+        needed = files_needed(opts.concurrency, kinds, bool(opts.scoring.judge_model))
+        check_open_files(needed, opts.concurrency)
+        await check_endpoints(_endpoints(opts, agent_spec, user_spec))
+        run_dir = opts.resume
+        if run_dir is None:
+            run_dir = opts.output_dir or fresh_default_dir()
+            try:
+                run_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                why = err.strerror or err
+                raise EvalctlError(f"cannot write the run directory {run_dir}: {why}") from None
+            held.enter_context(lock_run_dir(run_dir))
+        return await _run_locked(opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec))
+
+
+async def _run_locked(
+    opts: RunOptions,
+    run_dir: Path,
+    loaded: Any,
+    chosen: list[Scenario],
+    sides: dict[str, BackendFactory | str],
+    specs: tuple[BackendSpec, BackendSpec],
+) -> RunReport:
+    """The run once its directory is locked: check it, plan, run the jobs, write the summary."""
+    agent_spec, user_spec = specs
     selected = check_run_dir(run_dir, opts.resume is not None, opts.trials)
     planned = chosen
     if selected:  # resuming: the run keeps its own selection; --scenarios / --domain may narrow it
@@ -146,25 +256,26 @@ async def run(opts: RunOptions) -> RunReport:
         else:
             chosen = planned
     setups = {s.name: session_setup(s) for s in chosen}
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    open_run_dir(
-        run_dir,
-        opts.resume is not None,
-        {**_run_info(opts, loaded, planned, agent_spec, user_spec), "started_at": started},
-    )
+    started = datetime.now(UTC).isoformat(timespec="milliseconds")
+    invocation = new_invocation_id()
+    base_info = {
+        **_run_info(opts, loaded, planned, agent_spec, user_spec),
+        "started_at": started,
+        "invocation": invocation,
+        "command": "resume" if opts.resume is not None else "run",
+    }
+    open_run_dir(run_dir, opts.resume is not None, base_info)
     report = RunReport(run_dir)
-    jobs = [
-        (s, k)
-        for s in chosen
-        for k in range(1, opts.trials + 1)
-        if not (opts.resume and results.is_complete(run_dir, s.name, k, opts.trials))
-    ]
+    jobs = _plan(chosen, opts, run_dir)
     report.skipped = len(chosen) * opts.trials - len(jobs)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet, trials=opts.trials)
+    scorer = Scorer(run_dir, opts.trials, opts.scoring, opts.concurrency, invocation)
+    builtin = frozenset(role for role, side in sides.items() if not isinstance(side, str))
     try:
         async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(scorer.aclose)
             uris = {}
             for role, side in sides.items():
                 if isinstance(side, str):
@@ -174,19 +285,14 @@ async def run(opts: RunOptions) -> RunReport:
                     stack.push_async_callback(side.aclose)
                 uris[role] = await stack.enter_async_context(builtin_side(side, role))
             stack.enter_context(progress)
-            await _run_jobs(jobs, setups, uris, opts, run_dir, report, progress)
+            await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
         report.interrupted = True
     report.wall_s = loop.time() - t0
-    info = {
-        **_run_info(opts, loaded, planned, agent_spec, user_spec),
-        "started_at": started,
-        "wall_time_s": round(report.wall_s, 3),
-        "interrupted": report.interrupted,
-    }
+    info = {**base_info, "wall_time_s": round(report.wall_s, 3), "interrupted": report.interrupted}
     try:
         report.summary = results.finish_run(run_dir, info)
     except OSError as err:
@@ -212,56 +318,59 @@ def _run_info(
         "scenarios": [s.name for s in chosen],
         "data_root": str(loaded.domain.data_root),
         "min_agent_turns": opts.scoring.min_agent_turns,
+        "settings": settings_of(opts),
         "args": _options_record(opts),
     }
 
 
 def _options_record(opts: RunOptions) -> dict[str, Any]:
     """Every run option as JSON values (paths as strings), scoring options nested; no secrets
-    (the API key is named by its environment variable only). Left out: ``progress`` (display only)
-    and ``plugins`` (the registry's records, not an option given to the run)."""
-    skip = ("progress", "plugins")
+    (the API key is named by its environment variable only). Left out: ``progress`` (display only),
+    ``plugins`` (the registry's records, not an option given to the run) and ``explicit``."""
+    skip = ("progress", "plugins", "explicit")
     record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in skip}
     record["scoring"] = dataclasses.asdict(opts.scoring)
     return json.loads(json.dumps(record, default=str))
 
 
 async def _run_jobs(
-    jobs: list[tuple[Scenario, int]],
+    jobs: list[_Job],
     setups: dict[str, SessionSetup],
     uris: dict[str, str],
+    builtin: frozenset[str],
     opts: RunOptions,
-    run_dir: Path,
+    scorer: Scorer,
     report: RunReport,
     progress: Progress,
 ) -> None:
+    """Run every job: at most ``opts.concurrency`` sessions at once; each session's artifacts are
+    stored as soon as it ends, then it is scored (the scorer has its own bound)."""
     gate = asyncio.Semaphore(opts.concurrency)
 
-    async def one(scenario: Scenario, trial: int) -> None:
-        async with gate:
-            limits = SessionLimits(
-                max_duration_s=scenario.max_duration,
-                turn_timeout_s=opts.turn_timeout_s,
-                max_turns=opts.max_turns,
-                max_tool_rounds=opts.max_tool_rounds,
-                max_tool_calls_per_turn=opts.max_tool_calls_per_turn,
-            )
-            try:
-                result = await run_session(
-                    scenario, setups[scenario.name], uris["agent"], uris["user"], limits, trial
-                )
-            except Exception as err:  # an engine bug in one session must not stop the others
-                result = SessionResult(scenario.name, trial, "error", error=f"engine error: {err!r}")
-            metrics: MetricsRecord | None
-            try:
-                metrics = await _finish(run_dir, scenario, result, opts)
-            except Exception as err:  # scoring trouble is recorded, the run goes on
-                metrics = None
-                report.scoring_errors[f"{scenario.name}#{trial}"] = f"{type(err).__name__}: {err}"
-            report.outcomes.append((result, metrics))
-            progress.done(result, metrics)
+    async def one(job: _Job) -> None:
+        scenario, trial = job.scenario, job.trial
+        key = f"{scenario.name}#{trial}"
+        try:
+            if job.action == "score":
+                sdir = scenario_dir(scorer.run_dir, scenario.name, trial, opts.trials)
+                _, result = await off_loop(load_session, sdir)
+            else:
+                async with gate:
+                    result = await _session(scenario, trial, setups[scenario.name], uris, builtin, opts)
+                await scorer.store(scenario, result, job.superseded)
+        except (OSError, ValueError) as err:  # the folder cannot be written (or read back)
+            report.scoring_errors[key] = f"{type(err).__name__}: {err}"
+            return
+        metrics: MetricsRecord | None
+        try:
+            metrics = await scorer.score(scenario, result, job.superseded)
+        except Exception as err:  # scoring trouble is recorded, the run goes on
+            metrics = None
+            report.scoring_errors[key] = f"{type(err).__name__}: {err}"
+        report.outcomes.append((result, metrics))
+        progress.done(result, metrics)
 
-    tasks = [asyncio.create_task(one(s, k)) for s, k in jobs]
+    tasks = [asyncio.create_task(one(job)) for job in jobs]
     try:
         await asyncio.gather(*tasks)
     finally:
@@ -270,29 +379,28 @@ async def _run_jobs(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-#: Two workers for scoring and artifact writes: they overlap the sessions (fsync releases the GIL)
-#: without many threads competing with the event loop for the GIL.
-_FINISHER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalctl-finish")
-
-
-async def _finish(
-    run_dir: Path, scenario: Scenario, result: SessionResult, opts: RunOptions
-) -> MetricsRecord:
-    """Score and write one session off the event loop: artifact writes block (fsync), and the
-    sessions still running must not wait for them. Its own loop in a worker thread; if the run is
-    interrupted meanwhile, the writes still finish (so a result is never half written)."""
-
-    def work() -> MetricsRecord:
-        return asyncio.run(results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring))
-
-    future = asyncio.get_running_loop().run_in_executor(_FINISHER, work)
+async def _session(
+    scenario: Scenario,
+    trial: int,
+    setup: SessionSetup,
+    uris: dict[str, str],
+    builtin: frozenset[str],
+    opts: RunOptions,
+) -> SessionResult:
+    """One conversation; an engine bug becomes that session's ``error`` (source ``engine``)."""
+    limits = SessionLimits(
+        max_duration_s=scenario.max_duration,
+        turn_timeout_s=opts.turn_timeout_s,
+        max_turns=opts.max_turns,
+        max_tool_rounds=opts.max_tool_rounds,
+        max_tool_calls_per_turn=opts.max_tool_calls_per_turn,
+    )
     try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        while not future.done():  # cancellation may come more than once: still wait for the writes
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait([future])
-        raise
+        return await run_session(scenario, setup, uris["agent"], uris["user"], limits, trial, builtin)
+    except Exception as err:  # an engine bug in one session must not stop the others
+        return SessionResult(
+            scenario.name, trial, "error", error=f"engine error: {err!r}", error_source="engine"
+        )
 
 
 def run_cli(opts: RunOptions) -> RunReport:

@@ -25,7 +25,7 @@ from typing import Any
 
 from engine.model import Scenario, SessionResult
 from engine.protocol import END_CALL_TOOL
-from engine.sides.link import MAX_FORWARD_BYTES, SideFailure, SideLink, Traffic, forward_bytes
+from engine.sides.link import MAX_FORWARD_BYTES, SideFailure, SideLink, Traffic, blame, forward_bytes
 from engine.toolruntime import ToolRuntime
 from engine.untrusted import bounded_count, one_line
 
@@ -65,14 +65,23 @@ class SessionSetup:
 
 
 class _Stop(Exception):
-    def __init__(self, reason: str, message: str | None = None):
+    def __init__(self, reason: str, message: str | None = None, source: str | None = None):
         super().__init__(message or reason)
         self.reason = reason
         self.message = message
+        self.source = source
 
 
 class _Session:
-    def __init__(self, scenario: Scenario, setup: SessionSetup, limits: SessionLimits, trial: int):
+    def __init__(
+        self,
+        scenario: Scenario,
+        setup: SessionSetup,
+        limits: SessionLimits,
+        trial: int,
+        builtin: frozenset[str] = frozenset(),
+    ):
+        self.builtin = builtin
         self.scenario = scenario
         self.setup = setup
         self.limits = limits
@@ -117,6 +126,7 @@ class _Session:
             if isinstance(link, SideLink):
                 self.links[role] = link
                 link.traffic = self.traffic
+                link.builtin = role in self.builtin
         for link in (agent, user):
             if isinstance(link, BaseException):
                 raise link
@@ -202,6 +212,7 @@ class _Session:
                         "timeout",
                         f"{role} side made more than {self.limits.max_tool_calls_per_turn} tool calls "
                         f"in turn {index}",
+                        blame(role, "conduct"),
                     )
                 await self.tool_call(link, msg, index)
             elif msg["type"] == "turn.response" and msg["reply_to"] == turn_id:
@@ -215,6 +226,7 @@ class _Session:
                 "error",
                 f"{role} side's reply is {size} bytes, over the {MAX_FORWARD_BYTES} bytes the engine "
                 "forwards to the other side",
+                blame(role, "conduct"),
             )
         if role == "agent" and text.strip():
             self.result.agent_turns += 1
@@ -276,7 +288,9 @@ class _Session:
 
 class _ProtocolBreak(SideFailure):
     def __init__(self, link: SideLink, message: str, reply_to: str | None):
-        super().__init__("error", f"{link.role} side broke the protocol: {message}")
+        super().__init__(
+            "error", f"{link.role} side broke the protocol: {message}", blame(link.role, "conduct")
+        )
         self.link = link
         self.reply_to = reply_to
 
@@ -288,39 +302,45 @@ async def run_session(
     user_uri: str,
     limits: SessionLimits,
     trial: int = 1,
+    builtin: frozenset[str] = frozenset(),
 ) -> SessionResult:
     """Run one conversation of ``scenario`` between the sides at ``agent_uri`` / ``user_uri``
     (``ws://host:port``). Never raises for a side's failure: it becomes the stop reason, with the
-    message in ``SessionResult.error``. Cancellation (Ctrl-C) is propagated after closing the sides.
+    message in ``SessionResult.error`` and, when it is infrastructure's (not the agent's),
+    ``error_source`` (``builtin``: the roles the run serves itself, see
+    ``engine.sides.link.blame``). Cancellation (Ctrl-C) is propagated after closing the sides.
     """
-    session = _Session(scenario, setup, limits, trial)
+    session = _Session(scenario, setup, limits, trial, builtin)
     session.result.agent_backend, session.result.user_backend = (
         agent_uri,
         user_uri,
     )  # until session.ready names them
     error: str | None = None
+    source: str | None = None
     try:
         async with asyncio.timeout(limits.max_duration_s):
             await session.open(agent_uri, user_uri)
             stop = await session.converse()
     except _Stop as err:
-        stop, error = err.reason, err.message
+        stop, error, source = err.reason, err.message, err.source
     except _ProtocolBreak as err:
         await err.link.fail("unexpected_message", err.message, err.reply_to)
-        stop, error = err.kind, err.message
+        stop, error, source = err.kind, err.message, err.source
     except SideFailure as err:
-        stop, error = err.kind, err.message
+        stop, error, source = err.kind, err.message, err.source
     except TimeoutError:
         stop, error = "timeout", f"max_duration ({limits.max_duration_s:g} s) reached"
     except asyncio.CancelledError:
         await asyncio.shield(session.close("error", "run interrupted"))
         raise
     except Exception as err:  # an engine bug: this session fails with the message, the run goes on
-        stop, error = "error", f"engine error: {type(err).__name__}: {err}"
+        stop, error, source = "error", f"engine error: {type(err).__name__}: {err}", "engine"
     await session.close(stop, error)
     result = session.result
     result.stop_reason = stop  # type: ignore[assignment]
     result.error = one_line(error) if error else None  # may quote a side: one line, bounded
+    result.error_source = source if result.error else None
+    result.ended_at = datetime.now(UTC).isoformat(timespec="milliseconds")
     result.final_db = session.runtime.db
     result.user_db = session.user_runtime.db if session.user_runtime is not None else None
     result.actions = list(session.runtime.actions)

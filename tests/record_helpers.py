@@ -41,6 +41,7 @@ def metrics_row(
         trial=trial,
         is_successful=is_successful,
         is_task_successful=is_successful,
+        error_cause=None,
         success_breakdown=Breakdown((), failed, (), ()),
         success_signals=(),
         stalled=False,

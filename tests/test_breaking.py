@@ -338,12 +338,13 @@ def test_resume_with_other_trials_is_refused(
     out = tmp_path / "run"
     assert _run(data_root, "--output-dir", str(out), "--trials", "2", "--no-progress") == 0
     capsys.readouterr()
-    assert _run(data_root, "--resume", str(out), "--no-progress") == 2
+    assert _run(data_root, "--resume", str(out), "--trials", "1", "--no-progress") == 2
     assert capsys.readouterr().err.strip() == (
-        f"evalctl: --resume: {out} was run with --trials 2; resume it with --trials 2"
+        f"evalctl: --resume: the run in {out} was made with --trials 2; this resume says --trials 1 "
+        "(a resumed run keeps its settings: leave the option out, or start a new run)"
     )
     assert not (out / ONE / "metrics.json").exists()  # no single-trial result beside the trial ones
-    assert _run(data_root, "--resume", str(out), "--trials", "2", "--no-progress") == 0
+    assert _run(data_root, "--resume", str(out), "--no-progress") == 0  # the run's own --trials 2
     assert "2 already complete (skipped)" in capsys.readouterr().out
 
 

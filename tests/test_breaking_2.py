@@ -153,7 +153,7 @@ def test_judge_reply_with_braces_in_the_chatter_is_parsed(reply: str) -> None:
 @pytest.mark.parametrize(
     ("items", "message"),
     [
-        ([{"index": True, "passed": True}], "no verdict for claim"),
+        ([{"index": True, "passed": True}], "True is not of type 'integer'"),
         ([{"index": 1, "passed": True}, {"index": 1, "passed": False}], "two different verdicts"),
     ],
 )
@@ -163,7 +163,6 @@ def test_judge_verdicts_with_bool_index_or_conflicts_are_refused(items: list, me
     # before: index true counted as claim 1; a conflicting second verdict silently won
     with pytest.raises(ValueError, match=message):
         parse_judge_reply(json.dumps({"score": 1.0, "nl_assertion_verdicts": items}), 1)
-
 
 
 @pytest.mark.parametrize("usage", [{"prompt_tokens": "12", "completion_tokens": None}, "junk"])

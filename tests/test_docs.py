@@ -142,7 +142,14 @@ def test_guide_examples_validate_and_run(workspace: Path, guide_blocks: list[Blo
 
     bakery = workspace / "runs" / "bakery"
     summary = json.loads((bakery / "summary.json").read_text(encoding="utf-8"))
-    assert summary["overall"] == {"passed": 2, "failed": 0, "not_applicable": 0, "total": 2, "rate": 1.0}
+    assert summary["overall"] == {
+        "passed": 2,
+        "failed": 0,
+        "not_applicable": 0,
+        "errors": 0,
+        "total": 2,
+        "rate": 1.0,
+    }
     move = _metrics(bakery, "bakery__move_pickup")
     assert move["is_action_match"] is True and move["db_state_match"] is True
     assert move["db_state_assertion_verdicts"][0]["actual"] == "2026-05-10"

@@ -67,6 +67,7 @@ METRICS_KEYS = [
     "trial",
     "is_successful",
     "is_task_successful",
+    "error_cause",
     "success_breakdown",
     "success_signals",
     "stalled",
@@ -94,6 +95,7 @@ METRICS_KEYS = [
     "agent_backend",
     "user_backend",
     "usage",
+    "superseded_usage",
     "judge_model",
     "judge_prompt_sha256",
     "error",
@@ -119,13 +121,14 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
     assert times["engine_time_s"] <= times["duration_s"]
     replay_usage = {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0}
     assert body == {
-        "schema": "evalctl.metrics/1",
+        "schema": "evalctl.metrics/2",
         "scenario_name": name,
         "eva_id": "3.1.5",
         "domain": "eva_airline",
         "trial": 1,
         "is_successful": True,
         "is_task_successful": True,
+        "error_cause": None,
         "success_breakdown": {
             "passed": ["db_state_match", "clean_exit"],
             "failed": [],
@@ -161,6 +164,7 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
         "agent_backend": "replay",
         "user_backend": "replay",
         "usage": {"user": {**replay_usage, "calls": 4}, "agent": {**replay_usage, "calls": 6}},
+        "superseded_usage": [],
         "judge_model": None,
         "judge_prompt_sha256": None,
         "error": None,
@@ -191,7 +195,10 @@ def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path, data
         (lambda b: b.update(trial=True), "trial: True is not int"),
         (lambda b: b.pop("authenticated"), "metrics: no authenticated"),
         (lambda b: b.update(record_id="3.1.5"), "not exactly one of eva_id, record_id"),
-        (lambda b: b.update(schema="evalctl.metrics/2"), "schema is not evalctl.metrics/1"),
+        (lambda b: b.update(schema="evalctl.metrics/3"), "schema is not evalctl.metrics/2"),
+        (lambda b: b.update(is_successful="error"), "is_successful is 'error' exactly when error_cause"),
+        (lambda b: b.update(is_successful="maybe"), "is_successful: 'maybe' is not a verdict"),
+        (lambda b: b.update(error_cause={"source": "moon", "message": ""}), "error_cause.source: 'moon'"),
         (lambda b: b["usage"]["agent"].pop("calls"), "usage: no calls"),
         (lambda b: b["success_breakdown"].update(failed="x"), "failed: str is not list"),
     ],
@@ -203,6 +210,9 @@ def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path, data
         "diagnostic",
         "two-ids",
         "schema",
+        "error-without-cause",
+        "verdict",
+        "cause-source",
         "usage",
         "breakdown",
     ],
@@ -254,9 +264,11 @@ SUMMARY_KEYS = [
     "stalled",
     "stop_reasons",
     "errors",
+    "first_error",
     "judge_errors",
     "first_judge_error",
     "usage",
+    "invocations",
     "wall_time_s",
     "session_time_s",
     "failed",
@@ -285,6 +297,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
             "passed": passed,
             "failed": failed,
             "not_applicable": 0,
+            "errors": 0,
             "total": total,
             "rate": passed / total,
         }
@@ -296,15 +309,18 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
             "rate": passed / total if total else None,
             "unit": unit,
             "role": role,
+            "errors_left_out": 0,
         }
 
     usage = {"models": ["replay"], "prompt_tokens": 0, "completion_tokens": 0}
     failure = {
         "scenario": "eva_airline__3_1_5",
+        "verdict": False,
         "failed_signals": ["db_state_match", "clean_exit"],
         "stalled": True,
         "stop_reason": "timeout",
         "error": "max turns (2 agent turns) reached",
+        "error_cause": None,
     }
     assert body == {
         "run_dir": str(two_trial_run),
@@ -332,10 +348,12 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
             "min_agent_turns": 3,
         },
         "stop_reasons": {"exit": 2, "timeout": 2},
-        "errors": 2,
+        "errors": 0,  # a stop by --max-turns is the agent's: a verdict (stalled, failed), not an error
+        "first_error": None,
         "judge_errors": 0,
         "first_judge_error": None,
         "usage": {"agent": {**usage, "calls": 12}, "user": {**usage, "calls": 10}},
+        "invocations": 1,
         "failed": [{**failure, "trial": 1}, {**failure, "trial": 2}],
         "pass_hat_k": {
             "per_scenario": {
@@ -346,10 +364,17 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         },
     }
     assert [list(f) for f in body["failed"]] == [
-        ["scenario", "trial", "failed_signals", "stalled", "stop_reason", "error"]
+        ["scenario", "trial", "verdict", "failed_signals", "stalled", "stop_reason", "error", "error_cause"]
     ] * 2
-    assert list(body["signals"]["clean_exit"]) == ["passed", "total", "rate", "unit", "role"]
-    assert list(body["overall"]) == ["passed", "failed", "not_applicable", "total", "rate"]
+    assert list(body["signals"]["clean_exit"]) == [
+        "passed",
+        "total",
+        "rate",
+        "unit",
+        "role",
+        "errors_left_out",
+    ]
+    assert list(body["overall"]) == ["passed", "failed", "not_applicable", "errors", "total", "rate"]
 
 
 def test_summary_is_read_back_through_the_record_unchanged(two_trial_run: Path) -> None:
@@ -379,6 +404,7 @@ def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path)
         "data_root_changed_from_pins",
         "hash_notes",
         "models",
+        "settings",
         "trials",
         "args",
         "argv",
@@ -392,6 +418,12 @@ def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path)
     assert record.models == {"agent": "replay", "user": "replay"}
     [invocation] = record.invocations
     assert invocation.finished_at is not None and invocation.interrupted is False
+    assert invocation.command == "run" and re.fullmatch(r"[0-9a-f]{16}", invocation.id)
+    assert record.settings["agent"] == "replay" and record.settings["trials"] == 2
+    assert (
+        record.settings["scoring"]["min_agent_turns"] == 3
+        and record.settings["scoring"]["judge_model"] is None
+    )
     assert invocation.args["trials"] == 2 and invocation.args["scoring"]["min_agent_turns"] == 3
     assert "plugins" not in invocation.args and "progress" not in invocation.args
     with pytest.raises(RecordError, match="invocation: no args"):

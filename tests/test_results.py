@@ -42,6 +42,7 @@ async def test_finish_session_writes_every_artifact(tmp_path, sc):
     names = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()}
     assert names == {
         "metrics.json",
+        "session.json",
         "final_scenario_db_hash.txt",
         "final_db.json",
         "expected_db.json",
@@ -128,7 +129,14 @@ async def test_trials_nest_and_pass_hat_k(tmp_path, sc, loaded):
     assert is_complete(tmp_path, sc.name, 2, 3) and not is_complete(tmp_path, sc.name, 2, 1)
     assert scenario_dir(tmp_path, sc.name, 2, 3) == tmp_path / sc.name / "trial_2"
     s = finish_run(tmp_path, {"trials": 3, "spec_dir": str(SPEC_DIR)}).to_json()
-    assert s["overall"] == {"passed": 5, "failed": 1, "not_applicable": 0, "total": 6, "rate": 5 / 6}
+    assert s["overall"] == {
+        "passed": 5,
+        "failed": 1,
+        "not_applicable": 0,
+        "errors": 0,
+        "total": 6,
+        "rate": 5 / 6,
+    }
     assert s["pass_hat_k"]["per_scenario"][sc.name] == {
         "1": pytest.approx(2 / 3),
         "2": pytest.approx(1 / 3),
@@ -159,6 +167,7 @@ async def test_finish_run_headlines_stalled_and_denominators(tmp_path, loaded):
         "rate": 0.5,
         "unit": "scenarios",
         "role": "gating",
+        "errors_left_out": 0,
     }
     assert json.loads((tmp_path / "summary.json").read_text()) == s
 
@@ -194,10 +203,12 @@ async def test_run_json_provenance_and_invocations(tmp_path, sc, data_root):
         "agent": "replay",
         "user": "replay",
         "trials": 1,
+        "invocation": "first",
     }
     finish_run(tmp_path, info)
     finish_run(tmp_path, info)  # the same invocation finishing twice replaces itself
-    finish_run(tmp_path, {**info, "started_at": "2026-01-01T01:00:00+00:00", "argv": ["run", "--resume"]})
+    # another invocation is another, even when it started in the same second (the flaky resume test)
+    finish_run(tmp_path, {**info, "invocation": "second", "argv": ["run", "--resume"], "command": "resume"})
     run = json.loads((tmp_path / "run.json").read_text())
     assert run["evalctl_version"] and len(run["git"]["commit"]) == 40
     assert run["spec_files"]["domain.yaml"] and len(run["spec_files"]) >= 51
@@ -206,6 +217,7 @@ async def test_run_json_provenance_and_invocations(tmp_path, sc, data_root):
     assert run["data_root_changed_from_pins"] == []
     assert run["models"] == {"agent": "replay", "user": "replay"}
     assert [i["argv"][-1] for i in run["invocations"]] == ["specs/eva_airline", "--resume"]
+    assert [(i["id"], i["command"]) for i in run["invocations"]] == [("first", "run"), ("second", "resume")]
     assert run["created_at"] == "2026-01-01T00:00:00+00:00"
 
 
@@ -303,7 +315,10 @@ def test_summary_counts_judge_errors():
     ]
     summary = build_summary(rows, {"trials": 1})
     assert summary.judge_errors == 1 and str(summary.first_judge_error).startswith("APIConnectionError")
-    assert "Judge errors (recorded as N/A, not as agent failures): 1" in render_summary_text(summary)
+    assert (
+        "Judge errors (never an agent failure: the verdict error where a judge signal gates, else not "
+        "applicable): 1; first: APIConnectionError" in render_summary_text(summary)
+    )
 
 
 def test_headline_of_an_incomplete_run_says_so():

@@ -17,7 +17,7 @@ from engine.runner import run_cli
 from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import run_options
 
-TIMING_KEYS = {"run_dir", "wall_time_s", "session_time_s", "interrupted"}
+TIMING_KEYS = {"run_dir", "wall_time_s", "session_time_s", "interrupted", "invocations"}
 
 
 def _evalctl(*args: str, data_root: Path) -> list[str]:
@@ -109,8 +109,11 @@ def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_
     assert summary["results"] == 50 and not summary["missing"]
     assert _comparable(summary) == _comparable(json.loads(json.dumps(baseline)))
     run = json.loads((run_dir / "run.json").read_text())  # the killed run marked itself at its start
-    killed, resumed = run["invocations"]
+    killed, resumed = run["invocations"]  # told apart by id, even when both started in one second
     assert killed["interrupted"] and killed["finished_at"] is None and not resumed["interrupted"]
+    assert killed["id"] != resumed["id"] and (killed["command"], resumed["command"]) == ("run", "resume")
+    # the wall time covers both invocations: the killed one up to the last session it stored
+    assert summary["invocations"] == 2 and summary["wall_time_s"] > resumed["wall_time_s"]
     assert run["spec_files"]["domain.yaml"] and run["data_root_files"]
 
 

@@ -163,7 +163,9 @@ async def test_a_model_name_cannot_forge_report_lines(
     printed = capsys.readouterr().out
     text = (tmp_path / "run" / "all_summary.txt").read_text(encoding="utf-8")
     overall = report.summary.overall
-    real = f"Overall Success Rate: {100 * overall.rate:.1f}% ({overall.passed}/2 scenarios)"
+    # 5.2.5's agent side reported its backend failed: no verdict, left out of the rate
+    assert overall.errors == 1 and overall.total == 1
+    real = f"Overall Success Rate: {100 * overall.rate:.1f}% ({overall.passed}/1 scenarios; 1 error left out)"
     for shown in (text, printed):
         assert [line for line in shown.splitlines() if line.startswith("Overall Success Rate")] == [real], (
             shown

@@ -21,6 +21,10 @@ def _pct(rate: float | None) -> str:
     return "n/a" if rate is None else f"{100 * rate:.1f}%"
 
 
+def _errors(n: int) -> str:
+    return f" ({n} error{'' if n == 1 else 's'} left out)" if n else ""
+
+
 def summary_table(summary: SummaryRecord) -> Table:
     """Headline rates then per-signal rates, each with its own count and unit."""
     unit = summary.unit
@@ -34,10 +38,11 @@ def summary_table(summary: SummaryRecord) -> Table:
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for label, t in (("Overall success", summary.overall), ("Task success (excl. clean_exit)", summary.task)):
         na = f" (+{t.not_applicable} N/A)" if t.not_applicable else ""
-        table.add_row(label, _pct(t.rate), f"{t.passed}/{t.total} {unit}{na}", "composite")
+        table.add_row(label, _pct(t.rate), f"{t.passed}/{t.total} {unit}{na}{_errors(t.errors)}", "composite")
     table.add_section()
     for name, s in summary.signals.items():
-        table.add_row(name, _pct(s.rate), f"{s.passed}/{s.total} {s.unit}", s.role)
+        out = _errors(s.errors_left_out)
+        table.add_row(name, _pct(s.rate), f"{s.passed}/{s.total} {s.unit}{out}", s.role)
     if summary.pass_hat_k is not None:
         table.add_section()
         per = summary.pass_hat_k.per_scenario
@@ -55,6 +60,11 @@ def report(run_dir: Path, console: Console | None = None) -> int:
     console = console or Console(soft_wrap=True, emoji=False)
     summary = load_summary(run_dir)
     console.print(summary_table(summary))
+    if summary.errors:
+        console.print(
+            f"[red]errors:[/] {summary.errors} result(s) without a verdict (infrastructure failed); "
+            f"first: {escape(one_line(summary.first_error or ''))}"
+        )
     st = summary.stalled
     if st.count:
         console.print(
@@ -70,7 +80,7 @@ def report(run_dir: Path, console: Console | None = None) -> int:
     console.print(f"stop reasons: {reasons}", markup=False, highlight=False)
     if summary.judge_errors:
         console.print(
-            f"[yellow]judge errors:[/] {summary.judge_errors} (recorded as N/A); "
+            f"[yellow]judge errors:[/] {summary.judge_errors} (an error verdict where the judge gates); "
             f"first: {escape(one_line(summary.first_judge_error))}"  # a server's text: '[/INST]', newlines
         )
     failed = summary.failed

@@ -8,24 +8,27 @@ from rich.console import Console
 
 from engine.commands.report import report
 from engine.domains.registry import plugins
+from engine.errors import INFRASTRUCTURE_EXIT
 from engine.options import RunOptions
 from engine.runner import RunReport, run_cli
 
 
-def run(opts: RunOptions, fail_under: float | None = None) -> int:
+def run(opts: RunOptions, fail_under: float | None = None, allow_errors: bool = False) -> int:
     """Run what ``opts`` selects (see ``engine.runner.run``), then print the outcome. Returns the
-    exit code: 130 when interrupted, 1 when ``fail_under`` (0..1) is set and the overall rate is
-    below it or not applicable, else 0. Raises SpecError / UsageError / DataRootError before
-    anything runs when the input is bad. The run gets every registered domain plugin
-    (``opts.plugins`` is replaced; ``engine.runner.run_cli`` runs with other plugins)."""
+    exit code (:meth:`engine.runner.RunReport.exit_code`): 130 when interrupted, 3 when a result
+    has the verdict ``error`` (unless ``allow_errors``), 1 when ``fail_under`` (0..1) is set and
+    the overall rate is below it or not applicable, else 0. Raises SpecError / UsageError /
+    DataRootError before anything runs when the input is bad, InfrastructureError (exit 3) when a
+    model endpoint fails its check. The run gets every registered domain plugin (``opts.plugins``
+    is replaced; ``engine.runner.run_cli`` runs with other plugins)."""
     opts = replace(opts, plugins=plugins())
-    return print_outcome(run_cli(opts), fail_under)
+    return print_outcome(run_cli(opts), fail_under, allow_errors)
 
 
-def print_outcome(outcome: RunReport, fail_under: float | None = None) -> int:
-    """What ``evalctl run`` prints when it ends: the headline lines of ``all_summary.txt``, the
-    report table with failures and the diff hint, scoring errors, where the results are, and why
-    the exit code is not 0. Returns the exit code (130 interrupted, 1 under ``fail_under``, else 0)."""
+def print_outcome(outcome: RunReport, fail_under: float | None = None, allow_errors: bool = False) -> int:
+    """What ``evalctl run`` (and ``evalctl rescore``) prints when it ends: the headline lines of
+    ``all_summary.txt``, the report table with failures and the diff hint, scoring errors, where
+    the results are, and why the exit code is not 0. Returns the exit code (see ``run``)."""
     out = Console(soft_wrap=True, emoji=False)
     err = Console(stderr=True, soft_wrap=True, emoji=False)
     for line in outcome.summary_text().splitlines():
@@ -40,7 +43,17 @@ def print_outcome(outcome: RunReport, fail_under: float | None = None) -> int:
     out.print(f"results: {outcome.run_dir}", markup=False, highlight=False)
     if outcome.interrupted:
         err.print(f"evalctl: interrupted; finished results kept in {outcome.run_dir}", markup=False)
-    code = outcome.exit_code(fail_under)
+    code = outcome.exit_code(fail_under, allow_errors)
+    if code == INFRASTRUCTURE_EXIT:
+        summary = outcome.summary
+        first = f"; first: {summary.first_error}" if summary is not None and summary.first_error else ""
+        err.print(
+            f"evalctl: {outcome.errors} result(s) have no verdict (verdict error: infrastructure failed)"
+            f"{first}; `evalctl run ... --resume {outcome.run_dir}` runs them again, --allow-errors "
+            "exits 0",
+            markup=False,
+            highlight=False,
+        )
     if code == 1 and fail_under is not None:
         rate = outcome.overall_rate()
         got = "not applicable" if rate is None else f"{100 * rate:.1f}%"

@@ -11,9 +11,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from engine.records.common import ERROR_VERDICT as ERROR_VERDICT
+from engine.records.common import ErrorCause, SpentUsage, usage_table
+from engine.records.common import Usage as Usage  # re-exported: the metrics record's usage entries
 from engine.records.fields import RecordError, exact_keys, get, objects, strings
 
-METRICS_SCHEMA = "evalctl.metrics/1"
+METRICS_SCHEMA = "evalctl.metrics/2"
+#: The first version (no ``error_cause``, no ``superseded_usage``, no ``error`` verdict), still read.
+METRICS_SCHEMA_V1 = "evalctl.metrics/1"
 
 #: What ``is_successful`` / ``is_task_successful`` and a signal hold when nothing was measurable.
 NOT_APPLICABLE = "N/A"
@@ -58,41 +63,6 @@ class Breakdown:
             raise RecordError("success_breakdown: not an object")
         exact_keys(body, cls.FIELDS, "success_breakdown")
         return cls(*(strings(body, k) for k in cls.FIELDS))
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Model use of one role (agent, user, judge): ``model`` (None when the side never named one),
-    tokens as the server counted them, ``calls`` = model requests (retries excluded)."""
-
-    model: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    calls: int
-
-    FIELDS = ("model", "prompt_tokens", "completion_tokens", "calls")
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.FIELDS}
-
-    @classmethod
-    def from_json(cls, body: Any) -> Usage:
-        if not isinstance(body, dict):
-            raise RecordError("usage: not an object")
-        exact_keys(body, cls.FIELDS, "usage")
-        return cls(
-            get(body, "model", str, None),
-            get(body, "prompt_tokens", int),
-            get(body, "completion_tokens", int),
-            get(body, "calls", int),
-        )
-
-
-def usage_table(body: Any) -> dict[str, Usage]:
-    """``{role: Usage}`` from ``{role: {model, prompt_tokens, completion_tokens, calls}}``."""
-    if not isinstance(body, dict):
-        raise RecordError("usage: not an object")
-    return {str(role): Usage.from_json(u) for role, u in body.items()}
 
 
 @dataclass(frozen=True)
@@ -194,6 +164,7 @@ _HEAD = (
     "trial",
     "is_successful",
     "is_task_successful",
+    "error_cause",
     "success_breakdown",
     "success_signals",
     "stalled",
@@ -213,6 +184,7 @@ _TAIL = (
     "agent_backend",
     "user_backend",
     "usage",
+    "superseded_usage",
     "judge_model",
     "judge_prompt_sha256",
     "error",
@@ -226,12 +198,16 @@ RECORD_ID_KEYS = ("eva_id", "record_id")
 class MetricsRecord:
     """One scored (scenario, trial): the body of its ``metrics.json``.
 
-    ``is_successful`` / ``is_task_successful`` True, False or ``"N/A"``; ``stalled`` the
+    ``is_successful`` / ``is_task_successful`` True, False, ``"N/A"`` (nothing gating was
+    measurable) or ``"error"`` (infrastructure kept a session or a gating signal from being
+    measured: ``error_cause`` says which and why, None otherwise); ``stalled`` the
     min-agent-turns rule forced False (``min_agent_turns`` the effective threshold); ``db_hash`` /
     ``expected_db_hash`` SHA-256 hex (None without a final / expected DB); ``started_at`` ISO 8601;
     ``duration_s`` / ``engine_time_s`` seconds (6 decimals); ``usage`` by role; ``judge_model`` /
-    ``judge_prompt_sha256`` None with the judge off; ``error`` the session's error message.
-    ``record_id`` is written under ``record_id_key``.
+    ``judge_prompt_sha256`` None with the judge off; ``error`` the session's error message;
+    ``superseded_usage`` the model use of earlier attempts this result replaced (reruns, re-judging).
+    ``record_id`` is written under ``record_id_key``. Version 1 files (no ``error_cause`` nor
+    ``superseded_usage``) are read too.
     """
 
     scenario_name: str
@@ -240,6 +216,7 @@ class MetricsRecord:
     trial: int
     is_successful: bool | str
     is_task_successful: bool | str
+    error_cause: ErrorCause | None
     success_breakdown: Breakdown
     success_signals: tuple[str, ...]
     stalled: bool
@@ -263,10 +240,16 @@ class MetricsRecord:
     error: str | None
     evalctl_version: str
     record_id_key: str = "eva_id"
+    superseded_usage: tuple[SpentUsage, ...] = ()
 
     @property
     def diagnostic_names(self) -> tuple[str, ...]:
         return tuple(self.signals.diagnostics)
+
+    @property
+    def is_error(self) -> bool:
+        """The verdict is ``error``: no verdict could be measured."""
+        return self.is_successful == ERROR_VERDICT
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -277,6 +260,7 @@ class MetricsRecord:
             "trial": self.trial,
             "is_successful": self.is_successful,
             "is_task_successful": self.is_task_successful,
+            "error_cause": None if self.error_cause is None else self.error_cause.to_json(),
             "success_breakdown": self.success_breakdown.to_json(),
             "success_signals": list(self.success_signals),
             "stalled": self.stalled,
@@ -295,6 +279,7 @@ class MetricsRecord:
             "agent_backend": self.agent_backend,
             "user_backend": self.user_backend,
             "usage": {role: u.to_json() for role, u in self.usage.items()},
+            "superseded_usage": [s.to_json() for s in self.superseded_usage],
             "judge_model": self.judge_model,
             "judge_prompt_sha256": self.judge_prompt_sha256,
             "error": self.error,
@@ -307,24 +292,29 @@ class MetricsRecord:
         signals. Raises RecordError for anything else than what :meth:`to_json` writes."""
         if not isinstance(body, dict):
             raise RecordError(f"not an evalctl metrics record: JSON {type(body).__name__}, not an object")
-        if "schema" not in body or body["schema"] != METRICS_SCHEMA:
+        if "schema" not in body or body["schema"] not in (METRICS_SCHEMA, METRICS_SCHEMA_V1):
             raise RecordError(f"not an evalctl metrics record: schema is not {METRICS_SCHEMA}")
+        v1 = body["schema"] == METRICS_SCHEMA_V1
         id_keys = [k for k in RECORD_ID_KEYS if k in body]
         if len(id_keys) != 1:
             raise RecordError(f"metrics: not exactly one of {', '.join(RECORD_ID_KEYS)}")
         breakdown = Breakdown.from_json(get(body, "success_breakdown", dict))
         diagnostics = tuple(n for n in dict.fromkeys(breakdown.names()) if n not in SIGNALS)
         head = tuple(id_keys[0] if k == "<record_id>" else k for k in _HEAD)
-        exact_keys(body, (*head, *SignalFields.KEYS, *diagnostics, *_TAIL), "metrics", SignalFields.OPTIONAL)
+        keys = (*head, *SignalFields.KEYS, *diagnostics, *_TAIL)
+        if v1:
+            keys = tuple(k for k in keys if k not in ("error_cause", "superseded_usage"))
+        exact_keys(body, keys, "metrics", SignalFields.OPTIONAL)
         verdict = (bool, str)
         seconds = (int, float)
-        return cls(
+        record = cls(
             scenario_name=get(body, "scenario_name", str),
             record_id=get(body, id_keys[0], str),
             domain=get(body, "domain", str),
             trial=get(body, "trial", int),
             is_successful=get(body, "is_successful", *verdict),
             is_task_successful=get(body, "is_task_successful", *verdict),
+            error_cause=None if v1 else ErrorCause.from_json(get(body, "error_cause", dict, None)),
             success_breakdown=breakdown,
             success_signals=strings(body, "success_signals"),
             stalled=get(body, "stalled", bool),
@@ -348,4 +338,14 @@ class MetricsRecord:
             error=get(body, "error", str, None),
             evalctl_version=get(body, "evalctl_version", str),
             record_id_key=id_keys[0],
+            superseded_usage=()
+            if v1
+            else tuple(SpentUsage.from_json(e) for e in get(body, "superseded_usage", list)),
         )
+        for key in ("is_successful", "is_task_successful"):
+            value = getattr(record, key)
+            if isinstance(value, str) and value not in (NOT_APPLICABLE, ERROR_VERDICT):
+                raise RecordError(f"{key}: {value!r} is not a verdict")
+        if record.is_error != (record.error_cause is not None):
+            raise RecordError("metrics: is_successful is 'error' exactly when error_cause is set")
+        return record

@@ -43,9 +43,13 @@ class Git:
 
 @dataclass(frozen=True)
 class Invocation:
-    """One ``evalctl run`` (the first, then each ``--resume``) on this run directory:
-    ``finished_at`` None while it runs (or when it was killed); ``wall_time_s`` seconds."""
+    """One command on this run directory: ``command`` ``run`` (the first), ``resume`` or
+    ``rescore``; ``id`` unique per invocation (session records name the invocation that ran them);
+    ``started_at`` / ``finished_at`` ISO 8601 UTC (milliseconds), ``finished_at`` None while it
+    runs (or when it was killed); ``wall_time_s`` seconds."""
 
+    id: str
+    command: str
     started_at: str | None
     finished_at: str | None
     wall_time_s: float | None
@@ -53,8 +57,12 @@ class Invocation:
     argv: tuple[str, ...] | None
     args: Mapping[str, Any]
 
+    KEYS = ("id", "command", "started_at", "finished_at", "wall_time_s", "interrupted", "argv", "args")
+
     def to_json(self) -> dict[str, Any]:
         return {
+            "id": self.id,
+            "command": self.command,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "wall_time_s": self.wall_time_s,
@@ -67,10 +75,10 @@ class Invocation:
     def from_json(cls, body: Any) -> Invocation:
         if not isinstance(body, dict):
             raise RecordError("invocations: not a list of objects")
-        exact_keys(
-            body, ("started_at", "finished_at", "wall_time_s", "interrupted", "argv", "args"), "invocation"
-        )
+        exact_keys(body, cls.KEYS, "invocation")
         return cls(
+            get(body, "id", str),
+            get(body, "command", str),
             get(body, "started_at", str, None),
             get(body, "finished_at", str, None),
             get(body, "wall_time_s", int, float, None),
@@ -87,7 +95,9 @@ class RunRecord:
     ``git`` None outside a git checkout; ``spec_files`` / ``templates`` / ``data_root_files``
     hashes; ``data_root_changed_from_pins`` pinned upstream files that differ or are absent;
     ``hash_notes`` one line per file left unhashed (the cap, links out of a folder, FIFOs);
-    ``models`` role → model or backend string; ``args`` / ``argv`` those of the latest invocation;
+    ``models`` role → model or backend string; ``settings`` what the results mean (the sides,
+    models, limits and scoring rules; free-form, see ``engine.settings``): a resume reuses them,
+    ``evalctl rescore`` replaces ``settings.scoring``; ``args`` / ``argv`` those of the latest invocation;
     ``created_at`` when the run directory was first used; ``scenarios`` every invocation's
     selection, first-seen order; ``invocations`` oldest first.
     """
@@ -103,6 +113,7 @@ class RunRecord:
     data_root_changed_from_pins: tuple[str, ...]
     hash_notes: tuple[str, ...]
     models: Mapping[str, Any] | None
+    settings: Mapping[str, Any]
     trials: int | None
     args: Mapping[str, Any]
     argv: tuple[str, ...] | None
@@ -122,6 +133,7 @@ class RunRecord:
         "data_root_changed_from_pins",
         "hash_notes",
         "models",
+        "settings",
         "trials",
         "args",
         "argv",
@@ -143,6 +155,7 @@ class RunRecord:
             "data_root_changed_from_pins": list(self.data_root_changed_from_pins),
             "hash_notes": list(self.hash_notes),
             "models": None if self.models is None else dict(self.models),
+            "settings": dict(self.settings),
             "trials": self.trials,
             "args": dict(self.args),
             "argv": None if self.argv is None else list(self.argv),
@@ -171,6 +184,7 @@ class RunRecord:
             data_root_changed_from_pins=strings(body, "data_root_changed_from_pins"),
             hash_notes=strings(body, "hash_notes"),
             models=get(body, "models", dict, None),
+            settings=get(body, "settings", dict),
             trials=get(body, "trials", int, None),
             args=get(body, "args", dict),
             argv=_argv(body),

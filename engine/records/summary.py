@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.records.common import ErrorCause
 from engine.records.fields import RecordError, exact_keys, get, strings
 
 _RATE = (int, float, None)
@@ -22,30 +23,29 @@ def _object(body: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Tally:
-    """Composite verdicts counted: ``total`` = passed + failed (N/A left out); ``rate`` 0–1."""
+    """Composite verdicts counted: ``total`` = passed + failed (``N/A`` and ``error`` results left
+    out, counted in ``not_applicable`` / ``errors``); ``rate`` 0–1."""
 
     passed: int
     failed: int
     not_applicable: int
+    errors: int
     total: int
     rate: float | None
 
+    KEYS = ("passed", "failed", "not_applicable", "errors", "total", "rate")
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "failed": self.failed,
-            "not_applicable": self.not_applicable,
-            "total": self.total,
-            "rate": self.rate,
-        }
+        return {k: getattr(self, k) for k in self.KEYS}
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any], what: str) -> Tally:
-        exact_keys(body, ("passed", "failed", "not_applicable", "total", "rate"), what)
+        exact_keys(body, cls.KEYS, what)
         return cls(
             get(body, "passed", int),
             get(body, "failed", int),
             get(body, "not_applicable", int),
+            get(body, "errors", int),
             get(body, "total", int),
             get(body, "rate", *_RATE),
         )
@@ -54,34 +54,33 @@ class Tally:
 @dataclass(frozen=True)
 class SignalRate:
     """One signal's (or diagnostic's) pass rate over its own ``unit`` (scenarios, sessions,
-    predicates, assertions); ``role`` gating, informational or diagnostic."""
+    predicates, assertions); ``role`` gating, informational or diagnostic; ``errors_left_out`` the
+    results with the verdict ``error`` not counted."""
 
     passed: int
     total: int
     rate: float | None
     unit: str
     role: str
+    errors_left_out: int = 0
+
+    KEYS = ("passed", "total", "rate", "unit", "role", "errors_left_out")
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "total": self.total,
-            "rate": self.rate,
-            "unit": self.unit,
-            "role": self.role,
-        }
+        return {k: getattr(self, k) for k in self.KEYS}
 
     @classmethod
     def from_json(cls, body: Any, what: str) -> SignalRate:
         if not isinstance(body, dict):
             raise RecordError(f"{what}: not an object")
-        exact_keys(body, ("passed", "total", "rate", "unit", "role"), what)
+        exact_keys(body, cls.KEYS, what)
         return cls(
             get(body, "passed", int),
             get(body, "total", int),
             get(body, "rate", *_RATE),
             get(body, "unit", str),
             get(body, "role", str),
+            get(body, "errors_left_out", int),
         )
 
 
@@ -159,8 +158,9 @@ class SessionTimes:
 
 @dataclass(frozen=True)
 class FailedResult:
-    """One result that is not successful: the gating signals that failed, whether it stalled, and
-    how the session stopped (``error`` its message, None when it ended normally)."""
+    """One result that is not successful: its ``verdict`` (false, ``"N/A"`` or ``"error"``), the
+    gating signals that failed, whether it stalled, how the session stopped (``error`` its
+    message, None when it ended normally) and, for the verdict ``error``, its ``error_cause``."""
 
     scenario: str
     trial: int
@@ -168,22 +168,31 @@ class FailedResult:
     stalled: bool
     stop_reason: str | None
     error: str | None
+    verdict: bool | str = False
+    error_cause: ErrorCause | None = None
+
+    KEYS = (
+        "scenario",
+        "trial",
+        "verdict",
+        "failed_signals",
+        "stalled",
+        "stop_reason",
+        "error",
+        "error_cause",
+    )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "scenario": self.scenario,
-            "trial": self.trial,
-            "failed_signals": list(self.failed_signals),
-            "stalled": self.stalled,
-            "stop_reason": self.stop_reason,
-            "error": self.error,
-        }
+        body = {k: getattr(self, k) for k in self.KEYS}
+        body["failed_signals"] = list(self.failed_signals)
+        body["error_cause"] = None if self.error_cause is None else self.error_cause.to_json()
+        return body
 
     @classmethod
     def from_json(cls, body: Any) -> FailedResult:
         if not isinstance(body, dict):
             raise RecordError("failed: not a list of objects")
-        exact_keys(body, ("scenario", "trial", "failed_signals", "stalled", "stop_reason", "error"), "failed")
+        exact_keys(body, cls.KEYS, "failed")
         return cls(
             get(body, "scenario", str),
             get(body, "trial", int),
@@ -191,6 +200,8 @@ class FailedResult:
             get(body, "stalled", bool),
             get(body, "stop_reason", str, None),
             get(body, "error", str, None),
+            get(body, "verdict", bool, str),
+            ErrorCause.from_json(get(body, "error_cause", dict, None)),
         )
 
 
@@ -245,9 +256,11 @@ _KEYS = (
     "stalled",
     "stop_reasons",
     "errors",
+    "first_error",
     "judge_errors",
     "first_judge_error",
     "usage",
+    "invocations",
     "wall_time_s",
     "session_time_s",
     "failed",
@@ -261,9 +274,11 @@ class SummaryRecord:
     ``unit`` is ``scenarios`` (one trial) or ``sessions``; ``missing`` the planned results not
     there (``name`` or ``name#trial_k``); ``overall`` / ``task`` the composite tallies (task leaves
     ``clean_exit`` out); ``signals`` one rate per signal then per diagnostic (stalled results left
-    out); ``stop_reasons`` counts by reason; ``errors`` / ``judge_errors`` results with a session /
-    judge error; ``wall_time_s`` the run's seconds (None when unknown); ``pass_hat_k`` only when
-    ``trials`` > 1.
+    out); ``stop_reasons`` counts by reason; ``errors`` the results with the verdict ``error``
+    (``first_error`` the first one's ``scenario: source: message``); ``judge_errors`` results whose
+    judge failed (gating or not); ``usage`` every model request of the run, superseded attempts
+    included; ``invocations`` the run's invocations so far (run, resumes, rescores);
+    ``wall_time_s`` their seconds summed (None when unknown); ``pass_hat_k`` only when ``trials`` > 1.
     """
 
     run_dir: str
@@ -280,9 +295,11 @@ class SummaryRecord:
     stalled: Stalled
     stop_reasons: Mapping[str, int]
     errors: int
+    first_error: str | None
     judge_errors: int
     first_judge_error: str | None
     usage: Mapping[str, UsageTotal]
+    invocations: int
     wall_time_s: float | None
     session_time_s: SessionTimes
     failed: tuple[FailedResult, ...]
@@ -304,9 +321,11 @@ class SummaryRecord:
             "stalled": self.stalled.to_json(),
             "stop_reasons": dict(self.stop_reasons),
             "errors": self.errors,
+            "first_error": self.first_error,
             "judge_errors": self.judge_errors,
             "first_judge_error": self.first_judge_error,
             "usage": {role: u.to_json() for role, u in self.usage.items()},
+            "invocations": self.invocations,
             "wall_time_s": self.wall_time_s,
             "session_time_s": self.session_time_s.to_json(),
             "failed": [f.to_json() for f in self.failed],
@@ -343,9 +362,11 @@ class SummaryRecord:
             stalled=Stalled.from_json(_object(body, "stalled")),
             stop_reasons=stop_reasons,
             errors=get(body, "errors", int),
+            first_error=get(body, "first_error", str, None),
             judge_errors=get(body, "judge_errors", int),
             first_judge_error=get(body, "first_judge_error", str, None),
             usage={r: UsageTotal.from_json(u, f"usage.{r}") for r, u in _object(body, "usage").items()},
+            invocations=get(body, "invocations", int),
             wall_time_s=get(body, "wall_time_s", *_RATE),
             session_time_s=SessionTimes.from_json(_object(body, "session_time_s")),
             failed=tuple(FailedResult.from_json(f) for f in get(body, "failed", list)),

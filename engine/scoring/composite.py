@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.gold import GoldTrace
-from engine.records.metrics import NOT_APPLICABLE, Signal
+from engine.records.metrics import ERROR_VERDICT, NOT_APPLICABLE, Signal
 
 
 def normalize_verdict(value: Any) -> bool | None:
@@ -32,6 +32,12 @@ def normalize_verdict(value: Any) -> bool | None:
     if isinstance(value, int | float):
         return value >= 1.0
     raise TypeError(f"signal value {value!r} is neither bool, rate, None nor 'N/A'")
+
+
+def diagnostic_verdict(value: Any) -> bool | None:
+    """A domain diagnostic's value as a verdict: like :func:`normalize_verdict`, except that a
+    string (a label such as a category name) is not applicable: it is reported, never counted."""
+    return None if isinstance(value, str) else normalize_verdict(value)
 
 
 def stalled_threshold(min_agent_turns: int, gold_trace: GoldTrace | None) -> int:
@@ -50,7 +56,7 @@ def stalled_threshold(min_agent_turns: int, gold_trace: GoldTrace | None) -> int
 class Composite:
     """The composite of one scenario.
 
-    ``is_successful`` / ``is_task_successful`` are True, False or ``"N/A"``; ``breakdown`` is
+    ``is_successful`` / ``is_task_successful`` are True, False, ``"N/A"`` or ``"error"``; ``breakdown`` is
     ``{passed, failed, not_applicable, excluded}`` (lists of signal names: the first three in whitelist order,
     ``excluded`` in signal order);
     ``stalled`` says the min-agent-turns rule forced the verdict.
@@ -67,12 +73,15 @@ def _conjunction(verdicts: Sequence[bool]) -> bool | str:
 
 
 def compute_composite(
-    signals: Mapping[str, Any], whitelist: Sequence[str], stalled: bool = False
+    signals: Mapping[str, Any], whitelist: Sequence[str], stalled: bool = False, error: bool = False
 ) -> Composite:
     """Combine ``signals`` (name → raw value, in the order to report) under ``whitelist``.
 
     Signals not in the whitelist land in ``excluded``; whitelisted names missing from ``signals``
     count as not applicable. An empty whitelist yields ``"N/A"`` (specs reject it before a run).
+    ``error`` (infrastructure kept the session or a gating signal from being measured) makes both
+    verdicts ``"error"`` whatever the signals say, and the stalled rule does not apply; the
+    breakdown still shows what was measured.
     """
     breakdown: dict[str, list[str]] = {"passed": [], "failed": [], "not_applicable": [], "excluded": []}
     gating: list[tuple[str, bool]] = []
@@ -86,6 +95,8 @@ def compute_composite(
     breakdown["excluded"] = [name for name in signals if name not in whitelist]
     overall = _conjunction([v for _, v in gating])
     task = _conjunction([v for n, v in gating if n != Signal.CLEAN_EXIT])
+    if error:
+        return Composite(ERROR_VERDICT, ERROR_VERDICT, breakdown, False)
     if stalled:
         overall, task = False, False
     return Composite(overall, task, breakdown, stalled)

@@ -5,15 +5,19 @@ endpoint through the official ``openai`` client (base URL from ``judge_base_url`
 environment variable ``judge_api_key_env``; a local server needs no real key). The prompt is
 ``templates/judge.md.j2`` rendered in a sandbox with StrictUndefined; its SHA-256 is recorded.
 
-A judge failure (transport error, bad JSON, missing score) is retried ``judge_retries`` times and
-then recorded as not applicable with the error: it is never scored as an agent failure.
+The verdict is the JSON object the template asks for, requested as the endpoint's JSON-schema
+response format (:data:`VERDICT_SCHEMA`) and checked against that schema when read
+(:func:`parse_judge_reply`). A judge failure (transport error, HTTP error, a reply that is not a
+verdict, a template that does not render) is retried ``judge_retries`` times and then recorded with
+the error: it is never scored as an agent failure (a gating judge signal then gives the result the
+verdict ``error``, see ``engine.results``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -23,6 +27,8 @@ from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 
 from engine.backends import token_count
 from engine.model import TEMPLATE_DIR, Scenario, SessionResult
@@ -41,7 +47,8 @@ class JudgeOutcome:
     ``nl_assertion_verdicts`` ``[{index (1-based), assertion, passed, reason}]``;
     ``nl_assertion_pass_rate`` passes / assertions (None without assertions or on error);
     ``error`` the last failure message after retries; ``prompt_sha256`` SHA-256 hex of the prompt;
-    ``usage`` ``{model, prompt_tokens, completion_tokens, calls}``.
+    ``usage`` ``{model, prompt_tokens, completion_tokens, calls}``; ``dropped_parameters`` the
+    optional request parameters the last request went without because the endpoint refused them.
     """
 
     model: str
@@ -58,6 +65,7 @@ class JudgeOutcome:
     attempts: int = 0
     raw_response: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    dropped_parameters: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The ``judge_result.json`` body (the verbatim prompt included as ``judge_input``)."""
@@ -140,100 +148,215 @@ def render_judge_prompt(scenario: Scenario, result: SessionResult) -> str:
     return _env().get_template(JUDGE_TEMPLATE).render(**variables)
 
 
+#: The verdict the judge template asks for, sent as the request's JSON-schema response format
+#: (structured outputs, strict: every property required and no other).
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "number"},
+        "reason": {"type": "string"},
+        "nl_assertion_verdicts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "index": {"type": "integer"},
+                    "passed": {"type": "boolean"},
+                    "reason": {"type": "string"},
+                },
+                "required": ["index", "passed", "reason"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["score", "reason", "nl_assertion_verdicts"],
+    "additionalProperties": False,
+}
+
+
+@cache
+def reply_validators(n_assertions: int) -> tuple[Draft202012Validator, Draft202012Validator]:
+    """``(whole, least)``: ``whole`` the object the template asks for (VERDICT_SCHEMA, the score
+    in 0..1, claim numbers from 1); ``least`` what a verdict cannot do without (a score in 0..1 and,
+    when there are claims, ``nl_assertion_verdicts`` items with ``index`` and ``passed``), reasons
+    optional and other keys tolerated, for a model that answers without structured output."""
+    whole = copy.deepcopy(VERDICT_SCHEMA)
+    whole["properties"]["score"].update(minimum=0, maximum=1)
+    whole["properties"]["nl_assertion_verdicts"]["items"]["properties"]["index"].update(minimum=1)
+    least = copy.deepcopy(whole)
+    item = least["properties"]["nl_assertion_verdicts"]["items"]
+    item.pop("additionalProperties")
+    item["required"] = ["index", "passed"]
+    least.pop("additionalProperties")
+    least["required"] = ["score", *(["nl_assertion_verdicts"] if n_assertions else [])]
+    return Draft202012Validator(whole), Draft202012Validator(least)
+
+
 _OBJECT_START = re.compile(r'\{\s*["}]')
+_FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(.*?)\n?```$", re.DOTALL)
+#: At most this many failed attempts to read an object from a reply (each scans the text).
+_MAX_DECODE_TRIES = 200
 
 
-def _reply_object(text: str) -> dict[str, Any]:
-    """The first JSON object in ``text`` that has a ``score`` key, else the first JSON object.
-
-    Each ``{`` is tried as the start of an object (``json.JSONDecoder.raw_decode``), so chatter
-    holding braces before or after the object does not hide it. Raises ValueError when none parses.
-    """
+def _candidates(text: str) -> list[Any]:
+    """The reply as one JSON value when it is one (inside a code fence or not); else every
+    top-level JSON object in it, in order (an object inside another is part of that one)."""
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    try:
+        return [json.loads(fenced.group(1) if fenced else stripped)]
+    except (ValueError, RecursionError):
+        pass
     decoder = json.JSONDecoder()
-    first: dict[str, Any] | None = None
-    error: str | None = None
-    # only a '{' that opens a key or an empty object can start one; at most 200 tries, so a reply
-    # of 200k '{' costs milliseconds, not seconds (each failed decode scans the text for its line)
-    for found in itertools.islice(_OBJECT_START.finditer(text), 200):
+    found: list[Any] = []
+    end, failures = 0, 0
+    for match in _OBJECT_START.finditer(text):
+        if match.start() < end:
+            continue  # inside the object just read
         try:
-            body, _ = decoder.raw_decode(text, found.start())
-        except (json.JSONDecodeError, RecursionError) as exc:
-            error = error or str(exc)
+            body, end = decoder.raw_decode(text, match.start())
+        except (json.JSONDecodeError, RecursionError):
+            failures += 1
+            if failures >= _MAX_DECODE_TRIES:  # a reply of 200k '{' costs milliseconds, not seconds
+                break
             continue
         if isinstance(body, dict):
-            if "score" in body:
-                return body
-            first = first if first is not None else body
-    if first is not None:
-        return first
-    if error is None:
-        raise ValueError("judge reply holds no JSON object")
-    raise ValueError(f"judge reply is not valid JSON: {error}")
+            found.append(body)
+    return found
 
 
 def parse_judge_reply(text: str, n_assertions: int) -> tuple[float, str, list[dict[str, Any]]]:
-    """Parse the judge's JSON reply (code fences and chatter around it tolerated).
+    """Read the verdict the judge template asks for: the reply itself when it is one JSON value
+    (code fences tolerated), else, among the JSON objects in the reply, the last one that is the
+    whole object the template asks for, failing that the last one that holds what a verdict cannot
+    do without (:func:`reply_validators`): an object quoted in the judge's reasoning before its
+    answer, such as ``{"score": 1.0}``, is not the verdict.
 
-    Returns ``(score, reason, verdicts)``; raises ValueError when the score is missing or out of
-    0–1, when assertions were asked for and a verdict is missing, or when one claim got two
+    Returns ``(score, reason, verdicts)`` with one verdict per claim, in claim order (verdicts for
+    claim numbers beyond ``n_assertions`` are ignored). Raises
+    ValueError when no object matches the schema, a claim has no verdict, or one claim got two
     different verdicts.
     """
-    body = _reply_object(text or "")
-    score = body.get("score")
-    if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
-        raise ValueError(f"judge score {score!r} is not a number in 0..1")
+    candidates = _candidates(text or "")
+    if not candidates:
+        raise ValueError("judge reply holds no JSON object")
+    whole, least = reply_validators(n_assertions)
+    valid = [c for c in candidates if whole.is_valid(c)] or [c for c in candidates if least.is_valid(c)]
+    if not valid:
+        error = best_match(least.iter_errors(candidates[-1]))
+        where = error.json_path if error is not None else "$"
+        why = error.message if error is not None else "not a verdict"
+        raise ValueError(f"judge reply does not match the verdict schema: {where}: {why}")
+    body = valid[-1]
     verdicts: dict[int, dict[str, Any]] = {}
     for item in body.get("nl_assertion_verdicts") or []:
-        index = item.get("index") if isinstance(item, dict) else None
-        if isinstance(index, int) and not isinstance(index, bool) and isinstance(item.get("passed"), bool):
-            if index in verdicts and verdicts[index]["passed"] != item["passed"]:
-                raise ValueError(f"judge gave claim {index} two different verdicts")
-            verdicts[index] = {"passed": item["passed"], "reason": str(item.get("reason", ""))}
+        index = item["index"]
+        if index > n_assertions:
+            continue
+        if index in verdicts and verdicts[index]["passed"] != item["passed"]:
+            raise ValueError(f"judge gave claim {index} two different verdicts")
+        verdicts[index] = {"passed": item["passed"], "reason": str(item.get("reason", ""))}
     missing = [i for i in range(1, n_assertions + 1) if i not in verdicts]
     if missing:
         raise ValueError(f"judge gave no verdict for claim(s) {missing}")
     ordered = [{"index": i, **verdicts[i]} for i in range(1, n_assertions + 1)]
-    return float(score), str(body.get("reason", "")), ordered
+    return float(body["score"]), str(body.get("reason", "")), ordered
 
 
-async def run_judge(scenario: Scenario, result: SessionResult, options: ScoringOptions) -> JudgeOutcome:
-    """Ask the judge about one session; never raises (failures end up in ``outcome.error``)."""
-    from openai import AsyncOpenAI  # imported here: runs without a judge never pay for it
+#: Request parameters an endpoint may refuse (HTTP 400 naming them): each is dropped once and the
+#: request sent again without it. Keys: the parameter; values: words that name it in the error.
+OPTIONAL_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "temperature": ("temperature",),
+    "response_format": ("response_format", "json_schema", "structured output"),
+}
 
-    model = str(options.judge_model)
-    try:
-        prompt = render_judge_prompt(scenario, result)
-    except Exception as exc:  # a broken template is the judge's failure, never the agent's
-        return JudgeOutcome(
-            model=model,
+
+class Judge:
+    """The judge of one run: one client (one connection pool) for every session, and the request
+    parameters the endpoint refused, left out of every later request of the run. Close with
+    :meth:`aclose`."""
+
+    def __init__(self, options: ScoringOptions):
+        self.options = options
+        self.model = str(options.judge_model)
+        self.refused: list[str] = []
+        self._client: Any = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            from openai import AsyncOpenAI  # imported here: runs without a judge never pay for it
+
+            self._client = AsyncOpenAI(
+                base_url=self.options.judge_base_url,
+                api_key=os.environ.get(self.options.judge_api_key_env) or "unused",
+                timeout=self.options.judge_timeout_s,
+                max_retries=0,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def request(self, prompt: str) -> dict[str, Any]:
+        """The chat-completions arguments: temperature 0 and the verdict schema as the response
+        format, unless the endpoint refused them."""
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}
+        if "temperature" not in self.refused:
+            kwargs["temperature"] = 0
+        if "response_format" not in self.refused:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "judge_verdict", "strict": True, "schema": VERDICT_SCHEMA},
+            }
+        return kwargs
+
+    def _refused_parameter(self, exc: Exception, sent: dict[str, Any], retried: list[str]) -> str | None:
+        """The parameter an HTTP 400 names, when it was sent and not already retried without."""
+        if getattr(exc, "status_code", None) != 400:
+            return None
+        text = str(exc).lower()
+        for name, words in OPTIONAL_PARAMETERS.items():
+            if name in sent and name not in retried and any(w in text for w in words):
+                return name
+        return None
+
+    async def ask(self, scenario: Scenario, result: SessionResult) -> JudgeOutcome:
+        """Ask about one session; never raises (failures end up in ``outcome.error``). A failed
+        call is retried ``judge_retries`` times; a request parameter refused with HTTP 400 is
+        dropped and the request sent again once (not counted as a retry), recorded in
+        ``dropped_parameters``."""
+        options = self.options
+        try:
+            prompt = render_judge_prompt(scenario, result)
+        except Exception as exc:  # a broken template is the judge's failure, never the agent's
+            return JudgeOutcome(
+                model=self.model,
+                base_url=options.judge_base_url,
+                threshold=options.judge_threshold,
+                prompt="",
+                prompt_sha256="",
+                error=clip(f"judge prompt did not render: {exc}"),
+            )
+        outcome = JudgeOutcome(
+            model=self.model,
             base_url=options.judge_base_url,
             threshold=options.judge_threshold,
-            prompt="",
-            prompt_sha256="",
-            error=f"judge prompt did not render: {exc}",
+            prompt=prompt,
+            prompt_sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+            usage={"model": self.model, "prompt_tokens": 0, "completion_tokens": 0, "calls": 0},
         )
-    outcome = JudgeOutcome(
-        model=model,
-        base_url=options.judge_base_url,
-        threshold=options.judge_threshold,
-        prompt=prompt,
-        prompt_sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
-        usage={"model": model, "prompt_tokens": 0, "completion_tokens": 0, "calls": 0},
-    )
-    client = AsyncOpenAI(
-        base_url=options.judge_base_url,
-        api_key=os.environ.get(options.judge_api_key_env) or "unused",
-        timeout=options.judge_timeout_s,
-        max_retries=0,
-    )
-    claims = list(scenario.nl_assertions)
-    try:
-        for attempt in range(1, options.judge_retries + 2):
+        claims = list(scenario.nl_assertions)
+        retried: list[str] = []
+        attempt = 0
+        while attempt <= options.judge_retries:
+            attempt += 1
             outcome.attempts = attempt
+            sent = self.request(prompt)
+            outcome.dropped_parameters = [p for p in OPTIONAL_PARAMETERS if p not in sent]
             try:
-                reply = await client.chat.completions.create(
-                    model=model, temperature=0, messages=[{"role": "user", "content": prompt}]
-                )
+                reply = await self.client().chat.completions.create(**sent)
                 outcome.usage["calls"] += 1
                 if isinstance(reply, str | bytes | list | dict):  # the client could not parse it
                     raise ValueError(f"the reply is not a chat completion: {str(reply)[:200]!r}")
@@ -244,6 +367,13 @@ async def run_judge(scenario: Scenario, result: SessionResult, options: ScoringO
                 score, reason, verdicts = parse_judge_reply(outcome.raw_response or "", len(claims))
             except Exception as exc:  # transport, HTTP status, bad reply: retry, then record
                 outcome.error = clip(f"{type(exc).__name__}: {exc}")  # one line, bounded
+                refused = self._refused_parameter(exc, sent, retried)
+                if refused is not None:
+                    retried.append(refused)
+                    if refused not in self.refused:
+                        self.refused.append(refused)
+                    attempt -= 1  # sent again at once without it: not a retry
+                    continue
                 if attempt <= options.judge_retries:
                     await asyncio.sleep(options.judge_retry_delay_s * attempt)
                 continue
@@ -262,6 +392,13 @@ async def run_judge(scenario: Scenario, result: SessionResult, options: ScoringO
             if claims:
                 outcome.nl_assertion_pass_rate = sum(v["passed"] for v in verdicts) / len(claims)
             break
+        return outcome
+
+
+async def run_judge(scenario: Scenario, result: SessionResult, options: ScoringOptions) -> JudgeOutcome:
+    """Ask the judge about one session with a judge of its own (see :class:`Judge`); never raises."""
+    judge = Judge(options)
+    try:
+        return await judge.ask(scenario, result)
     finally:
-        await client.close()
-    return outcome
+        await judge.aclose()

@@ -121,7 +121,8 @@ def compute_signals(inp: SignalInputs) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run every signal, then the domain plugin's diagnostics (computed and saved, reported in
     ``success_breakdown.excluded`` unless a spec whitelists them). Returns ``(values, fields)``:
     name → composite value, and the merged ``metrics.json`` fields. A diagnostic that raises is
-    recorded as None (not applicable): it never breaks scoring."""
+    recorded as None (not applicable): it never breaks scoring. A diagnostic's string value (a
+    label) is written as is and is not applicable to the composite."""
     values: dict[str, Any] = {}
     fields: dict[str, Any] = {}
     for name, func in SIGNAL_FUNCS.items():
@@ -136,6 +137,6 @@ def compute_signals(inp: SignalInputs) -> tuple[dict[str, Any], dict[str, Any]]:
                 value = diag(diag_in)
             except Exception:
                 value = None
-            values[name] = value
+            values[name] = None if isinstance(value, str) else value  # a label gates nothing
             fields[name] = value
     return values, fields

@@ -4,7 +4,9 @@ Rates are fractions in 0–1 in ``summary.json`` and percentages in the text. Ea
 has its own denominator and unit: scenarios for the boolean signals, predicates for
 ``db_state_assertion``, assertions for ``nl_assertion``. Stalled scenarios stay in the composite
 denominators (as failures) and are left out of every per-signal rate. ``"N/A"`` composites are left
-out of the composite denominator and counted separately.
+out of the composite denominator and counted separately; so are ``"error"`` results (no verdict:
+infrastructure failed), which are also left out of every per-signal rate, their number shown next
+to each rate. A diagnostic's string value (a label) is not applicable.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from engine import __version__
+from engine.records.common import spent
 from engine.records.metrics import SIGNALS, MetricsRecord, Signal
 from engine.records.summary import (
     FailedResult,
@@ -25,7 +28,7 @@ from engine.records.summary import (
     Tally,
     UsageTotal,
 )
-from engine.scoring.composite import normalize_verdict
+from engine.scoring.composite import diagnostic_verdict, normalize_verdict
 from engine.scoring.passk import pass_hat_k_table
 from engine.untrusted import bounded_count, one_line
 
@@ -34,10 +37,12 @@ def _rate(passed: int, total: int) -> float | None:
     return passed / total if total else None
 
 
-def _tally(values: Iterable[Any]) -> Tally:
-    counts = Counter(normalize_verdict(v) for v in values)
+def _tally(values: Iterable[Any], errors: int = 0, read: Any = normalize_verdict) -> Tally:
+    """Count verdicts (``read`` maps a value to True / False / None); ``errors`` results with the
+    verdict ``error``, left out before."""
+    counts = Counter(read(v) for v in values)
     passed, failed, na = counts[True], counts[False], counts[None]
-    return Tally(passed, failed, na, passed + failed, _rate(passed, passed + failed))
+    return Tally(passed, failed, na, errors, passed + failed, _rate(passed, passed + failed))
 
 
 def _diagnostics(rows: Sequence[MetricsRecord]) -> tuple[str, ...]:
@@ -46,7 +51,8 @@ def _diagnostics(rows: Sequence[MetricsRecord]) -> tuple[str, ...]:
 
 
 def _signal_rates(rows: Sequence[MetricsRecord], unit: str) -> dict[str, SignalRate]:
-    live = [m for m in rows if not m.stalled]
+    live = [m for m in rows if not m.stalled and not m.is_error]
+    errors = sum(1 for m in rows if m.is_error)
     gating = {s for m in rows for s in m.success_signals}
     diagnostics = _diagnostics(rows)
     out: dict[str, SignalRate] = {}
@@ -58,14 +64,16 @@ def _signal_rates(rows: Sequence[MetricsRecord], unit: str) -> dict[str, SignalR
             verdicts = [v for m in live for v in m.signals.nl_assertion_verdicts]
             passed, total, this_unit = sum(1 for v in verdicts if v["passed"]), len(verdicts), "assertions"
         else:
-            t = _tally(m.signals.value(name) for m in live if name in SIGNALS or name in m.diagnostic_names)
+            read = normalize_verdict if name in SIGNALS else diagnostic_verdict
+            shown = (m.signals.value(name) for m in live if name in SIGNALS or name in m.diagnostic_names)
+            t = _tally(shown, read=read)
             passed, total, this_unit = t.passed, t.total, unit
         role = (
             "diagnostic"
             if name in diagnostics and name not in gating
             else ("gating" if name in gating else "informational")
         )
-        out[name] = SignalRate(passed, total, _rate(passed, total), this_unit, role)
+        out[name] = SignalRate(passed, total, _rate(passed, total), this_unit, role, errors)
     return out
 
 
@@ -73,7 +81,7 @@ def _usage(rows: Sequence[MetricsRecord]) -> dict[str, UsageTotal]:
     models: dict[str, list[str]] = {}
     sums: dict[str, list[int]] = {}
     for m in rows:
-        for role, u in m.usage.items():
+        for role, u in [*m.usage.items(), *((e.role, e.usage) for e in spent(m.superseded_usage))]:
             seen = models.setdefault(role, [])
             model = one_line(u.model, 200) if u.model else None  # a side's text
             if model and model not in seen:
@@ -91,9 +99,9 @@ def build_summary(
 ) -> SummaryRecord:
     """Aggregate complete per-session metrics (one per (scenario, trial)) into the summary.
 
-    ``run_info`` supplies ``trials``, ``min_agent_turns``, ``wall_time_s`` (seconds),
-    ``scenarios`` (planned names, to list missing ones) and ``interrupted`` when known;
-    ``run_dir`` is recorded as given.
+    ``run_info`` supplies ``trials``, ``min_agent_turns``, ``wall_time_s`` (seconds, every
+    invocation's), ``invocations`` (their number), ``scenarios`` (planned names, to list missing
+    ones) and ``interrupted`` when known; ``run_dir`` is recorded as given.
     """
     rows = sorted(metrics, key=lambda m: (m.scenario_name, m.trial))
     trials = int(run_info.get("trials") or max((m.trial for m in rows), default=1))
@@ -119,6 +127,8 @@ def build_summary(
             m.stalled,
             m.stop_reason,
             one_line(m.error) if m.error else m.error,
+            m.is_successful,
+            m.error_cause,
         )
         for m in rows
         if m.is_successful is not True
@@ -134,6 +144,12 @@ def build_summary(
         table = pass_hat_k_table(outcomes, trials)
         pass_hat_k = PassHatK(table["per_scenario"], table["overall"])
     judge_errors = [m.signals.judge_error for m in rows if m.signals.judge_error]
+    errored = [m for m in rows if m.is_error]
+    first_error = None
+    if errored:
+        first = errored[0]
+        label = first.scenario_name if trials == 1 else f"{first.scenario_name}#trial_{first.trial}"
+        first_error = one_line(f"{label}: {first.error_cause}")
     return SummaryRecord(
         run_dir=run_dir,
         evalctl_version=__version__,
@@ -143,15 +159,17 @@ def build_summary(
         unit=unit,
         missing=tuple(missing),
         interrupted=bool(run_info.get("interrupted", False)),
-        overall=_tally(m.is_successful for m in rows),
-        task=_tally(m.is_task_successful for m in rows),
+        overall=_tally((m.is_successful for m in rows if not m.is_error), len(errored)),
+        task=_tally((m.is_task_successful for m in rows if not m.is_error), len(errored)),
         signals=_signal_rates(rows, unit),
         stalled=Stalled(len(stalled), tuple(stalled), run_info.get("min_agent_turns")),
         stop_reasons=dict(sorted(Counter(str(m.stop_reason) for m in rows).items())),
-        errors=sum(1 for m in rows if m.error),
+        errors=len(errored),
+        first_error=first_error,
         judge_errors=len(judge_errors),
         first_judge_error=one_line(judge_errors[0]) if judge_errors else None,
         usage=_usage(rows),
+        invocations=int(run_info.get("invocations") or 1),
         wall_time_s=run_info.get("wall_time_s"),
         session_time_s=SessionTimes(
             sum(durations), _rate(sum(durations), len(durations)) or 0.0, max(durations, default=0.0)
@@ -172,21 +190,28 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     na = f"; {ov.not_applicable} N/A" if ov.not_applicable else ""
     lines = [
         f"evalctl run summary{': ' + title if title else ''}",
-        f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na})"
+        f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na}{_left_out(ov.errors)})"
         + (f" - INCOMPLETE: {len(summary.missing)} results missing" if summary.missing else ""),
-        f"Task Success Rate (excl. clean_exit): {_pct(task.rate)} ({task.passed}/{task.total} {unit})",
+        f"Task Success Rate (excl. clean_exit): {_pct(task.rate)} ({task.passed}/{task.total} {unit}"
+        f"{_left_out(task.errors)})",
         f"Scenarios: {summary.scenarios}, trials: {summary.trials}, results: {summary.results}",
     ]
+    if summary.errors:
+        lines.append(
+            f"ERRORS: {summary.errors} result(s) without a verdict (infrastructure failed; left out of "
+            f"every rate, `evalctl run ... --resume` reruns them); first: {summary.first_error}"
+        )
     if summary.missing:
         lines.append(f"Missing results: {len(summary.missing)} (resume the run to complete them)")
     if summary.interrupted:
         lines.append("Run was interrupted before all scenarios finished.")
     lines.append("Per-signal pass rates (stalled scenarios left out; each with its own denominator):")
     for name, s in summary.signals.items():
+        out = _left_out(s.errors_left_out)
         if s.total == 0:
-            lines.append(f"  {name}: n/a (0 {s.unit}) [{s.role}]")
+            lines.append(f"  {name}: n/a (0 {s.unit}{out}) [{s.role}]")
         else:
-            lines.append(f"  {name}: {_pct(s.rate)} ({s.passed}/{s.total} {s.unit}) [{s.role}]")
+            lines.append(f"  {name}: {_pct(s.rate)} ({s.passed}/{s.total} {s.unit}{out}) [{s.role}]")
     st = summary.stalled
     if st.count:
         lines.append(
@@ -198,12 +223,10 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
         ks = ks or "n/a (no trial had a verdict)"
         lines.append(f"pass^k over {summary.trials} trials: {ks}")
     lines.append("Stop reasons: " + ", ".join(f"{k} {v}" for k, v in summary.stop_reasons.items()))
-    if summary.errors:
-        lines.append(f"Sessions with an error: {summary.errors}")
     if summary.judge_errors:
         lines.append(
-            f"Judge errors (recorded as N/A, not as agent failures): {summary.judge_errors}; "
-            f"first: {summary.first_judge_error}"
+            f"Judge errors (never an agent failure: the verdict error where a judge signal gates, "
+            f"else not applicable): {summary.judge_errors}; first: {summary.first_judge_error}"
         )
     lines.append("Token usage:" if summary.usage else "Token usage: none (no model calls)")
     for role, u in summary.usage.items():
@@ -214,8 +237,9 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
         )
     wall = summary.wall_time_s
     st_s = summary.session_time_s
+    over = f" over {summary.invocations} invocations" if summary.invocations > 1 else ""
     lines.append(
-        f"Wall time: {'n/a' if wall is None else f'{wall:.1f} s'} (sessions: total {st_s.total:.1f} s, "
+        f"Wall time: {'n/a' if wall is None else f'{wall:.1f} s'}{over} (sessions: total {st_s.total:.1f} s, "
         f"mean {st_s.mean:.1f} s, max {st_s.max:.1f} s)"
     )
     if summary.failed:
@@ -227,9 +251,16 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     return "\n".join(one_line(line, None) for line in lines) + "\n"
 
 
+def _left_out(errors: int) -> str:
+    return f"; {errors} error{'' if errors == 1 else 's'} left out" if errors else ""
+
+
 def failure_reason(failed: FailedResult) -> str:
-    """Why one result is not successful, in one line: the failed signals, ``stalled``, and the
-    stop reason with the session's error message when a side failed."""
+    """Why one result is not successful, in one line: ``ERROR <source>: <message>`` for a result
+    without a verdict, else the failed signals, ``stalled``, and the stop reason with the session's
+    error message when a side failed."""
+    if failed.error_cause is not None:
+        return one_line(f"ERROR {failed.error_cause}", None)
     parts = list(failed.failed_signals)
     if failed.stalled:
         parts.append("stalled")

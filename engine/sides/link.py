@@ -14,12 +14,41 @@ from engine.protocol import MAX_FRAME_BYTES, Ids, ProtocolError, clip, decode, e
 
 
 class SideFailure(Exception):
-    """A side failed: ``kind`` is the stop reason it causes (``error`` or ``timeout``)."""
+    """A side failed: ``kind`` is the stop reason it causes (``error`` or ``timeout``); ``source``
+    an ``engine.records.common.ErrorSource`` value when the failure is infrastructure's (the result
+    then has no verdict), None when it is the agent's own doing (see :func:`blame`)."""
 
-    def __init__(self, kind: Literal["error", "timeout"], message: str):
+    def __init__(self, kind: Literal["error", "timeout"], message: str, source: str | None = None):
         super().__init__(message)
         self.kind: Literal["error", "timeout"] = kind
         self.message = message
+        self.source = source
+
+
+#: Protocol error codes a side uses to say its model backend failed (not its own behaviour).
+BACKEND_CODES = ("backend_error", "backend_timeout")
+
+
+def blame(role: str, what: str, builtin: bool = False) -> str | None:
+    """The infrastructure source of a failure ``what`` of the ``role`` side, None when it is the
+    agent's own behaviour. ``what``: ``connect`` (unreachable), ``lost`` (connection broken without
+    a close frame, or closed by a keepalive timeout), ``backend`` (the side reported its model
+    backend failed), ``crash`` (the side reported an internal error), ``silent`` (nothing within
+    the turn timeout), ``closed`` (the side closed the connection), ``conduct`` (it broke the
+    protocol, sent too much, made too many calls). Everything the user side does wrong is the user
+    simulator's failure; a built-in agent side only speaks for its model, so its silence and crashes
+    are the model endpoint's or the engine's, while an external agent's are its own."""
+    if what in ("connect", "lost"):
+        return "transport"
+    if role == "user":
+        return "engine" if what == "crash" and builtin else "user_simulator"
+    if what == "backend":
+        return "agent_model"
+    if what == "crash" and builtin:
+        return "engine"
+    if what == "silent" and builtin:
+        return "agent_model"
+    return None
 
 
 class Traffic:
@@ -41,6 +70,7 @@ class Traffic:
                 "error",
                 f"session byte budget exhausted: {total} bytes exchanged with the sides ({each}), "
                 f"over the {self.limit} byte limit",
+                blame(role, "conduct"),
             )
 
 
@@ -67,13 +97,19 @@ class SideLink:
     bytes of every frame sent and received against the session's byte budget.
     """
 
-    def __init__(self, role: str, uri: str, ws: ClientConnection):
+    def __init__(self, role: str, uri: str, ws: ClientConnection, builtin: bool = False):
         self.role = role
         self.uri = uri
         self.ws = ws
         self.ids = Ids("e")
         self.engine_time_s = 0.0
         self.traffic: Traffic | None = None
+        #: A side the run serves itself (replay, openai:MODEL): see :func:`blame`.
+        self.builtin = builtin
+
+    def failure(self, kind: Literal["error", "timeout"], message: str, what: str) -> SideFailure:
+        """A :class:`SideFailure` of this side, blamed as :func:`blame` says."""
+        return SideFailure(kind, message, blame(self.role, what, self.builtin))
 
     @classmethod
     async def open(cls, role: str, uri: str, timeout_s: float) -> SideLink:
@@ -88,7 +124,9 @@ class SideLink:
                 proxy=None,
             )
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as err:
-            raise SideFailure("error", f"cannot connect to the {role} side at {uri}: {err}") from None
+            raise SideFailure(
+                "error", f"cannot connect to the {role} side at {uri}: {err}", blame(role, "connect")
+            ) from None
         return cls(role, uri, ws)
 
     async def send(self, message_type: str, **fields: Any) -> str:
@@ -111,7 +149,7 @@ class SideLink:
         try:
             await self.ws.send(frame)
         except ConnectionClosed as err:
-            raise SideFailure("error", f"{self.role} side disconnected: {_closed(err)}") from None
+            raise self.failure("error", f"{self.role} side disconnected: {_closed(err)}", _how(err)) from None
         return msg_id
 
     async def receive(self, timeout_s: float) -> dict[str, Any]:
@@ -123,9 +161,10 @@ class SideLink:
             async with asyncio.timeout(timeout_s):
                 raw = await self.ws.recv()
         except TimeoutError:
-            raise SideFailure("timeout", f"{self.role} side sent nothing for {timeout_s:g} s") from None
+            silent = f"{self.role} side sent nothing for {timeout_s:g} s"
+            raise self.failure("timeout", silent, "silent") from None
         except ConnectionClosed as err:
-            raise SideFailure("error", f"{self.role} side disconnected: {_closed(err)}") from None
+            raise self.failure("error", f"{self.role} side disconnected: {_closed(err)}", _how(err)) from None
         if self.traffic is not None:
             self.traffic.charge(self.role, len(raw))
         t0 = time.perf_counter()
@@ -134,11 +173,13 @@ class SideLink:
         except ProtocolError as err:
             self.engine_time_s += time.perf_counter() - t0
             await self.fail(err.code, err.message, err.reply_to)
-            raise SideFailure("error", f"{self.role} side broke the protocol: {err}") from None
+            raise self.failure("error", f"{self.role} side broke the protocol: {err}", "conduct") from None
         self.engine_time_s += time.perf_counter() - t0
         if msg["type"] == "error":
-            kind: Literal["error", "timeout"] = "timeout" if msg["code"] == "backend_timeout" else "error"
-            raise SideFailure(kind, f"{self.role} side reported {msg['code']}: {clip(msg['message'])}")
+            code = msg["code"]
+            kind: Literal["error", "timeout"] = "timeout" if code == "backend_timeout" else "error"
+            what = "backend" if code in BACKEND_CODES else "crash" if code == "internal_error" else "conduct"
+            raise self.failure(kind, f"{self.role} side reported {code}: {clip(msg['message'])}", what)
         return msg
 
     async def fail(self, code: Any, message: str, reply_to: str | None = None) -> None:
@@ -165,6 +206,12 @@ class SideLink:
                 await self.ws.close()
         except Exception:
             pass
+
+
+def _how(err: ConnectionClosed) -> str:
+    """``lost`` when the connection broke without a close frame from the side (a dropped link, or
+    our keepalive giving up), else ``closed`` (the side closed it)."""
+    return "lost" if err.rcvd is None else "closed"
 
 
 def _closed(err: ConnectionClosed) -> str:

@@ -1,0 +1,76 @@
+"""Before the first session: is each ``openai:`` endpoint of the run (agent, user, judge) there,
+and does it take the key? One ``GET <base URL>/models`` each, without retries.
+
+Unreachable, silent past the timeout, or refusing the key (HTTP 401 / 403) stops the run with one
+line naming the endpoint, before any session is spent on it. Any other answer (a 404 from a server
+without a model list included) counts as reachable: the sessions' own requests say the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+
+from engine.errors import InfrastructureError
+
+#: Seconds the check waits for an endpoint at most (the run's request timeout when shorter).
+PROBE_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One endpoint to check: ``label`` names its roles (``agent model endpoint``, ``judge
+    endpoint``), ``base_url`` None = the client's default, ``api_key_env`` where its key is."""
+
+    label: str
+    base_url: str | None
+    api_key_env: str
+
+
+async def probe(endpoint: Endpoint, timeout_s: float) -> None:
+    """Check one endpoint; raises InfrastructureError (one line naming it) when it is unreachable,
+    does not answer within ``timeout_s`` seconds, or refuses the key."""
+    import openai  # imported here: runs without a model never pay for it
+
+    client = openai.AsyncOpenAI(
+        base_url=endpoint.base_url,
+        api_key=os.environ.get(endpoint.api_key_env) or "unused",
+        timeout=timeout_s,
+        max_retries=0,
+    )
+    url = str(client.base_url).rstrip("/")
+    try:
+        await client.models.list()
+    except openai.APITimeoutError:
+        raise InfrastructureError(f"{endpoint.label} {url} did not answer in {timeout_s:g} s") from None
+    except openai.APIConnectionError as err:
+        cause = err.__cause__ or err
+        raise InfrastructureError(
+            f"{endpoint.label} {url} is unreachable ({type(cause).__name__}: {cause}); check --base-url"
+        ) from None
+    except openai.APIStatusError as err:
+        if err.status_code in (401, 403):
+            raise InfrastructureError(
+                f"{endpoint.label} {url} refused the API key in ${endpoint.api_key_env} "
+                f"(HTTP {err.status_code}: {str(err.message)[:200]})"
+            ) from None
+    except (openai.APIError, ValueError):
+        pass  # it answered, with something that is not a model list: reachable
+    finally:
+        await client.close()
+
+
+async def check_endpoints(endpoints: list[Endpoint], timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Check every endpoint once (the same URL and key variable once for all their roles), all at
+    once; raises the first failure's InfrastructureError."""
+    merged: dict[tuple[str | None, str], list[str]] = {}
+    for e in endpoints:
+        merged.setdefault((e.base_url, e.api_key_env), []).append(e.label)
+    checks = [
+        probe(Endpoint(" and ".join(labels), url, env), timeout_s) for (url, env), labels in merged.items()
+    ]
+    outcomes = await asyncio.gather(*checks, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome

@@ -1,0 +1,28 @@
+"""``evalctl rescore RUN_DIR``: score a run's stored sessions again (``engine.rescoring``), then
+print the outcome as ``evalctl run`` does and pick the exit code."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from rich.console import Console
+
+from engine.commands.run import print_outcome
+from engine.domains.registry import plugins
+from engine.rescoring import RescoreOptions, rescore_run
+
+
+def rescore(opts: RescoreOptions, fail_under: float | None = None, allow_errors: bool = False) -> int:
+    """Rescore (with every registered domain plugin) and print the outcome; returns the exit code
+    of ``evalctl run`` (3 when a result has the verdict ``error`` unless ``allow_errors``, 1 under
+    ``fail_under``, else 0). Raises UsageError / SpecError / DataRootError / InfrastructureError
+    before anything is rewritten."""
+    done = asyncio.run(rescore_run(replace(opts, plugins=plugins())))
+    err = Console(stderr=True, soft_wrap=True, emoji=False)
+    for note in done.notes:
+        err.print(f"evalctl: note: {note}", markup=False, highlight=False)
+    out = Console(soft_wrap=True, emoji=False)
+    kept = f", {done.kept} kept as they were" if done.kept else ""
+    out.print(f"rescored {done.rescored} result(s){kept}", markup=False, highlight=False)
+    return print_outcome(done.report, fail_under, allow_errors)

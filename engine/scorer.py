@@ -1,0 +1,87 @@
+"""The scoring stage of a run (and of ``evalctl rescore``): a session's artifacts are stored as soon
+as it ends (:meth:`Scorer.store`); scoring comes after (:meth:`Scorer.score`): the judge, at most
+``concurrency`` requests at once on the event loop, then the signals, the composite and
+``metrics.json`` in a worker thread. A crash or Ctrl-C while judging loses no conversation: the
+stored session is scored by the next ``--resume`` (or ``evalctl rescore``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from engine.model import Scenario, SessionResult
+from engine.options import ScoringOptions
+from engine.records.common import SpentUsage
+from engine.records.metrics import MetricsRecord
+from engine.records.session import SessionRecord
+from engine.results import score_session
+from engine.scoring.judge import Judge
+from engine.session_files import write_session
+
+T = TypeVar("T")
+
+#: Two workers for artifact writes and scoring: they overlap the sessions (fsync releases the GIL)
+#: without many threads competing with the event loop for the GIL.
+_WORKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalctl-write")
+
+
+async def off_loop(func: Callable[..., T], *args: Any) -> T:
+    """``func(*args)`` in a worker thread: file writes block (fsync), and the sessions still running
+    must not wait for them. When the caller is cancelled meanwhile (Ctrl-C), the work still
+    finishes before the cancellation goes on, so a file is never half written."""
+    future = asyncio.get_running_loop().run_in_executor(_WORKERS, functools.partial(func, *args))
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        while not future.done():  # cancellation may come more than once: still wait for the writes
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait([future])
+        raise
+
+
+class Scorer:
+    """Stores and scores the sessions of one run directory (``trials`` fixes its layout) with
+    ``options``; ``invocation`` is the id recorded in each stored session. Close with
+    :meth:`aclose` (the judge's connections)."""
+
+    def __init__(
+        self, run_dir: Path, trials: int, options: ScoringOptions, concurrency: int, invocation: str
+    ):
+        self.run_dir = Path(run_dir)
+        self.trials = trials
+        self.options = options
+        self.invocation = invocation
+        self.judge = Judge(options) if options.judge_model else None
+        self.gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def store(
+        self, scenario: Scenario, result: SessionResult, superseded: tuple[SpentUsage, ...] = ()
+    ) -> SessionRecord:
+        """Write the session's artifacts (``engine.session_files.write_session``). Raises OSError
+        when the run directory cannot be written."""
+        return await off_loop(
+            write_session, self.run_dir, scenario, result, self.trials, self.invocation, superseded
+        )
+
+    async def score(
+        self, scenario: Scenario, result: SessionResult, superseded: tuple[SpentUsage, ...] = ()
+    ) -> MetricsRecord:
+        """Judge (when on) and score a stored session; returns its metrics. Judge failures are
+        recorded, never raised; raises OSError when the folder cannot be written."""
+        judge = None
+        if self.judge is not None:
+            async with self.gate:
+                judge = await self.judge.ask(scenario, result)
+        return await off_loop(
+            score_session, self.run_dir, scenario, result, self.trials, self.options, judge, superseded
+        )
+
+    async def aclose(self) -> None:
+        if self.judge is not None:
+            await self.judge.aclose()

@@ -1,0 +1,283 @@
+"""The run directory's per-result folders: the session's artifacts, written as soon as a
+conversation ends, and read back to score it (``evalctl rescore``, or ``--resume`` after a crash
+during judging) without running the conversation again.
+
+Per (scenario, trial) folder (:func:`scenario_dir`), every file written atomically, in this order:
+``final_db.json``, ``expected_db.json``, ``final_user_db.json``, ``actions.json``,
+``tool_calls.json``, ``transcript.jsonl``, ``final_scenario_db_hash.txt``, ``scenario_config/``
+and LAST ``session.json`` (:class:`engine.records.session.SessionRecord`): its presence marks the
+session stored. Scoring then writes ``judge_result.json`` (judge on) and ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from engine import render
+from engine.artifacts import read_json, read_jsonl, write_json, write_jsonl, write_text
+from engine.dbhash import db_hash
+from engine.model import Scenario, SessionResult
+from engine.records.common import ErrorCause, ErrorSource, SpentUsage, Usage, spent
+from engine.records.metrics import MetricsRecord
+from engine.records.session import SessionRecord
+
+log = logging.getLogger(__name__)
+
+METRICS = "metrics.json"
+SESSION = "session.json"
+JUDGE_RESULT = "judge_result.json"
+
+
+def scenario_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> Path:
+    """Where one (scenario, trial) writes: ``run_dir/<name>``, or ``run_dir/<name>/trial_<k>`` when
+    trials > 1."""
+    return run_dir / scenario_name if trials == 1 else run_dir / scenario_name / f"trial_{trial}"
+
+
+def read_metrics(path: Path) -> MetricsRecord | None:
+    """Parse a ``metrics.json``; None when it is missing, torn or not ours (RecordError)."""
+    try:
+        return MetricsRecord.from_json(read_json(path))
+    except (OSError, ValueError):  # RecordError is a ValueError
+        return None
+
+
+def read_session(sdir: Path) -> SessionRecord | None:
+    """Parse the ``session.json`` of a result folder; None when it is missing, torn or not ours."""
+    try:
+        return SessionRecord.from_json(read_json(Path(sdir) / SESSION))
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What a (scenario, trial) folder holds: ``state`` ``scored`` (a metrics.json of this
+    scenario and trial), ``stored`` (the session's artifacts, not scored), ``missing``;
+    ``metrics`` / ``session`` the records read (None when absent)."""
+
+    state: Literal["scored", "stored", "missing"]
+    metrics: MetricsRecord | None
+    session: SessionRecord | None
+
+    @property
+    def session_error(self) -> bool:
+        """An ``error`` verdict caused by the session (a side, the transport, the engine), not by
+        the judge: only running the conversation again can give a verdict."""
+        cause = self.metrics.error_cause if self.metrics is not None else None
+        return cause is not None and cause.source != ErrorSource.JUDGE
+
+
+def slot(run_dir: Path, scenario_name: str, trial: int, trials: int) -> Slot:
+    """The state of one (scenario, trial) of ``run_dir`` (used by ``--resume``)."""
+    sdir = scenario_dir(Path(run_dir), scenario_name, trial, trials)
+    metrics = read_metrics(sdir / METRICS)
+    if metrics is not None and (metrics.scenario_name, metrics.trial) != (scenario_name, trial):
+        metrics = None
+    session = read_session(sdir)
+    if session is not None and (session.scenario_name, session.trial) != (scenario_name, trial):
+        session = None
+    if metrics is not None:
+        return Slot("scored", metrics, session)
+    return Slot("stored" if session is not None else "missing", None, session)
+
+
+def is_complete(run_dir: Path, scenario_name: str, trial: int, trials: int) -> bool:
+    """True when that (scenario, trial) already has a complete, scored result: its ``metrics.json``
+    parses and names this scenario and trial."""
+    return slot(run_dir, scenario_name, trial, trials).state == "scored"
+
+
+def spent_before(found: Slot) -> tuple[SpentUsage, ...]:
+    """The model use a new attempt of this slot supersedes: everything its metrics (or, not
+    scored, its session) counted, including what they had superseded themselves."""
+    if found.metrics is not None:
+        return spent(found.metrics.superseded_usage, *found.metrics.usage.items())
+    if found.session is not None:
+        return spent(found.session.superseded_usage, *found.session.usage.items())
+    return ()
+
+
+def rescored_spent(found: Slot) -> tuple[SpentUsage, ...]:
+    """The model use a new scoring of this slot's stored session supersedes: the earlier judge's
+    (the session's own agent and user use stays counted in the new metrics)."""
+    if found.metrics is not None:
+        judge = [(role, u) for role, u in found.metrics.usage.items() if role == "judge"]
+        return spent(found.metrics.superseded_usage, *judge)
+    if found.session is not None:
+        return found.session.superseded_usage
+    return ()
+
+
+def gold_path(scenario: Scenario) -> dict[str, Any]:
+    """What a replay caller plays against a model agent, for triage: the gold's agent tool calls
+    ``[{turn, name, arguments}]`` (``turn``: the agent turn, counted from 0) and its caller lines."""
+    calls: list[dict[str, Any]] = []
+    turn = -1
+    assert scenario.gold_trace is not None
+    for step in scenario.gold_trace:
+        if step.kind == "user":
+            turn += 1
+        elif step.kind == "tool_call" and step.side == "agent":
+            calls.append({"turn": max(turn, 0), "name": step.tool, "arguments": dict(step.arguments)})
+    ending = [t.name for t in scenario.tools.tools if t.ends_call == "exit"]
+    return {
+        "tool_calls": calls,
+        "user_lines": list(scenario.gold_trace.lines("user")),
+        "ending_tools": ending,
+    }
+
+
+def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str, Any]] | None, str | None]:
+    """Rendered prompts and tool schemas; a rendering failure is recorded, never raised."""
+    try:
+        prompts = {
+            "agent_prompt.md": render.render_agent_prompt(scenario),
+            "user_prompt.md": render.render_user_prompt(scenario),
+        }
+        return prompts, list(render.tool_schemas(scenario)), None
+    except Exception as exc:
+        return {}, scenario.tools.openai_schemas(), f"{type(exc).__name__}: {exc}"
+
+
+def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "scenario_name": scenario.name,
+        scenario.record_id_key: scenario.record_id,
+        "domain": scenario.domain.name,
+        "description": scenario.description,
+        "current_date": scenario.current_date,
+        "max_duration_s": scenario.max_duration,
+        "success_signals": list(scenario.success_signals),
+        "expected_db_hash": expected_hash,
+        "hash_rules": {
+            "excluded_keys": list(scenario.domain.hash_rules.excluded_keys),
+            "unordered_lists": list(scenario.domain.hash_rules.unordered_lists),
+        },
+        "db_state_assertions": [dict(a) for a in scenario.db_state_assertions],
+        "nl_assertions": list(scenario.nl_assertions),
+        "reference_answer": scenario.reference_answer,
+        "match_options": dict(scenario.match_options),
+        "source": scenario.source.file,
+        "spec_dir": str(scenario.domain.spec_dir),
+        "data_root": str(scenario.domain.data_root),
+    }
+    if render_error:
+        meta["render_error"] = render_error
+    return meta
+
+
+def _clear(sdir: Path) -> None:
+    """Make a folder about to be rewritten incomplete at once (metrics, then session record gone),
+    and drop what this attempt may not write again."""
+    for name in (METRICS, SESSION):
+        with contextlib.suppress(FileNotFoundError):
+            (sdir / name).unlink()
+    for stale in [*sdir.glob(".*.tmp"), *sdir.glob("scenario_config/.*.tmp")]:
+        stale.unlink(missing_ok=True)  # temp files left by a killed earlier attempt
+    for optional in ("final_db.json", "final_user_db.json", "expected_db.json", JUDGE_RESULT):
+        (sdir / optional).unlink(missing_ok=True)
+    (sdir / "scenario_config" / "gold_path.json").unlink(missing_ok=True)
+
+
+def write_session(
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    invocation: str,
+    superseded: Iterable[SpentUsage] = (),
+) -> SessionRecord:
+    """Write the artifacts of a session that just ended, ``session.json`` last; returns its record.
+    ``invocation`` is the id of the run invocation that ran it; ``superseded`` the model use of
+    the earlier attempts of this result (see :func:`spent_before`). Raises OSError only when the
+    run directory cannot be written."""
+    sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
+    sdir.mkdir(parents=True, exist_ok=True)
+    _clear(sdir)
+    rules = scenario.domain.hash_rules
+    actual_hash = db_hash(result.final_db, rules) if result.final_db is not None else None
+    expected_hash = db_hash(scenario.expected_db, rules) if scenario.expected_db is not None else None
+    if result.final_db is not None:
+        write_json(sdir / "final_db.json", result.final_db)
+    if scenario.expected_db is not None:
+        write_json(sdir / "expected_db.json", scenario.expected_db)
+    write_json(sdir / "actions.json", result.actions)
+    write_json(sdir / "tool_calls.json", result.tool_calls)
+    write_jsonl(sdir / "transcript.jsonl", result.transcript)
+    hash_lines = f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n"
+    if result.user_db is not None:  # dual-side domains: recorded, never scored
+        hash_lines += f"user_db_hash: {db_hash(result.user_db, rules)}\n"
+        write_json(sdir / "final_user_db.json", result.user_db)
+    write_text(sdir / "final_scenario_db_hash.txt", hash_lines)
+    prompts, tools, render_error = _rendered_config(scenario)
+    cfg = sdir / "scenario_config"
+    write_json(cfg / "metadata.json", _metadata(scenario, expected_hash, render_error))
+    for fname, text in prompts.items():
+        write_text(cfg / fname, text)
+    write_json(cfg / "tools.json", tools)
+    if result.user_backend == "replay" and result.agent_backend != "replay" and scenario.gold_trace:
+        write_json(cfg / "gold_path.json", gold_path(scenario))  # for evalctl diff: where it left the gold
+    record = session_record(result, invocation, tuple(superseded))
+    write_json(sdir / SESSION, record.to_json())
+    return record
+
+
+def session_record(
+    result: SessionResult, invocation: str, superseded: tuple[SpentUsage, ...] = ()
+) -> SessionRecord:
+    """The ``session.json`` record of ``result``."""
+    cause = ErrorCause(result.error_source, result.error or "") if result.error_source else None
+    return SessionRecord(
+        scenario_name=result.scenario_name,
+        trial=result.trial,
+        invocation=invocation,
+        stop_reason=result.stop_reason,
+        error=result.error,
+        error_cause=cause,
+        agent_turns=result.agent_turns,
+        user_turns=result.user_turns,
+        final_db=result.final_db is not None,
+        user_db=result.user_db is not None,
+        started_at=result.started_at,
+        ended_at=result.ended_at or result.started_at,
+        duration_s=round(result.duration_s, 6),
+        engine_time_s=round(result.engine_time_s, 6),
+        agent_backend=result.agent_backend,
+        user_backend=result.user_backend,
+        usage={role: Usage.from_json(dict(u)) for role, u in result.usage.items()},
+        superseded_usage=superseded,
+    )
+
+
+def load_session(sdir: Path) -> tuple[SessionRecord, SessionResult]:
+    """The stored session of a result folder, as scoring takes it. Raises OSError / ValueError
+    (RecordError) when the folder does not hold a whole stored session."""
+    record = SessionRecord.from_json(read_json(Path(sdir) / SESSION))
+    result = SessionResult(
+        scenario_name=record.scenario_name,
+        trial=record.trial,
+        stop_reason=record.stop_reason,  # type: ignore[arg-type]
+        error=record.error,
+        final_db=read_json(sdir / "final_db.json") if record.final_db else None,
+        actions=list(read_json(sdir / "actions.json")),
+        tool_calls=list(read_json(sdir / "tool_calls.json")),
+        transcript=read_jsonl(sdir / "transcript.jsonl"),
+        agent_turns=record.agent_turns,
+        user_turns=record.user_turns,
+        usage={role: u.to_json() for role, u in record.usage.items()},
+        started_at=record.started_at,
+        duration_s=record.duration_s,
+        engine_time_s=record.engine_time_s,
+        agent_backend=record.agent_backend,
+        user_backend=record.user_backend,
+        user_db=read_json(sdir / "final_user_db.json") if record.user_db else None,
+        error_source=record.error_cause.source if record.error_cause else None,
+        ended_at=record.ended_at,
+    )
+    return record, result
