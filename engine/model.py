@@ -26,7 +26,7 @@ SCHEMA_DIR = REPO_ROOT / "schemas"
 TEMPLATE_DIR = REPO_ROOT / "templates"
 
 ToolKind = Literal["read", "write", "system", "harness"]
-StopReason = Literal["exit", "transfer", "user_hangup", "timeout", "error"]
+StopReason = Literal["exit", "transfer", "user_hangup", "timeout", "no_progress", "error"]
 CLEAN_STOP_REASONS: frozenset[str] = frozenset({"exit", "transfer"})
 
 
@@ -265,11 +265,12 @@ class Scenario:
 class SessionResult:
     """What one conversation produced, handed from the runtime to scoring and artifacts.
 
-    ``stop_reason`` is one of exit / transfer / user_hangup / timeout / error; ``error`` holds the
-    message when a side failed. ``final_db`` is the engine-owned DB after the last tool call (None
-    if the session never started). ``actions`` are the write-tool action records in call order;
-    ``tool_calls`` every call ``{name, arguments, result, turn}``; ``transcript`` the events
-    ``{role: user|agent|tool|system, type, content, t}`` with ``t`` in seconds since the start.
+    ``stop_reason`` is one of exit / transfer / user_hangup / timeout / no_progress / error;
+    ``error`` holds the message when a side failed. ``final_db`` is the engine-owned DB after the
+    last tool call (None if the session never started). ``actions`` are the write-tool action
+    records in call order; ``tool_calls`` every call ``{name, arguments, result, turn}``;
+    ``transcript`` the events ``{role: user|agent|tool|system, type, content, t}`` with ``t`` in
+    seconds since the start.
     ``usage`` maps role (agent, user, judge) to ``{model, prompt_tokens, completion_tokens, calls}``.
     ``duration_s`` is wall time in seconds; ``agent_turns`` counts spoken agent turns.
     ``error_source`` is set when the session's error is infrastructure's, not the agent's: an

@@ -8,9 +8,11 @@ successful call of either side. The user side also has ``end_call``. Stop reason
 
 - ``exit`` / ``transfer``: a tool ended the call (end_conversation, transfer_to_agent);
 - ``user_hangup``: the user ended the call and the agent, given one closing turn, did not;
-- ``timeout``: ``max_duration`` seconds of wall time, ``max_turns`` agent turns, a side silent
-  for ``turn_timeout_s`` seconds (also a side whose model request timed out), or
-  ``max_empty_turns`` empty turns in a row;
+- ``timeout``: ``max_duration`` seconds of wall time, ``max_turns`` agent turns, or a side silent
+  for ``turn_timeout_s`` seconds (also a side whose model request timed out);
+- ``no_progress``: ``max_idle_turns`` turns in a row, both sides counted, that moved nothing: no
+  tool call and nothing said, only a farewell, or the side's previous words again
+  (``engine.stuck``: two sides trading goodbyes without ending the call);
 - ``error``: a side could not be reached, disconnected, broke the protocol or reported a failure,
   sent a reply too large to forward, or the session's byte budget (``max_session_bytes``) ran out.
 """
@@ -18,6 +20,7 @@ successful call of either side. The user side also has ``end_call``. Stop reason
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +29,7 @@ from typing import Any
 from engine.model import Scenario, SessionResult
 from engine.protocol import END_CALL_TOOL
 from engine.sides.link import MAX_FORWARD_BYTES, SideFailure, SideLink, Traffic, blame, forward_bytes
+from engine.stuck import is_idle
 from engine.toolruntime import ToolRuntime
 from engine.untrusted import bounded_count, one_line
 
@@ -38,9 +42,10 @@ class SessionLimits:
     """Limits of one session. Seconds of wall time; ``max_turns`` counts agent turns (None = no
     limit); ``max_tool_rounds`` is passed to the sides (model steps with tool calls per turn);
     ``max_tool_calls_per_turn`` is enforced by the engine on any side (built-in or external): one
-    more call in the same turn ends the session with stop reason ``timeout``; so do
-    ``max_empty_turns`` turns in a row (either side) with nothing said and no tool call: two silent
-    models would otherwise trade empty turns, each a paid request, until ``max_duration_s``."""
+    more call in the same turn ends the session with stop reason ``timeout``; ``max_idle_turns``
+    turns in a row (either side) that move nothing (``engine.stuck.is_idle``) end it with
+    ``no_progress``: two sides trading goodbyes or empty turns would otherwise go on, each turn a
+    paid request, until ``max_duration_s``."""
 
     max_duration_s: float
     turn_timeout_s: float = 300.0
@@ -48,7 +53,7 @@ class SessionLimits:
     max_tool_rounds: int = 10
     connect_timeout_s: float = 10.0
     max_tool_calls_per_turn: int = 50
-    max_empty_turns: int = 10
+    max_idle_turns: int = 4
     #: Bytes of frames exchanged with both sides (utterances, tool calls and arguments, tool
     #: results); past it the session ends with stop reason ``error`` ("session byte budget").
     max_session_bytes: int = MAX_SESSION_BYTES
@@ -108,7 +113,8 @@ class _Session:
         self.ended: str | None = None  # exit / transfer / user_hangup, set by a tool
         self.engine_time_s = 0.0
         self.turns = {"agent": 0, "user": 0}
-        self.empty_turns = 0  # turns in a row with no words and no tool call
+        self.idle_turns = 0  # turns in a row that moved nothing (engine.stuck)
+        self.last_words: dict[str, str] = {}
         self.traffic = Traffic(limits.max_session_bytes)
 
     def log(self, role: str, kind: str, content: Any) -> None:
@@ -233,9 +239,15 @@ class _Session:
         elif role == "user":
             self.result.user_turns += 1
         self.log(role, "utterance", text)
-        self.empty_turns = 0 if text.strip() or calls or msg.get("end") else self.empty_turns + 1
-        if self.empty_turns >= self.limits.max_empty_turns:
-            raise _Stop("timeout", f"{self.empty_turns} turns in a row with nothing said and no tool call")
+        idle = not msg.get("end") and is_idle(text, calls, self.last_words.get(role))
+        self.idle_turns = self.idle_turns + 1 if idle else 0
+        self.last_words[role] = text
+        if self.idle_turns >= self.limits.max_idle_turns:
+            raise _Stop(
+                "no_progress",
+                f"the conversation went nowhere: {self.idle_turns} turns in a row without a tool call "
+                "that said nothing, only goodbye, or the same words again, and nobody ended the call",
+            )
         return msg
 
     async def tool_call(self, link: SideLink, msg: dict[str, Any], turn: int) -> None:
@@ -249,7 +261,7 @@ class _Session:
             if name == END_CALL_TOOL:
                 result, ended = {"status": "success", "message": "Call ended."}, "user_hangup"
             elif self.user_runtime is not None:
-                result = self.user_runtime.call(name, arguments).result
+                result = as_sent(self.user_runtime.call(name, arguments).result)
                 self.result.tool_calls.append(
                     {"name": name, "arguments": arguments, "result": result, "turn": turn, "side": "user"}
                 )
@@ -261,7 +273,7 @@ class _Session:
                 }
         else:
             outcome = self.runtime.call(name, arguments)
-            result, ended = outcome.result, outcome.ended
+            result, ended = as_sent(outcome.result), outcome.ended
             self.result.tool_calls.append(
                 {"name": name, "arguments": arguments, "result": result, "turn": turn}
             )
@@ -284,6 +296,13 @@ class _Session:
 
     async def close(self, stop_reason: str, error: str | None) -> None:
         await asyncio.gather(*(link.close(stop_reason, error) for link in self.links.values()))
+
+
+def as_sent(result: dict[str, Any]) -> dict[str, Any]:
+    """The tool result as the side receives it, fixed at call time: a JSON round trip (as the
+    frame encodes it), so ``tool_calls.json`` and ``transcript.jsonl`` record what the side was
+    sent even if a handler handed out a live DB object that a later call changes."""
+    return json.loads(json.dumps(result, ensure_ascii=False, default=str))
 
 
 class _ProtocolBreak(SideFailure):

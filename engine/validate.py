@@ -1,5 +1,6 @@
-"""``evalctl validate``: load a spec directory (schemas, cross-checks, every prompt rendered), then
-replay every gold trace and compare the end state with the expected DB.
+"""``evalctl validate``: load a spec directory (schemas, cross-checks, every prompt rendered), render
+the judge's prompt of every scenario, then replay every gold trace and compare the end state with
+the expected DB.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import Problem, SpecError
+from engine.model import Scenario, SessionResult
 from engine.plugin import Plugins
 from engine.replay import replay_gold
+from engine.scoring.judge import JUDGE_TEMPLATE, render_judge_prompt
 from engine.specs import load_domain
 
 
@@ -19,14 +22,16 @@ class ValidationReport:
     """Outcome of ``validate_specs``.
 
     ``problems``: every spec finding; ``scenarios``: scenario count loaded; ``prompts``: prompts
-    rendered (agent + user per scenario); ``replay``: one object per replayed scenario (``.ok``,
-    ``.scenario_name``, ``.lines``); ``replay_note``: why replay did not run, if it did not.
+    rendered (agent + user per scenario); ``judge_prompts``: judge prompts rendered (one per
+    scenario, for a session with and one without tool calls); ``replay``: one object per replayed
+    scenario (``.ok``, ``.scenario_name``, ``.lines``); ``replay_note``: why replay did not run.
     """
 
     spec_dir: str
     problems: list[Problem] = field(default_factory=list)
     scenarios: int = 0
     prompts: int = 0
+    judge_prompts: int = 0
     replay: list[Any] = field(default_factory=list)
     replay_note: str | None = None
     sources: dict[str, str] = field(default_factory=dict)  # scenario name -> "file:line"
@@ -65,10 +70,11 @@ class ValidationReport:
             replay = f"gold replay skipped ({self.replay_note})"
         else:
             replay = f"gold replay {len(self.replay) - len(self.replay_failures)}/{len(self.replay)}"
+        judge = f" and {self.judge_prompts} judge prompts" if self.judge_prompts else ""
         return (
             f"validated {self.scenarios} scenario{'' if self.scenarios == 1 else 's'} in {self.spec_dir}: "
             "schemas ok, cross-checks ok, "
-            f"{self.prompts} prompts rendered, {replay}"
+            f"{self.prompts} prompts{judge} rendered, {replay}"
         )
 
 
@@ -90,6 +96,10 @@ def validate_specs(
         return report
     report.scenarios = len(loaded.scenarios)
     report.prompts = loaded.prompts_rendered
+    report.problems = [p for s in loaded.scenarios for p in judge_prompt_problems(s)]
+    if report.problems:
+        return report
+    report.judge_prompts = len(loaded.scenarios)
     if not replay:
         report.replay_note = "--no-replay"
         return report
@@ -98,3 +108,31 @@ def validate_specs(
         if scenario.gold_trace is not None:
             report.replay.append(replay_gold(scenario))
     return report
+
+
+def judge_prompt_problems(scenario: Scenario) -> list[Problem]:
+    """Render the judge's prompt of ``scenario`` (its domain's judge template, else the repository's)
+    under StrictUndefined, for a session with tool calls, actions and spoken turns and for one
+    without: every branch of the template that a run can reach. Returns one problem naming the
+    template and the scenario when it does not render (a run would have judged nothing)."""
+    template = scenario.domain.templates.get("judge") or JUDGE_TEMPLATE
+    tool = scenario.tools.tools[0].name if scenario.tools.tools else "tool"
+    busy = SessionResult(
+        scenario.name,
+        1,
+        "exit",
+        actions=[{"action_type": tool}],
+        tool_calls=[{"name": tool, "arguments": "{}", "result": {"status": "success"}, "turn": 0}],
+        transcript=[
+            {"role": "user", "type": "utterance", "content": "Hello.", "t": 0.0},
+            {"role": "agent", "type": "utterance", "content": "Hello, how can I help?", "t": 0.1},
+        ],
+    )
+    quiet = SessionResult(scenario.name, 1, "error")
+    for session in (busy, quiet):
+        try:
+            render_judge_prompt(scenario, session)
+        except Exception as err:
+            message = f"the judge prompt ({template}) does not render: {type(err).__name__}: {err}"
+            return [Problem(scenario.source.file, scenario.source.line, "$", message, scenario.name)]
+    return []

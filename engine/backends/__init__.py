@@ -52,6 +52,10 @@ class BackendReply:
     """One model step: ``text`` said (may be empty) and ``tool_calls`` wanted (may be empty)."""
 
     text: str = ""
+    #: The assistant message exactly as the endpoint returned it (JSON; its tool calls those sent to
+    #: the engine), for the side to send back in the history with every field a provider added
+    #: (signatures of thinking models); None: the side builds the message from text and calls.
+    message: dict[str, Any] | None = None
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
 

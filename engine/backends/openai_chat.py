@@ -61,8 +61,8 @@ class OpenAIBackend:
             kwargs["tools"] = tools
         try:
             response = await self.client.chat.completions.create(**kwargs)
-        except openai.APITimeoutError as err:
-            raise BackendError(f"{self.name}: request timed out ({err})", timeout=True) from None
+        except openai.APITimeoutError:
+            raise BackendError(self._no_answer(), timeout=True) from None
         except openai.APIStatusError as err:
             raise BackendError(self._status_message(err)) from None
         except openai.APIConnectionError as err:  # name the endpoint: a wrong or missing --base-url
@@ -75,9 +75,21 @@ class OpenAIBackend:
         except json.JSONDecodeError as err:  # a 200 whose body is not JSON
             raise BackendError(self._malformed(f"the body is not JSON ({err})")) from None
         try:
-            return self._reply(response)
+            reply = self._reply(response)
         except (AttributeError, TypeError, IndexError, KeyError) as err:
             raise BackendError(self._malformed(f"{type(err).__name__}: {err}")) from None
+        reply.message = returned_message(response, reply.tool_calls)
+        return reply
+
+    def _no_answer(self) -> str:
+        """A hung server, named: ``openai:M: model endpoint URL did not answer in 60 s, 5 tries``
+        (the request timeout, and the first request plus the client's retries)."""
+        timeout = self.client.timeout
+        seconds = getattr(timeout, "read", None) or timeout
+        tries = 1 + int(self.client.max_retries)
+        url = self.client.base_url
+        times = f"{tries} tries" if tries > 1 else "1 try"
+        return f"{self.name}: model endpoint {url} did not answer in {seconds:g} s, {times}"
 
     def _reply(self, response: Any) -> BackendReply:
         """The reply in a parsed chat completion. Raises BackendError (no choices), or
@@ -125,6 +137,35 @@ class OpenAIBackend:
         elif err.status_code == 404:
             text += f" (check the model name {self.model!r} and --base-url {self.client.base_url})"
         return text
+
+
+def returned_message(response: Any, calls: list[ToolCallRequest]) -> dict[str, Any] | None:
+    """The assistant message of ``response`` as the endpoint returned it (every field it sent,
+    provider extras included, such as a thinking model's signature on a tool call), its tool calls
+    those passed on to the engine (``calls``: function calls only, under the ids the engine got);
+    None when it cannot be read as JSON (the side then builds the message itself)."""
+    try:
+        message = response.choices[0].message.model_dump(mode="json", exclude_unset=True)
+        raw_calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict) and c.get("function")]
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return None
+    message["role"] = "assistant"
+    message.pop("tool_calls", None)
+    if calls and len(raw_calls) == len(calls):
+        message["tool_calls"] = [
+            {**raw, "id": call.call_id, "function": _as_text_arguments(raw["function"], call)}
+            for raw, call in zip(raw_calls, calls, strict=True)
+        ]
+    elif calls:
+        return None
+    return message
+
+
+def _as_text_arguments(function: dict[str, Any], call: ToolCallRequest) -> dict[str, Any]:
+    """The function part of a returned tool call, its arguments as JSON text (as the engine got)."""
+    return (
+        function if isinstance(function.get("arguments"), str) else {**function, "arguments": call.arguments}
+    )
 
 
 def _text(value: str) -> str:

@@ -74,6 +74,12 @@ class Traffic:
             )
 
 
+#: Seconds between the engine's keepalive pings to a side. They never time out (``ping_timeout``
+#: None): a side busy inside its turn (one that blocks its event loop while it thinks) is waited
+#: for up to ``turn_timeout_s``, which bounds every wait, instead of being dropped after a missed
+#: pong (the library default, 20 s + 20 s, dropped such a side after about 40 s with close code 1011).
+PING_INTERVAL_S = 20.0
+
 #: Largest reply text (bytes as JSON) the engine forwards to the other side: room is left for the
 #: ``turn.request`` wrapper, so the forwarded frame stays under MAX_FRAME_BYTES.
 MAX_FORWARD_BYTES = MAX_FRAME_BYTES - 64 * 1024
@@ -122,6 +128,8 @@ class SideLink:
                 compression=None,
                 max_size=MAX_FRAME_BYTES,
                 proxy=None,
+                ping_interval=PING_INTERVAL_S,
+                ping_timeout=None,
             )
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as err:
             raise SideFailure(

@@ -21,7 +21,16 @@ from typing import Any
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from engine.backends import Backend, BackendError, BackendFactory, SessionInfo, TurnInfo, Usage
+from engine.backends import (
+    Backend,
+    BackendError,
+    BackendFactory,
+    BackendReply,
+    SessionInfo,
+    ToolCallRequest,
+    TurnInfo,
+    Usage,
+)
 from engine.protocol import MAX_FRAME_BYTES, Ids, ProtocolError, decode, encode, error_message, make
 
 log = logging.getLogger(__name__)
@@ -64,17 +73,7 @@ class _Session:
             if reply.text:
                 texts.append(reply.text)
             if reply.text or calls:
-                entry: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-                if calls:
-                    entry["tool_calls"] = [
-                        {
-                            "id": c.call_id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
-                        }
-                        for c in calls
-                    ]
-                self.messages.append(entry)
+                self.messages.append(assistant_entry(reply, calls))
             if not calls:
                 break
             for call in calls:
@@ -113,6 +112,25 @@ class _Session:
                 "unexpected_message", f"expected tool.result for {call_msg}, got {msg['type']}"
             )
         return msg
+
+
+def assistant_entry(reply: BackendReply, calls: list[ToolCallRequest]) -> dict[str, Any]:
+    """The history entry of one model step with the tool calls that run (``calls``): the message as
+    the endpoint returned it when the backend kept it (``reply.message``: every field, so a thinking
+    model gets its signed tool calls back as it sent them), without its tool calls when none run
+    (past the round cap); else built from the text and the calls."""
+    if reply.message is not None:
+        entry = dict(reply.message)
+        if not calls:
+            entry.pop("tool_calls", None)
+        return entry
+    entry = {"role": "assistant", "content": reply.text or None}
+    if calls:
+        entry["tool_calls"] = [
+            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ]
+    return entry
 
 
 class SideServer:
