@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import results
-from engine.backends.probe import Endpoint, check_endpoints
+from engine.backends.probe import PROBE_TIMEOUT_S, Endpoint, check_endpoints
 from engine.errors import EvalctlError, UsageError
 from engine.options import ScoringOptions
 from engine.plugin import Plugins
@@ -96,7 +96,8 @@ async def rescore_run(opts: RescoreOptions) -> RescoreReport:
         check_judge_key(scoring)
         if scoring.judge_model:
             label = "judge endpoint"
-            await check_endpoints([Endpoint(label, scoring.judge_base_url, scoring.judge_api_key_env)])
+            endpoint = Endpoint(label, scoring.judge_base_url, scoring.judge_api_key_env)
+            await check_endpoints([endpoint], min(PROBE_TIMEOUT_S, scoring.judge_timeout_s))
         data_root = opts.data_root or (Path(record.data_root) if record.data_root else None)
         loaded = load_domain(Path(record.spec_dir or "."), data_root, plugins=opts.plugins)
         trials = record.trials or 1

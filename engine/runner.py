@@ -27,7 +27,7 @@ from typing import Any
 from engine import render, results
 from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
 from engine.backends.factory import make_factory
-from engine.backends.probe import Endpoint, check_endpoints
+from engine.backends.probe import PROBE_TIMEOUT_S, Endpoint, check_endpoints
 from engine.errors import INFRASTRUCTURE_EXIT, EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
 from engine.options import RunOptions
@@ -219,7 +219,9 @@ async def run(opts: RunOptions) -> RunReport:
         kinds = {role: spec.kind for role, spec in specs.items()}
         needed = files_needed(opts.concurrency, kinds, bool(opts.scoring.judge_model))
         check_open_files(needed, opts.concurrency)
-        await check_endpoints(_endpoints(opts, agent_spec, user_spec))
+        await check_endpoints(
+            _endpoints(opts, agent_spec, user_spec), min(PROBE_TIMEOUT_S, opts.request_timeout_s)
+        )
         run_dir = opts.resume
         if run_dir is None:
             run_dir = opts.output_dir or fresh_default_dir()

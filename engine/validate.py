@@ -5,7 +5,7 @@ the expected DB.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,8 @@ def judge_prompt_problems(scenario: Scenario) -> list[Problem]:
     for session in (busy, quiet):
         try:
             render_judge_prompt(scenario, session)
+        except SpecError as err:  # a domain's own template: the problem names its file and line
+            return [replace(p, message=f"judge prompt: {p.message}") for p in err.problems]
         except Exception as err:
             message = f"the judge prompt ({template}) does not render: {type(err).__name__}: {err}"
             return [Problem(scenario.source.file, scenario.source.line, "$", message, scenario.name)]

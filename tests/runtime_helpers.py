@@ -118,23 +118,43 @@ class Step:
 
 
 class ScriptedOpenAI:
-    """Answers POST ``/v1/chat/completions`` with ``steps`` in order (the last one repeats).
-    ``requests`` holds ``(monotonic time, parsed JSON body)`` of every request received."""
+    """Answers POST ``/v1/chat/completions`` with ``steps`` in order (the last one repeats), or
+    with ``route(body)`` when given (a step chosen from the request). ``requests`` holds
+    ``(monotonic time, parsed JSON body)`` of every request received. A GET (the run's endpoint
+    check asks ``/v1/models``) is answered with ``models`` when given, else 501 (a server without a
+    model list: reachable)."""
 
-    def __init__(self, steps: list[Step]):
+    def __init__(
+        self,
+        steps: list[Step],
+        route: Callable[[dict[str, Any]], Step] | None = None,
+        models: Step | None = None,
+    ):
         self.steps = steps
+        self.route = route
+        self.models = models
         self.requests: list[tuple[float, dict[str, Any]]] = []
         self.lock = threading.Lock()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                step = outer.models
+                if step is None:
+                    self.send_error(501)
+                    return
+                self._answer(step)
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with outer.lock:
                     index = len(outer.requests)
                     outer.requests.append((time.monotonic(), body))
-                    step = outer.steps[min(index, len(outer.steps) - 1)]
+                    step = outer.steps[min(index, len(outer.steps) - 1)] if outer.route is None else None
+                self._answer(step or outer.route(body))  # type: ignore[misc]
+
+            def _answer(self, step: Step) -> None:
                 if step.delay_s:
                     time.sleep(step.delay_s)
                 payload = json.dumps(step.body or {"error": {"message": "scripted failure"}}).encode()

@@ -129,7 +129,8 @@ def test_adding_a_scenario_is_yaml_only(tmp_path: Path, data_root: Path) -> None
 
     checked = run("validate", str(spec), "--no-replay")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "validated 51 scenarios" in checked.stdout and "102 prompts and 51 judge prompts rendered" in checked.stdout
+    assert "validated 51 scenarios" in checked.stdout
+    assert "102 prompts and 51 judge prompts rendered" in checked.stdout
 
     shown = run("render", str(spec), "--scenario", "eva_airline__date_change_variant")
     assert shown.returncode == 0, shown.stderr

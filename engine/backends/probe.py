@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from engine.errors import InfrastructureError
+from engine.untrusted import one_line
 
 #: Seconds the check waits for an endpoint at most (the run's request timeout when shorter).
 PROBE_TIMEOUT_S = 20.0
@@ -51,9 +52,11 @@ async def probe(endpoint: Endpoint, timeout_s: float) -> None:
         ) from None
     except openai.APIStatusError as err:
         if err.status_code in (401, 403):
+            body = err.body if isinstance(err.body, dict) else {}
+            said = body.get("message") if isinstance(body.get("message"), str) else err.message
             raise InfrastructureError(
                 f"{endpoint.label} {url} refused the API key in ${endpoint.api_key_env} "
-                f"(HTTP {err.status_code}: {str(err.message)[:200]})"
+                f"(HTTP {err.status_code}: {one_line(str(said), 200)})"
             ) from None
     except (openai.APIError, ValueError):
         pass  # it answered, with something that is not a model list: reachable

@@ -1,5 +1,7 @@
 """Scoring benchmark: finish_session for the 50 eva scenarios (score + every artifact, atomic
-writes with fsync), finish_run over them, and `evalctl diff` over 50 failures.
+writes with fsync), finish_run over them, `evalctl diff` over 50 failures, and the scoring stage
+of a run with a judge that takes 1 s per answer at --concurrency 8 (target: under 10 s, i.e. the
+judge requests run at once, not one or two at a time).
 
 Sessions are built from the real eva data: each final DB is the expected DB with one seat changed
 (so all 50 fail db_state_match and the diff has something to explain).
@@ -69,7 +71,44 @@ def run() -> None:
         f"diff {len(diffs)} failures (DeepDiff + text): {t3 - t2:.3f} s "
         f"({1000 * (t3 - t2) / max(len(diffs), 1):.1f} ms each, {len(text.splitlines())} lines)"
     )
+    _bench_judged_scoring(scenarios, sessions)
     _bench_pathological_judge_replies()
+
+
+def _bench_judged_scoring(scenarios: list, sessions: list[SessionResult]) -> None:
+    """The scoring stage (``engine.scorer.Scorer``) of 50 stored sessions with a judge on loopback
+    that answers each request after 1 s, at concurrency 8: ceil(50 / 8) = 7 rounds, about 7 s."""
+    from engine.scorer import Scorer
+    from tests.mock_domain.judge_server import scripted_judge
+
+    verdict = {"score": 1.0, "reason": "bench", "nl_assertion_verdicts": []}
+
+    def slow_judge(body: dict) -> dict:
+        time.sleep(1.0)
+        return verdict
+
+    with scripted_judge([slow_judge]) as (url, server), tempfile.TemporaryDirectory() as tmp:
+        options = ScoringOptions(judge_model="bench-judge", judge_base_url=url)
+
+        async def score_all() -> tuple[float, int]:
+            scorer = Scorer(Path(tmp), 1, options, concurrency=8, invocation="bench")
+            try:
+                for s, r in zip(scenarios, sessions, strict=True):
+                    await scorer.store(s, r)
+                t0 = time.perf_counter()
+                scored = await asyncio.gather(
+                    *(scorer.score(s, r) for s, r in zip(scenarios, sessions, strict=True))
+                )
+                judged = sum(1 for m in scored if m.signals.judge_score is not None)
+                return time.perf_counter() - t0, judged
+            finally:
+                await scorer.aclose()
+
+        elapsed, judged = asyncio.run(score_all())
+    print(
+        f"scoring stage with a judge answering in 1 s: {len(sessions)} scenarios at --concurrency 8 in "
+        f"{elapsed:.1f} s (target < 10 s; {judged} judged, {len(server.requests)} judge requests)"
+    )
 
 
 def _bench_pathological_judge_replies() -> None:

@@ -2,8 +2,9 @@
 
 Each POST to ``/v1/chat/completions`` takes the next entry of ``script``: a dict is sent as the
 assistant message content (JSON-encoded), a str as is, an int as an HTTP error status with an
-error body, and a callable is called with the request body and its return value used as one of
-those (a judge that reads the prompt). When the script runs out the last entry repeats. Requests
+error body, an ``(int, str)`` pair as that status with that error message, and a callable is
+called with the request body and its return value used as one of those (a judge that reads the
+prompt). When the script runs out the last entry repeats. Requests
 are kept in ``requests``.
 """
 
@@ -50,6 +51,10 @@ def _handler(judge: ScriptedJudge) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": "not found"}})
                 return
             reply = judge.next_reply(body)
+            if isinstance(reply, tuple):
+                status, message = reply
+                self._send(status, {"error": {"message": message, "type": "invalid_request_error"}})
+                return
             if isinstance(reply, int):
                 self._send(reply, {"error": {"message": f"scripted failure {reply}", "type": "server_error"}})
                 return
