@@ -14,7 +14,7 @@ import pytest
 
 from cli import main
 from engine.options import ScoringOptions
-from engine.scoring.judge import VERDICT_SCHEMA, Judge, parse_judge_reply, run_judge
+from engine.scoring.judge import parse_judge_reply, run_judge
 from tests.mock_domain.eva_fixtures import eva_scenario, session
 from tests.mock_domain.judge_server import scripted_judge
 
@@ -45,6 +45,8 @@ def test_an_object_quoted_in_the_reasoning_is_not_the_verdict() -> None:
 
 
 async def test_the_verdict_schema_is_the_requests_response_format(sc: Any) -> None:
+    from engine.scoring.judge import VERDICT_SCHEMA
+
     with scripted_judge([VERDICT]) as (url, server):
         out = await run_judge(sc, session(sc, None), _opts(url))
     assert out.error is None and out.score == 0.1 and out.dropped_parameters == []
@@ -66,6 +68,8 @@ async def test_the_verdict_schema_is_the_requests_response_format(sc: Any) -> No
 async def test_a_refused_parameter_is_dropped_once_and_recorded(
     sc: Any, parameter: str, message: str
 ) -> None:
+    from engine.scoring.judge import Judge
+
     def endpoint(body: dict[str, Any]) -> Any:
         return (400, message) if parameter in body else VERDICT
 
@@ -110,6 +114,8 @@ def test_validate_renders_every_scenarios_judge_prompt(tmp_path: Path, capsys: A
 
 
 def test_the_schema_sent_is_strict_structured_output() -> None:
+    from engine.scoring.judge import VERDICT_SCHEMA
+
     def walk(node: Any) -> None:
         if isinstance(node, dict) and node.get("type") == "object":
             assert node["additionalProperties"] is False and sorted(node["required"]) == sorted(

@@ -28,7 +28,6 @@ from engine.backends.replay import ReplayFactory
 from engine.domains.registry import load_domain
 from engine.model import Scenario
 from engine.session import SessionLimits
-from engine.session_files import write_session
 from tests.conftest import REPO
 from tests.mock_domain.judge_server import scripted_judge
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, say, scripted_factory, session_between
@@ -74,6 +73,9 @@ class _Recorder:
 
 
 async def test_a_tool_result_is_recorded_as_it_was_sent(scenario: Scenario, tmp_path: Path) -> None:
+    from engine.options import ScoringOptions
+    from engine.results import finish_session
+
     live = {"status": "success", "order_id": "O-100", "seats_left": 22}
 
     def leaky_read(db: dict, args: Any, ctx: Any) -> dict:
@@ -89,7 +91,7 @@ async def test_a_tool_result_is_recorded_as_it_was_sent(scenario: Scenario, tmp_
     agent = _Recorder()
     result = await session_between(sc, lambda info: agent, scripted_factory(lambda turn: say("Okay.")))
     assert result.stop_reason == "exit", result.error
-    write_session(tmp_path, sc, result, 1, "test")
+    await finish_session(tmp_path, sc, result, 1, ScoringOptions())
     on_disk = json.loads((tmp_path / CANCEL / "tool_calls.json").read_text())
     events = (tmp_path / CANCEL / "transcript.jsonl").read_text().splitlines()
     shown = [json.loads(e)["content"]["result"] for e in events if '"tool_result"' in e]
