@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine.dbhash import normalize_db
+from engine.dbhash import canonical_json, normalize_db
 from engine.model import HashRules
 
 DiffKind = Literal["changed", "added", "removed", "type_changed"]
@@ -59,6 +59,8 @@ def _path(parts: list[Any]) -> str:
 
 def db_diff(expected: Mapping[str, Any], actual: Mapping[str, Any], rules: HashRules) -> list[DiffLine]:
     """Differences between two DBs under ``rules``, sorted by path; ``[]`` when they hash equal."""
+    if canonical_json(expected, rules) == canonical_json(actual, rules):
+        return []  # equal under the hash's normalisation: nothing to diff (and ~20x faster)
     unordered = frozenset(rules.unordered_lists)
 
     def order_free(level: Any) -> bool:

@@ -206,6 +206,31 @@ def _action_text(action: dict[str, Any]) -> str:
     return f"{name}({args})"
 
 
+def db_lines(d: ScenarioDiff) -> list[str]:
+    """What ``evalctl diff`` says about the DB of one result, line by line: why there is no
+    comparison, that the DBs match, or ``DB differences (n):`` then one indented line per changed
+    field and record added or removed; then one line per failed ``db_state_assertion``. Lines
+    are not yet made one-line safe (see :func:`render_text`)."""
+    out: list[str] = []
+    if d.db_note:
+        out.append(f"DB: {d.db_note}")
+    elif not (d.fields or d.records_added or d.records_removed):
+        out.append("DB: final DB matches the expected DB")
+    else:
+        n = len(d.fields) + len(d.records_added) + len(d.records_removed)
+        out.append(f"DB differences ({n}):")
+        out.extend(f"  {line}" for line in d.fields)
+        out.extend(f"  + record {line.path} (not expected)" for line in d.records_added)
+        out.extend(f"  - record {line.path} (expected, missing)" for line in d.records_removed)
+    for v in d.assertions:
+        err = f" error: {v['error']}" if v.get("error") else ""
+        out.append(
+            f"assertion {v['func_name']}({v.get('arguments')}) [{v.get('side')}]: "
+            f"expected {v.get('assert_value')!r}, got {v.get('actual')!r}{err}"
+        )
+    return out
+
+
 def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
     """Readable report: per scenario the failing signals, the DB difference, then the actions."""
     if not diffs:
@@ -226,22 +251,7 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
         if d.gold_path:
             out.append(f"conversation: {d.gold_path}")
-        if d.db_note:
-            out.append(f"DB: {d.db_note}")
-        elif not (d.fields or d.records_added or d.records_removed):
-            out.append("DB: final DB matches the expected DB")
-        else:
-            n = len(d.fields) + len(d.records_added) + len(d.records_removed)
-            out.append(f"DB differences ({n}):")
-            out.extend(f"  {line}" for line in d.fields)
-            out.extend(f"  + record {line.path} (not expected)" for line in d.records_added)
-            out.extend(f"  - record {line.path} (expected, missing)" for line in d.records_removed)
-        for v in d.assertions:
-            err = f" error: {v['error']}" if v.get("error") else ""
-            out.append(
-                f"assertion {v['func_name']}({v.get('arguments')}) [{v.get('side')}]: "
-                f"expected {v.get('assert_value')!r}, got {v.get('actual')!r}{err}"
-            )
+        out.extend(db_lines(d))
         if d.judge:
             out.append(
                 f"judge: score {d.judge.get('judge_score')}, passed {d.judge.get('judge_passed')}"

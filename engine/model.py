@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from engine.grouping import GroupRule
 from engine.tools.writeset import json_copy, session_view
 
 if TYPE_CHECKING:
@@ -156,6 +157,8 @@ class Domain:
     #: What the agent is handed as its first turn's input when it opens the call (``kickoff:``),
     #: for scenarios that set none; None: nothing.
     kickoff: str | None = None
+    #: How reports group its scenarios (``report_group:``; None: by domain).
+    report_group: GroupRule | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,13 @@ class Scenario:
     #: Extra variables of each side's prompt template (side -> name -> value), from the domain
     #: spec's ``template_variables``.
     template_variables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def group(self) -> str | None:
+        """The scenario's group under its domain's ``report_group`` (None when the domain
+        declares none; see :mod:`engine.grouping`)."""
+        rule = self.domain.report_group
+        return None if rule is None else rule.group_of(self.record_id, self.name)
 
     @property
     def eva_id(self) -> str:

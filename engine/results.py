@@ -126,6 +126,7 @@ def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str |
         "scenario_name": scenario.name,
         scenario.record_id_key: scenario.record_id,
         "domain": scenario.domain.name,
+        "group": scenario.group,
         "description": scenario.description,
         "current_date": scenario.current_date,
         "max_duration_s": scenario.max_duration,

@@ -19,6 +19,7 @@ from engine.datasources import DataFiles, read_error
 from engine.errors import DataRootError, Problem, SpecError, UsageError
 from engine.gold import resolve_pointer
 from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable
+from engine.grouping import GroupRule, parse_rule
 from engine.plugin import DomainPlugin, Plugins
 from engine.render import check_templates
 from engine.safepaths import outside_problem
@@ -309,6 +310,7 @@ def _build_domain(
         language=d.get("language", "en"),
         user_speaks_first=d.get("user_speaks_first", True),
         kickoff=d.get("kickoff"),
+        report_group=_report_group(doc, problems),
         source=SourceRef(doc.file, 1),
         extra={"spec": d},
         plugin=plugin,
@@ -316,6 +318,15 @@ def _build_domain(
         parent_dirs=parents,
     )
     return domain, doc
+
+
+def _report_group(doc: YamlDoc, problems: list[Problem]) -> GroupRule | None:
+    """The domain's ``report_group`` rule (None when it declares none or the rule is bad)."""
+    if "report_group" not in doc.data:
+        return None
+    rule, found = parse_rule(doc.data["report_group"])
+    problems.extend(problem_at(doc, ("report_group", key), message) for key, message in found)
+    return rule
 
 
 def _check_releases(ddoc: YamlDoc, root: Path) -> None:
