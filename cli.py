@@ -154,6 +154,37 @@ def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
+prices_option = click.option(
+    "--prices",
+    default=None,
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="YAML price file (model -> {input, output} per million tokens): adds the cost per role and "
+    "per scenario.",
+)
+
+
+def html_option(default_name: str) -> Callable[..., Any]:
+    """``--html [OUT.html]``: an option whose value may be left out (then ``""``)."""
+    return click.option(
+        "--html",
+        "html",
+        is_flag=False,
+        flag_value="",
+        default=None,
+        metavar="[OUT.html]",
+        help=f"Write a self-contained HTML page instead (default file: {default_name}).",
+    )
+
+
+def _prices(value: str | None) -> Any:
+    if value is None:
+        return None
+    from engine.costs import load_prices
+
+    return load_prices(value)
+
+
 @group.command("run")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option(
@@ -253,6 +284,7 @@ def _csv(value: str | None) -> tuple[str, ...]:
     "--progress/--no-progress", default=None, help="Live display (default: when stderr is a terminal)."
 )
 @click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
+@prices_option
 def run_cmd(
     spec_dir: str,
     scenarios: str | None,
@@ -279,6 +311,7 @@ def run_cmd(
     max_tool_calls: int,
     progress: bool | None,
     replay_latency: float,
+    prices: str | None,
 ) -> int:
     """Run the scenarios of SPEC_DIR: a simulated user talks to the agent, the engine runs the
     agent's tool calls on each scenario's own DB, and every session is scored.
@@ -326,7 +359,7 @@ def run_cmd(
             judge_api_key_env=api_key_env,
         ),
     )
-    return run(opts, fail_under)
+    return run(opts, fail_under, _prices(prices))
 
 
 @group.command("serve")
@@ -397,16 +430,49 @@ def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> int:
 
 @group.command("report")
 @click.argument("run_dir", type=click.Path(file_okay=False))
-def report_cmd(run_dir: str) -> int:
-    """Print the summary of RUN_DIR as a table, with the unsuccessful scenarios by name.
+@html_option("RUN_DIR/report.html")
+@prices_option
+def report_cmd(run_dir: str, html: str | None, prices: str | None) -> int:
+    """Print the summary of RUN_DIR as a table, with the unsuccessful scenarios by name; with
+    --html write one self-contained HTML report (charts, filterable scenario table, each
+    conversation with its tool calls, DB differences, judge verdicts, links to the raw files).
 
     \b
     Example:
       evalctl report runs/20260101-120000
+      evalctl report runs/20260101-120000 --prices prices.yaml
+      evalctl report runs/20260101-120000 --html
+      evalctl report runs/20260101-120000 --html /tmp/run.html
     """
     from engine.commands.report import report
 
-    return report(Path(run_dir))
+    out = None if html is None else Path(html) if html else Path(run_dir) / "report.html"
+    return report(Path(run_dir), prices=_prices(prices), html=out)
+
+
+@group.command("compare")
+@click.argument("run_a", type=click.Path(file_okay=False))
+@click.argument("run_b", type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@html_option("compare.html")
+@prices_option
+def compare_cmd(run_a: str, run_b: str, as_json: bool, html: str | None, prices: str | None) -> int:
+    """Compare RUN_B with RUN_A: scenarios that flipped pass -> fail and fail -> pass, per-signal
+    rate changes, and whether the runs are comparable (same spec, template and data hashes; the
+    files that differ are listed).
+
+    \b
+    Example:
+      evalctl compare runs/20260101-120000 runs/20260102-090000
+      evalctl compare runs/A runs/B --json
+      evalctl compare runs/A runs/B --html compare.html
+    """
+    from engine.commands.compare import compare
+
+    if as_json and html is not None:
+        raise UsageError("--json and --html: choose one")
+    out = None if html is None else Path(html or "compare.html")
+    return compare(Path(run_a), Path(run_b), as_json=as_json, html=out, prices=_prices(prices))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -217,6 +217,11 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
         notes = _notes(pa, pb, sa, sb)
         comparable = not differences
     down, up, other, same_pass, same_fail = _verdict_changes(ra, rb)
+    if ra.keys() != rb.keys():
+        notes.append(
+            f"the runs hold different results ({len(ra.keys() - rb.keys())} only in A, "
+            f"{len(rb.keys() - ra.keys())} only in B): each rate is over its own run's results"
+        )
     headline = (
         RateChange("overall", sa.overall, sb.overall),
         RateChange("task (excl. clean_exit)", sa.task, sb.task),
@@ -276,7 +281,9 @@ def render_text(c: Comparison) -> str:
     if c.comparable:
         out.append("comparable: yes (same spec, template and data hashes)")
     else:
-        out.append(f"comparable: NO ({len(c.differences)} input files differ)" if c.differences else "comparable: NO")
+        out.append(
+            f"comparable: NO ({len(c.differences)} input files differ)" if c.differences else "comparable: NO"
+        )
         out.extend(f"  {d.kind} {d.path}: {d.change}" for d in c.differences)
     out.extend(f"note: {n}" for n in c.notes)
     out.append("rates (A -> B):")

@@ -150,7 +150,9 @@ def _role_order(roles: Sequence[str]) -> list[str]:
     return [r for r in ROLES if r in roles] + sorted(r for r in roles if r not in ROLES)
 
 
-def _add(acc: RoleCost, model: str | None, prompt: int, completion: int, calls: int, prices: PriceTable | None):
+def _add(
+    acc: RoleCost, model: str | None, prompt: int, completion: int, calls: int, prices: PriceTable | None
+):
     acc.prompt_tokens += prompt
     acc.completion_tokens += completion
     acc.calls += calls
@@ -181,7 +183,11 @@ def run_costs(metrics: Sequence[MetricsRecord], prices: PriceTable | None = None
         for role in _role_order(list(m.usage)):
             u = m.usage[role]
             model = one_line(u.model, 200) if u.model else None
-            counts = (bounded_count(u.prompt_tokens), bounded_count(u.completion_tokens), bounded_count(u.calls))
+            counts = (
+                bounded_count(u.prompt_tokens),
+                bounded_count(u.completion_tokens),
+                bounded_count(u.calls),
+            )
             _add(mine.setdefault(role, RoleCost()), model, *counts, prices)
             _add(totals.setdefault(role, RoleCost()), model, *counts, prices)
         unpriced = tuple(dict.fromkeys(x for c in mine.values() for x in c.unpriced))

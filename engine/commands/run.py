@@ -7,22 +7,26 @@ from dataclasses import replace
 from rich.console import Console
 
 from engine.commands.report import report
+from engine.costs import PriceTable
 from engine.domains.registry import plugins
 from engine.options import RunOptions
 from engine.runner import RunReport, run_cli
 
 
-def run(opts: RunOptions, fail_under: float | None = None) -> int:
+def run(opts: RunOptions, fail_under: float | None = None, prices: PriceTable | None = None) -> int:
     """Run what ``opts`` selects (see ``engine.runner.run``), then print the outcome. Returns the
     exit code: 130 when interrupted, 1 when ``fail_under`` (0..1) is set and the overall rate is
     below it or not applicable, else 0. Raises SpecError / UsageError / DataRootError before
     anything runs when the input is bad. The run gets every registered domain plugin
-    (``opts.plugins`` is replaced; ``engine.runner.run_cli`` runs with other plugins)."""
+    (``opts.plugins`` is replaced; ``engine.runner.run_cli`` runs with other plugins). With
+    ``prices`` the report at the end shows the cost per role and per scenario."""
     opts = replace(opts, plugins=plugins())
-    return print_outcome(run_cli(opts), fail_under)
+    return print_outcome(run_cli(opts), fail_under, prices)
 
 
-def print_outcome(outcome: RunReport, fail_under: float | None = None) -> int:
+def print_outcome(
+    outcome: RunReport, fail_under: float | None = None, prices: PriceTable | None = None
+) -> int:
     """What ``evalctl run`` prints when it ends: the headline lines of ``all_summary.txt``, the
     report table with failures and the diff hint, scoring errors, where the results are, and why
     the exit code is not 0. Returns the exit code (130 interrupted, 1 under ``fail_under``, else 0)."""
@@ -32,7 +36,7 @@ def print_outcome(outcome: RunReport, fail_under: float | None = None) -> int:
         if line.startswith(("Overall Success Rate", "Task Success Rate")):
             out.print(line, markup=False, highlight=False)
     if (outcome.run_dir / "summary.json").is_file():
-        report(outcome.run_dir, out)
+        report(outcome.run_dir, out, prices=prices)
     for key, message in sorted(outcome.scoring_errors.items()):
         err.print(f"evalctl: scoring failed for {key}: {message}", markup=False, highlight=False)
     if outcome.skipped:

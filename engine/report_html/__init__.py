@@ -77,4 +77,3 @@ def write_report(run_dir: Path, out: Path, prices: PriceTable | None = None) -> 
     data = render(model).encode("utf-8")
     write_bytes(Path(out), data)
     return Written(Path(out), len(data), len(model.rows))
-

@@ -114,15 +114,17 @@ def scatter(dots: Sequence[Dot], title: str) -> str:
         f' aria-label="{escape(title)}"><title>{escape(title)}</title>'
     ]
     for v in xs:
-        out.append(f'<line class="grid" x1="{px(v):.1f}" x2="{px(v):.1f}" y1="{top_pad}" y2="{top_pad + ph}"/>')
+        out.append(
+            f'<line class="grid" x1="{px(v):.1f}" x2="{px(v):.1f}" y1="{top_pad}" y2="{top_pad + ph}"/>'
+        )
         out.append(f'<text x="{px(v):.1f}" y="{h - bottom + 16}" text-anchor="middle">{_tick_text(v)}</text>')
     for v in ys:
         out.append(f'<line class="grid" x1="{left}" x2="{left + pw}" y1="{py(v):.1f}" y2="{py(v):.1f}"/>')
         out.append(f'<text x="{left - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{_tick_text(v)}</text>')
     out.append(f'<text x="{left + pw / 2}" y="{h - 6}" text-anchor="middle">session duration (s)</text>')
     out.append(
-        f'<text x="12" y="{top_pad + ph / 2}" text-anchor="middle" transform="rotate(-90 12 {top_pad + ph / 2})"'
-        ">agent turns</text>"
+        f'<text x="12" y="{top_pad + ph / 2}" text-anchor="middle"'
+        f' transform="rotate(-90 12 {top_pad + ph / 2})">agent turns</text>'
     )
     colour = {"pass": PASS, "fail": FAIL}
     for d in dots:

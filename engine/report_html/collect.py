@@ -189,7 +189,10 @@ def _detail(
     d = explain(sdir, m)
     lines = [one_line(line, 2000) for line in db_lines(d)]
     if len(lines) > MAX_DB_LINES:
-        lines = [*lines[:MAX_DB_LINES], f"... {len(lines) - MAX_DB_LINES} more lines: evalctl diff shows them all"]
+        lines = [
+            *lines[:MAX_DB_LINES],
+            f"... {len(lines) - MAX_DB_LINES} more lines: evalctl diff shows them all",
+        ]
     judge, judge_note = _judge(sdir)
     return {
         "description": budget.keep(one_line(description, 2000)),
@@ -252,4 +255,3 @@ def collect(run_dir: Path, out_path: Path, prices: PriceTable | None = None) -> 
         details.append(_detail(sdir, m, description, base, c, share))
     rates = [GroupRate(name, *t) for name, t in sorted(groups.items(), key=lambda kv: natural_key(kv[0]))]
     return ReportModel(str(run_dir), summary, read_run_record(run_dir), cost, rows, details, rates, grouped)
-

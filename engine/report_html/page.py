@@ -74,7 +74,7 @@ def document(title: str, subtitle: str, body: Iterable[str], script: str | None,
         f'<header><h1>{escape(title)}</h1><p class="run">{escape(subtitle)}</p></header><main>',
         *body,
         "</main>",
-        f'<footer>evalctl {escape(__version__)}: self-contained report; raw artifact links are relative'
+        f"<footer>evalctl {escape(__version__)}: self-contained report; raw artifact links are relative"
         " to this file.</footer>",
     ]
     if script is not None:

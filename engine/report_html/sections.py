@@ -91,18 +91,24 @@ def charts(model: ReportModel) -> str:
     what = "scenario group" if model.grouped else "domain"
     group_bars = [Bar(g.name, g.passed, g.failed, g.not_applicable, s.unit) for g in model.groups]
     dots = [
-        Dot(r["i"], f"{r['name']}" + (f" trial {r['trial']}" if s.trials > 1 else ""), r["dur"], r["turns"], r["verdict"])
+        Dot(
+            r["i"],
+            f"{r['name']}" + (f" trial {r['trial']}" if s.trials > 1 else ""),
+            r["dur"],
+            r["turns"],
+            r["verdict"],
+        )
         for r in model.rows
     ]
     return (
         '<section id="charts"><h2>Charts</h2><div class="charts">'
-        f'<figure><figcaption>Pass rate per signal (stalled results left out)</figcaption>'
-        f'{rate_bars(signal_bars, "pass rate per signal")}</figure>'
+        f"<figure><figcaption>Pass rate per signal (stalled results left out)</figcaption>"
+        f"{rate_bars(signal_bars, 'pass rate per signal')}</figure>"
         f"<figure><figcaption>Success per {h(what)} (composite verdict)</figcaption>"
-        f'{rate_bars(group_bars, "success per " + what)}</figure>'
+        f"{rate_bars(group_bars, 'success per ' + what)}</figure>"
         '<figure class="wide"><figcaption>Agent turns and duration per result '
-        '(click a dot to open it)</figcaption>'
-        f'{scatter(dots, "agent turns against session duration")}</figure>'
+        "(click a dot to open it)</figcaption>"
+        f"{scatter(dots, 'agent turns against session duration')}</figure>"
         "</div></section>"
     )
 
@@ -115,13 +121,16 @@ def rates(summary: SummaryRecord) -> str:
     extra = ""
     if summary.stalled.count:
         extra += (
-            f'<p class="warn">{summary.stalled.count} stalled (fewer than {h(summary.stalled.min_agent_turns)} '
-            f"agent turns): counted as failures, left out of the signal rates: "
+            f'<p class="warn">{summary.stalled.count} stalled (fewer than '
+            f"{h(summary.stalled.min_agent_turns)} agent turns): counted as failures, "
+            "left out of the signal rates: "
             f"{h(', '.join(summary.stalled.scenarios))}</p>"
         )
     if summary.judge_errors:
         first = one_line(summary.first_judge_error or "", 500)
-        extra += f'<p class="warn">{summary.judge_errors} judge errors (recorded as n/a); first: {h(first)}</p>'
+        extra += (
+            f'<p class="warn">{summary.judge_errors} judge errors (recorded as n/a); first: {h(first)}</p>'
+        )
     return (
         '<section id="rates"><h2>Signals</h2><div class="cols"><div>'
         + _table(("signal", "rate", "passed / total", "role"), rows, "rates")
@@ -162,13 +171,15 @@ def _hash_list(title: str, hashes: Mapping[str, str]) -> str:
     rows = [[path, digest[:16]] for path, digest in sorted(hashes.items())]
     return (
         f"<details><summary>{h(title)}: {len(hashes)} files, digest {_digest(hashes)}</summary>"
-        f'{_table(("file", "sha256 (first 16)"), rows, "hashes")}</details>'
+        f"{_table(('file', 'sha256 (first 16)'), rows, 'hashes')}</details>"
     )
 
 
 def provenance(run: RunRecord | None, summary: SummaryRecord) -> str:
     if run is None:
-        return '<section id="provenance"><h2>Provenance</h2><p class="warn">No readable run.json.</p></section>'
+        return (
+            '<section id="provenance"><h2>Provenance</h2><p class="warn">No readable run.json.</p></section>'
+        )
     git = "n/a" if run.git is None else run.git.commit[:12] + (" (dirty)" if run.git.dirty else "")
     facts = [
         ["evalctl", run.evalctl_version],

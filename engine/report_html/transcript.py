@@ -105,7 +105,11 @@ def chat_entries(path: Path, budget: Budget) -> list[dict[str, Any]]:
             bad += 1
             continue
         kind, role, content = one_line(ev["type"], 80), one_line(ev.get("role", "?"), 80), ev.get("content")
-        t = ev.get("t") if isinstance(ev.get("t"), int | float) and not isinstance(ev.get("t"), bool) else None
+        t = (
+            ev.get("t")
+            if isinstance(ev.get("t"), int | float) and not isinstance(ev.get("t"), bool)
+            else None
+        )
         if kind == "utterance":
             if isinstance(content, str) and content.strip():
                 out.append({"k": "say", "r": role, "x": budget.keep(content), "t": t})
@@ -125,7 +129,13 @@ def chat_entries(path: Path, budget: Budget) -> list[dict[str, Any]]:
             entry = calls.pop(str(content.get("call_id")), None)
             result = content.get("result")
             if entry is None:  # a result without its call: show it on its own
-                entry = {"k": "tool", "r": "?", "n": one_line(content.get("name", "?"), 200), "a": None, "t": t}
+                entry = {
+                    "k": "tool",
+                    "r": "?",
+                    "n": one_line(content.get("name", "?"), 200),
+                    "a": None,
+                    "t": t,
+                }
                 out.append(entry)
             entry["res"], entry["ok"] = budget.keep(result), _status(result)
         elif kind == "hangup":

@@ -184,18 +184,19 @@
     const d = JSON.parse($("d-" + i).textContent);
     const box = $("detail");
     const facts = [r.id && "id " + r.id, r.group, "stop " + r.stop, r.turns + " agent turns", r.calls + " tool calls", r.dur.toFixed(2) + " s"];
-    box.replaceChildren(
+    const parts = [
       el("h2", {}, badge(r.verdict), " ", label(r)),
       el("p", { class: "facts" }, facts.filter(Boolean).join(" · ")),
       d.description ? el("p", { class: "description" }, shown(d.description)) : null,
       d.error ? el("p", { class: "warn" }, "error: " + shown(d.error)) : null,
       signalsPart(d),
       dbPart(d),
-      judgePart(d) || "",
+      judgePart(d),
       chatPart(d),
-      usagePart(d) || "",
-      filesPart(d)
-    );
+      usagePart(d),
+      filesPart(d),
+    ];
+    box.replaceChildren(...parts.filter((p) => p !== null));
     box.hidden = false;
     if (selected >= 0) trs[selected].classList.remove("selected");
     trs[i].classList.add("selected");
@@ -214,7 +215,11 @@
     dot.addEventListener("click", () => openResult(Number(dot.getAttribute("data-i"))));
   }
   applyFilters();
-  const m = /^#r(\d+)$/.exec(location.hash);
-  if (m && rows[Number(m[1])]) openResult(Number(m[1]));
+  function fromHash() {
+    const m = /^#r(\d+)$/.exec(location.hash);
+    if (m && rows[Number(m[1])] && Number(m[1]) !== selected) openResult(Number(m[1]));
+  }
+  window.addEventListener("hashchange", fromHash);
+  fromHash();
   document.body.setAttribute("data-ready-ms", String(Math.round(performance.now())));
 })();
