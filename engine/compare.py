@@ -156,12 +156,16 @@ def _file_differences(a: RunRecord, b: RunRecord) -> list[FileDifference]:
     return out
 
 
+def _models(run: RunRecord) -> str:
+    return ", ".join(f"{role}: {model}" for role, model in sorted((run.models or {}).items())) or "none"
+
+
 def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> list[str]:
     notes = []
     pairs: list[tuple[str, Any, Any]] = [
         ("evalctl version", a.evalctl_version, b.evalctl_version),
         ("git commit", a.git.commit if a.git else None, b.git.commit if b.git else None),
-        ("models", dict(a.models or {}), dict(b.models or {})),
+        ("models", _models(a), _models(b)),
         ("trials", sa.trials, sb.trials),
     ]
     for what, va, vb in pairs:
