@@ -1,5 +1,5 @@
 // evalctl report: the scenario table (filters, search, sort) and one result's detail.
-// Data comes from <script type="application/json"> blocks; every value is put on the page with
+// Data comes from the page's JSON blocks (type application/json); every value is put on the page with
 // textContent or a fixed attribute, never parsed as HTML.
 "use strict";
 (function () {
