@@ -210,7 +210,10 @@
   }
 
   buildTable();
-  for (const f of Object.values(filters)) f.addEventListener("input", applyFilters);
+  for (const f of Object.values(filters)) {
+    f.addEventListener("input", applyFilters);
+    f.addEventListener("change", applyFilters);
+  }
   for (const dot of document.querySelectorAll("circle.dot")) {
     dot.addEventListener("click", () => openResult(Number(dot.getAttribute("data-i"))));
   }
