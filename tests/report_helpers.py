@@ -71,7 +71,7 @@ def _altered(data_root: Path) -> LoadedDomain:
     return LoadedDomain(loaded.domain, scenarios, loaded.prompts_rendered)
 
 
-def _modelled(data_root: Path, out: Path) -> None:
+def _modelled(data_root: Path, out: Path) -> runner.RunReport:
     lookup = '{"confirmation_number": "ZK3FFW", "last_name": "Doe"}'
     turns = [
         Step(completion("Let me look that booking up.", [("c1", "get_reservation", lookup)], AGENT_TOKENS)),
@@ -102,6 +102,7 @@ def _modelled(data_root: Path, out: Path) -> None:
         )
         report = runner.run_cli(opts)
     assert not report.scoring_errors, report.scoring_errors
+    return report
 
 
 def sample_run(data_root: Path, where: Path) -> Path:
@@ -126,15 +127,13 @@ def sample_run(data_root: Path, where: Path) -> Path:
     mp = pytest.MonkeyPatch()
     mp.setenv("EVALCTL_TEST_KEY", "test")
     try:
-        _modelled(data_root, other)
+        modelled = _modelled(data_root, other)
     finally:
         mp.undo()
     for name in MODELLED:
         shutil.move(str(other / name), str(run_dir / name))
-    finish_run(
-        run_dir,
-        {"spec_dir": str(SPEC_DIR), "data_root": str(data_root), "scenarios": [*REPLAYED, *MODELLED]},
-    )
+    info = {"spec_dir": str(SPEC_DIR), "data_root": str(data_root), "scenarios": [*REPLAYED, *MODELLED]}
+    finish_run(run_dir, {**info, "wall_time_s": round(report.wall_s + modelled.wall_s, 3)})
     return run_dir
 
 

@@ -49,8 +49,8 @@ def _scenarios(model: ReportModel) -> str:
         f'<label>group <select id="f-group">{_options(groups, "any")}</select></label>'
         '<input type="search" id="f-search" placeholder="search name, id, group, error" aria-label="search">'
         '<span id="f-count"></span></div>'
-        '<div class="table-wrap"><table id="scenario-table"></table></div>'
-        '<div id="detail" hidden></div></section>'
+        '<div id="results"><div class="table-wrap"><table id="scenario-table"></table></div>'
+        '<div id="detail" hidden></div></div></section>'
     )
 
 
@@ -60,8 +60,10 @@ def render(model: ReportModel) -> str:
     body = [
         headline(model),
         charts(model),
+        '<div class="cols">',
         rates(model.summary),
         usage(model.cost),
+        "</div>",
         _scenarios(model),
         provenance(model.run, model.summary),
         json_block("report-index", index),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from html import escape
 
 PASS, FAIL, NA = "#2e7d32", "#c62828", "#9e9e9e"
-_LABEL_W, _BAR_W, _TEXT_W, _ROW_H = 230, 360, 210, 24
+_LABEL_W, _BAR_W, _TEXT_W, _ROW_H = 160, 240, 180, 22
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def rate_bars(bars: Sequence[Bar], title: str) -> str:
     for n, bar in enumerate(bars):
         y = 4 + n * _ROW_H
         counted = bar.total + bar.not_applicable
-        label = bar.label if len(bar.label) <= 30 else bar.label[:29] + "…"
+        label = bar.label if len(bar.label) <= 24 else bar.label[:23] + "…"
         tip = f"{bar.label}: {bar.passed} passed, {bar.failed} failed"
         tip += f", {bar.not_applicable} n/a" if bar.not_applicable else ""
         tip += f" ({bar.note})" if bar.note else ""
@@ -97,7 +97,7 @@ def _tick_text(v: float) -> str:
 
 def scatter(dots: Sequence[Dot], title: str) -> str:
     """Duration (x) against agent turns (y), one circle per result."""
-    w, h, left, bottom, top_pad, right_pad = 800, 300, 50, 40, 10, 20
+    w, h, left, bottom, top_pad, right_pad = 580, 250, 50, 40, 10, 20
     xs = _ticks(max((d.seconds for d in dots), default=1.0))
     ys = _ticks(max((d.turns for d in dots), default=1))
     xmax, ymax = xs[-1] or 1.0, ys[-1] or 1.0

@@ -27,17 +27,20 @@
   const badge = (verdict) => el("span", { class: "badge " + verdict.replace("/", "") }, verdict.toUpperCase());
 
   // --- the table -----------------------------------------------------------------------------
+  // [header, cell, sort key, shown while a result is open]
   const columns = [
-    ["", (r) => badge(r.verdict), (r) => r.verdict],
-    ["scenario", (r) => label(r), (r) => r.name + "\u0000" + String(r.trial).padStart(6, "0")],
-    ["id", (r) => r.id, (r) => r.id],
-    ["group", (r) => r.group, (r) => r.group],
+    ["", (r) => badge(r.verdict), (r) => r.verdict, true],
+    ["scenario", (r) => label(r), (r) => r.name + "\u0000" + String(r.trial).padStart(6, "0"), true],
+    ["id", (r) => r.id, (r) => r.id, false],
+    ["group", (r) => r.group, (r) => r.group, false],
     ["failing signals", (r) => r.failed.join(", ") + (r.stalled ? (r.failed.length ? ", " : "") + "stalled" : ""), (r) => r.failed.join(",")],
-    ["stop", (r) => r.stop, (r) => r.stop],
-    ["turns", (r) => r.turns, (r) => r.turns],
-    ["tool calls", (r) => r.calls, (r) => r.calls],
-    ["seconds", (r) => r.dur.toFixed(2), (r) => r.dur],
-    index.priced ? ["cost", (r) => money(r.cost), (r) => r.cost || 0] : ["tokens", (r) => r.tokens, (r) => r.tokens],
+    ["stop", (r) => r.stop, (r) => r.stop, true],
+    ["turns", (r) => r.turns, (r) => r.turns, false],
+    ["tool calls", (r) => r.calls, (r) => r.calls, false],
+    ["seconds", (r) => r.dur.toFixed(2), (r) => r.dur, false],
+    index.priced
+      ? ["cost", (r) => money(r.cost), (r) => r.cost || 0, false]
+      : ["tokens", (r) => r.tokens, (r) => r.tokens, false],
   ];
   const trs = [];
   let selected = -1;
@@ -45,8 +48,8 @@
   function buildTable() {
     const table = $("scenario-table");
     const headRow = el("tr");
-    columns.forEach(([name, , key], c) => {
-      const th = el("th", { "data-col": c, tabindex: 0, title: "sort" }, name);
+    columns.forEach(([name, , key, keep]) => {
+      const th = el("th", { class: keep ? null : "opt", tabindex: 0, title: "sort" }, name);
       th.addEventListener("click", () => sortBy(key, th));
       headRow.append(th);
     });
@@ -54,7 +57,7 @@
     const body = el("tbody", { id: "scenario-rows" });
     for (const r of rows) {
       const tr = el("tr", { class: "row " + r.verdict.replace("/", ""), tabindex: 0, "data-i": r.i, "data-name": r.name });
-      for (const [, cell] of columns) tr.append(el("td", {}, cell(r)));
+      for (const [, cell, , keep] of columns) tr.append(el("td", { class: keep ? null : "opt" }, cell(r)));
       if (r.error) tr.title = r.error;
       tr.addEventListener("click", () => openResult(r.i));
       tr.addEventListener("keydown", (ev) => {
@@ -198,6 +201,7 @@
     ];
     box.replaceChildren(...parts.filter((p) => p !== null));
     box.hidden = false;
+    $("results").classList.add("open");
     if (selected >= 0) trs[selected].classList.remove("selected");
     trs[i].classList.add("selected");
     selected = i;
@@ -206,7 +210,8 @@
     } catch (err) {
       /* some file:// settings refuse it; the detail is open anyway */
     }
-    box.scrollIntoView({ block: "start" });
+    box.scrollTop = 0;
+    $("scenarios").scrollIntoView({ block: "start" });
   }
 
   buildTable();
