@@ -18,8 +18,8 @@ from engine.dataroot import resolve_data_root, warn_if_modified
 from engine.datasources import DataFiles, read_error
 from engine.errors import DataRootError, Problem, SpecError, UsageError
 from engine.gold import resolve_pointer
-from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable
 from engine.grouping import GroupRule, parse_rule
+from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable
 from engine.plugin import DomainPlugin, Plugins
 from engine.render import check_templates
 from engine.safepaths import outside_problem
