@@ -63,8 +63,9 @@ class DiagnosticInputs:
 
 
 #: ``(inputs) -> value``: a non-gating diagnostic written to metrics.json under its name (bool,
-#: number, string or None = not applicable). A scenario may gate on it by listing it in
-#: ``success_signals``.
+#: number, string or None = not applicable). A scenario may gate on a bool one by listing it in
+#: ``success_signals``. A number is a count of findings (0 = clean): the summary reports how many
+#: results are clean and the findings' sum and maximum (a count is not a pass rate: never gate on it).
 Diagnostic = Callable[[DiagnosticInputs], Any]
 
 

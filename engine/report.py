@@ -41,7 +41,8 @@ def summary_table(summary: dict[str, Any]) -> Table:
         table.add_row(label, _pct(t["rate"]), f"{t['passed']}/{t['total']} {unit}{na}", "composite")
     table.add_section()
     for name, s in summary["signals"].items():
-        table.add_row(name, _pct(s["rate"]), f"{s['passed']}/{s['total']} {s['unit']}", s["role"])
+        label = f"{name} (clean; {s.get('sum')} found)" if s.get("kind") == "count" else name
+        table.add_row(label, _pct(s["rate"]), f"{s['passed']}/{s['total']} {s['unit']}", s["role"])
     if "pass_hat_k" in summary:
         table.add_section()
         per = summary["pass_hat_k"].get("per_scenario") or {}

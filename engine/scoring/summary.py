@@ -70,6 +70,9 @@ def _signal_rates(rows: Sequence[Mapping[str, Any]], unit: str) -> dict[str, dic
                 len(verdicts),
                 "assertions",
             )
+        elif name in diagnostics and name not in gating and _is_count(m.get(name) for m in live):
+            out[name] = _count_rates([m.get(name) for m in live], unit)
+            continue
         else:
             t = _tally(m.get(name) for m in live)
             passed, total, this_unit = t["passed"], t["total"], unit
@@ -86,6 +89,29 @@ def _signal_rates(rows: Sequence[Mapping[str, Any]], unit: str) -> dict[str, dic
             "role": role,
         }
     return out
+
+
+def _is_count(values: Iterable[Any]) -> bool:
+    """True when a diagnostic's values are numbers (not booleans): counts of findings."""
+    return any(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def _count_rates(values: Sequence[Any], unit: str) -> dict[str, Any]:
+    """A count diagnostic (findings per result, 0 = clean): ``passed`` / ``rate`` are the clean
+    results, ``sum`` / ``max`` the findings; values that are not numbers are not applicable."""
+    counts = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    clean = sum(1 for v in counts if v == 0)
+    total = sum(counts)
+    return {
+        "passed": clean,
+        "total": len(counts),
+        "rate": _rate(clean, len(counts)),
+        "unit": unit,
+        "role": "diagnostic",
+        "kind": "count",
+        "sum": int(total) if total.is_integer() else total,
+        "max": max(counts, default=0),
+    }
 
 
 def _usage(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -203,6 +229,11 @@ def render_summary_text(summary: Mapping[str, Any], title: str = "") -> str:
     for name, s in summary["signals"].items():
         if s["total"] == 0:
             lines.append(f"  {name}: n/a (0 {s['unit']}) [{s['role']}]")
+        elif s.get("kind") == "count":
+            lines.append(
+                f"  {name}: {s['sum']:g} found in {s['total'] - s['passed']}/{s['total']} {s['unit']}, "
+                f"{_pct(s)} clean [{s['role']}]"
+            )
         else:
             lines.append(f"  {name}: {_pct(s)} ({s['passed']}/{s['total']} {s['unit']}) [{s['role']}]")
     st = summary["stalled"]
