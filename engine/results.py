@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,13 +156,19 @@ def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str |
 
 
 async def finish_session(
-    run_dir: Path, scenario: Scenario, result: SessionResult, trials: int, options: ScoringOptions
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    options: ScoringOptions,
+    extra: Callable[[Path], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Score ``result`` and write every per-scenario artifact atomically; returns the metrics dict.
 
-    ``metrics.json`` is written last. The judge (if ``options.judge_model``) is awaited here; its
-    failures are recorded as N/A, never raised. Raises OSError only when the run directory cannot
-    be written.
+    ``extra`` (e.g. a voice session's audio) writes more artifacts into the scenario directory and
+    returns fields added to the metrics. ``metrics.json`` is written last. The judge (if
+    ``options.judge_model``) is awaited here; its failures are recorded as N/A, never raised.
+    Raises OSError only when the run directory cannot be written.
     """
     sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
     sdir.mkdir(parents=True, exist_ok=True)
@@ -169,7 +176,13 @@ async def finish_session(
         (sdir / METRICS).unlink()  # a re-run of this slot is incomplete until the new metrics land
     for stale in [*sdir.glob(".*.tmp"), *sdir.glob("scenario_config/.*.tmp")]:
         stale.unlink(missing_ok=True)  # temp files left by a killed earlier attempt
-    for optional in ("final_db.json", "final_user_db.json", "expected_db.json", "judge_result.json"):
+    for optional in (
+        "final_db.json",
+        "final_user_db.json",
+        "expected_db.json",
+        "judge_result.json",
+        "voice.json",
+    ):
         (sdir / optional).unlink(missing_ok=True)  # this attempt may not write them again
 
     rules = scenario.domain.hash_rules
@@ -244,6 +257,8 @@ async def finish_session(
         "error": result.error,
         "evalctl_version": __version__,
     }
+    if extra is not None:
+        metrics.update(extra(sdir))
     write_json(sdir / METRICS, metrics)
     return metrics
 

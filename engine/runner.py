@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import render, results
 from engine.backends import BackendFactory, BackendSpec, make_factory, parse_backend_spec
@@ -33,6 +33,9 @@ from engine.session import SessionLimits, SessionSetup, run_session
 from engine.sides import builtin_side
 from engine.specs import load_domain
 
+if TYPE_CHECKING:
+    from engine.voice.run import VoiceRun
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -40,7 +43,9 @@ class RunOptions:
     (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
     ``resume`` reuses that run directory and runs only what is not complete there;
     ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
-    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none."""
+    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none;
+    ``voice`` True runs audio sessions with the agent through the local TTS engine
+    (``engine.voice.run``; a :class:`VoiceRun` gives other settings: tests, benchmarks)."""
 
     spec_dir: Path
     data_root: Path | None = None
@@ -65,6 +70,16 @@ class RunOptions:
     progress: bool | None = None
     quiet: bool = False
     scoring: results.ScoringOptions = field(default_factory=results.ScoringOptions)
+    voice: bool | VoiceRun = False
+
+
+def _voice(opts: RunOptions) -> VoiceRun | None:
+    """The run's audio settings (None: a text run). Raises UsageError without a TTS engine."""
+    if opts.voice is False:
+        return None
+    from engine.voice.run import VoiceRun
+
+    return opts.voice if isinstance(opts.voice, VoiceRun) else VoiceRun.create()
 
 
 @dataclass
@@ -160,6 +175,7 @@ async def run(opts: RunOptions) -> RunReport:
         raise UsageError(f"--resume: no run directory at {opts.resume}")
     by_name = {s.name: s for s in loaded.scenarios}
     _check_judge(opts.scoring)
+    voice = _voice(opts)
     sides = {role: _side(spec, opts, by_name) for role, spec in (("agent", agent_spec), ("user", user_spec))}
     run_dir = opts.resume or opts.output_dir or fresh_default_dir()
     selected = check_run_dir(run_dir, opts.resume is not None, opts.trials)
@@ -202,9 +218,12 @@ async def run(opts: RunOptions) -> RunReport:
                     continue
                 if hasattr(side, "aclose"):
                     stack.push_async_callback(side.aclose)
+                if role == "agent" and voice is not None:
+                    uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
+                    continue
                 uris[role] = await stack.enter_async_context(builtin_side(side, role))
             stack.enter_context(progress)
-            await _run_jobs(jobs, setups, uris, opts, run_dir, report, progress)
+            await _run_jobs(jobs, setups, uris, opts, run_dir, report, progress, voice)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:
@@ -262,6 +281,7 @@ async def _run_jobs(
     run_dir: Path,
     report: RunReport,
     progress: Progress,
+    voice: VoiceRun | None = None,
 ) -> None:
     gate = asyncio.Semaphore(opts.concurrency)
 
@@ -274,15 +294,23 @@ async def _run_jobs(
                 max_tool_rounds=opts.max_tool_rounds,
                 max_tool_calls_per_turn=opts.max_tool_calls_per_turn,
             )
+            call = voice.call(scenario) if voice is not None else None
             try:
                 result = await run_session(
-                    scenario, setups[scenario.name], uris["agent"], uris["user"], limits, trial
+                    scenario,
+                    setups[scenario.name],
+                    uris["agent"],
+                    uris["user"],
+                    limits,
+                    trial,
+                    wrap_agent=call.wrap if call is not None else None,
                 )
             except Exception as err:  # an engine bug in one session must not stop the others
                 result = SessionResult(scenario.name, trial, "error", error=f"engine error: {err!r}")
             metrics: dict[str, Any] | None
             try:
-                metrics = await _finish(run_dir, scenario, result, opts)
+                extra = voice.artifacts(call) if voice is not None and call is not None else None
+                metrics = await _finish(run_dir, scenario, result, opts, extra)
             except Exception as err:  # scoring trouble is recorded, the run goes on
                 metrics = None
                 report.scoring_errors[f"{scenario.name}#{trial}"] = f"{type(err).__name__}: {err}"
@@ -304,14 +332,19 @@ _FINISHER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalctl-finish
 
 
 async def _finish(
-    run_dir: Path, scenario: Scenario, result: SessionResult, opts: RunOptions
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    opts: RunOptions,
+    extra: Any = None,
 ) -> dict[str, Any]:
     """Score and write one session off the event loop: artifact writes block (fsync), and the
     sessions still running must not wait for them. Its own loop in a worker thread; if the run is
     interrupted meanwhile, the writes still finish (so a result is never half written)."""
 
     def work() -> dict[str, Any]:
-        return asyncio.run(results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring))
+        finish = results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring, extra)
+        return asyncio.run(finish)
 
     future = asyncio.get_running_loop().run_in_executor(_FINISHER, work)
     try:
