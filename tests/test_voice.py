@@ -17,13 +17,15 @@ from hypothesis import strategies as st
 import cli
 from engine.backends.replay import ReplayFactory
 from engine.domains.registry import load_domain
+from engine.errors import UsageError
 from engine.protocol import PROTOCOL_SCHEMA_DIR, ProtocolError, decode, schema_path
 from engine.runner import run
 from engine.sides import builtin_side
 from engine.sides.voice import VoiceStyle
+from engine.voice.asr import ASR_ENV, edit_distance, normalize, recognizer_from_env, wer
 from engine.voice.frames import AudioFrame, FrameError, pack, split, unpack
 from engine.voice.link import VoiceConfig
-from engine.voice.pcm import read_wav
+from engine.voice.pcm import read_wav, silence, speech_bounds, tone, trim
 from engine.voice.run import VoiceRun
 from engine.voice.tts import ToneVoice
 from tests.conftest import REPO, SPEC_DIR
@@ -322,3 +324,47 @@ def test_voice_without_a_tts_engine_is_one_line(
         "(apt-get install espeak-ng sox)"
     )
     assert not (tmp_path / "o").exists()
+
+
+# --- pieces -------------------------------------------------------------------------------------
+
+
+def test_speech_bounds_and_trim() -> None:
+    pcm = silence(230, 16000) + tone(500, 16000) + silence(120, 16000)
+    start, end = speech_bounds(pcm, 16000) or (0, 0)
+    assert abs(start - 230) <= 10 and abs(end - 730) <= 10
+    assert abs(len(trim(pcm, 16000)) - 2 * 8000) <= 2 * 160
+    assert speech_bounds(silence(300, 16000), 16000) is None and trim(silence(300, 16000), 16000) == b""
+
+
+def test_word_error_rate() -> None:
+    assert normalize("Flight 703, gate B-12!") == [
+        "flight",
+        "seven",
+        "zero",
+        "three",
+        "gate",
+        "b",
+        "one",
+        "two",
+    ]
+    assert wer("Your flight is SK 621.", "your flight is s k six two one") == (2, 7)  # sk -> s, + k
+    assert wer("You’re all set.", "you're all set") == (0, 3)
+    assert edit_distance(["a", "b", "c"], ["a", "c", "d"]) == 2
+
+
+def test_a_recogniser_command_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ASR_ENV, 'sh -c "test -s \\"$0\\" && echo Hello,  world" {wav}')
+    rec = recognizer_from_env()
+    assert rec is not None and rec.transcribe(tone(100, 16000), 16000) == "Hello, world"
+    monkeypatch.setenv(ASR_ENV, "sh -c 'exit 3' {wav}")
+    with pytest.raises(RuntimeError, match="exited with 3"):
+        recognizer_from_env().transcribe(b"\x00\x00", 16000)  # type: ignore[union-attr]
+    monkeypatch.setenv(ASR_ENV, "whisper-cli -m model.bin")
+    with pytest.raises(UsageError, match=r"must name the WAV file as \{wav\}"):
+        recognizer_from_env()
+    monkeypatch.setenv(ASR_ENV, "/no/such/asr {wav}")
+    with pytest.raises(UsageError, match="not found"):
+        recognizer_from_env()
+    monkeypatch.delenv(ASR_ENV)
+    assert recognizer_from_env() is None
