@@ -8,6 +8,7 @@
   optional speech-recognition interface (never downloads anything).
 - :mod:`engine.voice.link`, :mod:`engine.voice.timeline`: the engine's end of an audio session and
   the media timeline it records; :mod:`engine.voice.metrics`: latency, time to first audio,
-  overlap, WER; :mod:`engine.voice.artifacts`: WAVs and ``voice.json`` per session.
-- :mod:`engine.voice.run`: what ``evalctl run --voice`` adds to a run.
+  overlap, WER.
+- :mod:`engine.voice.run`: what ``evalctl run --voice`` adds to a run (the built-in voice agent
+  side is ``engine.sides.voice``), and the WAVs and ``voice.json`` of each session.
 """
