@@ -5,6 +5,7 @@ TTS engine's own tests are in test_voice_local.py."""
 from __future__ import annotations
 
 import json
+import math
 import struct
 from pathlib import Path
 from typing import Any
@@ -368,3 +369,36 @@ def test_a_recogniser_command_from_the_environment(monkeypatch: pytest.MonkeyPat
         recognizer_from_env()
     monkeypatch.delenv(ASR_ENV)
     assert recognizer_from_env() is None
+
+
+async def test_a_side_that_asks_for_text_gets_the_callers_words(data_root: Path, tmp_path: Path) -> None:
+    heard: list[tuple[Any, int]] = []
+
+    async def session(ws: Any) -> None:
+        start = json.loads(await ws.recv())
+        audio = {"encoding": "pcm_s16le", "sample_rate": 8000, "text": True}
+        ready = {"v": 2, "type": "session.ready", "id": "a0", "reply_to": start["id"], "audio": audio}
+        await ws.send(json.dumps(ready))
+        frames = 0
+        async for message in ws:
+            if isinstance(message, bytes):
+                frames += 1
+                continue
+            msg = json.loads(message)
+            if msg["type"] != "turn.request":
+                return
+            heard.append((msg["utterance"], frames))
+            call = {"v": 2, "type": "tool.call", "id": "c", "reply_to": msg["id"], "call_id": "x"}
+            await ws.send(json.dumps({**call, "name": "end_conversation", "arguments": "{}"}))
+            await ws.recv()
+            reply = {"v": 2, "type": "turn.response", "id": "r", "reply_to": msg["id"], "text": ""}
+            await ws.send(json.dumps({**reply, "audio": {"frames": 0}}))
+
+    sc = load_domain(SPEC_DIR, data_root).scenario(THREE[0])
+    async with websockets.serve(session, "127.0.0.1", 0) as server:
+        uri = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        metrics = await _run(data_root, tmp_path, THREE[:1], agent=uri, voice=voice_run())
+    words = sc.user.starting_utterance
+    speech_ms = 160 * len(words.split()) - 40  # ToneVoice: 120 ms tone + 40 ms gap a word, last gap trimmed
+    assert heard == [(words, math.ceil(speech_ms / 100))]  # the caller's audio in 100 ms frames, then its words
+    assert metrics[THREE[0]]["voice"]["sample_rate"] == 8000 and metrics[THREE[0]]["stop_reason"] == "exit"
