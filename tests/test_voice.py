@@ -400,5 +400,5 @@ async def test_a_side_that_asks_for_text_gets_the_callers_words(data_root: Path,
         metrics = await _run(data_root, tmp_path, THREE[:1], agent=uri, voice=voice_run())
     words = sc.user.starting_utterance
     speech_ms = 160 * len(words.split()) - 40  # ToneVoice: 120 ms tone + 40 ms gap a word, last gap trimmed
-    assert heard == [(words, math.ceil(speech_ms / 100))]  # the caller's audio in 100 ms frames, then its words
+    assert heard == [(words, math.ceil(speech_ms / 100))]  # 100 ms frames of audio, then the words
     assert metrics[THREE[0]]["voice"]["sample_rate"] == 8000 and metrics[THREE[0]]["stop_reason"] == "exit"
