@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import signal
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,12 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import render, results
-from engine.backends import BackendFactory, BackendSpec, make_factory, parse_backend_spec
+from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
+from engine.backends.factory import make_factory
 from engine.errors import EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
-from engine.plugin import Plugins
+from engine.options import RunOptions, ScoringOptions
 from engine.progress import Progress
 from engine.protocol import end_call_schema
+from engine.records.metrics import MetricsRecord
+from engine.records.summary import SummaryRecord
+from engine.records.voice import VoiceSummary
 from engine.rundir import check_run_dir, fresh_default_dir, open_run_dir, recorded_selection, select_scenarios
 from engine.session import SessionLimits, SessionSetup, run_session
 from engine.sides import builtin_side
@@ -37,69 +42,24 @@ if TYPE_CHECKING:
     from engine.voice.run import VoiceRun
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """Everything ``evalctl run`` takes. Times in seconds; ``agent`` / ``user`` are backend specs
-    (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
-    ``resume`` reuses that run directory and runs only what is not complete there;
-    ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
-    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none;
-    ``voice`` True runs audio sessions with the agent through the local TTS engine
-    (``engine.voice.run``; a :class:`VoiceRun` gives other settings: tests, benchmarks)."""
-
-    spec_dir: Path
-    data_root: Path | None = None
-    plugins: Plugins = field(default_factory=dict)
-    scenarios: tuple[str, ...] = ()
-    domain_prefix: str | None = None
-    agent: str = "replay"
-    user: str = "replay"
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 8
-    output_dir: Path | None = None
-    max_turns: int | None = None
-    trials: int = 1
-    resume: Path | None = None
-    turn_timeout_s: float = 300.0
-    max_tool_rounds: int = 10
-    max_tool_calls_per_turn: int = 50
-    request_timeout_s: float = 60.0
-    max_retries: int = 4
-    replay_latency_s: float = 0.0
-    progress: bool | None = None
-    quiet: bool = False
-    scoring: results.ScoringOptions = field(default_factory=results.ScoringOptions)
-    voice: bool | VoiceRun = False
-
-
-def _voice(opts: RunOptions) -> VoiceRun | None:
-    """The run's audio settings (None: a text run). Raises UsageError without a TTS engine."""
-    if opts.voice is False:
-        return None
-    from engine.voice.run import VoiceRun
-
-    return opts.voice if isinstance(opts.voice, VoiceRun) else VoiceRun.create()
-
-
 @dataclass
 class RunReport:
-    """What a run did: ``outcomes`` pairs each finished session with its metrics dict (None when
+    """What a run did: ``outcomes`` pairs each finished session with its metrics (None when
     scoring failed, see ``scoring_errors``); ``skipped`` were already complete (``--resume``)."""
 
     run_dir: Path
-    outcomes: list[tuple[SessionResult, dict[str, Any] | None]] = field(default_factory=list)
+    outcomes: list[tuple[SessionResult, MetricsRecord | None]] = field(default_factory=list)
     scoring_errors: dict[str, str] = field(default_factory=dict)
-    summary: dict[str, Any] | None = None
+    summary: SummaryRecord | None = None
     interrupted: bool = False
     skipped: int = 0
     wall_s: float = 0.0
 
     def overall_rate(self) -> float | None:
         """The composite success rate over the run directory (0..1), None when not applicable."""
-        if not self.summary:
+        if self.summary is None:
             return None
-        rate = self.summary.get("overall", {}).get("rate")
+        rate = self.summary.overall.rate
         return None if rate is None else float(rate)
 
     def exit_code(self, fail_under: float | None = None) -> int:
@@ -135,7 +95,7 @@ def _side(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -
     )
 
 
-def _check_judge(scoring: results.ScoringOptions) -> None:
+def _check_judge(scoring: ScoringOptions) -> None:
     """A configured judge needs its key variable set, like a model side: a UsageError before the
     run, not N/A verdicts after it (any non-empty value for a local server that needs none)."""
     if scoring.judge_model and not os.environ.get(scoring.judge_api_key_env):
@@ -158,11 +118,14 @@ def session_setup(scenario: Scenario) -> SessionSetup:
     )
 
 
-async def run(opts: RunOptions) -> RunReport:
+async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run the selected scenarios; returns the report. Ctrl-C (task cancellation) stops the
     sessions in flight, keeps the finished ones and still writes the summary (``interrupted``).
+    ``voice``: the audio settings of an ``opts.voice`` run (default ``VoiceRun.create()``: the
+    local TTS engine and ``$EVALCTL_ASR``'s recogniser); given for a text run, a ValueError.
 
-    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad.
+    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad
+    (UsageError also for a voice run without a TTS engine).
     """
     if opts.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
@@ -175,7 +138,7 @@ async def run(opts: RunOptions) -> RunReport:
         raise UsageError(f"--resume: no run directory at {opts.resume}")
     by_name = {s.name: s for s in loaded.scenarios}
     _check_judge(opts.scoring)
-    voice = _voice(opts)
+    voice = _voice(opts, voice)
     sides = {role: _side(spec, opts, by_name) for role, spec in (("agent", agent_spec), ("user", user_spec))}
     run_dir = opts.resume or opts.output_dir or fresh_default_dir()
     selected = check_run_dir(run_dir, opts.resume is not None, opts.trials)
@@ -247,6 +210,19 @@ async def run(opts: RunOptions) -> RunReport:
     return report
 
 
+def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:
+    """The run's audio settings (None: a text run)."""
+    if not opts.voice:
+        if given is not None:
+            raise ValueError("audio settings for a text run (set RunOptions.voice)")
+        return None
+    if given is not None:
+        return given
+    from engine.voice.run import VoiceRun  # the audio modules load for voice runs only
+
+    return VoiceRun.create()
+
+
 def _run_info(
     opts: RunOptions, loaded: Any, chosen: list[Scenario], agent: BackendSpec, user: BackendSpec
 ) -> dict[str, Any]:
@@ -267,8 +243,10 @@ def _run_info(
 
 def _options_record(opts: RunOptions) -> dict[str, Any]:
     """Every run option as JSON values (paths as strings), scoring options nested; no secrets
-    (the API key is named by its environment variable only)."""
-    record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in ("progress",)}
+    (the API key is named by its environment variable only). Left out: ``progress`` (display only)
+    and ``plugins`` (the registry's records, not an option given to the run)."""
+    skip = ("progress", "plugins")
+    record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in skip}
     record["scoring"] = dataclasses.asdict(opts.scoring)
     return json.loads(json.dumps(record, default=str))
 
@@ -281,7 +259,7 @@ async def _run_jobs(
     run_dir: Path,
     report: RunReport,
     progress: Progress,
-    voice: VoiceRun | None = None,
+    voice: VoiceRun | None,
 ) -> None:
     gate = asyncio.Semaphore(opts.concurrency)
 
@@ -307,10 +285,10 @@ async def _run_jobs(
                 )
             except Exception as err:  # an engine bug in one session must not stop the others
                 result = SessionResult(scenario.name, trial, "error", error=f"engine error: {err!r}")
-            metrics: dict[str, Any] | None
+            metrics: MetricsRecord | None
             try:
-                extra = voice.artifacts(call) if voice is not None and call is not None else None
-                metrics = await _finish(run_dir, scenario, result, opts, extra)
+                audio = voice.artifacts(call) if voice is not None and call is not None else None
+                metrics = await _finish(run_dir, scenario, result, opts, audio)
             except Exception as err:  # scoring trouble is recorded, the run goes on
                 metrics = None
                 report.scoring_errors[f"{scenario.name}#{trial}"] = f"{type(err).__name__}: {err}"
@@ -336,14 +314,14 @@ async def _finish(
     scenario: Scenario,
     result: SessionResult,
     opts: RunOptions,
-    extra: Any = None,
-) -> dict[str, Any]:
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
+) -> MetricsRecord:
     """Score and write one session off the event loop: artifact writes block (fsync), and the
     sessions still running must not wait for them. Its own loop in a worker thread; if the run is
     interrupted meanwhile, the writes still finish (so a result is never half written)."""
 
-    def work() -> dict[str, Any]:
-        finish = results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring, extra)
+    def work() -> MetricsRecord:
+        finish = results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring, voice)
         return asyncio.run(finish)
 
     future = asyncio.get_running_loop().run_in_executor(_FINISHER, work)
@@ -356,7 +334,7 @@ async def _finish(
         raise
 
 
-def run_cli(opts: RunOptions) -> RunReport:
+def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run from a synchronous caller (the CLI); Ctrl-C or SIGTERM (a CI timeout, ``kill``) yields
     an ``interrupted`` report with the summary written; before the sessions start it raises
     KeyboardInterrupt."""
@@ -366,7 +344,7 @@ def run_cli(opts: RunOptions) -> RunReport:
         with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
             loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
         try:
-            return await run(opts)
+            return await run(opts, voice)
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGTERM)

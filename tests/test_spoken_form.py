@@ -12,10 +12,14 @@ from engine.domains.eva_airline.spoken import RULES
 from engine.domains.registry import load_domain
 from engine.model import SessionResult
 from engine.plugin import DiagnosticInputs
+from engine.records.fields import RecordError
+from engine.records.metrics import Breakdown, MetricsRecord
+from engine.records.summary import SummaryRecord
 from engine.runner import run
 from engine.scoring.summary import build_summary, render_summary_text
 from engine.voice.spoken import agent_lines, session_check, spelled_runs
 from tests.conftest import SPEC_DIR
+from tests.record_helpers import metrics_row
 from tests.runtime_helpers import run_options
 
 #: The eva 2.1.0 gold agent lines that hold tool-call text: (record id, index among the record's
@@ -108,22 +112,42 @@ def test_diagnostics_count_agent_lines(eva) -> None:
 
 
 def test_summary_reports_count_diagnostics() -> None:
-    def row(name: str, count: int | None) -> dict:
-        return {
-            "scenario_name": name,
-            "trial": 1,
-            "is_successful": True,
-            "success_signals": ["clean_exit"],
-            "success_breakdown": {"passed": ["clean_exit"], "excluded": ["leaked_tool_text"]},
-            "clean_exit": True,
-            "leaked_tool_text": count,
-        }
+    def row(name: str, count: int | None) -> MetricsRecord:
+        return metrics_row(
+            name,
+            success_signals=("clean_exit",),
+            success_breakdown=Breakdown(("clean_exit",), (), (), ("authenticated", "leaked_tool_text")),
+            signals={"diagnostics": {"authenticated": count != 1, "leaked_tool_text": count}},
+        )
 
     summary = build_summary([row("a", 0), row("b", 2), row("c", 1), row("d", None)], {"trials": 1})
-    s = summary["signals"]["leaked_tool_text"]
-    assert (s["passed"], s["total"], s["sum"], s["max"], s["kind"]) == (1, 3, 3, 2.0, "count")
+    s = summary.signals["leaked_tool_text"]
+    assert (s.passed, s.total, s.sum, s.max, s.kind) == (1, 3, 3, 2.0, "count")
     text = render_summary_text(summary)
     assert "  leaked_tool_text: 3 found in 2/3 scenarios, 33.3% clean [diagnostic]" in text
+    body = summary.to_json()
+    assert body["signals"]["leaked_tool_text"] == {
+        "passed": 1,
+        "total": 3,
+        "rate": 1 / 3,
+        "unit": "scenarios",
+        "role": "diagnostic",
+        "kind": "count",
+        "sum": 3,
+        "max": 2.0,
+    }
+    # a boolean diagnostic keeps the five keys of a rate
+    assert body["signals"]["authenticated"] == {
+        "passed": 3,
+        "total": 4,
+        "rate": 0.75,
+        "unit": "scenarios",
+        "role": "diagnostic",
+    }
+    assert SummaryRecord.from_json(json.loads(json.dumps(body))) == summary
+    half = {k: v for k, v in body["signals"]["leaked_tool_text"].items() if k != "max"}
+    with pytest.raises(RecordError, match="no max"):
+        SummaryRecord.from_json({**body, "signals": {**body["signals"], "leaked_tool_text": half}})
 
 
 async def test_replay_run_reports_the_leaks(data_root: Path, tmp_path: Path) -> None:

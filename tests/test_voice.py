@@ -20,14 +20,16 @@ from engine.backends.replay import ReplayFactory
 from engine.domains.registry import load_domain
 from engine.errors import UsageError
 from engine.protocol import PROTOCOL_SCHEMA_DIR, ProtocolError, decode, schema_path
+from engine.records.fields import RecordError
+from engine.records.metrics import MetricsRecord
 from engine.runner import run
 from engine.sides import builtin_side
-from engine.sides.voice import VoiceStyle
 from engine.voice.asr import ASR_ENV, edit_distance, normalize, recognizer_from_env, wer
 from engine.voice.frames import AudioFrame, FrameError, pack, split, unpack
 from engine.voice.link import VoiceConfig
 from engine.voice.pcm import read_wav, silence, speech_bounds, tone, trim
 from engine.voice.run import VoiceRun
+from engine.voice.side import VoiceStyle
 from engine.voice.tts import ToneVoice
 from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import run_options
@@ -46,12 +48,21 @@ def voice_run(delay_ms: float = 0.0, sleep: bool = False, recognizer: Any = None
     )
 
 
-async def _run(data_root: Path, out: Path, names: tuple[str, ...], **kwargs: Any) -> dict[str, dict]:
-    """Run ``names``; returns each scenario's metrics.json."""
+async def _run(
+    data_root: Path, out: Path, names: tuple[str, ...], voice: VoiceRun | None = None, **kwargs: Any
+) -> dict[str, dict]:
+    """Run ``names`` (audio sessions under ``voice``, if given); returns each scenario's metrics.json."""
     opts = run_options(
-        SPEC_DIR, data_root, scenarios=names, output_dir=out, progress=False, quiet=True, **kwargs
+        SPEC_DIR,
+        data_root,
+        scenarios=names,
+        output_dir=out,
+        progress=False,
+        quiet=True,
+        voice=voice is not None,
+        **kwargs,
     )
-    await run(opts)
+    await run(opts, voice)
     return {p.parent.name: json.loads(p.read_text()) for p in out.glob("*/metrics.json")}
 
 
@@ -166,6 +177,19 @@ async def test_voice_run_keeps_the_text_runs_db_hashes(data_root: Path, tmp_path
         agent_pcm, _ = read_wav((tmp_path / "voice" / name / "audio" / "agent.wav").read_bytes())
         assert rate == 16000 and len(user_pcm) == len(agent_pcm) == 2 * round(summary["media_ms"] * 16)
         assert any(user_pcm) and any(agent_pcm)
+        # metrics.json reads back through its record: voice last, and only in the voice run
+        assert list(v)[-1] == "voice" and doc["summary"] == summary and "voice" not in t
+        record = MetricsRecord.from_json(v)
+        assert record.voice_run and record.voice is not None and record.to_json() == v
+        assert record.voice.latency_ms.count == len(turns) and record.voice.wer_turns is None
+        assert not MetricsRecord.from_json(t).voice_run
+
+
+async def test_audio_settings_for_a_text_run_are_refused(data_root: Path, tmp_path: Path) -> None:
+    opts = run_options(SPEC_DIR, data_root, scenarios=THREE[:1], output_dir=tmp_path, quiet=True)
+    with pytest.raises(ValueError, match="audio settings for a text run"):
+        await run(opts, voice_run())
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("delay_ms", [700.0, -400.0])
@@ -217,6 +241,15 @@ async def test_a_recogniser_gives_the_agents_word_error_rate(data_root: Path, tm
         metrics[name]["voice"]["wer"] == round(edits / words, 4)
         and metrics[name]["voice"]["recognizer"] == "echo"
     )
+    record = MetricsRecord.from_json(metrics[name])
+    assert record.voice is not None and record.voice.wer_turns == len(turns)
+    assert record.to_json() == metrics[name]
+    body = metrics[name]
+    with pytest.raises(RecordError, match=r"voice: unknown key\(s\) pitch"):
+        MetricsRecord.from_json({**body, "voice": {**body["voice"], "pitch": 1}})
+    with pytest.raises(RecordError, match=r"voice\.ttfa_ms: no p90"):
+        ttfa = {k: x for k, x in body["voice"]["ttfa_ms"].items() if k != "p90"}
+        MetricsRecord.from_json({**body, "voice": {**body["voice"], "ttfa_ms": ttfa}})
 
 
 async def test_a_version_1_side_refuses_an_audio_session(data_root: Path, tmp_path: Path) -> None:
@@ -226,6 +259,8 @@ async def test_a_version_1_side_refuses_an_audio_session(data_root: Path, tmp_pa
     m = metrics[THREE[0]]
     assert m["stop_reason"] == "error" and "unsupported_version" in m["error"]
     assert m["voice"] is None and "no audio session" in _voice(tmp_path, THREE[0])["error"]
+    record = MetricsRecord.from_json(m)
+    assert record.voice_run and record.voice is None and record.to_json() == m
 
 
 def _doc_agent() -> Any:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 import cli
-from engine.sides.voice import VoiceStyle
 from engine.voice.link import VoiceConfig
 from engine.voice.pcm import read_wav, speech_bounds
 from engine.voice.run import VoiceRun
+from engine.voice.side import VoiceStyle
 from engine.voice.tts import EspeakNG, missing_tts
 from tests.conftest import SPEC_DIR
 from tests.test_voice import THREE, _run, _voice

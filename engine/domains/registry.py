@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from engine import specs
-from engine.domains import eva_airline, mock
+from engine.domains import customer_service, eva_airline, mock, qa, restaurant
 from engine.plugin import DomainPlugin, Plugins
 from engine.specs import LoadedDomain
 
@@ -20,6 +20,9 @@ from engine.specs import LoadedDomain
 BUILTIN: dict[str, DomainPlugin] = {
     "eva_airline": eva_airline.PLUGIN,
     "mock": mock.PLUGIN,
+    "restaurant": restaurant.PLUGIN,
+    "customer_service": customer_service.PLUGIN,
+    "qa": qa.PLUGIN,
 }
 
 ENTRY_POINT_GROUP = "evalctl.domains"

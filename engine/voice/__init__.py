@@ -9,6 +9,9 @@
 - :mod:`engine.voice.link`, :mod:`engine.voice.timeline`: the engine's end of an audio session and
   the media timeline it records; :mod:`engine.voice.metrics`: latency, time to first audio,
   overlap, WER.
-- :mod:`engine.voice.run`: what ``evalctl run --voice`` adds to a run (the built-in voice agent
-  side is ``engine.sides.voice``), and the WAVs and ``voice.json`` of each session.
+- :mod:`engine.voice.side`: the built-in voice agent side (a side server of ``engine.sides``
+  speaking version 2); :mod:`engine.voice.run`: what ``evalctl run --voice`` adds to a run, and
+  the WAVs and ``voice.json`` of each session.
+
+``engine.voice`` builds on ``engine.sides`` (links, side servers), never the reverse.
 """

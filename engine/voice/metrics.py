@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from engine.records.voice import TurnStats, VoiceSummary
 from engine.voice.asr import Recognizer, wer
 from engine.voice.timeline import Timeline, Utterance
 
@@ -74,45 +75,46 @@ def _ratio(a: float, b: float) -> float | None:
     return round(a / b, 4) if b else None
 
 
-def _stats(values: Sequence[float]) -> dict[str, Any]:
+def _stats(values: Sequence[float]) -> TurnStats:
     vals = sorted(values)
     if not vals:
-        return {"count": 0, "mean": None, "p50": None, "p90": None, "max": None}
+        return TurnStats(0, None, None, None, None)
 
     def pct(p: float) -> float:  # nearest rank
         return vals[max(0, math.ceil(p * len(vals)) - 1)]
 
-    return {
-        "count": len(vals),
-        "mean": _ms(sum(vals) / len(vals)),
-        "p50": _ms(pct(0.5)),
-        "p90": _ms(pct(0.9)),
-        "max": _ms(vals[-1]),
-    }
+    return TurnStats(len(vals), _ms(sum(vals) / len(vals)), _ms(pct(0.5)), _ms(pct(0.9)), _ms(vals[-1]))
 
 
 def _speech_ms(utts: Sequence[Utterance]) -> float:
     return sum(s[1] - s[0] for s in (u.speech() for u in utts) if s is not None)
 
 
-def session_metrics(timeline: Timeline, turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The session's voice summary (``metrics.json`` key ``voice``) from its turn records."""
+def session_metrics(
+    timeline: Timeline,
+    turns: Sequence[dict[str, Any]],
+    tts: str,
+    tts_s: float,
+    recognizer: str | None = None,
+) -> VoiceSummary:
+    """The session's voice summary (``metrics.json`` ``voice``) from its turn records; ``tts`` /
+    ``recognizer`` name the engines used, ``tts_s`` the seconds spent synthesising the caller."""
     overlaps = [t["overlap_ms"] for t in turns if t["overlap_ms"]]
-    summary: dict[str, Any] = {
-        "sample_rate": timeline.rate,
-        "media_ms": _ms(timeline.end_ms),
-        "agent_turns_with_audio": sum(1 for t in turns if t["frames"]),
-        "latency_ms": _stats([t["latency_ms"] for t in turns if t["latency_ms"] is not None]),
-        "ttfa_ms": _stats([t["ttfa_ms"] for t in turns if t["ttfa_ms"] is not None]),
-        "overlap_ms": _ms(sum(overlaps)),
-        "turns_with_overlap": len(overlaps),
-        "caller_speech_ms": _ms(_speech_ms([u for u in timeline.utterances if u.role == "user"])),
-        "agent_speech_ms": _ms(_speech_ms([u for u in timeline.utterances if u.role == "agent"])),
-        "wer": None,
-    }
     scored = [t for t in turns if "wer_edits" in t]
-    if scored:
-        edits, words = sum(t["wer_edits"] for t in scored), sum(t["wer_words"] for t in scored)
-        summary["wer"] = _ratio(edits, words)
-        summary["wer_turns"] = len(scored)
-    return summary
+    edits, words = sum(t["wer_edits"] for t in scored), sum(t["wer_words"] for t in scored)
+    return VoiceSummary(
+        sample_rate=timeline.rate,
+        media_ms=round(timeline.end_ms, 1),
+        agent_turns_with_audio=sum(1 for t in turns if t["frames"]),
+        latency_ms=_stats([t["latency_ms"] for t in turns if t["latency_ms"] is not None]),
+        ttfa_ms=_stats([t["ttfa_ms"] for t in turns if t["ttfa_ms"] is not None]),
+        overlap_ms=round(sum(overlaps), 1),
+        turns_with_overlap=len(overlaps),
+        caller_speech_ms=round(_speech_ms([u for u in timeline.utterances if u.role == "user"]), 1),
+        agent_speech_ms=round(_speech_ms([u for u in timeline.utterances if u.role == "agent"]), 1),
+        wer=_ratio(edits, words) if scored else None,
+        tts=tts,
+        tts_s=round(tts_s, 3),
+        recognizer=recognizer,
+        wer_turns=len(scored) if scored else None,
+    )

@@ -2,7 +2,7 @@
 
 The user side stays a text side (replay, openai or external v1); the engine speaks its words with
 the local TTS engine. A built-in agent (``replay``, ``openai:MODEL``) is served as a voice side
-(``engine.sides.voice``); an external agent (``ws://``) is offered protocol version 2. After each
+(``engine.voice.side``); an external agent (``ws://``) is offered protocol version 2. After each
 session the engine writes, beside the usual results:
 
 - ``audio/user.wav`` and ``audio/agent.wav``: each side's speech on the session's media timeline
@@ -15,21 +15,21 @@ The transcript (``transcript.jsonl``) holds each side's own text, as in text run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from engine.artifacts import write_bytes, write_json
 from engine.backends import BackendFactory, BackendSpec
 from engine.errors import UsageError
 from engine.model import Scenario
-from engine.sides.voice import VoiceStyle, voice_agent_side
+from engine.records.voice import VoiceSummary
 from engine.voice.asr import recognizer_from_env
 from engine.voice.link import VoiceCall, VoiceConfig
 from engine.voice.metrics import session_metrics, turn_metrics
 from engine.voice.pcm import wav_bytes
+from engine.voice.side import VoiceStyle, voice_agent_side
 from engine.voice.tts import Synthesizer, TTSError, local_tts
 
 VOICE_JSON = "voice.json"
@@ -66,28 +66,29 @@ class VoiceRun:
         """A new session's audio state (media time bounded by the scenario's max duration)."""
         return VoiceCall(self.config, limit_s=scenario.max_duration)
 
-    def artifacts(self, call: VoiceCall) -> Callable[[Path], Mapping[str, Any]]:
-        """The writer of ``call``'s artifacts into a scenario directory; returns the metrics fields."""
+    def artifacts(self, call: VoiceCall) -> Callable[[Path], VoiceSummary | None]:
+        """The writer of ``call``'s artifacts into a scenario directory; returns the session's
+        voice summary (``engine.results.finish_session``'s ``voice`` hook)."""
 
-        def write(sdir: Path) -> Mapping[str, Any]:
+        def write(sdir: Path) -> VoiceSummary | None:
             return write_voice_artifacts(sdir, call)
 
         return write
 
 
-def write_voice_artifacts(sdir: Path, call: VoiceCall) -> dict[str, Any]:
-    """Write ``audio/*.wav`` and ``voice.json`` for ``call`` into ``sdir``; returns
-    ``{"voice": session summary}`` (None when the session never agreed on audio). Transcribes the
-    agent's audio first when the run has a recogniser (CPU time; off the event loop)."""
+def write_voice_artifacts(sdir: Path, call: VoiceCall) -> VoiceSummary | None:
+    """Write ``audio/*.wav`` and ``voice.json`` for ``call`` into ``sdir``; returns the session's
+    voice summary (None when the session never agreed on audio). Transcribes the agent's audio
+    first when the run has a recogniser (CPU time; off the event loop)."""
     timeline = call.timeline
     if timeline is None:
         write_json(sdir / VOICE_JSON, {"error": "no audio session (the agent side never got ready)"})
-        return {"voice": None}
-    turns = turn_metrics(timeline, call.config.recognizer)
-    summary = session_metrics(timeline, turns)
-    summary["tts"] = call.config.tts.name
-    summary["tts_s"] = round(call.tts_s, 3)
-    summary["recognizer"] = call.config.recognizer.name if call.config.recognizer else None
+        return None
+    recognizer = call.config.recognizer
+    turns = turn_metrics(timeline, recognizer)
+    summary = session_metrics(
+        timeline, turns, call.config.tts.name, call.tts_s, recognizer.name if recognizer else None
+    )
     for role in ("user", "agent"):
         write_bytes(sdir / "audio" / f"{role}.wav", wav_bytes(timeline.track(role), timeline.rate))
     utterances = [
@@ -102,5 +103,5 @@ def write_voice_artifacts(sdir: Path, call: VoiceCall) -> dict[str, Any]:
         }
         for u in timeline.utterances
     ]
-    write_json(sdir / VOICE_JSON, {"summary": summary, "turns": turns, "utterances": utterances})
-    return {"voice": summary}
+    write_json(sdir / VOICE_JSON, {"summary": summary.to_json(), "turns": turns, "utterances": utterances})
+    return summary

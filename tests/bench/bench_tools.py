@@ -12,7 +12,7 @@ from engine.dbhash import db_hash
 from engine.domains.registry import load_domain
 from engine.model import ToolTable
 from engine.replay import replay_trace
-from engine.tools.runtime import ToolRuntime, checker_for, json_copy
+from engine.toolruntime import ToolRuntime, checker_for, json_copy
 
 SPEC_DIR = Path(__file__).resolve().parent.parent.parent / "specs" / "eva_airline"
 

@@ -25,8 +25,9 @@ from engine.domains.eva_airline import spoken
 from engine.domains.eva_airline.spoken import DIAGNOSTICS
 from engine.domains.registry import load_domain
 from engine.model import Scenario, SessionResult
+from engine.options import ScoringOptions
 from engine.plugin import DiagnosticInputs
-from engine.results import ScoringOptions, finish_session
+from engine.results import finish_session
 from engine.voice.run import VoiceRun
 from engine.voice.tts import ToneVoice, missing_tts
 from tests.conftest import REPO, SPEC_DIR
@@ -123,12 +124,13 @@ def bench_voice_rtf() -> None:
                 output_dir=Path(tmp) / f"c{concurrency}",
                 quiet=True,
                 concurrency=concurrency,
-                voice=voice,
+                voice=True,
             )
-            report = asyncio.run(runner.run(opts))
-            media = sum((m or {}).get("voice", {}).get("media_ms") or 0.0 for _, m in report.outcomes) / 1000
-            tts_s = sum((m or {}).get("voice", {}).get("tts_s") or 0.0 for _, m in report.outcomes)
-            passed = sum(1 for _, m in report.outcomes if m and m["is_successful"] is True)
+            report = asyncio.run(runner.run(opts, voice))
+            summaries = [m.voice for _, m in report.outcomes if m is not None and m.voice is not None]
+            media = sum(v.media_ms for v in summaries) / 1000
+            tts_s = sum(v.tts_s for v in summaries)
+            passed = sum(1 for _, m in report.outcomes if m and m.is_successful is True)
             print(
                 f"voice replay ({label}), {len(report.outcomes)} scenarios, concurrency {concurrency}: "
                 f"wall {report.wall_s:.2f} s for {media:.0f} s of conversation: real-time factor "

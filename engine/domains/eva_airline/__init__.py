@@ -40,5 +40,6 @@ PLUGIN = DomainPlugin(
     field_rules={name: FIELD_RULES for name in HANDLERS},
     predicates=predicates.PREDICATES,
     diagnostics={"authenticated": diagnostics.authenticated, **spoken.DIAGNOSTICS},
+    count_diagnostics=frozenset(spoken.DIAGNOSTICS),
     gold_adapters={"eva_trace": eva_trace},
 )
