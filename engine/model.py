@@ -156,6 +156,11 @@ class Domain:
     #: Spec folders this one extends (``extends:``), searched after ``spec_dir`` for tool tables
     #: and templates.
     parent_dirs: tuple[Path, ...] = ()
+    #: The text of each ``policy.files`` entry, in order (``policy_instructions`` joins them);
+    #: templates see it as ``policy_files`` to compose the policy their own way.
+    policy_files: tuple[str, ...] = ()
+    #: The domain's ``texts`` (label -> data-root text), which templates see as ``texts``.
+    texts: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

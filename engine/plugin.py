@@ -48,6 +48,12 @@ SyncStep = Callable[[dict[str, Any], dict[str, Any]], None]
 #: None), run on the session's own deep copies before the first turn and before a gold replay.
 InitStep = Callable[[dict[str, Any], "dict[str, Any] | None", Mapping[str, Any]], None]
 
+#: ``(value, record) -> field value``: turns what a domain spec's ``record_fields`` pointer finds in a
+#: dataset record into a scenario field (``db_state_assertions``, ``reference_answer``,
+#: ``nl_assertions``); None means the scenario has no such field. Raises KeyError / TypeError /
+#: ValueError for a value it cannot read (a validation problem naming the scenario).
+RecordAdapter = Callable[[Any, Mapping[str, Any]], Any]
+
 #: ``(db) -> str``: a domain-specific canonical hash (SHA-256 hex), selected by ``hash_rules.style``.
 HashFunc = Callable[[Mapping[str, Any]], str]
 
@@ -80,7 +86,8 @@ class DomainPlugin:
     ``sync``: the step run after every successful tool call of a dual-side session (None: no sync);
     ``initialise``: the scenario's set-up step before the first turn (None: none). A domain with a
     sync or set-up step gets deep copies of its DBs per session (both steps may write anywhere);
-    ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``).
+    ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``);
+    ``record_adapters``: ``record_fields`` adapter name -> function (see :data:`RecordAdapter`).
     """
 
     name: str
@@ -92,6 +99,7 @@ class DomainPlugin:
     sync: SyncStep | None = None
     initialise: InitStep | None = None
     hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
+    record_adapters: Mapping[str, RecordAdapter] = field(default_factory=dict)
     description: str = ""
 
 

@@ -135,7 +135,8 @@ def _search_path(scenario: Scenario) -> tuple[str, ...]:
 def context(scenario: Scenario) -> dict[str, Any]:
     """Variables every template sees, as plain data (engine.sandbox.plain: records become dicts,
     paths their text): scenario, domain, user, policy_role, policy_instructions, current_date
-    (YYYY-MM-DD), agent_notes (list of str), tools (``{tools: [...], names: [...]}``)."""
+    (YYYY-MM-DD), agent_notes (list of str), tools (``{tools: [...], names: [...]}``), policy_files
+    (the text of each policy file, in order) and texts (the domain's ``texts`` by label)."""
     record = plain_record(scenario)
     return {
         "scenario": record,
@@ -143,6 +144,8 @@ def context(scenario: Scenario) -> dict[str, Any]:
         "user": record["user"],
         "policy_role": scenario.domain.policy_role,
         "policy_instructions": scenario.domain.policy_instructions,
+        "policy_files": list(scenario.domain.policy_files),
+        "texts": dict(scenario.domain.texts),
         "current_date": scenario.current_date,
         "agent_notes": list(scenario.agent_notes),
         "tools": record["tools"],

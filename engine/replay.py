@@ -18,6 +18,7 @@ from engine.dbhash import db_hash
 from engine.gold import GoldStep, GoldTrace
 from engine.model import Scenario, ToolTable
 from engine.plugin import SyncStep
+from engine.scoring.predicates import evaluate_db_state_assertion
 from engine.tools.runtime import ToolOutcome, ToolRuntime
 from engine.tools.writeset import changed_outside, session_view, snapshot_owned
 
@@ -39,8 +40,9 @@ class ReplayRun:
 
 @dataclass(frozen=True)
 class ReplayOutcome:
-    """One scenario's gold replay: ``ok`` when the canonical hash of the replayed DB equals the
-    expected DB's (SHA-256 hex both) and no call changed what its tool did not declare; ``lines``
+    """One scenario's gold replay: ``ok`` when the hash of the replayed DB equals the expected DB's
+    (SHA-256 hex both, under the domain's hash rules), no call changed what its tool did not
+    declare and every ``db_state_assertion`` holds on the replay's end DBs; ``lines``
     hold the differing fields when not; ``error`` says why no replay was possible (no gold trace or
     no expected DB), names the tools the gold calls that the tool table does not declare, or the
     undeclared writes."""
@@ -52,6 +54,10 @@ class ReplayOutcome:
     lines: tuple[DiffLine, ...] = ()
     tool_calls: int = 0
     error: str | None = None
+    #: The scenario's ``db_state_assertions`` evaluated on the replay's end DBs: how many hold, of
+    #: how many (a failing one makes the replay fail and is named in ``error``).
+    assertions_held: int = 0
+    assertions: int = 0
 
 
 def _audited_call(runtime: ToolRuntime, step: GoldStep, run: ReplayRun) -> ToolOutcome:
@@ -135,7 +141,36 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
     if run.undeclared:
         shown = "; ".join(run.undeclared[:5])
         notes.append(f"tools changed what their 'writes' do not declare: {shown}")
-    ok = actual == expected and not run.undeclared
+    verdicts = gold_assertions(scenario, run)
+    failed = [v for v in verdicts if not v["passed"]]
+    if failed:
+        shown = "; ".join(_verdict_text(v) for v in failed[:5])
+        notes.append(f"db_state_assertions that do not hold on the gold end state: {shown}")
+    ok = actual == expected and not run.undeclared and not failed
     return ReplayOutcome(
-        scenario.name, ok, actual, expected, lines, len(run.outcomes), " | ".join(notes) or None
+        scenario.name,
+        ok,
+        actual,
+        expected,
+        lines,
+        len(run.outcomes),
+        " | ".join(notes) or None,
+        len(verdicts) - len(failed),
+        len(verdicts),
     )
+
+
+def gold_assertions(scenario: Scenario, run: ReplayRun) -> list[dict[str, Any]]:
+    """The verdicts of ``scenario.db_state_assertions`` on a replay's end DBs (agent and user), as
+    the ``db_state_assertion`` signal computes them."""
+    predicates = scenario.domain.plugin.predicates if scenario.domain.plugin else {}
+    return [
+        evaluate_db_state_assertion(predicates, a, run.db, run.user_db) for a in scenario.db_state_assertions
+    ]
+
+
+def _verdict_text(verdict: Mapping[str, Any]) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in verdict["arguments"].items())
+    got = verdict.get("error") or f"got {verdict['actual']!r}"
+    expected = verdict["assert_value"]
+    return f"{verdict['func_name']}({args}) on the {verdict['side']} DB: expected {expected!r}, {got}"

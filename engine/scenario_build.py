@@ -5,6 +5,8 @@ problem collected (used by ``engine.specs.load_domain``).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,6 +17,9 @@ from engine.model import Domain, Scenario, SourceRef, UserProfile
 from engine.replay import replay_scenario
 from engine.validation import did_you_mean, problem_at
 from engine.yamlload import YamlDoc
+
+#: A record id that may name a data-root file (``{id}`` in a path): the scenario schema's id pattern.
+FILE_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 @dataclass
@@ -36,6 +41,11 @@ def _source(ctx: BuildContext, key: str, eva_id: str, record: Any, initial_db: A
     if "value" in spec:
         return spec["value"]
     if "file" in spec:
+        if ("{id}" in spec["file"] or "{eva_id}" in spec["file"]) and not FILE_SAFE_ID.match(eva_id):
+            raise LookupError(
+                f"{key} file: record id {eva_id!r} cannot name a file (letters, digits, '.', '_' and '-', "
+                "starting with a letter or digit)"
+            )
         rel = spec["file"].replace("{eva_id}", eva_id).replace("{id}", eva_id)
         try:
             base = ctx.data.file(rel)
@@ -73,11 +83,12 @@ def _user(ctx: BuildContext, record: Any, override: dict[str, Any], subject: str
                 problem_at(ctx.ddoc, ("user", "extra", label), f"record has nothing at {pointer}", subject)
             )
     extra.update(override.get("extra") or {})
+    texts = {k: "" if values.get(k) is None else str(values[k]) for k in ("name", "persona", "goal")}
     return UserProfile(
-        name=str(values.get("name", "")),
-        persona=str(values.get("persona", "")),
-        goal=str(values.get("goal", "")),
-        starting_utterance=str(values.get("starting_utterance", "")),
+        name=texts["name"],
+        persona=texts["persona"],
+        goal=texts["goal"],
+        starting_utterance=str(values.get("starting_utterance") or ""),
         decision_tree=dict(values.get("decision_tree") or {}),
         extra=extra,
     )
@@ -134,39 +145,97 @@ def _id_key(doc: YamlDoc) -> tuple[str]:
     return ("eva_id",) if "eva_id" in doc.data else ("id",)
 
 
+def _check_assertion(
+    ctx: BuildContext, doc: YamlDoc, where: tuple[str | int, ...], assertion: Any, name: str
+) -> None:
+    """Problems of one ``db_state_assertions`` item at ``where`` in ``doc``: an unknown predicate,
+    ``side: user`` in a domain without a user DB (it could never pass), or (from a record) not a
+    mapping with a string ``func_name``."""
+    domain = ctx.domain
+    predicates = domain.plugin.predicates if domain.plugin else {}
+    func = assertion.get("func_name") if isinstance(assertion, Mapping) else None
+    if not isinstance(func, str):
+        ctx.problems.append(
+            problem_at(doc, where, "a db_state_assertion is a mapping with a string func_name", name)
+        )
+        return
+    if func not in predicates:
+        ctx.problems.append(
+            problem_at(
+                doc,
+                (*where, "func_name"),
+                f"unknown predicate {func!r} for domain {domain.name}{did_you_mean(func, predicates)}",
+                name,
+            )
+        )
+    if assertion.get("side") == "user" and "user_db" not in ctx.ddoc.data:
+        ctx.problems.append(
+            problem_at(
+                doc,
+                (*where, "side"),
+                f"side 'user': domain {domain.name} has no user-side DB (no user_db in its domain.yaml); "
+                "use side: agent",
+                name,
+            )
+        )
+
+
+def _record_fields(ctx: BuildContext, doc: YamlDoc, record: Any, name: str) -> dict[str, Any]:
+    """The scenario fields the domain's ``record_fields`` read from the record (those the scenario
+    file does not set): the value at the pointer, through the plugin's adapter when one is named.
+    A missing value is None (the signal is not applicable); problems are collected."""
+    plugin = ctx.domain.plugin
+    adapters = plugin.record_adapters if plugin else {}
+    fields: dict[str, Any] = {}
+    for key, spec in (ctx.ddoc.data.get("record_fields") or {}).items():
+        if key in doc.data:
+            continue
+        pointer, adapter_name = (spec, None) if isinstance(spec, str) else (spec["pointer"], spec["adapter"])
+        try:
+            value = resolve_pointer(record, pointer)
+        except KeyError:
+            value = None
+        if adapter_name is not None:
+            adapter = adapters.get(adapter_name)
+            if adapter is None:
+                if f"adapter:{key}" not in ctx.reported:
+                    ctx.reported.add(f"adapter:{key}")
+                    message = (
+                        f"unknown record adapter {adapter_name!r} (the plugin has: "
+                        f"{', '.join(sorted(adapters)) or 'none'}){did_you_mean(adapter_name, adapters)}"
+                    )
+                    ctx.problems.append(problem_at(ctx.ddoc, ("record_fields", key, "adapter"), message))
+                continue
+            try:
+                value = adapter(value, record)
+            except (KeyError, TypeError, ValueError) as err:
+                why = f"{type(err).__name__}: {err}"
+                message = f"record adapter {adapter_name!r} cannot read this record: {why}"
+                ctx.problems.append(problem_at(ctx.ddoc, ("record_fields", key), message, name))
+                continue
+        fields[key] = value
+    derived = fields.get("db_state_assertions")
+    if derived is not None and not isinstance(derived, list | tuple):
+        message = f"db_state_assertions from the record is a {type(derived).__name__}, not a list"
+        ctx.problems.append(problem_at(ctx.ddoc, ("record_fields", "db_state_assertions"), message, name))
+        fields["db_state_assertions"] = None
+    for item in fields.get("db_state_assertions") or ():
+        _check_assertion(ctx, ctx.ddoc, ("record_fields", "db_state_assertions"), item, name)
+    return fields
+
+
 def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     s, domain, name = doc.data, ctx.domain, doc.data["name"]
     before = len(ctx.problems)
     dspec = ctx.ddoc.data
     id_key = _id_key(doc)
     eva_id = s[id_key[0]]
-    predicates = domain.plugin.predicates if domain.plugin else {}
-    has_user_db = "user_db" in dspec
     if not name.startswith(f"{domain.name}__"):
         ctx.problems.append(
             problem_at(doc, ("name",), f"scenario names must start with '{domain.name}__'", name)
         )
     for i, assertion in enumerate(s.get("db_state_assertions", [])):
-        func = assertion["func_name"]
-        if func not in predicates:
-            ctx.problems.append(
-                problem_at(
-                    doc,
-                    ("db_state_assertions", i, "func_name"),
-                    f"unknown predicate {func!r} for domain {domain.name}{did_you_mean(func, predicates)}",
-                    name,
-                )
-            )
-        if assertion.get("side") == "user" and not has_user_db:  # it could never pass
-            ctx.problems.append(
-                problem_at(
-                    doc,
-                    ("db_state_assertions", i, "side"),
-                    f"side 'user': domain {domain.name} has no user-side DB (no user_db in its domain.yaml); "
-                    "use side: agent",
-                    name,
-                )
-            )
+        _check_assertion(ctx, doc, ("db_state_assertions", i), assertion, name)
     for i, tool in enumerate(s.get("tools", [])):
         if domain.tools.get(tool) is None:
             ctx.problems.append(
@@ -216,14 +285,7 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     from_gold = dspec.get("expected_db", {}).get("from") == "gold_replay"
     if from_gold and trace is None:
         ctx.problems.append(problem_at(doc, id_key, "expected_db from gold_replay needs a gold trace", name))
-    fields: dict[str, Any] = {}
-    for key, pointer in (dspec.get("record_fields") or {}).items():
-        if key in s:
-            continue
-        try:
-            fields[key] = resolve_pointer(record, pointer)
-        except KeyError:
-            fields[key] = None  # the record has none: the signal is not applicable
+    fields = _record_fields(ctx, doc, record, name)
     user = _user(ctx, record, s.get("user", {}), name)
     if len(ctx.problems) > before:
         return None

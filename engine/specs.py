@@ -75,24 +75,32 @@ def _load(path: Path, kind: str, problems: list[Problem]) -> tuple[YamlDoc | Non
     return doc, not found
 
 
-def _policy(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> tuple[str, str]:
+def _text_file(doc: YamlDoc, data: DataFiles, where: tuple[str | int, ...], problems: list[Problem]) -> str:
+    """The text of the data-root file named at ``where`` in ``doc``, without leading and trailing
+    newlines ("" with a problem when it cannot be read)."""
+    rel = doc.data
+    for step in where:
+        rel = rel[step]
+    try:
+        return str(data.file(rel, "text")).strip("\n")
+    except (OSError, ValueError) as err:
+        problems.append(problem_at(doc, where, read_error(rel, data.root, err)))
+        return ""
+
+
+def _policy(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> tuple[str, str, tuple[str, ...]]:
+    """``(role, instructions, the text of each policy file)``."""
     spec = doc.data["policy"]
     if "files" in spec:
-        texts: list[str] = []
-        for i, rel in enumerate(spec["files"]):
-            try:
-                text = data.file(rel, "text")
-            except (OSError, ValueError) as err:
-                problems.append(problem_at(doc, ("policy", "files", i), read_error(rel, data.root, err)))
-                continue
-            texts.append(str(text).strip("\n"))
-        return spec.get("role", ""), "\n\n".join(texts)
+        files = range(len(spec["files"]))
+        texts = tuple(_text_file(doc, data, ("policy", "files", i), problems) for i in files)
+        return spec.get("role", ""), "\n\n".join(texts), texts
     if "file" not in spec:
-        return spec.get("role", ""), spec["instructions"]
+        return spec.get("role", ""), spec["instructions"], ()
     try:
         config = data.file(spec["file"])
         role_key, instr_key = spec.get("role_key", "role"), spec.get("instructions_key", "instructions")
-        return str(config.get(role_key, "")), str(config[instr_key])
+        return str(config.get(role_key, "")), str(config[instr_key]), ()
     except (OSError, ValueError, yaml.YAMLError) as err:
         problems.append(
             problem_at(
@@ -109,7 +117,7 @@ def _policy(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> tuple[str
                 f"{spec['file']} has no key {spec.get('instructions_key', 'instructions')!r}",
             )
         )
-    return "", ""
+    return "", "", ()
 
 
 def _tool_table(
@@ -278,7 +286,8 @@ def _build_domain(
     if doc is None or not ok:
         return None
     d = doc.data
-    role, instructions = _policy(doc, data, problems)
+    role, instructions, policy_files = _policy(doc, data, problems)
+    texts = {label: _text_file(doc, data, ("texts", label), problems) for label in d.get("texts", {})}
     plugin = _plugin(doc, plugins, problems)
     tools = _tool_table((spec_dir, *parents), doc, "tool_table", data, plugin, problems)
     user_tools = None
@@ -309,6 +318,8 @@ def _build_domain(
         plugin=plugin,
         user_tools=user_tools,
         parent_dirs=parents,
+        policy_files=policy_files,
+        texts=texts,
     )
     return domain, doc
 
@@ -325,6 +336,7 @@ def _releases(ddoc: YamlDoc) -> set[str]:
     paths.append(d.get("gold_trace", {}).get("dataset", {}).get("path", ""))
     paths.append(d["policy"].get("file", ""))
     paths.extend(d["policy"].get("files", []))
+    paths.extend(d.get("texts", {}).values())
     return {p.split("/")[0] for p in paths if p}
 
 
@@ -374,9 +386,13 @@ def _generated_docs(
                 description = first[:200] or description
             except KeyError:
                 pass
-        name = spec["name"].replace("{id}", re.sub(r"[^A-Za-z0-9_]", "_", rid))
+        name = spec["name"].replace("{domain}", ddoc.data["name"])
+        name = name.replace("{id}", re.sub(r"[^A-Za-z0-9_]", "_", rid))
         doc = YamlDoc(ddoc.file, {"name": name, "id": rid, "description": description}, {(): at})
-        found = schema_problems(doc, "scenario", name)
+        # A dataset's ids may hold any character (tau2: '[service_issue]a|b[PERSONA:None]'): the
+        # schema's file-safe id pattern is checked where an id would name a file (scenario_build).
+        checked = YamlDoc(ddoc.file, {**doc.data, "id": "generated"}, {(): at})
+        found = schema_problems(checked, "scenario", name)
         problems.extend(found)
         if not found:
             out.append(doc)

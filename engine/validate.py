@@ -45,6 +45,8 @@ class ValidationReport:
         for r in self.replay_failures:
             where = self.sources.get(r.scenario_name, self.spec_dir)
             problem = "gold replay failed, the final DB differs from the expected one"
+            if r.ok is False and r.actual_hash == r.expected_hash and r.actual_hash is not None:
+                problem = "gold replay failed"
             out.append(f"{where}: $: {problem} [{r.scenario_name}]")
             if r.error:
                 out.append(f"  {r.error}")
@@ -59,6 +61,9 @@ class ValidationReport:
             replay = f"gold replay skipped ({self.replay_note})"
         else:
             replay = f"gold replay {len(self.replay) - len(self.replay_failures)}/{len(self.replay)}"
+            held, total = sum(r.assertions_held for r in self.replay), sum(r.assertions for r in self.replay)
+            if total:
+                replay += f", {held}/{total} assertions hold on the gold"
         return (
             f"validated {self.scenarios} scenario{'' if self.scenarios == 1 else 's'} in {self.spec_dir}: "
             "schemas ok, cross-checks ok, "
