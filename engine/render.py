@@ -137,7 +137,7 @@ def context(scenario: Scenario) -> dict[str, Any]:
     paths their text): scenario, domain, user, policy_role, policy_instructions, current_date
     (YYYY-MM-DD), agent_notes (list of str), tools (``{tools: [...], names: [...]}``), policy_files
     (the text of each policy file, in order) and texts (the domain's ``texts`` by label)."""
-    record = plain_record(scenario)
+    record = plain_record(scenario, shared=(scenario.domain,))
     return {
         "scenario": record,
         "domain": record["domain"],

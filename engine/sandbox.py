@@ -97,14 +97,15 @@ def plain(value: Any, _memo: dict[int, Any] | None = None) -> Any:
 _RECORDS: dict[int, tuple[weakref.ref[Any], Any]] = {}
 
 
-def plain_record(record: Any) -> Any:
+def plain_record(record: Any, shared: tuple[Any, ...] = ()) -> Any:
     """:func:`plain` of a frozen record (a Scenario), computed once per record object: a scenario's
-    data is walked on its first render only."""
+    data is walked on its first render only. ``shared``: records inside it that many records hold
+    (a scenario's domain), each walked once for all of them."""
     key = id(record)
     hit = _RECORDS.get(key)
     if hit is not None and hit[0]() is record:
         return hit[1]
-    value = plain(record)
+    value = plain(record, {id(inner): plain_record(inner) for inner in shared})
     _RECORDS[key] = (weakref.ref(record, lambda _ref, key=key: _RECORDS.pop(key, None)), value)
     return value
 
