@@ -12,11 +12,13 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from engine.errors import SpecError
+from engine.render import render_agent_prompt, render_user_prompt
 from engine.runner import RunOptions, run
 from engine.specs import load_domain
 from engine.validate import validate_specs
@@ -221,3 +223,112 @@ def test_generated_scenarios_extends_toml_and_text_policy(phone) -> None:
     )
     with pytest.raises(SpecError, match=r"split.toml has no list at /nope"):
         load_domain(variant, data, plugins=plugins)
+
+
+def _checks(value, record):
+    """A record adapter: ``{on: phone|carrier, func_name, arguments, expect}`` -> assertions."""
+    sides = {"phone": "user", "carrier": "agent"}
+    return [
+        {
+            "func_name": c["func_name"],
+            "arguments": c["arguments"],
+            "assert_value": c["expect"],
+            "side": sides[c["on"]],
+        }
+        for c in value
+    ]
+
+
+def test_record_adapters_derive_scenario_fields_that_validation_checks(phone) -> None:
+    spec, data, plugins = phone
+    plugins = {"phone": replace(plugins["phone"], record_adapters={"checks": _checks})}
+    checks = [
+        {"on": "phone", "func_name": "signal", "arguments": {}, "expect": "ok"},
+        {"on": "carrier", "func_name": "line_status", "arguments": {"line_id": "L1"}, "expect": "active"},
+    ]
+    tasks = data / "phone-1.0" / "tasks.json"
+    tasks.write_text(json.dumps([{**TASKS[0], "checks": checks}]), encoding="utf-8")
+    domain = spec / "domain.yaml"
+    domain.write_text(
+        domain.read_text().replace(
+            "record_fields: {db_state_assertions: /assertions}",
+            "record_fields: {db_state_assertions: {pointer: /checks, adapter: checks}}",
+        ),
+        encoding="utf-8",
+    )
+    scenario = load_domain(spec, data, plugins=plugins).scenario("phone__no_signal")
+    assert [(a["func_name"], a["side"], a["assert_value"]) for a in scenario.db_state_assertions] == [
+        ("signal", "user", "ok"),
+        ("line_status", "agent", "active"),
+    ]
+    report = validate_specs(spec, data, plugins=plugins)
+    assert report.ok and (report.assertions_held, report.assertions) == (2, 2), report.lines()
+
+    def problems(record_checks: list, adapters: dict) -> list[str]:
+        tasks.write_text(json.dumps([{**TASKS[0], "checks": record_checks}]), encoding="utf-8")
+        with pytest.raises(SpecError) as err:
+            load_domain(spec, data, plugins={"phone": replace(plugins["phone"], record_adapters=adapters)})
+        return [str(p) for p in err.value.problems]
+
+    [typo] = problems(checks, {"chekcs": _checks})
+    assert "unknown record adapter 'checks' (the plugin has: chekcs) (did you mean 'chekcs'?)" in typo
+    [broken] = problems([{**checks[0], "on": "moon"}], {"checks": _checks})
+    assert "record adapter 'checks' cannot read this record: KeyError: 'moon' [phone__no_signal]" in broken
+    [unknown] = problems([{**checks[0], "func_name": "signals"}], {"checks": _checks})
+    assert (
+        "unknown predicate 'signals' for domain phone (did you mean 'signal'?) [phone__no_signal]" in unknown
+    )
+    tasks.write_text(
+        json.dumps([{**TASKS[0], "checks": [{**checks[0], "expect": "none"}]}]), encoding="utf-8"
+    )
+    report = validate_specs(spec, data, plugins=plugins)
+    assert not report.ok and report.lines()[-1].endswith("gold replay 0/1, 0/1 assertions hold on the gold")
+    assert (
+        "  db_state_assertions that do not hold on the gold end state: signal() on the user DB: "
+        "expected 'none', got 'ok'"
+    ) in report.lines()
+
+
+def test_generated_ids_of_any_text_and_texts_for_templates(phone) -> None:
+    """tau2-like records: ids with '|' (never a file name), a null persona, no opening line; the
+    templates compose the policy files and quote a text file of the data root."""
+    spec, data, plugins = phone
+    release = data / "phone-1.0"
+    second = {**TASKS[0], "id": "P|3", "persona": None}
+    del second["opening"]
+    (release / "tasks.json").write_text(json.dumps([TASKS[0], second]), encoding="utf-8")
+    (release / "policy.md").write_text("Main rules.\n", encoding="utf-8")
+    (release / "manual.md").write_text("Manual.", encoding="utf-8")
+    (release / "guide.md").write_text("Play a caller.", encoding="utf-8")
+    variant = spec.parent / "phone_gen"
+    variant.mkdir()
+    (variant / "agent.md.j2").write_text("<a>{{ policy_files[0] }}</a><b>{{ policy_files[1] }}</b>\n")
+    (variant / "user.md.j2").write_text(
+        "{{ texts.guide }}|{{ user.persona }}|{{ user.starting_utterance }}\n"
+    )
+    yaml_text = (
+        "extends: ../phone\n"
+        "name: phone_gen\n"
+        "plugin: phone\n"
+        "scenarios: {name: '{domain}__{id}'}\n"
+        "user: {persona: /persona, goal: /goal}\n"
+        "policy: {files: [phone-1.0/policy.md, phone-1.0/manual.md]}\n"
+        "texts: {guide: phone-1.0/guide.md}\n"
+    )
+    (variant / "domain.yaml").write_text(yaml_text, encoding="utf-8")
+    loaded = load_domain(variant, data, plugins=plugins)
+    assert loaded.names == ("phone_gen__P1", "phone_gen__P_3")
+    scenario = loaded.scenario("phone_gen__P_3")
+    assert scenario.record_id == "P|3" and (scenario.user.persona, scenario.user.starting_utterance) == (
+        "",
+        "",
+    )
+    assert render_agent_prompt(scenario) == "<a>Main rules.</a><b>Manual.</b>\n"
+    assert render_user_prompt(scenario) == "Play a caller.||\n"
+    (variant / "domain.yaml").write_text(yaml_text + "initial_db: {file: 'phone-1.0/{id}.json'}\n")
+    with pytest.raises(SpecError) as err:
+        load_domain(variant, data, plugins=plugins)
+    assert [p.message for p in err.value.problems if p.subject == "phone_gen__P_3"] == [
+        "initial_db file: record id 'P|3' cannot name a file (letters, digits, '.', '_' and '-', "
+        "starting with a letter or digit)"
+    ]
