@@ -59,7 +59,7 @@ def test_the_replay_sides_pass_every_task(replay_runs: dict[str, RunReport], var
     calls: Counter[str] = Counter()
     for name in metrics:
         for call in json.loads((report.run_dir / name / "tool_calls.json").read_text(encoding="utf-8")):
-            calls[call.get("side", "agent")] += call["name"] != "end_conversation"
+            calls[call["side"]] += call["name"] != "end_conversation"
             assert call["result"]["status"] == "success", (name, call)
     assert calls == {"agent": 123, "user": 393}  # every gold action, each on its side
 
@@ -154,7 +154,7 @@ def test_one_task_between_two_scripted_models_with_tool_calls_on_both_sides(
     assert [v["passed"] for v in metrics["db_state_assertion_verdicts"]] == [True, True, True]
     sdir = report.run_dir / scenario.name
     calls = json.loads((sdir / "tool_calls.json").read_text(encoding="utf-8"))
-    assert [(c.get("side", "agent"), c["name"], c["result"]["status"]) for c in calls] == [
+    assert [(c["side"], c["name"], c["result"]["status"]) for c in calls] == [
         ("user", "check_status_bar", "success"),
         ("agent", "get_customer_by_phone", "success"),
         ("agent", "refuel_data", "success"),
