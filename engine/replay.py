@@ -9,7 +9,7 @@ parts of a DB).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,6 @@ from engine.dbhash import db_hash
 from engine.gold import GoldStep, GoldTrace
 from engine.model import Scenario, ToolTable
 from engine.plugin import SyncStep
-from engine.scoring.predicates import evaluate_db_state_assertion
 from engine.tools.runtime import ToolOutcome, ToolRuntime
 from engine.tools.writeset import changed_outside, session_view, snapshot_owned
 
@@ -124,9 +123,16 @@ def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
     )
 
 
-def replay_gold(scenario: Scenario) -> ReplayOutcome:
+#: ``(scenario, run) -> verdicts``: a scenario's ``db_state_assertions`` evaluated on a replay's end
+#: DBs, each verdict a dict with at least ``func_name``, ``arguments``, ``side``, ``assert_value``,
+#: ``actual``, ``passed`` and, when it failed to evaluate, ``error`` (the scoring's verdict shape).
+AssertionCheck = Callable[[Scenario, ReplayRun], list[dict[str, Any]]]
+
+
+def replay_gold(scenario: Scenario, check: AssertionCheck | None = None) -> ReplayOutcome:
     """Replay ``scenario.gold_trace`` onto its initial DB and compare with ``expected_db``;
-    every call is audited against its ``writes`` declaration."""
+    every call is audited against its ``writes`` declaration. ``check`` (validate passes the
+    scorer's) evaluates the scenario's assertions on the end DBs: a failing one fails the replay."""
     rules = scenario.domain.hash_rules
     if scenario.gold_trace is None or scenario.expected_db is None:
         missing = "gold trace" if scenario.gold_trace is None else "expected DB"
@@ -141,7 +147,7 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
     if run.undeclared:
         shown = "; ".join(run.undeclared[:5])
         notes.append(f"tools changed what their 'writes' do not declare: {shown}")
-    verdicts = gold_assertions(scenario, run)
+    verdicts = check(scenario, run) if check is not None else []
     failed = [v for v in verdicts if not v["passed"]]
     if failed:
         shown = "; ".join(_verdict_text(v) for v in failed[:5])
@@ -158,15 +164,6 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
         len(verdicts) - len(failed),
         len(verdicts),
     )
-
-
-def gold_assertions(scenario: Scenario, run: ReplayRun) -> list[dict[str, Any]]:
-    """The verdicts of ``scenario.db_state_assertions`` on a replay's end DBs (agent and user), as
-    the ``db_state_assertion`` signal computes them."""
-    predicates = scenario.domain.plugin.predicates if scenario.domain.plugin else {}
-    return [
-        evaluate_db_state_assertion(predicates, a, run.db, run.user_db) for a in scenario.db_state_assertions
-    ]
 
 
 def _verdict_text(verdict: Mapping[str, Any]) -> str:

@@ -1,5 +1,6 @@
 """``evalctl validate``: load a spec directory (schemas, cross-checks, every prompt rendered), then
-replay every gold trace and compare the end state with the expected DB.
+replay every gold trace, compare the end state with the expected DB and check the scenario's
+db_state_assertions on it.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import Problem, SpecError
+from engine.model import Scenario
 from engine.plugin import Plugins
-from engine.replay import replay_gold
+from engine.replay import ReplayRun, replay_gold
+from engine.scoring.predicates import evaluate_db_state_assertion
 from engine.specs import load_domain
 
 
@@ -96,8 +99,17 @@ def validate_specs(
     for scenario in loaded.scenarios:
         report.sources[scenario.name] = f"{scenario.source.file}:{scenario.source.line}"
         if scenario.gold_trace is not None:
-            outcome = replay_gold(scenario)
+            outcome = replay_gold(scenario, gold_assertions)
             report.replay.append(outcome)
             report.assertions += outcome.assertions
             report.assertions_held += outcome.assertions_held
     return report
+
+
+def gold_assertions(scenario: Scenario, run: ReplayRun) -> list[dict[str, Any]]:
+    """The verdicts of ``scenario.db_state_assertions`` on a gold replay's end DBs (agent and user),
+    exactly as the ``db_state_assertion`` signal computes them after a session."""
+    predicates = scenario.domain.plugin.predicates if scenario.domain.plugin else {}
+    return [
+        evaluate_db_state_assertion(predicates, a, run.db, run.user_db) for a in scenario.db_state_assertions
+    ]
