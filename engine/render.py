@@ -8,7 +8,7 @@ A template error is raised as SpecError naming the template file, its line and t
 
 from __future__ import annotations
 
-import json
+import re
 import traceback
 from functools import cache
 from pathlib import Path
@@ -135,17 +135,14 @@ def _search_path(scenario: Scenario) -> tuple[str, ...]:
 def context(scenario: Scenario) -> dict[str, Any]:
     """Variables every template sees, as plain data (engine.sandbox.plain: records become dicts,
     paths their text): scenario, domain, user, policy_role, policy_instructions, current_date
-    (YYYY-MM-DD), agent_notes (list of str), tools (``{tools: [...], names: [...]}``), policy_files
-    (the text of each policy file, in order) and texts (the domain's ``texts`` by label)."""
-    record = plain_record(scenario, shared=(scenario.domain,))
+    (YYYY-MM-DD), agent_notes (list of str), tools (``{tools: [...], names: [...]}``)."""
+    record = plain_record(scenario)
     return {
         "scenario": record,
         "domain": record["domain"],
         "user": record["user"],
         "policy_role": scenario.domain.policy_role,
         "policy_instructions": scenario.domain.policy_instructions,
-        "policy_files": list(scenario.domain.policy_files),
-        "texts": dict(scenario.domain.texts),
         "current_date": scenario.current_date,
         "agent_notes": list(scenario.agent_notes),
         "tools": record["tools"],
@@ -182,7 +179,8 @@ def template_problem(
 
 
 def render(scenario: Scenario, side: str, **extra: Any) -> str:
-    """Render the domain template for ``side`` (agent, user, judge...) with ``context`` + ``extra``.
+    """Render the domain template for ``side`` (agent, user, judge...) with ``context``, the
+    scenario's own variables for that side (``template_variables``) and ``extra``.
 
     Raises SpecError (template file, line, scenario) for a missing template, a syntax error or
     an undefined variable.
@@ -202,7 +200,8 @@ def render(scenario: Scenario, side: str, **extra: Any) -> str:
         )
     search_path = _search_path(scenario)
     try:
-        variables = {**context(scenario), **{k: plain(v) for k, v in extra.items()}}
+        own = scenario.template_variables.get(side) or {}
+        variables = {**context(scenario), **plain(own), **{k: plain(v) for k, v in extra.items()}}
         return environment(search_path).get_template(template).render(**variables)
     except jinja2.TemplateNotFound as err:
         raise SpecError(
@@ -254,6 +253,41 @@ def _compile_other_templates(scenario: Scenario) -> list[Problem]:
     return problems
 
 
+#: Variables only the judge template sees (engine.scoring.judge.render_judge_prompt).
+JUDGE_VARIABLES = frozenset(
+    {"scenario_name", "description", "user_goal", "reference", "actions", "transcript", "nl_assertions"}
+)
+_SINGLE_BRACE = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}(?!\})")
+
+
+def single_brace_problems(scenario: Scenario) -> list[Problem]:
+    """``{name}`` in a template's text where ``name`` is a variable the template sees: Jinja
+    renders it literally (``Today is {current_date}``). Text that names no variable (a JSON example
+    in a prompt) is left alone. One problem per occurrence, at its template line."""
+    names = set(context(scenario)) | JUDGE_VARIABLES
+    env = environment(_search_path(scenario))
+    problems: list[Problem] = []
+    for template in dict.fromkeys(scenario.domain.templates.values()):
+        try:
+            source, filename, _ = env.loader.get_source(env, template)  # type: ignore[union-attr]
+            tokens = list(env.lex(source))
+        except (jinja2.TemplateError, OSError):
+            continue  # reported by rendering
+        for lineno, kind, value in tokens:
+            if kind != "data":
+                continue
+            for match in _SINGLE_BRACE.finditer(value):
+                if match.group(1) in names:
+                    line = lineno + value.count("\n", 0, match.start())
+                    name = match.group(1)
+                    message = (
+                        f"{match.group(0)!r} is a single-brace placeholder, rendered literally; "
+                        f"write '{{{{ {name} }}}}' for the variable"
+                    )
+                    problems.append(Problem(display_path(filename or template), line, "$", message))
+    return problems
+
+
 def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
     """Render agent and user prompts for every scenario; returns ``(problems, prompts rendered)``.
 
@@ -271,17 +305,9 @@ def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
                 for p in err.problems:
                     seen.setdefault((p.file, p.line, f"{p.json_path}\0{p.message}"), []).append(scenario.name)
     problems = _compile_other_templates(scenarios[0]) if scenarios else []
+    problems += single_brace_problems(scenarios[0]) if scenarios else []
     for (file, line, key), names in seen.items():
         json_path, message = key.split("\0", 1)
         more = f" (and {len(names) - 1} more scenario(s))" if len(names) > 1 else ""
         problems.append(Problem(file, line, json_path, message + more, names[0]))
     return problems, rendered
-
-
-def render_side(scenario: Scenario, side: str) -> str:
-    """What ``evalctl render`` prints for one scenario: the agent or user prompt, or (side
-    ``tools``) the tool schemas as pretty-printed JSON. Raises SpecError for a template error."""
-    if side == "tools":
-        return json.dumps(tool_schemas(scenario), indent=2, ensure_ascii=False) + "\n"
-    text = render(scenario, side)
-    return text if text.endswith("\n") else text + "\n"

@@ -1,5 +1,6 @@
 """Gold-trace replay: run a trace's tool calls on a session view of the initial DB and compare the
-end state with the expected DB.
+end state with the expected DB (or, for a scenario that has none, with its reference answer and DB
+assertions).
 
 ``evalctl validate`` calls :func:`replay_gold` per scenario; a mismatch names the scenario and the
 differing fields (``engine.dbdiff``), and every call is checked against its tool's ``writes``
@@ -9,16 +10,18 @@ parts of a DB).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from engine.dbdiff import DiffLine, db_diff
 from engine.dbhash import db_hash
 from engine.gold import GoldStep, GoldTrace
 from engine.model import Scenario, ToolTable
 from engine.plugin import SyncStep
-from engine.tools.runtime import ToolOutcome, ToolRuntime
+from engine.scoring.action_match import is_action_match
+from engine.scoring.predicates import evaluate_db_state_assertion
+from engine.toolruntime import ToolOutcome, ToolRuntime
 from engine.tools.writeset import changed_outside, session_view, snapshot_owned
 
 
@@ -39,12 +42,14 @@ class ReplayRun:
 
 @dataclass(frozen=True)
 class ReplayOutcome:
-    """One scenario's gold replay: ``ok`` when the hash of the replayed DB equals the expected DB's
-    (SHA-256 hex both, under the domain's hash rules), no call changed what its tool did not
-    declare and every ``db_state_assertion`` holds on the replay's end DBs; ``lines``
+    """One scenario's gold replay: ``ok`` when the canonical hash of the replayed DB equals the
+    expected DB's (SHA-256 hex both) and no call changed what its tool did not declare; ``lines``
     hold the differing fields when not; ``error`` says why no replay was possible (no gold trace or
     no expected DB), names the tools the gold calls that the tool table does not declare, or the
-    undeclared writes."""
+    undeclared writes. ``against`` is what the end state was checked with: ``expected_db``, or
+    ``references`` (no expected DB: the reference answer and DB assertions, with ``error`` listing
+    what failed). ``assertions`` counts the scenario's ``db_state_assertions`` evaluated on the
+    replay's end DBs, ``assertions_held`` those that hold (a failing one fails the replay)."""
 
     scenario_name: str
     ok: bool
@@ -53,10 +58,9 @@ class ReplayOutcome:
     lines: tuple[DiffLine, ...] = ()
     tool_calls: int = 0
     error: str | None = None
-    #: The scenario's ``db_state_assertions`` evaluated on the replay's end DBs: how many hold, of
-    #: how many (a failing one makes the replay fail and is named in ``error``).
-    assertions_held: int = 0
+    against: Literal["expected_db", "references"] = "expected_db"
     assertions: int = 0
+    assertions_held: int = 0
 
 
 def _audited_call(runtime: ToolRuntime, step: GoldStep, run: ReplayRun) -> ToolOutcome:
@@ -123,36 +127,91 @@ def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
     )
 
 
-#: ``(scenario, run) -> verdicts``: a scenario's ``db_state_assertions`` evaluated on a replay's end
-#: DBs, each verdict a dict with at least ``func_name``, ``arguments``, ``side``, ``assert_value``,
-#: ``actual``, ``passed`` and, when it failed to evaluate, ``error`` (the scoring's verdict shape).
-AssertionCheck = Callable[[Scenario, ReplayRun], list[dict[str, Any]]]
+def assertion_verdicts(scenario: Scenario, run: ReplayRun) -> list[dict[str, Any]]:
+    """The verdict of each ``scenario.db_state_assertions`` item on a replay's end DBs (agent and
+    user), exactly as the ``db_state_assertion`` signal computes it after a session."""
+    plugin = scenario.domain.plugin
+    predicates = plugin.predicates if plugin else {}
+    return [
+        evaluate_db_state_assertion(predicates, a, run.db, run.user_db) for a in scenario.db_state_assertions
+    ]
 
 
-def replay_gold(scenario: Scenario, check: AssertionCheck | None = None) -> ReplayOutcome:
+def gold_signal_failures(
+    scenario: Scenario, run: ReplayRun, verdicts: list[dict[str, Any]] | None = None
+) -> list[str]:
+    """The gating signals a gold replay can be scored on without a model, that its own gold fails:
+    ``is_action_match`` (the reference answer against the gold's actions) and each
+    ``db_state_assertion`` (on the gold's end DBs; ``verdicts`` when already computed by
+    :func:`assertion_verdicts`). A scenario whose gold fails them could never pass; one line each."""
+    out: list[str] = []
+    if scenario.reference_answer is not None:
+        matched = is_action_match(scenario.reference_answer, run.actions, scenario.match_options)
+        if matched is False:
+            out.append("the gold's own actions do not match its reference_answer (is_action_match)")
+    for verdict in assertion_verdicts(scenario, run) if verdicts is None else verdicts:
+        if not verdict["passed"]:
+            why = verdict.get("error") or f"got {verdict['actual']!r}, expected {verdict['assert_value']!r}"
+            out.append(f"the gold's end state fails db_state_assertion {verdict['func_name']}: {why}")
+    return out
+
+
+def _against_references(scenario: Scenario) -> ReplayOutcome:
+    """A gold replay for a scenario without an expected DB: checked against what the scenario is
+    scored on instead. ``ok`` when every gold call succeeds, the gold's write actions match
+    ``reference_answer`` (when it has one), every ``db_state_assertions`` item passes on the end
+    state and no call changed what its tool did not declare; ``error`` lists what failed."""
+    if scenario.reference_answer is None and not scenario.db_state_assertions:
+        error = "no expected DB, reference answer or DB assertions to replay against"
+        return ReplayOutcome(scenario.name, False, None, None, error=error, against="references")
+    run = replay_scenario(scenario, audit=True)
+    notes = [
+        f"gold call {step.tool} failed: {res.get('error_type')}: {res.get('message')}"
+        for step, res in run.responses
+        if res.get("status") != "success"
+    ]
+    verdicts = assertion_verdicts(scenario, run)
+    notes += gold_signal_failures(scenario, run, verdicts)
+    if run.undeclared:
+        notes.append(f"tools changed what their 'writes' do not declare: {'; '.join(run.undeclared[:5])}")
+    actual = db_hash(run.db, scenario.domain.hash_rules)
+    held = sum(1 for v in verdicts if v["passed"])
+    return ReplayOutcome(
+        scenario.name,
+        not notes,
+        actual,
+        None,
+        (),
+        len(run.outcomes),
+        " | ".join(notes) or None,
+        "references",
+        len(verdicts),
+        held,
+    )
+
+
+def replay_gold(scenario: Scenario) -> ReplayOutcome:
     """Replay ``scenario.gold_trace`` onto its initial DB and compare with ``expected_db``;
-    every call is audited against its ``writes`` declaration. ``check`` (validate passes the
-    scorer's) evaluates the scenario's assertions on the end DBs: a failing one fails the replay."""
+    every call is audited against its ``writes`` declaration. A scenario without an expected DB
+    is checked against its reference answer and DB assertions instead (:func:`_against_references`)."""
     rules = scenario.domain.hash_rules
-    if scenario.gold_trace is None or scenario.expected_db is None:
-        missing = "gold trace" if scenario.gold_trace is None else "expected DB"
-        return ReplayOutcome(scenario.name, False, None, None, error=f"no {missing} to replay against")
+    if scenario.gold_trace is None:
+        return ReplayOutcome(scenario.name, False, None, None, error="no gold trace to replay against")
+    if scenario.expected_db is None:
+        return _against_references(scenario)
     run = replay_scenario(scenario, audit=True)
     actual, expected = db_hash(run.db, rules), db_hash(scenario.expected_db, rules)
     lines = () if actual == expected else tuple(db_diff(scenario.expected_db, run.db, rules))
     unknown = sorted({step.tool for step, res in run.responses if res.get("error_type") == "tool_not_found"})
-    notes = []
+    verdicts = assertion_verdicts(scenario, run)
+    notes = gold_signal_failures(scenario, run, verdicts)
     if unknown:
         notes.append(f"the gold trace calls tools the tool table lacks: {', '.join(unknown)}")
     if run.undeclared:
         shown = "; ".join(run.undeclared[:5])
         notes.append(f"tools changed what their 'writes' do not declare: {shown}")
-    verdicts = check(scenario, run) if check is not None else []
-    failed = [v for v in verdicts if not v["passed"]]
-    if failed:
-        shown = "; ".join(_verdict_text(v) for v in failed[:5])
-        notes.append(f"db_state_assertions that do not hold on the gold end state: {shown}")
-    ok = actual == expected and not run.undeclared and not failed
+    ok = actual == expected and not notes
+    held = sum(1 for v in verdicts if v["passed"])
     return ReplayOutcome(
         scenario.name,
         ok,
@@ -161,13 +220,6 @@ def replay_gold(scenario: Scenario, check: AssertionCheck | None = None) -> Repl
         lines,
         len(run.outcomes),
         " | ".join(notes) or None,
-        len(verdicts) - len(failed),
-        len(verdicts),
+        assertions=len(verdicts),
+        assertions_held=held,
     )
-
-
-def _verdict_text(verdict: Mapping[str, Any]) -> str:
-    args = ", ".join(f"{k}={v!r}" for k, v in verdict["arguments"].items())
-    got = verdict.get("error") or f"got {verdict['actual']!r}"
-    expected = verdict["assert_value"]
-    return f"{verdict['func_name']}({args}) on the {verdict['side']} DB: expected {expected!r}, {got}"

@@ -6,40 +6,33 @@ problem collected (used by ``engine.specs.load_domain``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from engine.datasources import DataFiles, read_error
-from engine.errors import Problem
+from engine import scenario_fields as fields
+from engine.datasources import read_error
 from engine.gold import CORE_ADAPTERS, GoldTrace, resolve_pointer
-from engine.model import Domain, Scenario, SourceRef, UserProfile
+from engine.model import Scenario, SourceRef, UserProfile
 from engine.replay import replay_scenario
+from engine.scenario_fields import BuildContext
 from engine.validation import did_you_mean, problem_at
-from engine.yamlload import YamlDoc
+from engine.yamlload import JsonPath, YamlDoc
 
 #: A record id that may name a data-root file (``{id}`` in a path): the scenario schema's id pattern.
 FILE_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-@dataclass
-class BuildContext:
-    """What building one scenario needs: the domain doc (for locating domain-side problems)."""
-
-    domain: Domain
-    ddoc: YamlDoc
-    data: DataFiles
-    problems: list[Problem] = field(default_factory=list)
-    reported: set[str] = field(default_factory=set)  # domain-level failures already reported once
-
-
-def _source(ctx: BuildContext, key: str, eva_id: str, record: Any, initial_db: Any, subject: str) -> Any:
-    """Resolve a domain ``source`` spec (file / from+pointer / value) for one scenario; raises LookupError.
+def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial_db: Any) -> Any:
+    """Resolve the domain ``source`` spec at ``path`` of domain.yaml (file / from+pointer / value /
+    derive) for one scenario; raises LookupError (``fields.Reported`` when already recorded).
 
     ``from: gold_replay`` is resolved by the caller (it needs the tool table and the gold trace)."""
-    spec = ctx.ddoc.data[key]
+    spec = resolve_pointer(ctx.ddoc.data, "/" + "/".join(str(p) for p in path))
+    key = ".".join(str(p) for p in path)
     if "value" in spec:
         return spec["value"]
+    if "derive" in spec:
+        return fields.derive(ctx, (*path, "derive"), spec["derive"], record, eva_id)
     if "file" in spec:
         if ("{id}" in spec["file"] or "{eva_id}" in spec["file"]) and not FILE_SAFE_ID.match(eva_id):
             raise LookupError(
@@ -145,83 +138,27 @@ def _id_key(doc: YamlDoc) -> tuple[str]:
     return ("eva_id",) if "eva_id" in doc.data else ("id",)
 
 
-def _check_assertion(
-    ctx: BuildContext, doc: YamlDoc, where: tuple[str | int, ...], assertion: Any, name: str
-) -> None:
-    """Problems of one ``db_state_assertions`` item at ``where`` in ``doc``: an unknown predicate,
-    ``side: user`` in a domain without a user DB (it could never pass), or (from a record) not a
-    mapping with a string ``func_name``."""
-    domain = ctx.domain
-    predicates = domain.plugin.predicates if domain.plugin else {}
-    func = assertion.get("func_name") if isinstance(assertion, Mapping) else None
-    if not isinstance(func, str):
-        ctx.problems.append(
-            problem_at(doc, where, "a db_state_assertion is a mapping with a string func_name", name)
-        )
+def problems_in_reference(ctx: BuildContext, doc: YamlDoc, name: str) -> None:
+    """A reference answer's action items must name an action type some tool records, and only
+    arguments that tool has (``refund_amout: 1285`` would make the gold fail its own match)."""
+    reference = doc.data.get("reference_answer")
+    if not isinstance(reference, list):
         return
-    if func not in predicates:
-        ctx.problems.append(
-            problem_at(
-                doc,
-                (*where, "func_name"),
-                f"unknown predicate {func!r} for domain {domain.name}{did_you_mean(func, predicates)}",
-                name,
-            )
-        )
-    if assertion.get("side") == "user" and "user_db" not in ctx.ddoc.data:
-        ctx.problems.append(
-            problem_at(
-                doc,
-                (*where, "side"),
-                f"side 'user': domain {domain.name} has no user-side DB (no user_db in its domain.yaml); "
-                "use side: agent",
-                name,
-            )
-        )
-
-
-def _record_fields(ctx: BuildContext, doc: YamlDoc, record: Any, name: str) -> dict[str, Any]:
-    """The scenario fields the domain's ``record_fields`` read from the record (those the scenario
-    file does not set): the value at the pointer, through the plugin's adapter when one is named.
-    A missing value is None (the signal is not applicable); problems are collected."""
-    plugin = ctx.domain.plugin
-    adapters = plugin.record_adapters if plugin else {}
-    fields: dict[str, Any] = {}
-    for key, spec in (ctx.ddoc.data.get("record_fields") or {}).items():
-        if key in doc.data:
+    by_action = {t.action_type: t for t in ctx.domain.tools.tools if t.action_type}
+    for i, item in enumerate(reference):
+        if not isinstance(item, dict) or not isinstance(item.get("action_type"), str):
             continue
-        pointer, adapter_name = (spec, None) if isinstance(spec, str) else (spec["pointer"], spec["adapter"])
-        try:
-            value = resolve_pointer(record, pointer)
-        except KeyError:
-            value = None
-        if adapter_name is not None:
-            adapter = adapters.get(adapter_name)
-            if adapter is None:
-                if f"adapter:{key}" not in ctx.reported:
-                    ctx.reported.add(f"adapter:{key}")
-                    message = (
-                        f"unknown record adapter {adapter_name!r} (the plugin has: "
-                        f"{', '.join(sorted(adapters)) or 'none'}){did_you_mean(adapter_name, adapters)}"
-                    )
-                    ctx.problems.append(problem_at(ctx.ddoc, ("record_fields", key, "adapter"), message))
-                continue
-            try:
-                value = adapter(value, record)
-            except (KeyError, TypeError, ValueError) as err:
-                why = f"{type(err).__name__}: {err}"
-                message = f"record adapter {adapter_name!r} cannot read this record: {why}"
-                ctx.problems.append(problem_at(ctx.ddoc, ("record_fields", key), message, name))
-                continue
-        fields[key] = value
-    derived = fields.get("db_state_assertions")
-    if derived is not None and not isinstance(derived, list | tuple):
-        message = f"db_state_assertions from the record is a {type(derived).__name__}, not a list"
-        ctx.problems.append(problem_at(ctx.ddoc, ("record_fields", "db_state_assertions"), message, name))
-        fields["db_state_assertions"] = None
-    for item in fields.get("db_state_assertions") or ():
-        _check_assertion(ctx, ctx.ddoc, ("record_fields", "db_state_assertions"), item, name)
-    return fields
+        tool = by_action.get(item["action_type"])
+        if tool is None:
+            kind = item["action_type"]
+            message = f"no tool records action_type {kind!r}{did_you_mean(kind, by_action)}"
+            ctx.problems.append(problem_at(doc, ("reference_answer", i, "action_type"), message, name))
+            continue
+        params = tool.parameters.get("properties") or {}
+        for key in item:
+            if key != "action_type" and key not in params:
+                message = f"tool {tool.name!r} has no argument {key!r}{did_you_mean(key, params)}"
+                ctx.problems.append(problem_at(doc, ("reference_answer", i, key), message, name))
 
 
 def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
@@ -234,19 +171,8 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         ctx.problems.append(
             problem_at(doc, ("name",), f"scenario names must start with '{domain.name}__'", name)
         )
-    for i, assertion in enumerate(s.get("db_state_assertions", [])):
-        _check_assertion(ctx, doc, ("db_state_assertions", i), assertion, name)
-    for i, tool in enumerate(s.get("tools", [])):
-        if domain.tools.get(tool) is None:
-            ctx.problems.append(
-                problem_at(
-                    doc,
-                    ("tools", i),
-                    f"tool {tool!r} is not in the domain's tool table"
-                    f"{did_you_mean(tool, domain.tools.names)}",
-                    name,
-                )
-            )
+    ctx.problems.extend(fields.check_references(ctx, doc, s, name))
+    problems_in_reference(ctx, doc, name)
     try:
         records = ctx.data.dataset(dspec["dataset"])
     except (OSError, ValueError) as err:
@@ -270,7 +196,26 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
             )
         )
         return None
+    derived = fields.record_fields(ctx, s, record, eva_id, name)
+    s = {**(derived or {}), **s}  # the scenario file's own keys win
     signals = s.get("success_signals", list(domain.success_signals))
+    diagnostics = domain.plugin.diagnostics if domain.plugin else {}
+    gates = [*dspec.get("gate_diagnostics", []), *s.get("gate_diagnostics", [])]
+    for where, listed in (
+        (ctx.ddoc, dspec.get("gate_diagnostics", [])),
+        (doc, s.get("gate_diagnostics", [])),
+    ):
+        for i, gate in enumerate(listed):
+            if gate not in diagnostics and (where is doc or "gates" not in ctx.reported):
+                message = (
+                    f"{gate!r} is not a diagnostic of domain {domain.name}{did_you_mean(gate, diagnostics)}"
+                )
+                ctx.problems.append(
+                    problem_at(where, ("gate_diagnostics", i), message, name if where is doc else None)
+                )
+    if dspec.get("gate_diagnostics"):
+        ctx.reported.add("gates")
+    signals = [*signals, *(g for g in dict.fromkeys(gates) if g not in signals)]
     values: dict[str, Any] = {}
     for key in ("initial_db", "expected_db", "current_date", "user_db"):
         if key not in dspec or (dspec[key].get("from") == "initial_db" and "initial_db" not in values):
@@ -278,18 +223,21 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         if dspec[key].get("from") == "gold_replay":
             continue
         try:
-            values[key] = _source(ctx, key, eva_id, record, values.get("initial_db"), name)
+            values[key] = _source(ctx, (key,), eva_id, record, values.get("initial_db"))
+        except fields.Reported:
+            continue
         except LookupError as err:
             ctx.problems.append(problem_at(doc, id_key, str(err), name))
+    variables = fields.template_variables(
+        ctx, record, eva_id, name, lambda path: _source(ctx, path, eva_id, record, values.get("initial_db"))
+    )
     trace = _gold(ctx, doc, records, eva_id, name) if "gold_trace" in dspec else None
     from_gold = dspec.get("expected_db", {}).get("from") == "gold_replay"
     if from_gold and trace is None:
         ctx.problems.append(problem_at(doc, id_key, "expected_db from gold_replay needs a gold trace", name))
-    fields = _record_fields(ctx, doc, record, name)
     user = _user(ctx, record, s.get("user", {}), name)
     if len(ctx.problems) > before:
         return None
-    reference = s["reference_answer"] if "reference_answer" in s else fields.get("reference_answer")
     scenario = Scenario(
         name=name,
         record_id=eva_id,
@@ -304,16 +252,18 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         max_duration=float(s.get("max_duration", domain.max_duration)),
         record=record,
         gold_trace=trace,
-        reference_answer=reference,
-        db_state_assertions=tuple(s.get("db_state_assertions", fields.get("db_state_assertions") or ())),
-        nl_assertions=tuple(s.get("nl_assertions", fields.get("nl_assertions") or ())),
+        reference_answer=s.get("reference_answer"),
+        db_state_assertions=tuple(s.get("db_state_assertions") or ()),
+        nl_assertions=tuple(s.get("nl_assertions") or ()),
         match_options=dict(s.get("match_options", {})),
         agent_notes=tuple(s.get("agent_notes", ())),
         source=SourceRef(doc.file, 1),
         user_initial_db=values.get("user_db"),
         tool_names=tuple(s["tools"]) if "tools" in s else None,
         user_speaks_first=bool(s.get("user_speaks_first", domain.user_speaks_first)),
-        kickoff=s.get("kickoff"),
+        kickoff=s.get("kickoff", domain.kickoff),
+        judge_reference=s.get("judge_reference"),
+        template_variables=variables or {},
     )
     if from_gold and trace is not None:  # the gold's end state, replayed as a session would run it
         scenario = replace(scenario, expected_db=replay_scenario(scenario).db)

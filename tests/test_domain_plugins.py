@@ -170,6 +170,19 @@ def test_the_domain_validates_with_its_own_plugin(phone) -> None:
         load_domain(spec, data, plugins={})
 
 
+def test_list_shows_the_record_id_under_id(phone, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from engine.commands import list as list_verb
+
+    spec, data, plugins = phone
+    monkeypatch.setattr(list_verb, "plugins", lambda: plugins)  # as if the package were registered
+    assert list_verb.list_scenarios(spec, data, as_json=True) == 0
+    assert json.loads(capsys.readouterr().out) == [
+        {"name": "phone__no_signal", "id": "P1", "description": "Airplane mode on and a suspended line."}
+    ]
+    assert list_verb.list_scenarios(spec, data) == 0
+    assert capsys.readouterr().out.split()[:2] == ["phone__no_signal", "P1"]
+
+
 async def test_a_dual_side_session_runs_end_to_end(phone, tmp_path: Path) -> None:
     spec, data, plugins = phone
     out = tmp_path / "run"
@@ -178,6 +191,7 @@ async def test_a_dual_side_session_runs_end_to_end(phone, tmp_path: Path) -> Non
     sdir = out / "phone__no_signal"
     metrics = json.loads((sdir / "metrics.json").read_text())
     assert metrics["is_successful"] is True and metrics["stop_reason"] == "exit", metrics["success_breakdown"]
+    assert metrics["record_id"] == "P1" and "eva_id" not in metrics  # the spec says `id:`, not `eva_id:`
     assert [v["passed"] for v in metrics["db_state_assertion_verdicts"]] == [True, True]
     calls = json.loads((sdir / "tool_calls.json").read_text())
     assert [(c["name"], c.get("side", "agent")) for c in calls] == [
@@ -225,8 +239,9 @@ def test_generated_scenarios_extends_toml_and_text_policy(phone) -> None:
         load_domain(variant, data, plugins=plugins)
 
 
-def _checks(value, record):
-    """A record adapter: ``{on: phone|carrier, func_name, arguments, expect}`` -> assertions."""
+def _checks(record):
+    """A derive function: the record's ``{on: phone|carrier, func_name, arguments, expect}`` checks
+    as db_state_assertions on the side they read."""
     sides = {"phone": "user", "carrier": "agent"}
     return [
         {
@@ -235,13 +250,13 @@ def _checks(value, record):
             "assert_value": c["expect"],
             "side": sides[c["on"]],
         }
-        for c in value
+        for c in record["checks"]
     ]
 
 
-def test_record_adapters_derive_scenario_fields_that_validation_checks(phone) -> None:
+def test_derived_assertions_of_both_sides_are_counted_on_the_gold(phone) -> None:
     spec, data, plugins = phone
-    plugins = {"phone": replace(plugins["phone"], record_adapters={"checks": _checks})}
+    plugins = {"phone": replace(plugins["phone"], derive={"checks": _checks})}
     checks = [
         {"on": "phone", "func_name": "signal", "arguments": {}, "expect": "ok"},
         {"on": "carrier", "func_name": "line_status", "arguments": {"line_id": "L1"}, "expect": "active"},
@@ -252,7 +267,7 @@ def test_record_adapters_derive_scenario_fields_that_validation_checks(phone) ->
     domain.write_text(
         domain.read_text().replace(
             "record_fields: {db_state_assertions: /assertions}",
-            "record_fields: {db_state_assertions: {pointer: /checks, adapter: checks}}",
+            "record_fields: {db_state_assertions: {derive: checks}}",
         ),
         encoding="utf-8",
     )
@@ -263,35 +278,21 @@ def test_record_adapters_derive_scenario_fields_that_validation_checks(phone) ->
     ]
     report = validate_specs(spec, data, plugins=plugins)
     assert report.ok and (report.assertions_held, report.assertions) == (2, 2), report.lines()
-
-    def problems(record_checks: list, adapters: dict) -> list[str]:
-        tasks.write_text(json.dumps([{**TASKS[0], "checks": record_checks}]), encoding="utf-8")
-        with pytest.raises(SpecError) as err:
-            load_domain(spec, data, plugins={"phone": replace(plugins["phone"], record_adapters=adapters)})
-        return [str(p) for p in err.value.problems]
-
-    [typo] = problems(checks, {"chekcs": _checks})
-    assert "unknown record adapter 'checks' (the plugin has: chekcs) (did you mean 'chekcs'?)" in typo
-    [broken] = problems([{**checks[0], "on": "moon"}], {"checks": _checks})
-    assert "record adapter 'checks' cannot read this record: KeyError: 'moon' [phone__no_signal]" in broken
-    [unknown] = problems([{**checks[0], "func_name": "signals"}], {"checks": _checks})
-    assert (
-        "unknown predicate 'signals' for domain phone (did you mean 'signal'?) [phone__no_signal]" in unknown
-    )
+    assert report.summary().endswith("gold replay 1/1, 2/2 assertions hold on the gold")
     tasks.write_text(
         json.dumps([{**TASKS[0], "checks": [{**checks[0], "expect": "none"}]}]), encoding="utf-8"
     )
     report = validate_specs(spec, data, plugins=plugins)
     assert not report.ok and report.lines()[-1].endswith("gold replay 0/1, 0/1 assertions hold on the gold")
     assert (
-        "  db_state_assertions that do not hold on the gold end state: signal() on the user DB: "
-        "expected 'none', got 'ok'"
-    ) in report.lines()
+        "  the gold's end state fails db_state_assertion signal: got 'ok', expected 'none'" in report.lines()
+    )
 
 
-def test_generated_ids_of_any_text_and_texts_for_templates(phone) -> None:
+def test_generated_ids_of_any_text_and_text_files_as_template_variables(phone) -> None:
     """tau2-like records: ids with '|' (never a file name), a null persona, no opening line; the
-    templates compose the policy files and quote a text file of the data root."""
+    templates compose the policy files and quote a text file of the data root, each a template
+    variable of its own."""
     spec, data, plugins = phone
     release = data / "phone-1.0"
     second = {**TASKS[0], "id": "P|3", "persona": None}
@@ -302,10 +303,8 @@ def test_generated_ids_of_any_text_and_texts_for_templates(phone) -> None:
     (release / "guide.md").write_text("Play a caller.", encoding="utf-8")
     variant = spec.parent / "phone_gen"
     variant.mkdir()
-    (variant / "agent.md.j2").write_text("<a>{{ policy_files[0] }}</a><b>{{ policy_files[1] }}</b>\n")
-    (variant / "user.md.j2").write_text(
-        "{{ texts.guide }}|{{ user.persona }}|{{ user.starting_utterance }}\n"
-    )
+    (variant / "agent.md.j2").write_text("<a>{{ rules }}</a><b>{{ manual }}</b>\n")
+    (variant / "user.md.j2").write_text("{{ guide }}|{{ user.persona }}|{{ user.starting_utterance }}\n")
     yaml_text = (
         "extends: ../phone\n"
         "name: phone_gen\n"
@@ -313,7 +312,9 @@ def test_generated_ids_of_any_text_and_texts_for_templates(phone) -> None:
         "scenarios: {name: '{domain}__{id}'}\n"
         "user: {persona: /persona, goal: /goal}\n"
         "policy: {files: [phone-1.0/policy.md, phone-1.0/manual.md]}\n"
-        "texts: {guide: phone-1.0/guide.md}\n"
+        "template_variables:\n"
+        "  agent: {rules: {file: phone-1.0/policy.md}, manual: {file: phone-1.0/manual.md}}\n"
+        "  user: {guide: {file: phone-1.0/guide.md}}\n"
     )
     (variant / "domain.yaml").write_text(yaml_text, encoding="utf-8")
     loaded = load_domain(variant, data, plugins=plugins)
@@ -323,8 +324,22 @@ def test_generated_ids_of_any_text_and_texts_for_templates(phone) -> None:
         "",
         "",
     )
-    assert render_agent_prompt(scenario) == "<a>Main rules.</a><b>Manual.</b>\n"
+    assert render_agent_prompt(scenario) == "<a>Main rules.\n</a><b>Manual.</b>\n"  # the files as they are
     assert render_user_prompt(scenario) == "Play a caller.||\n"
+    assert loaded.domain.policy_instructions == "Main rules.\n\nManual."
+    missing = yaml_text.replace("guide.md}}", "guides.md}}")
+    (variant / "domain.yaml").write_text(missing, encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        load_domain(variant, data, plugins=plugins)
+    assert {str(p).split(": ", 1)[1] for p in err.value.problems} == {
+        "$.template_variables.user: template_variables.user.guide file "
+        f"phone-1.0/guides.md not found in data root {data} [{name}]"
+        for name in ("phone_gen__P1", "phone_gen__P_3")
+    }
+    clash = yaml_text.replace("{guide: {file:", "{tools: {file:")
+    (variant / "domain.yaml").write_text(clash, encoding="utf-8")
+    with pytest.raises(SpecError, match="the user template variables may not replace the engine's: tools"):
+        load_domain(variant, data, plugins=plugins)
     (variant / "domain.yaml").write_text(yaml_text + "initial_db: {file: 'phone-1.0/{id}.json'}\n")
     with pytest.raises(SpecError) as err:
         load_domain(variant, data, plugins=plugins)

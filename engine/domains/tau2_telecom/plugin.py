@@ -10,9 +10,9 @@ What the engine gets from here, and how each piece maps onto tau2 17e07b1:
   ``initial_state``), run on the session's own copies before the first turn;
 - ``predicates``: tau2's env-assertion functions, each reading only its side's DB (the engine
   gives a predicate the DB of the assertion's ``side``);
-- ``record_adapters``: a task's ``evaluation_criteria`` as scenario fields (env assertions with
-  their side, the ACTION reference, NL assertions) -- see :func:`env_assertions`,
-  :func:`action_reference` and :func:`nl_assertions`;
+- ``derive``: a task's ``evaluation_criteria`` as scenario fields, for the spec's ``record_fields``
+  (env assertions with their side, the ACTION reference, NL assertions) -- see
+  :func:`env_assertions`, :func:`action_reference` and :func:`nl_assertions`;
 - ``hash_styles``: ``tau2``, tau2's own hash of the carrier DB;
 - ``diagnostics``: ``user_db_state_match``, the phone DB's tau2 hash against the gold replay's
   (recorded, never gating unless a spec lists it).
@@ -61,14 +61,16 @@ def _criteria(record: Mapping[str, Any]) -> Mapping[str, Any]:
     return criteria
 
 
-def env_assertions(value: Any, record: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """tau2 ``evaluation_criteria.env_assertions`` -> ``db_state_assertions``.
+def env_assertions(record: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """derive ``tau2_env_assertions``: tau2 ``evaluation_criteria.env_assertions`` ->
+    ``db_state_assertions``.
 
     Each ``{env_type, func_name, arguments, assert_value}`` becomes ``{func_name, arguments,
     assert_value, side}`` with ``side`` from ``env_type`` (assistant -> agent, user -> user) and
     ``assert_value`` True when absent (tau2's default). None when the task has none. Raises
     ValueError for an unknown ``env_type`` or one that is not the predicate's own side.
     """
+    value = _criteria(record).get("env_assertions")
     if value is None:
         return None
     if not isinstance(value, list):
@@ -92,20 +94,21 @@ def env_assertions(value: Any, record: Mapping[str, Any]) -> list[dict[str, Any]
     return out
 
 
-def action_reference(value: Any, record: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """tau2 gold ``evaluation_criteria.actions`` -> ``reference_answer``, for tasks whose
-    ``reward_basis`` includes ACTION (None otherwise: tau2 checks no action there, so
-    ``is_action_match`` is not applicable).
+def action_reference(record: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """derive ``tau2_action_reference``: tau2 gold ``evaluation_criteria.actions`` ->
+    ``reference_answer``, for tasks whose ``reward_basis`` includes ACTION (None otherwise: tau2
+    checks no action there, so the key stays unset and ``is_action_match`` is not applicable).
 
     Each gold action becomes ``{action_type: <tool name>, **compared arguments}`` (``compare_args``
     lists the compared keys; None compares them all). The tool tables give every writing tool its
     own name as ``action_type``. Raises ValueError for a user-side gold action: evalctl records
     the agent's actions only (telecom's 20 ACTION tasks hold one agent transfer each).
     """
-    if ACTION not in (_criteria(record).get("reward_basis") or ()):
+    criteria = _criteria(record)
+    if ACTION not in (criteria.get("reward_basis") or ()):
         return None
     reference = []
-    for action in value or ():
+    for action in criteria.get("actions") or ():
         if SIDES.get(str(action.get("requestor", "assistant"))) != "agent":
             raise ValueError(
                 f"gold action {action.get('name')} is the user's: only agent actions are recorded"
@@ -117,10 +120,12 @@ def action_reference(value: Any, record: Mapping[str, Any]) -> list[dict[str, An
     return reference
 
 
-def nl_assertions(value: Any, record: Mapping[str, Any]) -> list[str] | None:
-    """tau2 ``evaluation_criteria.nl_assertions`` for tasks whose ``reward_basis`` includes
-    NL_ASSERTION (None otherwise; no telecom task declares any)."""
-    if NL_ASSERTION not in (_criteria(record).get("reward_basis") or ()) or not value:
+def nl_assertions(record: Mapping[str, Any]) -> list[str] | None:
+    """derive ``tau2_nl_assertions``: tau2 ``evaluation_criteria.nl_assertions`` for tasks whose
+    ``reward_basis`` includes NL_ASSERTION (None otherwise; no telecom task declares any)."""
+    criteria = _criteria(record)
+    value = criteria.get("nl_assertions")
+    if NL_ASSERTION not in (criteria.get("reward_basis") or ()) or not value:
         return None
     return [str(claim) for claim in value]
 
@@ -175,7 +180,7 @@ PLUGIN = DomainPlugin(
     sync=sync,
     initialise=initialise_task,
     hash_styles={"tau2": agent_hash},
-    record_adapters={
+    derive={
         "tau2_env_assertions": env_assertions,
         "tau2_action_reference": action_reference,
         "tau2_nl_assertions": nl_assertions,

@@ -28,10 +28,11 @@ VARIANTS = {"manual": MANUAL_SPEC, "workflow": WORKFLOW_SPEC}
 
 
 def _metrics(report: RunReport) -> dict[str, dict[str, Any]]:
+    """Each scenario's metrics.json body (the typed record as written)."""
     out = {}
     for result, metrics in report.outcomes:
         assert metrics is not None, report.scoring_errors
-        out[result.scenario_name] = metrics
+        out[result.scenario_name] = metrics.to_json()
     return out
 
 

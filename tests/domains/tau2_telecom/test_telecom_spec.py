@@ -51,16 +51,27 @@ def test_both_specs_generate_the_114_base_tasks(telecom: Telecom, specs: Specs) 
 
 
 def test_the_workflow_variant_changes_only_the_policy(telecom: Telecom, specs: Specs) -> None:
-    assert set(load_yaml(WORKFLOW_SPEC / "domain.yaml").data) == {"extends", "name", "policy"}
+    manual_doc, workflow_doc = (
+        load_yaml(MANUAL_SPEC / "domain.yaml").data,
+        load_yaml(WORKFLOW_SPEC / "domain.yaml").data,
+    )
+    assert set(workflow_doc) == {"extends", "name", "policy", "template_variables"}
+    assert workflow_doc["template_variables"]["user"] == manual_doc["template_variables"]["user"]
     manual, workflow = specs.manual.domain, specs.workflow.domain
-    own = {"name", "spec_dir", "source", "extra", "parent_dirs", "policy_instructions", "policy_files"}
+    own = {"name", "spec_dir", "source", "extra", "parent_dirs", "policy_instructions"}
     for f in fields(manual):
         if f.name not in own:
             assert getattr(manual, f.name) == getattr(workflow, f.name), f.name
     assert workflow.parent_dirs == (MANUAL_SPEC.resolve(),)
-    assert manual.policy_files[0] == workflow.policy_files[0] == _raw(telecom, f"{TELECOM}/main_policy.md")
-    assert manual.policy_files[1] == _raw(telecom, f"{TELECOM}/tech_support_manual.md")
-    assert workflow.policy_files[1] == _raw(telecom, f"{TELECOM}/tech_support_workflow.md")
+    main = _raw(telecom, f"{TELECOM}/main_policy.md")
+    for loaded, second in (
+        (specs.manual, "tech_support_manual.md"),
+        (specs.workflow, "tech_support_workflow.md"),
+    ):
+        tech = _raw(telecom, f"{TELECOM}/{second}")
+        assert loaded.domain.policy_instructions == f"{main}\n\n{tech}"
+        for scenario in (loaded.scenarios[0], loaded.scenarios[-1]):
+            assert scenario.template_variables["agent"] == {"main_policy": main, "tech_support_policy": tech}
     for mine, theirs in zip(specs.manual.scenarios, specs.workflow.scenarios, strict=True):
         assert (mine.record, mine.db_state_assertions, mine.reference_answer, mine.gold_trace) == (
             theirs.record,
@@ -68,6 +79,7 @@ def test_the_workflow_variant_changes_only_the_policy(telecom: Telecom, specs: S
             theirs.reference_answer,
             theirs.gold_trace,
         )
+        assert mine.template_variables["user"] == theirs.template_variables["user"]
 
 
 @pytest.mark.parametrize("variant", ["manual", "workflow"])
@@ -166,26 +178,38 @@ def test_scoring_fields_come_from_the_tasks_evaluation_criteria(telecom: Telecom
     assert references == 20
 
 
-def test_record_adapters_refuse_what_evalctl_cannot_score() -> None:
-    record = {"evaluation_criteria": {"reward_basis": ["ENV_ASSERTION", "ACTION", "NL_ASSERTION"]}}
+def _record(basis: list[str], **criteria: Any) -> dict[str, Any]:
+    return {"evaluation_criteria": {"reward_basis": basis, **criteria}}
+
+
+def test_the_derive_functions_refuse_what_evalctl_cannot_score() -> None:
+    every = ["ENV_ASSERTION", "ACTION", "NL_ASSERTION"]
     with pytest.raises(ValueError, match="unknown env_type 'robot'"):
-        env_assertions([{"env_type": "robot", "func_name": "assert_line_status"}], record)
+        env_assertions(
+            _record(every, env_assertions=[{"env_type": "robot", "func_name": "assert_line_status"}])
+        )
     with pytest.raises(ValueError, match="reads the user DB, not the agent DB"):
-        env_assertions([{"env_type": "assistant", "func_name": "assert_service_status"}], record)
+        env_assertions(
+            _record(every, env_assertions=[{"env_type": "assistant", "func_name": "assert_service_status"}])
+        )
+    assert env_assertions(_record(every)) is None
     with pytest.raises(ValueError, match="toggle_data is the user's"):
-        action_reference([{"requestor": "user", "name": "toggle_data", "arguments": {}}], record)
+        action_reference(
+            _record(every, actions=[{"requestor": "user", "name": "toggle_data", "arguments": {}}])
+        )
     gold = [
         {"requestor": "assistant", "name": "refuel_data", "arguments": {"line_id": "L1", "gb_amount": 2.0}}
     ]
-    assert action_reference(gold, record) == [
+    assert action_reference(_record(every, actions=gold)) == [
         {"action_type": "refuel_data", "line_id": "L1", "gb_amount": 2.0}
     ]
-    assert action_reference([{**gold[0], "compare_args": ["line_id"]}], record) == [
+    assert action_reference(_record(every, actions=[{**gold[0], "compare_args": ["line_id"]}])) == [
         {"action_type": "refuel_data", "line_id": "L1"}
     ]
-    assert action_reference(gold, {"evaluation_criteria": {"reward_basis": ["DB"]}}) is None
-    assert nl_assertions(["The agent apologised."], record) == ["The agent apologised."]
-    assert nl_assertions(["The agent apologised."], {"evaluation_criteria": {"reward_basis": []}}) is None
+    assert action_reference(_record(["DB"], actions=gold)) is None
+    claim = ["The agent apologised."]
+    assert nl_assertions(_record(every, nl_assertions=claim)) == claim
+    assert nl_assertions(_record([], nl_assertions=claim)) is None
 
 
 @pytest.mark.parametrize("spec", [MANUAL_SPEC, WORKFLOW_SPEC], ids=["manual", "workflow"])
