@@ -30,8 +30,9 @@ StopReason = Literal["exit", "transfer", "user_hangup", "timeout", "error"]
 CLEAN_STOP_REASONS: frozenset[str] = frozenset({"exit", "transfer"})
 
 
-#: Field metadata of record fields templates do not see (DBs, gold traces, plugin code): they are
-#: large, and no prompt should read them.
+#: Field metadata of record fields templates do not see (DBs, the raw dataset record, gold
+#: traces, plugin code): they are large, and a prompt reads record data through the user profile's
+#: ``extra`` pointers or the domain's ``template_variables`` instead.
 _HIDDEN = {"template": False}
 
 
@@ -196,7 +197,7 @@ class Scenario:
     user: UserProfile
     success_signals: tuple[str, ...]
     max_duration: float
-    record: Mapping[str, Any] = field(default_factory=dict)
+    record: Mapping[str, Any] = field(default_factory=dict, metadata=_HIDDEN)
     gold_trace: GoldTrace | None = field(default=None, metadata=_HIDDEN)
     reference_answer: Any = None
     db_state_assertions: tuple[Mapping[str, Any], ...] = ()
