@@ -269,7 +269,7 @@ class SessionResult:
     ``stop_reason`` is one of exit / transfer / user_hangup / timeout / error; ``error`` holds the
     message when a side failed. ``final_db`` is the engine-owned DB after the last tool call (None
     if the session never started). ``actions`` are the write-tool action records in call order;
-    ``tool_calls`` every call ``{name, arguments, result, turn}``; ``transcript`` the events
+    ``tool_calls`` every call ``{name, arguments, result, turn, side}``; ``transcript`` the events
     ``{role: user|agent|tool|system, type, content, t}`` with ``t`` in seconds since the start.
     ``usage`` maps role (agent, user, judge) to ``{model, prompt_tokens, completion_tokens, calls}``.
     ``duration_s`` is wall time in seconds; ``agent_turns`` counts spoken agent turns.
