@@ -128,10 +128,26 @@ def _value_text(value: Any) -> str:
     return one_line(value, 80)
 
 
-def _is_bad(value: Any) -> bool:
+def _is_count(m: MetricsRecord, name: str) -> bool:
+    """A diagnostic that counts findings (a number, not gating; 0 = clean), as the summary
+    reads it (``engine.scoring.summary``)."""
+    value = m.signals.value(name)
+    return (
+        name not in SIGNALS
+        and name not in m.success_signals
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+    )
+
+
+def _is_bad(m: MetricsRecord, name: str) -> bool:
+    """The signal failed (False, a rate under 1) or the count diagnostic found something."""
+    value = m.signals.value(name)
     if isinstance(value, bool):
         return value is False
-    return isinstance(value, int | float) and value < 1
+    if not isinstance(value, int | float):
+        return False
+    return value > 0 if _is_count(m, name) else value < 1
 
 
 def _signals(m: MetricsRecord) -> list[list[Any]]:
@@ -149,7 +165,9 @@ def _signals(m: MetricsRecord) -> list[list[Any]]:
             if name in bd.not_applicable
             else "excluded"
         )
-        out.append([name, _value_text(m.signals.value(name)), status, name in m.success_signals])
+        value = m.signals.value(name)
+        text = f"{value:g} found" if _is_count(m, name) else _value_text(value)
+        out.append([name, text, status, name in m.success_signals])
     return out
 
 
@@ -240,7 +258,7 @@ def collect(run_dir: Path, out_path: Path, prices: PriceTable | None = None) -> 
                 "group": group,
                 "verdict": verdict,
                 "failed": list(m.success_breakdown.failed),
-                "bad": [n for n in (*SIGNALS, *m.diagnostic_names) if _is_bad(m.signals.value(n))],
+                "bad": [n for n in (*SIGNALS, *m.diagnostic_names) if _is_bad(m, n)],
                 "stop": str(m.stop_reason),
                 "stalled": m.stalled,
                 "error": None if m.error is None else one_line(m.error, 300),

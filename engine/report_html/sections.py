@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.costs import RunCost, money
 from engine.records.run import RunRecord
-from engine.records.summary import SummaryRecord, Tally
+from engine.records.summary import COUNT, SignalRate, SummaryRecord, Tally
 from engine.report_html.charts import Bar, Dot, rate_bars, scatter
 from engine.report_html.collect import ReportModel
 from engine.untrusted import one_line
@@ -86,7 +86,8 @@ def _unpriced(models: Iterable[str]) -> str:
 def charts(model: ReportModel) -> str:
     s = model.summary
     signal_bars = [
-        Bar(name, r.passed, r.total - r.passed, 0, r.unit, r.role) for name, r in s.signals.items()
+        Bar(f"{name} (clean)" if r.kind == COUNT else name, r.passed, r.total - r.passed, 0, r.unit, r.role)
+        for name, r in s.signals.items()
     ]
     what = "scenario group" if model.grouped else "domain"
     group_bars = [Bar(g.name, g.passed, g.failed, g.not_applicable, s.unit) for g in model.groups]
@@ -113,9 +114,15 @@ def charts(model: ReportModel) -> str:
     )
 
 
+def _signal_label(name: str, r: SignalRate) -> str:
+    """A count diagnostic's rate is its clean share: say so, with the findings."""
+    return f"{name} (clean; {r.sum:g} found)" if r.kind == COUNT else name
+
+
 def rates(summary: SummaryRecord) -> str:
     rows = [
-        [name, _pct(r.rate), f"{r.passed}/{r.total} {r.unit}", r.role] for name, r in summary.signals.items()
+        [_signal_label(name, r), _pct(r.rate), f"{r.passed}/{r.total} {r.unit}", r.role]
+        for name, r in summary.signals.items()
     ]
     stops = [[reason, n] for reason, n in summary.stop_reasons.items()]
     extra = ""
