@@ -16,4 +16,5 @@ them to the loader, the validator, the runner and the served sides.
 | serve    | :func:`engine.commands.serve.serve`            |
 | diff     | :func:`engine.commands.diff.diff`              |
 | report   | :func:`engine.commands.report.report`          |
+| compare  | :func:`engine.commands.compare.compare`        |
 """
