@@ -123,3 +123,20 @@ def test_report_prints_cost_per_role_and_per_scenario(sample_run_dir: Path, tmp_
     assert money(2 * per_session) in agent and "9,600" in agent, agent
     assert main(["report", str(sample_run_dir), "--prices", str(tmp_path / "none.yaml")]) == 1
     assert "none.yaml: $: cannot read file" in capsys.readouterr().err
+
+
+def test_run_with_prices_ends_with_the_costs(data_root: Path, tmp_path: Path, capsys) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(PRICES_YAML, encoding="utf-8")
+    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", "eva_airline__4_1_1"]
+    argv += ["--output-dir", str(tmp_path / "run"), "--no-progress", "--prices", str(prices)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "tokens and cost per role" in out and f"cost per scenario (prices: {prices})" in out
+    assert next(line for line in out.splitlines() if "│ eva_airline__4_1_1 " in line).endswith("│ $0.0000 │")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("demo: {input: 1}\n", encoding="utf-8")
+    again = [*argv[:-4], str(tmp_path / "run2"), "--no-progress", "--prices", str(bad)]
+    assert main(again) == 1
+    assert "bad.yaml:1: $.demo: missing required key: 'output'" in capsys.readouterr().err
+    assert not (tmp_path / "run2").exists()  # checked before anything ran

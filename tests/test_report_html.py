@@ -191,6 +191,19 @@ def test_a_bad_group_rule_is_a_spec_problem_at_its_line(data_root: Path, tmp_pat
     )
 
 
+def test_session_errors_and_signal_rates_are_listed(data_root: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", "eva_airline__4_1_1"]
+    assert main([*argv, "--max-turns", "1", "--output-dir", str(run_dir), "--no-progress"]) == 0
+    page = write_report(run_dir, run_dir / "report.html").path.read_text(encoding="utf-8")
+    rates = page[
+        page.index('<section id="rates">') : page.index("</section>", page.index('<section id="rates">'))
+    ]
+    assert "<td>db_state_match</td><td>n/a</td><td>0/0 scenarios</td><td>gating</td>" in rates  # stalled
+    assert "<h3>Session errors</h3>" in rates
+    assert "<td>eva_airline__4_1_1</td><td>timeout</td><td>max turns (1 agent turns) reached</td>" in rates
+
+
 def test_report_html_goes_into_the_run_by_default(sample_run_dir: Path, tmp_path: Path, capsys) -> None:
     copy = tmp_path / "run"
     shutil.copytree(sample_run_dir, copy)

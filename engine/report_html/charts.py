@@ -81,13 +81,14 @@ class Dot:
     verdict: str
 
 
-def _ticks(top: float) -> list[float]:
-    """Round tick values from 0 to at least ``top``: a step of 1, 2 or 5 times a power of ten,
-    at most six steps."""
+def _ticks(top: float, whole: bool = False) -> list[float]:
+    """Round tick values from 0 to at least ``top``: a step of 1, 2 or 5 times a power of ten
+    (at least 1 when ``whole``), at most six steps."""
     if top <= 0:
         return [0.0, 1.0]
     magnitude = 10 ** math.floor(math.log10(top / 5))
     step = next(m * magnitude for m in (1, 2, 5, 10) if top / (m * magnitude) <= 6)
+    step = max(step, 1) if whole else step
     return [step * k for k in range(math.ceil(top / step) + 1)]
 
 
@@ -99,7 +100,7 @@ def scatter(dots: Sequence[Dot], title: str) -> str:
     """Duration (x) against agent turns (y), one circle per result."""
     w, h, left, bottom, top_pad, right_pad = 580, 250, 50, 40, 10, 20
     xs = _ticks(max((d.seconds for d in dots), default=1.0))
-    ys = _ticks(max((d.turns for d in dots), default=1))
+    ys = _ticks(max((d.turns for d in dots), default=1), whole=True)
     xmax, ymax = xs[-1] or 1.0, ys[-1] or 1.0
     pw, ph = w - left - right_pad, h - bottom - top_pad
 

@@ -133,6 +133,14 @@ def rates(summary: SummaryRecord) -> str:
             "left out of the signal rates: "
             f"{h(', '.join(summary.stalled.scenarios))}</p>"
         )
+    errors = [f for f in summary.failed if f.error]
+    if errors:
+        trials = summary.trials > 1
+        failures = [
+            [f.scenario + (f" trial {f.trial}" if trials else ""), str(f.stop_reason), one_line(f.error, 300)]
+            for f in errors
+        ]
+        extra += "<h3>Session errors</h3>" + _table(("result", "stop reason", "error"), failures, "errors")
     if summary.judge_errors:
         first = one_line(summary.first_judge_error or "", 500)
         extra += (
