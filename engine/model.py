@@ -24,8 +24,17 @@ SCHEMA_DIR = REPO_ROOT / "schemas"
 TEMPLATE_DIR = REPO_ROOT / "templates"
 
 ToolKind = Literal["read", "write", "system", "harness"]
-StopReason = Literal["exit", "transfer", "user_hangup", "timeout", "error"]
+StopReason = Literal[
+    "exit", "transfer", "user_hangup", "user_stop", "user_transfer", "user_out_of_scope", "timeout", "error"
+]
 CLEAN_STOP_REASONS: frozenset[str] = frozenset({"exit", "transfer"})
+#: The user's reason for ending the call (``turn.response.end_reason``) -> the session's stop reason
+#: when the agent does not end the call in its closing turn; without a reason it is ``user_hangup``.
+USER_END_REASONS: dict[str, StopReason] = {
+    "stop": "user_stop",
+    "transfer": "user_transfer",
+    "out_of_scope": "user_out_of_scope",
+}
 
 #: The six signals of the scoring model, by the value written to ``success_breakdown``.
 SIGNALS: tuple[str, ...] = (
@@ -127,6 +136,19 @@ class ToolTable:
 
 
 @dataclass(frozen=True)
+class KnownGoldError:
+    """A gold tool call declared to fail (a known data issue upstream, ``known_gold_errors`` in the
+    domain spec): the ``call``-th (1-based) tool call of the gold trace of record ``record_id``, a
+    call of ``tool``; ``note`` says why. ``source`` is the declaring line."""
+
+    record_id: str
+    call: int
+    tool: str
+    note: str = ""
+    source: SourceRef = SourceRef("")
+
+
+@dataclass(frozen=True)
 class Domain:
     """A domain spec after loading: where data comes from, prompts, scoring defaults, hash rules.
 
@@ -156,6 +178,10 @@ class Domain:
     #: Spec folders this one extends (``extends:``), searched after ``spec_dir`` for tool tables
     #: and templates.
     parent_dirs: tuple[Path, ...] = ()
+    #: Text files of the data root the templates see as ``texts.<name>`` (``texts:`` in the spec).
+    texts: Mapping[str, str] = field(default_factory=dict)
+    #: Gold calls known to fail (``known_gold_errors``): validate reports them as warnings.
+    known_gold_errors: tuple[KnownGoldError, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -260,7 +286,8 @@ class Scenario:
 class SessionResult:
     """What one conversation produced, handed from the runtime to scoring and artifacts.
 
-    ``stop_reason`` is one of exit / transfer / user_hangup / timeout / error; ``error`` holds the
+    ``stop_reason`` is a :data:`StopReason` (exit / transfer / user_hangup / user_stop / user_transfer
+    / user_out_of_scope / timeout / error); ``error`` holds the
     message when a side failed. ``final_db`` is the engine-owned DB after the last tool call (None
     if the session never started). ``actions`` are the write-tool action records in call order;
     ``tool_calls`` every call ``{name, arguments, result, turn}``; ``transcript`` the events

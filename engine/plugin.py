@@ -51,6 +51,10 @@ InitStep = Callable[[dict[str, Any], "dict[str, Any] | None", Mapping[str, Any]]
 #: ``(db) -> str``: a domain-specific canonical hash (SHA-256 hex), selected by ``hash_rules.style``.
 HashFunc = Callable[[Mapping[str, Any]], str]
 
+#: ``(tool result) -> str``: the text a model is shown as a tool's output (the tool message content),
+#: for any result dict, the engine's own error results (``tool_not_found``, ...) included.
+ResultText = Callable[[Mapping[str, Any]], str]
+
 
 @dataclass(frozen=True)
 class DiagnosticInputs:
@@ -80,7 +84,9 @@ class DomainPlugin:
     ``sync``: the step run after every successful tool call of a dual-side session (None: no sync);
     ``initialise``: the scenario's set-up step before the first turn (None: none). A domain with a
     sync or set-up step gets deep copies of its DBs per session (both steps may write anywhere);
-    ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``).
+    ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``);
+    ``result_text``: what a model is shown as a tool's output (None: the result dict as JSON text).
+    The engine sends it in ``tool.result.text`` and the built-in sides use it as the tool message.
     """
 
     name: str
@@ -92,6 +98,7 @@ class DomainPlugin:
     sync: SyncStep | None = None
     initialise: InitStep | None = None
     hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
+    result_text: ResultText | None = None
     description: str = ""
 
 

@@ -8,8 +8,10 @@ A template error is raised as SpecError naming the template file, its line and t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import traceback
+import weakref
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ import jinja2
 
 from engine.errors import Problem, SpecError
 from engine.model import TEMPLATE_DIR, Scenario
-from engine.sandbox import ContainedLoader, TemplateSandbox, UnsafeTemplateError, plain, plain_record
+from engine.sandbox import ContainedLoader, TemplateSandbox, UnsafeTemplateError, plain
 from engine.yamlload import display_path
 
 #: How each non-alphanumeric character is said when a code is spelled out.
@@ -132,11 +134,30 @@ def _search_path(scenario: Scenario) -> tuple[str, ...]:
     return (*(str(d) for d in dirs), str(TEMPLATE_DIR))
 
 
+#: Scenario fields a template does not see: the DBs (megabytes in tau2; a prompt must not depend
+#: on them, and walking them per render would cost seconds).
+HIDDEN_FIELDS: dict[str, Any] = {"initial_db": {}, "expected_db": None, "user_initial_db": None}
+_VIEWS: dict[int, tuple[weakref.ref[Scenario], Any]] = {}
+
+
+def template_record(scenario: Scenario) -> Any:
+    """:func:`engine.sandbox.plain` of ``scenario`` without its DBs (:data:`HIDDEN_FIELDS`),
+    computed once per scenario object."""
+    key = id(scenario)
+    hit = _VIEWS.get(key)
+    if hit is not None and hit[0]() is scenario:
+        return hit[1]
+    value = plain(dataclasses.replace(scenario, **HIDDEN_FIELDS))
+    _VIEWS[key] = (weakref.ref(scenario, lambda _ref, key=key: _VIEWS.pop(key, None)), value)
+    return value
+
+
 def context(scenario: Scenario) -> dict[str, Any]:
     """Variables every template sees, as plain data (engine.sandbox.plain: records become dicts,
-    paths their text): scenario, domain, user, policy_role, policy_instructions, current_date
-    (YYYY-MM-DD), agent_notes (list of str), tools (``{tools: [...], names: [...]}``)."""
-    record = plain_record(scenario)
+    paths their text): scenario (without its DBs, :func:`template_record`), domain, user,
+    policy_role, policy_instructions, current_date (YYYY-MM-DD), agent_notes (list of str), tools
+    (``{tools: [...], names: [...]}``), texts (the domain's ``texts`` files by name)."""
+    record = template_record(scenario)
     return {
         "scenario": record,
         "domain": record["domain"],
@@ -146,6 +167,7 @@ def context(scenario: Scenario) -> dict[str, Any]:
         "current_date": scenario.current_date,
         "agent_notes": list(scenario.agent_notes),
         "tools": record["tools"],
+        "texts": record["domain"]["texts"],
     }
 
 

@@ -73,11 +73,13 @@ def _user(ctx: BuildContext, record: Any, override: dict[str, Any], subject: str
                 problem_at(ctx.ddoc, ("user", "extra", label), f"record has nothing at {pointer}", subject)
             )
     extra.update(override.get("extra") or {})
+    fields = ("name", "persona", "goal", "starting_utterance")
+    text = {k: "" if values.get(k) is None else str(values[k]) for k in fields}  # a null field is no text
     return UserProfile(
-        name=str(values.get("name", "")),
-        persona=str(values.get("persona", "")),
-        goal=str(values.get("goal", "")),
-        starting_utterance=str(values.get("starting_utterance", "")),
+        name=text["name"],
+        persona=text["persona"],
+        goal=text["goal"],
+        starting_utterance=text["starting_utterance"],
         decision_tree=dict(values.get("decision_tree") or {}),
         extra=extra,
     )

@@ -20,7 +20,7 @@ from engine.dataroot import resolve_data_root, warn_if_modified
 from engine.datasources import DataFiles, read_error
 from engine.errors import Problem, SpecError, UsageError
 from engine.gold import resolve_pointer
-from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable
+from engine.model import Domain, HashRules, KnownGoldError, Scenario, SourceRef, ToolTable
 from engine.plugin import DomainPlugin, Plugins
 from engine.render import check_templates
 from engine.safepaths import outside_problem
@@ -169,6 +169,31 @@ def _tool_table(
     return table
 
 
+def _texts(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> dict[str, str]:
+    """The ``texts`` files (name -> their text), each read once."""
+    out: dict[str, str] = {}
+    for name, rel in (doc.data.get("texts") or {}).items():
+        try:
+            out[name] = str(data.file(rel, "text"))
+        except (OSError, ValueError) as err:
+            problems.append(problem_at(doc, ("texts", name), read_error(rel, data.root, err)))
+    return out
+
+
+def _known_gold_errors(doc: YamlDoc) -> tuple[KnownGoldError, ...]:
+    """The ``known_gold_errors`` entries as records located at their spec line."""
+    return tuple(
+        KnownGoldError(
+            str(e["id"]),
+            int(e["call"]),
+            e["tool"],
+            e.get("note", ""),
+            SourceRef(doc.file, doc.line(("known_gold_errors", i))),
+        )
+        for i, e in enumerate(doc.data.get("known_gold_errors") or ())
+    )
+
+
 def _plugin(doc: YamlDoc, plugins: Plugins, problems: list[Problem]) -> DomainPlugin | None:
     name = doc.data.get("plugin", doc.data["name"])
     plugin = plugins.get(name)
@@ -309,6 +334,8 @@ def _build_domain(
         plugin=plugin,
         user_tools=user_tools,
         parent_dirs=parents,
+        texts=_texts(doc, data, problems),
+        known_gold_errors=_known_gold_errors(doc),
     )
     return domain, doc
 
@@ -325,6 +352,7 @@ def _releases(ddoc: YamlDoc) -> set[str]:
     paths.append(d.get("gold_trace", {}).get("dataset", {}).get("path", ""))
     paths.append(d["policy"].get("file", ""))
     paths.extend(d["policy"].get("files", []))
+    paths.extend((d.get("texts") or {}).values())
     return {p.split("/")[0] for p in paths if p}
 
 

@@ -11,7 +11,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from engine import specs
-from engine.domains import eva_airline, mock
+from engine.domains import eva_airline, mock, tau2_airline, tau2_retail
 from engine.plugin import DomainPlugin, Plugins
 from engine.specs import LoadedDomain
 
@@ -19,6 +19,8 @@ from engine.specs import LoadedDomain
 BUILTIN: dict[str, DomainPlugin] = {
     "eva_airline": eva_airline.PLUGIN,
     "mock": mock.PLUGIN,
+    "tau2_airline": tau2_airline.PLUGIN,
+    "tau2_retail": tau2_retail.PLUGIN,
 }
 
 ENTRY_POINT_GROUP = "evalctl.domains"
