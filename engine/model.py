@@ -216,21 +216,21 @@ class Scenario:
     record_id: str
     description: str
     domain: Domain
-    initial_db: Mapping[str, Any]
-    expected_db: Mapping[str, Any] | None
+    initial_db: Mapping[str, Any] = field(repr=False)
+    expected_db: Mapping[str, Any] | None = field(repr=False)
     current_date: str
     user: UserProfile
     success_signals: tuple[str, ...]
     max_duration: float
-    record: Mapping[str, Any] = field(default_factory=dict)
-    gold_trace: GoldTrace | None = None
+    record: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    gold_trace: GoldTrace | None = field(default=None, repr=False)
     reference_answer: Any = None
     db_state_assertions: tuple[Mapping[str, Any], ...] = ()
     nl_assertions: tuple[str, ...] = ()
     match_options: Mapping[str, bool] = field(default_factory=dict)
     agent_notes: tuple[str, ...] = ()
     source: SourceRef = SourceRef("")
-    user_initial_db: Mapping[str, Any] | None = None
+    user_initial_db: Mapping[str, Any] | None = field(default=None, repr=False)
     tool_names: tuple[str, ...] | None = None
     user_speaks_first: bool = True
     kickoff: str | None = None
@@ -300,7 +300,7 @@ class SessionResult:
     trial: int
     stop_reason: StopReason
     error: str | None = None
-    final_db: dict[str, Any] | None = None
+    final_db: dict[str, Any] | None = field(default=None, repr=False)
     actions: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
@@ -313,7 +313,7 @@ class SessionResult:
     agent_backend: str = "replay"
     user_backend: str = "replay"
     #: The user-side DB for dual-side domains (None when the domain has none, as in eva_airline).
-    user_db: dict[str, Any] | None = None
+    user_db: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def clean_exit(self) -> bool:
