@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 
 from engine.errors import Problem, SpecError
-from engine.model import TEMPLATE_DIR, Scenario
+from engine.model import TEMPLATE_DIR, Domain, Scenario
 from engine.sandbox import ContainedLoader, TemplateSandbox, UnsafeTemplateError, plain
 from engine.yamlload import display_path
 
@@ -140,14 +140,30 @@ HIDDEN_FIELDS: dict[str, Any] = {"initial_db": {}, "expected_db": None, "user_in
 _VIEWS: dict[int, tuple[weakref.ref[Scenario], Any]] = {}
 
 
+_DOMAIN_MEMOS: dict[int, tuple[weakref.ref[Domain], dict[int, Any]]] = {}
+
+
+def _domain_memo(domain: Domain) -> dict[int, Any]:
+    """The records inside ``domain`` (itself, its tool tables, ...) as plain data, by object id:
+    walked once per domain, not once per scenario (those objects live as long as the domain)."""
+    key = id(domain)
+    hit = _DOMAIN_MEMOS.get(key)
+    if hit is not None and hit[0]() is domain:
+        return hit[1]
+    memo: dict[int, Any] = {}
+    plain(domain, memo)
+    _DOMAIN_MEMOS[key] = (weakref.ref(domain, lambda _ref, key=key: _DOMAIN_MEMOS.pop(key, None)), memo)
+    return memo
+
+
 def template_record(scenario: Scenario) -> Any:
     """:func:`engine.sandbox.plain` of ``scenario`` without its DBs (:data:`HIDDEN_FIELDS`),
-    computed once per scenario object."""
+    computed once per scenario object (its domain's part once per domain)."""
     key = id(scenario)
     hit = _VIEWS.get(key)
     if hit is not None and hit[0]() is scenario:
         return hit[1]
-    value = plain(dataclasses.replace(scenario, **HIDDEN_FIELDS))
+    value = plain(dataclasses.replace(scenario, **HIDDEN_FIELDS), dict(_domain_memo(scenario.domain)))
     _VIEWS[key] = (weakref.ref(scenario, lambda _ref, key=key: _VIEWS.pop(key, None)), value)
     return value
 

@@ -128,7 +128,8 @@ class SharedRecordHasher(Tau2Hasher):
     copies the record first). There is no base DB to name, so it keeps, per ``/<table>/<key>``, the
     JSON text of the last ``keep`` record objects seen there, and per table the text of the last
     ``keep`` tables seen (reused while a table holds the very same record objects under the same
-    keys): a hash dumps only the records a session replaced.
+    keys), and the hashes of the last DBs made of those very table texts: a hash dumps only the
+    records a session replaced.
 
     Equals :func:`tau2_db_hash` as long as a record object is never changed in place after it was
     hashed (the engine's runtime copies a record before every call that may write it). Memory: at
@@ -140,6 +141,7 @@ class SharedRecordHasher(Tau2Hasher):
         self.keep = keep
         self._entries: dict[tuple[str, str], list[tuple[Any, str]]] = {}
         self._tables: dict[str, list[tuple[tuple[str, ...], tuple[Any, ...], str]]] = {}
+        self._hashes: list[tuple[tuple[tuple[str, ...], tuple[str, ...]], str]] = []
 
     @staticmethod
     def _recent(slot: list[Any], i: int) -> None:
@@ -173,18 +175,37 @@ class SharedRecordHasher(Tau2Hasher):
         del slot[self.keep :]
         return body
 
-    def text(self, db: Mapping[str, Any]) -> str:
-        """tau2's canonical dump text of ``db`` (what :func:`tau2_db_hash` hashes)."""
-        parts: list[str] = []
-        for name in sorted(k for k in db if k not in self.exclude):
+    def _bodies(self, db: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        names = tuple(sorted(k for k in db if k not in self.exclude))
+        bodies: list[str] = []
+        for name in names:
             value = db[name]
             if isinstance(value, Mapping):
-                body = self._table_body(name, value)
+                bodies.append(self._table_body(name, value))
             else:
                 patched = with_null_defaults({name: value}, self.null_defaults)[name]
-                body = json.dumps(patched, sort_keys=True, default=str)
-            parts.append(f"{json.dumps(name)}: {body}")
-        return "{" + ", ".join(parts) + "}"
+                bodies.append(json.dumps(patched, sort_keys=True, default=str))
+        return names, tuple(bodies)
+
+    @staticmethod
+    def _join(names: tuple[str, ...], bodies: tuple[str, ...]) -> str:
+        return "{" + ", ".join(f"{json.dumps(n)}: {b}" for n, b in zip(names, bodies, strict=True)) + "}"
+
+    def text(self, db: Mapping[str, Any]) -> str:
+        """tau2's canonical dump text of ``db`` (what :func:`tau2_db_hash` hashes)."""
+        return self._join(*self._bodies(db))
+
+    def hash(self, db: Mapping[str, Any]) -> str:
+        """SHA-256 hex of :meth:`text`; a DB made of the very table texts of a recent one (the
+        cached strings themselves) reuses its hash."""
+        names, bodies = self._bodies(db)
+        for (seen_names, seen_bodies), hexdigest in self._hashes:
+            if seen_names == names and all(a is b for a, b in zip(seen_bodies, bodies, strict=True)):
+                return hexdigest
+        hexdigest = hashlib.sha256(self._join(names, bodies).encode("utf-8")).hexdigest()
+        self._hashes.insert(0, ((names, bodies), hexdigest))
+        del self._hashes[4 * self.keep :]
+        return hexdigest
 
     def __call__(self, db: Mapping[str, Any]) -> str:
         return self.hash(db)

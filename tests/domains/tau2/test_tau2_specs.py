@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -157,20 +159,27 @@ def test_evalctl_render_shows_prompts_and_tools(capsys: pytest.CaptureFixture[st
 
 @pytest.fixture(scope="module")
 def runs(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], RunReport]:
-    """One full run per domain and agent (replay, noop): the real runner, sides and artifacts."""
+    """One full run per domain and agent (replay, noop): the real runner, sides and artifacts.
+    Each run writes every session's DBs (about 1 GB in all), so its folder goes to a RAM-backed
+    /dev/shm when there is one, and is removed once the run's report is in memory."""
+    shm = Path("/dev/shm")
     out: dict[tuple[str, str], RunReport] = {}
     for name in DOMAINS:
         for agent in ("replay", "noop"):
-            opts = run_options(
-                SPECS[name],
-                data_root,
-                agent=agent,
-                output_dir=tmp_path_factory.mktemp(f"{name}-{agent}") / "run",
-                concurrency=16,
-                quiet=True,
-                progress=False,
-            )
-            out[(name, agent)] = asyncio.run(runner.run(opts))
+            where = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() else tmp_path_factory.mktemp("run")
+            try:
+                opts = run_options(
+                    SPECS[name],
+                    data_root,
+                    agent=agent,
+                    output_dir=where / "run",
+                    concurrency=16,
+                    quiet=True,
+                    progress=False,
+                )
+                out[(name, agent)] = asyncio.run(runner.run(opts))
+            finally:
+                shutil.rmtree(where, ignore_errors=True)
     return out
 
 
