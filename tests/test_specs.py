@@ -238,14 +238,16 @@ def test_validation_report_lines() -> None:
     from engine.validate import ValidationReport
 
     ok = ValidationReport("specs/x", scenarios=2, prompts=4)
-    ok.replay = [SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None)] * 2
+    ok.replay = [SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None, known_failures=())] * 2
     assert ok.ok and ok.lines() == [
         "validated 2 scenarios in specs/x: schemas ok, cross-checks ok, 4 prompts rendered, gold replay 2/2"
     ]
     bad = ValidationReport("specs/x", scenarios=2, prompts=4, sources={"x__b": "specs/x/scenarios/b.yaml:1"})
     bad.replay = [
-        SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None),
-        SimpleNamespace(ok=False, scenario_name="x__b", lines=["refunds.R1: missing"], error=None),
+        SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None, known_failures=()),
+        SimpleNamespace(
+            ok=False, scenario_name="x__b", lines=["refunds.R1: missing"], error=None, known_failures=()
+        ),
     ]
     assert not bad.ok
     assert bad.lines()[:2] == [
