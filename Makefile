@@ -25,6 +25,7 @@ test: $(BIN)/evalctl
 
 lint: $(BIN)/evalctl
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 
 bench: $(BIN)/evalctl
 	$(BIN)/python -m tests.bench

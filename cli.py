@@ -1,4 +1,5 @@
-"""evalctl command line: a thin click layer; each verb calls one engine function.
+"""evalctl command line: a thin click layer that parses the arguments and dispatches each verb to
+its function in ``engine.commands`` (imported per verb, so ``--help`` stays fast).
 
 User errors (``engine.errors.EvalctlError``) print one line per problem and exit non-zero;
 they never show a traceback.
@@ -8,12 +9,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import click
 
 from engine import __version__
-from engine.errors import EvalctlError
+from engine.errors import EvalctlError, UsageError
+from engine.options import RunOptions, ScoringOptions
 
 DATA_ROOT_HELP = (
     "Folder with the upstream releases (eva-0.1.3/, eva-2.1.0/). Default: $EVAL_DATA_ROOT, else ./data."
@@ -75,7 +78,7 @@ def group() -> None:
     help="Print a JSON list of {name, id (eva_id in eva specs), description}.",
 )
 @data_root_option
-def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> None:
+def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> int:
     """List the scenarios of SPEC_DIR: one line each, name first, then record id and description.
 
     The specs are fully loaded and checked first, so a broken spec fails here too.
@@ -85,10 +88,9 @@ def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> None:
       evalctl list specs/eva_airline
       evalctl list specs/eva_airline --json
     """
-    from engine.domains.registry import plugins
-    from engine.specs import list_scenarios
+    from engine.commands.list import list_scenarios
 
-    click.echo(list_scenarios(spec_dir, data_root, as_json=as_json, plugins=plugins()))
+    return list_scenarios(Path(spec_dir), _path(data_root), as_json=as_json)
 
 
 @group.command("validate")
@@ -106,13 +108,9 @@ def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
       evalctl validate specs/eva_airline
       evalctl validate specs/eva_airline --no-replay --data-root ~/eva-data
     """
-    from engine.domains.registry import plugins
-    from engine.validate import validate_specs
+    from engine.commands.validate import validate
 
-    report = validate_specs(spec_dir, data_root, replay=not no_replay, plugins=plugins())
-    for line in report.lines():
-        click.echo(line)
-    return 0 if report.ok else 1
+    return validate(Path(spec_dir), _path(data_root), replay=not no_replay)
 
 
 @group.command("render")
@@ -133,7 +131,9 @@ def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
     help="agent: the agent system prompt; user: the user-simulator prompt; tools: the tool JSON schemas.",
 )
 @data_root_option
-def render_cmd(spec_dir: str, scenario_name: str, side: str, data_root: str | None) -> None:
+def render_cmd(
+    spec_dir: str, scenario_name: str, side: Literal["agent", "user", "tools"], data_root: str | None
+) -> int:
     """Print exactly what a model sees for one scenario: a prompt or the tool schemas.
 
     \b
@@ -141,12 +141,13 @@ def render_cmd(spec_dir: str, scenario_name: str, side: str, data_root: str | No
       evalctl render specs/eva_airline --scenario eva_airline__voluntary_date_change
       evalctl render specs/eva_airline -s eva_airline__3_1_5 --side tools
     """
-    from engine.domains.registry import plugins
-    from engine.render import render_side
-    from engine.specs import load_domain
+    from engine.commands.render import render
 
-    scenario = load_domain(spec_dir, data_root, plugins=plugins()).scenario(scenario_name)
-    click.echo(render_side(scenario, side), nl=False)
+    return render(Path(spec_dir), scenario_name, side, _path(data_root))
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
 def _csv(value: str | None) -> tuple[str, ...]:
@@ -292,20 +293,13 @@ def run_cmd(
       evalctl run specs/eva_airline --scenarios eva_airline__3_1_5 --concurrency 1
       evalctl run specs/eva_airline --agent openai:gpt-4.1 --user openai:gpt-4.1 --base-url URL
     """
-    from pathlib import Path
-
-    from engine.domains.registry import plugins
-    from engine.errors import UsageError
-    from engine.report import print_run_outcome
-    from engine.results import ScoringOptions
-    from engine.runner import RunOptions, run_cli
+    from engine.commands.run import run
 
     if scenarios is not None and not _csv(scenarios):
         raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
     opts = RunOptions(
         spec_dir=Path(spec_dir),
-        data_root=Path(data_root) if data_root else None,
-        plugins=plugins(),
+        data_root=_path(data_root),
         scenarios=_csv(scenarios),
         domain_prefix=domain_prefix,
         agent=agent,
@@ -313,10 +307,10 @@ def run_cmd(
         base_url=base_url,
         api_key_env=api_key_env,
         concurrency=concurrency,
-        output_dir=Path(output_dir) if output_dir else None,
+        output_dir=_path(output_dir),
         max_turns=max_turns,
         trials=trials,
-        resume=Path(resume) if resume else None,
+        resume=_path(resume),
         turn_timeout_s=turn_timeout,
         max_tool_rounds=max_tool_rounds,
         max_tool_calls_per_turn=max_tool_calls,
@@ -332,7 +326,7 @@ def run_cmd(
             judge_api_key_env=api_key_env,
         ),
     )
-    return print_run_outcome(run_cli(opts), fail_under)
+    return run(opts, fail_under)
 
 
 @group.command("serve")
@@ -350,7 +344,7 @@ def run_cmd(
 @data_root_option
 @model_options
 def serve_cmd(
-    role: str,
+    role: Literal["agent", "user"],
     port: int,
     host: str,
     backend: str,
@@ -369,40 +363,26 @@ def serve_cmd(
       evalctl serve agent --port 8765 --backend replay --spec-dir specs/eva_airline
       evalctl run specs/eva_airline --agent ws://127.0.0.1:8765
     """
-    import asyncio
-    import contextlib
-    from pathlib import Path
+    from engine.commands.serve import serve
 
-    from engine.domains.registry import plugins
-    from engine.sides.standalone import serve_side
-
-    def ready(uri: str) -> None:
-        click.echo(f"serving the {role} side ({backend}) on {uri}; Ctrl-C stops", err=True)
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(
-            serve_side(
-                role,
-                backend,
-                host=host,
-                port=port,
-                spec_dir=Path(spec_dir) if spec_dir else None,
-                data_root=Path(data_root) if data_root else None,
-                plugins=plugins(),
-                base_url=base_url,
-                api_key_env=api_key_env,
-                request_timeout_s=request_timeout,
-                on_ready=ready,
-            )
-        )
-    return 0
+    return serve(
+        role,
+        backend,
+        host=host,
+        port=port,
+        spec_dir=_path(spec_dir),
+        data_root=_path(data_root),
+        base_url=base_url,
+        api_key_env=api_key_env,
+        request_timeout_s=request_timeout,
+    )
 
 
 @group.command("diff")
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.argument("scenario", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per scenario.")
-def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> None:
+def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> int:
     """Explain why each failed scenario of RUN_DIR failed (or SCENARIO, failed or not): the failing
     signals, the DB difference field by field (DeepDiff after the hash's normalisation), records
     added or removed, and the actions the agent took.
@@ -412,32 +392,23 @@ def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> None:
       evalctl diff runs/20260101-120000
       evalctl diff runs/20260101-120000 eva_airline__3_1_5 --json
     """
-    import json
-    from pathlib import Path
+    from engine.commands.diff import diff
 
-    from engine.diff import diff_run, render_text
-
-    diffs = diff_run(Path(run_dir), scenario)
-    if as_json:
-        click.echo(json.dumps([d.to_json() for d in diffs], indent=2, ensure_ascii=False, default=str))
-    else:
-        click.echo(render_text(diffs, Path(run_dir)), nl=False)
+    return diff(Path(run_dir), scenario, as_json=as_json)
 
 
 @group.command("report")
 @click.argument("run_dir", type=click.Path(file_okay=False))
-def report_cmd(run_dir: str) -> None:
+def report_cmd(run_dir: str) -> int:
     """Print the summary of RUN_DIR as a table, with the unsuccessful scenarios by name.
 
     \b
     Example:
       evalctl report runs/20260101-120000
     """
-    from pathlib import Path
+    from engine.commands.report import report
 
-    from engine.report import print_report
-
-    print_report(Path(run_dir))
+    return report(Path(run_dir))
 
 
 def main(argv: list[str] | None = None) -> int:

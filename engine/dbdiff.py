@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from deepdiff import DeepDiff
-
 from engine.dbhash import normalize_db
 from engine.model import HashRules
 
@@ -28,7 +26,10 @@ _KINDS: dict[str, DiffKind] = {
 
 @dataclass(frozen=True)
 class DiffLine:
-    """One difference: ``path`` like ``reservations.ZK3FFW.bookings[1].segments[0].seat``.
+    """One difference: ``path`` like ``reservations.ZK3FFW.bookings[1].segments[0].seat``, with
+    list positions as they are in expected_db.json (final_db.json's for an added entry);
+    ``final_path`` is the path in final_db.json when an order-free list holds the entry at another
+    position there (else None).
 
     ``kind`` is changed / added (only in actual) / removed (only in expected) / type_changed;
     ``expected`` / ``actual`` are the normalised values (None on the missing side).
@@ -38,13 +39,15 @@ class DiffLine:
     kind: DiffKind
     expected: Any
     actual: Any
+    final_path: str | None = None
 
     def __str__(self) -> str:
         if self.kind == "added":
             return f"{self.path}: not expected, got {self.actual!r}"
         if self.kind == "removed":
             return f"{self.path}: expected {self.expected!r}, missing"
-        return f"{self.path}: expected {self.expected!r}, got {self.actual!r}"
+        where = f" (final_db.json: {self.final_path})" if self.final_path else ""
+        return f"{self.path}{where}: expected {self.expected!r}, got {self.actual!r}"
 
 
 def _path(parts: list[Any]) -> str:
@@ -70,14 +73,17 @@ def _drop_equal_records(expected: Any, actual: Any) -> None:
 def db_diff(expected: Mapping[str, Any], actual: Mapping[str, Any], rules: HashRules) -> list[DiffLine]:
     """Differences between two DBs under ``rules``, sorted by path; ``[]`` when they hash equal."""
     unordered = frozenset(rules.unordered_lists)
-    before, after = normalize_db(expected, rules), normalize_db(actual, rules)
+    before = normalize_db(expected, rules, sort_lists=False)
+    after = normalize_db(actual, rules, sort_lists=False)
     _drop_equal_records(before, after)
 
     def order_free(level: Any) -> bool:
         parts = level.path(output_format="list")
         return bool(parts) and isinstance(parts[-1], str) and parts[-1] in unordered
 
-    diff = DeepDiff(
+    from deepdiff import DeepDiff  # imported on the first diff only: it costs ~80 ms (pydantic)
+
+    diff = DeepDiff(  # lists keep their file order: a path's index is the one in the file
         before,
         after,
         ignore_order_func=order_free,
@@ -93,6 +99,12 @@ def db_diff(expected: Mapping[str, Any], actual: Mapping[str, Any], rules: HashR
         for level in diff.get(report, []):
             t1 = None if kind == "added" else level.t1
             t2 = None if kind == "removed" else level.t2
-            lines.append(DiffLine(_path(level.path(output_format="list")), kind, t1, t2))
+            in_expected = _path(level.path(output_format="list"))
+            in_final = _path(level.path(output_format="list", use_t2=True))
+            if kind == "added":
+                lines.append(DiffLine(in_final, kind, t1, t2))
+            else:  # an order-free list may hold the entry at another position in final_db.json
+                moved = in_final if kind != "removed" and in_final != in_expected else None
+                lines.append(DiffLine(in_expected, kind, t1, t2, moved))
     lines.sort(key=lambda line: line.path)
     return lines

@@ -23,12 +23,12 @@ def _sort_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str, ensure_ascii=True, separators=(",", ":"))
 
 
-def _normalize(value: Any, unordered: frozenset[str], key: str | None) -> Any:
+def _normalize(value: Any, unordered: frozenset[str], key: str | None, sort: bool = True) -> Any:
     if isinstance(value, Mapping):
-        return {k: _normalize(v, unordered, k) for k, v in value.items()}
+        return {k: _normalize(v, unordered, k, sort) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        items = [_normalize(v, unordered, None) for v in value]
-        if key in unordered:
+        items = [_normalize(v, unordered, None, sort) for v in value]
+        if sort and key in unordered:
             items.sort(key=_sort_key)
         return items
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
@@ -38,16 +38,17 @@ def _normalize(value: Any, unordered: frozenset[str], key: str | None) -> Any:
     return value
 
 
-def normalize_db(db: Mapping[str, Any], rules: HashRules) -> Any:
+def normalize_db(db: Mapping[str, Any], rules: HashRules, *, sort_lists: bool = True) -> Any:
     """Return a normalised deep copy of ``db`` (plain dicts/lists; the input is not mutated).
 
     Top-level keys in ``rules.excluded_keys`` are dropped; whole finite floats become ints;
     strings equal to none/null (trimmed, any case) become None; lists under any key named in
-    ``rules.unordered_lists`` (any depth) are sorted by their key-sorted JSON.
+    ``rules.unordered_lists`` (any depth) are sorted by their key-sorted JSON, unless
+    ``sort_lists`` is False (a diff keeps list positions as they are in the files).
     """
     excluded = set(rules.excluded_keys)
     unordered = frozenset(rules.unordered_lists)
-    return {k: _normalize(v, unordered, k) for k, v in db.items() if k not in excluded}
+    return {k: _normalize(v, unordered, k, sort_lists) for k, v in db.items() if k not in excluded}
 
 
 def canonical_json(db: Mapping[str, Any], rules: HashRules) -> str:

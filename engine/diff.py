@@ -17,8 +17,10 @@ from engine.artifacts import read_json
 from engine.dbdiff import DiffLine, db_diff
 from engine.errors import UsageError
 from engine.model import HashRules
+from engine.records.metrics import MetricsRecord
 from engine.results import scored_dirs
 from engine.untrusted import one_line
+from engine.validation import did_you_mean
 
 
 @dataclass
@@ -48,11 +50,14 @@ class ScenarioDiff:
     actions: list[dict[str, Any]] = field(default_factory=list)
     assertions: list[dict[str, Any]] = field(default_factory=list)
     judge: dict[str, Any] | None = None
+    gold_path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The diff as JSON: each DB line ``{path, kind, expected, actual, text}``, plus
+        ``final_path`` when the entry sits elsewhere in final_db.json."""
         body = asdict(self)
         for key in ("fields", "records_added", "records_removed"):
-            body[key] = [{**asdict(line), "text": str(line)} for line in getattr(self, key)]
+            body[key] = [_line_json(line) for line in getattr(self, key)]
         return body
 
 
@@ -78,24 +83,77 @@ def _load_optional(path: Path) -> Any:
         return None
 
 
-def explain(sdir: Path, metrics: dict[str, Any]) -> ScenarioDiff:
+def _left_gold_path(sdir: Path) -> str | None:
+    """Against the built-in replay caller (which plays the gold's lines whatever the agent does):
+    where the agent's tool calls first left the gold's, and that later caller lines were out of
+    step. None when the run had no replay caller or no gold (no ``gold_path.json``)."""
+    gold = _load_optional(sdir / "scenario_config" / "gold_path.json")
+    made = _load_optional(sdir / "tool_calls.json")
+    if not isinstance(gold, dict) or not isinstance(made, list):
+        return None
+    ending = set(gold.get("ending_tools") or ())  # hanging up is not a step of the gold path
+    ours = [
+        c
+        for c in made
+        if isinstance(c, dict) and c.get("side", "agent") == "agent" and c.get("name") not in ending
+    ]
+    for i, want in enumerate(gold["tool_calls"]):
+        got = ours[i] if i < len(ours) else None
+        if got is None or got.get("name") != want["name"] or _args(got.get("arguments")) != want["arguments"]:
+            shown = f"{got.get('name')}({_args_text(got.get('arguments'))})" if got else "no call"
+            turn = got.get("turn", want["turn"]) if got else want["turn"]
+            return (
+                f"left the gold path at tool call {i + 1} (agent turn {turn}): gold "
+                f"{want['name']}({_args_text(want['arguments'])}), got {shown}; the replay caller's later "
+                "lines were the gold's, not answers to this agent (a replay-caller run is a conformance "
+                "check, not a score of a model)"
+            )
+    extra = ours[len(gold["tool_calls"]) :]
+    if extra:
+        return f"followed the gold's {len(gold['tool_calls'])} tool calls, then made {len(extra)} more"
+    return "followed the gold path (every gold tool call, in order)"
+
+
+def _args(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _args_text(raw: Any) -> str:
+    value = _args(raw)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v!r}" for k, v in value.items())
+    return str(value)
+
+
+def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
     """Build the :class:`ScenarioDiff` of one scored (scenario, trial) directory."""
+    signals = metrics.signals
     out = ScenarioDiff(
-        scenario=metrics["scenario_name"],
-        trial=metrics.get("trial", 1),
-        is_successful=metrics.get("is_successful"),
-        failed_signals=list(metrics.get("success_breakdown", {}).get("failed", [])),
-        stop_reason=metrics.get("stop_reason"),
-        stalled=bool(metrics.get("stalled")),
-        agent_turns=metrics.get("agent_turns"),
-        min_agent_turns=metrics.get("min_agent_turns"),
-        error=metrics.get("error"),
-        db_state_match=metrics.get("db_state_match"),
+        scenario=metrics.scenario_name,
+        trial=metrics.trial,
+        is_successful=metrics.is_successful,
+        failed_signals=list(metrics.success_breakdown.failed),
+        stop_reason=metrics.stop_reason,
+        stalled=metrics.stalled,
+        agent_turns=metrics.agent_turns,
+        min_agent_turns=metrics.min_agent_turns,
+        error=metrics.error,
+        db_state_match=signals.db_state_match,
         actions=_load_optional(sdir / "actions.json") or [],
-        assertions=[v for v in metrics.get("db_state_assertion_verdicts") or [] if not v.get("passed")],
+        assertions=[v for v in signals.db_state_assertion_verdicts if not v["passed"]],
     )
-    if metrics.get("judge_model"):
-        out.judge = {k: metrics.get(k) for k in ("judge_score", "judge_passed", "judge_error")}
+    if metrics.judge_model:
+        out.judge = {
+            "judge_score": signals.judge_score,
+            "judge_passed": signals.judge_passed,
+            "judge_error": signals.judge_error,
+        }
+    out.gold_path = _left_gold_path(sdir)
     expected, actual = _load_optional(sdir / "expected_db.json"), _load_optional(sdir / "final_db.json")
     damaged = [
         n
@@ -129,14 +187,12 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
     if not rows:
         raise UsageError(f"{run_dir}: no scored scenarios (not a run directory?)")
     if scenario is not None:
-        chosen = [(d, m) for d, m in rows if m["scenario_name"] == scenario]
+        chosen = [(d, m) for d, m in rows if m.scenario_name == scenario]
         if not chosen:
-            from engine.validation import did_you_mean
-
-            names = sorted({m["scenario_name"] for _, m in rows})
+            names = sorted({m.scenario_name for _, m in rows})
             raise UsageError(f"no scenario named {scenario!r} in {run_dir}{did_you_mean(scenario, names)}")
     else:
-        chosen = [(d, m) for d, m in rows if m.get("is_successful") is False]
+        chosen = [(d, m) for d, m in rows if m.is_successful is False]
     return [explain(d, m) for d, m in chosen]
 
 
@@ -168,6 +224,8 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         )
         out.append(f"failing signals: {why}{stall}")
         out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
+        if d.gold_path:
+            out.append(f"conversation: {d.gold_path}")
         if d.db_note:
             out.append(f"DB: {d.db_note}")
         elif not (d.fields or d.records_added or d.records_removed):
@@ -194,3 +252,8 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         out.append("")
     # argument values and errors come from the sides: each entry stays one visible line
     return "\n".join(one_line(line, None) for line in out)
+
+
+def _line_json(line: DiffLine) -> dict[str, Any]:
+    body = {k: v for k, v in asdict(line).items() if k != "final_path" or v is not None}
+    return {**body, "text": str(line)}

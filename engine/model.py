@@ -7,17 +7,19 @@ Treat every Mapping held here as read-only; a session works on ``Scenario.fresh_
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from engine.tools.writeset import json_copy, session_view
 
 if TYPE_CHECKING:
     from engine.gold import GoldTrace
-    from engine.plugin import DomainPlugin
     from engine.tools.arguments import FieldRule
+    from engine.tools.context import CallContext
+
+from engine.records.metrics import SIGNALS as SIGNALS  # the six signal names, defined there
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO_ROOT / "schemas"
@@ -36,15 +38,11 @@ USER_END_REASONS: dict[str, StopReason] = {
     "out_of_scope": "user_out_of_scope",
 }
 
-#: The six signals of the scoring model, by the value written to ``success_breakdown``.
-SIGNALS: tuple[str, ...] = (
-    "is_action_match",
-    "db_state_match",
-    "db_state_assertion",
-    "nl_assertion",
-    "judge_passed",
-    "clean_exit",
-)
+
+#: Field metadata of record fields templates do not see (DBs, the raw dataset record, gold
+#: traces, plugin code): they are large, and a prompt reads record data through the user profile's
+#: ``extra`` pointers or the domain's ``template_variables`` instead.
+_HIDDEN = {"template": False}
 
 
 @dataclass(frozen=True)
@@ -173,11 +171,14 @@ class Domain:
     user_speaks_first: bool = True
     source: SourceRef = SourceRef("")
     extra: Mapping[str, Any] = field(default_factory=dict)
-    plugin: DomainPlugin | None = field(default=None, compare=False, repr=False)
+    plugin: DomainPlugin | None = field(default=None, compare=False, repr=False, metadata=_HIDDEN)
     user_tools: ToolTable | None = None
     #: Spec folders this one extends (``extends:``), searched after ``spec_dir`` for tool tables
     #: and templates.
     parent_dirs: tuple[Path, ...] = ()
+    #: What the agent is handed as its first turn's input when it opens the call (``kickoff:``),
+    #: for scenarios that set none; None: nothing.
+    kickoff: str | None = None
     #: Text files of the data root the templates see as ``texts.<name>`` (``texts:`` in the spec).
     texts: Mapping[str, str] = field(default_factory=dict)
     #: Gold calls known to fail (``known_gold_errors``): validate reports them as warnings.
@@ -216,27 +217,32 @@ class Scenario:
     record_id: str
     description: str
     domain: Domain
-    initial_db: Mapping[str, Any] = field(repr=False)
-    expected_db: Mapping[str, Any] | None = field(repr=False)
+    initial_db: Mapping[str, Any] = field(metadata=_HIDDEN, repr=False)
+    expected_db: Mapping[str, Any] | None = field(metadata=_HIDDEN, repr=False)
     current_date: str
     user: UserProfile
     success_signals: tuple[str, ...]
     max_duration: float
-    record: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    gold_trace: GoldTrace | None = field(default=None, repr=False)
+    record: Mapping[str, Any] = field(default_factory=dict, metadata=_HIDDEN, repr=False)
+    gold_trace: GoldTrace | None = field(default=None, metadata=_HIDDEN, repr=False)
     reference_answer: Any = None
     db_state_assertions: tuple[Mapping[str, Any], ...] = ()
     nl_assertions: tuple[str, ...] = ()
     match_options: Mapping[str, bool] = field(default_factory=dict)
     agent_notes: tuple[str, ...] = ()
     source: SourceRef = SourceRef("")
-    user_initial_db: Mapping[str, Any] | None = field(default=None, repr=False)
+    user_initial_db: Mapping[str, Any] | None = field(default=None, metadata=_HIDDEN, repr=False)
     tool_names: tuple[str, ...] | None = None
     user_speaks_first: bool = True
     kickoff: str | None = None
     #: The key the record id is written under in metrics.json and the session's metadata
     #: (``eva_id`` for specs that say ``eva_id``).
     record_id_key: str = "record_id"
+    #: What the LLM judge compares the agent's answer with (None: ``reference_answer``).
+    judge_reference: Any = None
+    #: Extra variables of each side's prompt template (side -> name -> value), from the domain
+    #: spec's ``template_variables``.
+    template_variables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def eva_id(self) -> str:
@@ -261,7 +267,7 @@ class Scenario:
     def session_db(self) -> dict[str, Any]:
         """A session's own view of the initial DB (:func:`engine.tools.writeset.session_view`):
         records are shared with the initial DB until a tool's declared write copies them, so only
-        a :class:`engine.tools.runtime.ToolRuntime` may change it."""
+        a :class:`engine.toolruntime.ToolRuntime` may change it."""
         return session_view(self.initial_db)
 
     def session_dbs(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -318,3 +324,104 @@ class SessionResult:
     @property
     def clean_exit(self) -> bool:
         return self.stop_reason in CLEAN_STOP_REASONS
+
+
+# The domain plugin contract (re-exported by engine.plugin, where domain packages import it from).
+# It lives here because the records refer to each other: a Domain holds its plugin, and a plugin's
+# diagnostics read a Scenario and a SessionResult.
+
+
+class Handler(Protocol):
+    """A tool handler: ``(db, args, ctx) -> result``.
+
+    ``db`` is the DB of the side that called (mutate in place, only under the tool's declared
+    ``writes``), ``args`` the validated arguments, ``ctx`` a :class:`CallContext`. Returns
+    ``{status: "success", ...}`` or ``{status: "error", error_type, message}``; an error result or
+    an exception rolls the DB back.
+    """
+
+    def __call__(self, db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]: ...
+
+
+#: ``(db, **arguments) -> value``: a DB-state predicate; the DB is the assertion's side's DB.
+Predicate = Callable[..., Any]
+
+#: ``(raw trace data, dataset record, language) -> GoldTrace``: reads one gold source format.
+#: Raises KeyError / TypeError / ValueError for data that is not in that format.
+GoldAdapter = Callable[[Any, Mapping[str, Any], str], "GoldTrace"]
+
+#: ``(agent_db, user_db) -> None``: ties the two DBs of a dual-side domain after each tool call.
+SyncStep = Callable[[dict[str, Any], dict[str, Any]], None]
+
+#: ``(agent_db, user_db, record) -> None``: a scenario's set-up actions on both DBs (the user DB may be
+#: None), run on the session's own deep copies before the first turn and before a gold replay.
+InitStep = Callable[[dict[str, Any], "dict[str, Any] | None", Mapping[str, Any]], None]
+
+#: ``(db) -> str``: a domain-specific canonical hash (SHA-256 hex), selected by ``hash_rules.style``.
+HashFunc = Callable[[Mapping[str, Any]], str]
+
+#: ``(tool result) -> str``: the text a model is shown as a tool's output (the tool message content),
+#: for any result dict, the engine's own error results (``tool_not_found``, ...) included.
+ResultText = Callable[[Mapping[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class DiagnosticInputs:
+    """What a domain diagnostic may look at: the scenario, the session and the DB the gold replay
+    ends with (None when the scenario has no gold trace)."""
+
+    scenario: Scenario
+    result: SessionResult
+    gold_db: Mapping[str, Any] | None = None
+
+
+#: ``(inputs) -> value``: a non-gating diagnostic written to metrics.json under its name (bool,
+#: number, string or None = not applicable). A scenario may gate on it by listing it in
+#: ``success_signals``.
+Diagnostic = Callable[[DiagnosticInputs], Any]
+
+
+#: ``(record) -> value``: computes one per-scenario value from the scenario's dataset record, for a
+#: domain spec's ``{derive: <name>}`` source (initial DB, expected DB, today's date, a
+#: ``record_fields`` entry such as the offered tools or the success signals, the template
+#: variables, a generated scenario's name). The value must be plain JSON-shaped data; the loader
+#: checks it like the spec key it stands for. Raises KeyError / TypeError / ValueError for a record
+#: it cannot read (reported as a spec problem naming the scenario).
+DeriveFunc = Callable[[Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class DomainPlugin:
+    """Everything domain-specific the engine runs: handlers and the rules around them.
+
+    ``handlers``: handler name -> function, for the agent's and the user's tool tables alike;
+    ``field_rules``: handler name -> per-argument rules (error types and extra constraints);
+    ``predicates``: ``func_name`` of ``db_state_assertions`` -> predicate;
+    ``diagnostics``: name -> diagnostic, computed for every session of the domain;
+    ``gold_adapters``: gold ``format`` name (as the domain spec's ``gold_trace.format``) -> adapter;
+    ``sync``: the step run after every successful tool call of a dual-side session (None: no sync);
+    ``initialise``: the scenario's set-up step before the first turn (None: none). A domain with a
+    sync or set-up step gets deep copies of its DBs per session (both steps may write anywhere);
+    ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``);
+    ``derive``: name -> function computing a per-scenario value from the dataset record, used by the
+    domain spec's ``{derive: <name>}`` sources (docs/authoring.md, "Values computed from the record");
+    ``result_text``: what a model is shown as a tool's output (None: the result dict as JSON). The
+    engine sends it in ``tool.result.text`` and the built-in sides use it as the tool message.
+    """
+
+    name: str
+    handlers: Mapping[str, Handler]
+    field_rules: Mapping[str, Mapping[str, FieldRule]] = field(default_factory=dict)
+    predicates: Mapping[str, Predicate] = field(default_factory=dict)
+    diagnostics: Mapping[str, Diagnostic] = field(default_factory=dict)
+    gold_adapters: Mapping[str, GoldAdapter] = field(default_factory=dict)
+    sync: SyncStep | None = None
+    initialise: InitStep | None = None
+    hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
+    derive: Mapping[str, DeriveFunc] = field(default_factory=dict)
+    result_text: ResultText | None = None
+    description: str = ""
+
+
+#: Plugins by name, as the command layer hands them to the loader.
+Plugins = Mapping[str, DomainPlugin]

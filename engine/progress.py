@@ -5,21 +5,19 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
 from engine.model import SessionResult
+from engine.records.metrics import MetricsRecord
 
 
-def passed(metrics: dict[str, Any] | None, result: SessionResult) -> bool:
-    """Whether a finished session counts as passing: the composite verdict when scoring ran
-    (``is_successful`` is True), else a clean exit."""
-    if metrics is not None and "is_successful" in metrics:
-        return metrics["is_successful"] is True
-    return metrics is not None and result.clean_exit
+def passed(metrics: MetricsRecord | None, result: SessionResult) -> bool:
+    """Whether a finished session counts as passing: its composite verdict is True (False when
+    scoring failed: ``metrics`` None)."""
+    return metrics is not None and metrics.is_successful is True
 
 
 class Progress:
@@ -61,7 +59,7 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
 
-    def done(self, result: SessionResult, metrics: dict[str, Any] | None) -> None:
+    def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         """Record one finished session and show it."""
         self.done_count += 1
         ok = passed(metrics, result)

@@ -2,9 +2,9 @@
 
 All hashes are SHA-256 hex of file bytes. At most MAX_DATA_FILES files per folder are hashed;
 ``hash_notes`` lists what was left out (the cap, links out of a folder, FIFOs), empty when nothing.
-``run.json`` is rewritten by every ``finish_run``; the first invocation's record is kept and each
-later one (a ``--resume``) is appended to ``invocations``, so a resumed run still says how it
-started.
+``run.json`` (``engine.records.run.RunRecord``) is rewritten by every ``finish_run``; the first
+invocation's record is kept and each later one (a ``--resume``) is appended to ``invocations``, so
+a resumed run still says how it started.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from engine import __version__
 from engine.artifacts import read_json
 from engine.dataroot import pins, sha256_file
 from engine.model import REPO_ROOT, TEMPLATE_DIR
+from engine.records.fields import RecordError
+from engine.records.run import Git, Invocation, RunRecord
 from engine.safepaths import check_regular, contained
 
 MAX_DATA_FILES = 5000
@@ -123,48 +125,61 @@ def _args(run_info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in run_info.items() if k not in _INFO_KEYS}
 
 
-def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
-    """Build the ``run.json`` body for this invocation, merged with an existing ``run.json``."""
+def parse_run_record(body: Any) -> RunRecord | None:
+    """The record of a ``run.json`` body; None when it is not one (RecordError)."""
+    try:
+        return RunRecord.from_json(body)
+    except RecordError:
+        return None
+
+
+def read_run_record(run_dir: Path) -> RunRecord | None:
+    """The ``run.json`` of ``run_dir``; None when it is missing, unreadable or not a run record."""
+    try:
+        return parse_run_record(read_json(Path(run_dir) / "run.json"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> RunRecord:
+    """The ``run.json`` record of this invocation, merged with the run directory's existing one
+    (its creation time, scenario selection and earlier invocations)."""
     spec_dir = run_info.get("spec_dir")
     data_root = run_info.get("data_root")
     notes: list[str] = []
     data_files = hash_tree(Path(data_root), notes=notes) if data_root else {}
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    invocation = {
-        "started_at": run_info.get("started_at"),
-        "finished_at": run_info.get("finished_at", now),  # None: marked at the start, not finished
-        "wall_time_s": run_info.get("wall_time_s"),
-        "interrupted": bool(run_info.get("interrupted", False)),
-        "argv": _argv(run_info),
-        "args": _args(run_info),
-    }
-    body: dict[str, Any] = {
-        "evalctl_version": __version__,
-        "git": git_commit(),
-        "python": platform.python_version(),
-        "spec_dir": str(spec_dir) if spec_dir else None,
-        "spec_files": hash_tree(Path(spec_dir), notes=notes) if spec_dir else {},
-        "templates": hash_tree(TEMPLATE_DIR, notes=notes),
-        "data_root": str(data_root) if data_root else None,
-        "data_root_files": data_files,
-        "data_root_changed_from_pins": data_root_changes(data_files),
-        "hash_notes": notes,  # files left unhashed (cap reached, links out of the root, FIFOs)
-        "models": run_info.get("models"),
-        "trials": run_info.get("trials"),
-        "args": invocation["args"],
-        "argv": invocation["argv"],
-    }
-    previous: dict[str, Any] = {}
-    try:
-        loaded = read_json(Path(run_dir) / "run.json")
-        previous = loaded if isinstance(loaded, dict) else {}
-    except (OSError, ValueError):
-        pass
-    body["created_at"] = previous.get("created_at") or run_info.get("started_at") or now
-    selected = [str(n) for n in previous.get("scenarios") or []]  # every invocation's selection
-    body["scenarios"] = selected + [n for n in run_info.get("scenarios") or [] if n not in selected]
-    earlier = list(previous.get("invocations", []))
-    if earlier and invocation["started_at"] and earlier[-1].get("started_at") == invocation["started_at"]:
+    argv = _argv(run_info)
+    invocation = Invocation(
+        started_at=run_info.get("started_at"),
+        finished_at=run_info.get("finished_at", now),  # None: marked at the start, not finished
+        wall_time_s=run_info.get("wall_time_s"),
+        interrupted=bool(run_info.get("interrupted", False)),
+        argv=None if argv is None else tuple(argv),
+        args=_args(run_info),
+    )
+    previous = read_run_record(run_dir)
+    selected = list(previous.scenarios) if previous else []  # every invocation's selection
+    earlier = list(previous.invocations) if previous else []
+    if earlier and invocation.started_at and earlier[-1].started_at == invocation.started_at:
         earlier.pop()  # the same invocation finishing again (e.g. summary after Ctrl-C) replaces itself
-    body["invocations"] = [*earlier, invocation]
-    return body
+    git = git_commit()
+    return RunRecord(
+        evalctl_version=__version__,
+        git=None if git is None else Git(**git),
+        python=platform.python_version(),
+        spec_dir=str(spec_dir) if spec_dir else None,
+        spec_files=hash_tree(Path(spec_dir), notes=notes) if spec_dir else {},
+        templates=hash_tree(TEMPLATE_DIR, notes=notes),
+        data_root=str(data_root) if data_root else None,
+        data_root_files=data_files,
+        data_root_changed_from_pins=tuple(data_root_changes(data_files)),
+        hash_notes=tuple(notes),  # files left unhashed (cap reached, links out of the root, FIFOs)
+        models=run_info.get("models"),
+        trials=run_info.get("trials"),
+        args=invocation.args,
+        argv=invocation.argv,
+        created_at=(previous.created_at if previous else None) or run_info.get("started_at") or now,
+        scenarios=(*selected, *(str(n) for n in run_info.get("scenarios") or [] if str(n) not in selected)),
+        invocations=(*earlier, invocation),
+    )

@@ -8,10 +8,8 @@ A template error is raised as SpecError naming the template file, its line and t
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import re
 import traceback
-import weakref
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,8 +17,8 @@ from typing import Any
 import jinja2
 
 from engine.errors import Problem, SpecError
-from engine.model import TEMPLATE_DIR, Domain, Scenario
-from engine.sandbox import ContainedLoader, TemplateSandbox, UnsafeTemplateError, plain
+from engine.model import TEMPLATE_DIR, Scenario
+from engine.sandbox import ContainedLoader, TemplateSandbox, UnsafeTemplateError, plain, plain_record
 from engine.yamlload import display_path
 
 #: How each non-alphanumeric character is said when a code is spelled out.
@@ -134,46 +132,12 @@ def _search_path(scenario: Scenario) -> tuple[str, ...]:
     return (*(str(d) for d in dirs), str(TEMPLATE_DIR))
 
 
-#: Scenario fields a template does not see: the DBs (megabytes in tau2; a prompt must not depend
-#: on them, and walking them per render would cost seconds).
-HIDDEN_FIELDS: dict[str, Any] = {"initial_db": {}, "expected_db": None, "user_initial_db": None}
-_VIEWS: dict[int, tuple[weakref.ref[Scenario], Any]] = {}
-
-
-_DOMAIN_MEMOS: dict[int, tuple[weakref.ref[Domain], dict[int, Any]]] = {}
-
-
-def _domain_memo(domain: Domain) -> dict[int, Any]:
-    """The records inside ``domain`` (itself, its tool tables, ...) as plain data, by object id:
-    walked once per domain, not once per scenario (those objects live as long as the domain)."""
-    key = id(domain)
-    hit = _DOMAIN_MEMOS.get(key)
-    if hit is not None and hit[0]() is domain:
-        return hit[1]
-    memo: dict[int, Any] = {}
-    plain(domain, memo)
-    _DOMAIN_MEMOS[key] = (weakref.ref(domain, lambda _ref, key=key: _DOMAIN_MEMOS.pop(key, None)), memo)
-    return memo
-
-
-def template_record(scenario: Scenario) -> Any:
-    """:func:`engine.sandbox.plain` of ``scenario`` without its DBs (:data:`HIDDEN_FIELDS`),
-    computed once per scenario object (its domain's part once per domain)."""
-    key = id(scenario)
-    hit = _VIEWS.get(key)
-    if hit is not None and hit[0]() is scenario:
-        return hit[1]
-    value = plain(dataclasses.replace(scenario, **HIDDEN_FIELDS), dict(_domain_memo(scenario.domain)))
-    _VIEWS[key] = (weakref.ref(scenario, lambda _ref, key=key: _VIEWS.pop(key, None)), value)
-    return value
-
-
 def context(scenario: Scenario) -> dict[str, Any]:
     """Variables every template sees, as plain data (engine.sandbox.plain: records become dicts,
-    paths their text): scenario (without its DBs, :func:`template_record`), domain, user,
-    policy_role, policy_instructions, current_date (YYYY-MM-DD), agent_notes (list of str), tools
-    (``{tools: [...], names: [...]}``), texts (the domain's ``texts`` files by name)."""
-    record = template_record(scenario)
+    paths their text): scenario, domain, user, policy_role, policy_instructions, current_date
+    (YYYY-MM-DD), agent_notes (list of str), tools (``{tools: [...], names: [...]}``), texts (the
+    domain's ``texts`` files by name)."""
+    record = plain_record(scenario)
     return {
         "scenario": record,
         "domain": record["domain"],
@@ -183,7 +147,7 @@ def context(scenario: Scenario) -> dict[str, Any]:
         "current_date": scenario.current_date,
         "agent_notes": list(scenario.agent_notes),
         "tools": record["tools"],
-        "texts": record["domain"]["texts"],
+        "texts": dict(scenario.domain.texts),
     }
 
 
@@ -217,7 +181,8 @@ def template_problem(
 
 
 def render(scenario: Scenario, side: str, **extra: Any) -> str:
-    """Render the domain template for ``side`` (agent, user, judge...) with ``context`` + ``extra``.
+    """Render the domain template for ``side`` (agent, user, judge...) with ``context``, the
+    scenario's own variables for that side (``template_variables``) and ``extra``.
 
     Raises SpecError (template file, line, scenario) for a missing template, a syntax error or
     an undefined variable.
@@ -237,7 +202,8 @@ def render(scenario: Scenario, side: str, **extra: Any) -> str:
         )
     search_path = _search_path(scenario)
     try:
-        variables = {**context(scenario), **{k: plain(v) for k, v in extra.items()}}
+        own = scenario.template_variables.get(side) or {}
+        variables = {**context(scenario), **plain(own), **{k: plain(v) for k, v in extra.items()}}
         return environment(search_path).get_template(template).render(**variables)
     except jinja2.TemplateNotFound as err:
         raise SpecError(
@@ -289,6 +255,41 @@ def _compile_other_templates(scenario: Scenario) -> list[Problem]:
     return problems
 
 
+#: Variables only the judge template sees (engine.scoring.judge.render_judge_prompt).
+JUDGE_VARIABLES = frozenset(
+    {"scenario_name", "description", "user_goal", "reference", "actions", "transcript", "nl_assertions"}
+)
+_SINGLE_BRACE = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}(?!\})")
+
+
+def single_brace_problems(scenario: Scenario) -> list[Problem]:
+    """``{name}`` in a template's text where ``name`` is a variable the template sees: Jinja
+    renders it literally (``Today is {current_date}``). Text that names no variable (a JSON example
+    in a prompt) is left alone. One problem per occurrence, at its template line."""
+    names = set(context(scenario)) | JUDGE_VARIABLES
+    env = environment(_search_path(scenario))
+    problems: list[Problem] = []
+    for template in dict.fromkeys(scenario.domain.templates.values()):
+        try:
+            source, filename, _ = env.loader.get_source(env, template)  # type: ignore[union-attr]
+            tokens = list(env.lex(source))
+        except (jinja2.TemplateError, OSError):
+            continue  # reported by rendering
+        for lineno, kind, value in tokens:
+            if kind != "data":
+                continue
+            for match in _SINGLE_BRACE.finditer(value):
+                if match.group(1) in names:
+                    line = lineno + value.count("\n", 0, match.start())
+                    name = match.group(1)
+                    message = (
+                        f"{match.group(0)!r} is a single-brace placeholder, rendered literally; "
+                        f"write '{{{{ {name} }}}}' for the variable"
+                    )
+                    problems.append(Problem(display_path(filename or template), line, "$", message))
+    return problems
+
+
 def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
     """Render agent and user prompts for every scenario; returns ``(problems, prompts rendered)``.
 
@@ -306,17 +307,9 @@ def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
                 for p in err.problems:
                     seen.setdefault((p.file, p.line, f"{p.json_path}\0{p.message}"), []).append(scenario.name)
     problems = _compile_other_templates(scenarios[0]) if scenarios else []
+    problems += single_brace_problems(scenarios[0]) if scenarios else []
     for (file, line, key), names in seen.items():
         json_path, message = key.split("\0", 1)
         more = f" (and {len(names) - 1} more scenario(s))" if len(names) > 1 else ""
         problems.append(Problem(file, line, json_path, message + more, names[0]))
     return problems, rendered
-
-
-def render_side(scenario: Scenario, side: str) -> str:
-    """What ``evalctl render`` prints for one scenario: the agent or user prompt, or (side
-    ``tools``) the tool schemas as pretty-printed JSON. Raises SpecError for a template error."""
-    if side == "tools":
-        return json.dumps(tool_schemas(scenario), indent=2, ensure_ascii=False) + "\n"
-    text = render(scenario, side)
-    return text if text.endswith("\n") else text + "\n"

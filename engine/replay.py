@@ -1,5 +1,6 @@
 """Gold-trace replay: run a trace's tool calls on a session view of the initial DB and compare the
-end state with the expected DB.
+end state with the expected DB (or, for a scenario that has none, with its reference answer and DB
+assertions).
 
 ``evalctl validate`` calls :func:`replay_gold` per scenario; a mismatch names the scenario and the
 differing fields (``engine.dbdiff``), and every call is checked against its tool's ``writes``
@@ -12,14 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from engine.dbdiff import DiffLine, db_diff
 from engine.dbhash import db_hash
 from engine.gold import GoldStep, GoldTrace
 from engine.model import KnownGoldError, Scenario, ToolTable
 from engine.plugin import SyncStep
-from engine.tools.runtime import ToolOutcome, ToolRuntime
+from engine.scoring.action_match import is_action_match
+from engine.scoring.predicates import evaluate_db_state_assertion
+from engine.toolruntime import ToolOutcome, ToolRuntime
 from engine.tools.writeset import changed_outside, session_view, snapshot_owned
 
 
@@ -54,10 +57,13 @@ class ReplayOutcome:
     """One scenario's gold replay: ``ok`` when the canonical hash of the replayed DB equals the
     expected DB's (SHA-256 hex both), no call changed what its tool did not declare, and every gold
     call that failed is declared in ``known_gold_errors`` (or recorded as failing by the gold trace
-    itself) and every declared one failed; ``lines`` hold the differing fields; ``error`` says why no
-    replay was possible (no gold trace or no expected DB), names the tools the gold calls that the
-    tool table does not declare, the undeclared writes, or the undeclared / stale gold failures.
-    ``known_failures`` are the declared failures that happened (validate prints them as warnings)."""
+    itself) and every declared one failed; ``lines`` hold the differing fields when not; ``error``
+    says why no replay was possible (no gold trace or no expected DB), names the tools the gold
+    calls that the tool table does not declare, the undeclared writes, or the undeclared / stale
+    gold failures. ``against`` is what the end state was checked with: ``expected_db``, or
+    ``references`` (no expected DB: the reference answer and DB assertions, with ``error`` listing
+    what failed). ``known_failures`` are the declared failures that happened (validate prints them
+    as warnings)."""
 
     scenario_name: str
     ok: bool
@@ -66,6 +72,7 @@ class ReplayOutcome:
     lines: tuple[DiffLine, ...] = ()
     tool_calls: int = 0
     error: str | None = None
+    against: Literal["expected_db", "references"] = "expected_db"
     known_failures: tuple[KnownFailure, ...] = ()
 
 
@@ -90,7 +97,7 @@ def _gold_failures(scenario: Scenario, run: ReplayRun) -> tuple[list[str], list[
         if entry is not None:
             known.append(KnownFailure(entry, message))
         elif recorded.get("status") != "error":  # a failure the gold itself records is expected
-            problems.append(f"gold call {call} ({step.tool}) failed: {message}")
+            problems.append(f"gold call {step.tool} failed: {result.get('error_type')}: {message}")
     problems.extend(
         f"known_gold_errors names gold call {c} ({t}), which the gold trace lacks" for c, t in declared
     )
@@ -166,18 +173,67 @@ def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
     )
 
 
+def gold_signal_failures(scenario: Scenario, run: ReplayRun) -> list[str]:
+    """The gating signals a gold replay can be scored on without a model, that its own gold fails:
+    ``is_action_match`` (the reference answer against the gold's actions) and each
+    ``db_state_assertion`` (on the gold's end DBs). A scenario whose gold fails them could never
+    pass; one line each."""
+    out: list[str] = []
+    if scenario.reference_answer is not None:
+        matched = is_action_match(scenario.reference_answer, run.actions, scenario.match_options)
+        if matched is False:
+            out.append("the gold's own actions do not match its reference_answer (is_action_match)")
+    plugin = scenario.domain.plugin
+    predicates = plugin.predicates if plugin else {}
+    for assertion in scenario.db_state_assertions:
+        verdict = evaluate_db_state_assertion(predicates, assertion, run.db, run.user_db)
+        if not verdict["passed"]:
+            why = verdict.get("error") or f"got {verdict['actual']!r}, expected {verdict['assert_value']!r}"
+            out.append(f"the gold's end state fails db_state_assertion {verdict['func_name']}: {why}")
+    return out
+
+
+def _against_references(scenario: Scenario) -> ReplayOutcome:
+    """A gold replay for a scenario without an expected DB: checked against what the scenario is
+    scored on instead. ``ok`` when every gold call succeeds, the gold's write actions match
+    ``reference_answer`` (when it has one), every ``db_state_assertions`` item passes on the end
+    state and no call changed what its tool did not declare; ``error`` lists what failed."""
+    if scenario.reference_answer is None and not scenario.db_state_assertions:
+        error = "no expected DB, reference answer or DB assertions to replay against"
+        return ReplayOutcome(scenario.name, False, None, None, error=error, against="references")
+    run = replay_scenario(scenario, audit=True)
+    notes, known = _gold_failures(scenario, run)
+    notes += gold_signal_failures(scenario, run)
+    if run.undeclared:
+        notes.append(f"tools changed what their 'writes' do not declare: {'; '.join(run.undeclared[:5])}")
+    actual = db_hash(run.db, scenario.domain.hash_rules)
+    return ReplayOutcome(
+        scenario.name,
+        not notes,
+        actual,
+        None,
+        (),
+        len(run.outcomes),
+        " | ".join(notes) or None,
+        "references",
+        tuple(known),
+    )
+
+
 def replay_gold(scenario: Scenario) -> ReplayOutcome:
     """Replay ``scenario.gold_trace`` onto its initial DB and compare with ``expected_db``;
-    every call is audited against its ``writes`` declaration."""
+    every call is audited against its ``writes`` declaration. A scenario without an expected DB
+    is checked against its reference answer and DB assertions instead (:func:`_against_references`)."""
     rules = scenario.domain.hash_rules
-    if scenario.gold_trace is None or scenario.expected_db is None:
-        missing = "gold trace" if scenario.gold_trace is None else "expected DB"
-        return ReplayOutcome(scenario.name, False, None, None, error=f"no {missing} to replay against")
+    if scenario.gold_trace is None:
+        return ReplayOutcome(scenario.name, False, None, None, error="no gold trace to replay against")
+    if scenario.expected_db is None:
+        return _against_references(scenario)
     run = replay_scenario(scenario, audit=True)
     actual, expected = db_hash(run.db, rules), db_hash(scenario.expected_db, rules)
     lines = () if actual == expected else tuple(db_diff(scenario.expected_db, run.db, rules))
     unknown = sorted({step.tool for step, res in run.responses if res.get("error_type") == "tool_not_found"})
-    notes = []
+    notes = gold_signal_failures(scenario, run)
     if unknown:
         notes.append(f"the gold trace calls tools the tool table lacks: {', '.join(unknown)}")
     if run.undeclared:
@@ -185,7 +241,14 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
         notes.append(f"tools changed what their 'writes' do not declare: {shown}")
     failures, known = _gold_failures(scenario, run)
     notes.extend(failures)
-    ok = actual == expected and not run.undeclared and not failures
+    ok = actual == expected and not notes
     return ReplayOutcome(
-        scenario.name, ok, actual, expected, lines, len(run.outcomes), " | ".join(notes) or None, tuple(known)
+        scenario.name,
+        ok,
+        actual,
+        expected,
+        lines,
+        len(run.outcomes),
+        " | ".join(notes) or None,
+        known_failures=tuple(known),
     )

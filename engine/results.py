@@ -3,14 +3,16 @@
 The runner calls only these functions, so scoring and artifacts can change without touching it:
 
 - ``is_complete(run_dir, scenario_name, trial, trials) -> bool`` — decides what ``--resume`` re-runs;
-- ``await finish_session(run_dir, scenario, result, trials, options) -> dict`` — after every session;
-- ``finish_run(run_dir, run_info) -> dict`` — at the end of a run, also after Ctrl-C.
+- ``await finish_session(run_dir, scenario, result, trials, options) -> MetricsRecord`` — after
+  every session;
+- ``finish_run(run_dir, run_info) -> SummaryRecord`` — at the end of a run, also after Ctrl-C.
 
 Per (scenario, trial) directory (:func:`scenario_dir`), every file written atomically:
 ``final_db.json``, ``expected_db.json``, ``actions.json``, ``tool_calls.json``,
 ``transcript.jsonl``, ``final_scenario_db_hash.txt``, ``scenario_config/{metadata.json,
 agent_prompt.md, user_prompt.md, tools.json}``, ``judge_result.json`` (judge on) and LAST
-``metrics.json``: its presence (parsing, naming this scenario and trial) marks the result complete.
+``metrics.json``: its presence (parsing as an ``engine.records.metrics.MetricsRecord`` that names
+this scenario and trial) marks the result complete.
 
 ``run_info`` (a plain dict from the runner; every key optional) — what ``run.json`` and the
 summary need: ``argv`` (list of str), ``args`` (dict of parsed options), ``spec_dir`` (str),
@@ -25,49 +27,27 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import __version__
+from engine import __version__, render
 from engine.artifacts import read_json, write_db_json, write_json, write_jsonl, write_text
 from engine.dbhash import db_hash
+from engine.errors import UsageError
 from engine.model import Scenario, SessionResult
+from engine.options import ScoringOptions
 from engine.provenance import run_provenance
+from engine.records.metrics import SIGNALS, Breakdown, MetricsRecord, SignalFields, Usage
+from engine.records.summary import SummaryRecord
 from engine.replay import replay_scenario
 from engine.scoring.composite import compute_composite, stalled_threshold
+from engine.scoring.judge import run_judge
 from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import build_summary, render_summary_text
 
 log = logging.getLogger(__name__)
 
 METRICS = "metrics.json"
-METRICS_SCHEMA = "evalctl.metrics/1"
-
-
-@dataclass(frozen=True)
-class ScoringOptions:
-    """Run-level scoring settings (the runner fills them from CLI flags).
-
-    ``min_agent_turns``: stalled rule, ``--min-agent-turns`` (default 3, spoken agent turns);
-    ``strict_match``: ``--strict-match`` (no extra list items at any level in ``is_action_match``);
-    ``judge_model``: ``--judge-model`` (None = judge off); ``judge_base_url``: ``--judge-base-url``
-    (OpenAI-compatible, e.g. ``http://127.0.0.1:8000/v1``); ``judge_api_key_env``: environment
-    variable holding the key (a placeholder is sent when unset); ``judge_threshold``:
-    ``--judge-threshold`` (``judge_passed`` = score >= it, default 0.9); ``judge_retries``: extra
-    attempts after a failed judge call; ``judge_retry_delay_s`` / ``judge_timeout_s``: seconds.
-    """
-
-    min_agent_turns: int = 3
-    strict_match: bool = False
-    judge_model: str | None = None
-    judge_base_url: str | None = None
-    judge_api_key_env: str = "OPENAI_API_KEY"
-    judge_threshold: float = 0.9
-    judge_retries: int = 2
-    judge_retry_delay_s: float = 0.5
-    judge_timeout_s: float = 60.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def scenario_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> Path:
@@ -76,22 +56,38 @@ def scenario_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> 
     return run_dir / scenario_name if trials == 1 else run_dir / scenario_name / f"trial_{trial}"
 
 
-def read_metrics(path: Path) -> dict[str, Any] | None:
-    """Parse a ``metrics.json``; None when it is missing, torn or not ours."""
+def read_metrics(path: Path) -> MetricsRecord | None:
+    """Parse a ``metrics.json``; None when it is missing, torn or not ours (RecordError)."""
     try:
-        body = read_json(path)
-    except (OSError, ValueError):
+        return MetricsRecord.from_json(read_json(path))
+    except (OSError, ValueError):  # RecordError is a ValueError
         return None
-    if not isinstance(body, dict) or body.get("schema") != METRICS_SCHEMA or "scenario_name" not in body:
-        return None
-    return body
 
 
 def is_complete(run_dir: Path, scenario_name: str, trial: int, trials: int) -> bool:
     """True when that (scenario, trial) already has a complete, scored result (used by --resume):
     its ``metrics.json`` parses and names this scenario and trial."""
-    body = read_metrics(scenario_dir(Path(run_dir), scenario_name, trial, trials) / METRICS)
-    return body is not None and body["scenario_name"] == scenario_name and body.get("trial") == trial
+    record = read_metrics(scenario_dir(Path(run_dir), scenario_name, trial, trials) / METRICS)
+    return record is not None and record.scenario_name == scenario_name and record.trial == trial
+
+
+def gold_path(scenario: Scenario) -> dict[str, Any]:
+    """What a replay caller plays against a model agent, for triage: the gold's agent tool calls
+    ``[{turn, name, arguments}]`` (``turn``: the agent turn, counted from 0) and its caller lines."""
+    calls: list[dict[str, Any]] = []
+    turn = -1
+    assert scenario.gold_trace is not None
+    for step in scenario.gold_trace:
+        if step.kind == "user":
+            turn += 1
+        elif step.kind == "tool_call" and step.side == "agent":
+            calls.append({"turn": max(turn, 0), "name": step.tool, "arguments": dict(step.arguments)})
+    ending = [t.name for t in scenario.tools.tools if t.ends_call == "exit"]
+    return {
+        "tool_calls": calls,
+        "user_lines": list(scenario.gold_trace.lines("user")),
+        "ending_tools": ending,
+    }
 
 
 _GOLD_DBS: dict[int, tuple[Scenario, dict[str, Any] | None]] = {}
@@ -116,8 +112,6 @@ def gold_db(scenario: Scenario) -> dict[str, Any] | None:
 def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str, Any]] | None, str | None]:
     """Rendered prompts and tool schemas; a rendering failure is recorded, never raised."""
     try:
-        from engine import render
-
         prompts = {
             "agent_prompt.md": render.render_agent_prompt(scenario),
             "user_prompt.md": render.render_user_prompt(scenario),
@@ -156,8 +150,8 @@ def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str |
 
 async def finish_session(
     run_dir: Path, scenario: Scenario, result: SessionResult, trials: int, options: ScoringOptions
-) -> dict[str, Any]:
-    """Score ``result`` and write every per-scenario artifact atomically; returns the metrics dict.
+) -> MetricsRecord:
+    """Score ``result`` and write every per-scenario artifact atomically; returns its metrics.
 
     ``metrics.json`` is written last. The judge (if ``options.judge_model``) is awaited here; its
     failures are recorded as N/A, never raised. Raises OSError only when the run directory cannot
@@ -178,8 +172,6 @@ async def finish_session(
 
     judge = None
     if options.judge_model:
-        from engine.scoring.judge import run_judge
-
         judge = await run_judge(scenario, result, options)
 
     inputs = SignalInputs(
@@ -208,72 +200,72 @@ async def finish_session(
     for fname, text in prompts.items():
         write_text(cfg / fname, text)
     write_json(cfg / "tools.json", tools)
+    (cfg / "gold_path.json").unlink(missing_ok=True)
+    if result.user_backend == "replay" and result.agent_backend != "replay" and scenario.gold_trace:
+        write_json(cfg / "gold_path.json", gold_path(scenario))  # for evalctl diff: where it left the gold
     usage = {role: dict(u) for role, u in result.usage.items()}
     if judge is not None:
         write_json(sdir / "judge_result.json", judge.to_json())
         usage["judge"] = dict(judge.usage)
 
-    metrics: dict[str, Any] = {
-        "schema": METRICS_SCHEMA,
-        "scenario_name": scenario.name,
-        scenario.record_id_key: scenario.record_id,
-        "domain": scenario.domain.name,
-        "trial": result.trial,
-        "is_successful": comp.is_successful,
-        "is_task_successful": comp.is_task_successful,
-        "success_breakdown": comp.breakdown,
-        "success_signals": list(scenario.success_signals),
-        "stalled": stalled,
-        "min_agent_turns": min_turns,
-        "stop_reason": result.stop_reason,
-        **fields,
-        "db_hash": actual_hash,
-        "expected_db_hash": expected_hash,
-        "agent_turns": result.agent_turns,
-        "user_turns": result.user_turns,
-        "num_actions": len(result.actions),
-        "num_tool_calls": len(result.tool_calls),
-        "started_at": result.started_at,
-        "duration_s": round(result.duration_s, 6),
-        "engine_time_s": round(result.engine_time_s, 6),
-        "agent_backend": result.agent_backend,
-        "user_backend": result.user_backend,
-        "usage": usage,
-        "judge_model": judge.model if judge else None,
-        "judge_prompt_sha256": judge.prompt_sha256 if judge else None,
-        "error": result.error,
-        "evalctl_version": __version__,
-    }
-    write_json(sdir / METRICS, metrics)
+    metrics = MetricsRecord(
+        scenario_name=scenario.name,
+        record_id=scenario.record_id,
+        domain=scenario.domain.name,
+        trial=result.trial,
+        is_successful=comp.is_successful,
+        is_task_successful=comp.is_task_successful,
+        success_breakdown=Breakdown.from_json(comp.breakdown),
+        success_signals=tuple(scenario.success_signals),
+        stalled=stalled,
+        min_agent_turns=min_turns,
+        stop_reason=result.stop_reason,
+        signals=SignalFields.from_outputs(fields, tuple(n for n in values if n not in SIGNALS)),
+        db_hash=actual_hash,
+        expected_db_hash=expected_hash,
+        agent_turns=result.agent_turns,
+        user_turns=result.user_turns,
+        num_actions=len(result.actions),
+        num_tool_calls=len(result.tool_calls),
+        started_at=result.started_at,
+        duration_s=round(result.duration_s, 6),
+        engine_time_s=round(result.engine_time_s, 6),
+        agent_backend=result.agent_backend,
+        user_backend=result.user_backend,
+        usage={role: Usage.from_json(u) for role, u in usage.items()},
+        judge_model=judge.model if judge else None,
+        judge_prompt_sha256=judge.prompt_sha256 if judge else None,
+        error=result.error,
+        evalctl_version=__version__,
+        record_id_key=scenario.record_id_key,
+    )
+    write_json(sdir / METRICS, metrics.to_json())
     return metrics
 
 
-def scored_dirs(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+def scored_dirs(run_dir: Path) -> list[tuple[Path, MetricsRecord]]:
     """``(directory, metrics)`` of every complete result under ``run_dir`` (``<name>/`` and
     ``<name>/trial_<k>/``), one per (scenario, trial), sorted by name then trial. Torn or foreign
     ``metrics.json`` files, and copies in the wrong directory, are skipped."""
     run_dir = Path(run_dir)
-    seen: dict[tuple[str, int], tuple[Path, dict[str, Any]]] = {}
+    seen: dict[tuple[str, int], tuple[Path, MetricsRecord]] = {}
     for path in sorted([*run_dir.glob(f"*/{METRICS}"), *run_dir.glob(f"*/trial_*/{METRICS}")]):
-        body = read_metrics(path)
-        if body is None:
+        record = read_metrics(path)
+        if record is None:
             continue
         nested = path.parent.parent != run_dir
-        if (
-            scenario_dir(run_dir, body["scenario_name"], body.get("trial", 1), 2 if nested else 1)
-            != path.parent
-        ):
+        if scenario_dir(run_dir, record.scenario_name, record.trial, 2 if nested else 1) != path.parent:
             continue  # a copy in the wrong place must not count twice
-        seen[(body["scenario_name"], int(body.get("trial", 1)))] = (path.parent, body)
+        seen[(record.scenario_name, record.trial)] = (path.parent, record)
     return [seen[k] for k in sorted(seen)]
 
 
-def load_run_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """The metrics dicts of :func:`scored_dirs`."""
+def load_run_metrics(run_dir: Path) -> list[MetricsRecord]:
+    """The metrics records of :func:`scored_dirs`."""
     return [m for _, m in scored_dirs(run_dir)]
 
 
-def _with_defaults(run_dir: Path, metrics: list[dict[str, Any]], run_info: dict[str, Any]) -> dict[str, Any]:
+def _with_defaults(run_dir: Path, metrics: list[MetricsRecord], run_info: dict[str, Any]) -> dict[str, Any]:
     """Fill what the runner left out from the results themselves: spec dir and data root (from a
     scenario's metadata.json), ``wall_time_s`` (alias ``wall_s``), ``models`` (from ``agent`` /
     ``user`` backend strings and the usage records), ``min_agent_turns`` (from metrics)."""
@@ -292,18 +284,18 @@ def _with_defaults(run_dir: Path, metrics: list[dict[str, Any]], run_info: dict[
     if not info.get("models"):
         models: dict[str, Any] = {r: info[r] for r in ("agent", "user") if info.get(r)}
         for m in metrics:
-            for role, u in (m.get("usage") or {}).items():
-                if u.get("model") and (role not in models or role == "judge"):
-                    models[role] = u["model"]
+            for role, u in m.usage.items():
+                if u.model and (role not in models or role == "judge"):
+                    models[role] = u.model
         info["models"] = models
     if info.get("min_agent_turns") is None and metrics:
-        info["min_agent_turns"] = metrics[0].get("min_agent_turns")
+        info["min_agent_turns"] = metrics[0].min_agent_turns
     return info
 
 
-def finish_run(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
+def finish_run(run_dir: Path, run_info: dict[str, Any]) -> SummaryRecord:
     """Recompute the run summary over every scenario directory in ``run_dir`` and write
-    ``all_summary.txt``, ``summary.json`` and ``run.json``; returns the summary dict.
+    ``all_summary.txt``, ``summary.json`` and ``run.json``; returns the summary.
 
     Safe to call repeatedly (after a resume, after Ctrl-C): results are read from disk, each
     (scenario, trial) counted once.
@@ -312,29 +304,18 @@ def finish_run(run_dir: Path, run_info: dict[str, Any]) -> dict[str, Any]:
     run_dir.mkdir(parents=True, exist_ok=True)
     metrics = load_run_metrics(run_dir)
     run_info = _with_defaults(run_dir, metrics, run_info)
-    summary = build_summary(metrics, run_info)
-    summary = {"run_dir": str(run_dir), "evalctl_version": __version__, **summary}
-    write_json(run_dir / "run.json", run_provenance(run_dir, run_info))
-    write_json(run_dir / "summary.json", summary)
+    summary = build_summary(metrics, run_info, run_dir=str(run_dir))
+    write_json(run_dir / "run.json", run_provenance(run_dir, run_info).to_json())
+    write_json(run_dir / "summary.json", summary.to_json())
     write_text(run_dir / "all_summary.txt", render_summary_text(summary, title=str(run_dir)))
     return summary
 
 
-_SUMMARY_KEYS = frozenset({"unit", "results", "scenarios", "trials", "signals", "stalled", "failed"})
-
-
-def load_summary(run_dir: Path) -> dict[str, Any]:
+def load_summary(run_dir: Path) -> SummaryRecord:
     """The ``summary.json`` of a run; raises UsageError when ``run_dir`` is not a finished run."""
-    from engine.errors import UsageError
-
     path = Path(run_dir) / "summary.json"
     try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(body, dict):
-            raise ValueError(f"not an evalctl summary: JSON {type(body).__name__}, not an object")
-        if _SUMMARY_KEYS - body.keys():
-            raise ValueError(f"not an evalctl summary: no {', '.join(sorted(_SUMMARY_KEYS - body.keys()))}")
-        return body
+        return SummaryRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         if not (Path(run_dir) / "run.json").is_file():
             raise UsageError(f"{run_dir}: not an evalctl run directory (no run.json)") from None
@@ -342,7 +323,7 @@ def load_summary(run_dir: Path) -> dict[str, Any]:
             f"{run_dir}: no summary.json yet (the run never finished); "
             f"`evalctl run ... --resume {run_dir}` completes it"
         ) from None
-    except ValueError as exc:
+    except ValueError as exc:  # bad JSON, or not the record (RecordError)
         raise UsageError(
             f"{path}: unreadable ({exc}); `evalctl run ... --resume {run_dir}` rewrites it"
         ) from None

@@ -7,6 +7,7 @@ resumed) and one folder per scenario. ``--resume`` needs such a directory and it
 
 from __future__ import annotations
 
+import difflib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,24 +16,25 @@ from engine import results
 from engine.artifacts import read_json, write_json
 from engine.errors import EvalctlError, UsageError
 from engine.model import Scenario
-from engine.provenance import run_provenance
-from engine.validation import did_you_mean
+from engine.provenance import parse_run_record, read_run_record, run_provenance
 
 
 def select_scenarios(
     scenarios: tuple[Scenario, ...], names: tuple[str, ...], prefix: str | None
 ) -> list[Scenario]:
-    """Scenarios by exact ``names`` (in the given order) or by name ``prefix``; all when neither.
+    """Scenarios by exact ``names`` or record ids (eva: ``1.1.2``), in the given order, or by name
+    ``prefix``; all when neither.
 
-    Raises UsageError for an unknown name (with a suggestion) or an empty selection.
+    Raises UsageError for an unknown name (with a suggestion among names and record ids: the
+    scenario a record id names is shown with it) or an empty selection.
     """
     by_name = {s.name: s for s in scenarios}
+    by_id = {s.record_id: s for s in scenarios}
     if names:
-        unknown = [n for n in names if n not in by_name]
+        unknown = [n for n in names if n not in by_name and n not in by_id]
         if unknown:
-            hint = did_you_mean(unknown[0], by_name)
-            raise UsageError(f"no scenario named {unknown[0]!r}{hint}")
-        chosen = [by_name[n] for n in dict.fromkeys(names)]
+            raise UsageError(f"no scenario named {unknown[0]!r}{_suggestion(unknown[0], scenarios)}")
+        chosen = list({id(s): s for s in (by_name.get(n) or by_id[n] for n in names)}.values())
     else:
         chosen = list(scenarios)
     if prefix:
@@ -40,6 +42,21 @@ def select_scenarios(
     if not chosen:
         raise UsageError(f"no scenario matches --domain {prefix!r}" if prefix else "no scenarios to run")
     return chosen
+
+
+def _suggestion(word: str, scenarios: tuple[Scenario, ...]) -> str:
+    """Did-you-mean over names and record ids: ``eva_airline__1_1_2`` is closest to the id
+    ``1.1.2`` spelled as a name, so both forms are compared."""
+    keys: dict[str, Scenario] = {}
+    for s in scenarios:
+        keys[s.name] = s
+        keys[s.record_id] = s
+        keys[f"{s.domain.name}__{s.record_id}".replace(".", "_").replace("-", "_")] = s
+    close = difflib.get_close_matches(word, list(keys), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    s = keys[close[0]]
+    return f" (did you mean {s.name!r}, record {s.record_id!r}?)"
 
 
 def fresh_default_dir() -> Path:
@@ -65,7 +82,7 @@ def open_run_dir(run_dir: Path, resume: bool, info: dict[str, Any]) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         if not resume:
             first = {**info, "finished_at": None, "interrupted": True}
-            write_json(run_dir / "run.json", run_provenance(run_dir, first))
+            write_json(run_dir / "run.json", run_provenance(run_dir, first).to_json())
     except OSError as err:
         raise EvalctlError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
 
@@ -79,10 +96,11 @@ def check_run_dir(run_dir: Path, resume: bool, trials: int) -> tuple[str, ...]:
     A fresh run needs a directory that holds no run (it would overwrite that run's results).
     """
     try:
-        recorded = read_json(run_dir / "run.json")
+        body = read_json(run_dir / "run.json")
     except (OSError, ValueError):
-        recorded = None
-    is_run = isinstance(recorded, dict) or (run_dir.is_dir() and bool(results.scored_dirs(run_dir)))
+        body = None
+    recorded = parse_run_record(body)  # None for a run.json that is not a run record
+    is_run = isinstance(body, dict) or (run_dir.is_dir() and bool(results.scored_dirs(run_dir)))
     if not resume:
         if is_run:
             raise UsageError(
@@ -92,14 +110,14 @@ def check_run_dir(run_dir: Path, resume: bool, trials: int) -> tuple[str, ...]:
         return ()
     if not is_run:
         raise UsageError(f"--resume: {run_dir} is not an evalctl run directory (no run.json, no results)")
-    recorded_trials = recorded.get("trials") if isinstance(recorded, dict) else None
-    if isinstance(recorded_trials, int) and recorded_trials != trials:
+    if recorded is None:
+        return ()  # a run killed before its run.json was whole: its trials and selection are unknown
+    if recorded.trials is not None and recorded.trials != trials:
         raise UsageError(
-            f"--resume: {run_dir} was run with --trials {recorded_trials}; "
-            f"resume it with --trials {recorded_trials}"
+            f"--resume: {run_dir} was run with --trials {recorded.trials}; "
+            f"resume it with --trials {recorded.trials}"
         )
-    selected = recorded.get("scenarios") if isinstance(recorded, dict) else None
-    return tuple(str(n) for n in selected) if isinstance(selected, list) else ()
+    return recorded.scenarios
 
 
 def recorded_selection(loaded: Any, names: tuple[str, ...], run_dir: Path) -> list[Scenario]:
@@ -108,10 +126,8 @@ def recorded_selection(loaded: Any, names: tuple[str, ...], run_dir: Path) -> li
     known = {s.name for s in loaded.scenarios}
     missing = [n for n in names if n not in known]
     if missing:
-        try:
-            spec_dir = read_json(run_dir / "run.json").get("spec_dir", "?")
-        except (OSError, ValueError, AttributeError):
-            spec_dir = "?"
+        recorded = read_run_record(run_dir)
+        spec_dir = recorded.spec_dir if recorded is not None and recorded.spec_dir else "?"
         raise UsageError(
             f"--resume: the run in {run_dir} was made from {spec_dir}, whose scenario {missing[0]!r} "
             f"is not in {loaded.domain.spec_dir}; resume it with that spec dir"

@@ -22,71 +22,41 @@ from pathlib import Path
 from typing import Any
 
 from engine import render, results
-from engine.backends import BackendFactory, BackendSpec, make_factory, parse_backend_spec
+from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
+from engine.backends.factory import make_factory
 from engine.errors import EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
-from engine.plugin import Plugins
+from engine.options import RunOptions, ScoringOptions
 from engine.progress import Progress
 from engine.protocol import end_call_schema
+from engine.records.metrics import MetricsRecord
+from engine.records.summary import SummaryRecord
 from engine.rundir import check_run_dir, fresh_default_dir, open_run_dir, recorded_selection, select_scenarios
 from engine.session import SessionLimits, SessionSetup, run_session
 from engine.sides import builtin_side
 from engine.specs import load_domain
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """Everything ``evalctl run`` takes. Times in seconds; ``agent`` / ``user`` are backend specs
-    (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
-    ``resume`` reuses that run directory and runs only what is not complete there;
-    ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
-    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none."""
-
-    spec_dir: Path
-    data_root: Path | None = None
-    plugins: Plugins = field(default_factory=dict)
-    scenarios: tuple[str, ...] = ()
-    domain_prefix: str | None = None
-    agent: str = "replay"
-    user: str = "replay"
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 8
-    output_dir: Path | None = None
-    max_turns: int | None = None
-    trials: int = 1
-    resume: Path | None = None
-    turn_timeout_s: float = 300.0
-    max_tool_rounds: int = 10
-    max_tool_calls_per_turn: int = 50
-    request_timeout_s: float = 60.0
-    max_retries: int = 4
-    replay_latency_s: float = 0.0
-    progress: bool | None = None
-    quiet: bool = False
-    scoring: results.ScoringOptions = field(default_factory=results.ScoringOptions)
-
-
 @dataclass
 class RunReport:
-    """What a run did: ``outcomes`` pairs each finished session with its metrics dict (None when
+    """What a run did: ``outcomes`` pairs each finished session with its metrics (None when
     scoring failed, see ``scoring_errors``); ``skipped`` were already complete (``--resume``)."""
 
     run_dir: Path
     #: (repr=False: Python 3.11's asyncio.run formats the main task's result while restoring the
     #: SIGINT handler; a report holding every session's DB took seconds to show.)
-    outcomes: list[tuple[SessionResult, dict[str, Any] | None]] = field(default_factory=list, repr=False)
+    outcomes: list[tuple[SessionResult, MetricsRecord | None]] = field(default_factory=list, repr=False)
     scoring_errors: dict[str, str] = field(default_factory=dict)
-    summary: dict[str, Any] | None = None
+    summary: SummaryRecord | None = None
     interrupted: bool = False
     skipped: int = 0
     wall_s: float = 0.0
 
     def overall_rate(self) -> float | None:
         """The composite success rate over the run directory (0..1), None when not applicable."""
-        if not self.summary:
+        if self.summary is None:
             return None
-        rate = self.summary.get("overall", {}).get("rate")
+        rate = self.summary.overall.rate
         return None if rate is None else float(rate)
 
     def exit_code(self, fail_under: float | None = None) -> int:
@@ -122,7 +92,7 @@ def _side(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -
     )
 
 
-def _check_judge(scoring: results.ScoringOptions) -> None:
+def _check_judge(scoring: ScoringOptions) -> None:
     """A configured judge needs its key variable set, like a model side: a UsageError before the
     run, not N/A verdicts after it (any non-empty value for a local server that needs none)."""
     if scoring.judge_model and not os.environ.get(scoring.judge_api_key_env):
@@ -250,8 +220,10 @@ def _run_info(
 
 def _options_record(opts: RunOptions) -> dict[str, Any]:
     """Every run option as JSON values (paths as strings), scoring options nested; no secrets
-    (the API key is named by its environment variable only)."""
-    record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in ("progress",)}
+    (the API key is named by its environment variable only). Left out: ``progress`` (display only)
+    and ``plugins`` (the registry's records, not an option given to the run)."""
+    skip = ("progress", "plugins")
+    record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in skip}
     record["scoring"] = dataclasses.asdict(opts.scoring)
     return json.loads(json.dumps(record, default=str))
 
@@ -282,7 +254,7 @@ async def _run_jobs(
                 )
             except Exception as err:  # an engine bug in one session must not stop the others
                 result = SessionResult(scenario.name, trial, "error", error=f"engine error: {err!r}")
-            metrics: dict[str, Any] | None
+            metrics: MetricsRecord | None
             try:
                 metrics = await _finish(run_dir, scenario, result, opts)
             except Exception as err:  # scoring trouble is recorded, the run goes on
@@ -307,12 +279,12 @@ _FINISHER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalctl-finish
 
 async def _finish(
     run_dir: Path, scenario: Scenario, result: SessionResult, opts: RunOptions
-) -> dict[str, Any]:
+) -> MetricsRecord:
     """Score and write one session off the event loop: artifact writes block (fsync), and the
     sessions still running must not wait for them. Its own loop in a worker thread; if the run is
     interrupted meanwhile, the writes still finish (so a result is never half written)."""
 
-    def work() -> dict[str, Any]:
+    def work() -> MetricsRecord:
         return asyncio.run(results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring))
 
     future = asyncio.get_running_loop().run_in_executor(_FINISHER, work)

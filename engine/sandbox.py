@@ -27,6 +27,7 @@ import dataclasses
 import datetime
 import functools
 import inspect
+import json
 import os
 import types
 import weakref
@@ -51,7 +52,8 @@ from engine.safepaths import MAX_SPEC_BYTES, read_text
 
 def plain(value: Any, _memo: dict[int, Any] | None = None) -> Any:
     """``value`` as plain data for a template: str / int / float / bool / None stay; a path or a
-    date becomes its text; a dataclass record becomes a dict of its fields and public properties;
+    date becomes its text; a dataclass record becomes a dict of its fields (but those whose metadata
+    says ``template: False``: DBs, gold traces, plugin code) and public properties;
     a mapping becomes a dict with text keys; a list or tuple keeps its kind (a set becomes a list);
     anything else becomes its text. Containers already plain are shared, not copied (the sandbox
     is immutable). Raises RecursionError for data nested beyond Python's limit."""
@@ -69,12 +71,26 @@ def plain(value: Any, _memo: dict[int, Any] | None = None) -> Any:
     if isinstance(value, datetime.date | datetime.time):
         return value.isoformat()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if _memo is not None and value.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            return plain_record(value)  # a frozen record shared by many scenarios: converted once
         if id(value) not in memo:
-            record = {f.name: plain(getattr(value, f.name), memo) for f in dataclasses.fields(value)}
+            record = {
+                f.name: plain(getattr(value, f.name), memo)
+                for f in dataclasses.fields(value)
+                if f.metadata.get("template", True)
+            }
             for name, attr in vars(type(value)).items():
                 if isinstance(attr, property) and not name.startswith("_"):
                     record[name] = plain(getattr(value, name), memo)
             memo[id(value)] = record
+        return memo[id(value)]
+    if type(value) is dict and id(value) not in memo:
+        try:  # JSON-shaped data (the common case) converts at C speed; dates, sets, odd keys do not
+            memo[id(value)] = json.loads(json.dumps(value, ensure_ascii=False, check_circular=True))
+            return memo[id(value)]
+        except (TypeError, ValueError, RecursionError):
+            pass
+    elif type(value) is dict:
         return memo[id(value)]
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
@@ -104,7 +120,7 @@ def plain_record(record: Any) -> Any:
     hit = _RECORDS.get(key)
     if hit is not None and hit[0]() is record:
         return hit[1]
-    value = plain(record)
+    value = plain(record, None)
     _RECORDS[key] = (weakref.ref(record, lambda _ref, key=key: _RECORDS.pop(key, None)), value)
     return value
 

@@ -5,36 +5,30 @@ problem collected (used by ``engine.specs.load_domain``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from engine.datasources import DataFiles, read_error
-from engine.errors import Problem
+from engine import scenario_fields as fields
+from engine.datasources import read_error
 from engine.gold import CORE_ADAPTERS, GoldTrace, resolve_pointer
-from engine.model import Domain, Scenario, SourceRef, UserProfile
+from engine.model import Scenario, SourceRef, UserProfile
 from engine.replay import replay_scenario
+from engine.scenario_fields import BuildContext
 from engine.validation import did_you_mean, problem_at
-from engine.yamlload import YamlDoc
+from engine.yamlload import JsonPath, YamlDoc
 
 
-@dataclass
-class BuildContext:
-    """What building one scenario needs: the domain doc (for locating domain-side problems)."""
-
-    domain: Domain
-    ddoc: YamlDoc
-    data: DataFiles
-    problems: list[Problem] = field(default_factory=list)
-    reported: set[str] = field(default_factory=set)  # domain-level failures already reported once
-
-
-def _source(ctx: BuildContext, key: str, eva_id: str, record: Any, initial_db: Any, subject: str) -> Any:
-    """Resolve a domain ``source`` spec (file / from+pointer / value) for one scenario; raises LookupError.
+def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial_db: Any) -> Any:
+    """Resolve the domain ``source`` spec at ``path`` of domain.yaml (file / from+pointer / value /
+    derive) for one scenario; raises LookupError (``fields.Reported`` when already recorded).
 
     ``from: gold_replay`` is resolved by the caller (it needs the tool table and the gold trace)."""
-    spec = ctx.ddoc.data[key]
+    spec = resolve_pointer(ctx.ddoc.data, "/" + "/".join(str(p) for p in path))
+    key = ".".join(str(p) for p in path)
     if "value" in spec:
         return spec["value"]
+    if "derive" in spec:
+        return fields.derive(ctx, (*path, "derive"), spec["derive"], record, eva_id)
     if "file" in spec:
         rel = spec["file"].replace("{eva_id}", eva_id).replace("{id}", eva_id)
         try:
@@ -136,50 +130,41 @@ def _id_key(doc: YamlDoc) -> tuple[str]:
     return ("eva_id",) if "eva_id" in doc.data else ("id",)
 
 
+def problems_in_reference(ctx: BuildContext, doc: YamlDoc, name: str) -> None:
+    """A reference answer's action items must name an action type some tool records, and only
+    arguments that tool has (``refund_amout: 1285`` would make the gold fail its own match)."""
+    reference = doc.data.get("reference_answer")
+    if not isinstance(reference, list):
+        return
+    by_action = {t.action_type: t for t in ctx.domain.tools.tools if t.action_type}
+    for i, item in enumerate(reference):
+        if not isinstance(item, dict) or not isinstance(item.get("action_type"), str):
+            continue
+        tool = by_action.get(item["action_type"])
+        if tool is None:
+            kind = item["action_type"]
+            message = f"no tool records action_type {kind!r}{did_you_mean(kind, by_action)}"
+            ctx.problems.append(problem_at(doc, ("reference_answer", i, "action_type"), message, name))
+            continue
+        params = tool.parameters.get("properties") or {}
+        for key in item:
+            if key != "action_type" and key not in params:
+                message = f"tool {tool.name!r} has no argument {key!r}{did_you_mean(key, params)}"
+                ctx.problems.append(problem_at(doc, ("reference_answer", i, key), message, name))
+
+
 def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     s, domain, name = doc.data, ctx.domain, doc.data["name"]
     before = len(ctx.problems)
     dspec = ctx.ddoc.data
     id_key = _id_key(doc)
     eva_id = s[id_key[0]]
-    predicates = domain.plugin.predicates if domain.plugin else {}
-    has_user_db = "user_db" in dspec
     if not name.startswith(f"{domain.name}__"):
         ctx.problems.append(
             problem_at(doc, ("name",), f"scenario names must start with '{domain.name}__'", name)
         )
-    for i, assertion in enumerate(s.get("db_state_assertions", [])):
-        func = assertion["func_name"]
-        if func not in predicates:
-            ctx.problems.append(
-                problem_at(
-                    doc,
-                    ("db_state_assertions", i, "func_name"),
-                    f"unknown predicate {func!r} for domain {domain.name}{did_you_mean(func, predicates)}",
-                    name,
-                )
-            )
-        if assertion.get("side") == "user" and not has_user_db:  # it could never pass
-            ctx.problems.append(
-                problem_at(
-                    doc,
-                    ("db_state_assertions", i, "side"),
-                    f"side 'user': domain {domain.name} has no user-side DB (no user_db in its domain.yaml); "
-                    "use side: agent",
-                    name,
-                )
-            )
-    for i, tool in enumerate(s.get("tools", [])):
-        if domain.tools.get(tool) is None:
-            ctx.problems.append(
-                problem_at(
-                    doc,
-                    ("tools", i),
-                    f"tool {tool!r} is not in the domain's tool table"
-                    f"{did_you_mean(tool, domain.tools.names)}",
-                    name,
-                )
-            )
+    ctx.problems.extend(fields.check_references(ctx, doc, s, name))
+    problems_in_reference(ctx, doc, name)
     try:
         records = ctx.data.dataset(dspec["dataset"])
     except (OSError, ValueError) as err:
@@ -203,7 +188,26 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
             )
         )
         return None
+    derived = fields.record_fields(ctx, s, record, eva_id, name)
+    s = {**(derived or {}), **s}  # the scenario file's own keys win
     signals = s.get("success_signals", list(domain.success_signals))
+    diagnostics = domain.plugin.diagnostics if domain.plugin else {}
+    gates = [*dspec.get("gate_diagnostics", []), *s.get("gate_diagnostics", [])]
+    for where, listed in (
+        (ctx.ddoc, dspec.get("gate_diagnostics", [])),
+        (doc, s.get("gate_diagnostics", [])),
+    ):
+        for i, gate in enumerate(listed):
+            if gate not in diagnostics and (where is doc or "gates" not in ctx.reported):
+                message = (
+                    f"{gate!r} is not a diagnostic of domain {domain.name}{did_you_mean(gate, diagnostics)}"
+                )
+                ctx.problems.append(
+                    problem_at(where, ("gate_diagnostics", i), message, name if where is doc else None)
+                )
+    if dspec.get("gate_diagnostics"):
+        ctx.reported.add("gates")
+    signals = [*signals, *(g for g in dict.fromkeys(gates) if g not in signals)]
     values: dict[str, Any] = {}
     for key in ("initial_db", "expected_db", "current_date", "user_db"):
         if key not in dspec or (dspec[key].get("from") == "initial_db" and "initial_db" not in values):
@@ -211,25 +215,21 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         if dspec[key].get("from") == "gold_replay":
             continue
         try:
-            values[key] = _source(ctx, key, eva_id, record, values.get("initial_db"), name)
+            values[key] = _source(ctx, (key,), eva_id, record, values.get("initial_db"))
+        except fields.Reported:
+            continue
         except LookupError as err:
             ctx.problems.append(problem_at(doc, id_key, str(err), name))
+    variables = fields.template_variables(
+        ctx, record, eva_id, name, lambda path: _source(ctx, path, eva_id, record, values.get("initial_db"))
+    )
     trace = _gold(ctx, doc, records, eva_id, name) if "gold_trace" in dspec else None
     from_gold = dspec.get("expected_db", {}).get("from") == "gold_replay"
     if from_gold and trace is None:
         ctx.problems.append(problem_at(doc, id_key, "expected_db from gold_replay needs a gold trace", name))
-    fields: dict[str, Any] = {}
-    for key, pointer in (dspec.get("record_fields") or {}).items():
-        if key in s:
-            continue
-        try:
-            fields[key] = resolve_pointer(record, pointer)
-        except KeyError:
-            fields[key] = None  # the record has none: the signal is not applicable
     user = _user(ctx, record, s.get("user", {}), name)
     if len(ctx.problems) > before:
         return None
-    reference = s["reference_answer"] if "reference_answer" in s else fields.get("reference_answer")
     scenario = Scenario(
         name=name,
         record_id=eva_id,
@@ -244,16 +244,18 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         max_duration=float(s.get("max_duration", domain.max_duration)),
         record=record,
         gold_trace=trace,
-        reference_answer=reference,
-        db_state_assertions=tuple(s.get("db_state_assertions", fields.get("db_state_assertions") or ())),
-        nl_assertions=tuple(s.get("nl_assertions", fields.get("nl_assertions") or ())),
+        reference_answer=s.get("reference_answer"),
+        db_state_assertions=tuple(s.get("db_state_assertions") or ()),
+        nl_assertions=tuple(s.get("nl_assertions") or ()),
         match_options=dict(s.get("match_options", {})),
         agent_notes=tuple(s.get("agent_notes", ())),
         source=SourceRef(doc.file, 1),
         user_initial_db=values.get("user_db"),
         tool_names=tuple(s["tools"]) if "tools" in s else None,
         user_speaks_first=bool(s.get("user_speaks_first", domain.user_speaks_first)),
-        kickoff=s.get("kickoff"),
+        kickoff=s.get("kickoff", domain.kickoff),
+        judge_reference=s.get("judge_reference"),
+        template_variables=variables or {},
     )
     if from_gold and trace is not None:  # the gold's end state, replayed as a session would run it
         scenario = replace(scenario, expected_db=replay_scenario(scenario).db)

@@ -3,7 +3,7 @@
 The engine connects to both sides, starts the session, and hands the turn back and forth
 (the user opens when the scenario says so). Every tool call runs here: the agent's against the
 scenario's DB, the user's (dual-side domains: device tools) against the user-side DB, each through
-its own :class:`engine.tools.runtime.ToolRuntime`; the domain's sync step runs after every
+its own :class:`engine.toolruntime.ToolRuntime`; the domain's sync step runs after every
 successful call of either side. The user side also has ``end_call``. Stop reasons:
 
 - ``exit`` / ``transfer``: a tool ended the call (end_conversation, transfer_to_agent);
@@ -28,7 +28,7 @@ from typing import Any
 from engine.model import USER_END_REASONS, Scenario, SessionResult
 from engine.protocol import END_CALL_TOOL
 from engine.sides.link import MAX_FORWARD_BYTES, SideFailure, SideLink, Traffic, forward_bytes
-from engine.tools.runtime import ToolRuntime
+from engine.toolruntime import ToolRuntime
 from engine.untrusted import bounded_count, one_line
 
 MAX_SESSION_BYTES = 64 * 1024 * 1024

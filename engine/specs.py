@@ -8,8 +8,6 @@ carries every problem found; nothing is skipped. Dataset files are parsed once p
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,13 +16,14 @@ import yaml
 
 from engine.dataroot import resolve_data_root, warn_if_modified
 from engine.datasources import DataFiles, read_error
-from engine.errors import Problem, SpecError, UsageError
+from engine.errors import DataRootError, Problem, SpecError, UsageError
 from engine.gold import resolve_pointer
 from engine.model import Domain, HashRules, KnownGoldError, Scenario, SourceRef, ToolTable
 from engine.plugin import DomainPlugin, Plugins
 from engine.render import check_templates
 from engine.safepaths import outside_problem
 from engine.scenario_build import BuildContext, build_scenario
+from engine.scenario_gen import generated_docs
 from engine.tools.harness import HARNESS_HANDLERS
 from engine.toolspecs import build_tool_table, function_schemas
 from engine.validation import check_signals, did_you_mean, problem_at, schema_problems
@@ -48,9 +47,13 @@ class LoadedDomain:
         return tuple(s.name for s in self.scenarios)
 
     def scenario(self, name: str) -> Scenario:
-        """The scenario called ``name``; raises UsageError with a did-you-mean otherwise."""
+        """The scenario called ``name`` (or whose record id it is, e.g. eva's ``1.1.2``); raises
+        UsageError with a did-you-mean otherwise."""
         for s in self.scenarios:
             if s.name == name:
+                return s
+        for s in self.scenarios:
+            if s.record_id == name:
                 return s
         raise UsageError(
             f"no scenario named {name!r} in {self.domain.spec_dir}{did_you_mean(name, self.names)}"
@@ -303,6 +306,7 @@ def _build_domain(
     if doc is None or not ok:
         return None
     d = doc.data
+    _check_releases(doc, root)
     role, instructions = _policy(doc, data, problems)
     plugin = _plugin(doc, plugins, problems)
     tools = _tool_table((spec_dir, *parents), doc, "tool_table", data, plugin, problems)
@@ -329,6 +333,7 @@ def _build_domain(
         tools=tools or ToolTable(()),
         language=d.get("language", "en"),
         user_speaks_first=d.get("user_speaks_first", True),
+        kickoff=d.get("kickoff"),
         source=SourceRef(doc.file, 1),
         extra={"spec": d},
         plugin=plugin,
@@ -338,6 +343,23 @@ def _build_domain(
         known_gold_errors=_known_gold_errors(doc),
     )
     return domain, doc
+
+
+def _check_releases(ddoc: YamlDoc, root: Path) -> None:
+    """Raise DataRootError (one line) when the data root holds none of the releases the domain
+    reads, naming a folder nearby that does (``--data-root`` one folder too deep or too high)."""
+    wanted = sorted(_releases(ddoc))
+    if not wanted or any((root / r).is_dir() for r in wanted):
+        return
+    hint = ""
+    nearby = [root.parent, *(p for p in sorted(root.iterdir()) if p.is_dir())] if root.is_dir() else []
+    for candidate in nearby:
+        if any((candidate / r).is_dir() for r in wanted):
+            hint = f"; {candidate} holds them: use --data-root {candidate}"
+            break
+    raise DataRootError(
+        f"data root {root} holds none of the releases {ddoc.data['name']} reads ({', '.join(wanted)}){hint}"
+    )
 
 
 def _releases(ddoc: YamlDoc) -> set[str]:
@@ -354,61 +376,6 @@ def _releases(ddoc: YamlDoc) -> set[str]:
     paths.extend(d["policy"].get("files", []))
     paths.extend((d.get("texts") or {}).values())
     return {p.split("/")[0] for p in paths if p}
-
-
-def _record_id(doc: YamlDoc) -> str | None:
-    value = doc.data.get("id", doc.data.get("eva_id"))
-    return value if isinstance(value, str) else None
-
-
-def _generated_docs(
-    ddoc: YamlDoc, data: DataFiles, files: list[YamlDoc], problems: list[Problem]
-) -> list[YamlDoc]:
-    """One scenario doc per dataset record (or per id of ``scenarios.ids``), in that order; a
-    scenario file naming the same id takes the generated one's place, and files naming other ids
-    follow. Generated docs are located at the ``scenarios`` line of domain.yaml."""
-    spec = ddoc.data["scenarios"]
-    try:
-        records = data.dataset(ddoc.data["dataset"])
-    except (OSError, ValueError):
-        return files  # reported once by the scenario builder
-    ids: list[str] = list(records)
-    if "ids" in spec:
-        rel = spec["ids"]["file"]
-        try:
-            listed = resolve_pointer(data.file(rel), spec["ids"]["pointer"])
-            if not isinstance(listed, list):
-                raise KeyError(spec["ids"]["pointer"])
-            ids = [str(i) for i in listed]
-        except (OSError, ValueError) as err:
-            problems.append(problem_at(ddoc, ("scenarios", "ids", "file"), read_error(rel, data.root, err)))
-            return files
-        except KeyError:
-            message = f"{rel} has no list at {spec['ids']['pointer']}"
-            problems.append(problem_at(ddoc, ("scenarios", "ids", "pointer"), message))
-            return files
-    by_id = {rid: doc for doc in files if (rid := _record_id(doc)) is not None}
-    at = ddoc.line(("scenarios",))
-    out: list[YamlDoc] = []
-    for rid in ids:
-        if rid in by_id:
-            out.append(by_id.pop(rid))
-            continue
-        description = f"Dataset record {rid}"
-        if "description" in spec:
-            try:
-                text = resolve_pointer(records.get(rid, {}), spec["description"])
-                first = str(text).strip().splitlines()[0].strip() if str(text).strip() else ""
-                description = first[:200] or description
-            except KeyError:
-                pass
-        name = spec["name"].replace("{id}", re.sub(r"[^A-Za-z0-9_]", "_", rid))
-        doc = YamlDoc(ddoc.file, {"name": name, "id": rid, "description": description}, {(): at})
-        found = schema_problems(doc, "scenario", name)
-        problems.extend(found)
-        if not found:
-            out.append(doc)
-    return out + [d for d in files if _record_id(d) in by_id]
 
 
 def load_domain(
@@ -460,7 +427,7 @@ def load_domain(
         raise SpecError(problems)
     domain, ddoc = built
     if "scenarios" in ddoc.data:
-        docs = _generated_docs(ddoc, data, docs, problems)
+        docs = generated_docs(ddoc, data, docs, problems, domain.plugin)
     if not docs and not problems:
         problems.append(
             Problem(display_path(spec_path / SCENARIO_DIR), 0, "$", "no scenario files (*.yaml) found")
@@ -474,23 +441,3 @@ def load_domain(
     if problems:
         raise SpecError(problems)
     return LoadedDomain(domain, tuple(scenarios), rendered)
-
-
-def list_scenarios(
-    spec_dir: str | Path, data_root: str | Path | None = None, *, as_json: bool = False, plugins: Plugins
-) -> str:
-    """What ``evalctl list`` prints: one line per scenario (``name  eva_id  description``), or a
-    JSON list of ``{name, eva_id, description}``. Raises SpecError / DataRootError like load_domain."""
-    loaded = load_domain(spec_dir, data_root, plugins=plugins)
-    if as_json:
-        rows = [
-            {
-                "name": s.name,
-                s.record_id_key if s.record_id_key == "eva_id" else "id": s.record_id,
-                "description": s.description,
-            }
-            for s in loaded.scenarios
-        ]
-        return json.dumps(rows, indent=2, ensure_ascii=False)
-    width = max((len(s.name) for s in loaded.scenarios), default=0)
-    return "\n".join(f"{s.name:<{width}}  {s.record_id:<7} {s.description}" for s in loaded.scenarios)

@@ -65,7 +65,13 @@ class ValidationReport:
         out = [str(p) for p in self.problems] + self.warnings
         for r in self.replay_failures:
             where = self.sources.get(r.scenario_name, self.spec_dir)
-            problem = "gold replay failed, the final DB differs from the expected one"
+            problem = (
+                "gold replay failed, its end state does not satisfy the scenario's references"
+                if r.against == "references"
+                else "gold replay failed, the final DB differs from the expected one"
+                if r.actual_hash != r.expected_hash
+                else "gold replay failed its own checks"
+            )
             out.append(f"{where}: $: {problem} [{r.scenario_name}]")
             if r.error:
                 out.append(f"  {r.error}")

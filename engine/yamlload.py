@@ -153,9 +153,20 @@ def _convert_collection(node: yaml.Node, loader: Any, path: JsonPath, doc: dict)
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
+            surprise = None
+            plain_key = isinstance(key_node, yaml.ScalarNode) and not key_node.style
+            if plain_key and not isinstance(key, str) and str(key) != key_node.value:
+                surprise = (  # unquoted keys too: `no:` would become the key 'False' in a prompt
+                    f"unquoted key {key_node.value!r} is not text in YAML (the key becomes "
+                    f"{str(key)!r}); quote it ('{key_node.value}')"
+                )
             if not isinstance(key, str):
                 key = str(key)
             child = (*path, key)
+            if surprise:
+                doc["problems"].append(
+                    Problem(doc["file"], key_node.start_mark.line + 1, format_json_path(child), surprise)
+                )
             if key in out:
                 doc["problems"].append(
                     Problem(

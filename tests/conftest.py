@@ -11,6 +11,13 @@ REPO = Path(__file__).resolve().parent.parent
 SPEC_DIR = REPO / "specs" / "eva_airline"
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Without the data the suite stops with one line instead of hundreds of errors."""
+    root = Path(os.environ.get("EVAL_DATA_ROOT", REPO / "data")).resolve()
+    if not (root / "eva-0.1.3").is_dir():
+        pytest.exit(f"no eva data under {root}: run `make setup` first (it runs `make data`)", returncode=2)
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """The real eva data root: $EVAL_DATA_ROOT or ./data (run `make data` first)."""

@@ -31,7 +31,7 @@ from engine.protocol import ProtocolError, decode
 from engine.runner import session_setup
 from engine.session import SessionLimits, run_session
 from engine.sides import builtin_side
-from engine.tools.runtime import ToolRuntime
+from engine.toolruntime import ToolRuntime
 from engine.yamlload import YamlSyntaxError, load_yaml, parse_yaml
 from tests.conftest import REPO, SPEC_DIR
 

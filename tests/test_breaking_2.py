@@ -168,7 +168,7 @@ def test_judge_verdicts_with_bool_index_or_conflicts_are_refused(items: list, me
 
 @pytest.mark.parametrize("usage", [{"prompt_tokens": "12", "completion_tokens": None}, "junk"])
 async def test_judge_verdict_survives_odd_usage_fields(data_root: Path, usage: Any) -> None:
-    from engine.results import ScoringOptions
+    from engine.options import ScoringOptions
     from engine.scoring.judge import run_judge
     from tests.mock_domain.eva_fixtures import eva_scenario, session
 
@@ -263,11 +263,10 @@ def test_predicate_values_are_compared_as_json(
 
 def test_pass_hat_k_leaves_out_trials_without_a_verdict() -> None:
     from engine.scoring.summary import build_summary
+    from tests.record_helpers import metrics_row
 
-    def row(trial: int, verdict: Any) -> dict[str, Any]:
-        return {"scenario_name": "qa_1", "trial": trial, "is_successful": verdict, "success_signals": []}
-
-    summary = build_summary([row(1, True), row(2, "N/A"), row(3, True)], {"trials": 3})
+    rows = [metrics_row("qa_1", 1, True), metrics_row("qa_1", 2, "N/A"), metrics_row("qa_1", 3, True)]
+    summary = build_summary(rows, {"trials": 3}).to_json()
     # before: the judge's N/A counted as a failure: pass^1 0.667, pass^2 0.333, while the
     # composite rate (which leaves N/A out) read 100%
     assert summary["overall"]["rate"] == 1.0
@@ -300,13 +299,16 @@ async def test_two_silent_sides_end_the_session_after_empty_turns(data_root: Pat
 
 
 def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
+    from dataclasses import replace
+
     from rich.console import Console
 
-    from engine.report import summary_table
+    from engine.commands.report import summary_table
     from engine.scoring.summary import build_summary, render_summary_text
+    from tests.record_helpers import metrics_row
 
     rows = [
-        {"scenario_name": name, "trial": t, "is_successful": verdict, "success_signals": []}
+        metrics_row(name, t, verdict)
         for name, verdicts in (("a", (True, True)), ("b", (True, "N/A")))
         for t, verdict in enumerate(verdicts, 1)
     ]
@@ -316,7 +318,7 @@ def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
     # pass^2 rests on scenario a alone (b has one trial with a verdict); before: '2 scenarios'
     lines = {line.split("│")[1].strip(): line for line in console.export_text().splitlines() if "│" in line}
     assert "1 scenarios" in lines["pass^2"] and "2 scenarios" in lines["pass^1"]
-    none = build_summary([{**rows[3], "trial": t} for t in (1, 2)], {"trials": 2})
+    none = build_summary([replace(rows[3], trial=t) for t in (1, 2)], {"trials": 2})
     assert "pass^k over 2 trials: n/a (no trial had a verdict)" in render_summary_text(none)
 
 
@@ -327,24 +329,25 @@ def test_report_prints_server_text_and_paths_verbatim(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from engine.artifacts import write_json
-    from engine.report import print_report
+    from engine.commands.report import report
     from engine.scoring.summary import build_summary
+    from tests.record_helpers import metrics_row
 
     run_dir = tmp_path / "runs [nightly]"
     error = "openai:m: HTTP 400: Error code: 400 - unexpected [/INST] token"
-    row = {
-        "scenario_name": "eva_airline__3_1_5",
-        "trial": 1,
-        "is_successful": False,
-        "success_signals": ["clean_exit"],
-        "stop_reason": "error",
-        "error": f"agent side reported backend_error: {error}",
-        "judge_error": f"APIStatusError: {error}",
-    }
-    summary = build_summary([row], {"trials": 1, "scenarios": ["eva_airline__3_1_5", "x"]})
-    write_json(run_dir / "summary.json", {**summary, "run_dir": str(run_dir)})
+    row = metrics_row(
+        "eva_airline__3_1_5",
+        1,
+        False,
+        success_signals=("clean_exit",),
+        stop_reason="error",
+        error=f"agent side reported backend_error: {error}",
+        signals={"judge_error": f"APIStatusError: {error}"},
+    )
+    summary = build_summary([row], {"trials": 1, "scenarios": ["eva_airline__3_1_5", "x"]}, str(run_dir))
+    write_json(run_dir / "summary.json", summary.to_json())
     # before: MarkupError traceback ('[/INST]' read as a closing tag) and 'openai:m:' printed as 'openaiⓂ'
-    print_report(run_dir)
+    report(run_dir)
     text = capsys.readouterr().out
     assert f"first: APIStatusError: {error}" in text
     assert f"stop=error: agent side reported backend_error: {error}" in text
@@ -451,7 +454,7 @@ async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
 
 
 async def test_judge_error_is_one_line(data_root: Path) -> None:
-    from engine.results import ScoringOptions
+    from engine.options import ScoringOptions
     from engine.scoring.judge import run_judge
     from tests.mock_domain.eva_fixtures import eva_scenario, session
 

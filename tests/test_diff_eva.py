@@ -135,7 +135,8 @@ def test_report_without_summary_is_one_line_error(tmp_path, capsys):
 
 
 async def test_diff_reports_records_added_and_removed(data_root, tmp_path):
-    from engine.results import ScoringOptions, finish_session
+    from engine.options import ScoringOptions
+    from engine.results import finish_session
     from tests.mock_domain.eva_fixtures import expected_copy, session
 
     loaded = load_domain(SPEC_DIR, data_root)

@@ -154,7 +154,7 @@ def test_guide_examples_validate_and_run(workspace: Path, guide_blocks: list[Blo
 
 def test_guide_handler_refuses_a_past_date(workspace: Path) -> None:
     from engine.domains.registry import load_domain
-    from engine.tools.runtime import ToolRuntime
+    from engine.toolruntime import ToolRuntime
 
     scenario = load_domain("specs/bakery", "bakery-data").scenario("bakery__move_pickup")
     db = scenario.fresh_db()
@@ -162,6 +162,13 @@ def test_guide_handler_refuses_a_past_date(workspace: Path) -> None:
     outcome = runtime.call("change_pickup", {"order_id": "K-9", "new_date": "2026-05-01"})
     assert outcome.result["error_type"] == "date_in_past" and runtime.actions == [], outcome.result
     assert db["orders"]["K-9"]["pickup"] == "2026-05-09"
+    # `format: date` is checked before the handler runs (before: "sometime next spring" reached it)
+    vague = runtime.call("change_pickup", {"order_id": "K-9", "new_date": "sometime next spring"}).result
+    assert vague == {
+        "status": "error",
+        "error_type": "invalid_parameter",
+        "message": "Invalid or missing parameter 'new_date': Input should be a valid date (YYYY-MM-DD)",
+    }
 
 
 def test_guide_validation_output_is_real(

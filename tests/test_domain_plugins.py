@@ -168,6 +168,19 @@ def test_the_domain_validates_with_its_own_plugin(phone) -> None:
         load_domain(spec, data, plugins={})
 
 
+def test_list_shows_the_record_id_under_id(phone, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from engine.commands import list as list_verb
+
+    spec, data, plugins = phone
+    monkeypatch.setattr(list_verb, "plugins", lambda: plugins)  # as if the package were registered
+    assert list_verb.list_scenarios(spec, data, as_json=True) == 0
+    assert json.loads(capsys.readouterr().out) == [
+        {"name": "phone__no_signal", "id": "P1", "description": "Airplane mode on and a suspended line."}
+    ]
+    assert list_verb.list_scenarios(spec, data) == 0
+    assert capsys.readouterr().out.split()[:2] == ["phone__no_signal", "P1"]
+
+
 async def test_a_dual_side_session_runs_end_to_end(phone, tmp_path: Path) -> None:
     spec, data, plugins = phone
     out = tmp_path / "run"
@@ -176,6 +189,7 @@ async def test_a_dual_side_session_runs_end_to_end(phone, tmp_path: Path) -> Non
     sdir = out / "phone__no_signal"
     metrics = json.loads((sdir / "metrics.json").read_text())
     assert metrics["is_successful"] is True and metrics["stop_reason"] == "exit", metrics["success_breakdown"]
+    assert metrics["record_id"] == "P1" and "eva_id" not in metrics  # the spec says `id:`, not `eva_id:`
     assert [v["passed"] for v in metrics["db_state_assertion_verdicts"]] == [True, True]
     calls = json.loads((sdir / "tool_calls.json").read_text())
     assert [(c["name"], c.get("side", "agent")) for c in calls] == [

@@ -124,8 +124,8 @@ async def test_external_agent_and_misbehaving_sides(tmp_path: Path, data_root: P
     outcome = {r.scenario_name: (r, m) for r, m in report.outcomes}
     assert sorted(outcome) == sorted((*GOOD, *BEHAVIOUR))  # every scenario ran to a result
     good, transfer = outcome["eva_airline__3_1_5"], outcome["eva_airline__5_2_5"]
-    assert good[0].stop_reason == "exit" and good[1]["db_state_match"] is True, good[0].error
-    assert transfer[0].stop_reason == "transfer" and transfer[1]["db_state_match"] is True
+    assert good[0].stop_reason == "exit" and good[1].signals.db_state_match is True, good[0].error
+    assert transfer[0].stop_reason == "transfer" and transfer[1].signals.db_state_match is True
     assert good[0].agent_backend == f"ws://127.0.0.1:{port}" and good[0].user_backend == "replay"
     assert good[0].usage["agent"]["model"] == "external-test"
     assert good[0].usage["agent"]["prompt_tokens"] > 0
@@ -138,8 +138,8 @@ async def test_external_agent_and_misbehaving_sides(tmp_path: Path, data_root: P
     v2 = outcome["eva_airline__4_1_2"][0]
     assert v2.stop_reason == "error" and "unsupported_version" in v2.error
     assert all(r["result"]["status"] == "success" for r in agent.results)
-    summary = report.summary or {}
-    assert summary["stop_reasons"] == {"error": 3, "exit": 1, "timeout": 1, "transfer": 1}
+    assert report.summary is not None
+    assert report.summary.stop_reasons == {"error": 3, "exit": 1, "timeout": 1, "transfer": 1}
 
 
 async def test_unreachable_side_is_an_error(data_root: Path) -> None:

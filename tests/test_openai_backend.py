@@ -82,9 +82,7 @@ async def test_tool_calls_malformed_arguments_and_unknown_tool(loaded: LoadedDom
 
 
 def scenario_user_line(loaded: LoadedDomain, index: int) -> str:
-    lines = [
-        line for line in loaded.scenario(SCENARIO).gold_trace.lines("user")
-    ]
+    lines = [line for line in loaded.scenario(SCENARIO).gold_trace.lines("user")]
     return lines[index]
 
 
@@ -163,8 +161,8 @@ async def test_run_with_openai_agent_end_to_end(tmp_path: Path, data_root: Path)
         report = await run(opts)
     assert [r.stop_reason for r, _ in report.outcomes] == ["exit", "exit"]
     metrics = {r.scenario_name: m for r, m in report.outcomes}
-    assert metrics[SCENARIO]["db_state_match"] is False  # the scripted agent changed nothing
-    assert all(m["agent_backend"] == "openai:scripted-model" for _, m in report.outcomes)
+    assert metrics[SCENARIO].signals.db_state_match is False  # the scripted agent changed nothing
+    assert all(m.agent_backend == "openai:scripted-model" for _, m in report.outcomes)
 
 
 async def test_tool_rounds_per_turn_are_capped(loaded: LoadedDomain) -> None:
@@ -218,3 +216,42 @@ async def test_unreachable_endpoint_names_the_url(api_key: None) -> None:
             await backend.respond([{"role": "system", "content": "x"}], [], TurnInfo(index=0))
     finally:
         await factory.aclose()
+
+
+DATE_CHANGE = "eva_airline__voluntary_date_change"
+
+
+async def test_diff_says_where_a_model_left_the_gold_path(tmp_path: Path, data_root: Path) -> None:
+    """Against the replay caller, a model agent that deviates hears gold lines that no longer fit:
+    evalctl diff says where the conversation left the gold path (issue #10 §4)."""
+    from engine.diff import diff_run, render_text
+
+    gold = [
+        Step(
+            completion(
+                None, [("c1", "get_reservation", '{"confirmation_number": "ZK3FFW", "last_name": "x"}')]
+            )
+        ),
+        Step(completion("Goodbye.", [("c2", "end_conversation", "{}")])),
+    ]
+    with ScriptedOpenAI(gold) as server:
+        opts = run_options(
+            SPEC_DIR,
+            data_root,
+            scenarios=(DATE_CHANGE,),
+            agent="openai:scripted-model",
+            base_url=server.base_url,
+            api_key_env="EVALCTL_TEST_KEY",
+            output_dir=tmp_path,
+            progress=False,
+        )
+        await run(opts)
+    (d,) = diff_run(tmp_path, DATE_CHANGE)
+    assert d.gold_path is not None and d.gold_path.startswith(
+        "left the gold path at tool call 1 (agent turn 0): gold get_reservation("
+        "confirmation_number='ZK3FFW', last_name='rodriguez'), got get_reservation("
+        "confirmation_number='ZK3FFW', last_name='x')"
+    )
+    assert "conversation: left the gold path at tool call 1" in render_text([d], tmp_path)
+    (path,) = tmp_path.glob("*/scenario_config/gold_path.json")  # written only for a replay caller
+    assert json.loads(path.read_text())["ending_tools"] == ["end_conversation"]

@@ -20,7 +20,7 @@ from engine.gold import GoldTrace
 from engine.model import ToolTable
 from engine.replay import replay_gold, replay_trace
 from engine.specs import LoadedDomain
-from engine.tools.runtime import ToolRuntime
+from engine.toolruntime import ToolRuntime
 from tests.conftest import SPEC_DIR
 
 GOLD_FILE = Path("eva-2.1.0/data/airline_dataset.json")

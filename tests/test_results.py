@@ -11,9 +11,12 @@ import pytest
 from engine import artifacts, results
 from engine.dbhash import db_hash
 from engine.domains.registry import load_domain
-from engine.results import ScoringOptions, finish_run, finish_session, is_complete, scenario_dir
+from engine.options import ScoringOptions
+from engine.records.metrics import METRICS_SCHEMA
+from engine.results import finish_run, finish_session, is_complete, scenario_dir
 from tests.conftest import SPEC_DIR
 from tests.mock_domain.eva_fixtures import expected_copy, session
+from tests.record_helpers import metrics_row
 
 OPTS = ScoringOptions()
 
@@ -30,9 +33,11 @@ def sc(loaded):
 
 async def test_finish_session_writes_every_artifact(tmp_path, sc):
     final = expected_copy(sc)
-    m = await finish_session(
-        tmp_path, sc, session(sc, final, actions=[{"action_type": "rebook_flight"}]), 1, OPTS
-    )
+    m = (
+        await finish_session(
+            tmp_path, sc, session(sc, final, actions=[{"action_type": "rebook_flight"}]), 1, OPTS
+        )
+    ).to_json()
     d = tmp_path / sc.name
     names = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()}
     assert names == {
@@ -78,16 +83,20 @@ async def test_finish_session_writes_every_artifact(tmp_path, sc):
 
 
 async def test_missing_final_db_fails_db_state_match(tmp_path, sc):
-    m = await finish_session(
-        tmp_path, sc, session(sc, None, stop_reason="error", error="agent crashed"), 1, OPTS
-    )
+    m = (
+        await finish_session(
+            tmp_path, sc, session(sc, None, stop_reason="error", error="agent crashed"), 1, OPTS
+        )
+    ).to_json()
     assert m["db_state_match"] is False and m["clean_exit"] is False and m["error"] == "agent crashed"
     assert m["success_breakdown"]["failed"] == ["db_state_match", "clean_exit"]
     assert (tmp_path / sc.name / "final_scenario_db_hash.txt").read_text().startswith("db_hash: none\n")
 
 
 async def test_timeout_fails_only_clean_exit(tmp_path, sc):
-    m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc), stop_reason="timeout"), 1, OPTS)
+    m = (
+        await finish_session(tmp_path, sc, session(sc, expected_copy(sc), stop_reason="timeout"), 1, OPTS)
+    ).to_json()
     assert m["is_successful"] is False and m["is_task_successful"] is True
 
 
@@ -98,8 +107,15 @@ async def test_is_complete_tracks_metrics(tmp_path, sc):
     metrics = tmp_path / sc.name / "metrics.json"
     metrics.write_text(metrics.read_text()[:200])  # a torn file is not a result
     assert not is_complete(tmp_path, sc.name, 1, 1)
-    metrics.write_text(json.dumps({"schema": results.METRICS_SCHEMA, "scenario_name": "other", "trial": 1}))
+    metrics.write_text(json.dumps({"schema": METRICS_SCHEMA, "scenario_name": "other", "trial": 1}))
     assert not is_complete(tmp_path, sc.name, 1, 1)
+    body = (await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, OPTS)).to_json()
+    metrics.write_text(json.dumps({**body, "scenario_name": "other"}))  # a copy of another's result
+    assert not is_complete(tmp_path, sc.name, 1, 1)
+    metrics.write_text(json.dumps({**body, "extra": 1}))  # not what evalctl writes
+    assert not is_complete(tmp_path, sc.name, 1, 1)
+    metrics.write_text(json.dumps(body))
+    assert is_complete(tmp_path, sc.name, 1, 1)
 
 
 async def test_trials_nest_and_pass_hat_k(tmp_path, sc, loaded):
@@ -111,7 +127,7 @@ async def test_trials_nest_and_pass_hat_k(tmp_path, sc, loaded):
         await finish_session(tmp_path, other, session(other, expected_copy(other), trial=trial), 3, OPTS)
     assert is_complete(tmp_path, sc.name, 2, 3) and not is_complete(tmp_path, sc.name, 2, 1)
     assert scenario_dir(tmp_path, sc.name, 2, 3) == tmp_path / sc.name / "trial_2"
-    s = finish_run(tmp_path, {"trials": 3, "spec_dir": str(SPEC_DIR)})
+    s = finish_run(tmp_path, {"trials": 3, "spec_dir": str(SPEC_DIR)}).to_json()
     assert s["overall"] == {"passed": 5, "failed": 1, "not_applicable": 0, "total": 6, "rate": 5 / 6}
     assert s["pass_hat_k"]["per_scenario"][sc.name] == {
         "1": pytest.approx(2 / 3),
@@ -128,7 +144,7 @@ async def test_finish_run_headlines_stalled_and_denominators(tmp_path, loaded):
     await finish_session(tmp_path, a, session(a, expected_copy(a)), 1, OPTS)
     await finish_session(tmp_path, b, session(b, b.fresh_db(), stop_reason="timeout"), 1, OPTS)
     await finish_session(tmp_path, c, session(c, expected_copy(c), agent_turns=1), 1, OPTS)  # stalled
-    s = finish_run(tmp_path, {"trials": 1, "wall_s": 2.5})
+    s = finish_run(tmp_path, {"trials": 1, "wall_s": 2.5}).to_json()
     text = (tmp_path / "all_summary.txt").read_text()
     assert "Overall Success Rate: 33.3% (1/3 scenarios)" in text
     assert "Task Success Rate (excl. clean_exit): 33.3% (1/3 scenarios)" in text
@@ -144,7 +160,7 @@ async def test_finish_run_headlines_stalled_and_denominators(tmp_path, loaded):
         "unit": "scenarios",
         "role": "gating",
     }
-    assert json.loads((tmp_path / "summary.json").read_text()) == json.loads(json.dumps(s))
+    assert json.loads((tmp_path / "summary.json").read_text()) == s
 
 
 async def test_predicate_and_assertion_denominators(tmp_path, sc):
@@ -159,7 +175,7 @@ async def test_predicate_and_assertion_denominators(tmp_path, sc):
             {"func_name": "refund_total", "arguments": {"confirmation_number": "ZK3FFW"}, "assert_value": 10},
         ),
     )
-    m = await finish_session(tmp_path, asserted, session(asserted, expected_copy(sc)), 1, OPTS)
+    m = (await finish_session(tmp_path, asserted, session(asserted, expected_copy(sc)), 1, OPTS)).to_json()
     assert m["db_state_assertion_pass_rate"] == 0.5
     finish_run(tmp_path, {})
     assert (
@@ -199,7 +215,7 @@ async def test_summary_counts_each_result_once(tmp_path, sc):
     stray = tmp_path / "copy_of_it"
     stray.mkdir()
     (stray / "metrics.json").write_text((tmp_path / sc.name / "metrics.json").read_text())
-    s = finish_run(tmp_path, {})
+    s = finish_run(tmp_path, {}).to_json()
     assert s["results"] == 1 and s["overall"]["failed"] == 1
 
 
@@ -227,7 +243,9 @@ def test_gold_db_comes_from_the_gold_replay(loaded):
 
 
 async def test_user_db_hash_is_recorded_not_scored(tmp_path, sc):
-    m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc), user_db={"x": 1}), 1, OPTS)
+    m = (
+        await finish_session(tmp_path, sc, session(sc, expected_copy(sc), user_db={"x": 1}), 1, OPTS)
+    ).to_json()
     lines = (tmp_path / sc.name / "final_scenario_db_hash.txt").read_text().splitlines()
     assert lines[2] == f"user_db_hash: {db_hash({'x': 1}, sc.domain.hash_rules)}"
     assert m["db_state_match"] is True and json.loads((tmp_path / sc.name / "final_user_db.json").read_text())
@@ -268,33 +286,30 @@ async def test_rescoring_a_slot_drops_files_of_the_earlier_attempt(tmp_path, sc)
     ],
 )
 def test_failure_reason_names_signals_stall_and_side_errors(failed, expected):
+    from engine.records.summary import FailedResult
     from engine.scoring.summary import failure_reason
 
-    assert failure_reason(failed) == expected
+    record = FailedResult("a", 1, (), False, None, None)
+    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in failed.items()}
+    assert failure_reason(replace(record, **changes)) == expected
 
 
 def test_summary_counts_judge_errors():
     from engine.scoring.summary import build_summary, render_summary_text
 
     rows = [
-        {
-            "scenario_name": "a",
-            "is_successful": True,
-            "is_task_successful": True,
-            "stop_reason": "exit",
-            "judge_error": "APIConnectionError: Connection error.",
-        },
-        {"scenario_name": "b", "is_successful": True, "is_task_successful": True, "stop_reason": "exit"},
+        metrics_row("a", signals={"judge_error": "APIConnectionError: Connection error."}),
+        metrics_row("b"),
     ]
     summary = build_summary(rows, {"trials": 1})
-    assert summary["judge_errors"] == 1 and summary["first_judge_error"].startswith("APIConnectionError")
+    assert summary.judge_errors == 1 and str(summary.first_judge_error).startswith("APIConnectionError")
     assert "Judge errors (recorded as N/A, not as agent failures): 1" in render_summary_text(summary)
 
 
 def test_headline_of_an_incomplete_run_says_so():
     from engine.scoring.summary import build_summary, render_summary_text
 
-    rows = [{"scenario_name": "a", "is_successful": True, "is_task_successful": True, "stop_reason": "exit"}]
+    rows = [metrics_row("a")]
     text = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a", "b", "c"]}))
     assert "Overall Success Rate: 100.0% (1/1 scenarios) - INCOMPLETE: 2 results missing" in text
     complete = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a"]}))

@@ -57,8 +57,8 @@ def baseline(data_root, tmp_path_factory):
     report = run_cli(
         run_options(spec_dir=SPEC_DIR, data_root=data_root, output_dir=out, concurrency=2, progress=False)
     )
-    assert not report.interrupted and report.summary["results"] == 50
-    return report.summary
+    assert not report.interrupted and report.summary is not None and report.summary.results == 50
+    return report.summary.to_json()
 
 
 def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_path):
@@ -137,4 +137,5 @@ def test_resume_of_a_complete_run_runs_nothing(data_root, tmp_path):
         )
     )
     assert again.skipped == 2 and not again.outcomes and _complete(run_dir) == stamps
-    assert _comparable(again.summary) == _comparable(first.summary)
+    assert again.summary is not None and first.summary is not None
+    assert _comparable(again.summary.to_json()) == _comparable(first.summary.to_json())

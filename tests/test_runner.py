@@ -89,7 +89,7 @@ async def test_trials_and_resume(data_root: Path, tmp_path: Path) -> None:
     )
     assert again.skipped == 3
     assert [(r.scenario_name, r.trial) for r, _ in again.outcomes] == [("eva_airline__3_1_5", 2)]
-    assert again.summary is not None and again.summary["results"] == 4
+    assert again.summary is not None and again.summary.results == 4
 
 
 def _cli(*args: str) -> list[str]:
@@ -154,7 +154,7 @@ async def test_serve_runs_a_built_in_side_as_its_own_process(data_root: Path, tm
         assert [r.stop_reason for r, _ in report.outcomes] == ["exit", "transfer"] or [
             r.stop_reason for r, _ in report.outcomes
         ] == ["transfer", "exit"]
-        assert all(m and m["db_state_match"] is True for _, m in report.outcomes)
+        assert all(m and m.signals.db_state_match is True for _, m in report.outcomes)
         assert all(r.agent_backend == "replay" for r, _ in report.outcomes)
     finally:
         proc.send_signal(signal.SIGINT)

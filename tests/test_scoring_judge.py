@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from engine.results import ScoringOptions, finish_session
+from engine.options import ScoringOptions
+from engine.results import finish_session
 from engine.scoring.judge import parse_judge_reply, render_judge_prompt, run_judge
 from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
 from tests.mock_domain.judge_server import scripted_judge
@@ -74,7 +75,9 @@ async def test_judge_errors_are_retried_then_succeed(sc):
 
 async def test_judge_that_keeps_failing_is_not_applicable(tmp_path, sc):
     with scripted_judge([503]) as (url, server):
-        m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, _opts(url, judge_retries=1))
+        m = (
+            await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, _opts(url, judge_retries=1))
+        ).to_json()
     assert len(server.requests) == 2
     # never an agent failure: the judge signals drop out, the scenario passes on the rest
     assert m["judge_passed"] is None and m["nl_assertion_pass_rate"] is None and "503" in m["judge_error"]
@@ -94,7 +97,7 @@ async def test_unreachable_judge_is_not_applicable(sc):
 async def test_judge_gates_when_whitelisted(tmp_path, sc):
     low = {**GOOD, "score": 0.4}
     with scripted_judge([low]) as (url, _):
-        m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, _opts(url))
+        m = (await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, _opts(url))).to_json()
     assert m["judge_passed"] is False and m["judge_score"] == 0.4 and m["is_successful"] is False
     assert m["success_breakdown"]["failed"] == ["judge_passed", "nl_assertion"]  # whitelist order
     assert m["judge_model"] == "judge-1" and len(m["judge_prompt_sha256"]) == 64
@@ -107,7 +110,7 @@ async def test_judge_gates_when_whitelisted(tmp_path, sc):
 
 
 async def test_judge_off_by_default(tmp_path, sc):
-    m = await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, ScoringOptions())
+    m = (await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, ScoringOptions())).to_json()
     assert m["judge_passed"] is None and not (tmp_path / sc.name / "judge_result.json").exists()
 
 
@@ -147,3 +150,35 @@ def test_a_domain_judge_template_in_the_spec_dir_is_the_one_rendered(sc, tmp_pat
     domain = replace(sc.domain, spec_dir=tmp_path, templates={**sc.domain.templates, "judge": "judge.md.j2"})
     prompt = render_judge_prompt(replace(sc, domain=domain), session(sc, None))
     assert prompt == f"OWN JUDGE for {sc.name}: 2\n"
+
+
+
+def test_the_judge_sees_every_tool_call_with_its_result(sc):
+    from engine.scoring.judge import MAX_JUDGE_TOOL_CALLS, MAX_JUDGE_TOOL_TEXT
+
+    quiet = render_judge_prompt(sc, session(sc, None))
+    assert "```\n\n## Conversation" in quiet and "## Every tool call" not in quiet  # no calls, no section
+    long = {"pnr": "x" * 5000}
+    calls = [
+        {"name": "get_reservation", "arguments": '{"confirmation_number": ', "result": {"status": "error"}},
+        {"name": "get_reservation", "arguments": {"confirmation_number": "ZK3FFW"}, "result": long},
+    ]
+    prompt = render_judge_prompt(sc, session(sc, None, tool_calls=calls))
+    first = '1. [agent] get_reservation {"confirmation_number": \n   result: {"status": "error"}\n'
+    assert first in prompt  # arguments as the side sent them, malformed included
+    second = prompt.split("2. [agent] get_reservation ")[1].split("\n\n## Conversation")[0]
+    shown = json.dumps(long)[:MAX_JUDGE_TOOL_TEXT]
+    assert second.endswith(f"   result: {shown}... ({len(json.dumps(long))} chars)")  # a long result is cut
+    many = [{"name": "t", "arguments": {}, "result": {"n": i}, "side": "user"} for i in range(103)]
+    prompt = render_judge_prompt(sc, session(sc, None, tool_calls=many))
+    last = MAX_JUDGE_TOOL_CALLS
+    assert f'{last}. [user] t {{}}\n   result: {{"n": {last - 1}}}\n(3 more call(s) not shown)' in prompt
+
+
+def test_the_judge_compares_with_the_judge_reference_when_there_is_one(sc):
+    reference = [{"action_type": "rebook_flight"}]
+    plain = render_judge_prompt(replace(sc, reference_answer=reference), session(sc, None))
+    assert '"action_type": "rebook_flight"' in plain.split("## What the agent did")[0]
+    both = replace(sc, reference_answer=reference, judge_reference={"answer": "Paris"})
+    expected = render_judge_prompt(both, session(sc, None)).split("## What the agent did")[0]
+    assert '"answer": "Paris"' in expected and "rebook_flight" not in expected

@@ -53,8 +53,8 @@ async def test_replay_run_all_50_clean_on_expected_hash_at_both_concurrencies(
             assert db_hash(result.final_db, rules) == db_hash(scenario.expected_db, rules), (
                 result.scenario_name
             )
-            assert metrics is not None and metrics["db_state_match"] is True
-            assert metrics["stop_reason"] == result.stop_reason
+            assert metrics is not None and metrics.signals.db_state_match is True
+            assert metrics.stop_reason == result.stop_reason
             hashes[concurrency][result.scenario_name] = db_hash(result.final_db, rules)
             calls[concurrency][result.scenario_name] = [
                 (c["name"], c["arguments"]) for c in result.tool_calls

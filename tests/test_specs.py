@@ -151,7 +151,20 @@ def test_missing_data_root_is_a_data_root_error(tmp_path: Path) -> None:
         load_domain(SPEC_DIR, tmp_path / "nowhere")
 
 
-def test_empty_data_root_reports_each_missing_file_once(tmp_path: Path) -> None:
+def test_a_data_root_without_the_releases_is_one_line(tmp_path: Path, data_root: Path) -> None:
+    from engine.errors import DataRootError
+
+    with pytest.raises(DataRootError) as info:  # before: one problem per file the domain reads
+        load_domain(SPEC_DIR, tmp_path)
+    assert str(info.value) == (
+        f"data root {tmp_path} holds none of the releases eva_airline reads (eva-0.1.3, eva-2.1.0)"
+    )
+    with pytest.raises(DataRootError, match=f"{data_root} holds them: use --data-root {data_root}$"):
+        load_domain(SPEC_DIR, data_root / "eva-0.1.3")  # one folder too deep
+
+
+def test_empty_release_reports_each_missing_file_once(tmp_path: Path) -> None:
+    (tmp_path / "eva-0.1.3").mkdir()
     with pytest.raises(SpecError) as info:
         load_domain(SPEC_DIR, tmp_path)
     lines = str(info.value).splitlines()
@@ -232,22 +245,19 @@ def test_schemas_closed_and_documented(kind: str) -> None:
 
 
 def test_validation_report_lines() -> None:
-    from types import SimpleNamespace
-
     from engine.errors import Problem
+    from engine.replay import ReplayOutcome
     from engine.validate import ValidationReport
 
     ok = ValidationReport("specs/x", scenarios=2, prompts=4)
-    ok.replay = [SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None, known_failures=())] * 2
+    ok.replay = [ReplayOutcome("x__a", True, "h", "h")] * 2
     assert ok.ok and ok.lines() == [
         "validated 2 scenarios in specs/x: schemas ok, cross-checks ok, 4 prompts rendered, gold replay 2/2"
     ]
     bad = ValidationReport("specs/x", scenarios=2, prompts=4, sources={"x__b": "specs/x/scenarios/b.yaml:1"})
     bad.replay = [
-        SimpleNamespace(ok=True, scenario_name="x__a", lines=[], error=None, known_failures=()),
-        SimpleNamespace(
-            ok=False, scenario_name="x__b", lines=["refunds.R1: missing"], error=None, known_failures=()
-        ),
+        ReplayOutcome("x__a", True, "h", "h"),
+        ReplayOutcome("x__b", False, "h1", "h2", ("refunds.R1: missing",)),  # type: ignore[arg-type]
     ]
     assert not bad.ok
     assert bad.lines()[:2] == [

@@ -9,7 +9,7 @@ import pytest
 
 from engine.domains.registry import load_domain
 from engine.model import Scenario
-from engine.tools.runtime import ToolRuntime
+from engine.toolruntime import ToolRuntime
 from tests.conftest import SPEC_DIR
 
 CONF, OLD, NEW = "ZK3FFW", "FL_SK621_20260320", "FL_SK703_20260325"
@@ -250,3 +250,33 @@ def test_a_generic_domain_keeps_argument_case(rt: ToolRuntime) -> None:
         {"type": "object", "properties": {"confirmation_number": {"type": "string"}}}, {}
     )
     assert checker.check({"confirmation_number": "abc123"}) == ({"confirmation_number": "abc123"}, None)
+
+
+def test_arguments_are_coerced_inside_arrays_and_objects() -> None:
+    from engine.tools.arguments import ArgumentChecker
+
+    line = {"type": "object", "properties": {"price": {"type": "number"}, "qty": {"type": "integer"}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "lines": {"type": "array", "items": line},
+            "meta": {"type": "object", "properties": {"rush": {"type": "boolean"}, "inner": line}},
+        },
+    }
+    checker = ArgumentChecker(schema, {})
+    clean, failed = checker.check(
+        {
+            "lines": [{"price": "9.99", "qty": "2", "note": "7"}, {"price": 1, "qty": 3.0}],
+            "meta": {"rush": "yes", "inner": {"price": "0.5", "qty": "1"}},
+        }
+    )
+    assert failed is None
+    assert clean == {
+        "lines": [{"price": 9.99, "qty": 2, "note": "7"}, {"price": 1.0, "qty": 3}],  # undeclared keys kept
+        "meta": {"rush": True, "inner": {"price": 0.5, "qty": 1}},
+    }
+    _, bad = checker.check({"lines": [{"price": 1}, {"price": "a lot"}]})
+    assert bad is not None and bad["error_type"] == "invalid_parameter"
+    assert bad["message"].endswith("unable to parse string as a number (at lines[1].price)")
+    _, inf = checker.check({"meta": {"inner": {"price": 1e400}}})  # a JSON overflow to infinity, nested
+    assert inf is not None and "finite" in inf["message"]

@@ -15,7 +15,7 @@ import pytest
 from engine.dbhash import db_hash
 from engine.domains.registry import load_domain
 from engine.model import Scenario
-from engine.tools.runtime import ToolRuntime
+from engine.toolruntime import ToolRuntime
 from tests.conftest import SPEC_DIR
 
 CONF, OLD, NEW = "ZK3FFW", "FL_SK621_20260320", "FL_SK703_20260325"

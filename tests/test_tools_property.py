@@ -22,7 +22,7 @@ from engine.domains.registry import load_domain
 from engine.gold import GoldTrace
 from engine.model import HashRules, ToolTable
 from engine.replay import replay_trace
-from engine.tools.runtime import ToolRuntime, json_copy
+from engine.toolruntime import ToolRuntime, json_copy
 from tests.conftest import SPEC_DIR
 
 # Fields whose values have a format or an enum: text ending in "!" never matches either.

@@ -264,7 +264,7 @@ def test_provenance_says_when_it_stops_hashing(tmp_path: Path, shop: tuple[Path,
         f"{folder}: out.txt not hashed: leaves its folder {folder} (it resolves to {shop[2] / 'secret.txt'})"
     ]
     body = run_provenance(tmp_path / "run", {"spec_dir": str(shop[0]), "data_root": str(shop[1])})
-    assert body["hash_notes"] == []  # everything hashed: nothing to say
+    assert body.hash_notes == ()  # everything hashed: nothing to say
 
 
 def test_devices_are_refused_without_reading() -> None:

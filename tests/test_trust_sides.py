@@ -23,11 +23,14 @@ from typing import Any
 import pytest
 import websockets
 
-from engine import report as report_mod
 from engine.backends import BackendReply, Usage
 from engine.backends.replay import ReplayFactory
+from engine.commands.run import print_outcome
 from engine.domains.registry import load_domain, plugins
 from engine.protocol import MAX_FRAME_BYTES
+from engine.records.fields import RecordError
+from engine.records.metrics import MetricsRecord
+from engine.records.metrics import Usage as UsageRecord
 from engine.results import finish_run
 from engine.runner import run
 from engine.scoring.summary import build_summary, render_summary_text
@@ -37,6 +40,7 @@ from engine.sides.standalone import serve_side
 from engine.specs import LoadedDomain
 from engine.untrusted import MAX_COUNT, one_line
 from tests.conftest import SPEC_DIR
+from tests.record_helpers import metrics_row
 from tests.runtime_helpers import run_options, scripted_factory, session_between
 
 SCENARIO = "eva_airline__3_1_5"
@@ -122,18 +126,20 @@ async def test_huge_counts_already_on_disk_do_not_break_the_summary(tmp_path: Pa
         text = json.dumps(body).replace('"prompt_tokens": 0', f'"prompt_tokens": {HUGE}')
         path.write_text(text, encoding="utf-8")
     summary = finish_run(tmp_path / "run", {"trials": 1})  # the resume path recomputes it like this
-    assert summary["usage"]["agent"]["prompt_tokens"] == 2 * MAX_COUNT
+    assert summary.usage["agent"].prompt_tokens == 2 * MAX_COUNT
     assert f"{2 * MAX_COUNT} prompt" in (tmp_path / "run" / "all_summary.txt").read_text(encoding="utf-8")
     assert report.summary is not None
 
 
-def test_odd_usage_values_count_zero() -> None:
-    rows = [
-        {"scenario_name": "a", "is_successful": True, "usage": {"agent": {"prompt_tokens": v, "calls": v}}}
-        for v in ("12", -5, True, 1.5, None, [1], 2**80)
-    ]
-    usage = build_summary(rows, {"trials": 1})["usage"]["agent"]
-    assert usage["prompt_tokens"] == MAX_COUNT and usage["calls"] == MAX_COUNT
+def test_odd_usage_values_count_zero_or_are_refused() -> None:
+    rows = [metrics_row("a", usage={"agent": UsageRecord("m", v, 0, v)}) for v in (-5, 2**80, 7)]
+    usage = build_summary(rows, {"trials": 1}).usage["agent"]
+    assert usage.prompt_tokens == MAX_COUNT + 7 and usage.calls == MAX_COUNT + 7
+    body = metrics_row("a").to_json()
+    agent = body["usage"]["agent"]
+    for v in ("12", True, 1.5, None, [1]):  # not a count: the record is not read (the result is missing)
+        with pytest.raises(RecordError, match="prompt_tokens"):
+            MetricsRecord.from_json({**body, "usage": {"agent": {**agent, "prompt_tokens": v}}})
 
 
 # --- text a side sends ---------------------------------------------------------------------------
@@ -153,11 +159,11 @@ async def test_a_model_name_cannot_forge_report_lines(
     async with agent_side(reply, backend=f"ws\n{FORGED}") as uri:
         report = await _run(tmp_path, data_root, uri, *scripts)
         capsys.readouterr()
-        report_mod.print_run_outcome(report)
+        print_outcome(report)
     printed = capsys.readouterr().out
     text = (tmp_path / "run" / "all_summary.txt").read_text(encoding="utf-8")
-    overall = report.summary["overall"]
-    real = f"Overall Success Rate: {100 * overall['rate']:.1f}% ({overall['passed']}/2 scenarios)"
+    overall = report.summary.overall
+    real = f"Overall Success Rate: {100 * overall.rate:.1f}% ({overall.passed}/2 scenarios)"
     for shown in (text, printed):
         assert [line for line in shown.splitlines() if line.startswith("Overall Success Rate")] == [real], (
             shown
@@ -182,8 +188,8 @@ def test_one_line_neutralises_every_invisible_character() -> None:
 
 def test_a_summary_from_older_metrics_is_one_line_per_entry() -> None:
     rows = [
-        {"scenario_name": "a", "is_successful": False, "stop_reason": "error", "error": f"x\n{FORGED}",
-         "usage": {"agent": {"model": f"m\n{FORGED}", "prompt_tokens": 1}}},
+        metrics_row("a", is_successful=False, stop_reason="error", error=f"x\n{FORGED}",
+                    usage={"agent": UsageRecord(f"m\n{FORGED}", 1, 0, 1)}),
     ]  # fmt: skip
     text = render_summary_text(build_summary(rows, {"trials": 1}))
     assert [line for line in text.splitlines() if line.startswith("Overall")] == [

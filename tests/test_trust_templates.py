@@ -197,7 +197,7 @@ def test_templates_see_plain_data_only(loaded: LoadedDomain) -> None:
     [
         "{{ domain.spec_dir }}|{{ domain.data_root|length > 0 }}",
         "{% for k, v in user.decision_tree.items() %}{{ k|humanize }}:{{ v|outline }}{% endfor %}",
-        "{{ tools.names|join(', ') }} {{ tools.tools[0].name }} {{ scenario.record.id }}",
+        "{{ tools.names|join(', ') }} {{ tools.tools[0].name }} {{ scenario.record_id }}",
         "{{ 'ZK3'|spell }} {{ user.name.upper() }} {{ user.name.split(' ')[0] }} {{ '%s!'|format(1) }}",
         "{% macro m(x) %}<{{ x }}>{% endmacro %}{{ m(current_date) }}{{ range(3)|list }}{{ dict(a=1) }}",
         "{% for n in agent_notes %}{{ loop.index }}{{ loop.cycle('a', 'b') }}{% else %}none{% endfor %}",

@@ -3,9 +3,11 @@
 A side server (``engine.sides``) holds the conversation as OpenAI chat ``messages`` (its own
 system prompt first; the other party's lines as ``user``, its own as ``assistant``, tool results as
 ``tool``) and asks its backend for the next step with :meth:`Backend.respond`. Backends are
-selected by a spec string, see :func:`parse_backend_spec`: ``replay``, ``noop`` (a baseline that
-does nothing), ``openai:MODEL`` or an external ``ws://host:port`` side (which is not a backend: the
-runner connects to it directly).
+selected by a spec string, see :func:`parse_backend_spec`: ``replay``, ``noop`` (a baseline
+that does nothing), ``openai:MODEL`` or an external ``ws://host:port`` side (which is not a backend:
+the runner connects to it directly).
+This package module holds the shared types only; :func:`engine.backends.factory.make_factory`
+builds a built-in side's backend (it imports the backends, which import these types).
 """
 
 from __future__ import annotations
@@ -153,37 +155,3 @@ def parse_backend_spec(text: str) -> BackendSpec:
     if value.startswith(("ws://", "wss://")) and len(value.split("://", 1)[1]) > 0:
         return BackendSpec("external", uri=value)
     raise UsageError(f"unknown backend {text!r}: expected replay, noop, openai:MODEL or ws://host:port")
-
-
-def make_factory(
-    spec: BackendSpec,
-    *,
-    scenarios: Any = None,
-    base_url: str | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
-    request_timeout_s: float = 60.0,
-    max_retries: int = 4,
-    replay_latency_s: float = 0.0,
-) -> BackendFactory:
-    """The backend factory of a built-in side. ``scenarios`` (name -> Scenario) is needed by
-    ``replay`` (and tells ``noop`` each scenario's hang-up tool). Raises UsageError for an external
-    spec (no built-in side) or a missing API key."""
-    if spec.kind == "replay":
-        from engine.backends.replay import ReplayFactory
-
-        return ReplayFactory(scenarios or {}, latency_s=replay_latency_s)
-    if spec.kind == "noop":
-        from engine.backends.noop import NoopFactory
-
-        return NoopFactory(scenarios or {})
-    if spec.kind == "openai":
-        from engine.backends.openai_chat import OpenAIFactory
-
-        return OpenAIFactory(
-            model=str(spec.model),
-            base_url=base_url,
-            api_key_env=api_key_env,
-            request_timeout_s=request_timeout_s,
-            max_retries=max_retries,
-        )
-    raise UsageError(f"{spec} is an external side, not a backend a built-in side can run")

@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-NOT_APPLICABLE = "N/A"
+from engine.records.metrics import NOT_APPLICABLE
+
 _WS = re.compile(r"\s+")
 #: ASCII punctuation by Python's ``string.punctuation``: Unicode files ``$ + < = > ^ ` | ~`` as
 #: symbols, not punctuation, yet "$25" and "25" should match when punctuation is ignored.

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.gold import GoldTrace
-
-NOT_APPLICABLE = "N/A"
-CLEAN_EXIT = "clean_exit"
+from engine.records.metrics import NOT_APPLICABLE, Signal
 
 
 def normalize_verdict(value: Any) -> bool | None:
@@ -89,7 +87,7 @@ def compute_composite(
             gating.append((name, verdict))
     breakdown["excluded"] = [name for name in signals if name not in whitelist]
     overall = _conjunction([v for _, v in gating])
-    task = _conjunction([v for n, v in gating if n != CLEAN_EXIT])
+    task = _conjunction([v for n, v in gating if n != Signal.CLEAN_EXIT])
     if stalled:
         overall, task = False, False
     return Composite(overall, task, breakdown, stalled)

@@ -19,18 +19,16 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from engine.backends import token_count
 from engine.model import TEMPLATE_DIR, Scenario, SessionResult
+from engine.options import ScoringOptions
 from engine.protocol import clip
-from engine.render import BoundedSandbox
-
-if TYPE_CHECKING:
-    from engine.results import ScoringOptions
+from engine.render import BoundedSandbox, render
 
 JUDGE_TEMPLATE = "judge.md.j2"
 
@@ -86,25 +84,58 @@ def _spoken_turns(result: SessionResult) -> list[dict[str, str]]:
     ]
 
 
+#: At most this many tool calls are shown to the judge (the first ones; the rest are counted).
+MAX_JUDGE_TOOL_CALLS = 100
+#: Each call's arguments and result are shown as JSON text cut to this many characters.
+MAX_JUDGE_TOOL_TEXT = 2000
+
+
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= MAX_JUDGE_TOOL_TEXT:
+        return text
+    return f"{text[:MAX_JUDGE_TOOL_TEXT]}... ({len(text)} chars)"
+
+
+def _tool_calls(result: SessionResult) -> list[dict[str, str]]:
+    """Every tool call of the session in order, reads included, as ``{side, name, arguments,
+    result}`` texts (arguments as the side sent them; JSON cut to MAX_JUDGE_TOOL_TEXT)."""
+    return [
+        {
+            "side": str(call.get("side", "agent")),
+            "name": str(call.get("name")),
+            "arguments": _shown(call.get("arguments")),
+            "result": _shown(call.get("result")),
+        }
+        for call in result.tool_calls[:MAX_JUDGE_TOOL_CALLS]
+    ]
+
+
 def render_judge_prompt(scenario: Scenario, result: SessionResult) -> str:
     """Render the domain's judge template (``templates.judge`` in the domain spec, looked up like
     the agent and user templates), else the repository's ``templates/judge.md.j2``.
 
+    The reference shown is ``scenario.judge_reference`` when the scenario has one, else its
+    ``reference_answer``. ``tool_calls`` lists every call with its result (the first
+    MAX_JUDGE_TOOL_CALLS; ``tool_calls_omitted`` counts the rest): a session without tool calls
+    renders the same prompt as before they were shown.
     Raises SpecError or jinja2 errors on a broken template (the caller records the judge as N/A).
     """
-    reference = scenario.reference_answer
+    reference = scenario.judge_reference
+    if reference is None:
+        reference = scenario.reference_answer
     variables = {
         "scenario_name": scenario.name,
         "description": scenario.description,
         "user_goal": scenario.user.goal,
         "reference": json.dumps(reference, indent=2, ensure_ascii=False) if reference is not None else "",
         "actions": json.dumps(result.actions, indent=2, ensure_ascii=False, default=str),
+        "tool_calls": _tool_calls(result),
+        "tool_calls_omitted": max(0, len(result.tool_calls) - MAX_JUDGE_TOOL_CALLS),
         "transcript": _spoken_turns(result),
         "nl_assertions": list(scenario.nl_assertions),
     }
     if scenario.domain.templates.get("judge"):
-        from engine.render import render
-
         return render(scenario, "judge", **variables)
     return _env().get_template(JUDGE_TEMPLATE).render(**variables)
 

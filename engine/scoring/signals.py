@@ -2,7 +2,8 @@
 
 Each function takes the :class:`SignalInputs` of one session and returns a :class:`SignalOutcome`:
 ``value`` is what the composite sees (bool, a 0–1 pass rate, ``None`` or ``"N/A"`` = not
-applicable) and ``fields`` are the keys it contributes to ``metrics.json`` (the contract's names).
+applicable) and ``fields`` are the keys it contributes to ``metrics.json`` (the contract's names,
+checked against ``engine.records.metrics.SignalFields`` when the record is built).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from engine.model import Scenario, SessionResult
 from engine.plugin import DiagnosticInputs
+from engine.records.metrics import Signal
 from engine.scoring.action_match import is_action_match
 from engine.scoring.judge import JudgeOutcome
 from engine.scoring.predicates import evaluate_db_state_assertion
@@ -106,12 +108,12 @@ SignalFunc = Callable[[SignalInputs], SignalOutcome]
 
 #: The six signals, keyed by the name written to ``success_breakdown``, in the contract's order.
 SIGNAL_FUNCS: dict[str, SignalFunc] = {
-    "is_action_match": action_match_signal,
-    "db_state_match": db_state_match_signal,
-    "db_state_assertion": db_state_assertion_signal,
-    "nl_assertion": nl_assertion_signal,
-    "judge_passed": judge_passed_signal,
-    "clean_exit": clean_exit_signal,
+    Signal.IS_ACTION_MATCH: action_match_signal,
+    Signal.DB_STATE_MATCH: db_state_match_signal,
+    Signal.DB_STATE_ASSERTION: db_state_assertion_signal,
+    Signal.NL_ASSERTION: nl_assertion_signal,
+    Signal.JUDGE_PASSED: judge_passed_signal,
+    Signal.CLEAN_EXIT: clean_exit_signal,
 }
 
 

@@ -7,7 +7,8 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.backends import make_factory, parse_backend_spec
+from engine.backends import parse_backend_spec
+from engine.backends.factory import make_factory
 from engine.errors import UsageError
 from engine.plugin import Plugins
 from engine.sides.server import server_uri, start_side_server

@@ -54,7 +54,6 @@ class FieldRule:
     upper: bool = False
 
 
-
 def parse_arguments(
     raw: str | Mapping[str, Any] | None,
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -110,10 +109,13 @@ def shown(value: Any, limit: int = 100) -> str:
 
 
 def _non_finite(value: Any) -> bool:
+    """True when a float anywhere in ``value`` (lists and objects included) is NaN or infinite."""
     if isinstance(value, float):
         return not math.isfinite(value)
     if isinstance(value, list):
         return any(_non_finite(v) for v in value)
+    if isinstance(value, Mapping):
+        return any(_non_finite(v) for v in value.values())
     return False
 
 
@@ -124,38 +126,83 @@ def _types(schema: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(declared or ())
 
 
+_ASCII_SPACE = " \t\n\r\f\v"
+_INT_TEXT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?")
+
+
+def lax_int(text: str) -> int | str:
+    """An integer from text as pydantic's lax mode reads it (docs/argument_rules.md): ASCII
+    whitespace around it, a sign, ASCII digits with single underscores between them, and a
+    fraction of zeros only (``"1.00"`` is 1; ``"1."``, ``"1e3"``, ``"١٢"`` and ``"0x10"`` are not).
+    Returns ``text`` unchanged when it is no integer (the schema check then reports it)."""
+    core = text.strip(_ASCII_SPACE)
+    if not _INT_TEXT.fullmatch(core):
+        return text
+    return int(core.split(".")[0].replace("_", ""))
+
+
+def lax_float(text: str) -> float | str:
+    """A number from text as pydantic's lax mode reads it: Python's float syntax on ASCII text
+    (underscores between digits, exponents, ``.5``), surrounding ASCII whitespace allowed.
+    Deliberate divergence: ``inf`` / ``nan`` / ``1e999`` stay text and fail the check, where
+    pydantic gives a non-finite float that no JSON DB can hold. Returns ``text`` when it is no
+    number."""
+    core = text.strip(_ASCII_SPACE)
+    if not core.isascii():
+        return text
+    try:
+        number = float(core)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
+
+
+_STRICT_END = re.compile(r"(?<!\\)\\Z")
+
+
+def strict_end(pattern: str) -> str:
+    """``pattern`` with an unescaped ``$`` made ``\\Z``: Python's ``$`` also matches before a final
+    newline, so ``^PAX\\d+$`` accepted ``"PAX001\\n"``; pydantic's (Rust) ``$`` does not."""
+    return re.sub(r"(?<!\\)\$", r"\\Z", pattern)
+
+
 def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
-    """Lax-mode conversion of one value towards its schema type; unconvertible values pass through."""
+    """Lax-mode conversion of one value towards its schema type; unconvertible values pass through.
+
+    Recurses into arrays (each item by ``items``) and objects (each declared property by
+    ``properties``; keys the schema does not declare are kept as they are), so
+    ``{"items": [{"unit_price": "9.99"}]}`` becomes ``9.99`` at any depth. The depth is bounded by
+    the schema's own nesting."""
     types = _types(schema)
     if value is None or not types:
         return value
     if "integer" in types and (isinstance(value, bool) or not isinstance(value, int)):
         if isinstance(value, bool):
             return int(value)
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            return int(value)
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 2**63:
+            return int(value)  # pydantic converts a whole float inside the 64-bit range only
         if isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                return value
+            return lax_int(value)
     elif "number" in types and not isinstance(value, float):
         if isinstance(value, int):  # bool included, as pydantic's lax mode
             return float(value)
         if isinstance(value, str):
-            try:
-                number = float(value.strip())
-            except ValueError:
-                return value
-            return number if math.isfinite(number) else value
+            return lax_float(value)
     elif "boolean" in types and not isinstance(value, bool):
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
+        if isinstance(value, str) and value.lower() in _TRUE | _FALSE:  # no strip: " false" is refused
+            return value.lower() in _TRUE
         if isinstance(value, int | float) and value in (0, 1):
             return bool(value)
     elif "array" in types and isinstance(value, list | tuple):
         items = schema.get("items")
         return [_coerce(v, items) if isinstance(items, Mapping) else v for v in value]
+    elif "object" in types and isinstance(value, Mapping):
+        props = schema.get("properties")
+        if not isinstance(props, Mapping):
+            return value
+        return {
+            k: _coerce(v, props[k]) if isinstance(props.get(k), Mapping) else v for k, v in value.items()
+        }
     return value
 
 
@@ -178,8 +225,11 @@ def _pydantic_message(err: ValidationError) -> str:
         quoted = [f"'{v}'" for v in expected]
         listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
         return f"Input should be {listed}"
-    if kind == "pattern":
-        return f"String should match pattern '{expected}'"
+    if kind == "pattern":  # shown as declared: strict_end's \Z was a $
+        declared = _STRICT_END.sub("$", expected)
+        return f"String should match pattern '{declared}'"
+    if kind == "format":
+        return f"Input should be a valid {expected}" + (" (YYYY-MM-DD)" if expected == "date" else "")
     bounds = {
         "minimum": "greater than or equal to",
         "exclusiveMinimum": "greater than",
@@ -200,6 +250,19 @@ def _merge_constraints(target: dict[str, Any], constraints: Mapping[str, Any]) -
             target.setdefault(key, copy.deepcopy(value))
 
 
+def _strict_patterns(schema: Any) -> None:
+    """Every ``pattern`` in a schema (nested ones too) through :func:`strict_end`, in place."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "pattern" and isinstance(value, str):
+                schema[key] = strict_end(value)
+            else:
+                _strict_patterns(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            _strict_patterns(item)
+
+
 class ArgumentChecker:
     """Validates one tool's arguments: ``check(args) -> (clean args, None) | (None, error)``.
 
@@ -216,12 +279,15 @@ class ArgumentChecker:
             if rule is not None:
                 _merge_constraints(prop, rule.constraints)
         schema.pop("additionalProperties", None)
+        _strict_patterns(schema)
         self.properties: dict[str, Any] = properties
         self.required: frozenset[str] = frozenset(schema.get("required", ()))
         self.order: dict[str, int] = {name: i for i, name in enumerate(properties)}
         self.rules = rules
         Draft202012Validator.check_schema(schema)
-        self.validator = Draft202012Validator(schema)
+        # `format` is checked (a `format: date` argument refuses "sometime next spring"); formats
+        # jsonschema can check without extra packages: date, email, ipv4, ipv6, uuid, regex
+        self.validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
     def check(self, args: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         clean = {
@@ -234,6 +300,16 @@ class ArgumentChecker:
             for k, v in clean.items()
             if _non_finite(v)  # NaN/Infinity (JSON extensions) must never reach the DB
         ]
+        failures += [  # JSON Schema counts 1e20 as an integer; pydantic refuses it beyond 64 bits
+            (
+                self.order.get(k, len(self.order)),
+                k,
+                args.get(k),
+                "Unable to parse input as an integer, too large",
+            )
+            for k, v in clean.items()
+            if isinstance(v, float) and "integer" in _types(self.properties[k])
+        ]
         for err in self.validator.iter_errors(clean):
             if err.validator == "required":
                 for name in err.validator_value:
@@ -244,7 +320,11 @@ class ArgumentChecker:
                 continue
             name = str(err.path[0]) if err.path else "parameter"
             raw = args.get(name) if len(err.path) == 1 else err.instance
-            failures.append((self.order.get(name, len(self.order)), name, raw, _pydantic_message(err)))
+            detail = _pydantic_message(err)
+            if len(err.path) > 1:  # inside an array or object: say where (items[0].unit_price)
+                inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in list(err.path)[1:])
+                detail += f" (at {name}{inner})"
+            failures.append((self.order.get(name, len(self.order)), name, raw, detail))
         if not failures:
             for name, rule in self.rules.items():
                 if rule.upper and isinstance(clean.get(name), str):

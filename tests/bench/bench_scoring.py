@@ -18,7 +18,8 @@ from engine.dataroot import resolve_data_root
 from engine.diff import diff_run, render_text
 from engine.domains.registry import load_domain
 from engine.model import REPO_ROOT, SessionResult
-from engine.results import ScoringOptions, finish_run, finish_session
+from engine.options import ScoringOptions
+from engine.results import finish_run, finish_session
 
 
 def _broken(db: dict) -> dict:
@@ -62,7 +63,7 @@ def run() -> None:
     print(f"score + write artifacts: {n} scenarios in {t1 - t0:.3f} s ({1000 * (t1 - t0) / n:.1f} ms each)")
     print(
         f"finish_run (summary.json, all_summary.txt, run.json): {t2 - t1:.3f} s "
-        f"({summary['overall']['failed']} failed of {summary['results']})"
+        f"({summary.overall.failed} failed of {summary.results})"
     )
     print(
         f"diff {len(diffs)} failures (DeepDiff + text): {t3 - t2:.3f} s "

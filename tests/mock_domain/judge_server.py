@@ -2,7 +2,9 @@
 
 Each POST to ``/v1/chat/completions`` takes the next entry of ``script``: a dict is sent as the
 assistant message content (JSON-encoded), a str as is, an int as an HTTP error status with an
-error body. When the script runs out the last entry repeats. Requests are kept in ``requests``.
+error body, and a callable is called with the request body and its return value used as one of
+those (a judge that reads the prompt). When the script runs out the last entry repeats. Requests
+are kept in ``requests``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ class ScriptedJudge:
     def next_reply(self, body: dict[str, Any]) -> Any:
         with self._lock:
             self.requests.append(body)
-            return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+            entry = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        return entry(body) if callable(entry) else entry
 
 
 def _handler(judge: ScriptedJudge) -> type[BaseHTTPRequestHandler]:

@@ -245,15 +245,3 @@ HANDLERS: dict[str, Callable[[dict[str, Any], Mapping[str, Any], CallContext], d
     "CancelSubscriptionTool": cancel_subscription,
     "ResolveTicketTool": resolve_ticket,
 }
-
-#: What each tool may change (JSON-Pointer-like; ``{arg}`` = that argument's value).
-WRITES: dict[str, tuple[str, ...]] = {
-    "LookupAccountTool": (),
-    "CheckOrderStatusTool": (),
-    "ProcessRefundTool": ("/accounts/{account_id}",),
-    "StartItemReturnTool": ("/accounts/{account_id}/orders/{order_id}",),
-    "ChangePlanTool": ("/accounts/{account_id}",),
-    "UnlockAccountTool": ("/accounts/{account_id}",),
-    "CancelSubscriptionTool": ("/accounts/{account_id}",),
-    "ResolveTicketTool": ("/tickets/-",),
-}

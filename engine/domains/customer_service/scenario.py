@@ -146,8 +146,10 @@ def match_options(record: Mapping[str, Any]) -> dict[str, bool]:
 
 
 def success_signals(record: Mapping[str, Any]) -> list[str]:
-    """Gating signals: the structured action match, the account-field assertions and a clean exit."""
-    return ["is_action_match", "db_state_assertion", "clean_exit"]
+    """Gating signals: the structured action match, the account-field assertions, the free-text
+    claims (``nl_assertion``: not applicable, so never failing, unless the run has a judge) and a
+    clean exit."""
+    return ["is_action_match", "db_state_assertion", "nl_assertion", "clean_exit"]
 
 
 def expected_db(record: Mapping[str, Any]) -> None:

@@ -72,7 +72,8 @@ def evalctl_name(record: Mapping[str, Any]) -> str:
 
 def offered_tools(record: Mapping[str, Any]) -> list[str]:
     """The tool names this scenario gives the agent, in upstream order (``EndConversationTool``
-    included). Scenarios of one domain differ: see each domain package's ``TOOLS`` for the union."""
+    included). Scenarios of one domain differ: the domain's tool table
+    (``specs/<domain>/tools.yaml``) holds the union."""
     return list(record["agent_tools"])
 
 

@@ -48,9 +48,3 @@ HANDLERS: dict[str, Callable[[dict[str, Any], Mapping[str, Any], CallContext], d
     "SaveQuestionAnswerTool": save_question_answer,
     "GetCityWeatherTool": get_city_weather,
 }
-
-#: What each tool may change (``/-`` = entries added to that list).
-WRITES: dict[str, tuple[str, ...]] = {
-    "SaveQuestionAnswerTool": ("/qa_log/-",),
-    "GetCityWeatherTool": (),
-}

@@ -17,6 +17,7 @@ from typing import Any
 from engine.domains.nemo_common import steps as st
 from engine.domains.nemo_common.prompts import script_lines
 from engine.domains.nemo_common.records import offered_tools
+from engine.plugin import DiagnosticInputs
 
 #: Key term alternatives per upstream scenario name; the first occurs in the reference answer.
 KEY_TERMS: dict[str, tuple[str, ...]] = {
@@ -143,3 +144,21 @@ def gold_steps(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     out.append(st.agent("You are welcome, goodbye!"))
     out.append(st.hang_up())
     return out
+
+
+def key_term_mentioned(inputs: DiagnosticInputs) -> bool | None:
+    """Diagnostic ``key_term_mentioned`` (non-gating): True when the agent's spoken lines or the
+    answers it logged name one of the scenario's :data:`KEY_TERMS` (whole words, any case), so a
+    run without a judge still says whether the answer was there; None when the scenario has no key
+    term (a record this table does not know)."""
+    terms = KEY_TERMS.get(str(inputs.scenario.record.get("name")))
+    if not terms:
+        return None
+    result = inputs.result
+    spoken = [
+        str(event.get("content"))
+        for event in result.transcript
+        if event.get("role") == "agent" and event.get("type") == "utterance"
+    ]
+    logged = [str(entry.get("answer", "")) for entry in (result.final_db or {}).get("qa_log") or []]
+    return any(_mentions(text, term) for text in spoken + logged for term in terms)

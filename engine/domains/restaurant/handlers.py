@@ -175,12 +175,3 @@ HANDLERS: dict[str, Callable[[dict[str, Any], Mapping[str, Any], CallContext], d
     "DropWaitListTool": drop_waitlist,
     "GetWaitlistTool": get_waitlist,
 }
-
-#: What each tool may change (JSON-Pointer-like; ``/-`` = entries added or removed).
-WRITES: dict[str, tuple[str, ...]] = {
-    "GetMenuTool": (),
-    "PlaceOrderTool": ("/orders/-",),
-    "JoinWaitListTool": ("/waitlist/-",),
-    "DropWaitListTool": ("/waitlist/-",),
-    "GetWaitlistTool": (),
-}

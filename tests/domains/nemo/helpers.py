@@ -1,4 +1,5 @@
-"""Helpers of the NeMo small-domain tests: the release, a WRITES-checking handler call, a replay."""
+"""Helpers of the NeMo small-domain tests: the release, the tool tables through the real spec
+loader, a writes-checking handler call, a replay."""
 
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ from typing import Any
 from engine.dataroot import resolve_data_root
 from engine.domains import customer_service, qa, restaurant
 from engine.domains.nemo_common import END_TOOL, RELEASE, domain_of, load_records
+from engine.domains.registry import load_domain
 from engine.errors import DataRootError
+from engine.model import ToolSpec
+from engine.specs import LoadedDomain
 from engine.tools.arguments import ArgumentChecker
 from engine.tools.context import CallContext
 
 # TODO(lead): remove this fallback once `make data` installs nemo-1a83139 into ./data.
 SHARED_FALLBACK = Path("/work/shared")
+REPO = Path(__file__).resolve().parents[3]
 
 PACKAGES: dict[str, ModuleType] = {"restaurant": restaurant, "customer_service": customer_service, "qa": qa}
 
@@ -38,8 +43,25 @@ def configured_root() -> Path | None:
 @cache
 def release_records() -> dict[str, dict[str, Any]]:
     """The 35 records, from the data root, else from the shared fallback (see conftest)."""
+    return load_records(data_root())
+
+
+def data_root() -> Path:
     root = configured_root()
-    return load_records(root if has_release(root) else SHARED_FALLBACK)
+    return root if has_release(root) and root is not None else SHARED_FALLBACK
+
+
+@cache
+def loaded(domain: str) -> LoadedDomain:
+    """``specs/<domain>`` through the real loader (registry plugins, the release's data root)."""
+    return load_domain(REPO / "specs" / domain, data_root())
+
+
+def tool_spec(pkg: ModuleType, tool: str) -> ToolSpec:
+    """The row of ``tool`` in the domain's YAML tool table (AssertionError when it has none)."""
+    spec = loaded(pkg.PLUGIN.name).domain.tools.get(tool)
+    assert spec is not None, f"{tool} is not in specs/{pkg.PLUGIN.name}/tools.yaml"
+    return spec
 
 
 def names(*domains: str) -> list[str]:
@@ -94,12 +116,15 @@ def call_checked(
     args: Mapping[str, Any],
     options: Mapping[str, Any] | None = None,
     call_index: int = 1,
+    writes: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
-    """Run one handler and check the contract around it: nothing outside the tool's WRITES changes,
-    entries of a ``/-`` container are not changed in place, an error leaves the DB untouched, the
-    result is JSON and shares no object with the DB."""
+    """Run one handler and check the contract around it: nothing outside the tool's ``writes``
+    (default: its tool table row's) changes, entries of a ``/-`` container are not changed in place,
+    an error leaves the DB untouched, the result is JSON and shares no object with the DB."""
     before = copy.deepcopy(db)
-    declared = [_segments(p, args) for p in pkg.WRITES[tool]]
+    if writes is None:
+        writes = tool_spec(pkg, tool).writes or ()
+    declared = [_segments(p, args) for p in writes]
     entries = []
     for segs, container in declared:
         node = _node(db, segs)
@@ -119,7 +144,7 @@ def call_checked(
     for segs, _ in declared:
         _mask(masked_before, segs)
         _mask(masked_after, segs)
-    assert masked_after == masked_before, f"{tool} changed the DB outside {pkg.WRITES[tool]}"
+    assert masked_after == masked_before, f"{tool} changed the DB outside {writes}"
     for live, snapshot in entries:
         assert live == snapshot, f"{tool} changed an existing entry of a '/-' container in place"
     assert not (_ids(result, set()) & _ids(db, set())), f"{tool} handed out a live DB object"
@@ -129,7 +154,7 @@ def call_checked(
 def checked_arguments(pkg: ModuleType, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
     """``args`` through the engine's argument checker with the tool's JSON Schema (AssertionError
     with the error result when they are refused)."""
-    clean, failed = ArgumentChecker(pkg.TOOLS[tool]["parameters"], {}).check(args)
+    clean, failed = ArgumentChecker(tool_spec(pkg, tool).parameters, {}).check(args)
     assert failed is None, failed
     assert clean is not None
     return clean
@@ -160,7 +185,7 @@ def replay(record: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, An
         counts[tool] = counts.get(tool, 0) + 1
         result = call_checked(pkg, tool, db, args, options.get(tool), counts[tool])
         assert result["status"] == "success", (record["name"], tool, result)
-        if pkg.TOOLS[tool]["kind"] == "write":
+        if tool_spec(pkg, tool).kind == "write":
             actions.append({"action_type": tool, **args})
     assert steps[-1] == {"kind": "tool_call", "text": "", "tool": END_TOOL, "arguments": {}}
     return db, actions, called

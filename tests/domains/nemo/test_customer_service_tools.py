@@ -9,7 +9,7 @@ import pytest
 from engine.domains import customer_service as cs
 from engine.domains.customer_service.handlers import format_money, parse_money
 from engine.tools.arguments import ArgumentChecker
-from tests.domains.nemo.helpers import call_checked, release_records
+from tests.domains.nemo.helpers import call_checked, loaded, release_records, tool_spec
 
 
 def _db(name: str) -> dict[str, Any]:
@@ -21,17 +21,21 @@ def _call(tool: str, db: dict[str, Any], args: dict[str, Any], call_index: int =
 
 
 def test_tables_cover_the_handlers() -> None:
-    assert set(cs.WRITES) == set(cs.HANDLERS)
-    for name, spec in cs.TOOLS.items():
-        ArgumentChecker(spec["parameters"], {})
-        if spec["kind"] == "harness":
-            assert spec["handler"] == "end_conversation"
+    """The YAML tool table names every handler of the package once, and its writes and kinds agree."""
+    table = loaded(cs.PLUGIN.name).domain.tools
+    handled = [t.name for t in table.tools if t.kind != "harness"]
+    assert sorted(handled) == sorted(cs.HANDLERS)
+    for spec in table.tools:
+        ArgumentChecker(spec.parameters, {})  # a valid JSON Schema
+        if spec.kind == "harness":
+            assert (spec.name, spec.handler) == ("EndConversationTool", "end_conversation")
+            assert spec.ends_call == "exit"
             continue
-        assert spec["handler"] == name and name in cs.HANDLERS
-        assert bool(cs.WRITES[name]) == (spec["kind"] == "write"), name
-    assert cs.TOOLS["ResolveTicketTool"]["parameters"]["properties"]["resolution_type"]["enum"] == list(
-        cs.RESOLUTION_TYPES
-    )
+        assert spec.handler == spec.name
+        assert bool(spec.writes) == (spec.kind == "write"), spec.name
+        assert (spec.action_type == spec.name) == (spec.kind == "write"), spec.name
+    resolution = tool_spec(cs, "ResolveTicketTool").parameters["properties"]["resolution_type"]
+    assert resolution["enum"] == list(cs.RESOLUTION_TYPES)
 
 
 def test_initial_db_has_the_scenario_accounts_and_date() -> None:

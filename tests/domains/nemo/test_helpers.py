@@ -10,8 +10,8 @@ import pytest
 from tests.domains.nemo.helpers import call_checked
 
 
-def _pkg(handler: Any, writes: tuple[str, ...]) -> Any:
-    return SimpleNamespace(HANDLERS={"t": handler}, WRITES={"t": writes})
+def _pkg(handler: Any) -> Any:
+    return SimpleNamespace(HANDLERS={"t": handler})
 
 
 def _db() -> dict[str, Any]:
@@ -25,12 +25,8 @@ def test_a_declared_write_passes() -> None:
         return {"status": "success"}
 
     db = _db()
-    assert (
-        call_checked(_pkg(handler, ("/accounts/{account_id}", "/log/-")), "t", db, {"account_id": "A"})[
-            "status"
-        ]
-        == "success"
-    )
+    writes = ("/accounts/{account_id}", "/log/-")
+    assert call_checked(_pkg(handler), "t", db, {"account_id": "A"}, writes=writes)["status"] == "success"
     assert db["accounts"]["A"]["plan"] == "z"
 
 
@@ -40,7 +36,7 @@ def test_a_write_outside_the_declared_paths_fails() -> None:
         return {"status": "success"}
 
     with pytest.raises(AssertionError, match="outside"):
-        call_checked(_pkg(handler, ("/accounts/{account_id}",)), "t", _db(), {"account_id": "A"})
+        call_checked(_pkg(handler), "t", _db(), {"account_id": "A"}, writes=("/accounts/{account_id}",))
 
 
 def test_changing_an_entry_of_a_container_in_place_fails() -> None:
@@ -49,7 +45,7 @@ def test_changing_an_entry_of_a_container_in_place_fails() -> None:
         return {"status": "success"}
 
     with pytest.raises(AssertionError, match="in place"):
-        call_checked(_pkg(handler, ("/log/-",)), "t", _db(), {})
+        call_checked(_pkg(handler), "t", _db(), {}, writes=("/log/-",))
 
 
 def test_an_error_that_half_applies_fails() -> None:
@@ -58,7 +54,7 @@ def test_an_error_that_half_applies_fails() -> None:
         return {"status": "error", "error_type": "x", "message": "m"}
 
     with pytest.raises(AssertionError, match="returned an error"):
-        call_checked(_pkg(handler, ("/log/-",)), "t", _db(), {})
+        call_checked(_pkg(handler), "t", _db(), {}, writes=("/log/-",))
 
 
 def test_handing_out_a_live_db_object_fails() -> None:
@@ -66,4 +62,4 @@ def test_handing_out_a_live_db_object_fails() -> None:
         return {"status": "success", "account": db["accounts"]["A"]}
 
     with pytest.raises(AssertionError, match="live"):
-        call_checked(_pkg(handler, ()), "t", _db(), {})
+        call_checked(_pkg(handler), "t", _db(), {}, writes=())

@@ -1,26 +1,29 @@
-"""The domain templates carry the same content as upstream's rendered prompts.
+"""The prompts the engine renders carry the same content as upstream's rendered prompts.
 
-Each prompt is compared with the record's ``reference_rendered_prompts`` after whitespace
-normalisation: every piece of scenario content (persona, task, steps, guidelines, documents,
-reference lines; the script lines of a scripted scenario) must appear in both, in the same order,
-and what is left once those pieces are cut out (the framing) must be one and the same text for
-every scenario of a side and shape, upstream and ours alike, so no scenario carries content the
-other rendering lacks. The framing itself differs on purpose; see DELIBERATE_DIFFERENCES.
+Each prompt, rendered through the real loader (``specs/<domain>``, the registry plugin deriving
+the template variables from the record, ``engine.render``), is compared with the record's
+``reference_rendered_prompts`` after whitespace normalisation: every piece of scenario content
+(persona, task, steps, guidelines, documents, reference lines; the script lines of a scripted
+scenario) must appear in both, in the same order, and what is left once those pieces are cut out
+(the framing) must be one and the same text for every scenario of a side and shape, upstream and
+ours alike, so no scenario carries content the other rendering lacks. The framing itself differs
+on purpose; see DELIBERATE_DIFFERENCES.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import jinja2
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from engine.domains.nemo_common import SCRIPTED_PROMPTS, domain_of, prompt_variables
+from engine.domains.nemo_common import SCRIPTED_PROMPTS, domain_of, evalctl_name, prompt_variables
 from engine.model import TEMPLATE_DIR
-from engine.render import environment
-from tests.domains.nemo.helpers import names, release_records
+from engine.render import render_agent_prompt, render_user_prompt
+from tests.domains.nemo.helpers import loaded, names, release_records
 
 #: Where evalctl's prompts deliberately differ from upstream's text.
 DELIBERATE_DIFFERENCES = (
@@ -49,11 +52,19 @@ def _norm(text: str) -> str:
     return " ".join(text.split())
 
 
-def _render(
-    record: dict[str, Any], side: str, env: jinja2.Environment = ENV, notes: tuple[str, ...] = ()
-) -> str:
-    template = env.get_template(f"{domain_of(record)}/{side}.md.j2")
-    return template.render(**prompt_variables(record, side), agent_notes=list(notes))
+def _render(record: dict[str, Any], side: str, notes: tuple[str, ...] = ()) -> str:
+    """The prompt the engine sends: the scenario loaded from its spec folder by the real loader
+    (registry plugin, template variables derived from the record), rendered by engine.render."""
+    scenario = loaded(domain_of(record)).scenario(evalctl_name(record))
+    if notes:
+        scenario = replace(scenario, agent_notes=notes)
+    return render_agent_prompt(scenario) if side == "agent" else render_user_prompt(scenario)
+
+
+def _render_directly(record: dict[str, Any], side: str) -> str:
+    """The domain template rendered straight from prompt_variables in a plain sandbox."""
+    template = ENV.get_template(f"{domain_of(record)}/{side}.md.j2")
+    return template.render(**prompt_variables(record, side), agent_notes=[])
 
 
 def _fragments(record: dict[str, Any], side: str) -> list[str]:
@@ -162,10 +173,9 @@ def test_agent_notes_are_appended_to_the_agent_prompt_only() -> None:
 @pytest.mark.parametrize(
     "name", ["restaurant__pizza_pepperoni", "customer_service__plan_upgrade", "simple_qa_3"]
 )
-def test_the_engine_environment_renders_the_same(name: str, side: str) -> None:
+def test_the_loader_renders_what_the_template_makes_of_the_record(name: str, side: str) -> None:
     record = release_records()[name]
-    engine_env = environment((str(TEMPLATE_DIR),))
-    assert _render(record, side, engine_env) == _render(record, side)
+    assert _render(record, side) == _render_directly(record, side)
 
 
 def test_templates_are_strict_about_missing_variables() -> None:

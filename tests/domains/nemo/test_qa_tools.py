@@ -6,18 +6,23 @@ import pytest
 
 from engine.domains import qa
 from engine.tools.arguments import ArgumentChecker
-from tests.domains.nemo.helpers import call_checked, release_records
+from tests.domains.nemo.helpers import call_checked, loaded, release_records
 
 
 def test_tables_cover_the_handlers() -> None:
-    assert set(qa.WRITES) == set(qa.HANDLERS)
-    for name, spec in qa.TOOLS.items():
-        ArgumentChecker(spec["parameters"], {})
-        if spec["kind"] == "harness":
-            assert spec["handler"] == "end_conversation"
+    """The YAML tool table names every handler of the package once, and its writes and kinds agree."""
+    table = loaded(qa.PLUGIN.name).domain.tools
+    handled = [t.name for t in table.tools if t.kind != "harness"]
+    assert sorted(handled) == sorted(qa.HANDLERS)
+    for spec in table.tools:
+        ArgumentChecker(spec.parameters, {})  # a valid JSON Schema
+        if spec.kind == "harness":
+            assert (spec.name, spec.handler) == ("EndConversationTool", "end_conversation")
+            assert spec.ends_call == "exit"
             continue
-        assert spec["handler"] == name and name in qa.HANDLERS
-        assert bool(qa.WRITES[name]) == (spec["kind"] == "write"), name
+        assert spec.handler == spec.name
+        assert bool(spec.writes) == (spec.kind == "write"), spec.name
+        assert (spec.action_type == spec.name) == (spec.kind == "write"), spec.name
 
 
 def test_save_question_answer_appends_to_the_log() -> None:

@@ -9,7 +9,14 @@ import pytest
 
 from engine.domains import restaurant
 from engine.tools.arguments import ArgumentChecker
-from tests.domains.nemo.helpers import call_checked, checked_arguments, release_records
+from tests.domains.nemo.helpers import (
+    call_checked,
+    checked_arguments,
+    loaded,
+    names,
+    release_records,
+    tool_spec,
+)
 
 
 def _db(name: str) -> dict[str, Any]:
@@ -34,14 +41,23 @@ def _place(db: dict[str, Any], args: dict[str, Any], validate: bool = True) -> d
 
 
 def test_tables_cover_the_handlers() -> None:
-    assert set(restaurant.WRITES) == set(restaurant.HANDLERS)
-    for name, spec in restaurant.TOOLS.items():
-        ArgumentChecker(spec["parameters"], {})  # a valid JSON Schema
-        if spec["kind"] == "harness":
-            assert spec["handler"] == "end_conversation"
+    """The YAML tool table names every handler of the package once, and its writes and kinds agree."""
+    table = loaded(restaurant.PLUGIN.name).domain.tools
+    handled = [t.name for t in table.tools if t.kind != "harness"]
+    assert sorted(handled) == sorted(restaurant.HANDLERS)
+    for spec in table.tools:
+        ArgumentChecker(spec.parameters, {})  # a valid JSON Schema
+        if spec.kind == "harness":
+            assert (spec.name, spec.handler) == ("EndConversationTool", "end_conversation")
+            assert spec.ends_call == "exit"
             continue
-        assert spec["handler"] == name and name in restaurant.HANDLERS
-        assert bool(restaurant.WRITES[name]) == (spec["kind"] == "write"), name
+        assert spec.handler == spec.name
+        assert bool(spec.writes) == (spec.kind == "write"), spec.name
+        assert (spec.action_type == spec.name) == (spec.kind == "write"), spec.name
+    for name, record in release_records().items():  # the table's static options are every record's
+        if name in names("restaurant"):
+            for tool, options in restaurant.tool_options(record).items():
+                assert dict(tool_spec(restaurant, tool).options) == options, (name, tool)
 
 
 def test_get_menu_returns_the_scenario_menu() -> None:
@@ -143,7 +159,7 @@ def test_place_order_needs_an_order_book() -> None:
 
 
 def test_place_order_schema_requires_upstream_fields() -> None:
-    spec = restaurant.TOOLS["PlaceOrderTool"]["parameters"]
+    spec = tool_spec(restaurant, "PlaceOrderTool").parameters
     assert spec["required"] == ["items", "customer_name", "total_price"]
     assert (
         checked_arguments(restaurant, "PlaceOrderTool", {**_order(), "total_price": "11.49"})["total_price"]
@@ -151,9 +167,6 @@ def test_place_order_schema_requires_upstream_fields() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the engine coerces inside nested objects only once issue #15's engine part lands"
-)
 def test_string_prices_inside_items_are_coerced_by_the_engine() -> None:
     items = [{"name": "Extra Cheese", "unit_price": "1.50", "quantity": "1"}]
     clean = checked_arguments(restaurant, "PlaceOrderTool", _order(items=items, total_price=1.5))

@@ -1,0 +1,19 @@
+"""The verbs of evalctl: one module per CLI verb, each with one function that does the verb's work.
+
+``cli.py`` parses the command line (click) and calls exactly one of these functions with plain,
+typed options; each function prints what the verb prints and returns the exit code. This is the
+top layer: it may import any engine module, and no engine module imports it (an import-linter
+contract in ``pyproject.toml``, checked by ``make lint`` and ``tests/test_layers.py``). It is also
+the one place that looks the domain plugins up (``engine.domains.registry.plugins()``) and hands
+them to the loader, the validator, the runner and the served sides.
+
+| verb     | function                                       |
+| -------- | ---------------------------------------------- |
+| list     | :func:`engine.commands.list.list_scenarios`    |
+| validate | :func:`engine.commands.validate.validate`      |
+| render   | :func:`engine.commands.render.render`          |
+| run      | :func:`engine.commands.run.run`                |
+| serve    | :func:`engine.commands.serve.serve`            |
+| diff     | :func:`engine.commands.diff.diff`              |
+| report   | :func:`engine.commands.report.report`          |
+"""
