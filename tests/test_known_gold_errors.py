@@ -104,7 +104,7 @@ def test_declared_failures_warn_and_the_rest_fail(shop: tuple[Path, Path]) -> No
     t2 = next(line for line in lines if line.endswith("[shop__T2]"))
     assert "(the order has shipped); no gold write succeeds, so the expected DB is the initial DB" in t2
     failed = "\n".join(lines)
-    assert "gold call 1 (get_order) failed: Order O-8 not found" in failed  # T3: undeclared
+    assert "gold call get_order failed: not_found: Order O-8 not found" in failed  # T3: undeclared
     assert "known_gold_errors declares gold call 1 (cancel_order) failing, but it succeeds" in failed
     assert "known_gold_errors names gold call 2 (get_order), which the gold trace lacks" in failed
     assert lines[-1].endswith("1 problem(s) found; specs not valid")

@@ -86,9 +86,9 @@ async def test_an_openai_agent_and_user_run_a_task_end_to_end(
     bodies = [body for _, body in server.requests]
     assert len(bodies) == len(gold) + 5
     ((result, metrics),) = report.outcomes
-    assert result.stop_reason == "exit" and metrics["is_successful"] is True, metrics["success_breakdown"]
-    assert metrics["db_state_match"] is True and metrics["db_hash"] == oracle["gold_end_state_tau2_hash"]
-    assert metrics["communicate_info"] is True
+    assert result.stop_reason == "exit" and metrics.is_successful is True, metrics.success_breakdown
+    assert metrics.signals.db_state_match is True and metrics.db_hash == oracle["gold_end_state_tau2_hash"]
+    assert metrics.signals.diagnostics["communicate_info"] is True
     # the agent model saw tau2's bare texts as tool messages: the oracle's, errors included
     agent_final = next(b for b in reversed(bodies) if b["model"] == "agent-model")
     tool_messages = [m["content"] for m in agent_final["messages"] if m["role"] == "tool"]

@@ -188,8 +188,9 @@ def test_the_replay_agent_scores_every_task(name: str, runs, loaded) -> None:
     """100% on both domains, retail's broken gold included (the expected DB is what it does); a
     gold that transfers to a human ends with ``transfer``, every other with ``exit``."""
     report = runs[(name, "replay")]
-    overall = report.summary["overall"]
-    assert (overall["passed"], overall["total"]) == (TASKS[name], TASKS[name]), report.summary_text()
+    assert report.summary is not None
+    overall = report.summary.overall
+    assert (overall.passed, overall.total) == (TASKS[name], TASKS[name]), report.summary_text()
     transferring = {
         s.name
         for s in loaded[name].scenarios
@@ -198,13 +199,13 @@ def test_the_replay_agent_scores_every_task(name: str, runs, loaded) -> None:
     stops = {r.scenario_name: r.stop_reason for r, _ in report.outcomes}
     assert {n for n, stop in stops.items() if stop == "transfer"} == transferring
     assert {stop for n, stop in stops.items() if n not in transferring} == {"exit"}
-    assert not any(m["stalled"] for _, m in report.outcomes)
+    assert not any(m.stalled for _, m in report.outcomes)
 
 
 @pytest.mark.parametrize("name", DOMAINS)
 def test_the_noop_agent_scores_the_tasks_that_end_where_they_start(name: str, runs, loaded) -> None:
     report = runs[(name, "noop")]
-    passed = {m["scenario_name"] for _, m in report.outcomes if m["is_successful"] is True}
+    passed = {m.scenario_name for _, m in report.outcomes if m.is_successful is True}
     unchanged = {
         s.name
         for s in loaded[name].scenarios
@@ -212,7 +213,7 @@ def test_the_noop_agent_scores_the_tasks_that_end_where_they_start(name: str, ru
     }
     assert passed == unchanged and len(passed) == NOOP_FLOOR[name]
     for result, metrics in report.outcomes:
-        assert result.stop_reason == "exit" and result.actions == [] and metrics["stalled"] is False
+        assert result.stop_reason == "exit" and result.actions == [] and metrics.stalled is False
         assert [c["name"] for c in result.tool_calls] == ["end_conversation"]
         said = [e["content"] for e in result.transcript if e["type"] == "utterance" and e["role"] == "agent"]
         assert said == [GREETING]
