@@ -179,8 +179,6 @@ class Domain:
     #: What the agent is handed as its first turn's input when it opens the call (``kickoff:``),
     #: for scenarios that set none; None: nothing.
     kickoff: str | None = None
-    #: Text files of the data root the templates see as ``texts.<name>`` (``texts:`` in the spec).
-    texts: Mapping[str, str] = field(default_factory=dict)
     #: Gold calls known to fail (``known_gold_errors``): validate reports them as warnings.
     known_gold_errors: tuple[KnownGoldError, ...] = ()
 
@@ -296,7 +294,7 @@ class SessionResult:
     / user_out_of_scope / timeout / error); ``error`` holds the
     message when a side failed. ``final_db`` is the engine-owned DB after the last tool call (None
     if the session never started). ``actions`` are the write-tool action records in call order;
-    ``tool_calls`` every call ``{name, arguments, result, turn}``; ``transcript`` the events
+    ``tool_calls`` every call ``{name, arguments, result, turn, side}``; ``transcript`` the events
     ``{role: user|agent|tool|system, type, content, t}`` with ``t`` in seconds since the start.
     ``usage`` maps role (agent, user, judge) to ``{model, prompt_tokens, completion_tokens, calls}``.
     ``duration_s`` is wall time in seconds; ``agent_turns`` counts spoken agent turns.

@@ -135,8 +135,7 @@ def _search_path(scenario: Scenario) -> tuple[str, ...]:
 def context(scenario: Scenario) -> dict[str, Any]:
     """Variables every template sees, as plain data (engine.sandbox.plain: records become dicts,
     paths their text): scenario, domain, user, policy_role, policy_instructions, current_date
-    (YYYY-MM-DD), agent_notes (list of str), tools (``{tools: [...], names: [...]}``), texts (the
-    domain's ``texts`` files by name)."""
+    (YYYY-MM-DD), agent_notes (list of str), tools (``{tools: [...], names: [...]}``)."""
     record = plain_record(scenario)
     return {
         "scenario": record,
@@ -147,7 +146,6 @@ def context(scenario: Scenario) -> dict[str, Any]:
         "current_date": scenario.current_date,
         "agent_notes": list(scenario.agent_notes),
         "tools": record["tools"],
-        "texts": dict(scenario.domain.texts),
     }
 
 

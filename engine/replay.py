@@ -62,8 +62,9 @@ class ReplayOutcome:
     calls that the tool table does not declare, the undeclared writes, or the undeclared / stale
     gold failures. ``against`` is what the end state was checked with: ``expected_db``, or
     ``references`` (no expected DB: the reference answer and DB assertions, with ``error`` listing
-    what failed). ``known_failures`` are the declared failures that happened (validate prints them
-    as warnings)."""
+    what failed). ``assertions`` counts the scenario's ``db_state_assertions`` evaluated on the
+    replay's end DBs, ``assertions_held`` those that hold (a failing one fails the replay).
+    ``known_failures`` are the declared failures that happened (validate prints them as warnings)."""
 
     scenario_name: str
     ok: bool
@@ -73,6 +74,8 @@ class ReplayOutcome:
     tool_calls: int = 0
     error: str | None = None
     against: Literal["expected_db", "references"] = "expected_db"
+    assertions: int = 0
+    assertions_held: int = 0
     known_failures: tuple[KnownFailure, ...] = ()
 
 
@@ -173,20 +176,29 @@ def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
     )
 
 
-def gold_signal_failures(scenario: Scenario, run: ReplayRun) -> list[str]:
+def assertion_verdicts(scenario: Scenario, run: ReplayRun) -> list[dict[str, Any]]:
+    """The verdict of each ``scenario.db_state_assertions`` item on a replay's end DBs (agent and
+    user), exactly as the ``db_state_assertion`` signal computes it after a session."""
+    plugin = scenario.domain.plugin
+    predicates = plugin.predicates if plugin else {}
+    return [
+        evaluate_db_state_assertion(predicates, a, run.db, run.user_db) for a in scenario.db_state_assertions
+    ]
+
+
+def gold_signal_failures(
+    scenario: Scenario, run: ReplayRun, verdicts: list[dict[str, Any]] | None = None
+) -> list[str]:
     """The gating signals a gold replay can be scored on without a model, that its own gold fails:
     ``is_action_match`` (the reference answer against the gold's actions) and each
-    ``db_state_assertion`` (on the gold's end DBs). A scenario whose gold fails them could never
-    pass; one line each."""
+    ``db_state_assertion`` (on the gold's end DBs; ``verdicts`` when already computed by
+    :func:`assertion_verdicts`). A scenario whose gold fails them could never pass; one line each."""
     out: list[str] = []
     if scenario.reference_answer is not None:
         matched = is_action_match(scenario.reference_answer, run.actions, scenario.match_options)
         if matched is False:
             out.append("the gold's own actions do not match its reference_answer (is_action_match)")
-    plugin = scenario.domain.plugin
-    predicates = plugin.predicates if plugin else {}
-    for assertion in scenario.db_state_assertions:
-        verdict = evaluate_db_state_assertion(predicates, assertion, run.db, run.user_db)
+    for verdict in assertion_verdicts(scenario, run) if verdicts is None else verdicts:
         if not verdict["passed"]:
             why = verdict.get("error") or f"got {verdict['actual']!r}, expected {verdict['assert_value']!r}"
             out.append(f"the gold's end state fails db_state_assertion {verdict['func_name']}: {why}")
@@ -203,10 +215,12 @@ def _against_references(scenario: Scenario) -> ReplayOutcome:
         return ReplayOutcome(scenario.name, False, None, None, error=error, against="references")
     run = replay_scenario(scenario, audit=True)
     notes, known = _gold_failures(scenario, run)
-    notes += gold_signal_failures(scenario, run)
+    verdicts = assertion_verdicts(scenario, run)
+    notes += gold_signal_failures(scenario, run, verdicts)
     if run.undeclared:
         notes.append(f"tools changed what their 'writes' do not declare: {'; '.join(run.undeclared[:5])}")
     actual = db_hash(run.db, scenario.domain.hash_rules)
+    held = sum(1 for v in verdicts if v["passed"])
     return ReplayOutcome(
         scenario.name,
         not notes,
@@ -216,6 +230,8 @@ def _against_references(scenario: Scenario) -> ReplayOutcome:
         len(run.outcomes),
         " | ".join(notes) or None,
         "references",
+        len(verdicts),
+        held,
         tuple(known),
     )
 
@@ -233,7 +249,8 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
     actual, expected = db_hash(run.db, rules), db_hash(scenario.expected_db, rules)
     lines = () if actual == expected else tuple(db_diff(scenario.expected_db, run.db, rules))
     unknown = sorted({step.tool for step, res in run.responses if res.get("error_type") == "tool_not_found"})
-    notes = gold_signal_failures(scenario, run)
+    verdicts = assertion_verdicts(scenario, run)
+    notes = gold_signal_failures(scenario, run, verdicts)
     if unknown:
         notes.append(f"the gold trace calls tools the tool table lacks: {', '.join(unknown)}")
     if run.undeclared:
@@ -242,6 +259,7 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
     failures, known = _gold_failures(scenario, run)
     notes.extend(failures)
     ok = actual == expected and not notes
+    held = sum(1 for v in verdicts if v["passed"])
     return ReplayOutcome(
         scenario.name,
         ok,
@@ -250,5 +268,7 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
         lines,
         len(run.outcomes),
         " | ".join(notes) or None,
+        assertions=len(verdicts),
+        assertions_held=held,
         known_failures=tuple(known),
     )

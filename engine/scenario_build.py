@@ -5,6 +5,7 @@ problem collected (used by ``engine.specs.load_domain``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +17,9 @@ from engine.replay import replay_scenario
 from engine.scenario_fields import BuildContext
 from engine.validation import did_you_mean, problem_at
 from engine.yamlload import JsonPath, YamlDoc
+
+#: A record id that may name a data-root file (``{id}`` in a path): the scenario schema's id pattern.
+FILE_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial_db: Any) -> Any:
@@ -30,6 +34,11 @@ def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial
     if "derive" in spec:
         return fields.derive(ctx, (*path, "derive"), spec["derive"], record, eva_id)
     if "file" in spec:
+        if ("{id}" in spec["file"] or "{eva_id}" in spec["file"]) and not FILE_SAFE_ID.match(eva_id):
+            raise LookupError(
+                f"{key} file: record id {eva_id!r} cannot name a file (letters, digits, '.', '_' and '-', "
+                "starting with a letter or digit)"
+            )
         rel = spec["file"].replace("{eva_id}", eva_id).replace("{id}", eva_id)
         try:
             base = ctx.data.file(rel)
@@ -67,13 +76,12 @@ def _user(ctx: BuildContext, record: Any, override: dict[str, Any], subject: str
                 problem_at(ctx.ddoc, ("user", "extra", label), f"record has nothing at {pointer}", subject)
             )
     extra.update(override.get("extra") or {})
-    fields = ("name", "persona", "goal", "starting_utterance")
-    text = {k: "" if values.get(k) is None else str(values[k]) for k in fields}  # a null field is no text
+    texts = {k: "" if values.get(k) is None else str(values[k]) for k in ("name", "persona", "goal")}
     return UserProfile(
-        name=text["name"],
-        persona=text["persona"],
-        goal=text["goal"],
-        starting_utterance=text["starting_utterance"],
+        name=texts["name"],
+        persona=texts["persona"],
+        goal=texts["goal"],
+        starting_utterance=str(values.get("starting_utterance") or ""),
         decision_tree=dict(values.get("decision_tree") or {}),
         extra=extra,
     )

@@ -257,7 +257,7 @@ class _Session:
             outcome = self.runtime.call(name, arguments)
             result, ended = outcome.result, outcome.ended
             self.result.tool_calls.append(
-                {"name": name, "arguments": arguments, "result": result, "turn": turn}
+                {"name": name, "arguments": arguments, "result": result, "turn": turn, "side": "agent"}
             )
         if ended:
             self.ended = ended

@@ -172,17 +172,6 @@ def _tool_table(
     return table
 
 
-def _texts(doc: YamlDoc, data: DataFiles, problems: list[Problem]) -> dict[str, str]:
-    """The ``texts`` files (name -> their text), each read once."""
-    out: dict[str, str] = {}
-    for name, rel in (doc.data.get("texts") or {}).items():
-        try:
-            out[name] = str(data.file(rel, "text"))
-        except (OSError, ValueError) as err:
-            problems.append(problem_at(doc, ("texts", name), read_error(rel, data.root, err)))
-    return out
-
-
 def _known_gold_errors(doc: YamlDoc) -> tuple[KnownGoldError, ...]:
     """The ``known_gold_errors`` entries as records located at their spec line."""
     return tuple(
@@ -339,7 +328,6 @@ def _build_domain(
         plugin=plugin,
         user_tools=user_tools,
         parent_dirs=parents,
-        texts=_texts(doc, data, problems),
         known_gold_errors=_known_gold_errors(doc),
     )
     return domain, doc
@@ -374,7 +362,9 @@ def _releases(ddoc: YamlDoc) -> set[str]:
     paths.append(d.get("gold_trace", {}).get("dataset", {}).get("path", ""))
     paths.append(d["policy"].get("file", ""))
     paths.extend(d["policy"].get("files", []))
-    paths.extend((d.get("texts") or {}).values())
+    for spec in (d.get("template_variables") or {}).values():  # a source, or one source per variable
+        sources = [spec] if "file" in spec else [s for s in spec.values() if isinstance(s, dict)]
+        paths.extend(str(s["file"]) for s in sources if "file" in s)
     return {p.split("/")[0] for p in paths if p}
 
 

@@ -12,7 +12,16 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from engine import specs
-from engine.domains import customer_service, eva_airline, mock, qa, restaurant, tau2_airline, tau2_retail
+from engine.domains import (
+    customer_service,
+    eva_airline,
+    mock,
+    qa,
+    restaurant,
+    tau2_airline,
+    tau2_retail,
+    tau2_telecom,
+)
 from engine.plugin import DomainPlugin, Plugins
 from engine.specs import LoadedDomain
 
@@ -25,6 +34,7 @@ BUILTIN: dict[str, DomainPlugin] = {
     "qa": qa.PLUGIN,
     "tau2_airline": tau2_airline.PLUGIN,
     "tau2_retail": tau2_retail.PLUGIN,
+    "tau2_telecom": tau2_telecom.PLUGIN,
 }
 
 ENTRY_POINT_GROUP = "evalctl.domains"
