@@ -12,7 +12,7 @@ from typing import Any
 from engine import scenario_fields as fields
 from engine.datasources import read_error
 from engine.gold import CORE_ADAPTERS, GoldTrace, resolve_pointer
-from engine.model import Scenario, SourceRef, UserProfile
+from engine.model import DomainPlugin, Scenario, SourceRef, UserProfile
 from engine.replay import replay_scenario
 from engine.scenario_fields import BuildContext
 from engine.validation import did_you_mean, problem_at
@@ -161,6 +161,16 @@ def problems_in_reference(ctx: BuildContext, doc: YamlDoc, name: str) -> None:
                 ctx.problems.append(problem_at(doc, ("reference_answer", i, key), message, name))
 
 
+def _gate_problem(gate: str, plugin: DomainPlugin | None, domain: str) -> str | None:
+    """Why ``gate`` (a ``gate_diagnostics`` entry) cannot gate, or None when it can."""
+    diagnostics = plugin.diagnostics if plugin else {}
+    if gate not in diagnostics:
+        return f"{gate!r} is not a diagnostic of domain {domain}{did_you_mean(gate, diagnostics)}"
+    if plugin is not None and gate in plugin.count_diagnostics:
+        return f"{gate!r} counts findings (0 = clean) and cannot gate; the summary reports it as a count"
+    return None
+
+
 def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     s, domain, name = doc.data, ctx.domain, doc.data["name"]
     before = len(ctx.problems)
@@ -199,17 +209,14 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     derived = fields.record_fields(ctx, s, record, eva_id, name)
     s = {**(derived or {}), **s}  # the scenario file's own keys win
     signals = s.get("success_signals", list(domain.success_signals))
-    diagnostics = domain.plugin.diagnostics if domain.plugin else {}
     gates = [*dspec.get("gate_diagnostics", []), *s.get("gate_diagnostics", [])]
     for where, listed in (
         (ctx.ddoc, dspec.get("gate_diagnostics", [])),
         (doc, s.get("gate_diagnostics", [])),
     ):
         for i, gate in enumerate(listed):
-            if gate not in diagnostics and (where is doc or "gates" not in ctx.reported):
-                message = (
-                    f"{gate!r} is not a diagnostic of domain {domain.name}{did_you_mean(gate, diagnostics)}"
-                )
+            message = _gate_problem(gate, domain.plugin, domain.name)
+            if message and (where is doc or "gates" not in ctx.reported):
                 ctx.problems.append(
                     problem_at(where, ("gate_diagnostics", i), message, name if where is doc else None)
                 )
