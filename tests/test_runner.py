@@ -40,7 +40,7 @@ def test_select_scenarios(data_root: Path) -> None:
         (["--scenarios", "eva_airline__nope"], "evalctl: no scenario named 'eva_airline__nope'"),
         (
             ["--agent", "gpt-4"],
-            "evalctl: unknown backend 'gpt-4': expected replay, openai:MODEL or ws://host:port",
+            "evalctl: unknown backend 'gpt-4': expected replay, noop, openai:MODEL or ws://host:port",
         ),
         (["--resume", "/nonexistent/run"], "evalctl: --resume: no run directory at /nonexistent/run"),
         (
