@@ -213,3 +213,16 @@ def test_unknown_predicate_is_a_validation_error_before_any_run(tmp_path, capsys
     err = capsys.readouterr().err
     assert "order_state" in err and "cancel.yaml" in err and "Traceback" not in err
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_html_report_explains_mock_failures_as_diff_does(wrong_run, tmp_path):
+    from engine.report_html import write_report
+    from tests.test_report_html import blocks
+
+    data = blocks(write_report(wrong_run, tmp_path / "r.html").path.read_text(encoding="utf-8"))
+    row = next(r for r in data["report-index"]["rows"] if r["name"] == "mock__cancel_order")
+    detail = data[f"d-{row['i']}"]
+    assert detail["unmatched"] == ['reference item 1: cancel_order(order_id="O-100")']
+    said = "assertion order_status({'order_id': 'O-100'}) [agent]: expected 'cancelled', got 'placed'"
+    assert said in detail["db"]
+    assert row["group"] == "mock" and set(row["failed"]) == {"db_state_assertion", "is_action_match"}

@@ -218,6 +218,7 @@ def _detail(
         "db": budget.keep(lines),
         "db_failed": m.signals.db_state_match is False,
         "gold": None if d.gold_path is None else one_line(d.gold_path, 2000),
+        "unmatched": budget.keep([one_line(line, 2000) for line in d.unmatched_reference[:MAX_DB_LINES]]),
         "judge": _judge_detail(judge, judge_note, budget),
         "judge_error": None if m.signals.judge_error is None else one_line(m.signals.judge_error, 2000),
         "usage": cost,

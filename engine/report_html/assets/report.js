@@ -125,6 +125,12 @@
     const box = el("div", { class: "db" + (d.db_failed ? " failed" : "") });
     for (const line of lines) box.append(el("div", { class: line.startsWith("  ") ? "db-line" : "db-head" }, line));
     const kids = [box];
+    if (d.unmatched && (ELIDED in d.unmatched || d.unmatched.length)) {
+      const lines = ELIDED in d.unmatched ? [shown(d.unmatched)] : d.unmatched;
+      const box = el("div", { class: "db failed" }, el("div", { class: "db-head" }, "is_action_match: no action matches"));
+      for (const line of lines) box.append(el("div", { class: "db-line" }, "  " + line));
+      kids.push(box);
+    }
     if (d.gold) kids.push(el("p", { class: "gold" }, "conversation: " + d.gold));
     return section("DB (as evalctl diff explains it)", ...kids);
   }
