@@ -62,7 +62,7 @@ def test_single_brace_placeholders_of_context_variables_are_problems(
 def test_make_test_without_data_is_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "EVAL_DATA_ROOT": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_gold.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/gold/test_gold.py"],
         cwd=REPO,
         env=env,
         capture_output=True,

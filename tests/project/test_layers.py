@@ -14,7 +14,7 @@ import grimp
 import pytest
 from importlinter.cli import lint_imports
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from engine.specs import LoadedDomain
 from tests.mock_domain.judge_server import scripted_judge
 from tests.runtime_helpers import alter_gold_call
 
-MOCK = Path(__file__).parent / "mock_domain"
+MOCK = Path(__file__).resolve().parents[2] / "mock_domain"
 SPEC, DATA = MOCK / "spec", MOCK / "dataroot"
 JUDGE_OK = {
     "score": 1.0,

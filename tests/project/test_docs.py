@@ -26,7 +26,7 @@ import pytest
 
 import cli
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "authoring.md"
 DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 

@@ -8,7 +8,7 @@ shadows the repository template). The spec copy is called ``spec`` and the data 
 ``<data-root>`` in expected lines.
 
 Regenerate the pinned files after an intended message change (then review the diff):
-``REGEN_EXAMPLES=1 .venv/bin/python -m pytest tests/test_examples.py``.
+``REGEN_EXAMPLES=1 .venv/bin/python -m pytest tests/unit/specs/test_examples.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 import cli
 from tests.conftest import REPO, SPEC_DIR
 
-EXAMPLES = Path(__file__).parent / "examples"
+EXAMPLES = REPO / "tests" / "examples"
 REGEN = bool(os.environ.get("REGEN_EXAMPLES"))
 
 
