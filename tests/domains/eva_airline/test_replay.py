@@ -16,6 +16,7 @@ import yaml
 from cli import main as evalctl
 from engine.dbhash import db_hash, normalize_db
 from engine.domains.registry import load_domain
+from engine.errors import SpecError
 from engine.gold import GoldTrace
 from engine.model import ToolTable
 from engine.replay import replay_gold, replay_trace
@@ -287,3 +288,24 @@ def test_validate_names_a_gold_tool_the_table_lacks(
     out = capsys.readouterr().out
     assert "  the gold trace calls tools the tool table lacks: issue_refund" in out
     assert "refunds.REF-8JVSDF-001: expected" in out
+
+
+def _spec_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "spec"
+    shutil.copytree(SPEC_DIR, target)
+    return target
+
+
+def test_carry_over_field_typo_is_a_spec_problem(tmp_path: Path, data_root: Path) -> None:
+    # the gold traces restore bags and meals themselves, so gold replay cannot catch this typo
+    spec = _spec_copy(tmp_path)
+    tools = spec / "tools.yaml"
+    text = tools.read_text(encoding="utf-8")
+    tools.write_text(
+        text.replace("[bags_checked, meal_request]", "[bag_checked, meal_request]"), encoding="utf-8"
+    )
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, data_root)
+    (problem,) = info.value.problems
+    assert problem.json_path == "$.tools[rebook_flight].options.carry_over_fields[0]"
+    assert "'bag_checked' is not one of ['seat', 'bags_checked', 'meal_request']" in problem.message

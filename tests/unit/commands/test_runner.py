@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,61 @@ def test_a_judge_without_its_key_is_refused_before_the_run(
     err = capsys.readouterr().err
     assert code == 2 and "NO_SUCH_JUDGE_KEY is not set" in err and "judge j1" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["", " , "], ids=["empty", "only_commas"])
+def test_empty_scenarios_option_is_a_usage_error_not_a_full_run(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    out = tmp_path / "run"
+    args = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out)]
+    code = cli.main([*args, "--scenarios", value])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"evalctl: --scenarios {value!r} names no scenario (leave it out to run all)"
+    ]
+    assert not out.exists()
+
+
+ONE = "eva_airline__1_1_3"
+
+
+def _run(data_root: Path, *args: str) -> int:
+    return cli.main(["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", ONE, *args])
+
+
+@pytest.mark.parametrize("url", ["not a url", "127.0.0.1:8000/v1", "ws://127.0.0.1:1"])
+def test_base_url_that_is_not_http_is_a_usage_error_before_the_run(
+    tmp_path: Path,
+    data_root: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    out = tmp_path / "run"
+    args = ["--agent", "openai:some-model", "--base-url", url, "--output-dir", str(out)]
+    assert _run(data_root, *args) == 2
+    assert capsys.readouterr().err.strip() == f"evalctl: --base-url {url!r} is not an http:// or https:// URL"
+    assert not out.exists()
+
+
+def test_sigterm_stops_like_ctrl_c_and_keeps_the_summary(tmp_path: Path, data_root: Path) -> None:
+    out = tmp_path / "run"
+    argv = [str(REPO / ".venv/bin/evalctl"), "run", str(SPEC_DIR), "--data-root", str(data_root)]
+    argv += ["--output-dir", str(out), "--replay-latency", "0.3", "--no-progress", "--concurrency", "2"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(out.glob("*/metrics.json")):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert f"evalctl: interrupted; finished results kept in {out}" in err
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["interrupted"] is True and summary["missing"]

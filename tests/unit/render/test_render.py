@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from engine.domains.registry import load_domain
 from engine.errors import SpecError
 from engine.render import outline, render, render_agent_prompt, render_user_prompt, spell, tool_schemas
 from engine.specs import LoadedDomain
-from tests.conftest import SPEC_DIR
+from tests.conftest import REPO, SPEC_DIR
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +131,42 @@ def test_cli_help_shows_examples() -> None:
     for verb in ("list", "validate", "render"):
         result = CliRunner().invoke(cli.group, [verb, "--help"])
         assert result.exit_code == 0 and "Example:" in result.output and "--data-root" in result.output
+
+
+def _spec_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "spec"
+    shutil.copytree(SPEC_DIR, target)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("{% for i in range(10**9) %}{% endfor %}", "Range too big"),
+        ("{{ 1 // 0 }}", "by zero"),
+        ("{{ {}['missing_key'].x }}", "no attribute 'missing_key'"),
+        ("{{ ''.__class__.__mro__ }}", "unsafe"),
+        ("{{ 'x' * 10**10 }}", "repetition over"),
+        ("{{ [1, 2] * 10**9 }}", "repetition over"),
+        ("{{ 7 ** 100000000 }}", "exponent over"),
+    ],
+    ids=[
+        "huge_range",
+        "zero_division",
+        "missing_key",
+        "sandbox_escape",
+        "string_bomb",
+        "list_bomb",
+        "power_bomb",
+    ],
+)
+def test_template_runtime_error_is_a_spec_problem(
+    tmp_path: Path, data_root: Path, line: str, expected: str
+) -> None:
+    spec = _spec_copy(tmp_path)
+    template = (REPO / "templates" / "agent.md.j2").read_text(encoding="utf-8")
+    (spec / "agent.md.j2").write_text(template + line + "\n", encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, data_root)
+    lines = [str(p) for p in info.value.problems]
+    assert any("agent.md.j2:" in s and expected in s for s in lines), lines

@@ -106,3 +106,15 @@ def test_any_permutation_matches_strictly(items, rnd):
     shuffled = list(items)
     rnd.shuffle(shuffled)
     assert values_match(items, shuffled, STRICT)
+
+
+@pytest.mark.parametrize(
+    ("reference", "prediction"),
+    [("$25.00", "25.00"), ("+1 555 0100", "1 555 0100"), ("a|b~c", "abc"), ("1–2", "12")],
+)
+def test_ignore_punctuation_drops_ascii_symbols_too(reference: str, prediction: str) -> None:
+    from engine.scoring.action_match import is_action_match
+
+    # before: '$', '+', '|', '~' are Unicode symbols (S*), so "$25.00" never matched "25.00"
+    assert is_action_match([{"v": reference}], [{"v": prediction}], {"ignore_punctuation": True}) is True
+    assert is_action_match([{"v": reference}], [{"v": prediction}], {}) is False

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,7 @@ from engine.results import finish_session
 from engine.scoring.judge import parse_judge_reply, render_judge_prompt, run_judge
 from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
 from tests.mock_domain.judge_server import scripted_judge
+from tests.runtime_helpers import ScriptedOpenAI, Step, completion, raw_server
 
 GOOD = {
     "score": 0.95,
@@ -182,3 +185,77 @@ def test_the_judge_compares_with_the_judge_reference_when_there_is_one(sc):
     both = replace(sc, reference_answer=reference, judge_reference={"answer": "Paris"})
     expected = render_judge_prompt(both, session(sc, None)).split("## What the agent did")[0]
     assert '"answer": "Paris"' in expected and "rebook_flight" not in expected
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'I looked at {the booking} first. Verdict: {"score": 1.0, "reason": "ok"}',
+        '```json\n{"score": 1.0, "reason": "a}b"}\n```\nTell me {if} you need more.',
+        '{"score": 1.0, "reason": "ok"} {"note": "extra object"}',
+    ],
+)
+def test_judge_reply_with_braces_in_the_chatter_is_parsed(reply: str) -> None:
+    from engine.scoring.judge import parse_judge_reply
+
+    # before: a greedy {.*} spanned the chatter's braces: 'not valid JSON', retried, then N/A
+    assert parse_judge_reply(reply, 0) == (1.0, "ok" if "ok" in reply else "a}b", [])
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        ([{"index": True, "passed": True}], "no verdict for claim"),
+        ([{"index": 1, "passed": True}, {"index": 1, "passed": False}], "two different verdicts"),
+    ],
+)
+def test_judge_verdicts_with_bool_index_or_conflicts_are_refused(items: list, message: str) -> None:
+    from engine.scoring.judge import parse_judge_reply
+
+    # before: index true counted as claim 1; a conflicting second verdict silently won
+    with pytest.raises(ValueError, match=message):
+        parse_judge_reply(json.dumps({"score": 1.0, "nl_assertion_verdicts": items}), 1)
+
+
+@pytest.mark.parametrize("reply", ["{" * 200_000, '{"a":' * 20_000], ids=["braces", "deep"])
+def test_pathological_judge_reply_fails_fast_with_a_value_error(reply: str) -> None:
+    from engine.scoring.judge import parse_judge_reply
+
+    # before: 200k '{' took ~10 s (a failed decode per brace, each scanning the text); a deep
+    # object raised RecursionError instead of the judge's ValueError. The time is in `make bench`.
+    with pytest.raises(ValueError, match="judge reply"):
+        parse_judge_reply(reply, 0)
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": "12", "completion_tokens": None}, "junk"])
+async def test_judge_verdict_survives_odd_usage_fields(data_root: Path, usage: Any) -> None:
+    from engine.options import ScoringOptions
+    from engine.scoring.judge import run_judge
+    from tests.mock_domain.eva_fixtures import eva_scenario, session
+
+    # before: a TypeError on the token counts discarded the valid score: retried, then N/A
+    sc = eva_scenario(data_root, "1.1.2")
+    body = completion(json.dumps({"score": 1.0, "reason": "ok"}))
+    body["usage"] = usage
+    with raw_server(json.dumps(body).encode()) as url:
+        out = await run_judge(
+            sc, session(sc, None), ScoringOptions(judge_model="j", judge_base_url=url, judge_retry_delay_s=0)
+        )
+    assert (out.score, out.error, out.usage["calls"]) == (1.0, None, 1)
+
+
+async def test_judge_error_is_one_line(data_root: Path) -> None:
+    from engine.options import ScoringOptions
+    from engine.scoring.judge import run_judge
+    from tests.mock_domain.eva_fixtures import eva_scenario, session
+
+    sc = eva_scenario(data_root, "1.1.2")
+    body = {"error": {"message": "bad request:\n  field 'messages'\n" + "x" * 5000}}
+    with ScriptedOpenAI([Step(body, status=400)]) as server:
+        options = ScoringOptions(
+            judge_model="j", judge_base_url=server.base_url, judge_retries=0, judge_retry_delay_s=0
+        )
+        out = await run_judge(sc, session(sc, None), options)
+    # before: the server's newlines (and all 5000 chars) went into all_summary's 'first:' line
+    assert out.score is None and "bad request:   field 'messages'" in (out.error or "")
+    assert "\n" not in (out.error or "") and len(out.error or "") < 2100

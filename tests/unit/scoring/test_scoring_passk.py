@@ -33,3 +33,16 @@ def test_table_means_over_scenarios():
 def test_bad_counts_raise():
     with pytest.raises(ValueError):
         pass_hat_k(2, 3, 1)
+
+
+def test_pass_hat_k_leaves_out_trials_without_a_verdict() -> None:
+    from engine.scoring.summary import build_summary
+    from tests.record_helpers import metrics_row
+
+    rows = [metrics_row("qa_1", 1, True), metrics_row("qa_1", 2, "N/A"), metrics_row("qa_1", 3, True)]
+    summary = build_summary(rows, {"trials": 3}).to_json()
+    # before: the judge's N/A counted as a failure: pass^1 0.667, pass^2 0.333, while the
+    # composite rate (which leaves N/A out) read 100%
+    assert summary["overall"]["rate"] == 1.0
+    assert summary["pass_hat_k"]["per_scenario"]["qa_1"] == {"1": 1.0, "2": 1.0}
+    assert summary["pass_hat_k"]["overall"] == {"1": 1.0, "2": 1.0}

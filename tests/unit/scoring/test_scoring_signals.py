@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from engine.dbhash import db_hash
@@ -210,3 +213,34 @@ def test_compute_signals_returns_contract_fields(sc):
         "clean_exit",
     ):
         assert key in fields
+
+
+@pytest.mark.parametrize(
+    ("returned", "assert_value", "passed", "error"),
+    [
+        (("FL1", "FL2"), ["FL1", "FL2"], True, None),  # before: a tuple never equalled the YAML list
+        (float("nan"), 0.0, False, "not JSON data"),  # before: NaN written into metrics.json
+        ({"FL1"}, ["FL1"], False, "not JSON data"),  # before: a set written as the string "{'FL1'}"
+        (1, True, False, None),  # True is not 1
+        ([True, False], [1, 0], False, None),  # before: nested booleans equalled 1 and 0
+        ({"refunded": True}, {"refunded": 1}, False, None),
+        ({"a": [1.0, "x"]}, {"a": [1, "x"]}, True, None),
+        (1.0, 1, True, None),
+    ],
+    ids=["tuple", "nan", "set", "int-vs-bool", "nested-bools", "dict-bool", "nested-float", "float-vs-int"],
+)
+def test_predicate_values_are_compared_as_json(
+    monkeypatch: pytest.MonkeyPatch, returned: Any, assert_value: Any, passed: bool, error: str | None
+) -> None:
+    from engine.artifacts import dumps_json
+    from engine.scoring import predicates
+
+    verdict = predicates.evaluate_db_state_assertion(
+        {"odd": lambda db: returned}, {"func_name": "odd", "arguments": {}, "assert_value": assert_value}, {}
+    )
+    assert verdict["passed"] is passed
+    if error is None:
+        assert "error" not in verdict
+    else:
+        assert error in verdict["error"]
+    json.loads(dumps_json(verdict), parse_constant=lambda c: pytest.fail(f"{c} in metrics"))

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from engine.backends import BackendError, SessionInfo, TurnInfo
 from engine.backends.openai_chat import OpenAIFactory
 from engine.backends.replay import ReplayFactory
 from engine.domains.registry import load_domain
@@ -16,7 +18,7 @@ from engine.errors import UsageError
 from engine.runner import run
 from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
-from tests.runtime_helpers import ScriptedOpenAI, Step, completion, run_options, session_between
+from tests.runtime_helpers import ScriptedOpenAI, Step, completion, raw_server, run_options, session_between
 
 SCENARIO = "eva_airline__3_1_5"
 
@@ -255,3 +257,108 @@ async def test_diff_says_where_a_model_left_the_gold_path(tmp_path: Path, data_r
     assert "conversation: left the gold path at tool call 1" in render_text([d], tmp_path)
     (path,) = tmp_path.glob("*/scenario_config/gold_path.json")  # written only for a replay caller
     assert json.loads(path.read_text())["ending_tools"] == ["end_conversation"]
+
+
+async def _respond(base_url: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
+    factory = OpenAIFactory("m", base_url=base_url, api_key_env="EVALCTL_TEST_KEY", max_retries=0)
+    try:
+        backend = factory(SessionInfo(role="agent", scenario={}, system_prompt="x", tools=[]))
+        return await backend.respond([{"role": "system", "content": "x"}], [], TurnInfo(index=0))
+    finally:
+        await factory.aclose()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"<html>gateway</html>", "text/html"),
+        (b"{not json", "application/json"),
+        (b"[1, 2]", "application/json"),
+        (json.dumps({"choices": [{"index": 0, "message": None}]}).encode(), "application/json"),
+        (json.dumps({"choices": [1]}).encode(), "application/json"),
+    ],
+    ids=["html", "bad-json", "json-list", "message-null", "choice-not-object"],
+)
+async def test_a_200_that_is_not_a_chat_completion_is_a_backend_error(
+    body: bytes, content_type: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: AttributeError / JSONDecodeError escaped as the side's internal_error, with a traceback
+    expected = r"openai:m: the reply of http://127\.0\.0\.1:\d+/v1/chat/"
+    with raw_server(body, content_type) as url, pytest.raises(BackendError, match=expected):
+        await _respond(url, monkeypatch)
+
+
+async def test_odd_but_usable_fields_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: arguments sent as an object broke the side protocol; string token counts crashed it
+    body = completion(None, [("c1", "get_reservation", "{}")])
+    function = body["choices"][0]["message"]["tool_calls"][0]["function"]
+    function["arguments"] = {"confirmation_number": "ABC123"}
+    body["usage"] = {"prompt_tokens": "12", "completion_tokens": None, "total_tokens": 0}
+    with raw_server(json.dumps(body).encode()) as url:
+        reply = await _respond(url, monkeypatch)
+    assert json.loads(reply.tool_calls[0].arguments) == {"confirmation_number": "ABC123"}
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.calls) == (0, 0, 1)
+
+
+async def test_duplicate_tool_call_ids_are_made_unique(monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: two tool results carried the same tool_call_id (ambiguous; OpenAI rejects it)
+    body = completion(None, [("c1", "get_reservation", "{}"), ("c1", "get_reservation", "{}")])
+    with raw_server(json.dumps(body).encode()) as url:
+        reply = await _respond(url, monkeypatch)
+    ids = [c.call_id for c in reply.tool_calls]
+    assert ids[0] == "c1" and len(set(ids)) == 2
+
+
+@pytest.mark.parametrize(("status", "hint"), [(401, "API key"), (404, "model name 'm'")])
+async def test_client_errors_are_not_retried_and_say_what_to_check(
+    status: int, hint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
+    with ScriptedOpenAI([Step(status=status)]) as server:
+        factory = OpenAIFactory("m", base_url=server.base_url, api_key_env="EVALCTL_TEST_KEY", max_retries=3)
+        try:
+            backend = factory(SessionInfo(role="agent", scenario={}, system_prompt="x", tools=[]))
+            with pytest.raises(BackendError, match=rf"HTTP {status}: .*{hint}"):
+                await backend.respond([{"role": "system", "content": "x"}], [], TurnInfo(index=0))
+        finally:
+            await factory.aclose()
+    assert len(server.requests) == 1
+
+
+async def test_model_text_with_a_lone_surrogate_is_made_encodable(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = json.dumps(completion("Bonjour \ud800!", [("c\udc00", "get_reservation", '{"x": "\\ud800"}')]))
+    with raw_server(body.encode()) as url:
+        reply = await _respond(url, monkeypatch)
+    assert reply.text == "Bonjour ?!" and reply.tool_calls[0].call_id == "c?"
+    for value in (reply.text, reply.tool_calls[0].call_id, reply.tool_calls[0].arguments):
+        value.encode("utf-8")  # before: UnicodeEncodeError on the next request
+
+
+async def test_a_refusal_is_what_the_model_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: content null + refusal read as a silent turn (the transcript lost the refusal)
+    body = completion(None)
+    body["choices"][0]["message"]["refusal"] = "I can't help with that."
+    with raw_server(json.dumps(body).encode()) as url:
+        reply = await _respond(url, monkeypatch)
+    assert reply.text == "I can't help with that."
+
+
+async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
+    data_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.backends.replay import ReplayFactory
+    from engine.domains.registry import load_domain
+    from tests.conftest import SPEC_DIR
+    from tests.runtime_helpers import session_between
+
+    monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
+    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__3_1_5")
+    body = {"error": {"message": "upstream failed:\r\n  Traceback (most recent call last)\n\x1b[31mboom"}}
+    with ScriptedOpenAI([Step(body, status=400)]) as server:
+        factory = OpenAIFactory("m", base_url=server.base_url, api_key_env="EVALCTL_TEST_KEY", max_retries=0)
+        result = await session_between(scenario, factory, ReplayFactory({scenario.name: scenario}))
+    # before: the message's newlines and ANSI escape went into the progress line and all_summary.txt
+    error = result.error or ""
+    assert "HTTP 400" in error and "upstream failed:   Traceback (most recent call last) [31mboom" in error
+    assert not any(ch in error for ch in "\r\n\x1b")

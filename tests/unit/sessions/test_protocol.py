@@ -117,3 +117,45 @@ def test_backend_specs(text: str, spec: BackendSpec) -> None:
 def test_bad_backend_specs(text: str) -> None:
     with pytest.raises(UsageError, match="expected replay, openai:MODEL or ws://host:port"):
         parse_backend_spec(text)
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "needle"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "bad_json", "nested too deeply"),
+        (
+            json.dumps(
+                {
+                    "v": 1,
+                    "type": "tool.call",
+                    "id": "a",
+                    "reply_to": "e",
+                    "call_id": "c",
+                    "name": "x",
+                    "arguments": {"k": "v" * 1_000_000},
+                }
+            ),
+            "bad_message",
+            "chars)",
+        ),
+    ],
+    ids=["deep_json", "schema_error_quoting_a_huge_value"],
+)
+def test_bad_frames_give_short_typed_errors(frame: str, code: str, needle: str) -> None:
+    with pytest.raises(ProtocolError) as info:
+        decode(frame)
+    assert info.value.code == code and needle in info.value.message
+    assert len(info.value.message) < 2100
+
+
+def test_a_frame_with_a_lone_surrogate_escape_is_bad_json() -> None:
+    from engine.protocol import ProtocolError, decode
+
+    # before: decoded fine, then the engine could not forward it (UnicodeEncodeError in websockets:
+    # 'agent side disconnected') and the session's metrics.json was never written
+    frame = '{"v": 1, "type": "turn.response", "id": "a1", "reply_to": "e1", "text": "hi \\ud800"}'
+    with pytest.raises(ProtocolError, match="lone UTF-16 surrogate") as info:
+        decode(frame)
+    assert info.value.code == "bad_json"
+    emoji = '{"v": 1, "type": "turn.response", "id": "a1", "reply_to": "e1", "text": "\\ud83d\\ude00"}'
+    assert decode(emoji)["text"] == "\N{GRINNING FACE}"  # a proper pair is text

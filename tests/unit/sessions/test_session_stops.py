@@ -160,3 +160,24 @@ async def test_an_agent_looping_on_tool_calls_is_stopped_by_the_engine(loaded: L
     assert result.stop_reason == "timeout"
     assert result.error == "agent side made more than 6 tool calls in turn 0"
     assert len(result.tool_calls) == 6  # the 7th never ran
+
+
+async def test_two_silent_sides_end_the_session_after_empty_turns(data_root: Path) -> None:
+    from engine.domains.registry import load_domain
+    from engine.session import SessionLimits
+    from tests.conftest import SPEC_DIR
+    from tests.runtime_helpers import scripted_factory, session_between
+
+    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__3_1_5")
+    agents: list = []
+    users: list = []
+    result = await session_between(
+        scenario,
+        scripted_factory(lambda turn: None, agents),  # content null, no tool calls, every turn
+        scripted_factory(lambda turn: None, users),
+        SessionLimits(max_duration_s=6, turn_timeout_s=5),
+    )
+    # before: the sides traded empty turns (each a model request) until max_duration (900 s in eva)
+    assert result.stop_reason == "timeout"
+    assert result.error == "10 turns in a row with nothing said and no tool call"
+    assert len(agents[0].seen) + len(users[0].seen) == 10  # 10 model requests, not 900 s of them

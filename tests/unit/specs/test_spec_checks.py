@@ -177,3 +177,23 @@ def test_diff_paths_are_positions_in_the_files() -> None:
     )
     assert expected["res"]["Z"]["bookings"][0]["status"] == line.expected
     assert db_diff(expected, {"res": {"Z": {"bookings": [b, a]}}}, rules) == []  # moved, never "missing"
+
+
+def test_predicate_on_the_user_side_is_a_spec_problem(tmp_path: Path) -> None:
+    import shutil
+
+    from engine.domains.registry import load_domain
+    from engine.errors import SpecError
+
+    mock = REPO / "tests" / "mock_domain"
+    spec = tmp_path / "spec"
+    shutil.copytree(mock / "spec", spec)
+    cancel = spec / "scenarios" / "cancel.yaml"
+    text = cancel.read_text(encoding="utf-8")
+    cancel.write_text(text.replace("side: agent}", "side: user}"), encoding="utf-8")
+    # before: valid; every run failed the assertion with 'no user DB for this session'
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, mock / "dataroot")
+    (problem,) = info.value.problems
+    assert problem.json_path == "$.db_state_assertions[credit_balance].side"
+    assert "domain mock has no user-side DB" in problem.message

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
+import cli
 from engine.domains.registry import load_domain
 from engine.errors import DataRootError, SpecError, UsageError
 from engine.specs import LoadedDomain
@@ -277,3 +279,83 @@ def test_validate_specs_real(data_root: Path) -> None:
     report = validate_specs(SPEC_DIR, data_root, replay=True, plugins=plugins())
     assert report.ok and report.scenarios == 50 and report.prompts == 100
     assert len(report.replay) == 50 and report.summary().endswith("gold replay 50/50")
+
+
+def _spec_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "spec"
+    shutil.copytree(SPEC_DIR, target)
+    return target
+
+
+def _data_copy(tmp_path: Path, data_root: Path) -> Path:
+    target = tmp_path / "data"
+    shutil.copytree(data_root, target)
+    return target
+
+
+AGENT_CONFIG = "eva-0.1.3/configs/agents/airline_agent.yaml"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("- just\n- a list\n", "holds a list, not a mapping with a 'tools' list"),
+        ("tools: [\n", "is not valid YAML: while parsing"),
+    ],
+    ids=["config_is_a_list", "config_bad_yaml"],
+)
+def test_agent_config_of_the_wrong_shape_is_one_line_problem(
+    tmp_path: Path, data_root: Path, content: str, expected: str
+) -> None:
+    root = _data_copy(tmp_path, data_root)
+    (root / AGENT_CONFIG).write_text(content, encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_domain(SPEC_DIR, root)
+    lines = [str(p) for p in info.value.problems]
+    assert any("tools.yaml:" in s and "$.tool_descriptions_from" in s and expected in s for s in lines), lines
+    assert all("\n" not in s for s in lines)
+
+
+def test_truncated_jsonl_dataset_names_json_and_the_line(tmp_path: Path, data_root: Path) -> None:
+    root = _data_copy(tmp_path, data_root)
+    dataset = root / "eva-0.1.3/data/airline_dataset.jsonl"
+    lines = dataset.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[2] = lines[2][: len(lines[2]) // 2] + "\n"
+    dataset.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_domain(SPEC_DIR, root)
+    (problem,) = [str(p) for p in info.value.problems if "$.dataset.path" in str(p)]
+    assert "is not valid JSON: " in problem and "line 3 column" in problem, problem
+
+
+@pytest.mark.parametrize(
+    "moved", ["scenarios/1.1.2.yml", "scenarios/extra/1.1.2.yaml"], ids=["yml_suffix", "subfolder"]
+)
+def test_scenario_file_that_would_be_skipped_is_reported(tmp_path: Path, data_root: Path, moved: str) -> None:
+    spec = _spec_copy(tmp_path)
+    (spec / moved).parent.mkdir(parents=True, exist_ok=True)
+    (spec / "scenarios/1.1.2.yaml").rename(spec / moved)
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, data_root)
+    (problem,) = info.value.problems
+    assert problem.file.endswith(moved) and "not loaded" in problem.message
+
+
+def test_nan_max_duration_fails_validation(tmp_path: Path, data_root: Path) -> None:
+    # max_duration .nan passed the schema (NaN <= 0 is false) and timed out every session at once
+    spec = _spec_copy(tmp_path)
+    domain = spec / "domain.yaml"
+    domain.write_text(domain.read_text(encoding="utf-8").replace("max_duration: 900", "max_duration: .nan"))
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, data_root)
+    assert [p.json_path for p in info.value.problems] == ["$.max_duration"]
+
+
+def test_data_root_that_is_a_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "data.tar"
+    a_file.write_bytes(b"")
+    assert cli.main(["validate", str(SPEC_DIR), "--data-root", str(a_file)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"evalctl: data root {a_file} (from --data-root) is not a directory; "
+        "run `make data` or pass --data-root DIR"
+    )

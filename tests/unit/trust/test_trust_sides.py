@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +27,16 @@ from engine.backends import BackendReply, Usage
 from engine.backends.replay import ReplayFactory
 from engine.commands.run import print_outcome
 from engine.domains.registry import load_domain, plugins
+from engine.model import Scenario
 from engine.protocol import MAX_FRAME_BYTES
 from engine.records.fields import RecordError
 from engine.records.metrics import MetricsRecord
 from engine.records.metrics import Usage as UsageRecord
 from engine.results import finish_run
-from engine.runner import run
+from engine.runner import run, session_setup
 from engine.scoring.summary import build_summary, render_summary_text
-from engine.session import SessionLimits
+from engine.session import SessionLimits, run_session
+from engine.sides import builtin_side
 from engine.sides.link import SideLink
 from engine.sides.standalone import serve_side
 from engine.specs import LoadedDomain
@@ -311,3 +313,56 @@ async def test_serve_checks_frames_against_the_schemas(
     assert reply["type"] == "error" and reply["code"] == "bad_message", reply
     assert needle in reply["message"], reply
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no traceback logged
+
+
+@pytest.fixture(scope="module")
+def scenario_112(data_root: Path) -> Scenario:
+    return next(s for s in load_domain(SPEC_DIR, data_root).scenarios if s.eva_id == "1.1.2")
+
+
+def _agent_sending(frame: str) -> Callable[[Any], Awaitable[None]]:
+    async def handler(ws: Any) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            start = json.loads(await ws.recv())
+            ready = {"v": 1, "type": "session.ready", "id": "a0", "reply_to": start["id"]}
+            await ws.send(json.dumps(ready))
+            await ws.recv()  # turn.request
+            await ws.send(frame)
+            await ws.recv()
+
+    return handler
+
+
+HUGE_ERROR = json.dumps(
+    {"v": 1, "type": "error", "id": "z", "code": "backend_error", "message": "E" * 3_000_000}
+)
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected"),
+    [
+        (
+            "[" * 100_000 + "]" * 100_000,
+            "agent side broke the protocol: bad_json: frame is nested too deeply",
+        ),
+        (HUGE_ERROR, "agent side reported backend_error: EEEE"),
+    ],
+    ids=["deep_json", "huge_error_message"],
+)
+async def test_misbehaving_agent_ends_its_session_with_a_short_error(
+    scenario_112: Scenario, frame: str, expected: str
+) -> None:
+    async with websockets.serve(_agent_sending(frame), "127.0.0.1", 0, max_size=None) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with builtin_side(ReplayFactory({scenario_112.name: scenario_112})) as user_uri:
+            result = await run_session(
+                scenario_112,
+                session_setup(scenario_112),
+                f"ws://127.0.0.1:{port}",
+                user_uri,
+                SessionLimits(max_duration_s=30, turn_timeout_s=5),
+            )
+    assert result.stop_reason == "error"
+    assert (result.error or "").startswith(expected), result.error
+    assert len(result.error or "") < 2100
+    assert result.final_db == scenario_112.fresh_db()
