@@ -12,14 +12,22 @@ from pathlib import Path
 import pytest
 
 from engine.backends.replay import ReplayFactory
+from engine.domains.eva_airline.diagnostics import authenticated
 from engine.domains.registry import load_domain
 from engine.errors import SpecError
 from engine.options import ScoringOptions
+from engine.plugin import DiagnosticInputs
 from engine.results import finish_session
 from tests.conftest import SPEC_DIR
+from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
 from tests.runtime_helpers import alter_gold_call, session_between
 
 NAME = "eva_airline__voluntary_date_change"  # eva 1.1.2
+
+
+@pytest.fixture(scope="module")
+def sc(data_root):
+    return eva_scenario(data_root, "1.1.2")
 
 
 def _spec(tmp_path: Path, gate: bool) -> Path:
@@ -62,3 +70,18 @@ def test_a_gate_must_be_a_diagnostic_of_the_domain(tmp_path: Path, data_root: Pa
     assert problem.message == (
         "'authenticatd' is not a diagnostic of domain eva_airline (did you mean 'authenticated'?)"
     )
+
+
+def test_authenticated_diagnostic(sc):
+    good = expected_copy(sc)
+    good["session"] = {"confirmation_number": "ZK3FFW", "last_name": "rodriguez"}
+    gold = {"session": {"confirmation_number": "ZK3FFW", "last_name": "Rodriguez"}}
+
+    def diag(final_db, gold_db):
+        return authenticated(DiagnosticInputs(sc, session(sc, final_db), gold_db))
+
+    assert diag(good, gold) is True
+    unauthenticated = expected_copy(sc)
+    del unauthenticated["session"]  # eva's expected DBs carry the session get_reservation wrote
+    assert diag(unauthenticated, gold) is False
+    assert diag(good, None) is None

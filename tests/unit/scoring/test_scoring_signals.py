@@ -8,9 +8,7 @@ from typing import Any
 import pytest
 
 from engine.dbhash import db_hash
-from engine.domains.eva_airline.diagnostics import authenticated
 from engine.model import SIGNALS
-from engine.plugin import DiagnosticInputs
 from engine.scoring.judge import JudgeOutcome
 from engine.scoring.predicates import evaluate_db_state_assertion
 from engine.scoring.signals import (
@@ -183,21 +181,6 @@ def test_judge_verdict_and_nl_rate(sc):
     inp = SignalInputs(scen, session(scen, None), judge=j)
     assert judge_passed_signal(inp).value is True and judge_passed_signal(inp).fields["judge_score"] == 0.95
     assert nl_assertion_signal(inp).value == 0.5
-
-
-def test_authenticated_diagnostic(sc):
-    good = expected_copy(sc)
-    good["session"] = {"confirmation_number": "ZK3FFW", "last_name": "rodriguez"}
-    gold = {"session": {"confirmation_number": "ZK3FFW", "last_name": "Rodriguez"}}
-
-    def diag(final_db, gold_db):
-        return authenticated(DiagnosticInputs(sc, session(sc, final_db), gold_db))
-
-    assert diag(good, gold) is True
-    unauthenticated = expected_copy(sc)
-    del unauthenticated["session"]  # eva's expected DBs carry the session get_reservation wrote
-    assert diag(unauthenticated, gold) is False
-    assert diag(good, None) is None
 
 
 def test_compute_signals_returns_contract_fields(sc):

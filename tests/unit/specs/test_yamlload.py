@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.yamlload import YamlSyntaxError, load_yaml, parse_yaml
+from engine.yamlload import YamlSyntaxError, format_json_path, load_yaml, parse_yaml
 
 BOMB = "\n".join(
     [
@@ -111,3 +111,19 @@ def test_plain_yaml_values_stay_quiet() -> None:
     doc = parse_yaml(text, "s.yaml")
     assert doc.problems == ()
     assert doc.data["a"] == "02134" and doc.data["c"] is True and doc.data["e"] == 0
+
+
+def test_yaml_lines_and_paths() -> None:
+    doc = parse_yaml("a: 1\ntools:\n  - name: x\n    kind: read\n  - name: y\n    kind: [oops]\n", "f.yaml")
+    assert doc.line(("tools", 1, "kind")) == 6
+    assert doc.line(("tools", 1, "kind", 0)) == 6
+    assert doc.line(("missing",)) == 1
+    assert format_json_path(("tools", 1, "kind"), doc.data) == "$.tools[y].kind"
+    assert format_json_path(("a", "b c"), None) == "$.a['b c']"
+    dup = parse_yaml("a: 1\na: 2\n", "d.yaml")
+    assert [str(p) for p in dup.problems] == ["d.yaml:2: $.a: duplicate key 'a' (first at line 1)"]
+    with pytest.raises(YamlSyntaxError) as info:
+        parse_yaml("a: [1\n", "bad.yaml")
+    assert str(info.value).startswith("bad.yaml:1: $: YAML syntax error")
+    with pytest.raises(YamlSyntaxError):
+        parse_yaml("!!python/object:os.system {}\n", "unsafe.yaml")

@@ -1,10 +1,12 @@
-"""ToolRuntime on hostile tool calls: non-finite numbers, huge values and names, deeply nested
-arguments. An error result is short and structured, and the DB stays unchanged."""
+"""ToolRuntime: unknown tools, malformed and hostile arguments (non-finite numbers, huge values and
+names, deep nesting), and handlers that raise or write before refusing. An error result is short and
+structured, and the DB stays exactly as before the call."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,26 @@ from tests.conftest import SPEC_DIR
 @pytest.fixture(scope="module")
 def scenario_112(data_root: Path) -> Scenario:
     return next(s for s in load_domain(SPEC_DIR, data_root).scenarios if s.eva_id == "1.1.2")
+
+
+CONF, OLD, NEW = "ZK3FFW", "FL_SK621_20260320", "FL_SK703_20260325"
+
+
+@pytest.fixture(scope="module")
+def scenario(data_root: Path) -> Scenario:
+    loaded = load_domain(SPEC_DIR, data_root)
+    return next(s for s in loaded.scenarios if s.eva_id == "1.1.2")
+
+
+def _rebook(**over: Any) -> dict[str, Any]:
+    args = {
+        "confirmation_number": CONF,
+        "journey_id": OLD,
+        "new_journey_id": NEW,
+        "rebooking_type": "voluntary",
+        "waive_change_fee": False,
+    }
+    return {**args, **over}
 
 
 CREDIT = (
@@ -70,3 +92,57 @@ def test_deeply_nested_arguments_are_invalid_arguments(scenario_112: Scenario, r
         "error_type": "invalid_arguments",
         "message": "Tool arguments are nested too deeply",
     }
+
+
+def test_unknown_tool_lists_the_tools(scenario: Scenario) -> None:
+    result = ToolRuntime(scenario.tools, scenario.fresh_db()).call("book_hotel", {}).result
+    assert result["error_type"] == "tool_not_found"
+    assert "'book_hotel'" in result["message"] and "rebook_flight" in result["message"]
+    assert "end_conversation" in result["message"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ('{"confirmation_number": "ZK3FFW", ', "not valid JSON"),
+        ("[1, 2]", "must be a JSON object, got list"),
+        ("42", "must be a JSON object, got int"),
+    ],
+)
+def test_malformed_json_arguments(scenario: Scenario, raw: str, fragment: str) -> None:
+    result = ToolRuntime(scenario.tools, scenario.fresh_db()).call("get_reservation", raw).result
+    assert result["status"] == "error" and result["error_type"] == "invalid_arguments"
+    assert fragment in result["message"]
+
+
+def test_handler_that_raises_rolls_back(scenario: Scenario) -> None:
+    def half_write(db: dict[str, Any], args: Any, ctx: Any) -> dict[str, Any]:
+        db["reservations"][CONF]["status"] = "changed"
+        db["hotel_vouchers"] = {"x": 1}
+        raise RuntimeError("boom")
+
+    db = scenario.fresh_db()
+    before = db_hash(db, scenario.domain.hash_rules)
+    runtime = ToolRuntime(scenario.tools, db, handlers={"rebook_flight": half_write})
+    outcome = runtime.call("rebook_flight", _rebook())
+    assert outcome.result == {
+        "status": "error",
+        "error_type": "execution_error",
+        "message": "Tool execution failed: boom",
+    }
+    assert runtime.db is db and "hotel_vouchers" not in db
+    assert db_hash(db, scenario.domain.hash_rules) == before and runtime.actions == []
+
+
+def test_handler_that_writes_then_returns_an_error_rolls_back(scenario: Scenario) -> None:
+    # an error result never half-applies, whether the handler raised or returned it
+    def write_then_refuse(db: dict[str, Any], args: Any, ctx: Any) -> dict[str, Any]:
+        db["reservations"][CONF]["status"] = "changed"
+        return {"status": "error", "error_type": "not_allowed", "message": "refused after writing"}
+
+    db = scenario.fresh_db()
+    before = db_hash(db, scenario.domain.hash_rules)
+    runtime = ToolRuntime(scenario.tools, db, handlers={"rebook_flight": write_then_refuse})
+    outcome = runtime.call("rebook_flight", _rebook())
+    assert outcome.result["error_type"] == "not_allowed" and outcome.action is None
+    assert runtime.db is db and db_hash(db, scenario.domain.hash_rules) == before and runtime.actions == []
