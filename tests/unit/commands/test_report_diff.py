@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 import cli
-from tests.conftest import SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
-ONE = "eva_airline__1_1_3"
+ONE = "mock__cancel_order"
 
 
-def _run(data_root: Path, *args: str) -> int:
-    return cli.main(["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", ONE, *args])
+def _run(*args: str) -> int:
+    spec = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
+    return cli.main([*spec, "--scenarios", ONE, *args])
 
 
 @pytest.mark.parametrize(
@@ -27,10 +28,10 @@ def _run(data_root: Path, *args: str) -> int:
     ids=["list", "missing_keys", "torn"],
 )
 def test_report_on_a_damaged_summary_is_one_line(
-    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str], content: str, expected: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, expected: str
 ) -> None:
     out = tmp_path / "run"
-    assert _run(data_root, "--output-dir", str(out), "--no-progress") == 0
+    assert _run("--output-dir", str(out), "--no-progress") == 0
     (out / "summary.json").write_text(content, encoding="utf-8")
     capsys.readouterr()
     assert cli.main(["report", str(out)]) == 2
@@ -39,10 +40,10 @@ def test_report_on_a_damaged_summary_is_one_line(
 
 
 def test_diff_with_a_damaged_final_db_says_so(
-    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
-    assert _run(data_root, "--output-dir", str(out), "--no-progress") == 0
+    assert _run("--output-dir", str(out), "--no-progress") == 0
     (out / ONE / "final_db.json").write_text('{"reservations": ', encoding="utf-8")
     capsys.readouterr()
     assert cli.main(["diff", str(out), ONE]) == 0

@@ -17,9 +17,11 @@ import cli
 from engine.domains.registry import load_domain
 from engine.errors import UsageError
 from engine.runner import run, select_scenarios
-from tests.conftest import REPO, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO, SPEC_DIR
 from tests.runtime_helpers import run_options
 
+SHOP = (MOCK_SPEC_DIR, MOCK_DATA_ROOT)  # the mock shop: its spec folder and data root
+SHOP_RUN = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
 
 def test_select_scenarios(data_root: Path) -> None:
     scenarios = load_domain(SPEC_DIR, data_root).scenarios
@@ -38,7 +40,7 @@ def test_select_scenarios(data_root: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--scenarios", "eva_airline__nope"], "evalctl: no scenario named 'eva_airline__nope'"),
+        (["--scenarios", "mock__nope"], "evalctl: no scenario named 'mock__nope'"),
         (
             ["--agent", "gpt-4"],
             "evalctl: unknown backend 'gpt-4': expected replay, openai:MODEL or ws://host:port",
@@ -51,10 +53,10 @@ def test_select_scenarios(data_root: Path) -> None:
     ],
 )
 def test_run_user_errors_are_one_line(
-    args: list[str], message: str, data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    code = cli.main(["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out), *args])
+    code = cli.main([*SHOP_RUN, "--output-dir", str(out), *args])
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip() == message or err.startswith(message)
@@ -76,20 +78,20 @@ def test_run_verb_prints_the_summary_and_honours_fail_under(
     assert metrics["min_agent_turns"] == 2 and metrics["stalled"] is False and metrics["agent_turns"] == 2
 
 
-async def test_trials_and_resume(data_root: Path, tmp_path: Path) -> None:
-    names = ("eva_airline__3_1_5", "eva_airline__7_2_8")
-    opts = run_options(SPEC_DIR, data_root, scenarios=names, trials=2, output_dir=tmp_path, progress=False)
+async def test_trials_and_resume(tmp_path: Path) -> None:
+    names = ("mock__cancel_order", "mock__shipped_refusal")
+    opts = run_options(*SHOP, scenarios=names, trials=2, output_dir=tmp_path, progress=False)
     first = await run(opts)
     assert sorted((r.scenario_name, r.trial) for r, _ in first.outcomes) == [
         (n, k) for n in names for k in (1, 2)
     ]
-    assert (tmp_path / "eva_airline__7_2_8" / "trial_2" / "metrics.json").is_file()
-    (tmp_path / "eva_airline__3_1_5" / "trial_2" / "metrics.json").unlink()
+    assert (tmp_path / "mock__shipped_refusal" / "trial_2" / "metrics.json").is_file()
+    (tmp_path / "mock__cancel_order" / "trial_2" / "metrics.json").unlink()
     again = await run(
-        run_options(SPEC_DIR, data_root, scenarios=names, trials=2, resume=tmp_path, progress=False)
+        run_options(*SHOP, scenarios=names, trials=2, resume=tmp_path, progress=False)
     )
     assert again.skipped == 3
-    assert [(r.scenario_name, r.trial) for r, _ in again.outcomes] == [("eva_airline__3_1_5", 2)]
+    assert [(r.scenario_name, r.trial) for r, _ in again.outcomes] == [("mock__cancel_order", 2)]
     assert again.summary is not None and again.summary.results == 4
 
 
@@ -163,29 +165,29 @@ async def test_serve_runs_a_built_in_side_as_its_own_process(data_root: Path, tm
     assert proc.returncode == 0
 
 
-def test_run_json_records_every_option(data_root: Path, tmp_path: Path) -> None:
+def test_run_json_records_every_option(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--no-progress", "--output-dir", str(out),
-            "--scenarios", "eva_airline__3_1_5", "--strict-match", "--max-tool-calls", "7",
+    argv = [*SHOP_RUN, "--no-progress", "--output-dir", str(out),
+            "--scenarios", "mock__cancel_order", "--strict-match", "--max-tool-calls", "7",
             "--judge-threshold", "0.5"]  # fmt: skip
     assert cli.main(argv) == 0
     args = json.loads((out / "run.json").read_text())["args"]
-    assert args["max_tool_calls_per_turn"] == 7 and args["scenarios"] == ["eva_airline__3_1_5"]
+    assert args["max_tool_calls_per_turn"] == 7 and args["scenarios"] == ["mock__cancel_order"]
     assert args["scoring"]["strict_match"] is True and args["scoring"]["judge_threshold"] == 0.5
     assert args["output_dir"] == str(out) and args["api_key_env"] == "OPENAI_API_KEY"
 
 
-async def test_resume_with_scenarios_narrows_the_work_not_the_plan(data_root: Path, tmp_path: Path) -> None:
-    names = ("eva_airline__3_1_5", "eva_airline__7_2_8")
-    await run(run_options(SPEC_DIR, data_root, scenarios=names, output_dir=tmp_path, progress=False))
+async def test_resume_with_scenarios_narrows_the_work_not_the_plan(tmp_path: Path) -> None:
+    names = ("mock__cancel_order", "mock__shipped_refusal")
+    await run(run_options(*SHOP, scenarios=names, output_dir=tmp_path, progress=False))
     for name in names:
         (tmp_path / name / "metrics.json").unlink()
-    again = await run(run_options(SPEC_DIR, data_root, scenarios=names[:1], resume=tmp_path, progress=False))
-    assert [r.scenario_name for r, _ in again.outcomes] == ["eva_airline__3_1_5"]
+    again = await run(run_options(*SHOP, scenarios=names[:1], resume=tmp_path, progress=False))
+    assert [r.scenario_name for r, _ in again.outcomes] == ["mock__cancel_order"]
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["missing"] == ["eva_airline__7_2_8"] and summary["results"] == 1
-    with pytest.raises(UsageError, match="eva_airline__1_1_3 is not part of the run"):
-        await run(run_options(SPEC_DIR, data_root, scenarios=("eva_airline__1_1_3",), resume=tmp_path,
+    assert summary["missing"] == ["mock__shipped_refusal"] and summary["results"] == 1
+    with pytest.raises(UsageError, match="mock__late_delivery_credit is not part of the run"):
+        await run(run_options(*SHOP, scenarios=("mock__late_delivery_credit",), resume=tmp_path,
                              progress=False))  # fmt: skip
 
 
@@ -200,11 +202,11 @@ async def test_resume_with_another_spec_dir_names_the_runs_own(data_root: Path, 
 
 
 def test_a_judge_without_its_key_is_refused_before_the_run(
-    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("NO_SUCH_JUDGE_KEY", raising=False)
     out = tmp_path / "run"
-    code = cli.main(["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out),
+    code = cli.main([*SHOP_RUN, "--output-dir", str(out),
                      "--judge-model", "j1", "--api-key-env", "NO_SUCH_JUDGE_KEY"])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "NO_SUCH_JUDGE_KEY is not set" in err and "judge j1" in err
@@ -213,10 +215,10 @@ def test_a_judge_without_its_key_is_refused_before_the_run(
 
 @pytest.mark.parametrize("value", ["", " , "], ids=["empty", "only_commas"])
 def test_empty_scenarios_option_is_a_usage_error_not_a_full_run(
-    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str], value: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
 ) -> None:
     out = tmp_path / "run"
-    args = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out)]
+    args = [*SHOP_RUN, "--output-dir", str(out)]
     code = cli.main([*args, "--scenarios", value])
     assert code == 2
     err = capsys.readouterr().err
@@ -226,17 +228,17 @@ def test_empty_scenarios_option_is_a_usage_error_not_a_full_run(
     assert not out.exists()
 
 
-ONE = "eva_airline__1_1_3"
+ONE = "mock__cancel_order"
 
 
-def _run(data_root: Path, *args: str) -> int:
-    return cli.main(["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", ONE, *args])
+def _run(*args: str) -> int:
+    spec = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
+    return cli.main([*spec, "--scenarios", ONE, *args])
 
 
 @pytest.mark.parametrize("url", ["not a url", "127.0.0.1:8000/v1", "ws://127.0.0.1:1"])
 def test_base_url_that_is_not_http_is_a_usage_error_before_the_run(
     tmp_path: Path,
-    data_root: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     url: str,
@@ -244,7 +246,7 @@ def test_base_url_that_is_not_http_is_a_usage_error_before_the_run(
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     out = tmp_path / "run"
     args = ["--agent", "openai:some-model", "--base-url", url, "--output-dir", str(out)]
-    assert _run(data_root, *args) == 2
+    assert _run(*args) == 2
     assert capsys.readouterr().err.strip() == f"evalctl: --base-url {url!r} is not an http:// or https:// URL"
     assert not out.exists()
 

@@ -1,4 +1,5 @@
-"""Prompts and tool schemas rendered from the real eva data, the spell filter, and the sandbox."""
+"""Prompts and tool schemas rendered from the real eva data, the spell filter, the sandbox, and
+template runtime errors reported as spec problems (on the mock shop)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from engine.domains.registry import load_domain
 from engine.errors import SpecError
 from engine.render import outline, render, render_agent_prompt, render_user_prompt, spell, tool_schemas
 from engine.specs import LoadedDomain
-from tests.conftest import REPO, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,7 @@ def test_cli_help_shows_examples() -> None:
 
 def _spec_copy(tmp_path: Path) -> Path:
     target = tmp_path / "spec"
-    shutil.copytree(SPEC_DIR, target)
+    shutil.copytree(MOCK_SPEC_DIR, target)
     return target
 
 
@@ -160,13 +161,11 @@ def _spec_copy(tmp_path: Path) -> Path:
         "power_bomb",
     ],
 )
-def test_template_runtime_error_is_a_spec_problem(
-    tmp_path: Path, data_root: Path, line: str, expected: str
-) -> None:
+def test_template_runtime_error_is_a_spec_problem(tmp_path: Path, line: str, expected: str) -> None:
     spec = _spec_copy(tmp_path)
-    template = (REPO / "templates" / "agent.md.j2").read_text(encoding="utf-8")
-    (spec / "agent.md.j2").write_text(template + line + "\n", encoding="utf-8")
+    template = (spec / "mock_agent.md.j2").read_text(encoding="utf-8")
+    (spec / "mock_agent.md.j2").write_text(template + line + "\n", encoding="utf-8")
     with pytest.raises(SpecError) as info:
-        load_domain(spec, data_root)
+        load_domain(spec, MOCK_DATA_ROOT)
     lines = [str(p) for p in info.value.problems]
     assert any("agent.md.j2:" in s and expected in s for s in lines), lines

@@ -1,19 +1,21 @@
-"""The LLM judge through the real openai client against a scripted server on loopback."""
+"""The LLM judge through the real openai client against a scripted server on loopback, judging a
+mock shop scenario given two claims."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from engine.domains.registry import load_domain
 from engine.options import ScoringOptions
 from engine.results import finish_session
 from engine.scoring.judge import parse_judge_reply, render_judge_prompt, run_judge
-from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.mock_domain.eva_fixtures import expected_copy, session
 from tests.mock_domain.judge_server import scripted_judge
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, raw_server
 
@@ -28,10 +30,13 @@ GOOD = {
 
 
 @pytest.fixture(scope="module")
-def sc(data_root):
-    base = eva_scenario(data_root, "1.1.2")
+def sc():
+    base = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    # no judge template of the domain's own: the repository's judge.md.j2 is the one rendered
+    domain = replace(base.domain, templates={k: v for k, v in base.domain.templates.items() if k != "judge"})
     return replace(
         base,
+        domain=domain,
         nl_assertions=("The agent confirmed the new date.", "The agent offered a refund."),
         success_signals=("db_state_match", "judge_passed", "nl_assertion", "clean_exit"),
     )
@@ -228,13 +233,13 @@ def test_pathological_judge_reply_fails_fast_with_a_value_error(reply: str) -> N
 
 
 @pytest.mark.parametrize("usage", [{"prompt_tokens": "12", "completion_tokens": None}, "junk"])
-async def test_judge_verdict_survives_odd_usage_fields(data_root: Path, usage: Any) -> None:
+async def test_judge_verdict_survives_odd_usage_fields(usage: Any) -> None:
     from engine.options import ScoringOptions
     from engine.scoring.judge import run_judge
-    from tests.mock_domain.eva_fixtures import eva_scenario, session
+    from tests.mock_domain.eva_fixtures import session
 
     # before: a TypeError on the token counts discarded the valid score: retried, then N/A
-    sc = eva_scenario(data_root, "1.1.2")
+    sc = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
     body = completion(json.dumps({"score": 1.0, "reason": "ok"}))
     body["usage"] = usage
     with raw_server(json.dumps(body).encode()) as url:
@@ -244,12 +249,12 @@ async def test_judge_verdict_survives_odd_usage_fields(data_root: Path, usage: A
     assert (out.score, out.error, out.usage["calls"]) == (1.0, None, 1)
 
 
-async def test_judge_error_is_one_line(data_root: Path) -> None:
+async def test_judge_error_is_one_line() -> None:
     from engine.options import ScoringOptions
     from engine.scoring.judge import run_judge
-    from tests.mock_domain.eva_fixtures import eva_scenario, session
+    from tests.mock_domain.eva_fixtures import session
 
-    sc = eva_scenario(data_root, "1.1.2")
+    sc = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
     body = {"error": {"message": "bad request:\n  field 'messages'\n" + "x" * 5000}}
     with ScriptedOpenAI([Step(body, status=400)]) as server:
         options = ScoringOptions(

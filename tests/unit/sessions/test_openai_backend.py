@@ -345,15 +345,15 @@ async def test_a_refusal_is_what_the_model_said(monkeypatch: pytest.MonkeyPatch)
 
 
 async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
-    data_root: Path, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from engine.backends.replay import ReplayFactory
     from engine.domains.registry import load_domain
-    from tests.conftest import SPEC_DIR
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
     from tests.runtime_helpers import session_between
 
     monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
-    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__3_1_5")
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
     body = {"error": {"message": "upstream failed:\r\n  Traceback (most recent call last)\n\x1b[31mboom"}}
     with ScriptedOpenAI([Step(body, status=400)]) as server:
         factory = OpenAIFactory("m", base_url=server.base_url, api_key_env="EVALCTL_TEST_KEY", max_retries=0)

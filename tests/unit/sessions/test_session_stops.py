@@ -1,4 +1,6 @@
-"""Stop reasons and turn-taking, over real WebSockets on loopback with the real eva tool table."""
+"""Stop reasons and turn-taking, over real WebSockets on loopback with the mock shop's tool table.
+Two cases need eva_airline: a gold conversation long enough to outlast a 0.4 s max_duration, and a
+refund to try after the end of the call."""
 
 from __future__ import annotations
 
@@ -14,12 +16,17 @@ from engine.domains.registry import load_domain
 from engine.model import Scenario
 from engine.session import SessionLimits
 from engine.specs import LoadedDomain
-from tests.conftest import SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
 from tests.runtime_helpers import say, scripted_factory, session_between
 
 
 @pytest.fixture(scope="module")
-def loaded(data_root: Path) -> LoadedDomain:
+def loaded() -> LoadedDomain:
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+
+
+@pytest.fixture(scope="module")
+def eva(data_root: Path) -> LoadedDomain:
     return load_domain(SPEC_DIR, data_root)
 
 
@@ -35,7 +42,7 @@ def _user_saying(scenario: Scenario, lines: list[str]):
 
 
 async def test_replay_agent_follows_position_when_the_user_goes_off_script(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__3_1_5")
+    scenario = loaded.scenario("mock__cancel_order")
     n = len(split_trace(scenario.gold_trace).agent_turns)
     user = _user_saying(scenario, ["Sorry, what was that?"] * (n - 1))
     result = await session_between(scenario, ReplayFactory({scenario.name: scenario}), user)
@@ -45,7 +52,7 @@ async def test_replay_agent_follows_position_when_the_user_goes_off_script(loade
 
 
 async def test_user_hangup_gives_the_agent_one_closing_turn(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__3_1_5")
+    scenario = loaded.scenario("mock__cancel_order")
     agents: list = []
     polite = scripted_factory(lambda turn: say("Okay."), agents)
     result = await session_between(scenario, polite, _user_saying(scenario, []))
@@ -58,7 +65,7 @@ async def test_user_hangup_gives_the_agent_one_closing_turn(loaded: LoadedDomain
 
 
 async def test_agent_ending_in_its_closing_turn_is_a_clean_exit(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__3_1_5")
+    scenario = loaded.scenario("mock__cancel_order")
     agent = scripted_factory(
         lambda t: say("Goodbye.", ("end_conversation", "{}")) if t.closing else say("Okay.")
     )
@@ -67,7 +74,7 @@ async def test_agent_ending_in_its_closing_turn_is_a_clean_exit(loaded: LoadedDo
 
 
 async def test_user_turn_response_end_flag_also_hangs_up(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__3_1_5")
+    scenario = loaded.scenario("mock__cancel_order")
 
     user = scripted_factory(lambda t: say("Hello.") if t.index == 0 else say("Bye.", ("end_call", "{}")))
     result = await session_between(scenario, scripted_factory(lambda t: say("Hm.")), user)
@@ -75,9 +82,9 @@ async def test_user_turn_response_end_flag_also_hangs_up(loaded: LoadedDomain) -
 
 
 async def test_user_tool_other_than_end_call_is_an_error_result(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__3_1_5")
+    scenario = loaded.scenario("mock__cancel_order")
     user = scripted_factory(
-        lambda t: say("Hi.", ("get_reservation", "{}")) if t.index == 0 else say("", ("end_call", "{}"))
+        lambda t: say("Hi.", ("cancel_order", "{}")) if t.index == 0 else say("", ("end_call", "{}"))
     )
     result = await session_between(scenario, scripted_factory(lambda t: say("Hm.")), user)
     results = [e["content"]["result"] for e in result.transcript if e["type"] == "tool_result"]
@@ -85,8 +92,8 @@ async def test_user_tool_other_than_end_call_is_an_error_result(loaded: LoadedDo
     assert result.final_db == scenario.fresh_db()  # the user side never touches the DB
 
 
-async def test_calls_after_the_end_are_refused_and_not_run(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__cancellation_refund")
+async def test_calls_after_the_end_are_refused_and_not_run(eva: LoadedDomain) -> None:
+    scenario = eva.scenario("eva_airline__cancellation_refund")
     refund = '{"confirmation_number": "ZK3FFW", "refund_amount": 10, "refund_type": "full_fare"}'
     agent = scripted_factory(lambda t: say("Bye.", ("end_conversation", "{}"), ("process_refund", refund)))
     result = await session_between(scenario, agent, ReplayFactory({scenario.name: scenario}))
@@ -98,7 +105,7 @@ async def test_calls_after_the_end_are_refused_and_not_run(loaded: LoadedDomain)
 
 
 async def test_max_turns_stops_with_timeout(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__7_1_1")
+    scenario = loaded.scenario("mock__cancel_order")
     replay = ReplayFactory({scenario.name: scenario})
     limits = SessionLimits(max_duration_s=30, turn_timeout_s=5, max_turns=2)
     result = await session_between(scenario, replay, replay, limits)
@@ -106,8 +113,8 @@ async def test_max_turns_stops_with_timeout(loaded: LoadedDomain) -> None:
     assert "max turns (2 agent turns)" in (result.error or "")
 
 
-async def test_max_duration_stops_with_timeout(loaded: LoadedDomain) -> None:
-    scenario = dataclasses.replace(loaded.scenario("eva_airline__7_1_1"), max_duration=0.4)
+async def test_max_duration_stops_with_timeout(eva: LoadedDomain) -> None:
+    scenario = dataclasses.replace(eva.scenario("eva_airline__7_1_1"), max_duration=0.4)
     slow = ReplayFactory({scenario.name: scenario}, latency_s=0.1)
     limits = SessionLimits(max_duration_s=scenario.max_duration, turn_timeout_s=5)
     result = await session_between(scenario, slow, slow, limits)
@@ -117,14 +124,14 @@ async def test_max_duration_stops_with_timeout(loaded: LoadedDomain) -> None:
 
 
 async def test_side_that_cannot_play_the_scenario_is_an_error(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__3_1_5")
+    scenario = loaded.scenario("mock__cancel_order")
     result = await session_between(scenario, ReplayFactory({}), ReplayFactory({scenario.name: scenario}))
     assert result.stop_reason == "error"
     assert "agent side reported unknown_scenario" in (result.error or "")
 
 
 async def test_backend_crash_is_an_error_with_its_message(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__3_1_5")
+    scenario = loaded.scenario("mock__cancel_order")
 
     def boom(turn: TurnInfo) -> BackendReply:
         raise RuntimeError("model exploded")
@@ -143,7 +150,7 @@ async def test_an_engine_fault_fails_only_that_session(
         raise KeyError("tool table bug")
 
     monkeypatch.setattr(engine.session.ToolRuntime, "call", broken)
-    scenario = loaded.scenario("eva_airline__3_1_5")
+    scenario = loaded.scenario("mock__cancel_order")
     replay = ReplayFactory({scenario.name: scenario})
     result = await session_between(scenario, replay, replay)
     assert result.stop_reason == "error"
@@ -152,8 +159,8 @@ async def test_an_engine_fault_fails_only_that_session(
 
 
 async def test_an_agent_looping_on_tool_calls_is_stopped_by_the_engine(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__3_1_5")
-    lookup = ("get_flight_status", '{"flight_number": "SK1", "flight_date": "2026-01-01"}')
+    scenario = loaded.scenario("mock__cancel_order")
+    lookup = ("get_order", '{"order_id": "O-100"}')
     loop = scripted_factory(lambda turn: say("", *[lookup] * 9))  # 9 calls in one turn
     limits = SessionLimits(max_duration_s=30, turn_timeout_s=5, max_tool_calls_per_turn=6)
     result = await session_between(scenario, loop, ReplayFactory({scenario.name: scenario}), limits)
@@ -162,13 +169,13 @@ async def test_an_agent_looping_on_tool_calls_is_stopped_by_the_engine(loaded: L
     assert len(result.tool_calls) == 6  # the 7th never ran
 
 
-async def test_two_silent_sides_end_the_session_after_empty_turns(data_root: Path) -> None:
+async def test_two_silent_sides_end_the_session_after_empty_turns() -> None:
     from engine.domains.registry import load_domain
     from engine.session import SessionLimits
-    from tests.conftest import SPEC_DIR
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
     from tests.runtime_helpers import scripted_factory, session_between
 
-    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__3_1_5")
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
     agents: list = []
     users: list = []
     result = await session_between(

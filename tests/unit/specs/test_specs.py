@@ -1,6 +1,8 @@
 """Spec loading against a data root: missing or partial data roots, datasets and agent configs of
 the wrong shape, scenario files that would be skipped, schema checks and the validation report.
-The facts of the eva_airline spec folder itself are tested in tests/domains/eva_airline/."""
+The facts of the eva_airline spec folder itself are tested in tests/domains/eva_airline/. Cases
+that need no real data use the mock shop; those about eva's releases, agent config and JSONL
+dataset need the eva data."""
 
 from __future__ import annotations
 
@@ -14,22 +16,22 @@ import cli
 from engine.domains.registry import load_domain
 from engine.errors import DataRootError, SpecError, UsageError
 from engine.specs import LoadedDomain
-from tests.conftest import SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
 
 
 @pytest.fixture(scope="module")
-def loaded(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
+def loaded() -> LoadedDomain:
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
 
 
 def test_unknown_scenario_suggests(loaded: LoadedDomain) -> None:
-    with pytest.raises(UsageError, match="did you mean 'eva_airline__irrops_cancellation'"):
-        loaded.scenario("eva_airline__irops_cancellation")
+    with pytest.raises(UsageError, match="did you mean 'mock__cancel_order'"):
+        loaded.scenario("mock__cancel_ordr")
 
 
 def test_missing_data_root_is_a_data_root_error(tmp_path: Path) -> None:
     with pytest.raises(DataRootError, match="make data"):
-        load_domain(SPEC_DIR, tmp_path / "nowhere")
+        load_domain(MOCK_SPEC_DIR, tmp_path / "nowhere")
 
 
 def test_a_data_root_without_the_releases_is_one_line(tmp_path: Path, data_root: Path) -> None:
@@ -137,7 +139,7 @@ def test_validation_report_lines() -> None:
 
 def _spec_copy(tmp_path: Path) -> Path:
     target = tmp_path / "spec"
-    shutil.copytree(SPEC_DIR, target)
+    shutil.copytree(MOCK_SPEC_DIR, target)
     return target
 
 
@@ -183,32 +185,32 @@ def test_truncated_jsonl_dataset_names_json_and_the_line(tmp_path: Path, data_ro
 
 
 @pytest.mark.parametrize(
-    "moved", ["scenarios/1.1.2.yml", "scenarios/extra/1.1.2.yaml"], ids=["yml_suffix", "subfolder"]
+    "moved", ["scenarios/cancel.yml", "scenarios/extra/cancel.yaml"], ids=["yml_suffix", "subfolder"]
 )
-def test_scenario_file_that_would_be_skipped_is_reported(tmp_path: Path, data_root: Path, moved: str) -> None:
+def test_scenario_file_that_would_be_skipped_is_reported(tmp_path: Path, moved: str) -> None:
     spec = _spec_copy(tmp_path)
     (spec / moved).parent.mkdir(parents=True, exist_ok=True)
-    (spec / "scenarios/1.1.2.yaml").rename(spec / moved)
+    (spec / "scenarios/cancel.yaml").rename(spec / moved)
     with pytest.raises(SpecError) as info:
-        load_domain(spec, data_root)
+        load_domain(spec, MOCK_DATA_ROOT)
     (problem,) = info.value.problems
     assert problem.file.endswith(moved) and "not loaded" in problem.message
 
 
-def test_nan_max_duration_fails_validation(tmp_path: Path, data_root: Path) -> None:
+def test_nan_max_duration_fails_validation(tmp_path: Path) -> None:
     # max_duration .nan passed the schema (NaN <= 0 is false) and timed out every session at once
     spec = _spec_copy(tmp_path)
     domain = spec / "domain.yaml"
-    domain.write_text(domain.read_text(encoding="utf-8").replace("max_duration: 900", "max_duration: .nan"))
+    domain.write_text(domain.read_text(encoding="utf-8").replace("max_duration: 60", "max_duration: .nan"))
     with pytest.raises(SpecError) as info:
-        load_domain(spec, data_root)
+        load_domain(spec, MOCK_DATA_ROOT)
     assert [p.json_path for p in info.value.problems] == ["$.max_duration"]
 
 
 def test_data_root_that_is_a_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a_file = tmp_path / "data.tar"
     a_file.write_bytes(b"")
-    assert cli.main(["validate", str(SPEC_DIR), "--data-root", str(a_file)]) == 1
+    assert cli.main(["validate", str(MOCK_SPEC_DIR), "--data-root", str(a_file)]) == 1
     assert capsys.readouterr().err.strip() == (
         f"evalctl: data root {a_file} (from --data-root) is not a directory; "
         "run `make data` or pass --data-root DIR"

@@ -1,6 +1,10 @@
 """ToolRuntime: unknown tools, malformed and hostile arguments (non-finite numbers, huge values and
 names, deep nesting), and handlers that raise or write before refusing. An error result is short and
-structured, and the DB stays exactly as before the call."""
+structured, and the DB stays exactly as before the call.
+
+Most cases run on the mock shop. Three need eva_airline's table: its field rules are what echo a
+huge value (``bad_value``, ``missing_with_huge_other``), and its declared ``writes`` are the path
+the rollback tests take (the mock tools declare none)."""
 
 from __future__ import annotations
 
@@ -14,12 +18,13 @@ from engine.dbhash import db_hash
 from engine.domains.registry import load_domain
 from engine.model import Scenario
 from engine.toolruntime import ToolRuntime
-from tests.conftest import SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
 
 
 @pytest.fixture(scope="module")
-def scenario_112(data_root: Path) -> Scenario:
-    return next(s for s in load_domain(SPEC_DIR, data_root).scenarios if s.eva_id == "1.1.2")
+def shop() -> Scenario:
+    """The mock shop's late-delivery caller: customer C-2 (credit 5), order O-200."""
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__late_delivery_credit")
 
 
 CONF, OLD, NEW = "ZK3FFW", "FL_SK621_20260320", "FL_SK703_20260325"
@@ -42,30 +47,28 @@ def _rebook(**over: Any) -> dict[str, Any]:
     return {**args, **over}
 
 
-CREDIT = (
-    '{"confirmation_number": "ZK3FFW", "passenger_id": "PAX001", "amount": %s, "credit_reason": "goodwill"}'
-)
+CREDIT = '{"customer_id": "C-2", "credit_amount": %s, "reason": "goodwill"}'
 
 
 @pytest.mark.parametrize("amount", ["NaN", "Infinity", "-Infinity", "1e400"])
-def test_non_finite_amount_is_refused_and_db_unchanged(scenario_112: Scenario, amount: str) -> None:
-    db = scenario_112.fresh_db()
-    before = db_hash(db, scenario_112.domain.hash_rules)
-    runtime = ToolRuntime(scenario_112.tools, db)
-    outcome = runtime.call("issue_travel_credit", CREDIT % amount)
+def test_non_finite_amount_is_refused_and_db_unchanged(shop: Scenario, amount: str) -> None:
+    db = shop.fresh_db()
+    before = db_hash(db, shop.domain.hash_rules)
+    runtime = ToolRuntime(shop.tools, db)
+    outcome = runtime.call("issue_credit", CREDIT % amount)
     assert outcome.result == {
         "status": "error",
         "error_type": "invalid_parameter",
-        "message": "Invalid or missing parameter 'amount': Input should be a finite number",
+        "message": "Invalid or missing parameter 'credit_amount': Input should be a finite number",
     }
-    assert db_hash(db, scenario_112.domain.hash_rules) == before
+    assert db_hash(db, shop.domain.hash_rules) == before
     assert runtime.actions == []
     json.dumps(db, allow_nan=False)  # the DB stays strict JSON
 
 
-def test_finite_amount_still_issues_credit(scenario_112: Scenario) -> None:
-    runtime = ToolRuntime(scenario_112.tools, scenario_112.fresh_db())
-    assert runtime.call("issue_travel_credit", CREDIT % "25").result["status"] == "success"
+def test_finite_amount_still_issues_credit(shop: Scenario) -> None:
+    runtime = ToolRuntime(shop.tools, shop.fresh_db())
+    assert runtime.call("issue_credit", CREDIT % "25").result["status"] == "success"
 
 
 @pytest.mark.parametrize(
@@ -77,16 +80,16 @@ def test_finite_amount_still_issues_credit(scenario_112: Scenario) -> None:
     ],
     ids=["bad_value", "missing_with_huge_other", "huge_tool_name"],
 )
-def test_huge_inputs_are_not_echoed_whole(scenario_112: Scenario, name: str, arguments: dict) -> None:
-    outcome = ToolRuntime(scenario_112.tools, scenario_112.fresh_db()).call(name, arguments)
+def test_huge_inputs_are_not_echoed_whole(scenario: Scenario, name: str, arguments: dict) -> None:
+    outcome = ToolRuntime(scenario.tools, scenario.fresh_db()).call(name, arguments)
     assert outcome.result["status"] == "error"
     assert len(outcome.result["message"]) < 1000
     assert "chars)" in outcome.result["message"]
 
 
 @pytest.mark.parametrize("raw", ["[" * 100_000 + "]" * 100_000, '{"a":' * 5000 + "1" + "}" * 5000])
-def test_deeply_nested_arguments_are_invalid_arguments(scenario_112: Scenario, raw: str) -> None:
-    outcome = ToolRuntime(scenario_112.tools, scenario_112.fresh_db()).call("get_reservation", raw)
+def test_deeply_nested_arguments_are_invalid_arguments(shop: Scenario, raw: str) -> None:
+    outcome = ToolRuntime(shop.tools, shop.fresh_db()).call("get_order", raw)
     assert outcome.result == {
         "status": "error",
         "error_type": "invalid_arguments",
@@ -94,23 +97,23 @@ def test_deeply_nested_arguments_are_invalid_arguments(scenario_112: Scenario, r
     }
 
 
-def test_unknown_tool_lists_the_tools(scenario: Scenario) -> None:
-    result = ToolRuntime(scenario.tools, scenario.fresh_db()).call("book_hotel", {}).result
+def test_unknown_tool_lists_the_tools(shop: Scenario) -> None:
+    result = ToolRuntime(shop.tools, shop.fresh_db()).call("book_hotel", {}).result
     assert result["error_type"] == "tool_not_found"
-    assert "'book_hotel'" in result["message"] and "rebook_flight" in result["message"]
+    assert "'book_hotel'" in result["message"] and "cancel_order" in result["message"]
     assert "end_conversation" in result["message"]
 
 
 @pytest.mark.parametrize(
     ("raw", "fragment"),
     [
-        ('{"confirmation_number": "ZK3FFW", ', "not valid JSON"),
+        ('{"order_id": "O-100", ', "not valid JSON"),
         ("[1, 2]", "must be a JSON object, got list"),
         ("42", "must be a JSON object, got int"),
     ],
 )
-def test_malformed_json_arguments(scenario: Scenario, raw: str, fragment: str) -> None:
-    result = ToolRuntime(scenario.tools, scenario.fresh_db()).call("get_reservation", raw).result
+def test_malformed_json_arguments(shop: Scenario, raw: str, fragment: str) -> None:
+    result = ToolRuntime(shop.tools, shop.fresh_db()).call("get_order", raw).result
     assert result["status"] == "error" and result["error_type"] == "invalid_arguments"
     assert fragment in result["message"]
 

@@ -41,7 +41,7 @@ from engine.sides.link import SideLink
 from engine.sides.standalone import serve_side
 from engine.specs import LoadedDomain
 from engine.untrusted import MAX_COUNT, one_line
-from tests.conftest import SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
 from tests.record_helpers import metrics_row
 from tests.runtime_helpers import run_options, scripted_factory, session_between
 
@@ -316,8 +316,8 @@ async def test_serve_checks_frames_against_the_schemas(
 
 
 @pytest.fixture(scope="module")
-def scenario_112(data_root: Path) -> Scenario:
-    return next(s for s in load_domain(SPEC_DIR, data_root).scenarios if s.eva_id == "1.1.2")
+def shop() -> Scenario:
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
 
 
 def _agent_sending(frame: str) -> Callable[[Any], Awaitable[None]]:
@@ -350,14 +350,14 @@ HUGE_ERROR = json.dumps(
     ids=["deep_json", "huge_error_message"],
 )
 async def test_misbehaving_agent_ends_its_session_with_a_short_error(
-    scenario_112: Scenario, frame: str, expected: str
+    shop: Scenario, frame: str, expected: str
 ) -> None:
     async with websockets.serve(_agent_sending(frame), "127.0.0.1", 0, max_size=None) as server:
         port = server.sockets[0].getsockname()[1]
-        async with builtin_side(ReplayFactory({scenario_112.name: scenario_112})) as user_uri:
+        async with builtin_side(ReplayFactory({shop.name: shop})) as user_uri:
             result = await run_session(
-                scenario_112,
-                session_setup(scenario_112),
+                shop,
+                session_setup(shop),
                 f"ws://127.0.0.1:{port}",
                 user_uri,
                 SessionLimits(max_duration_s=30, turn_timeout_s=5),
@@ -365,4 +365,4 @@ async def test_misbehaving_agent_ends_its_session_with_a_short_error(
     assert result.stop_reason == "error"
     assert (result.error or "").startswith(expected), result.error
     assert len(result.error or "") < 2100
-    assert result.final_db == scenario_112.fresh_db()
+    assert result.final_db == shop.fresh_db()
