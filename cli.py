@@ -252,6 +252,12 @@ def _csv(value: str | None) -> tuple[str, ...]:
 @click.option(
     "--progress/--no-progress", default=None, help="Live display (default: when stderr is a terminal)."
 )
+@click.option(
+    "--voice",
+    is_flag=True,
+    help="Audio sessions with the agent (protocol v2): the caller is spoken by the local TTS engine "
+    "(espeak-ng); WAVs, voice.json and voice metrics per scenario.",
+)
 @click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
 def run_cmd(
     spec_dir: str,
@@ -278,6 +284,7 @@ def run_cmd(
     max_tool_rounds: int,
     max_tool_calls: int,
     progress: bool | None,
+    voice: bool,
     replay_latency: float,
 ) -> int:
     """Run the scenarios of SPEC_DIR: a simulated user talks to the agent, the engine runs the
@@ -317,6 +324,7 @@ def run_cmd(
         request_timeout_s=request_timeout,
         replay_latency_s=replay_latency,
         progress=progress,
+        voice=voice,
         scoring=ScoringOptions(
             min_agent_turns=min_agent_turns,
             strict_match=strict_match,

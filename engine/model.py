@@ -269,7 +269,7 @@ class SessionResult:
     ``stop_reason`` is one of exit / transfer / user_hangup / timeout / error; ``error`` holds the
     message when a side failed. ``final_db`` is the engine-owned DB after the last tool call (None
     if the session never started). ``actions`` are the write-tool action records in call order;
-    ``tool_calls`` every call ``{name, arguments, result, turn}``; ``transcript`` the events
+    ``tool_calls`` every call ``{name, arguments, result, turn, side}``; ``transcript`` the events
     ``{role: user|agent|tool|system, type, content, t}`` with ``t`` in seconds since the start.
     ``usage`` maps role (agent, user, judge) to ``{model, prompt_tokens, completion_tokens, calls}``.
     ``duration_s`` is wall time in seconds; ``agent_turns`` counts spoken agent turns.
@@ -345,8 +345,9 @@ class DiagnosticInputs:
 
 
 #: ``(inputs) -> value``: a non-gating diagnostic written to metrics.json under its name (bool,
-#: number, string or None = not applicable). A scenario may gate on it by listing it in
-#: ``success_signals``.
+#: number, string or None = not applicable). A scenario may gate on a bool one by listing it in
+#: ``success_signals``. A number is a count of findings (0 = clean): the summary reports how many
+#: results are clean and the findings' sum and maximum (a count is not a pass rate: never gate on it).
 Diagnostic = Callable[[DiagnosticInputs], Any]
 
 
@@ -367,6 +368,8 @@ class DomainPlugin:
     ``field_rules``: handler name -> per-argument rules (error types and extra constraints);
     ``predicates``: ``func_name`` of ``db_state_assertions`` -> predicate;
     ``diagnostics``: name -> diagnostic, computed for every session of the domain;
+    ``count_diagnostics``: the names among them whose value counts findings (0 = clean): never a
+    gate (a spec's ``gate_diagnostics`` naming one is a validation error);
     ``gold_adapters``: gold ``format`` name (as the domain spec's ``gold_trace.format``) -> adapter;
     ``sync``: the step run after every successful tool call of a dual-side session (None: no sync);
     ``initialise``: the scenario's set-up step before the first turn (None: none). A domain with a
@@ -381,12 +384,18 @@ class DomainPlugin:
     field_rules: Mapping[str, Mapping[str, FieldRule]] = field(default_factory=dict)
     predicates: Mapping[str, Predicate] = field(default_factory=dict)
     diagnostics: Mapping[str, Diagnostic] = field(default_factory=dict)
+    count_diagnostics: frozenset[str] = frozenset()
     gold_adapters: Mapping[str, GoldAdapter] = field(default_factory=dict)
     sync: SyncStep | None = None
     initialise: InitStep | None = None
     hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
     derive: Mapping[str, DeriveFunc] = field(default_factory=dict)
     description: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(self.count_diagnostics - set(self.diagnostics))
+        if unknown:
+            raise ValueError(f"plugin {self.name}: count diagnostics {unknown} are not diagnostics")
 
 
 #: Plugins by name, as the command layer hands them to the loader.

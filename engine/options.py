@@ -45,7 +45,9 @@ class RunOptions:
     (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
     ``resume`` reuses that run directory and runs only what is not complete there;
     ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
-    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none.
+    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none;
+    ``voice`` = audio sessions with the agent (``--voice``; their settings, the TTS engine and the
+    recogniser, are an ``engine.voice.run.VoiceRun`` given to ``engine.runner.run``).
 
     The field order is the key order of ``args`` in ``run.json`` (see ``engine.runner``)."""
 
@@ -72,3 +74,4 @@ class RunOptions:
     progress: bool | None = None
     quiet: bool = False
     scoring: ScoringOptions = field(default_factory=ScoringOptions)
+    voice: bool = False

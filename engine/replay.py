@@ -48,7 +48,8 @@ class ReplayOutcome:
     no expected DB), names the tools the gold calls that the tool table does not declare, or the
     undeclared writes. ``against`` is what the end state was checked with: ``expected_db``, or
     ``references`` (no expected DB: the reference answer and DB assertions, with ``error`` listing
-    what failed)."""
+    what failed). ``assertions`` counts the scenario's ``db_state_assertions`` evaluated on the
+    replay's end DBs, ``assertions_held`` those that hold (a failing one fails the replay)."""
 
     scenario_name: str
     ok: bool
@@ -58,6 +59,8 @@ class ReplayOutcome:
     tool_calls: int = 0
     error: str | None = None
     against: Literal["expected_db", "references"] = "expected_db"
+    assertions: int = 0
+    assertions_held: int = 0
 
 
 def _audited_call(runtime: ToolRuntime, step: GoldStep, run: ReplayRun) -> ToolOutcome:
@@ -124,20 +127,29 @@ def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
     )
 
 
-def gold_signal_failures(scenario: Scenario, run: ReplayRun) -> list[str]:
+def assertion_verdicts(scenario: Scenario, run: ReplayRun) -> list[dict[str, Any]]:
+    """The verdict of each ``scenario.db_state_assertions`` item on a replay's end DBs (agent and
+    user), exactly as the ``db_state_assertion`` signal computes it after a session."""
+    plugin = scenario.domain.plugin
+    predicates = plugin.predicates if plugin else {}
+    return [
+        evaluate_db_state_assertion(predicates, a, run.db, run.user_db) for a in scenario.db_state_assertions
+    ]
+
+
+def gold_signal_failures(
+    scenario: Scenario, run: ReplayRun, verdicts: list[dict[str, Any]] | None = None
+) -> list[str]:
     """The gating signals a gold replay can be scored on without a model, that its own gold fails:
     ``is_action_match`` (the reference answer against the gold's actions) and each
-    ``db_state_assertion`` (on the gold's end DBs). A scenario whose gold fails them could never
-    pass; one line each."""
+    ``db_state_assertion`` (on the gold's end DBs; ``verdicts`` when already computed by
+    :func:`assertion_verdicts`). A scenario whose gold fails them could never pass; one line each."""
     out: list[str] = []
     if scenario.reference_answer is not None:
         matched = is_action_match(scenario.reference_answer, run.actions, scenario.match_options)
         if matched is False:
             out.append("the gold's own actions do not match its reference_answer (is_action_match)")
-    plugin = scenario.domain.plugin
-    predicates = plugin.predicates if plugin else {}
-    for assertion in scenario.db_state_assertions:
-        verdict = evaluate_db_state_assertion(predicates, assertion, run.db, run.user_db)
+    for verdict in assertion_verdicts(scenario, run) if verdicts is None else verdicts:
         if not verdict["passed"]:
             why = verdict.get("error") or f"got {verdict['actual']!r}, expected {verdict['assert_value']!r}"
             out.append(f"the gold's end state fails db_state_assertion {verdict['func_name']}: {why}")
@@ -158,12 +170,23 @@ def _against_references(scenario: Scenario) -> ReplayOutcome:
         for step, res in run.responses
         if res.get("status") != "success"
     ]
-    notes += gold_signal_failures(scenario, run)
+    verdicts = assertion_verdicts(scenario, run)
+    notes += gold_signal_failures(scenario, run, verdicts)
     if run.undeclared:
         notes.append(f"tools changed what their 'writes' do not declare: {'; '.join(run.undeclared[:5])}")
     actual = db_hash(run.db, scenario.domain.hash_rules)
+    held = sum(1 for v in verdicts if v["passed"])
     return ReplayOutcome(
-        scenario.name, not notes, actual, None, (), len(run.outcomes), " | ".join(notes) or None, "references"
+        scenario.name,
+        not notes,
+        actual,
+        None,
+        (),
+        len(run.outcomes),
+        " | ".join(notes) or None,
+        "references",
+        len(verdicts),
+        held,
     )
 
 
@@ -180,13 +203,23 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
     actual, expected = db_hash(run.db, rules), db_hash(scenario.expected_db, rules)
     lines = () if actual == expected else tuple(db_diff(scenario.expected_db, run.db, rules))
     unknown = sorted({step.tool for step, res in run.responses if res.get("error_type") == "tool_not_found"})
-    notes = gold_signal_failures(scenario, run)
+    verdicts = assertion_verdicts(scenario, run)
+    notes = gold_signal_failures(scenario, run, verdicts)
     if unknown:
         notes.append(f"the gold trace calls tools the tool table lacks: {', '.join(unknown)}")
     if run.undeclared:
         shown = "; ".join(run.undeclared[:5])
         notes.append(f"tools changed what their 'writes' do not declare: {shown}")
     ok = actual == expected and not notes
+    held = sum(1 for v in verdicts if v["passed"])
     return ReplayOutcome(
-        scenario.name, ok, actual, expected, lines, len(run.outcomes), " | ".join(notes) or None
+        scenario.name,
+        ok,
+        actual,
+        expected,
+        lines,
+        len(run.outcomes),
+        " | ".join(notes) or None,
+        assertions=len(verdicts),
+        assertions_held=held,
     )

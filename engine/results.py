@@ -3,16 +3,17 @@
 The runner calls only these functions, so scoring and artifacts can change without touching it:
 
 - ``is_complete(run_dir, scenario_name, trial, trials) -> bool`` — decides what ``--resume`` re-runs;
-- ``await finish_session(run_dir, scenario, result, trials, options) -> MetricsRecord`` — after
-  every session;
+- ``await finish_session(run_dir, scenario, result, trials, options, voice) -> MetricsRecord`` —
+  after every session (``voice``: an audio session's artifact writer);
 - ``finish_run(run_dir, run_info) -> SummaryRecord`` — at the end of a run, also after Ctrl-C.
 
 Per (scenario, trial) directory (:func:`scenario_dir`), every file written atomically:
 ``final_db.json``, ``expected_db.json``, ``actions.json``, ``tool_calls.json``,
 ``transcript.jsonl``, ``final_scenario_db_hash.txt``, ``scenario_config/{metadata.json,
-agent_prompt.md, user_prompt.md, tools.json}``, ``judge_result.json`` (judge on) and LAST
-``metrics.json``: its presence (parsing as an ``engine.records.metrics.MetricsRecord`` that names
-this scenario and trial) marks the result complete.
+agent_prompt.md, user_prompt.md, tools.json}``, ``judge_result.json`` (judge on), ``voice.json``
+and ``audio/{user,agent}.wav`` (audio sessions), and LAST ``metrics.json``: its presence
+(parsing as an ``engine.records.metrics.MetricsRecord`` that names this scenario and trial) marks
+the result complete.
 
 ``run_info`` (a plain dict from the runner; every key optional) — what ``run.json`` and the
 summary need: ``argv`` (list of str), ``args`` (dict of parsed options), ``spec_dir`` (str),
@@ -27,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,7 @@ from engine.options import ScoringOptions
 from engine.provenance import run_provenance
 from engine.records.metrics import SIGNALS, Breakdown, MetricsRecord, SignalFields, Usage
 from engine.records.summary import SummaryRecord
+from engine.records.voice import VoiceSummary
 from engine.replay import replay_scenario
 from engine.scoring.composite import compute_composite, stalled_threshold
 from engine.scoring.judge import run_judge
@@ -149,13 +152,20 @@ def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str |
 
 
 async def finish_session(
-    run_dir: Path, scenario: Scenario, result: SessionResult, trials: int, options: ScoringOptions
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    options: ScoringOptions,
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
 ) -> MetricsRecord:
     """Score ``result`` and write every per-scenario artifact atomically; returns its metrics.
 
-    ``metrics.json`` is written last. The judge (if ``options.judge_model``) is awaited here; its
-    failures are recorded as N/A, never raised. Raises OSError only when the run directory cannot
-    be written.
+    ``voice`` (an audio session, ``engine.voice.run.VoiceRun.artifacts``) writes the session's
+    audio artifacts into the scenario directory and returns its voice summary (None: no audio was
+    agreed), recorded as the metrics' ``voice``. ``metrics.json`` is written last. The judge (if
+    ``options.judge_model``) is awaited here; its failures are recorded as N/A, never raised.
+    Raises OSError only when the run directory cannot be written.
     """
     sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
     sdir.mkdir(parents=True, exist_ok=True)
@@ -163,7 +173,13 @@ async def finish_session(
         (sdir / METRICS).unlink()  # a re-run of this slot is incomplete until the new metrics land
     for stale in [*sdir.glob(".*.tmp"), *sdir.glob("scenario_config/.*.tmp")]:
         stale.unlink(missing_ok=True)  # temp files left by a killed earlier attempt
-    for optional in ("final_db.json", "final_user_db.json", "expected_db.json", "judge_result.json"):
+    for optional in (
+        "final_db.json",
+        "final_user_db.json",
+        "expected_db.json",
+        "judge_result.json",
+        "voice.json",
+    ):
         (sdir / optional).unlink(missing_ok=True)  # this attempt may not write them again
 
     rules = scenario.domain.hash_rules
@@ -238,6 +254,8 @@ async def finish_session(
         error=result.error,
         evalctl_version=__version__,
         record_id_key=scenario.record_id_key,
+        voice_run=voice is not None,
+        voice=voice(sdir) if voice is not None else None,
     )
     write_json(sdir / METRICS, metrics.to_json())
     return metrics

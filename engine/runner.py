@@ -15,11 +15,12 @@ import dataclasses
 import json
 import os
 import signal
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import render, results
 from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
@@ -31,10 +32,14 @@ from engine.progress import Progress
 from engine.protocol import end_call_schema
 from engine.records.metrics import MetricsRecord
 from engine.records.summary import SummaryRecord
+from engine.records.voice import VoiceSummary
 from engine.rundir import check_run_dir, fresh_default_dir, open_run_dir, recorded_selection, select_scenarios
 from engine.session import SessionLimits, SessionSetup, run_session
 from engine.sides import builtin_side
 from engine.specs import load_domain
+
+if TYPE_CHECKING:
+    from engine.voice.run import VoiceRun
 
 
 @dataclass
@@ -113,11 +118,14 @@ def session_setup(scenario: Scenario) -> SessionSetup:
     )
 
 
-async def run(opts: RunOptions) -> RunReport:
+async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run the selected scenarios; returns the report. Ctrl-C (task cancellation) stops the
     sessions in flight, keeps the finished ones and still writes the summary (``interrupted``).
+    ``voice``: the audio settings of an ``opts.voice`` run (default ``VoiceRun.create()``: the
+    local TTS engine and ``$EVALCTL_ASR``'s recogniser); given for a text run, a ValueError.
 
-    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad.
+    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad
+    (UsageError also for a voice run without a TTS engine).
     """
     if opts.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
@@ -130,6 +138,7 @@ async def run(opts: RunOptions) -> RunReport:
         raise UsageError(f"--resume: no run directory at {opts.resume}")
     by_name = {s.name: s for s in loaded.scenarios}
     _check_judge(opts.scoring)
+    voice = _voice(opts, voice)
     sides = {role: _side(spec, opts, by_name) for role, spec in (("agent", agent_spec), ("user", user_spec))}
     run_dir = opts.resume or opts.output_dir or fresh_default_dir()
     selected = check_run_dir(run_dir, opts.resume is not None, opts.trials)
@@ -172,9 +181,12 @@ async def run(opts: RunOptions) -> RunReport:
                     continue
                 if hasattr(side, "aclose"):
                     stack.push_async_callback(side.aclose)
+                if role == "agent" and voice is not None:
+                    uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
+                    continue
                 uris[role] = await stack.enter_async_context(builtin_side(side, role))
             stack.enter_context(progress)
-            await _run_jobs(jobs, setups, uris, opts, run_dir, report, progress)
+            await _run_jobs(jobs, setups, uris, opts, run_dir, report, progress, voice)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:
@@ -196,6 +208,19 @@ async def run(opts: RunOptions) -> RunReport:
             f"results written so far are kept (`evalctl run ... --resume {run_dir}` completes the run)"
         ) from None
     return report
+
+
+def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:
+    """The run's audio settings (None: a text run)."""
+    if not opts.voice:
+        if given is not None:
+            raise ValueError("audio settings for a text run (set RunOptions.voice)")
+        return None
+    if given is not None:
+        return given
+    from engine.voice.run import VoiceRun  # the audio modules load for voice runs only
+
+    return VoiceRun.create()
 
 
 def _run_info(
@@ -234,6 +259,7 @@ async def _run_jobs(
     run_dir: Path,
     report: RunReport,
     progress: Progress,
+    voice: VoiceRun | None,
 ) -> None:
     gate = asyncio.Semaphore(opts.concurrency)
 
@@ -246,15 +272,23 @@ async def _run_jobs(
                 max_tool_rounds=opts.max_tool_rounds,
                 max_tool_calls_per_turn=opts.max_tool_calls_per_turn,
             )
+            call = voice.call(scenario) if voice is not None else None
             try:
                 result = await run_session(
-                    scenario, setups[scenario.name], uris["agent"], uris["user"], limits, trial
+                    scenario,
+                    setups[scenario.name],
+                    uris["agent"],
+                    uris["user"],
+                    limits,
+                    trial,
+                    wrap_agent=call.wrap if call is not None else None,
                 )
             except Exception as err:  # an engine bug in one session must not stop the others
                 result = SessionResult(scenario.name, trial, "error", error=f"engine error: {err!r}")
             metrics: MetricsRecord | None
             try:
-                metrics = await _finish(run_dir, scenario, result, opts)
+                audio = voice.artifacts(call) if voice is not None and call is not None else None
+                metrics = await _finish(run_dir, scenario, result, opts, audio)
             except Exception as err:  # scoring trouble is recorded, the run goes on
                 metrics = None
                 report.scoring_errors[f"{scenario.name}#{trial}"] = f"{type(err).__name__}: {err}"
@@ -276,14 +310,19 @@ _FINISHER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalctl-finish
 
 
 async def _finish(
-    run_dir: Path, scenario: Scenario, result: SessionResult, opts: RunOptions
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    opts: RunOptions,
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
 ) -> MetricsRecord:
     """Score and write one session off the event loop: artifact writes block (fsync), and the
     sessions still running must not wait for them. Its own loop in a worker thread; if the run is
     interrupted meanwhile, the writes still finish (so a result is never half written)."""
 
     def work() -> MetricsRecord:
-        return asyncio.run(results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring))
+        finish = results.finish_session(run_dir, scenario, result, opts.trials, opts.scoring, voice)
+        return asyncio.run(finish)
 
     future = asyncio.get_running_loop().run_in_executor(_FINISHER, work)
     try:
@@ -295,7 +334,7 @@ async def _finish(
         raise
 
 
-def run_cli(opts: RunOptions) -> RunReport:
+def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run from a synchronous caller (the CLI); Ctrl-C or SIGTERM (a CI timeout, ``kill``) yields
     an ``interrupted`` report with the summary written; before the sessions start it raises
     KeyboardInterrupt."""
@@ -305,7 +344,7 @@ def run_cli(opts: RunOptions) -> RunReport:
         with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
             loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
         try:
-            return await run(opts)
+            return await run(opts, voice)
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGTERM)

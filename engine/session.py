@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -71,8 +72,20 @@ class _Stop(Exception):
         self.message = message
 
 
+#: Replaces the agent's link once connected (audio sessions: ``engine.voice.link.VoiceCall.wrap``).
+LinkWrapper = Callable[[SideLink], SideLink]
+
+
 class _Session:
-    def __init__(self, scenario: Scenario, setup: SessionSetup, limits: SessionLimits, trial: int):
+    def __init__(
+        self,
+        scenario: Scenario,
+        setup: SessionSetup,
+        limits: SessionLimits,
+        trial: int,
+        wrap_agent: LinkWrapper | None = None,
+    ):
+        self.wrap_agent = wrap_agent
         self.scenario = scenario
         self.setup = setup
         self.limits = limits
@@ -115,6 +128,8 @@ class _Session:
         )
         for role, link in (("agent", agent), ("user", user)):
             if isinstance(link, SideLink):
+                if role == "agent" and self.wrap_agent is not None:
+                    link = self.wrap_agent(link)
                 self.links[role] = link
                 link.traffic = self.traffic
         for link in (agent, user):
@@ -251,7 +266,7 @@ class _Session:
             outcome = self.runtime.call(name, arguments)
             result, ended = outcome.result, outcome.ended
             self.result.tool_calls.append(
-                {"name": name, "arguments": arguments, "result": result, "turn": turn}
+                {"name": name, "arguments": arguments, "result": result, "turn": turn, "side": "agent"}
             )
         if ended:
             self.ended = ended
@@ -288,12 +303,14 @@ async def run_session(
     user_uri: str,
     limits: SessionLimits,
     trial: int = 1,
+    wrap_agent: LinkWrapper | None = None,
 ) -> SessionResult:
     """Run one conversation of ``scenario`` between the sides at ``agent_uri`` / ``user_uri``
     (``ws://host:port``). Never raises for a side's failure: it becomes the stop reason, with the
     message in ``SessionResult.error``. Cancellation (Ctrl-C) is propagated after closing the sides.
+    ``wrap_agent`` replaces the agent's link once connected (an audio session's link).
     """
-    session = _Session(scenario, setup, limits, trial)
+    session = _Session(scenario, setup, limits, trial, wrap_agent)
     session.result.agent_backend, session.result.user_backend = (
         agent_uri,
         user_uri,

@@ -347,6 +347,9 @@ def _releases(ddoc: YamlDoc) -> set[str]:
     paths.append(d.get("gold_trace", {}).get("dataset", {}).get("path", ""))
     paths.append(d["policy"].get("file", ""))
     paths.extend(d["policy"].get("files", []))
+    for spec in (d.get("template_variables") or {}).values():  # a source, or one source per variable
+        sources = [spec] if "file" in spec else [s for s in spec.values() if isinstance(s, dict)]
+        paths.extend(str(s["file"]) for s in sources if "file" in s)
     return {p.split("/")[0] for p in paths if p}
 
 

@@ -1,5 +1,6 @@
 """``evalctl validate``: load a spec directory (schemas, cross-checks, every prompt rendered), then
-replay every gold trace and compare the end state with the expected DB.
+replay every gold trace, compare the end state with the expected DB and check the scenario's
+db_state_assertions on it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ class ValidationReport:
 
     ``problems``: every spec finding; ``scenarios``: scenario count loaded; ``prompts``: prompts
     rendered (agent + user per scenario); ``replay``: one object per replayed scenario (``.ok``,
-    ``.scenario_name``, ``.lines``); ``replay_note``: why replay did not run, if it did not.
+    ``.scenario_name``, ``.lines``); ``replay_note``: why replay did not run, if it did not;
+    ``assertions`` / ``assertions_held``: the scenarios' db_state_assertions evaluated on the gold
+    replays' end DBs, and how many held.
     """
 
     spec_dir: str
@@ -30,6 +33,14 @@ class ValidationReport:
     replay: list[Any] = field(default_factory=list)
     replay_note: str | None = None
     sources: dict[str, str] = field(default_factory=dict)  # scenario name -> "file:line"
+
+    @property
+    def assertions(self) -> int:
+        return sum(r.assertions for r in self.replay)
+
+    @property
+    def assertions_held(self) -> int:
+        return sum(r.assertions_held for r in self.replay)
 
     @property
     def replay_failures(self) -> list[Any]:
@@ -65,6 +76,8 @@ class ValidationReport:
             replay = f"gold replay skipped ({self.replay_note})"
         else:
             replay = f"gold replay {len(self.replay) - len(self.replay_failures)}/{len(self.replay)}"
+            if self.assertions:
+                replay += f", {self.assertions_held}/{self.assertions} assertions hold on the gold"
         return (
             f"validated {self.scenarios} scenario{'' if self.scenarios == 1 else 's'} in {self.spec_dir}: "
             "schemas ok, cross-checks ok, "

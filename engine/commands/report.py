@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from engine.records.summary import SummaryRecord
+from engine.records.summary import COUNT, SummaryRecord
 from engine.results import load_summary
 from engine.scoring.summary import failure_reason
 from engine.untrusted import one_line
@@ -37,7 +37,8 @@ def summary_table(summary: SummaryRecord) -> Table:
         table.add_row(label, _pct(t.rate), f"{t.passed}/{t.total} {unit}{na}", "composite")
     table.add_section()
     for name, s in summary.signals.items():
-        table.add_row(name, _pct(s.rate), f"{s.passed}/{s.total} {s.unit}", s.role)
+        label = f"{name} (clean; {s.sum:g} found)" if s.kind == COUNT else name
+        table.add_row(label, _pct(s.rate), f"{s.passed}/{s.total} {s.unit}", s.role)
     if summary.pass_hat_k is not None:
         table.add_section()
         per = summary.pass_hat_k.per_scenario

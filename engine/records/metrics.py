@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from engine.records.fields import RecordError, exact_keys, get, objects, strings
+from engine.records.voice import VoiceSummary
 
 METRICS_SCHEMA = "evalctl.metrics/1"
 
@@ -231,7 +232,9 @@ class MetricsRecord:
     ``expected_db_hash`` SHA-256 hex (None without a final / expected DB); ``started_at`` ISO 8601;
     ``duration_s`` / ``engine_time_s`` seconds (6 decimals); ``usage`` by role; ``judge_model`` /
     ``judge_prompt_sha256`` None with the judge off; ``error`` the session's error message.
-    ``record_id`` is written under ``record_id_key``.
+    ``record_id`` is written under ``record_id_key``. ``voice_run``: the session was an audio
+    session (``evalctl run --voice``); only then is ``voice`` written, last: the session's
+    :class:`~engine.records.voice.VoiceSummary`, null when the agent side never agreed on audio.
     """
 
     scenario_name: str
@@ -263,13 +266,19 @@ class MetricsRecord:
     error: str | None
     evalctl_version: str
     record_id_key: str = "eva_id"
+    voice_run: bool = False
+    voice: VoiceSummary | None = None
+
+    def __post_init__(self) -> None:
+        if self.voice is not None and not self.voice_run:
+            raise ValueError("MetricsRecord: a voice summary outside a voice run")
 
     @property
     def diagnostic_names(self) -> tuple[str, ...]:
         return tuple(self.signals.diagnostics)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "schema": METRICS_SCHEMA,
             "scenario_name": self.scenario_name,
             self.record_id_key: self.record_id,
@@ -300,6 +309,9 @@ class MetricsRecord:
             "error": self.error,
             "evalctl_version": self.evalctl_version,
         }
+        if self.voice_run:
+            body["voice"] = None if self.voice is None else self.voice.to_json()
+        return body
 
     @classmethod
     def from_json(cls, body: Any) -> MetricsRecord:
@@ -315,7 +327,8 @@ class MetricsRecord:
         breakdown = Breakdown.from_json(get(body, "success_breakdown", dict))
         diagnostics = tuple(n for n in dict.fromkeys(breakdown.names()) if n not in SIGNALS)
         head = tuple(id_keys[0] if k == "<record_id>" else k for k in _HEAD)
-        exact_keys(body, (*head, *SignalFields.KEYS, *diagnostics, *_TAIL), "metrics", SignalFields.OPTIONAL)
+        optional = (*SignalFields.OPTIONAL, "voice")
+        exact_keys(body, (*head, *SignalFields.KEYS, *diagnostics, *_TAIL), "metrics", optional)
         verdict = (bool, str)
         seconds = (int, float)
         return cls(
@@ -348,4 +361,6 @@ class MetricsRecord:
             error=get(body, "error", str, None),
             evalctl_version=get(body, "evalctl_version", str),
             record_id_key=id_keys[0],
+            voice_run="voice" in body,
+            voice=VoiceSummary.from_json(body["voice"]) if body.get("voice") is not None else None,
         )

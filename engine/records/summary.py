@@ -51,37 +51,67 @@ class Tally:
         )
 
 
+#: ``SignalRate.kind`` of a diagnostic that counts findings per result (0 = clean).
+COUNT = "count"
+
+
 @dataclass(frozen=True)
 class SignalRate:
     """One signal's (or diagnostic's) pass rate over its own ``unit`` (scenarios, sessions,
-    predicates, assertions); ``role`` gating, informational or diagnostic."""
+    predicates, assertions); ``role`` gating, informational or diagnostic.
+
+    A count diagnostic (``kind`` = :data:`COUNT`, a number of findings per result) counts its
+    clean results (0 findings) as ``passed``; ``sum`` / ``max`` are the findings over the results
+    and the most in one result. The three keys are written for count diagnostics only (None
+    otherwise), so every other rate keeps its five keys."""
 
     passed: int
     total: int
     rate: float | None
     unit: str
     role: str
+    kind: str | None = None
+    sum: int | float | None = None
+    max: int | float | None = None
+
+    COUNT_KEYS = ("kind", "sum", "max")
+
+    def __post_init__(self) -> None:
+        unset = self.sum is None and self.max is None
+        if self.kind not in (None, COUNT) or (self.kind is None) != unset:
+            raise ValueError(f"SignalRate: kind {self.kind!r} with sum {self.sum!r}, max {self.max!r}")
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "passed": self.passed,
             "total": self.total,
             "rate": self.rate,
             "unit": self.unit,
             "role": self.role,
         }
+        if self.kind is not None:
+            body.update(kind=self.kind, sum=self.sum, max=self.max)
+        return body
 
     @classmethod
     def from_json(cls, body: Any, what: str) -> SignalRate:
         if not isinstance(body, dict):
             raise RecordError(f"{what}: not an object")
-        exact_keys(body, ("passed", "total", "rate", "unit", "role"), what)
+        base = ("passed", "total", "rate", "unit", "role")
+        counted = any(k in body for k in cls.COUNT_KEYS)
+        exact_keys(body, (*base, *cls.COUNT_KEYS) if counted else base, what)
+        kind = get(body, "kind", str) if counted else None
+        if counted and kind != COUNT:
+            raise RecordError(f"{what}: kind {kind!r} is not {COUNT!r}")
         return cls(
             get(body, "passed", int),
             get(body, "total", int),
             get(body, "rate", *_RATE),
             get(body, "unit", str),
             get(body, "role", str),
+            kind,
+            get(body, "sum", int, float) if counted else None,
+            get(body, "max", int, float) if counted else None,
         )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from engine import __version__
 from engine.records.metrics import SIGNALS, MetricsRecord, Signal
 from engine.records.summary import (
+    COUNT,
     FailedResult,
     PassHatK,
     SessionTimes,
@@ -57,6 +58,9 @@ def _signal_rates(rows: Sequence[MetricsRecord], unit: str) -> dict[str, SignalR
         elif name == Signal.NL_ASSERTION:
             verdicts = [v for m in live for v in m.signals.nl_assertion_verdicts]
             passed, total, this_unit = sum(1 for v in verdicts if v["passed"]), len(verdicts), "assertions"
+        elif name in diagnostics and name not in gating and _is_count(values := _diagnostic(live, name)):
+            out[name] = _count_rate(values, unit)
+            continue
         else:
             t = _tally(m.signals.value(name) for m in live if name in SIGNALS or name in m.diagnostic_names)
             passed, total, this_unit = t.passed, t.total, unit
@@ -67,6 +71,34 @@ def _signal_rates(rows: Sequence[MetricsRecord], unit: str) -> dict[str, SignalR
         )
         out[name] = SignalRate(passed, total, _rate(passed, total), this_unit, role)
     return out
+
+
+def _diagnostic(rows: Sequence[MetricsRecord], name: str) -> list[Any]:
+    """The values of diagnostic ``name`` in the rows that hold it."""
+    return [m.signals.value(name) for m in rows if name in m.diagnostic_names]
+
+
+def _is_count(values: Iterable[Any]) -> bool:
+    """True when a diagnostic's values are numbers (not booleans): counts of findings."""
+    return any(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def _count_rate(values: Sequence[Any], unit: str) -> SignalRate:
+    """A count diagnostic (findings per result, 0 = clean): ``passed`` / ``rate`` are the clean
+    results, ``sum`` / ``max`` the findings; values that are not numbers are not applicable."""
+    counts = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    clean = sum(1 for v in counts if v == 0)
+    total = sum(counts)
+    return SignalRate(
+        clean,
+        len(counts),
+        _rate(clean, len(counts)),
+        unit,
+        "diagnostic",
+        COUNT,
+        int(total) if total.is_integer() else total,
+        max(counts, default=0),
+    )
 
 
 def _usage(rows: Sequence[MetricsRecord]) -> dict[str, UsageTotal]:
@@ -185,6 +217,11 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     for name, s in summary.signals.items():
         if s.total == 0:
             lines.append(f"  {name}: n/a (0 {s.unit}) [{s.role}]")
+        elif s.kind == COUNT:
+            lines.append(
+                f"  {name}: {s.sum:g} found in {s.total - s.passed}/{s.total} {s.unit}, "
+                f"{_pct(s.rate)} clean [{s.role}]"
+            )
         else:
             lines.append(f"  {name}: {_pct(s.rate)} ({s.passed}/{s.total} {s.unit}) [{s.role}]")
     st = summary.stalled

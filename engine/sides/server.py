@@ -22,7 +22,16 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from engine.backends import Backend, BackendError, BackendFactory, SessionInfo, TurnInfo, Usage
-from engine.protocol import MAX_FRAME_BYTES, Ids, ProtocolError, decode, encode, error_message, make
+from engine.protocol import (
+    MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    Ids,
+    ProtocolError,
+    decode,
+    encode,
+    error_message,
+    make,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +41,9 @@ class _SessionEnded(Exception):
 
 
 class _Session:
-    """State of one session on a side server."""
+    """State of one session on a side server (``version``: the connection's protocol version)."""
+
+    version: int = PROTOCOL_VERSION
 
     def __init__(self, ws: ServerConnection, start: dict[str, Any], backend: Backend, check_schema: bool):
         self.ws = ws
@@ -46,7 +57,7 @@ class _Session:
 
     async def send(self, message_type: str, **fields: Any) -> str:
         msg_id = self.ids.next()
-        await self.ws.send(encode(make(message_type, msg_id, **fields)))
+        await self.ws.send(encode(make(message_type, msg_id, v=self.version, **fields)))
         return msg_id
 
     async def turn(self, request: dict[str, Any]) -> None:
@@ -105,7 +116,7 @@ class _Session:
         )
 
     async def _await_result(self, call_msg: str) -> dict[str, Any]:
-        msg = decode(await self.ws.recv(), check_schema=self.check_schema)
+        msg = decode(await self.ws.recv(), check_schema=self.check_schema, version=self.version)
         if msg["type"] in ("session.end", "error"):
             raise _SessionEnded
         if msg["type"] != "tool.result" or msg["reply_to"] != call_msg:
@@ -124,6 +135,9 @@ class SideServer:
     engine is not trusted: ``evalctl serve``).
     """
 
+    #: Protocol version of the connections served (the errors it sends carry it).
+    version: int = PROTOCOL_VERSION
+
     def __init__(self, factory: BackendFactory, role: str | None = None, check_schema: bool = False):
         self.factory = factory
         self.role = role
@@ -135,16 +149,19 @@ class SideServer:
         try:
             await self._run(ws)
         except ProtocolError as err:
-            await _send_quietly(ws, error_message(ids.next(), err.code, err.message, err.reply_to))
+            await _send_quietly(
+                ws, error_message(ids.next(), err.code, err.message, err.reply_to, v=self.version)
+            )
         except BackendError as err:
             code = "backend_timeout" if err.timeout else "backend_error"
-            await _send_quietly(ws, error_message(ids.next(), code, str(err)))
+            await _send_quietly(ws, error_message(ids.next(), code, str(err), v=self.version))
         except (ConnectionClosed, _SessionEnded):
             pass
         except Exception as err:  # a bug in a backend must not kill the server
             log.exception("side session crashed")
             await _send_quietly(
-                ws, error_message(ids.next(), "internal_error", f"{type(err).__name__}: {err}")
+                ws,
+                error_message(ids.next(), "internal_error", f"{type(err).__name__}: {err}", v=self.version),
             )
 
     async def _run(self, ws: ServerConnection) -> None:

@@ -72,6 +72,20 @@ def test_a_gate_must_be_a_diagnostic_of_the_domain(tmp_path: Path, data_root: Pa
     )
 
 
+def test_a_count_diagnostic_cannot_gate(tmp_path: Path, data_root: Path) -> None:
+    """A count is 0 when clean: as a verdict it would fail every clean session and pass a leaky one."""
+    spec = _spec(tmp_path, True)
+    scenario = spec / "scenarios" / "1.1.2.yaml"
+    scenario.write_text(scenario.read_text().replace("[authenticated]", "[authenticated, leaked_tool_text]"))
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, data_root)
+    (problem,) = info.value.problems
+    assert problem.json_path == "$.gate_diagnostics[1]"
+    assert problem.message == (
+        "'leaked_tool_text' counts findings (0 = clean) and cannot gate; the summary reports it as a count"
+    )
+
+
 def test_authenticated_diagnostic(sc):
     good = expected_copy(sc)
     good["session"] = {"confirmation_number": "ZK3FFW", "last_name": "rodriguez"}

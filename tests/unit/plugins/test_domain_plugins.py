@@ -12,11 +12,13 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from engine.errors import SpecError
+from engine.render import render_agent_prompt, render_user_prompt
 from engine.runner import RunOptions, run
 from engine.specs import load_domain
 from engine.validate import validate_specs
@@ -235,3 +237,113 @@ def test_generated_scenarios_extends_toml_and_text_policy(phone) -> None:
     )
     with pytest.raises(SpecError, match=r"split.toml has no list at /nope"):
         load_domain(variant, data, plugins=plugins)
+
+
+def _checks(record):
+    """A derive function: the record's ``{on: phone|carrier, func_name, arguments, expect}`` checks
+    as db_state_assertions on the side they read."""
+    sides = {"phone": "user", "carrier": "agent"}
+    return [
+        {
+            "func_name": c["func_name"],
+            "arguments": c["arguments"],
+            "assert_value": c["expect"],
+            "side": sides[c["on"]],
+        }
+        for c in record["checks"]
+    ]
+
+
+def test_derived_assertions_of_both_sides_are_counted_on_the_gold(phone) -> None:
+    spec, data, plugins = phone
+    plugins = {"phone": replace(plugins["phone"], derive={"checks": _checks})}
+    checks = [
+        {"on": "phone", "func_name": "signal", "arguments": {}, "expect": "ok"},
+        {"on": "carrier", "func_name": "line_status", "arguments": {"line_id": "L1"}, "expect": "active"},
+    ]
+    tasks = data / "phone-1.0" / "tasks.json"
+    tasks.write_text(json.dumps([{**TASKS[0], "checks": checks}]), encoding="utf-8")
+    domain = spec / "domain.yaml"
+    domain.write_text(
+        domain.read_text().replace(
+            "record_fields: {db_state_assertions: /assertions}",
+            "record_fields: {db_state_assertions: {derive: checks}}",
+        ),
+        encoding="utf-8",
+    )
+    scenario = load_domain(spec, data, plugins=plugins).scenario("phone__no_signal")
+    assert [(a["func_name"], a["side"], a["assert_value"]) for a in scenario.db_state_assertions] == [
+        ("signal", "user", "ok"),
+        ("line_status", "agent", "active"),
+    ]
+    report = validate_specs(spec, data, plugins=plugins)
+    assert report.ok and (report.assertions_held, report.assertions) == (2, 2), report.lines()
+    assert report.summary().endswith("gold replay 1/1, 2/2 assertions hold on the gold")
+    tasks.write_text(
+        json.dumps([{**TASKS[0], "checks": [{**checks[0], "expect": "none"}]}]), encoding="utf-8"
+    )
+    report = validate_specs(spec, data, plugins=plugins)
+    assert not report.ok and report.lines()[-1].endswith("gold replay 0/1, 0/1 assertions hold on the gold")
+    assert (
+        "  the gold's end state fails db_state_assertion signal: got 'ok', expected 'none'" in report.lines()
+    )
+
+
+def test_generated_ids_of_any_text_and_text_files_as_template_variables(phone) -> None:
+    """tau2-like records: ids with '|' (never a file name), a null persona, no opening line; the
+    templates compose the policy files and quote a text file of the data root, each a template
+    variable of its own."""
+    spec, data, plugins = phone
+    release = data / "phone-1.0"
+    second = {**TASKS[0], "id": "P|3", "persona": None}
+    del second["opening"]
+    (release / "tasks.json").write_text(json.dumps([TASKS[0], second]), encoding="utf-8")
+    (release / "policy.md").write_text("Main rules.\n", encoding="utf-8")
+    (release / "manual.md").write_text("Manual.", encoding="utf-8")
+    (release / "guide.md").write_text("Play a caller.", encoding="utf-8")
+    variant = spec.parent / "phone_gen"
+    variant.mkdir()
+    (variant / "agent.md.j2").write_text("<a>{{ rules }}</a><b>{{ manual }}</b>\n")
+    (variant / "user.md.j2").write_text("{{ guide }}|{{ user.persona }}|{{ user.starting_utterance }}\n")
+    yaml_text = (
+        "extends: ../phone\n"
+        "name: phone_gen\n"
+        "plugin: phone\n"
+        "scenarios: {name: '{domain}__{id}'}\n"
+        "user: {persona: /persona, goal: /goal}\n"
+        "policy: {files: [phone-1.0/policy.md, phone-1.0/manual.md]}\n"
+        "template_variables:\n"
+        "  agent: {rules: {file: phone-1.0/policy.md}, manual: {file: phone-1.0/manual.md}}\n"
+        "  user: {guide: {file: phone-1.0/guide.md}}\n"
+    )
+    (variant / "domain.yaml").write_text(yaml_text, encoding="utf-8")
+    loaded = load_domain(variant, data, plugins=plugins)
+    assert loaded.names == ("phone_gen__P1", "phone_gen__P_3")
+    scenario = loaded.scenario("phone_gen__P_3")
+    assert scenario.record_id == "P|3" and (scenario.user.persona, scenario.user.starting_utterance) == (
+        "",
+        "",
+    )
+    assert render_agent_prompt(scenario) == "<a>Main rules.\n</a><b>Manual.</b>\n"  # the files as they are
+    assert render_user_prompt(scenario) == "Play a caller.||\n"
+    assert loaded.domain.policy_instructions == "Main rules.\n\nManual."
+    missing = yaml_text.replace("guide.md}}", "guides.md}}")
+    (variant / "domain.yaml").write_text(missing, encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        load_domain(variant, data, plugins=plugins)
+    assert {str(p).split(": ", 1)[1] for p in err.value.problems} == {
+        "$.template_variables.user: template_variables.user.guide file "
+        f"phone-1.0/guides.md not found in data root {data} [{name}]"
+        for name in ("phone_gen__P1", "phone_gen__P_3")
+    }
+    clash = yaml_text.replace("{guide: {file:", "{tools: {file:")
+    (variant / "domain.yaml").write_text(clash, encoding="utf-8")
+    with pytest.raises(SpecError, match="the user template variables may not replace the engine's: tools"):
+        load_domain(variant, data, plugins=plugins)
+    (variant / "domain.yaml").write_text(yaml_text + "initial_db: {file: 'phone-1.0/{id}.json'}\n")
+    with pytest.raises(SpecError) as err:
+        load_domain(variant, data, plugins=plugins)
+    assert [p.message for p in err.value.problems if p.subject == "phone_gen__P_3"] == [
+        "initial_db file: record id 'P|3' cannot name a file (letters, digits, '.', '_' and '-', "
+        "starting with a letter or digit)"
+    ]

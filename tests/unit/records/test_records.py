@@ -59,6 +59,9 @@ def _seconds(value: Any) -> bool:
     return isinstance(value, float) and value >= 0
 
 
+#: eva_airline's spoken-form diagnostics (counts of agent lines; engine.voice.spoken).
+SPOKEN = ("unspelled_codes", "internal_ids_spoken", "leaked_tool_text")
+
 METRICS_KEYS = [
     "schema",
     "scenario_name",
@@ -82,6 +85,9 @@ METRICS_KEYS = [
     "judge_score",
     "clean_exit",
     "authenticated",
+    "unspelled_codes",
+    "internal_ids_spoken",
+    "leaked_tool_text",
     "db_hash",
     "expected_db_hash",
     "agent_turns",
@@ -136,6 +142,7 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
                 "nl_assertion",
                 "judge_passed",
                 "authenticated",
+                *SPOKEN,
             ],
         },
         "success_signals": ["db_state_match", "clean_exit"],
@@ -152,6 +159,7 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
         "judge_score": None,
         "clean_exit": True,
         "authenticated": True,
+        **dict.fromkeys(SPOKEN, 0),  # its gold agent spells every code and leaks no tool text
         "db_hash": expected_hash,
         "expected_db_hash": expected_hash,
         "agent_turns": 4,
@@ -178,7 +186,7 @@ def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path, data
         assert dumps_json(record.to_json()) == text
     stalled = MetricsRecord.from_json(json.loads((run_dir / names[0] / "metrics.json").read_text()))
     assert stalled.stalled and stalled.error == "max turns (2 agent turns) reached"
-    assert stalled.signals.diagnostics == {"authenticated": True}
+    assert stalled.signals.diagnostics == {"authenticated": True, **dict.fromkeys(SPOKEN, 0)}
     assert stalled.usage["agent"] == Usage("replay", 0, 0, stalled.usage["agent"].calls)
 
 
@@ -221,7 +229,7 @@ def test_a_diagnostic_is_any_value_the_plugin_contract_allows(one_scenario_run: 
     body = json.loads((one_scenario_run / "eva_airline__3_1_5" / "metrics.json").read_text())
     for value in (0.5, 2, "partial", None, False):  # engine.plugin.Diagnostic: bool, number, string, None
         record = MetricsRecord.from_json({**body, "authenticated": value})
-        assert record.signals.diagnostics == {"authenticated": value}
+        assert record.signals.diagnostics == {"authenticated": value, **dict.fromkeys(SPOKEN, 0)}
         assert record.to_json() == {**body, "authenticated": value}
     with pytest.raises(RecordError, match="authenticated: list is not"):
         MetricsRecord.from_json({**body, "authenticated": [True]})
@@ -298,6 +306,9 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
             "role": role,
         }
 
+    def count_rate(clean: int, total: int, unit: str, found: int, most: float) -> dict[str, Any]:
+        return {**rate(clean, total, unit, "diagnostic"), "kind": "count", "sum": found, "max": most}
+
     usage = {"models": ["replay"], "prompt_tokens": 0, "completion_tokens": 0}
     failure = {
         "scenario": "eva_airline__3_1_5",
@@ -325,6 +336,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
             "judge_passed": rate(0, 0, "sessions", "informational"),
             "clean_exit": rate(2, 2, "sessions", "gating"),
             "authenticated": rate(2, 2, "sessions", "diagnostic"),
+            **{name: count_rate(2, 2, "sessions", 0, 0.0) for name in SPOKEN},
         },
         "stalled": {
             "count": 2,

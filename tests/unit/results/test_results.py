@@ -69,6 +69,9 @@ async def test_finish_session_writes_every_artifact(tmp_path, sc):
             "nl_assertion",
             "judge_passed",
             "authenticated",
+            "unspelled_codes",
+            "internal_ids_spoken",
+            "leaked_tool_text",
         ],
     }
     assert m["authenticated"] is True  # eva's expected DB carries the session get_reservation wrote

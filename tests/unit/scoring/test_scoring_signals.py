@@ -185,7 +185,8 @@ def test_judge_verdict_and_nl_rate(sc):
 
 def test_compute_signals_returns_contract_fields(sc):
     values, fields = compute_signals(_inputs(sc, expected_copy(sc)))
-    assert list(values) == [*SIGNALS, "authenticated"]
+    spoken = ["unspelled_codes", "internal_ids_spoken", "leaked_tool_text"]
+    assert list(values) == [*SIGNALS, "authenticated", *spoken]
     for key in (
         "is_action_match",
         "db_state_match",

@@ -10,6 +10,7 @@ from engine.backends import SessionInfo
 from engine.backends.replay import ReplayFactory, split_trace
 from engine.dbhash import db_hash
 from engine.domains.registry import load_domain
+from engine.gold import actions_trace
 from engine.runner import run
 from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
@@ -110,3 +111,19 @@ async def test_replay_agent_ends_after_the_last_line_and_user_hangs_up_past_the_
     assert [c.name for c in beyond.tool_calls] == ["end_call"] and beyond.text == ""
     with pytest.raises(LookupError, match="no scenario named 'nope'"):
         factory(SessionInfo("agent", {"name": "nope"}, "", []))
+
+
+def test_an_actions_trace_ending_with_the_users_calls_leaves_the_agent_a_last_turn() -> None:
+    """tau2 golds are tool calls only, often ending with the caller's: the agent (who opens) must
+    hang up after them, not before."""
+    trace = actions_trace(
+        [
+            {"requestor": "user", "name": "toggle_data", "arguments": {}},
+            {"requestor": "assistant", "name": "refuel_data", "arguments": {"gb_amount": 2.0}},
+            {"requestor": "user", "name": "reboot_device", "arguments": {}},
+        ]
+    )
+    script = split_trace(trace, None, user_first=False)
+    assert [turn.calls for turn in script.agent_turns] == [(), (("refuel_data", {"gb_amount": 2.0}),), ()]
+    assert script.user_calls == ((("toggle_data", {}),), (("reboot_device", {}),))
+    assert script.user_lines == ("", "")
