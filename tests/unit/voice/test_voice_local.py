@@ -16,7 +16,7 @@ from engine.voice.run import VoiceRun
 from engine.voice.side import VoiceStyle
 from engine.voice.tts import EspeakNG, missing_tts
 from tests.conftest import SPEC_DIR
-from tests.test_voice import THREE, _run, _voice
+from tests.unit.voice.test_voice import THREE, _run, _voice
 
 pytestmark = pytest.mark.skipif(missing_tts() is not None, reason=f"local TTS: {missing_tts()}")
 
