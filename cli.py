@@ -167,7 +167,7 @@ def _csv(value: str | None) -> tuple[str, ...]:
     default="replay",
     show_default=True,
     metavar="SPEC",
-    help="replay | openai:MODEL | ws://host:port",
+    help="replay | noop (greets and hangs up: the floor) | openai:MODEL | ws://host:port",
 )
 @click.option(
     "--user",
@@ -343,7 +343,9 @@ def run_cmd(
     "--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 = any free port."
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--backend", default="replay", show_default=True, metavar="SPEC", help="replay | openai:MODEL")
+@click.option(
+    "--backend", default="replay", show_default=True, metavar="SPEC", help="replay | noop | openai:MODEL"
+)
 @click.option(
     "--spec-dir", default=None, type=click.Path(file_okay=False), help="Needed by replay (gold traces)."
 )

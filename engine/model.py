@@ -26,8 +26,17 @@ SCHEMA_DIR = REPO_ROOT / "schemas"
 TEMPLATE_DIR = REPO_ROOT / "templates"
 
 ToolKind = Literal["read", "write", "system", "harness"]
-StopReason = Literal["exit", "transfer", "user_hangup", "timeout", "error"]
+StopReason = Literal[
+    "exit", "transfer", "user_hangup", "user_stop", "user_transfer", "user_out_of_scope", "timeout", "error"
+]
 CLEAN_STOP_REASONS: frozenset[str] = frozenset({"exit", "transfer"})
+#: The user's reason for ending the call (``turn.response.end_reason``) -> the session's stop reason
+#: when the agent does not end the call in its closing turn; without a reason it is ``user_hangup``.
+USER_END_REASONS: dict[str, StopReason] = {
+    "stop": "user_stop",
+    "transfer": "user_transfer",
+    "out_of_scope": "user_out_of_scope",
+}
 
 
 #: Field metadata of record fields templates do not see (DBs, the raw dataset record, gold
@@ -125,6 +134,19 @@ class ToolTable:
 
 
 @dataclass(frozen=True)
+class KnownGoldError:
+    """A gold tool call declared to fail (a known data issue upstream, ``known_gold_errors`` in the
+    domain spec): the ``call``-th (1-based) tool call of the gold trace of record ``record_id``, a
+    call of ``tool``; ``note`` says why. ``source`` is the declaring line."""
+
+    record_id: str
+    call: int
+    tool: str
+    note: str = ""
+    source: SourceRef = SourceRef("")
+
+
+@dataclass(frozen=True)
 class Domain:
     """A domain spec after loading: where data comes from, prompts, scoring defaults, hash rules.
 
@@ -157,6 +179,8 @@ class Domain:
     #: What the agent is handed as its first turn's input when it opens the call (``kickoff:``),
     #: for scenarios that set none; None: nothing.
     kickoff: str | None = None
+    #: Gold calls known to fail (``known_gold_errors``): validate reports them as warnings.
+    known_gold_errors: tuple[KnownGoldError, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,21 +215,21 @@ class Scenario:
     record_id: str
     description: str
     domain: Domain
-    initial_db: Mapping[str, Any] = field(metadata=_HIDDEN)
-    expected_db: Mapping[str, Any] | None = field(metadata=_HIDDEN)
+    initial_db: Mapping[str, Any] = field(metadata=_HIDDEN, repr=False)
+    expected_db: Mapping[str, Any] | None = field(metadata=_HIDDEN, repr=False)
     current_date: str
     user: UserProfile
     success_signals: tuple[str, ...]
     max_duration: float
-    record: Mapping[str, Any] = field(default_factory=dict, metadata=_HIDDEN)
-    gold_trace: GoldTrace | None = field(default=None, metadata=_HIDDEN)
+    record: Mapping[str, Any] = field(default_factory=dict, metadata=_HIDDEN, repr=False)
+    gold_trace: GoldTrace | None = field(default=None, metadata=_HIDDEN, repr=False)
     reference_answer: Any = None
     db_state_assertions: tuple[Mapping[str, Any], ...] = ()
     nl_assertions: tuple[str, ...] = ()
     match_options: Mapping[str, bool] = field(default_factory=dict)
     agent_notes: tuple[str, ...] = ()
     source: SourceRef = SourceRef("")
-    user_initial_db: Mapping[str, Any] | None = field(default=None, metadata=_HIDDEN)
+    user_initial_db: Mapping[str, Any] | None = field(default=None, metadata=_HIDDEN, repr=False)
     tool_names: tuple[str, ...] | None = None
     user_speaks_first: bool = True
     kickoff: str | None = None
@@ -266,7 +290,8 @@ class Scenario:
 class SessionResult:
     """What one conversation produced, handed from the runtime to scoring and artifacts.
 
-    ``stop_reason`` is one of exit / transfer / user_hangup / timeout / error; ``error`` holds the
+    ``stop_reason`` is a :data:`StopReason` (exit / transfer / user_hangup / user_stop / user_transfer
+    / user_out_of_scope / timeout / error); ``error`` holds the
     message when a side failed. ``final_db`` is the engine-owned DB after the last tool call (None
     if the session never started). ``actions`` are the write-tool action records in call order;
     ``tool_calls`` every call ``{name, arguments, result, turn, side}``; ``transcript`` the events
@@ -279,7 +304,7 @@ class SessionResult:
     trial: int
     stop_reason: StopReason
     error: str | None = None
-    final_db: dict[str, Any] | None = None
+    final_db: dict[str, Any] | None = field(default=None, repr=False)
     actions: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
@@ -292,7 +317,7 @@ class SessionResult:
     agent_backend: str = "replay"
     user_backend: str = "replay"
     #: The user-side DB for dual-side domains (None when the domain has none, as in eva_airline).
-    user_db: dict[str, Any] | None = None
+    user_db: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def clean_exit(self) -> bool:
@@ -332,6 +357,10 @@ InitStep = Callable[[dict[str, Any], "dict[str, Any] | None", Mapping[str, Any]]
 
 #: ``(db) -> str``: a domain-specific canonical hash (SHA-256 hex), selected by ``hash_rules.style``.
 HashFunc = Callable[[Mapping[str, Any]], str]
+
+#: ``(tool result) -> str``: the text a model is shown as a tool's output (the tool message content),
+#: for any result dict, the engine's own error results (``tool_not_found``, ...) included.
+ResultText = Callable[[Mapping[str, Any]], str]
 
 
 @dataclass(frozen=True)
@@ -376,7 +405,9 @@ class DomainPlugin:
     sync or set-up step gets deep copies of its DBs per session (both steps may write anywhere);
     ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``);
     ``derive``: name -> function computing a per-scenario value from the dataset record, used by the
-    domain spec's ``{derive: <name>}`` sources (docs/authoring.md, "Values computed from the record").
+    domain spec's ``{derive: <name>}`` sources (docs/authoring.md, "Values computed from the record");
+    ``result_text``: what a model is shown as a tool's output (None: the result dict as JSON). The
+    engine sends it in ``tool.result.text`` and the built-in sides use it as the tool message.
     """
 
     name: str
@@ -390,6 +421,7 @@ class DomainPlugin:
     initialise: InitStep | None = None
     hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
     derive: Mapping[str, DeriveFunc] = field(default_factory=dict)
+    result_text: ResultText | None = None
     description: str = ""
 
     def __post_init__(self) -> None:

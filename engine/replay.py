@@ -5,7 +5,8 @@ assertions).
 ``evalctl validate`` calls :func:`replay_gold` per scenario; a mismatch names the scenario and the
 differing fields (``engine.dbdiff``), and every call is checked against its tool's ``writes``
 declaration (a tool that changes what it did not declare is a problem: sessions share undeclared
-parts of a DB).
+parts of a DB). A gold call that fails is a problem unless the gold trace records it failing or the
+domain declares it in ``known_gold_errors`` (an upstream data issue: reported, not a failure).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Literal
 from engine.dbdiff import DiffLine, db_diff
 from engine.dbhash import db_hash
 from engine.gold import GoldStep, GoldTrace
-from engine.model import Scenario, ToolTable
+from engine.model import KnownGoldError, Scenario, ToolTable
 from engine.plugin import SyncStep
 from engine.scoring.action_match import is_action_match
 from engine.scoring.predicates import evaluate_db_state_assertion
@@ -41,15 +42,29 @@ class ReplayRun:
 
 
 @dataclass(frozen=True)
+class KnownFailure:
+    """A gold call that failed as the domain declares (``known_gold_errors``): the declaration,
+    the call's error message, and whether no gold write succeeded in the scenario (its expected
+    DB is then its initial DB)."""
+
+    known: KnownGoldError
+    message: str
+    initial_end_state: bool = False
+
+
+@dataclass(frozen=True)
 class ReplayOutcome:
     """One scenario's gold replay: ``ok`` when the canonical hash of the replayed DB equals the
-    expected DB's (SHA-256 hex both) and no call changed what its tool did not declare; ``lines``
-    hold the differing fields when not; ``error`` says why no replay was possible (no gold trace or
-    no expected DB), names the tools the gold calls that the tool table does not declare, or the
-    undeclared writes. ``against`` is what the end state was checked with: ``expected_db``, or
+    expected DB's (SHA-256 hex both), no call changed what its tool did not declare, and every gold
+    call that failed is declared in ``known_gold_errors`` (or recorded as failing by the gold trace
+    itself) and every declared one failed; ``lines`` hold the differing fields when not; ``error``
+    says why no replay was possible (no gold trace or no expected DB), names the tools the gold
+    calls that the tool table does not declare, the undeclared writes, or the undeclared / stale
+    gold failures. ``against`` is what the end state was checked with: ``expected_db``, or
     ``references`` (no expected DB: the reference answer and DB assertions, with ``error`` listing
     what failed). ``assertions`` counts the scenario's ``db_state_assertions`` evaluated on the
-    replay's end DBs, ``assertions_held`` those that hold (a failing one fails the replay)."""
+    replay's end DBs, ``assertions_held`` those that hold (a failing one fails the replay).
+    ``known_failures`` are the declared failures that happened (validate prints them as warnings)."""
 
     scenario_name: str
     ok: bool
@@ -61,6 +76,40 @@ class ReplayOutcome:
     against: Literal["expected_db", "references"] = "expected_db"
     assertions: int = 0
     assertions_held: int = 0
+    known_failures: tuple[KnownFailure, ...] = ()
+
+
+def _gold_failures(scenario: Scenario, run: ReplayRun) -> tuple[list[str], list[KnownFailure]]:
+    """Sort the gold calls that failed into problems (undeclared failures, declared calls that did
+    not fail) and declared failures."""
+    declared = {
+        (k.call, k.tool): k for k in scenario.domain.known_gold_errors if k.record_id == scenario.record_id
+    }
+    problems: list[str] = []
+    known: list[KnownFailure] = []
+    for call, (step, result) in enumerate(run.responses, 1):
+        entry = declared.pop((call, step.tool), None)
+        if result.get("status") == "success":
+            if entry is not None:
+                problems.append(
+                    f"known_gold_errors declares gold call {call} ({step.tool}) failing, but it succeeds"
+                )
+            continue
+        recorded = step.result if isinstance(step.result, Mapping) else {}
+        message = str(result.get("message", result.get("error_type", "")))
+        if entry is not None:
+            known.append(KnownFailure(entry, message))
+        elif recorded.get("status") != "error":  # a failure the gold itself records is expected
+            problems.append(f"gold call {step.tool} failed: {result.get('error_type')}: {message}")
+    problems.extend(
+        f"known_gold_errors names gold call {c} ({t}), which the gold trace lacks" for c, t in declared
+    )
+    failed_write = any(getattr(scenario.tools.get(k.known.tool), "kind", "") == "write" for k in known)
+    if failed_write:  # say when the known failures leave the DB as it was
+        rules = scenario.domain.hash_rules
+        same = db_hash(run.db, rules) == db_hash(scenario.initial_db, rules)
+        known = [KnownFailure(k.known, k.message, same) for k in known]
+    return problems, known
 
 
 def _audited_call(runtime: ToolRuntime, step: GoldStep, run: ReplayRun) -> ToolOutcome:
@@ -165,11 +214,7 @@ def _against_references(scenario: Scenario) -> ReplayOutcome:
         error = "no expected DB, reference answer or DB assertions to replay against"
         return ReplayOutcome(scenario.name, False, None, None, error=error, against="references")
     run = replay_scenario(scenario, audit=True)
-    notes = [
-        f"gold call {step.tool} failed: {res.get('error_type')}: {res.get('message')}"
-        for step, res in run.responses
-        if res.get("status") != "success"
-    ]
+    notes, known = _gold_failures(scenario, run)
     verdicts = assertion_verdicts(scenario, run)
     notes += gold_signal_failures(scenario, run, verdicts)
     if run.undeclared:
@@ -187,6 +232,7 @@ def _against_references(scenario: Scenario) -> ReplayOutcome:
         "references",
         len(verdicts),
         held,
+        tuple(known),
     )
 
 
@@ -210,6 +256,8 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
     if run.undeclared:
         shown = "; ".join(run.undeclared[:5])
         notes.append(f"tools changed what their 'writes' do not declare: {shown}")
+    failures, known = _gold_failures(scenario, run)
+    notes.extend(failures)
     ok = actual == expected and not notes
     held = sum(1 for v in verdicts if v["passed"])
     return ReplayOutcome(
@@ -222,4 +270,5 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
         " | ".join(notes) or None,
         assertions=len(verdicts),
         assertions_held=held,
+        known_failures=tuple(known),
     )

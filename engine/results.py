@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import __version__, render
-from engine.artifacts import read_json, write_json, write_jsonl, write_text
+from engine.artifacts import read_json, write_db_json, write_json, write_jsonl, write_text
 from engine.dbhash import db_hash
 from engine.errors import UsageError
 from engine.model import Scenario, SessionResult
@@ -199,16 +199,16 @@ async def finish_session(
     comp = compute_composite(values, scenario.success_signals, stalled)
 
     if result.final_db is not None:
-        write_json(sdir / "final_db.json", result.final_db)
+        write_db_json(sdir / "final_db.json", result.final_db)
     if scenario.expected_db is not None:
-        write_json(sdir / "expected_db.json", scenario.expected_db)
+        write_db_json(sdir / "expected_db.json", scenario.expected_db)
     write_json(sdir / "actions.json", result.actions)
     write_json(sdir / "tool_calls.json", result.tool_calls)
     write_jsonl(sdir / "transcript.jsonl", result.transcript)
     hash_lines = f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n"
     if result.user_db is not None:  # dual-side domains: recorded, never scored
         hash_lines += f"user_db_hash: {db_hash(result.user_db, rules)}\n"
-        write_json(sdir / "final_user_db.json", result.user_db)
+        write_db_json(sdir / "final_user_db.json", result.user_db)
     write_text(sdir / "final_scenario_db_hash.txt", hash_lines)
     prompts, tools, render_error = _rendered_config(scenario)
     cfg = sdir / "scenario_config"

@@ -48,7 +48,9 @@ class RunReport:
     scoring failed, see ``scoring_errors``); ``skipped`` were already complete (``--resume``)."""
 
     run_dir: Path
-    outcomes: list[tuple[SessionResult, MetricsRecord | None]] = field(default_factory=list)
+    #: (repr=False: Python 3.11's asyncio.run formats the main task's result while restoring the
+    #: SIGINT handler; a report holding every session's DB took seconds to show.)
+    outcomes: list[tuple[SessionResult, MetricsRecord | None]] = field(default_factory=list, repr=False)
     scoring_errors: dict[str, str] = field(default_factory=dict)
     summary: SummaryRecord | None = None
     interrupted: bool = False

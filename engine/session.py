@@ -8,6 +8,8 @@ successful call of either side. The user side also has ``end_call``. Stop reason
 
 - ``exit`` / ``transfer``: a tool ended the call (end_conversation, transfer_to_agent);
 - ``user_hangup``: the user ended the call and the agent, given one closing turn, did not;
+  ``user_stop`` / ``user_transfer`` / ``user_out_of_scope`` instead when the user said why
+  (``turn.response.end_reason``: tau2's stop tokens, mapped by the built-in openai user side);
 - ``timeout``: ``max_duration`` seconds of wall time, ``max_turns`` agent turns, a side silent
   for ``turn_timeout_s`` seconds (also a side whose model request timed out), or
   ``max_empty_turns`` empty turns in a row;
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.model import Scenario, SessionResult
+from engine.model import USER_END_REASONS, Scenario, SessionResult
 from engine.protocol import END_CALL_TOOL
 from engine.sides.link import MAX_FORWARD_BYTES, SideFailure, SideLink, Traffic, forward_bytes
 from engine.toolruntime import ToolRuntime
@@ -97,6 +99,7 @@ class _Session:
         if scenario.user_tools is not None and user_db is not None:
             self.user_runtime = ToolRuntime(scenario.user_tools, user_db)
         plugin = scenario.domain.plugin
+        self.result_text = plugin.result_text if plugin is not None else None
         if plugin is not None and plugin.sync is not None and user_db is not None:
             sync, agent_db = plugin.sync, self.runtime.db
             self.runtime.after_call = lambda: sync(agent_db, user_db)
@@ -195,9 +198,12 @@ class _Session:
                 return self.ended
             if speaker == "user" and (reply.get("end") or self.ended == "user_hangup"):
                 self.ended = "user_hangup"
-                self.log("user", "hangup", None)
+                reason = reply.get("end_reason") if reply.get("end") else None
+                self.log("user", "hangup", {"reason": reason} if reason else None)
                 await self.turn("agent", reply["text"] or None, closing=True)
-                return self.ended if self.ended in ("exit", "transfer") else "user_hangup"
+                if self.ended in ("exit", "transfer"):
+                    return self.ended
+                return USER_END_REASONS.get(reason, "user_hangup") if reason else "user_hangup"
             utterance = reply["text"]
             speaker = "agent" if speaker == "user" else "user"
 
@@ -271,8 +277,11 @@ class _Session:
         if ended:
             self.ended = ended
         self.log("tool", "tool_result", {"call_id": msg["call_id"], "name": name, "result": result})
+        shown = {} if self.result_text is None else {"text": self.result_text(result)}
         self.engine_time_s += time.perf_counter() - t0
-        await link.send("tool.result", reply_to=msg["id"], call_id=msg["call_id"], result=result, ended=ended)
+        await link.send(
+            "tool.result", reply_to=msg["id"], call_id=msg["call_id"], result=result, ended=ended, **shown
+        )
 
     def _add_usage(self, role: str, usage: dict[str, Any] | None) -> None:
         if not usage:

@@ -18,7 +18,7 @@ from engine.dataroot import resolve_data_root, warn_if_modified
 from engine.datasources import DataFiles, read_error
 from engine.errors import DataRootError, Problem, SpecError, UsageError
 from engine.gold import resolve_pointer
-from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable
+from engine.model import Domain, HashRules, KnownGoldError, Scenario, SourceRef, ToolTable
 from engine.plugin import DomainPlugin, Plugins
 from engine.render import check_templates
 from engine.safepaths import outside_problem
@@ -172,6 +172,20 @@ def _tool_table(
     return table
 
 
+def _known_gold_errors(doc: YamlDoc) -> tuple[KnownGoldError, ...]:
+    """The ``known_gold_errors`` entries as records located at their spec line."""
+    return tuple(
+        KnownGoldError(
+            str(e["id"]),
+            int(e["call"]),
+            e["tool"],
+            e.get("note", ""),
+            SourceRef(doc.file, doc.line(("known_gold_errors", i))),
+        )
+        for i, e in enumerate(doc.data.get("known_gold_errors") or ())
+    )
+
+
 def _plugin(doc: YamlDoc, plugins: Plugins, problems: list[Problem]) -> DomainPlugin | None:
     name = doc.data.get("plugin", doc.data["name"])
     plugin = plugins.get(name)
@@ -314,6 +328,7 @@ def _build_domain(
         plugin=plugin,
         user_tools=user_tools,
         parent_dirs=parents,
+        known_gold_errors=_known_gold_errors(doc),
     )
     return domain, doc
 

@@ -47,12 +47,33 @@ class ValidationReport:
         return [r for r in self.replay if not r.ok]
 
     @property
+    def warnings(self) -> list[str]:
+        """One line per declared gold failure that happened (``known_gold_errors``): a known data
+        issue upstream, reported but never a failure."""
+        out = []
+        for r in self.replay:
+            for f in r.known_failures:
+                k = f.known
+                where = f"{k.source.file}:{k.source.line}" if k.source.line else k.source.file
+                note = f" ({k.note})" if k.note else ""
+                tail = (
+                    "; no gold write succeeds, so the expected DB is the initial DB"
+                    if f.initial_end_state
+                    else ""
+                )
+                out.append(
+                    f"{where}: warning: known gold error: call {k.call} ({k.tool}) fails as declared: "
+                    f"{f.message}{note}{tail} [{r.scenario_name}]"
+                )
+        return out
+
+    @property
     def ok(self) -> bool:
         return not self.problems and not self.replay_failures
 
     def lines(self) -> list[str]:
         """Every finding as one printable line, then the summary line."""
-        out = [str(p) for p in self.problems]
+        out = [str(p) for p in self.problems] + self.warnings
         for r in self.replay_failures:
             where = self.sources.get(r.scenario_name, self.spec_dir)
             problem = (
@@ -78,6 +99,10 @@ class ValidationReport:
             replay = f"gold replay {len(self.replay) - len(self.replay_failures)}/{len(self.replay)}"
             if self.assertions:
                 replay += f", {self.assertions_held}/{self.assertions} assertions hold on the gold"
+            known = sum(len(r.known_failures) for r in self.replay)
+            if known:
+                tasks = sum(1 for r in self.replay if r.known_failures)
+                replay += f" ({known} known gold error(s) in {tasks} scenario(s), warnings above)"
         return (
             f"validated {self.scenarios} scenario{'' if self.scenarios == 1 else 's'} in {self.spec_dir}: "
             "schemas ok, cross-checks ok, "
@@ -110,4 +135,15 @@ def validate_specs(
         report.sources[scenario.name] = f"{scenario.source.file}:{scenario.source.line}"
         if scenario.gold_trace is not None:
             report.replay.append(replay_gold(scenario))
+    ids = {s.record_id for s in loaded.scenarios}
+    for i, known in enumerate(loaded.domain.known_gold_errors):
+        if known.record_id not in ids:
+            report.problems.append(
+                Problem(
+                    known.source.file,
+                    known.source.line,
+                    f"$.known_gold_errors[{i}].id",
+                    f"no scenario has record id {known.record_id!r}",
+                )
+            )
     return report

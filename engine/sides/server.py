@@ -4,6 +4,9 @@ One connection is one session. The server keeps that session's chat (``messages`
 format), asks its backend for each step, forwards the backend's tool calls to the engine as
 ``tool.call`` and feeds the ``tool.result`` back, and closes the turn with ``turn.response``.
 At most ``limits.max_tool_rounds`` batches of tool calls run per turn; further calls are dropped.
+A tool message shows ``tool.result.text`` when the engine sends one (the domain's rendering of the
+result), else the result as JSON. A user backend's reply with an ``end`` reason (tau2's stop tokens)
+ends the turn with ``turn.response.end`` and ``end_reason``; that reply's tool calls are not run.
 An in-process built-in side trusts its engine: its frames are checked for JSON, version and type
 only. A side served to the network (``evalctl serve``, ``check_schema=True``) checks every frame
 against the protocol schemas like the engine does and answers a malformed one with ``bad_message``.
@@ -67,11 +70,13 @@ class _Session:
         usage = Usage()
         texts: list[str] = []
         ended: str | None = None
+        end_reason: str | None = None
         for step in range(self.max_tool_rounds + 1):
             info = TurnInfo(request["turn"], step, bool(request.get("closing", False)))
             reply = await self.backend.respond(self.messages, self.tools, info)
             usage.add(reply.usage)
-            calls = reply.tool_calls if step < self.max_tool_rounds else []
+            end_reason = reply.end if self.role == "user" else None
+            calls = reply.tool_calls if step < self.max_tool_rounds and not end_reason else []
             if reply.text:
                 texts.append(reply.text)
             if reply.text or calls:
@@ -97,16 +102,20 @@ class _Session:
                     arguments=call.arguments,
                 )
                 result = await self._await_result(call_msg)
-                content = json.dumps(result["result"], ensure_ascii=False, default=str)
+                content = result.get("text")  # the domain's text for a model, else the result as JSON
+                if not isinstance(content, str):
+                    content = json.dumps(result["result"], ensure_ascii=False, default=str)
                 self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
                 ended = ended or result["ended"]
             if ended:
                 break
+        reason = {"end_reason": end_reason} if end_reason else {}
         await self.send(
             "turn.response",
             reply_to=request["id"],
             text=" ".join(texts),
-            end=ended == "user_hangup",
+            end=ended == "user_hangup" or bool(end_reason),
+            **reason,
             usage={
                 "model": self.backend.name,
                 "prompt_tokens": usage.prompt_tokens,

@@ -43,7 +43,7 @@ def test_select_scenarios(data_root: Path) -> None:
         (["--scenarios", "mock__nope"], "evalctl: no scenario named 'mock__nope'"),
         (
             ["--agent", "gpt-4"],
-            "evalctl: unknown backend 'gpt-4': expected replay, openai:MODEL or ws://host:port",
+            "evalctl: unknown backend 'gpt-4': expected replay, noop, openai:MODEL or ws://host:port",
         ),
         (["--resume", "/nonexistent/run"], "evalctl: --resume: no run directory at /nonexistent/run"),
         (

@@ -122,6 +122,7 @@ def _trace(*kinds: str) -> GoldTrace:
         pytest.param(_trace("user_utterance", "agent_utterance"), 0, 0, id="flag-zero-stays-zero"),
         pytest.param(_trace("user_utterance", "tool_call"), 3, 3, id="gold-without-agent-lines-keeps-flag"),
         pytest.param(actions_trace([{"name": "t"}]), 3, 0, id="gold-without-words-has-no-stall-rule"),
+        pytest.param(actions_trace([]), 3, 0, id="empty-actions-gold-has-no-stall-rule"),
     ],
 )
 def test_stalled_threshold_follows_a_shorter_gold(trace, flag, expected):

@@ -103,6 +103,7 @@ def test_error_reply_to_names_the_bad_message() -> None:
     ("text", "spec"),
     [
         ("replay", BackendSpec("replay")),
+        ("noop", BackendSpec("noop")),
         ("openai:gpt-4.1-mini", BackendSpec("openai", model="gpt-4.1-mini")),
         ("ws://127.0.0.1:9000", BackendSpec("external", uri="ws://127.0.0.1:9000")),
         ("wss://agents.example:443/eva", BackendSpec("external", uri="wss://agents.example:443/eva")),
@@ -115,7 +116,7 @@ def test_backend_specs(text: str, spec: BackendSpec) -> None:
 
 @pytest.mark.parametrize("text", ["", "openai:", "gpt-4", "http://x", "ws://"])
 def test_bad_backend_specs(text: str) -> None:
-    with pytest.raises(UsageError, match="expected replay, openai:MODEL or ws://host:port"):
+    with pytest.raises(UsageError, match="expected replay, noop, openai:MODEL or ws://host:port"):
         parse_backend_spec(text)
 
 
