@@ -19,7 +19,8 @@ from engine.errors import EvalctlError, UsageError
 from engine.options import RunOptions, ScoringOptions
 
 DATA_ROOT_HELP = (
-    "Folder with the upstream releases (eva-0.1.3/, eva-2.1.0/). Default: $EVAL_DATA_ROOT, else ./data."
+    "Folder with the upstream data releases (eva-0.1.3/, tau2-17e07b1/, nemo-1a83139/...; "
+    "`make data` fills ./data). Default: $EVAL_DATA_ROOT, else ./data."
 )
 
 data_root_option = click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
@@ -256,7 +257,7 @@ def _csv(value: str | None) -> tuple[str, ...]:
     "--voice",
     is_flag=True,
     help="Audio sessions with the agent (protocol v2): the caller is spoken by the local TTS engine "
-    "(espeak-ng); WAVs, voice.json and voice metrics per scenario.",
+    "(espeak-ng and sox); WAVs, voice.json and voice metrics per scenario.",
 )
 @click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
 def run_cmd(

@@ -19,6 +19,7 @@ from engine.errors import UsageError
 from engine.model import HashRules
 from engine.records.metrics import MetricsRecord
 from engine.results import scored_dirs
+from engine.scoring.action_match import unmatched_reference_items
 from engine.untrusted import one_line
 from engine.validation import did_you_mean
 
@@ -50,6 +51,8 @@ class ScenarioDiff:
     actions: list[dict[str, Any]] = field(default_factory=list)
     assertions: list[dict[str, Any]] = field(default_factory=list)
     judge: dict[str, Any] | None = None
+    #: When is_action_match failed: the reference items no action satisfies, as text.
+    unmatched_reference: list[str] = field(default_factory=list)
     gold_path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -154,6 +157,15 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
             "judge_error": signals.judge_error,
         }
     out.gold_path = _left_gold_path(sdir)
+    if "is_action_match" in out.failed_signals:
+        meta = _load_optional(sdir / "scenario_config" / "metadata.json") or {}
+        reference = meta.get("reference_answer") if isinstance(meta, dict) else None
+        options = meta.get("match_options") or {} if isinstance(meta, dict) else {}
+        missing = unmatched_reference_items(reference, out.actions, options)
+        out.unmatched_reference = [
+            f"reference item {i + 1}: {_action_text(r) if isinstance(r, dict) else repr(r)}"
+            for i, r in missing
+        ] or ["every reference item has a matching action: the pairing or the number of actions failed"]
     expected, actual = _load_optional(sdir / "expected_db.json"), _load_optional(sdir / "final_db.json")
     damaged = [
         n
@@ -247,6 +259,9 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
                 f"judge: score {d.judge.get('judge_score')}, passed {d.judge.get('judge_passed')}"
                 + (f", error {d.judge['judge_error']}" if d.judge.get("judge_error") else "")
             )
+        if d.unmatched_reference:
+            out.append("is_action_match: no action matches")
+            out.extend(f"  {line}" for line in d.unmatched_reference)
         out.append(f"actions ({len(d.actions)}):" if d.actions else "actions: none")
         out.extend(f"  {i}. {_action_text(a)}" for i, a in enumerate(d.actions, 1))
         out.append("")

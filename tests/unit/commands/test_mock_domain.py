@@ -197,6 +197,8 @@ def test_diff_explains_mock_failures(wrong_run, capsys):
     assert "assertion order_status({'order_id': 'O-100'}) [agent]: expected 'cancelled', got 'placed'" in out
     assert "credits[0].reason: expected 'late delivery.', got 'goodwill'" in out
     assert "judge: score 0.5, passed False" in out
+    # which reference item no action satisfies (before: only the actions were listed)
+    assert 'is_action_match: no action matches\n  reference item 1: cancel_order(order_id="O-100")' in out
 
 
 def test_unknown_predicate_is_a_validation_error_before_any_run(tmp_path, capsys):
