@@ -107,3 +107,11 @@ def test_a_pattern_end_does_not_match_before_a_newline(value: str) -> None:
     clean, failed = checker.check({"passenger_id": value})
     assert clean is None and failed["error_type"] == "invalid_passenger_id_format"
     assert checker.check({"passenger_id": "PAX001"}) == ({"passenger_id": "PAX001"}, None)
+
+
+def test_a_fractional_integer_says_so() -> None:
+    checker = ArgumentChecker(
+        {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}, {}
+    )
+    assert checker.check({"n": 2.7})[1]["message"].endswith("got a number with a fractional part")
+    assert checker.check({"n": 2.0**70})[1]["message"].endswith("too large")
