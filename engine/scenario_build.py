@@ -47,9 +47,12 @@ def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial
     else:
         base = initial_db if spec.get("from") == "initial_db" else record
     try:
-        return resolve_pointer(base, spec.get("pointer", ""))
+        value = resolve_pointer(base, spec.get("pointer", ""))
     except KeyError:
         raise LookupError(f"{key}: nothing at {spec.get('pointer')} for eva_id {eva_id!r}") from None
+    if "file" in spec and path[0] in ("initial_db", "user_db"):
+        ctx.data.watch(rel, value)  # sessions share it: nothing may write into it
+    return value
 
 
 def _user(ctx: BuildContext, record: Any, override: dict[str, Any], subject: str) -> UserProfile:

@@ -9,7 +9,7 @@ carries every problem found; nothing is skipped. Dataset files are parsed once p
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -42,6 +42,24 @@ class LoadedDomain:
     domain: Domain
     scenarios: tuple[Scenario, ...]
     prompts_rendered: int = 0
+    data: DataFiles | None = field(default=None, compare=False, repr=False)
+
+    def shared_db_problems(self) -> list[Problem]:
+        """One problem per shared initial DB that something wrote into since it was parsed (a
+        tool writing outside its ``writes``; see :meth:`DataFiles.changed`)."""
+        if self.data is None:
+            return []
+        return [
+            Problem(
+                self.domain.source.file,
+                0,
+                "$.tool_table",
+                f"the shared DB {rel} changed while gold traces were replayed: a tool writes outside its "
+                f"'writes' declaration (changed: {', '.join(paths) or 'top level'}); sessions would see "
+                "each other's changes",
+            )
+            for rel, paths in self.data.changed()
+        ]
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -441,4 +459,7 @@ def load_domain(
     problems.extend(template_problems)
     if problems:
         raise SpecError(problems)
-    return LoadedDomain(domain, tuple(scenarios), rendered)
+    loaded = LoadedDomain(domain, tuple(scenarios), rendered, data)
+    if problems := loaded.shared_db_problems():  # the gold replays of expected DBs ran on it
+        raise SpecError(problems)
+    return loaded

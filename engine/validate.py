@@ -135,6 +135,7 @@ def validate_specs(
         report.sources[scenario.name] = f"{scenario.source.file}:{scenario.source.line}"
         if scenario.gold_trace is not None:
             report.replay.append(replay_gold(scenario))
+    report.problems.extend(loaded.shared_db_problems())  # the audit cannot see writes into shared records
     ids = {s.record_id for s in loaded.scenarios}
     for i, known in enumerate(loaded.domain.known_gold_errors):
         if known.record_id not in ids:

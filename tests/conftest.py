@@ -1,4 +1,5 @@
-"""Shared fixtures: the real data root (filled by `make data`) and the repository paths."""
+"""Shared fixtures: the real data root (filled by `make data`) and the repository paths, with the
+mock domain's spec folder and data root (tests/mock_domain/, no download needed)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC_DIR = REPO / "specs" / "eva_airline"
+MOCK_SPEC_DIR = REPO / "tests" / "mock_domain" / "spec"
+MOCK_DATA_ROOT = REPO / "tests" / "mock_domain" / "dataroot"
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -1,7 +1,7 @@
 """``metrics.json``: the record of one scored (scenario, trial), and the signal names.
 
 :class:`Signal` is the one definition of the six signal names; the composite, the summary, the
-signal table and the JSON Schemas' enums refer to it (tests/test_records.py checks the schemas).
+signal table and the JSON Schemas' enums refer to it (tests/unit/records/test_records.py checks the schemas).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ diagnostic counts the agent lines of a session that break one part of the rule (
 - ``unspelled_codes``: a code said in canonical form;
 - ``internal_ids_spoken``: a journey id said, written or spelled;
 - ``leaked_tool_text``: tool-call text in speech. On eva 2.1.0's gold conversations exactly five
-  agent lines hold some (3.1.3, 3.3.4, 4.2.5, 7.2.2, 7.3.1; tests/test_spoken_form.py).
+  agent lines hold some (3.1.3, 3.3.4, 4.2.5, 7.2.2, 7.3.1; tests/unit/voice/test_spoken_form.py).
 """
 
 from __future__ import annotations
