@@ -16,9 +16,11 @@ The second run's results are moved into the first run's folder and the summary r
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,6 +59,14 @@ PRICES_YAML = (
     "demo-agent: {input: 2.0, output: 8.0}\n"
     "demo-judge: {input: 0.4, output: 1.6}\n"
 )
+
+
+_BLOCK = re.compile(r'<script type="application/json" id="([^"]+)">(.*?)</script>', re.S)
+
+
+def blocks(page: str) -> dict[str, Any]:
+    """The JSON blocks of a report page by id (``report-index``, ``d-0``, ``d-1``...)."""
+    return {m.group(1): json.loads(m.group(2)) for m in _BLOCK.finditer(page)}
 
 
 def _altered(data_root: Path) -> LoadedDomain:

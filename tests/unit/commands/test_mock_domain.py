@@ -217,7 +217,7 @@ def test_unknown_predicate_is_a_validation_error_before_any_run(tmp_path, capsys
 
 def test_html_report_explains_mock_failures_as_diff_does(wrong_run, tmp_path):
     from engine.report_html import write_report
-    from tests.test_report_html import blocks
+    from tests.report_helpers import blocks
 
     data = blocks(write_report(wrong_run, tmp_path / "r.html").path.read_text(encoding="utf-8"))
     row = next(r for r in data["report-index"]["rows"] if r["name"] == "mock__cancel_order")

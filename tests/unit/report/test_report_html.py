@@ -1,6 +1,6 @@
 """`evalctl report RUN_DIR --html` (issue #16 §1), read as a file: self-contained, the DB
 differences exactly as `evalctl diff` prints them, groups, judge verdicts, cost, escaping and
-bounds. tests/test_report_browser.py opens the same pages in Chromium."""
+bounds. test_report_browser.py opens the same pages in Chromium."""
 
 from __future__ import annotations
 
@@ -30,15 +30,9 @@ from tests.report_helpers import (
     JUDGE_REASON,
     MODELLED,
     PRICES_YAML,
+    blocks,
     hostile_run,
 )
-
-_BLOCK = re.compile(r'<script type="application/json" id="([^"]+)">(.*?)</script>', re.S)
-
-
-def blocks(page: str) -> dict[str, object]:
-    """The page's JSON blocks by id."""
-    return {m.group(1): json.loads(m.group(2)) for m in _BLOCK.finditer(page)}
 
 
 def _details(page: str) -> dict[str, dict]:
