@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 EVA_SOURCE ?= ../shared
 DATA_ROOT ?= data
 
-.PHONY: setup data test lint bench clean
+.PHONY: setup data test lint bench screenshot clean
 
 setup: $(BIN)/evalctl data
 
@@ -29,6 +29,10 @@ lint: $(BIN)/evalctl
 
 bench: $(BIN)/evalctl
 	$(BIN)/python -m tests.bench
+
+# docs/report.png, the README's picture of `evalctl report --html` (needs chromium + chromium-driver)
+screenshot: $(BIN)/evalctl
+	$(BIN)/python -m tests.screenshot docs/report.png
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

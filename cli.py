@@ -19,7 +19,8 @@ from engine.errors import EvalctlError, UsageError
 from engine.options import RunOptions, ScoringOptions
 
 DATA_ROOT_HELP = (
-    "Folder with the upstream releases (eva-0.1.3/, eva-2.1.0/). Default: $EVAL_DATA_ROOT, else ./data."
+    "Folder with the upstream data releases (eva-0.1.3/, tau2-17e07b1/, nemo-1a83139/...; "
+    "`make data` fills ./data). Default: $EVAL_DATA_ROOT, else ./data."
 )
 
 data_root_option = click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
@@ -166,6 +167,7 @@ RUN_SETTINGS: dict[str, tuple[str, ...]] = {
     "max_tool_rounds": ("max_tool_rounds",),
     "max_tool_calls": ("max_tool_calls_per_turn",),
     "request_timeout": ("request_timeout_s",),
+    "voice": ("voice",),
     "min_agent_turns": ("scoring.min_agent_turns",),
     "strict_match": ("scoring.strict_match",),
     "judge_model": ("scoring.judge_model",),
@@ -183,6 +185,37 @@ def _given(table: dict[str, tuple[str, ...]]) -> frozenset[str]:
     )
 
 
+prices_option = click.option(
+    "--prices",
+    default=None,
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="YAML price file (model -> {input, output} per million tokens): adds the cost per role and "
+    "per scenario.",
+)
+
+
+def html_option(default_name: str) -> Callable[..., Any]:
+    """``--html [OUT.html]``: an option whose value may be left out (then ``""``)."""
+    return click.option(
+        "--html",
+        "html",
+        is_flag=False,
+        flag_value="",
+        default=None,
+        metavar="[OUT.html]",
+        help=f"Write a self-contained HTML page instead (default file: {default_name}).",
+    )
+
+
+def _prices(value: str | None) -> Any:
+    if value is None:
+        return None
+    from engine.costs import load_prices
+
+    return load_prices(value)
+
+
 @group.command("run")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option(
@@ -196,7 +229,7 @@ def _given(table: dict[str, tuple[str, ...]]) -> frozenset[str]:
     default="replay",
     show_default=True,
     metavar="SPEC",
-    help="replay | openai:MODEL | ws://host:port",
+    help="replay | noop (greets and hangs up: the floor) | openai:MODEL | ws://host:port",
 )
 @click.option(
     "--user",
@@ -291,7 +324,14 @@ def _given(table: dict[str, tuple[str, ...]]) -> frozenset[str]:
     is_flag=True,
     help="Exit 0 (or by --fail-under) even when results have the verdict error (default: exit 3).",
 )
+@click.option(
+    "--voice",
+    is_flag=True,
+    help="Audio sessions with the agent (protocol v2): the caller is spoken by the local TTS engine "
+    "(espeak-ng and sox); WAVs, voice.json and voice metrics per scenario.",
+)
 @click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
+@prices_option
 def run_cmd(
     spec_dir: str,
     scenarios: str | None,
@@ -319,7 +359,9 @@ def run_cmd(
     progress: bool | None,
     keep_errors: bool,
     allow_errors: bool,
+    voice: bool,
     replay_latency: float,
+    prices: str | None,
 ) -> int:
     """Run the scenarios of SPEC_DIR: a simulated user talks to the agent, the engine runs the
     agent's tool calls on each scenario's own DB, and every session is scored.
@@ -364,6 +406,7 @@ def run_cmd(
         request_timeout_s=request_timeout,
         replay_latency_s=replay_latency,
         progress=progress,
+        voice=voice,
         scoring=ScoringOptions(
             min_agent_turns=min_agent_turns,
             strict_match=strict_match,
@@ -375,7 +418,7 @@ def run_cmd(
         explicit=_given(RUN_SETTINGS),
         keep_errors=keep_errors,
     )
-    return run(opts, fail_under, allow_errors)
+    return run(opts, fail_under, _prices(prices), allow_errors)
 
 
 @group.command("serve")
@@ -384,7 +427,9 @@ def run_cmd(
     "--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 = any free port."
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--backend", default="replay", show_default=True, metavar="SPEC", help="replay | openai:MODEL")
+@click.option(
+    "--backend", default="replay", show_default=True, metavar="SPEC", help="replay | noop | openai:MODEL"
+)
 @click.option(
     "--spec-dir", default=None, type=click.Path(file_okay=False), help="Needed by replay (gold traces)."
 )
@@ -530,16 +575,49 @@ def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> int:
 
 @group.command("report")
 @click.argument("run_dir", type=click.Path(file_okay=False))
-def report_cmd(run_dir: str) -> int:
-    """Print the summary of RUN_DIR as a table, with the unsuccessful scenarios by name.
+@html_option("RUN_DIR/report.html")
+@prices_option
+def report_cmd(run_dir: str, html: str | None, prices: str | None) -> int:
+    """Print the summary of RUN_DIR as a table, with the unsuccessful scenarios by name; with
+    --html write one self-contained HTML report (charts, filterable scenario table, each
+    conversation with its tool calls, DB differences, judge verdicts, links to the raw files).
 
     \b
     Example:
       evalctl report runs/20260101-120000
+      evalctl report runs/20260101-120000 --prices prices.yaml
+      evalctl report runs/20260101-120000 --html
+      evalctl report runs/20260101-120000 --html /tmp/run.html
     """
     from engine.commands.report import report
 
-    return report(Path(run_dir))
+    out = None if html is None else Path(html) if html else Path(run_dir) / "report.html"
+    return report(Path(run_dir), prices=_prices(prices), html=out)
+
+
+@group.command("compare")
+@click.argument("run_a", type=click.Path(file_okay=False))
+@click.argument("run_b", type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@html_option("compare.html")
+@prices_option
+def compare_cmd(run_a: str, run_b: str, as_json: bool, html: str | None, prices: str | None) -> int:
+    """Compare RUN_B with RUN_A: scenarios that flipped pass -> fail and fail -> pass, per-signal
+    rate changes, and whether the runs are comparable (same spec, template and data hashes; the
+    files that differ are listed).
+
+    \b
+    Example:
+      evalctl compare runs/20260101-120000 runs/20260102-090000
+      evalctl compare runs/A runs/B --json
+      evalctl compare runs/A runs/B --html compare.html
+    """
+    from engine.commands.compare import compare
+
+    if as_json and html is not None:
+        raise UsageError("--json and --html: choose one")
+    out = None if html is None else Path(html or "compare.html")
+    return compare(Path(run_a), Path(run_b), as_json=as_json, html=out, prices=_prices(prices))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,8 +5,9 @@ and the NeMo voice-agent scenarios (1a83139). Files are taken from a local folde
 (``--source``, e.g. ``../shared``) when it holds the release, otherwise from the pinned commit's
 archive on GitHub. A release may list ``not_upstream`` files (a README written for the copy, a file
 derived from upstream code such as tau2's ``derived/tool_schemas.json``); they exist only in a local
-copy, so a download cannot supply them and says so in one line. Every file is checked against
-``upstream_pins.json``; a mismatch or a missing file in a freshly filled root is an error (exit 1).
+copy, so a download cannot supply them and says so in one warning line (exit 0: eva's releases
+are complete without them, and a spec reading a missing file names it when loaded). Every file
+is checked against ``upstream_pins.json``; a mismatch in a freshly filled root is an error (exit 1).
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ def _label(release: str) -> str:
 def fill(source: Path | None, dest: Path, url_template: str | None = None) -> int:
     """Fill ``dest`` with every pinned release; returns a process exit code (0 ok, 1 failed).
 
-    A failed download, a copy whose sums differ, or a ``not_upstream`` file that a download could
-    not supply is reported in one line on stderr, never as a traceback.
+    A failed download or a copy whose sums differ (exit 1), and a ``not_upstream`` file that a
+    download could not supply (a warning), are reported in one line on stderr, never a traceback.
     """
     status = 0
     for release in sorted(pins()):
@@ -103,14 +104,13 @@ def fill(source: Path | None, dest: Path, url_template: str | None = None) -> in
         local_only = set(pins()[release].get("not_upstream", ()))
         absent = [rel for rel in bad if downloaded and rel in local_only]
         differ = [rel for rel in bad if rel not in absent]
-        if absent:
+        if absent:  # a warning: the other releases (eva's) work; the spec that needs them says so
             print(
-                f"data: {release}: {len(absent)} file(s) are not in upstream's archive and cannot be "
-                f"downloaded: {', '.join(absent)}; copy them from a folder holding {release}/ "
-                "(EVA_SOURCE)",
+                f"data: warning: {release}: {len(absent)} file(s) are not in upstream's archive and "
+                f"cannot be downloaded: {', '.join(absent)}; copy them from a folder holding "
+                f"{release}/ (EVA_SOURCE) to use the domains that read them",
                 file=sys.stderr,
             )
-            status = 1
         if differ:
             shown = ", ".join(differ[:5])
             print(f"data: {release}: {len(differ)} file(s) differ from the pinned sums: {shown}",

@@ -16,6 +16,7 @@ import yaml
 
 from engine.gold import resolve_pointer
 from engine.safepaths import MAX_DATA_BYTES, read_text
+from engine.tools.writeset import changed_outside
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -40,6 +41,7 @@ class DataFiles:
         self.root = root
         self._files: dict[tuple[str, str], Any] = {}
         self._datasets: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._watched: dict[int, tuple[str, Any, str]] = {}
 
     def file(self, rel: str, fmt: str | None = None) -> Any:
         """Parsed content of ``root/rel``; ``fmt`` is json, jsonl, yaml, toml or text (default: from
@@ -65,6 +67,22 @@ class DataFiles:
                 content = json.loads(text)
             self._files[(rel, fmt)] = content
         return self._files[(rel, fmt)]
+
+    def watch(self, rel: str, value: Any) -> None:
+        """Remember ``value`` (a DB parsed from ``rel``, shared by every session that starts from it)
+        as it is now, so :meth:`changed` can tell whether anything wrote into it."""
+        if isinstance(value, dict) and id(value) not in self._watched:
+            self._watched[id(value)] = (rel, value, json.dumps(value, sort_keys=True, default=str))
+
+    def changed(self) -> list[tuple[str, list[str]]]:
+        """``(file, changed paths)`` of every watched DB that is no longer as it was parsed: a tool
+        changed a part of a shared DB its ``writes`` do not declare (sessions would see each other's
+        changes, and an expected DB replayed from it would drift with them)."""
+        out = []
+        for rel, value, text in self._watched.values():
+            if json.dumps(value, sort_keys=True, default=str) != text:
+                out.append((rel, changed_outside(json.loads(text), value, [])[:5]))
+        return out
 
     def dataset(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         """``{record key value (as str): record}`` for a dataset spec ``{path, format?, key?,

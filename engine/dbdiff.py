@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine.dbhash import normalize_db
+from engine.dbhash import canonical_json, normalize_db
 from engine.model import HashRules
 
 DiffKind = Literal["changed", "added", "removed", "type_changed"]
@@ -57,9 +57,27 @@ def _path(parts: list[Any]) -> str:
     return text or "$"
 
 
+def _drop_equal_records(expected: Any, actual: Any) -> None:
+    """Remove, from two normalised DBs, the records (``table -> id -> record``) equal on both sides:
+    DeepDiff reports nothing for them, and walking the thousands of equal records of a big shared
+    DB (tau2) took seconds per scenario."""
+    if not isinstance(expected, dict) or not isinstance(actual, dict):
+        return
+    for name in expected.keys() & actual.keys():
+        x, y = expected[name], actual[name]
+        if isinstance(x, dict) and isinstance(y, dict):
+            for key in [k for k in x if k in y and x[k] == y[k]]:
+                del x[key], y[key]
+
+
 def db_diff(expected: Mapping[str, Any], actual: Mapping[str, Any], rules: HashRules) -> list[DiffLine]:
     """Differences between two DBs under ``rules``, sorted by path; ``[]`` when they hash equal."""
+    if canonical_json(expected, rules) == canonical_json(actual, rules):
+        return []  # equal under the hash's normalisation: nothing to diff (and ~20x faster)
     unordered = frozenset(rules.unordered_lists)
+    before = normalize_db(expected, rules, sort_lists=False)
+    after = normalize_db(actual, rules, sort_lists=False)
+    _drop_equal_records(before, after)
 
     def order_free(level: Any) -> bool:
         parts = level.path(output_format="list")
@@ -68,8 +86,8 @@ def db_diff(expected: Mapping[str, Any], actual: Mapping[str, Any], rules: HashR
     from deepdiff import DeepDiff  # imported on the first diff only: it costs ~80 ms (pydantic)
 
     diff = DeepDiff(  # lists keep their file order: a path's index is the one in the file
-        normalize_db(expected, rules, sort_lists=False),
-        normalize_db(actual, rules, sort_lists=False),
+        before,
+        after,
         ignore_order_func=order_free,
         view="tree",
         verbose_level=2,

@@ -19,6 +19,7 @@ from engine.errors import UsageError
 from engine.model import HashRules
 from engine.records.metrics import MetricsRecord
 from engine.results import scored_dirs
+from engine.scoring.action_match import unmatched_reference_items
 from engine.untrusted import one_line
 from engine.validation import did_you_mean
 
@@ -50,6 +51,8 @@ class ScenarioDiff:
     actions: list[dict[str, Any]] = field(default_factory=list)
     assertions: list[dict[str, Any]] = field(default_factory=list)
     judge: dict[str, Any] | None = None
+    #: When is_action_match failed: the reference items no action satisfies, as text.
+    unmatched_reference: list[str] = field(default_factory=list)
     gold_path: str | None = None
     #: ``source: message`` when the verdict is ``error`` (infrastructure, not the agent).
     error_cause: str | None = None
@@ -157,6 +160,15 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
             "judge_error": signals.judge_error,
         }
     out.gold_path = _left_gold_path(sdir)
+    if "is_action_match" in out.failed_signals:
+        meta = _load_optional(sdir / "scenario_config" / "metadata.json") or {}
+        reference = meta.get("reference_answer") if isinstance(meta, dict) else None
+        options = meta.get("match_options") or {} if isinstance(meta, dict) else {}
+        missing = unmatched_reference_items(reference, out.actions, options)
+        out.unmatched_reference = [
+            f"reference item {i + 1}: {_action_text(r) if isinstance(r, dict) else repr(r)}"
+            for i, r in missing
+        ] or ["every reference item has a matching action: the pairing or the number of actions failed"]
     expected, actual = _load_optional(sdir / "expected_db.json"), _load_optional(sdir / "final_db.json")
     damaged = [
         n
@@ -209,6 +221,31 @@ def _action_text(action: dict[str, Any]) -> str:
     return f"{name}({args})"
 
 
+def db_lines(d: ScenarioDiff) -> list[str]:
+    """What ``evalctl diff`` says about the DB of one result, line by line: why there is no
+    comparison, that the DBs match, or ``DB differences (n):`` then one indented line per changed
+    field and record added or removed; then one line per failed ``db_state_assertion``. Lines
+    are not yet made one-line safe (see :func:`render_text`)."""
+    out: list[str] = []
+    if d.db_note:
+        out.append(f"DB: {d.db_note}")
+    elif not (d.fields or d.records_added or d.records_removed):
+        out.append("DB: final DB matches the expected DB")
+    else:
+        n = len(d.fields) + len(d.records_added) + len(d.records_removed)
+        out.append(f"DB differences ({n}):")
+        out.extend(f"  {line}" for line in d.fields)
+        out.extend(f"  + record {line.path} (not expected)" for line in d.records_added)
+        out.extend(f"  - record {line.path} (expected, missing)" for line in d.records_removed)
+    for v in d.assertions:
+        err = f" error: {v['error']}" if v.get("error") else ""
+        out.append(
+            f"assertion {v['func_name']}({v.get('arguments')}) [{v.get('side')}]: "
+            f"expected {v.get('assert_value')!r}, got {v.get('actual')!r}{err}"
+        )
+    return out
+
+
 def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
     """Readable report: per scenario the failing signals, the DB difference, then the actions."""
     if not diffs:
@@ -231,27 +268,15 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
         if d.gold_path:
             out.append(f"conversation: {d.gold_path}")
-        if d.db_note:
-            out.append(f"DB: {d.db_note}")
-        elif not (d.fields or d.records_added or d.records_removed):
-            out.append("DB: final DB matches the expected DB")
-        else:
-            n = len(d.fields) + len(d.records_added) + len(d.records_removed)
-            out.append(f"DB differences ({n}):")
-            out.extend(f"  {line}" for line in d.fields)
-            out.extend(f"  + record {line.path} (not expected)" for line in d.records_added)
-            out.extend(f"  - record {line.path} (expected, missing)" for line in d.records_removed)
-        for v in d.assertions:
-            err = f" error: {v['error']}" if v.get("error") else ""
-            out.append(
-                f"assertion {v['func_name']}({v.get('arguments')}) [{v.get('side')}]: "
-                f"expected {v.get('assert_value')!r}, got {v.get('actual')!r}{err}"
-            )
+        out.extend(db_lines(d))
         if d.judge:
             out.append(
                 f"judge: score {d.judge.get('judge_score')}, passed {d.judge.get('judge_passed')}"
                 + (f", error {d.judge['judge_error']}" if d.judge.get("judge_error") else "")
             )
+        if d.unmatched_reference:
+            out.append("is_action_match: no action matches")
+            out.extend(f"  {line}" for line in d.unmatched_reference)
         out.append(f"actions ({len(d.actions)}):" if d.actions else "actions: none")
         out.extend(f"  {i}. {_action_text(a)}" for i, a in enumerate(d.actions, 1))
         out.append("")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from engine.grouping import GroupRule
 from engine.tools.writeset import json_copy, session_view
 
 if TYPE_CHECKING:
@@ -26,12 +27,30 @@ SCHEMA_DIR = REPO_ROOT / "schemas"
 TEMPLATE_DIR = REPO_ROOT / "templates"
 
 ToolKind = Literal["read", "write", "system", "harness"]
-StopReason = Literal["exit", "transfer", "user_hangup", "timeout", "no_progress", "error"]
+StopReason = Literal[
+    "exit",
+    "transfer",
+    "user_hangup",
+    "user_stop",
+    "user_transfer",
+    "user_out_of_scope",
+    "timeout",
+    "no_progress",
+    "error",
+]
 CLEAN_STOP_REASONS: frozenset[str] = frozenset({"exit", "transfer"})
+#: The user's reason for ending the call (``turn.response.end_reason``) -> the session's stop reason
+#: when the agent does not end the call in its closing turn; without a reason it is ``user_hangup``.
+USER_END_REASONS: dict[str, StopReason] = {
+    "stop": "user_stop",
+    "transfer": "user_transfer",
+    "out_of_scope": "user_out_of_scope",
+}
 
 
-#: Field metadata of record fields templates do not see (DBs, gold traces, plugin code): they are
-#: large, and no prompt should read them.
+#: Field metadata of record fields templates do not see (DBs, the raw dataset record, gold
+#: traces, plugin code): they are large, and a prompt reads record data through the user profile's
+#: ``extra`` pointers or the domain's ``template_variables`` instead.
 _HIDDEN = {"template": False}
 
 
@@ -124,6 +143,19 @@ class ToolTable:
 
 
 @dataclass(frozen=True)
+class KnownGoldError:
+    """A gold tool call declared to fail (a known data issue upstream, ``known_gold_errors`` in the
+    domain spec): the ``call``-th (1-based) tool call of the gold trace of record ``record_id``, a
+    call of ``tool``; ``note`` says why. ``source`` is the declaring line."""
+
+    record_id: str
+    call: int
+    tool: str
+    note: str = ""
+    source: SourceRef = SourceRef("")
+
+
+@dataclass(frozen=True)
 class Domain:
     """A domain spec after loading: where data comes from, prompts, scoring defaults, hash rules.
 
@@ -156,6 +188,10 @@ class Domain:
     #: What the agent is handed as its first turn's input when it opens the call (``kickoff:``),
     #: for scenarios that set none; None: nothing.
     kickoff: str | None = None
+    #: How reports group its scenarios (``report_group:``; None: by domain).
+    report_group: GroupRule | None = None
+    #: Gold calls known to fail (``known_gold_errors``): validate reports them as warnings.
+    known_gold_errors: tuple[KnownGoldError, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -190,21 +226,21 @@ class Scenario:
     record_id: str
     description: str
     domain: Domain
-    initial_db: Mapping[str, Any] = field(metadata=_HIDDEN)
-    expected_db: Mapping[str, Any] | None = field(metadata=_HIDDEN)
+    initial_db: Mapping[str, Any] = field(metadata=_HIDDEN, repr=False)
+    expected_db: Mapping[str, Any] | None = field(metadata=_HIDDEN, repr=False)
     current_date: str
     user: UserProfile
     success_signals: tuple[str, ...]
     max_duration: float
-    record: Mapping[str, Any] = field(default_factory=dict)
-    gold_trace: GoldTrace | None = field(default=None, metadata=_HIDDEN)
+    record: Mapping[str, Any] = field(default_factory=dict, metadata=_HIDDEN, repr=False)
+    gold_trace: GoldTrace | None = field(default=None, metadata=_HIDDEN, repr=False)
     reference_answer: Any = None
     db_state_assertions: tuple[Mapping[str, Any], ...] = ()
     nl_assertions: tuple[str, ...] = ()
     match_options: Mapping[str, bool] = field(default_factory=dict)
     agent_notes: tuple[str, ...] = ()
     source: SourceRef = SourceRef("")
-    user_initial_db: Mapping[str, Any] | None = field(default=None, metadata=_HIDDEN)
+    user_initial_db: Mapping[str, Any] | None = field(default=None, metadata=_HIDDEN, repr=False)
     tool_names: tuple[str, ...] | None = None
     user_speaks_first: bool = True
     kickoff: str | None = None
@@ -216,6 +252,13 @@ class Scenario:
     #: Extra variables of each side's prompt template (side -> name -> value), from the domain
     #: spec's ``template_variables``.
     template_variables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def group(self) -> str | None:
+        """The scenario's group under its domain's ``report_group`` (None when the domain
+        declares none; see :mod:`engine.grouping`)."""
+        rule = self.domain.report_group
+        return None if rule is None else rule.group_of(self.record_id, self.name)
 
     @property
     def eva_id(self) -> str:
@@ -265,12 +308,12 @@ class Scenario:
 class SessionResult:
     """What one conversation produced, handed from the runtime to scoring and artifacts.
 
-    ``stop_reason`` is one of exit / transfer / user_hangup / timeout / no_progress / error;
-    ``error`` holds the message when a side failed. ``final_db`` is the engine-owned DB after the
-    last tool call (None if the session never started). ``actions`` are the write-tool action
-    records in call order; ``tool_calls`` every call ``{name, arguments, result, turn}``;
-    ``transcript`` the events ``{role: user|agent|tool|system, type, content, t}`` with ``t`` in
-    seconds since the start.
+    ``stop_reason`` is a :data:`StopReason` (exit / transfer / user_hangup / user_stop /
+    user_transfer / user_out_of_scope / timeout / no_progress / error); ``error`` holds the
+    message when a side failed. ``final_db`` is the engine-owned DB after the last tool call (None
+    if the session never started). ``actions`` are the write-tool action records in call order;
+    ``tool_calls`` every call ``{name, arguments, result, turn, side}``; ``transcript`` the events
+    ``{role: user|agent|tool|system, type, content, t}`` with ``t`` in seconds since the start.
     ``usage`` maps role (agent, user, judge) to ``{model, prompt_tokens, completion_tokens, calls}``.
     ``duration_s`` is wall time in seconds; ``agent_turns`` counts spoken agent turns.
     ``error_source`` is set when the session's error is infrastructure's, not the agent's: an
@@ -283,7 +326,7 @@ class SessionResult:
     trial: int
     stop_reason: StopReason
     error: str | None = None
-    final_db: dict[str, Any] | None = None
+    final_db: dict[str, Any] | None = field(default=None, repr=False)
     actions: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
@@ -296,7 +339,7 @@ class SessionResult:
     agent_backend: str = "replay"
     user_backend: str = "replay"
     #: The user-side DB for dual-side domains (None when the domain has none, as in eva_airline).
-    user_db: dict[str, Any] | None = None
+    user_db: dict[str, Any] | None = field(default=None, repr=False)
     error_source: str | None = None
     ended_at: str = ""
 
@@ -339,6 +382,10 @@ InitStep = Callable[[dict[str, Any], "dict[str, Any] | None", Mapping[str, Any]]
 #: ``(db) -> str``: a domain-specific canonical hash (SHA-256 hex), selected by ``hash_rules.style``.
 HashFunc = Callable[[Mapping[str, Any]], str]
 
+#: ``(tool result) -> str``: the text a model is shown as a tool's output (the tool message content),
+#: for any result dict, the engine's own error results (``tool_not_found``, ...) included.
+ResultText = Callable[[Mapping[str, Any]], str]
+
 
 @dataclass(frozen=True)
 class DiagnosticInputs:
@@ -351,8 +398,9 @@ class DiagnosticInputs:
 
 
 #: ``(inputs) -> value``: a non-gating diagnostic written to metrics.json under its name (bool,
-#: number, string or None = not applicable). A scenario may gate on it by listing it in
-#: ``success_signals``.
+#: number, string or None = not applicable). A scenario may gate on a bool one by listing it in
+#: ``success_signals``. A number is a count of findings (0 = clean): the summary reports how many
+#: results are clean and the findings' sum and maximum (a count is not a pass rate: never gate on it).
 Diagnostic = Callable[[DiagnosticInputs], Any]
 
 
@@ -373,13 +421,17 @@ class DomainPlugin:
     ``field_rules``: handler name -> per-argument rules (error types and extra constraints);
     ``predicates``: ``func_name`` of ``db_state_assertions`` -> predicate;
     ``diagnostics``: name -> diagnostic, computed for every session of the domain;
+    ``count_diagnostics``: the names among them whose value counts findings (0 = clean): never a
+    gate (a spec's ``gate_diagnostics`` naming one is a validation error);
     ``gold_adapters``: gold ``format`` name (as the domain spec's ``gold_trace.format``) -> adapter;
     ``sync``: the step run after every successful tool call of a dual-side session (None: no sync);
     ``initialise``: the scenario's set-up step before the first turn (None: none). A domain with a
     sync or set-up step gets deep copies of its DBs per session (both steps may write anywhere);
     ``hash_styles``: ``hash_rules.style`` name -> hash function (the engine's own is ``canonical``);
     ``derive``: name -> function computing a per-scenario value from the dataset record, used by the
-    domain spec's ``{derive: <name>}`` sources (docs/authoring.md, "Values computed from the record").
+    domain spec's ``{derive: <name>}`` sources (docs/authoring.md, "Values computed from the record");
+    ``result_text``: what a model is shown as a tool's output (None: the result dict as JSON). The
+    engine sends it in ``tool.result.text`` and the built-in sides use it as the tool message.
     """
 
     name: str
@@ -387,12 +439,19 @@ class DomainPlugin:
     field_rules: Mapping[str, Mapping[str, FieldRule]] = field(default_factory=dict)
     predicates: Mapping[str, Predicate] = field(default_factory=dict)
     diagnostics: Mapping[str, Diagnostic] = field(default_factory=dict)
+    count_diagnostics: frozenset[str] = frozenset()
     gold_adapters: Mapping[str, GoldAdapter] = field(default_factory=dict)
     sync: SyncStep | None = None
     initialise: InitStep | None = None
     hash_styles: Mapping[str, HashFunc] = field(default_factory=dict)
     derive: Mapping[str, DeriveFunc] = field(default_factory=dict)
+    result_text: ResultText | None = None
     description: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(self.count_diagnostics - set(self.diagnostics))
+        if unknown:
+            raise ValueError(f"plugin {self.name}: count diagnostics {unknown} are not diagnostics")
 
 
 #: Plugins by name, as the command layer hands them to the loader.

@@ -46,7 +46,9 @@ class RunOptions:
     ``resume`` reuses that run directory and its settings (``engine.settings``) and runs only what
     has no verdict there (``keep_errors``: not the results whose verdict is ``error``);
     ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
-    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none.
+    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none;
+    ``voice`` = audio sessions with the agent (``--voice``; their settings, the TTS engine and the
+    recogniser, are an ``engine.voice.run.VoiceRun`` given to ``engine.runner.run``).
 
     The field order is the key order of ``args`` in ``run.json`` (see ``engine.runner``)."""
 
@@ -78,3 +80,4 @@ class RunOptions:
     explicit: frozenset[str] = frozenset()
     #: Results whose verdict is ``error`` are run again by a resume unless this is set.
     keep_errors: bool = False
+    voice: bool = False

@@ -24,6 +24,7 @@ from engine.model import (
     InitStep,
     Plugins,
     Predicate,
+    ResultText,
     SyncStep,
 )
 
@@ -38,5 +39,6 @@ __all__ = [
     "InitStep",
     "Plugins",
     "Predicate",
+    "ResultText",
     "SyncStep",
 ]

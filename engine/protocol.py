@@ -5,6 +5,10 @@ Every frame is one JSON object ``{"v": 1, "type": ..., "id": ..., ...}``; replie
 ``additionalProperties: false``) in ``schemas/protocol/<type>.json``. :func:`decode` checks, in
 order: JSON text, object, known major version, known type, schema; and raises
 :class:`ProtocolError` with a typed ``code`` on the first failure.
+
+Version 2 (:data:`AUDIO_PROTOCOL_VERSION`) is the audio session: the same messages, with audio
+fields (schemas in ``schemas/protocol/v2/``), plus binary audio frames (``engine.voice.frames``).
+A connection speaks one version, chosen by the engine's ``session.start``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import itertools
 import json
 import re
 from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
@@ -22,6 +27,9 @@ from engine.untrusted import one_line
 
 #: Major protocol version. Additive changes (new optional fields) keep it; anything else bumps it.
 PROTOCOL_VERSION = 1
+
+#: The audio session (binary audio frames beside the JSON messages); text sessions stay version 1.
+AUDIO_PROTOCOL_VERSION = 2
 
 MESSAGE_TYPES: tuple[str, ...] = (
     "session.start",
@@ -61,10 +69,16 @@ class ProtocolError(Exception):
         self.reply_to = reply_to
 
 
+def schema_path(message_type: str, version: int = PROTOCOL_VERSION) -> Path:
+    """``schemas/protocol/<type>.json`` (version 1) or ``schemas/protocol/v<N>/<type>.json``."""
+    folder = PROTOCOL_SCHEMA_DIR if version == PROTOCOL_VERSION else PROTOCOL_SCHEMA_DIR / f"v{version}"
+    return folder / f"{message_type}.json"
+
+
 @cache
-def validator(message_type: str) -> jsonschema.protocols.Validator:
-    """The compiled validator of ``schemas/protocol/<message_type>.json`` (cached)."""
-    schema = json.loads((PROTOCOL_SCHEMA_DIR / f"{message_type}.json").read_text(encoding="utf-8"))
+def validator(message_type: str, version: int = PROTOCOL_VERSION) -> jsonschema.protocols.Validator:
+    """The compiled validator of ``message_type`` in protocol ``version`` (cached)."""
+    schema = json.loads(schema_path(message_type, version).read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema)
@@ -96,11 +110,11 @@ def _has_lone_surrogate(msg: dict[str, Any]) -> bool:
     return False
 
 
-def decode(raw: str | bytes, *, check_schema: bool = True) -> dict[str, Any]:
-    """Parse and validate one frame; returns the message dict.
+def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOCOL_VERSION) -> dict[str, Any]:
+    """Parse and validate one frame of a ``version`` connection; returns the message dict.
 
     Raises :class:`ProtocolError`: ``bad_json`` (not a JSON object in a text frame),
-    ``unsupported_version`` (``v`` is not :data:`PROTOCOL_VERSION`), ``bad_message`` (unknown type
+    ``unsupported_version`` (``v`` is not ``version``), ``bad_message`` (unknown type
     or schema violation; the message names the JSON path); ``bad_json`` also for a lone surrogate
     escape (``\\ud800``), valid JSON syntax but not Unicode text. ``check_schema=False`` skips the schema
     (the costly part): for frames from a trusted peer, i.e. the engine talking to a built-in side.
@@ -120,12 +134,12 @@ def decode(raw: str | bytes, *, check_schema: bool = True) -> dict[str, Any]:
             "bad_json", "frame holds a lone UTF-16 surrogate escape (e.g. \\ud800), which is not text"
         )
     reply_to = msg.get("id") if isinstance(msg.get("id"), str) and len(msg["id"]) <= 200 else None
-    version = msg.get("v")
-    if version != PROTOCOL_VERSION:
+    got = msg.get("v")
+    if got != version or isinstance(got, bool):
         raise ProtocolError(
             "unsupported_version",
-            f"protocol version {clip(repr(version), 80)} is not supported "
-            f"(this engine speaks v{PROTOCOL_VERSION})",
+            f"protocol version {clip(repr(got), 80)} is not supported on this connection "
+            f"(it speaks v{version})",
             reply_to,
         )
     mtype = msg.get("type")
@@ -133,7 +147,7 @@ def decode(raw: str | bytes, *, check_schema: bool = True) -> dict[str, Any]:
         raise ProtocolError("bad_message", f"unknown message type {clip(repr(mtype), 200)}", reply_to)
     if not check_schema:
         return msg
-    error = jsonschema.exceptions.best_match(validator(mtype).iter_errors(msg))
+    error = jsonschema.exceptions.best_match(validator(mtype, version).iter_errors(msg))
     if error is not None:
         detail = clip(f"{mtype}: {error.json_path}: {error.message}")
         raise ProtocolError("bad_message", detail, reply_to)
@@ -156,14 +170,16 @@ class Ids:
         return f"{self._prefix}{next(self._count)}"
 
 
-def make(message_type: str, msg_id: str, **fields: Any) -> dict[str, Any]:
+def make(message_type: str, msg_id: str, *, v: int = PROTOCOL_VERSION, **fields: Any) -> dict[str, Any]:
     """Build a message dict: the envelope (``v``, ``type``, ``id``) plus ``fields``."""
-    return {"v": PROTOCOL_VERSION, "type": message_type, "id": msg_id, **fields}
+    return {"v": v, "type": message_type, "id": msg_id, **fields}
 
 
-def error_message(msg_id: str, code: ErrorCode, message: str, reply_to: str | None = None) -> dict[str, Any]:
+def error_message(
+    msg_id: str, code: ErrorCode, message: str, reply_to: str | None = None, *, v: int = PROTOCOL_VERSION
+) -> dict[str, Any]:
     """An ``error`` message."""
-    return make("error", msg_id, code=code, message=message[:4000], reply_to=reply_to)
+    return make("error", msg_id, v=v, code=code, message=message[:4000], reply_to=reply_to)
 
 
 #: The one tool of the user side. The engine runs it (it touches no DB): it hangs up the call.

@@ -5,7 +5,8 @@ assertions).
 ``evalctl validate`` calls :func:`replay_gold` per scenario; a mismatch names the scenario and the
 differing fields (``engine.dbdiff``), and every call is checked against its tool's ``writes``
 declaration (a tool that changes what it did not declare is a problem: sessions share undeclared
-parts of a DB).
+parts of a DB). A gold call that fails is a problem unless the gold trace records it failing or the
+domain declares it in ``known_gold_errors`` (an upstream data issue: reported, not a failure).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Literal
 from engine.dbdiff import DiffLine, db_diff
 from engine.dbhash import db_hash
 from engine.gold import GoldStep, GoldTrace
-from engine.model import Scenario, ToolTable
+from engine.model import KnownGoldError, Scenario, ToolTable
 from engine.plugin import SyncStep
 from engine.scoring.action_match import is_action_match
 from engine.scoring.predicates import evaluate_db_state_assertion
@@ -41,14 +42,29 @@ class ReplayRun:
 
 
 @dataclass(frozen=True)
+class KnownFailure:
+    """A gold call that failed as the domain declares (``known_gold_errors``): the declaration,
+    the call's error message, and whether no gold write succeeded in the scenario (its expected
+    DB is then its initial DB)."""
+
+    known: KnownGoldError
+    message: str
+    initial_end_state: bool = False
+
+
+@dataclass(frozen=True)
 class ReplayOutcome:
     """One scenario's gold replay: ``ok`` when the canonical hash of the replayed DB equals the
-    expected DB's (SHA-256 hex both) and no call changed what its tool did not declare; ``lines``
-    hold the differing fields when not; ``error`` says why no replay was possible (no gold trace or
-    no expected DB), names the tools the gold calls that the tool table does not declare, or the
-    undeclared writes. ``against`` is what the end state was checked with: ``expected_db``, or
+    expected DB's (SHA-256 hex both), no call changed what its tool did not declare, and every gold
+    call that failed is declared in ``known_gold_errors`` (or recorded as failing by the gold trace
+    itself) and every declared one failed; ``lines`` hold the differing fields when not; ``error``
+    says why no replay was possible (no gold trace or no expected DB), names the tools the gold
+    calls that the tool table does not declare, the undeclared writes, or the undeclared / stale
+    gold failures. ``against`` is what the end state was checked with: ``expected_db``, or
     ``references`` (no expected DB: the reference answer and DB assertions, with ``error`` listing
-    what failed)."""
+    what failed). ``assertions`` counts the scenario's ``db_state_assertions`` evaluated on the
+    replay's end DBs, ``assertions_held`` those that hold (a failing one fails the replay).
+    ``known_failures`` are the declared failures that happened (validate prints them as warnings)."""
 
     scenario_name: str
     ok: bool
@@ -58,6 +74,42 @@ class ReplayOutcome:
     tool_calls: int = 0
     error: str | None = None
     against: Literal["expected_db", "references"] = "expected_db"
+    assertions: int = 0
+    assertions_held: int = 0
+    known_failures: tuple[KnownFailure, ...] = ()
+
+
+def _gold_failures(scenario: Scenario, run: ReplayRun) -> tuple[list[str], list[KnownFailure]]:
+    """Sort the gold calls that failed into problems (undeclared failures, declared calls that did
+    not fail) and declared failures."""
+    declared = {
+        (k.call, k.tool): k for k in scenario.domain.known_gold_errors if k.record_id == scenario.record_id
+    }
+    problems: list[str] = []
+    known: list[KnownFailure] = []
+    for call, (step, result) in enumerate(run.responses, 1):
+        entry = declared.pop((call, step.tool), None)
+        if result.get("status") == "success":
+            if entry is not None:
+                problems.append(
+                    f"known_gold_errors declares gold call {call} ({step.tool}) failing, but it succeeds"
+                )
+            continue
+        recorded = step.result if isinstance(step.result, Mapping) else {}
+        message = str(result.get("message", result.get("error_type", "")))
+        if entry is not None:
+            known.append(KnownFailure(entry, message))
+        elif recorded.get("status") != "error":  # a failure the gold itself records is expected
+            problems.append(f"gold call {step.tool} failed: {result.get('error_type')}: {message}")
+    problems.extend(
+        f"known_gold_errors names gold call {c} ({t}), which the gold trace lacks" for c, t in declared
+    )
+    failed_write = any(getattr(scenario.tools.get(k.known.tool), "kind", "") == "write" for k in known)
+    if failed_write:  # say when the known failures leave the DB as it was
+        rules = scenario.domain.hash_rules
+        same = db_hash(run.db, rules) == db_hash(scenario.initial_db, rules)
+        known = [KnownFailure(k.known, k.message, same) for k in known]
+    return problems, known
 
 
 def _audited_call(runtime: ToolRuntime, step: GoldStep, run: ReplayRun) -> ToolOutcome:
@@ -124,20 +176,29 @@ def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
     )
 
 
-def gold_signal_failures(scenario: Scenario, run: ReplayRun) -> list[str]:
+def assertion_verdicts(scenario: Scenario, run: ReplayRun) -> list[dict[str, Any]]:
+    """The verdict of each ``scenario.db_state_assertions`` item on a replay's end DBs (agent and
+    user), exactly as the ``db_state_assertion`` signal computes it after a session."""
+    plugin = scenario.domain.plugin
+    predicates = plugin.predicates if plugin else {}
+    return [
+        evaluate_db_state_assertion(predicates, a, run.db, run.user_db) for a in scenario.db_state_assertions
+    ]
+
+
+def gold_signal_failures(
+    scenario: Scenario, run: ReplayRun, verdicts: list[dict[str, Any]] | None = None
+) -> list[str]:
     """The gating signals a gold replay can be scored on without a model, that its own gold fails:
     ``is_action_match`` (the reference answer against the gold's actions) and each
-    ``db_state_assertion`` (on the gold's end DBs). A scenario whose gold fails them could never
-    pass; one line each."""
+    ``db_state_assertion`` (on the gold's end DBs; ``verdicts`` when already computed by
+    :func:`assertion_verdicts`). A scenario whose gold fails them could never pass; one line each."""
     out: list[str] = []
     if scenario.reference_answer is not None:
         matched = is_action_match(scenario.reference_answer, run.actions, scenario.match_options)
         if matched is False:
             out.append("the gold's own actions do not match its reference_answer (is_action_match)")
-    plugin = scenario.domain.plugin
-    predicates = plugin.predicates if plugin else {}
-    for assertion in scenario.db_state_assertions:
-        verdict = evaluate_db_state_assertion(predicates, assertion, run.db, run.user_db)
+    for verdict in assertion_verdicts(scenario, run) if verdicts is None else verdicts:
         if not verdict["passed"]:
             why = verdict.get("error") or f"got {verdict['actual']!r}, expected {verdict['assert_value']!r}"
             out.append(f"the gold's end state fails db_state_assertion {verdict['func_name']}: {why}")
@@ -153,17 +214,25 @@ def _against_references(scenario: Scenario) -> ReplayOutcome:
         error = "no expected DB, reference answer or DB assertions to replay against"
         return ReplayOutcome(scenario.name, False, None, None, error=error, against="references")
     run = replay_scenario(scenario, audit=True)
-    notes = [
-        f"gold call {step.tool} failed: {res.get('error_type')}: {res.get('message')}"
-        for step, res in run.responses
-        if res.get("status") != "success"
-    ]
-    notes += gold_signal_failures(scenario, run)
+    notes, known = _gold_failures(scenario, run)
+    verdicts = assertion_verdicts(scenario, run)
+    notes += gold_signal_failures(scenario, run, verdicts)
     if run.undeclared:
         notes.append(f"tools changed what their 'writes' do not declare: {'; '.join(run.undeclared[:5])}")
     actual = db_hash(run.db, scenario.domain.hash_rules)
+    held = sum(1 for v in verdicts if v["passed"])
     return ReplayOutcome(
-        scenario.name, not notes, actual, None, (), len(run.outcomes), " | ".join(notes) or None, "references"
+        scenario.name,
+        not notes,
+        actual,
+        None,
+        (),
+        len(run.outcomes),
+        " | ".join(notes) or None,
+        "references",
+        len(verdicts),
+        held,
+        tuple(known),
     )
 
 
@@ -180,13 +249,26 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
     actual, expected = db_hash(run.db, rules), db_hash(scenario.expected_db, rules)
     lines = () if actual == expected else tuple(db_diff(scenario.expected_db, run.db, rules))
     unknown = sorted({step.tool for step, res in run.responses if res.get("error_type") == "tool_not_found"})
-    notes = gold_signal_failures(scenario, run)
+    verdicts = assertion_verdicts(scenario, run)
+    notes = gold_signal_failures(scenario, run, verdicts)
     if unknown:
         notes.append(f"the gold trace calls tools the tool table lacks: {', '.join(unknown)}")
     if run.undeclared:
         shown = "; ".join(run.undeclared[:5])
         notes.append(f"tools changed what their 'writes' do not declare: {shown}")
+    failures, known = _gold_failures(scenario, run)
+    notes.extend(failures)
     ok = actual == expected and not notes
+    held = sum(1 for v in verdicts if v["passed"])
     return ReplayOutcome(
-        scenario.name, ok, actual, expected, lines, len(run.outcomes), " | ".join(notes) or None
+        scenario.name,
+        ok,
+        actual,
+        expected,
+        lines,
+        len(run.outcomes),
+        " | ".join(notes) or None,
+        assertions=len(verdicts),
+        assertions_held=held,
+        known_failures=tuple(known),
     )

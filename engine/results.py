@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,12 +42,20 @@ from engine.records.common import ErrorCause, ErrorSource, SpentUsage
 from engine.records.metrics import SIGNALS, Breakdown, MetricsRecord, Signal, SignalFields, Usage
 from engine.records.run import RunRecord
 from engine.records.summary import SummaryRecord
+from engine.records.voice import VoiceSummary
 from engine.replay import replay_scenario
 from engine.scoring.composite import compute_composite, stalled_threshold
 from engine.scoring.judge import JudgeOutcome, run_judge
 from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import build_summary, render_summary_text
-from engine.session_files import JUDGE_RESULT, METRICS, read_metrics, read_session, write_session
+from engine.session_files import (
+    JUDGE_RESULT,
+    METRICS,
+    read_metrics,
+    read_session,
+    stored_voice,
+    write_session,
+)
 from engine.session_files import is_complete as is_complete  # re-exported (older callers)
 from engine.session_files import scenario_dir as scenario_dir  # re-exported (older callers)
 from engine.untrusted import one_line
@@ -103,8 +112,10 @@ def score_session(
     """Score a stored session and write ``judge_result.json`` (when ``judge``) and, last,
     ``metrics.json``; returns the metrics. ``judge`` is the judge's outcome (None: judge off);
     ``superseded`` the model use this result replaced (see ``engine.session_files.spent_before``).
-    Raises OSError only when the folder cannot be written."""
+    An audio session's voice summary is read from its stored ``voice.json``. Raises OSError only
+    when the folder cannot be written."""
     sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
+    voice_run, voice = stored_voice(sdir)
     (sdir / METRICS).unlink(missing_ok=True)  # incomplete until the new verdict lands
     rules = scenario.domain.hash_rules
     actual_hash = db_hash(result.final_db, rules) if result.final_db is not None else None
@@ -155,18 +166,26 @@ def score_session(
         evalctl_version=__version__,
         record_id_key=scenario.record_id_key,
         superseded_usage=superseded,
+        voice_run=voice_run,
+        voice=voice,
     )
     write_json(sdir / METRICS, metrics.to_json())
     return metrics
 
 
 async def finish_session(
-    run_dir: Path, scenario: Scenario, result: SessionResult, trials: int, options: ScoringOptions
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    options: ScoringOptions,
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
 ) -> MetricsRecord:
     """Store, judge (when ``options.judge_model``) and score one session in one call; returns its
-    metrics. Judge failures are recorded, never raised. Raises OSError only when the run directory
-    cannot be written."""
-    write_session(run_dir, scenario, result, trials, invocation="")
+    metrics. ``voice`` writes an audio session's artifacts (``engine.voice.run.VoiceRun.artifacts``).
+    Judge failures are recorded, never raised. Raises OSError only when the run directory cannot
+    be written."""
+    write_session(run_dir, scenario, result, trials, invocation="", voice=voice)
     judge = await run_judge(scenario, result, options) if options.judge_model else None
     return score_session(run_dir, scenario, result, trials, options, judge)
 

@@ -22,7 +22,7 @@ import signal
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import render, results
 from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
@@ -54,6 +54,9 @@ from engine.settings import check_judge_key, resumed_options, settings_of, with_
 from engine.sides import builtin_side
 from engine.specs import load_domain
 
+if TYPE_CHECKING:
+    from engine.voice.run import VoiceRun
+
 
 @dataclass
 class RunReport:
@@ -61,7 +64,9 @@ class RunReport:
     scoring failed, see ``scoring_errors``); ``skipped`` were already complete (``--resume``)."""
 
     run_dir: Path
-    outcomes: list[tuple[SessionResult, MetricsRecord | None]] = field(default_factory=list)
+    #: (repr=False: Python 3.11's asyncio.run formats the main task's result while restoring the
+    #: SIGINT handler; a report holding every session's DB took seconds to show.)
+    outcomes: list[tuple[SessionResult, MetricsRecord | None]] = field(default_factory=list, repr=False)
     scoring_errors: dict[str, str] = field(default_factory=dict)
     summary: SummaryRecord | None = None
     interrupted: bool = False
@@ -190,12 +195,15 @@ def _plan(chosen: list[Scenario], opts: RunOptions, run_dir: Path) -> list[_Job]
     return jobs
 
 
-async def run(opts: RunOptions) -> RunReport:
+async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run the selected scenarios; returns the report. Ctrl-C (task cancellation) stops the
     sessions in flight, keeps the finished ones and still writes the summary (``interrupted``).
+    ``voice``: the audio settings of an ``opts.voice`` run (default ``VoiceRun.create()``: the
+    local TTS engine and ``$EVALCTL_ASR``'s recogniser); given for a text run, a ValueError.
 
-    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad, and
-    InfrastructureError when a model endpoint fails its check.
+    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad
+    (UsageError also for a voice run without a TTS engine), and InfrastructureError when a model
+    endpoint fails its check.
     """
     _check_counts(opts)
     with contextlib.ExitStack() as held:
@@ -216,6 +224,7 @@ async def run(opts: RunOptions) -> RunReport:
         specs = {"agent": agent_spec, "user": user_spec}
         sides = {role: _side(spec, opts, by_name) for role, spec in specs.items()}
         check_judge_key(opts.scoring)
+        voice = _voice(opts, voice)
         kinds = {role: spec.kind for role, spec in specs.items()}
         needed = files_needed(opts.concurrency, kinds, bool(opts.scoring.judge_model))
         check_open_files(needed, opts.concurrency)
@@ -231,7 +240,7 @@ async def run(opts: RunOptions) -> RunReport:
                 why = err.strerror or err
                 raise EvalctlError(f"cannot write the run directory {run_dir}: {why}") from None
             held.enter_context(lock_run_dir(run_dir))
-        return await _run_locked(opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec))
+        return await _run_locked(opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec), voice)
 
 
 async def _run_locked(
@@ -241,6 +250,7 @@ async def _run_locked(
     chosen: list[Scenario],
     sides: dict[str, BackendFactory | str],
     specs: tuple[BackendSpec, BackendSpec],
+    voice: VoiceRun | None = None,
 ) -> RunReport:
     """The run once its directory is locked: check it, plan, run the jobs, write the summary."""
     agent_spec, user_spec = specs
@@ -285,9 +295,12 @@ async def _run_locked(
                     continue
                 if hasattr(side, "aclose"):
                     stack.push_async_callback(side.aclose)
+                if role == "agent" and voice is not None:
+                    uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
+                    continue
                 uris[role] = await stack.enter_async_context(builtin_side(side, role))
             stack.enter_context(progress)
-            await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress)
+            await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress, voice)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:
@@ -304,6 +317,19 @@ async def _run_locked(
             f"results written so far are kept (`evalctl run ... --resume {run_dir}` completes the run)"
         ) from None
     return report
+
+
+def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:
+    """The run's audio settings (None: a text run)."""
+    if not opts.voice:
+        if given is not None:
+            raise ValueError("audio settings for a text run (set RunOptions.voice)")
+        return None
+    if given is not None:
+        return given
+    from engine.voice.run import VoiceRun  # the audio modules load for voice runs only
+
+    return VoiceRun.create()
 
 
 def _run_info(
@@ -344,6 +370,7 @@ async def _run_jobs(
     scorer: Scorer,
     report: RunReport,
     progress: Progress,
+    voice: VoiceRun | None,
 ) -> None:
     """Run every job: at most ``opts.concurrency`` sessions at once; each session's artifacts are
     stored as soon as it ends, then it is scored (the scorer has its own bound)."""
@@ -357,9 +384,12 @@ async def _run_jobs(
                 sdir = scenario_dir(scorer.run_dir, scenario.name, trial, opts.trials)
                 _, result = await off_loop(load_session, sdir)
             else:
+                call = voice.call(scenario) if voice is not None else None
                 async with gate:
-                    result = await _session(scenario, trial, setups[scenario.name], uris, builtin, opts)
-                await scorer.store(scenario, result, job.superseded)
+                    wrap = call.wrap if call is not None else None
+                    result = await _session(scenario, trial, setups[scenario.name], uris, builtin, opts, wrap)
+                audio = voice.artifacts(call) if voice is not None and call is not None else None
+                await scorer.store(scenario, result, job.superseded, audio)
         except (OSError, ValueError) as err:  # the folder cannot be written (or read back)
             report.scoring_errors[key] = f"{type(err).__name__}: {err}"
             return
@@ -388,8 +418,10 @@ async def _session(
     uris: dict[str, str],
     builtin: frozenset[str],
     opts: RunOptions,
+    wrap_agent: Any = None,
 ) -> SessionResult:
-    """One conversation; an engine bug becomes that session's ``error`` (source ``engine``)."""
+    """One conversation; an engine bug becomes that session's ``error`` (source ``engine``).
+    ``wrap_agent``: an audio session's link (``engine.voice.link.VoiceCall.wrap``)."""
     limits = SessionLimits(
         max_duration_s=scenario.max_duration,
         turn_timeout_s=opts.turn_timeout_s,
@@ -398,14 +430,23 @@ async def _session(
         max_tool_calls_per_turn=opts.max_tool_calls_per_turn,
     )
     try:
-        return await run_session(scenario, setup, uris["agent"], uris["user"], limits, trial, builtin)
+        return await run_session(
+            scenario,
+            setup,
+            uris["agent"],
+            uris["user"],
+            limits,
+            trial,
+            wrap_agent=wrap_agent,
+            builtin=builtin,
+        )
     except Exception as err:  # an engine bug in one session must not stop the others
         return SessionResult(
             scenario.name, trial, "error", error=f"engine error: {err!r}", error_source="engine"
         )
 
 
-def run_cli(opts: RunOptions) -> RunReport:
+def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run from a synchronous caller (the CLI); Ctrl-C or SIGTERM (a CI timeout, ``kill``) yields
     an ``interrupted`` report with the summary written; before the sessions start it raises
     KeyboardInterrupt."""
@@ -415,7 +456,7 @@ def run_cli(opts: RunOptions) -> RunReport:
         with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
             loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
         try:
-            return await run(opts)
+            return await run(opts, voice)
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGTERM)

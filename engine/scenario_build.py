@@ -5,17 +5,21 @@ problem collected (used by ``engine.specs.load_domain``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
 from engine import scenario_fields as fields
 from engine.datasources import read_error
 from engine.gold import CORE_ADAPTERS, GoldTrace, resolve_pointer
-from engine.model import Scenario, SourceRef, UserProfile
+from engine.model import DomainPlugin, Scenario, SourceRef, UserProfile
 from engine.replay import replay_scenario
 from engine.scenario_fields import BuildContext
 from engine.validation import did_you_mean, problem_at
 from engine.yamlload import JsonPath, YamlDoc
+
+#: A record id that may name a data-root file (``{id}`` in a path): the scenario schema's id pattern.
+FILE_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial_db: Any) -> Any:
@@ -30,6 +34,11 @@ def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial
     if "derive" in spec:
         return fields.derive(ctx, (*path, "derive"), spec["derive"], record, eva_id)
     if "file" in spec:
+        if ("{id}" in spec["file"] or "{eva_id}" in spec["file"]) and not FILE_SAFE_ID.match(eva_id):
+            raise LookupError(
+                f"{key} file: record id {eva_id!r} cannot name a file (letters, digits, '.', '_' and '-', "
+                "starting with a letter or digit)"
+            )
         rel = spec["file"].replace("{eva_id}", eva_id).replace("{id}", eva_id)
         try:
             base = ctx.data.file(rel)
@@ -38,9 +47,12 @@ def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial
     else:
         base = initial_db if spec.get("from") == "initial_db" else record
     try:
-        return resolve_pointer(base, spec.get("pointer", ""))
+        value = resolve_pointer(base, spec.get("pointer", ""))
     except KeyError:
         raise LookupError(f"{key}: nothing at {spec.get('pointer')} for eva_id {eva_id!r}") from None
+    if "file" in spec and path[0] in ("initial_db", "user_db"):
+        ctx.data.watch(rel, value)  # sessions share it: nothing may write into it
+    return value
 
 
 def _user(ctx: BuildContext, record: Any, override: dict[str, Any], subject: str) -> UserProfile:
@@ -67,11 +79,12 @@ def _user(ctx: BuildContext, record: Any, override: dict[str, Any], subject: str
                 problem_at(ctx.ddoc, ("user", "extra", label), f"record has nothing at {pointer}", subject)
             )
     extra.update(override.get("extra") or {})
+    texts = {k: "" if values.get(k) is None else str(values[k]) for k in ("name", "persona", "goal")}
     return UserProfile(
-        name=str(values.get("name", "")),
-        persona=str(values.get("persona", "")),
-        goal=str(values.get("goal", "")),
-        starting_utterance=str(values.get("starting_utterance", "")),
+        name=texts["name"],
+        persona=texts["persona"],
+        goal=texts["goal"],
+        starting_utterance=str(values.get("starting_utterance") or ""),
         decision_tree=dict(values.get("decision_tree") or {}),
         extra=extra,
     )
@@ -151,6 +164,16 @@ def problems_in_reference(ctx: BuildContext, doc: YamlDoc, name: str) -> None:
                 ctx.problems.append(problem_at(doc, ("reference_answer", i, key), message, name))
 
 
+def _gate_problem(gate: str, plugin: DomainPlugin | None, domain: str) -> str | None:
+    """Why ``gate`` (a ``gate_diagnostics`` entry) cannot gate, or None when it can."""
+    diagnostics = plugin.diagnostics if plugin else {}
+    if gate not in diagnostics:
+        return f"{gate!r} is not a diagnostic of domain {domain}{did_you_mean(gate, diagnostics)}"
+    if plugin is not None and gate in plugin.count_diagnostics:
+        return f"{gate!r} counts findings (0 = clean) and cannot gate; the summary reports it as a count"
+    return None
+
+
 def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     s, domain, name = doc.data, ctx.domain, doc.data["name"]
     before = len(ctx.problems)
@@ -189,17 +212,14 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     derived = fields.record_fields(ctx, s, record, eva_id, name)
     s = {**(derived or {}), **s}  # the scenario file's own keys win
     signals = s.get("success_signals", list(domain.success_signals))
-    diagnostics = domain.plugin.diagnostics if domain.plugin else {}
     gates = [*dspec.get("gate_diagnostics", []), *s.get("gate_diagnostics", [])]
     for where, listed in (
         (ctx.ddoc, dspec.get("gate_diagnostics", [])),
         (doc, s.get("gate_diagnostics", [])),
     ):
         for i, gate in enumerate(listed):
-            if gate not in diagnostics and (where is doc or "gates" not in ctx.reported):
-                message = (
-                    f"{gate!r} is not a diagnostic of domain {domain.name}{did_you_mean(gate, diagnostics)}"
-                )
+            message = _gate_problem(gate, domain.plugin, domain.name)
+            if message and (where is doc or "gates" not in ctx.reported):
                 ctx.problems.append(
                     problem_at(where, ("gate_diagnostics", i), message, name if where is doc else None)
                 )

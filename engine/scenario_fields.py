@@ -178,17 +178,32 @@ def check_references(ctx: BuildContext, doc: YamlDoc, values: Mapping[str, Any],
     return out
 
 
+#: The keys of a ``source`` (schemas/domain.schema.json ``$defs.source``): a side's
+#: ``template_variables`` holding none of them names its variables one by one.
+SOURCE_KEYS = frozenset({"file", "from", "pointer", "value", "format", "derive"})
+
+
+def _side_value(spec: Any, where: JsonPath, source: Any) -> Any:
+    """One side's variables: the mapping ``source(where)`` gives, or, for ``{<variable>: <source>}``,
+    each variable's own source. Raises like ``source`` (its text names the variable's path)."""
+    if not isinstance(spec, Mapping) or SOURCE_KEYS & set(spec):
+        return source(where)
+    return {variable: source((*where, variable)) for variable in spec}
+
+
 def template_variables(
     ctx: BuildContext, record: Any, record_id: str, name: str, source: Any
 ) -> dict[str, dict[str, Any]] | None:
-    """Each side's extra template variables (``template_variables`` of domain.yaml), read with
-    ``source(ctx, key, record)``; None when one is not a mapping of new variable names (recorded)."""
+    """Each side's extra template variables (``template_variables`` of domain.yaml): one source
+    whose value is the mapping of variables, or a mapping of variable name -> source (e.g. a
+    data-root text file each), read with ``source(path)``; None when one is not a mapping of new
+    variable names (recorded)."""
     out: dict[str, dict[str, Any]] = {}
     before = len(ctx.problems)
-    for side in ctx.ddoc.data.get("template_variables") or {}:
+    for side, spec in (ctx.ddoc.data.get("template_variables") or {}).items():
         where = ("template_variables", side)
         try:
-            value = source(where)
+            value = _side_value(spec, where, source)
         except Reported:
             continue
         except LookupError as err:

@@ -36,11 +36,13 @@ def _selected(record: Any, where: dict[str, Any] | None) -> bool:
 def _generated_name(
     ddoc: YamlDoc, plugin: DomainPlugin | None, rid: str, record: Any, problems: list[Problem]
 ) -> str | None:
-    """The generated scenario's name: the ``scenarios.name`` template, or ``{derive: <name>}``
+    """The generated scenario's name: the ``scenarios.name`` template (``{domain}``: the domain's
+    name, so a variant that extends the spec names its scenarios after itself), or ``{derive: <name>}``
     (None, with a problem recorded, when the plugin cannot give one)."""
     spec = ddoc.data["scenarios"]["name"]
     if isinstance(spec, str):
-        return spec.replace("{id}", re.sub(r"[^A-Za-z0-9_]", "_", rid))
+        name = spec.replace("{domain}", ddoc.data["name"])
+        return name.replace("{id}", re.sub(r"[^A-Za-z0-9_]", "_", rid))
     funcs = plugin.derive if plugin is not None else {}
     func = funcs.get(spec["derive"])
     where = ("scenarios", "name", "derive")
@@ -104,7 +106,10 @@ def generated_docs(
         if name is None:
             continue
         doc = YamlDoc(ddoc.file, {"name": name, "id": rid, "description": description}, {(): at})
-        found = schema_problems(doc, "scenario", name)
+        # A dataset's ids may hold any character (tau2: '[service_issue]a|b[PERSONA:None]'): the
+        # schema's file-safe id pattern is checked where an id would name a file (scenario_build).
+        checked = YamlDoc(ddoc.file, {**doc.data, "id": "generated"}, {(): at})
+        found = schema_problems(checked, "scenario", name)
         problems.extend(found)
         if not found:
             out.append(doc)

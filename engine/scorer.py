@@ -20,6 +20,7 @@ from engine.options import ScoringOptions
 from engine.records.common import SpentUsage
 from engine.records.metrics import MetricsRecord
 from engine.records.session import SessionRecord
+from engine.records.voice import VoiceSummary
 from engine.results import score_session
 from engine.scoring.judge import Judge
 from engine.session_files import write_session
@@ -61,12 +62,16 @@ class Scorer:
         self.gate = asyncio.Semaphore(max(1, concurrency))
 
     async def store(
-        self, scenario: Scenario, result: SessionResult, superseded: tuple[SpentUsage, ...] = ()
+        self,
+        scenario: Scenario,
+        result: SessionResult,
+        superseded: tuple[SpentUsage, ...] = (),
+        voice: Callable[[Path], VoiceSummary | None] | None = None,
     ) -> SessionRecord:
-        """Write the session's artifacts (``engine.session_files.write_session``). Raises OSError
-        when the run directory cannot be written."""
+        """Write the session's artifacts (``engine.session_files.write_session``; ``voice`` an audio
+        session's writer). Raises OSError when the run directory cannot be written."""
         return await off_loop(
-            write_session, self.run_dir, scenario, result, self.trials, self.invocation, superseded
+            write_session, self.run_dir, scenario, result, self.trials, self.invocation, superseded, voice
         )
 
     async def score(

@@ -8,6 +8,8 @@ successful call of either side. The user side also has ``end_call``. Stop reason
 
 - ``exit`` / ``transfer``: a tool ended the call (end_conversation, transfer_to_agent);
 - ``user_hangup``: the user ended the call and the agent, given one closing turn, did not;
+  ``user_stop`` / ``user_transfer`` / ``user_out_of_scope`` instead when the user said why
+  (``turn.response.end_reason``: tau2's stop tokens, mapped by the built-in openai user side);
 - ``timeout``: ``max_duration`` seconds of wall time, ``max_turns`` agent turns, or a side silent
   for ``turn_timeout_s`` seconds (also a side whose model request timed out);
 - ``no_progress``: ``max_idle_turns`` turns in a row, both sides counted, that moved nothing: no
@@ -22,11 +24,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.model import Scenario, SessionResult
+from engine.model import USER_END_REASONS, Scenario, SessionResult
 from engine.protocol import END_CALL_TOOL
 from engine.sides.link import MAX_FORWARD_BYTES, SideFailure, SideLink, Traffic, blame, forward_bytes
 from engine.stuck import is_idle
@@ -77,6 +80,10 @@ class _Stop(Exception):
         self.source = source
 
 
+#: Replaces the agent's link once connected (audio sessions: ``engine.voice.link.VoiceCall.wrap``).
+LinkWrapper = Callable[[SideLink], SideLink]
+
+
 class _Session:
     def __init__(
         self,
@@ -84,8 +91,10 @@ class _Session:
         setup: SessionSetup,
         limits: SessionLimits,
         trial: int,
+        wrap_agent: LinkWrapper | None = None,
         builtin: frozenset[str] = frozenset(),
     ):
+        self.wrap_agent = wrap_agent
         self.builtin = builtin
         self.scenario = scenario
         self.setup = setup
@@ -98,6 +107,7 @@ class _Session:
         if scenario.user_tools is not None and user_db is not None:
             self.user_runtime = ToolRuntime(scenario.user_tools, user_db)
         plugin = scenario.domain.plugin
+        self.result_text = plugin.result_text if plugin is not None else None
         if plugin is not None and plugin.sync is not None and user_db is not None:
             sync, agent_db = plugin.sync, self.runtime.db
             self.runtime.after_call = lambda: sync(agent_db, user_db)
@@ -130,6 +140,8 @@ class _Session:
         )
         for role, link in (("agent", agent), ("user", user)):
             if isinstance(link, SideLink):
+                if role == "agent" and self.wrap_agent is not None:
+                    link = self.wrap_agent(link)
                 self.links[role] = link
                 link.traffic = self.traffic
                 link.builtin = role in self.builtin
@@ -196,9 +208,12 @@ class _Session:
                 return self.ended
             if speaker == "user" and (reply.get("end") or self.ended == "user_hangup"):
                 self.ended = "user_hangup"
-                self.log("user", "hangup", None)
+                reason = reply.get("end_reason") if reply.get("end") else None
+                self.log("user", "hangup", {"reason": reason} if reason else None)
                 await self.turn("agent", reply["text"] or None, closing=True)
-                return self.ended if self.ended in ("exit", "transfer") else "user_hangup"
+                if self.ended in ("exit", "transfer"):
+                    return self.ended
+                return USER_END_REASONS.get(reason, "user_hangup") if reason else "user_hangup"
             utterance = reply["text"]
             speaker = "agent" if speaker == "user" else "user"
 
@@ -275,13 +290,16 @@ class _Session:
             outcome = self.runtime.call(name, arguments)
             result, ended = as_sent(outcome.result), outcome.ended
             self.result.tool_calls.append(
-                {"name": name, "arguments": arguments, "result": result, "turn": turn}
+                {"name": name, "arguments": arguments, "result": result, "turn": turn, "side": "agent"}
             )
         if ended:
             self.ended = ended
         self.log("tool", "tool_result", {"call_id": msg["call_id"], "name": name, "result": result})
+        shown = {} if self.result_text is None else {"text": self.result_text(result)}
         self.engine_time_s += time.perf_counter() - t0
-        await link.send("tool.result", reply_to=msg["id"], call_id=msg["call_id"], result=result, ended=ended)
+        await link.send(
+            "tool.result", reply_to=msg["id"], call_id=msg["call_id"], result=result, ended=ended, **shown
+        )
 
     def _add_usage(self, role: str, usage: dict[str, Any] | None) -> None:
         if not usage:
@@ -321,6 +339,7 @@ async def run_session(
     user_uri: str,
     limits: SessionLimits,
     trial: int = 1,
+    wrap_agent: LinkWrapper | None = None,
     builtin: frozenset[str] = frozenset(),
 ) -> SessionResult:
     """Run one conversation of ``scenario`` between the sides at ``agent_uri`` / ``user_uri``
@@ -328,8 +347,9 @@ async def run_session(
     message in ``SessionResult.error`` and, when it is infrastructure's (not the agent's),
     ``error_source`` (``builtin``: the roles the run serves itself, see
     ``engine.sides.link.blame``). Cancellation (Ctrl-C) is propagated after closing the sides.
+    ``wrap_agent`` replaces the agent's link once connected (an audio session's link).
     """
-    session = _Session(scenario, setup, limits, trial, builtin)
+    session = _Session(scenario, setup, limits, trial, wrap_agent, builtin)
     session.result.agent_backend, session.result.user_backend = (
         agent_uri,
         user_uri,

@@ -4,33 +4,37 @@ during judging) without running the conversation again.
 
 Per (scenario, trial) folder (:func:`scenario_dir`), every file written atomically, in this order:
 ``final_db.json``, ``expected_db.json``, ``final_user_db.json``, ``actions.json``,
-``tool_calls.json``, ``transcript.jsonl``, ``final_scenario_db_hash.txt``, ``scenario_config/``
-and LAST ``session.json`` (:class:`engine.records.session.SessionRecord`): its presence marks the
-session stored. Scoring then writes ``judge_result.json`` (judge on) and ``metrics.json``.
+``tool_calls.json``, ``transcript.jsonl``, ``final_scenario_db_hash.txt``, ``scenario_config/``,
+``voice.json`` and ``audio/{user,agent}.wav`` (audio sessions) and LAST ``session.json``
+(:class:`engine.records.session.SessionRecord`): its presence marks the session stored. Scoring
+then writes ``judge_result.json`` (judge on) and ``metrics.json``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from engine import render
-from engine.artifacts import read_json, read_jsonl, write_json, write_jsonl, write_text
+from engine.artifacts import read_json, read_jsonl, write_db_json, write_json, write_jsonl, write_text
 from engine.dbhash import db_hash
 from engine.model import Scenario, SessionResult
 from engine.records.common import ErrorCause, ErrorSource, SpentUsage, Usage, spent
 from engine.records.metrics import MetricsRecord
 from engine.records.session import SessionRecord
+from engine.records.voice import VoiceSummary
 
 log = logging.getLogger(__name__)
 
 METRICS = "metrics.json"
 SESSION = "session.json"
 JUDGE_RESULT = "judge_result.json"
+#: An audio session's timeline and metrics (``engine.voice.run.VOICE_JSON``).
+VOICE = "voice.json"
 
 
 def scenario_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> Path:
@@ -150,6 +154,7 @@ def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str |
         "scenario_name": scenario.name,
         scenario.record_id_key: scenario.record_id,
         "domain": scenario.domain.name,
+        "group": scenario.group,
         "description": scenario.description,
         "current_date": scenario.current_date,
         "max_duration_s": scenario.max_duration,
@@ -180,7 +185,7 @@ def _clear(sdir: Path) -> None:
             (sdir / name).unlink()
     for stale in [*sdir.glob(".*.tmp"), *sdir.glob("scenario_config/.*.tmp")]:
         stale.unlink(missing_ok=True)  # temp files left by a killed earlier attempt
-    for optional in ("final_db.json", "final_user_db.json", "expected_db.json", JUDGE_RESULT):
+    for optional in ("final_db.json", "final_user_db.json", "expected_db.json", JUDGE_RESULT, VOICE):
         (sdir / optional).unlink(missing_ok=True)
     (sdir / "scenario_config" / "gold_path.json").unlink(missing_ok=True)
 
@@ -192,11 +197,13 @@ def write_session(
     trials: int,
     invocation: str,
     superseded: Iterable[SpentUsage] = (),
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
 ) -> SessionRecord:
     """Write the artifacts of a session that just ended, ``session.json`` last; returns its record.
     ``invocation`` is the id of the run invocation that ran it; ``superseded`` the model use of
-    the earlier attempts of this result (see :func:`spent_before`). Raises OSError only when the
-    run directory cannot be written."""
+    the earlier attempts of this result (see :func:`spent_before`); ``voice`` writes an audio
+    session's artifacts (``engine.voice.run.VoiceRun.artifacts``: ``voice.json``, ``audio/``).
+    Raises OSError only when the run directory cannot be written."""
     sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
     sdir.mkdir(parents=True, exist_ok=True)
     _clear(sdir)
@@ -204,16 +211,16 @@ def write_session(
     actual_hash = db_hash(result.final_db, rules) if result.final_db is not None else None
     expected_hash = db_hash(scenario.expected_db, rules) if scenario.expected_db is not None else None
     if result.final_db is not None:
-        write_json(sdir / "final_db.json", result.final_db)
+        write_db_json(sdir / "final_db.json", result.final_db)
     if scenario.expected_db is not None:
-        write_json(sdir / "expected_db.json", scenario.expected_db)
+        write_db_json(sdir / "expected_db.json", scenario.expected_db)
     write_json(sdir / "actions.json", result.actions)
     write_json(sdir / "tool_calls.json", result.tool_calls)
     write_jsonl(sdir / "transcript.jsonl", result.transcript)
     hash_lines = f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n"
     if result.user_db is not None:  # dual-side domains: recorded, never scored
         hash_lines += f"user_db_hash: {db_hash(result.user_db, rules)}\n"
-        write_json(sdir / "final_user_db.json", result.user_db)
+        write_db_json(sdir / "final_user_db.json", result.user_db)
     write_text(sdir / "final_scenario_db_hash.txt", hash_lines)
     prompts, tools, render_error = _rendered_config(scenario)
     cfg = sdir / "scenario_config"
@@ -223,9 +230,25 @@ def write_session(
     write_json(cfg / "tools.json", tools)
     if result.user_backend == "replay" and result.agent_backend != "replay" and scenario.gold_trace:
         write_json(cfg / "gold_path.json", gold_path(scenario))  # for evalctl diff: where it left the gold
+    if voice is not None:
+        voice(sdir)
     record = session_record(result, invocation, tuple(superseded))
     write_json(sdir / SESSION, record.to_json())
     return record
+
+
+def stored_voice(sdir: Path) -> tuple[bool, VoiceSummary | None]:
+    """Whether the stored session was an audio session (its ``voice.json`` is there), and its voice
+    summary (None when the agent side never agreed on audio). Raises ValueError (RecordError) for
+    a ``voice.json`` that is not one."""
+    try:
+        body = read_json(Path(sdir) / VOICE)
+    except FileNotFoundError:
+        return False, None
+    if not isinstance(body, dict):
+        raise ValueError(f"{Path(sdir) / VOICE}: not an object")
+    summary = body.get("summary")
+    return True, None if summary is None else VoiceSummary.from_json(summary)
 
 
 def session_record(

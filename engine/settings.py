@@ -33,6 +33,7 @@ SESSION_SETTINGS = (
     "max_tool_calls_per_turn",
     "request_timeout_s",
     "max_retries",
+    "voice",
 )
 #: ScoringOptions fields that are settings (under ``scoring`` in the record).
 SCORING_SETTINGS = (
@@ -62,6 +63,7 @@ FLAGS: dict[str, str] = {
     "max_tool_calls_per_turn": "--max-tool-calls",
     "request_timeout_s": "--request-timeout",
     "max_retries": "model request retries",
+    "voice": "--voice",
     "scoring.min_agent_turns": "--min-agent-turns",
     "scoring.strict_match": "--strict-match",
     "scoring.judge_model": "--judge-model",

@@ -9,7 +9,7 @@ carries every problem found; nothing is skipped. Dataset files are parsed once p
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -18,7 +18,8 @@ from engine.dataroot import resolve_data_root, warn_if_modified
 from engine.datasources import DataFiles, read_error
 from engine.errors import DataRootError, Problem, SpecError, UsageError
 from engine.gold import resolve_pointer
-from engine.model import Domain, HashRules, Scenario, SourceRef, ToolTable
+from engine.grouping import GroupRule, parse_rule
+from engine.model import Domain, HashRules, KnownGoldError, Scenario, SourceRef, ToolTable
 from engine.plugin import DomainPlugin, Plugins
 from engine.render import check_templates
 from engine.safepaths import outside_problem
@@ -41,6 +42,24 @@ class LoadedDomain:
     domain: Domain
     scenarios: tuple[Scenario, ...]
     prompts_rendered: int = 0
+    data: DataFiles | None = field(default=None, compare=False, repr=False)
+
+    def shared_db_problems(self) -> list[Problem]:
+        """One problem per shared initial DB that something wrote into since it was parsed (a
+        tool writing outside its ``writes``; see :meth:`DataFiles.changed`)."""
+        if self.data is None:
+            return []
+        return [
+            Problem(
+                self.domain.source.file,
+                0,
+                "$.tool_table",
+                f"the shared DB {rel} changed while gold traces were replayed: a tool writes outside its "
+                f"'writes' declaration (changed: {', '.join(paths) or 'top level'}); sessions would see "
+                "each other's changes",
+            )
+            for rel, paths in self.data.changed()
+        ]
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -170,6 +189,20 @@ def _tool_table(
     table, found = build_tool_table(doc, upstream, handlers, rules, schemas)
     problems.extend(found)
     return table
+
+
+def _known_gold_errors(doc: YamlDoc) -> tuple[KnownGoldError, ...]:
+    """The ``known_gold_errors`` entries as records located at their spec line."""
+    return tuple(
+        KnownGoldError(
+            str(e["id"]),
+            int(e["call"]),
+            e["tool"],
+            e.get("note", ""),
+            SourceRef(doc.file, doc.line(("known_gold_errors", i))),
+        )
+        for i, e in enumerate(doc.data.get("known_gold_errors") or ())
+    )
 
 
 def _plugin(doc: YamlDoc, plugins: Plugins, problems: list[Problem]) -> DomainPlugin | None:
@@ -309,13 +342,24 @@ def _build_domain(
         language=d.get("language", "en"),
         user_speaks_first=d.get("user_speaks_first", True),
         kickoff=d.get("kickoff"),
+        report_group=_report_group(doc, problems),
         source=SourceRef(doc.file, 1),
         extra={"spec": d},
         plugin=plugin,
         user_tools=user_tools,
         parent_dirs=parents,
+        known_gold_errors=_known_gold_errors(doc),
     )
     return domain, doc
+
+
+def _report_group(doc: YamlDoc, problems: list[Problem]) -> GroupRule | None:
+    """The domain's ``report_group`` rule (None when it declares none or the rule is bad)."""
+    if "report_group" not in doc.data:
+        return None
+    rule, found = parse_rule(doc.data["report_group"])
+    problems.extend(problem_at(doc, ("report_group", key), message) for key, message in found)
+    return rule
 
 
 def _check_releases(ddoc: YamlDoc, root: Path) -> None:
@@ -347,6 +391,9 @@ def _releases(ddoc: YamlDoc) -> set[str]:
     paths.append(d.get("gold_trace", {}).get("dataset", {}).get("path", ""))
     paths.append(d["policy"].get("file", ""))
     paths.extend(d["policy"].get("files", []))
+    for spec in (d.get("template_variables") or {}).values():  # a source, or one source per variable
+        sources = [spec] if "file" in spec else [s for s in spec.values() if isinstance(s, dict)]
+        paths.extend(str(s["file"]) for s in sources if "file" in s)
     return {p.split("/")[0] for p in paths if p}
 
 
@@ -412,4 +459,7 @@ def load_domain(
     problems.extend(template_problems)
     if problems:
         raise SpecError(problems)
-    return LoadedDomain(domain, tuple(scenarios), rendered)
+    loaded = LoadedDomain(domain, tuple(scenarios), rendered, data)
+    if problems := loaded.shared_db_problems():  # the gold replays of expected DBs ran on it
+        raise SpecError(problems)
+    return loaded

@@ -189,9 +189,21 @@ def build_tool_table(
         if writes is None and raw["kind"] in ("read", "harness"):
             writes = []
         try:
-            parse_writes(writes or ())
+            parsed = parse_writes(writes or ())
         except ValueError as err:
             problems.append(problem_at(doc, (*here, "writes"), str(err)))
+            continue
+        names = set((parameters.get("properties") or {}).keys())
+        unknown = [
+            seg[1:-1]
+            for path in parsed
+            for seg in path.segments
+            if seg.startswith("{") and seg.endswith("}") and seg[1:-1] not in names
+        ]
+        if unknown:  # such a path resolves to nothing: the node would never be copied
+            hint = did_you_mean(unknown[0], names)
+            message = f"writes names {{{unknown[0]}}}, not an argument of {name!r}{hint}"
+            problems.append(problem_at(doc, (*here, "writes"), message))
             continue
         tools.append(
             ToolSpec(

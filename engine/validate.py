@@ -1,6 +1,6 @@
 """``evalctl validate``: load a spec directory (schemas, cross-checks, every prompt rendered), render
-the judge's prompt of every scenario, then replay every gold trace and compare the end state with
-the expected DB.
+the judge's prompt of every scenario, then replay every gold trace, compare the end state with the
+expected DB and check the scenario's db_state_assertions on it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ class ValidationReport:
     ``problems``: every spec finding; ``scenarios``: scenario count loaded; ``prompts``: prompts
     rendered (agent + user per scenario); ``judge_prompts``: judge prompts rendered (one per
     scenario, for a session with and one without tool calls); ``replay``: one object per replayed
-    scenario (``.ok``, ``.scenario_name``, ``.lines``); ``replay_note``: why replay did not run.
+    scenario (``.ok``, ``.scenario_name``, ``.lines``); ``replay_note``: why replay did not run,
+    if it did not; ``assertions`` / ``assertions_held``: the scenarios' db_state_assertions
+    evaluated on the gold replays' end DBs, and how many held.
     """
 
     spec_dir: str
@@ -37,8 +39,37 @@ class ValidationReport:
     sources: dict[str, str] = field(default_factory=dict)  # scenario name -> "file:line"
 
     @property
+    def assertions(self) -> int:
+        return sum(r.assertions for r in self.replay)
+
+    @property
+    def assertions_held(self) -> int:
+        return sum(r.assertions_held for r in self.replay)
+
+    @property
     def replay_failures(self) -> list[Any]:
         return [r for r in self.replay if not r.ok]
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per declared gold failure that happened (``known_gold_errors``): a known data
+        issue upstream, reported but never a failure."""
+        out = []
+        for r in self.replay:
+            for f in r.known_failures:
+                k = f.known
+                where = f"{k.source.file}:{k.source.line}" if k.source.line else k.source.file
+                note = f" ({k.note})" if k.note else ""
+                tail = (
+                    "; no gold write succeeds, so the expected DB is the initial DB"
+                    if f.initial_end_state
+                    else ""
+                )
+                out.append(
+                    f"{where}: warning: known gold error: call {k.call} ({k.tool}) fails as declared: "
+                    f"{f.message}{note}{tail} [{r.scenario_name}]"
+                )
+        return out
 
     @property
     def ok(self) -> bool:
@@ -46,7 +77,7 @@ class ValidationReport:
 
     def lines(self) -> list[str]:
         """Every finding as one printable line, then the summary line."""
-        out = [str(p) for p in self.problems]
+        out = [str(p) for p in self.problems] + self.warnings
         for r in self.replay_failures:
             where = self.sources.get(r.scenario_name, self.spec_dir)
             problem = (
@@ -70,6 +101,12 @@ class ValidationReport:
             replay = f"gold replay skipped ({self.replay_note})"
         else:
             replay = f"gold replay {len(self.replay) - len(self.replay_failures)}/{len(self.replay)}"
+            if self.assertions:
+                replay += f", {self.assertions_held}/{self.assertions} assertions hold on the gold"
+            known = sum(len(r.known_failures) for r in self.replay)
+            if known:
+                tasks = sum(1 for r in self.replay if r.known_failures)
+                replay += f" ({known} known gold error(s) in {tasks} scenario(s), warnings above)"
         judge = f" and {self.judge_prompts} judge prompts" if self.judge_prompts else ""
         return (
             f"validated {self.scenarios} scenario{'' if self.scenarios == 1 else 's'} in {self.spec_dir}: "
@@ -84,7 +121,8 @@ def validate_specs(
     """Load and check a spec directory; never raises for spec problems (they go in the report).
 
     Runs the schemas, every cross-check and both templates for every scenario (via
-    ``engine.specs.load_domain``), then replays each scenario's gold trace with
+    ``engine.specs.load_domain``), renders each scenario's judge prompt (:func:`judge_prompt_problems`),
+    then replays each scenario's gold trace with
     ``engine.replay.replay_gold`` unless ``replay`` is False. Raises DataRootError for a missing
     data root.
     """
@@ -107,6 +145,18 @@ def validate_specs(
         report.sources[scenario.name] = f"{scenario.source.file}:{scenario.source.line}"
         if scenario.gold_trace is not None:
             report.replay.append(replay_gold(scenario))
+    report.problems.extend(loaded.shared_db_problems())  # the audit cannot see writes into shared records
+    ids = {s.record_id for s in loaded.scenarios}
+    for i, known in enumerate(loaded.domain.known_gold_errors):
+        if known.record_id not in ids:
+            report.problems.append(
+                Problem(
+                    known.source.file,
+                    known.source.line,
+                    f"$.known_gold_errors[{i}].id",
+                    f"no scenario has record id {known.record_id!r}",
+                )
+            )
     return report
 
 

@@ -19,7 +19,7 @@ from engine.errors import Problem
 from engine.model import SCHEMA_DIR
 from engine.yamlload import JsonPath, YamlDoc, format_json_path
 
-SpecKind = Literal["domain", "tools", "scenario"]
+SpecKind = Literal["domain", "tools", "scenario", "prices"]
 
 
 @cache

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real data root (filled by `make data`) and the repository paths."""
+"""Shared fixtures: the real data root (filled by `make data`) and the repository paths, with the
+mock domain's spec folder and data root (tests/mock_domain/, no download needed)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC_DIR = REPO / "specs" / "eva_airline"
+MOCK_SPEC_DIR = REPO / "tests" / "mock_domain" / "spec"
+MOCK_DATA_ROOT = REPO / "tests" / "mock_domain" / "dataroot"
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -24,3 +27,12 @@ def data_root() -> Path:
     root = Path(os.environ.get("EVAL_DATA_ROOT", REPO / "data")).resolve()
     assert (root / "eva-0.1.3").is_dir(), f"no eva data under {root}: run `make data`"
     return root
+
+
+@pytest.fixture(scope="session")
+def sample_run_dir(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real eva_airline run with passes, failures with DB differences, a model agent with token
+    usage and a judge (``tests/report_helpers.py``); built once per test session. Read it only."""
+    from tests.report_helpers import sample_run
+
+    return sample_run(data_root, tmp_path_factory.mktemp("sample"))

@@ -3,8 +3,9 @@
 A side server (``engine.sides``) holds the conversation as OpenAI chat ``messages`` (its own
 system prompt first; the other party's lines as ``user``, its own as ``assistant``, tool results as
 ``tool``) and asks its backend for the next step with :meth:`Backend.respond`. Backends are
-selected by a spec string, see :func:`parse_backend_spec`: ``replay``, ``openai:MODEL`` or an
-external ``ws://host:port`` side (which is not a backend: the runner connects to it directly).
+selected by a spec string, see :func:`parse_backend_spec`: ``replay``, ``noop`` (a baseline
+that does nothing), ``openai:MODEL`` or an external ``ws://host:port`` side (which is not a backend:
+the runner connects to it directly).
 This package module holds the shared types only; :func:`engine.backends.factory.make_factory`
 builds a built-in side's backend (it imports the backends, which import these types).
 """
@@ -49,7 +50,9 @@ def token_count(value: Any) -> int:
 
 @dataclass
 class BackendReply:
-    """One model step: ``text`` said (may be empty) and ``tool_calls`` wanted (may be empty)."""
+    """One model step: ``text`` said (may be empty) and ``tool_calls`` wanted (may be empty).
+    ``end`` (user side only) ends the call after this step, saying why: ``stop``, ``transfer`` or
+    ``out_of_scope`` (:data:`USER_STOP_TOKENS`); its tool calls are then not run."""
 
     text: str = ""
     #: The assistant message exactly as the endpoint returned it (JSON; its tool calls those sent to
@@ -58,6 +61,27 @@ class BackendReply:
     message: dict[str, Any] | None = None
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    end: str | None = None
+
+
+#: tau2's user-simulator stop tokens (tau2 17e07b1 ``tau2.user.base``) -> ``turn.response.end_reason``.
+USER_STOP_TOKENS: dict[str, str] = {
+    "###STOP###": "stop",
+    "###TRANSFER###": "transfer",
+    "###OUT-OF-SCOPE###": "out_of_scope",
+}
+
+
+def user_stop(text: str) -> tuple[str, str | None]:
+    """``(text without the tokens, end reason)`` for a user model's words: the reason of the first
+    stop token in the text (:data:`USER_STOP_TOKENS`, matched anywhere, as tau2 does), else None
+    and the text unchanged. ``"Thanks! ###STOP###"`` -> ``("Thanks!", "stop")``."""
+    found = [(text.find(token), reason) for token, reason in USER_STOP_TOKENS.items() if token in text]
+    if not found:
+        return text, None
+    for token in USER_STOP_TOKENS:
+        text = text.replace(token, " ")
+    return " ".join(text.split()), min(found)[1]
 
 
 @dataclass(frozen=True)
@@ -110,27 +134,28 @@ class BackendFactory(Protocol):
 
 @dataclass(frozen=True)
 class BackendSpec:
-    """A parsed ``--agent`` / ``--user`` value: ``kind`` replay, openai or external;
+    """A parsed ``--agent`` / ``--user`` value: ``kind`` replay, noop, openai or external;
     ``model`` for openai; ``uri`` for external."""
 
-    kind: Literal["replay", "openai", "external"]
+    kind: Literal["replay", "noop", "openai", "external"]
     model: str | None = None
     uri: str | None = None
 
     def __str__(self) -> str:
-        return {"replay": "replay", "openai": f"openai:{self.model}", "external": str(self.uri)}[self.kind]
+        names = {"replay": "replay", "noop": "noop", "openai": f"openai:{self.model}"}
+        return names.get(self.kind, str(self.uri))
 
 
 def parse_backend_spec(text: str) -> BackendSpec:
-    """Parse ``replay``, ``openai:MODEL`` or ``ws://host:port`` (also ``wss://``).
+    """Parse ``replay``, ``noop``, ``openai:MODEL`` or ``ws://host:port`` (also ``wss://``).
 
     Raises ``UsageError`` for anything else.
     """
     value = text.strip()
-    if value == "replay":
-        return BackendSpec("replay")
+    if value in ("replay", "noop"):
+        return BackendSpec(value)  # type: ignore[arg-type]
     if value.startswith("openai:") and value[len("openai:") :].strip():
         return BackendSpec("openai", model=value[len("openai:") :].strip())
     if value.startswith(("ws://", "wss://")) and len(value.split("://", 1)[1]) > 0:
         return BackendSpec("external", uri=value)
-    raise UsageError(f"unknown backend {text!r}: expected replay, openai:MODEL or ws://host:port")
+    raise UsageError(f"unknown backend {text!r}: expected replay, noop, openai:MODEL or ws://host:port")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.backends import BackendFactory, BackendSpec
+from engine.backends.noop import NoopFactory
 from engine.backends.replay import ReplayFactory
 from engine.errors import UsageError
 
@@ -20,9 +21,12 @@ def make_factory(
     replay_latency_s: float = 0.0,
 ) -> BackendFactory:
     """The backend factory of a built-in side. ``scenarios`` (name -> Scenario) is needed by
-    ``replay``. Raises UsageError for an external spec (no built-in side) or a missing API key."""
+    ``replay`` (and tells ``noop`` each scenario's hang-up tool). Raises UsageError for an external
+    spec (no built-in side) or a missing API key."""
     if spec.kind == "replay":
         return ReplayFactory(scenarios or {}, latency_s=replay_latency_s)
+    if spec.kind == "noop":
+        return NoopFactory(scenarios or {})
     if spec.kind == "openai":
         # imported here, not at the top: the openai client takes ~0.4 s to import, replay never needs it
         from engine.backends.openai_chat import OpenAIFactory

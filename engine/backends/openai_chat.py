@@ -6,13 +6,14 @@ which backs off exponentially (0.5 s doubling, capped at 8 s, with jitter) on 40
 (up to 120 s) instead. Each request is limited to ``request_timeout_s`` seconds. The API key is read
 from the environment variable named by ``api_key_env``, never from a file.
 
-The same backend serves the agent and the user simulator. The tool-call loop (and its cap on
-rounds per turn) lives in the side server; this class makes one request per step. Tool calls are
-passed on exactly as the model produced them (malformed JSON arguments or unknown tool names
-included): the engine answers them with structured error results and the conversation goes on.
-A duplicate call id gets a suffix; ``arguments`` sent as an object are re-encoded as JSON text.
-A reply that is not a chat completion (HTML, bad JSON, a message of null) is a BackendError naming
-the endpoint; 401/403/404 say what to check.
+The same backend serves the agent and the user simulator; on the user side, tau2's stop tokens in
+the model's words end the call (``BackendReply.end``; the words go on without the token). The
+tool-call loop (and its cap on rounds per turn) lives in the side server; this class makes one
+request per step. Tool calls are passed on exactly as the model produced them (malformed JSON
+arguments or unknown tool names included): the engine answers them with structured error results
+and the conversation goes on. A duplicate call id gets a suffix; ``arguments`` sent as an object
+are re-encoded as JSON text. A reply that is not a chat completion (HTML, bad JSON, a message of
+null) is a BackendError naming the endpoint; 401/403/404 say what to check.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from engine.backends import (
     TurnInfo,
     Usage,
     token_count,
+    user_stop,
 )
 from engine.errors import UsageError
 
@@ -39,12 +41,16 @@ from engine.errors import UsageError
 @dataclass
 class OpenAIBackend:
     """One session's model. ``opening`` is said verbatim as the user's first turn when the user
-    simulator opens the call (the dataset's starting utterance), without a model request."""
+    simulator opens the call (the dataset's starting utterance), without a model request.
+    ``stop_tokens`` (the user side): a reply holding one of tau2's stop tokens (``###STOP###``,
+    ``###TRANSFER###``, ``###OUT-OF-SCOPE###``) ends the call, the token taken out of its words
+    (:func:`engine.backends.user_stop`)."""
 
     client: openai.AsyncOpenAI
     model: str
     opening: str | None = None
     name: str = ""
+    stop_tokens: bool = False
     _calls: int = field(default=0, repr=False)
     _ids: set[str] = field(default_factory=set, repr=False)
 
@@ -121,7 +127,10 @@ class OpenAIBackend:
         refusal = getattr(message, "refusal", None)
         if not text and isinstance(refusal, str):  # a refusal is what the model said, not silence
             text = _text(refusal)
-        return BackendReply(text=text, tool_calls=calls, usage=usage)
+        end = None
+        if self.stop_tokens:
+            text, end = user_stop(text)
+        return BackendReply(text=text, tool_calls=calls, usage=usage, end=end)
 
     def _malformed(self, detail: str) -> str:
         return (
@@ -213,4 +222,5 @@ class OpenAIFactory:
 
     def __call__(self, info: SessionInfo) -> OpenAIBackend:
         opening = info.scenario.get("starting_utterance") if info.role == "user" else None
-        return OpenAIBackend(self.client, self.model, opening=opening or None)
+        user = info.role == "user"
+        return OpenAIBackend(self.client, self.model, opening=opening or None, stop_tokens=user)

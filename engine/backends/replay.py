@@ -48,7 +48,8 @@ def split_trace(
     """Cut a gold trace into turns. Every user line starts a user turn; the user side's tool calls
     join the user turn in progress (or start one); agent lines and agent tool calls form the agent
     turn after it. ``user_first`` says who opens: an empty turn is put first when the trace starts
-    with the other side. ``starting_utterance``, when given, replaces the first user line."""
+    with the other side, and an empty agent turn last when the trace ends with the user's turn (so
+    the agent hangs up after it). ``starting_utterance``, when given, replaces the first user line."""
     users: list[dict[str, Any]] = []
     agents: list[dict[str, Any]] = []
     order: list[str] = []  # side of each group, in order
@@ -71,6 +72,8 @@ def split_trace(
             group["calls"].append((step.tool, dict(step.arguments)))
         else:
             group["texts"].append(step.text)
+    if order and order[-1] == "user":  # the agent hangs up after the user's last actions, not before
+        agents.append({"calls": [], "texts": []})
     user_lines = [" ".join(t for t in g["texts"] if t) for g in users]
     if starting_utterance:
         if user_lines:

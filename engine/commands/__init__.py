@@ -3,7 +3,7 @@
 ``cli.py`` parses the command line (click) and calls exactly one of these functions with plain,
 typed options; each function prints what the verb prints and returns the exit code. This is the
 top layer: it may import any engine module, and no engine module imports it (an import-linter
-contract in ``pyproject.toml``, checked by ``make lint`` and ``tests/test_layers.py``). It is also
+contract in ``pyproject.toml``, checked by ``make lint`` and ``tests/project/test_layers.py``). It is also
 the one place that looks the domain plugins up (``engine.domains.registry.plugins()``) and hands
 them to the loader, the validator, the runner and the served sides.
 
@@ -16,4 +16,5 @@ them to the loader, the validator, the runner and the served sides.
 | serve    | :func:`engine.commands.serve.serve`            |
 | diff     | :func:`engine.commands.diff.diff`              |
 | report   | :func:`engine.commands.report.report`          |
+| compare  | :func:`engine.commands.compare.compare`        |
 """

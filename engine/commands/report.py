@@ -1,6 +1,9 @@
-"""``evalctl report RUN_DIR``: the run summary as a table (rich), failures by name, a diff hint.
+"""``evalctl report RUN_DIR``: the run summary as a table (rich), tokens (and with a price file
+the cost) per role and per scenario, failures by name, a diff hint; with ``--html`` one
+self-contained HTML file instead (``engine.report_html``).
 
-Reads ``summary.json`` (written by ``finish_run``); nothing is recomputed here.
+Reads ``summary.json`` (written by ``finish_run``) and, for tokens and cost, every result's
+``metrics.json`` (``engine.costs``); nothing else is recomputed here.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from engine.records.summary import SummaryRecord
-from engine.results import load_summary
+from engine.costs import PriceTable, RunCost, money, run_costs
+from engine.records.summary import COUNT, SummaryRecord
+from engine.report_html import write_report
+from engine.results import load_run_metrics, load_summary
 from engine.scoring.summary import failure_reason
 from engine.untrusted import one_line
 
@@ -41,8 +46,9 @@ def summary_table(summary: SummaryRecord) -> Table:
         table.add_row(label, _pct(t.rate), f"{t.passed}/{t.total} {unit}{na}{_errors(t.errors)}", "composite")
     table.add_section()
     for name, s in summary.signals.items():
+        label = f"{name} (clean; {s.sum:g} found)" if s.kind == COUNT else name
         out = _errors(s.errors_left_out)
-        table.add_row(name, _pct(s.rate), f"{s.passed}/{s.total} {s.unit}{out}", s.role)
+        table.add_row(label, _pct(s.rate), f"{s.passed}/{s.total} {s.unit}{out}", s.role)
     if summary.pass_hat_k is not None:
         table.add_section()
         per = summary.pass_hat_k.per_scenario
@@ -52,14 +58,77 @@ def summary_table(summary: SummaryRecord) -> Table:
     return table
 
 
-def report(run_dir: Path, console: Console | None = None) -> int:
+def usage_table(cost: RunCost) -> Table:
+    """Tokens and requests per role, and the cost when a price table was given."""
+    table = Table(
+        title="tokens and cost per role" if cost.priced else "tokens per role", title_justify="left"
+    )
+    for col in (
+        "role",
+        "models",
+        "prompt tokens",
+        "completion tokens",
+        "requests",
+        *(("cost",) if cost.priced else ()),
+    ):
+        table.add_column(col, justify="left" if col in ("role", "models") else "right")
+    for role, rc in cost.roles.items():
+        priced = (money(rc.cost) + (f" (unpriced: {', '.join(rc.unpriced)})" if rc.unpriced else ""),)
+        row = (
+            role,
+            ", ".join(rc.models) or "?",
+            f"{rc.prompt_tokens:,}",
+            f"{rc.completion_tokens:,}",
+            f"{rc.calls:,}",
+        )
+        table.add_row(*(escape(c) for c in (*row, *(priced if cost.priced else ()))))
+    return table
+
+
+def scenario_cost_table(cost: RunCost, trials: int) -> Table:
+    """Cost per (scenario, trial), most expensive first, with its tokens."""
+    table = Table(title=f"cost per scenario (prices: {escape(cost.source)})", title_justify="left")
+    for col, justify in (("scenario", "left"), ("tokens", "right"), ("cost", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for s in sorted(cost.scenarios, key=lambda s: (-(s.cost or 0.0), s.scenario, s.trial)):
+        tokens = sum(r.prompt_tokens + r.completion_tokens for r in s.roles.values())
+        name = s.scenario + (f" trial {s.trial}" if trials > 1 else "")
+        unpriced = f" (unpriced: {', '.join(s.unpriced)})" if s.unpriced else ""
+        table.add_row(escape(name), f"{tokens:,}", escape(money(s.cost) + unpriced))
+    table.add_section()
+    table.add_row("total", f"{cost.tokens:,}", escape(money(cost.cost)))
+    return table
+
+
+def report(
+    run_dir: Path,
+    console: Console | None = None,
+    *,
+    prices: PriceTable | None = None,
+    html: Path | None = None,
+) -> int:
     """Print the report of ``run_dir`` on ``console`` (default: stdout, long lines unwrapped);
-    returns 0. Raises UsageError when ``run_dir`` has no readable ``summary.json``.
+    with ``prices`` also the cost per role and per scenario; with ``html`` write the HTML report
+    there instead and print its path and size. Returns 0. Raises UsageError when ``run_dir`` has
+    no readable ``summary.json``, OSError when ``html`` cannot be written.
     """
     # long lines stay whole when piped (grep); no emoji codes (":m:" in "openai:m: HTTP 401" is one)
     console = console or Console(soft_wrap=True, emoji=False)
+    if html is not None:
+        written = write_report(run_dir, html, prices)
+        console.print(
+            f"report: {written.path} ({written.results} results, {written.size / 1e6:.1f} MB)",
+            markup=False,
+            highlight=False,
+        )
+        return 0
     summary = load_summary(run_dir)
     console.print(summary_table(summary))
+    cost = run_costs(load_run_metrics(run_dir), prices)
+    if cost.tokens or prices is not None:  # replay sides spend no tokens: nothing to show
+        console.print(usage_table(cost))
+    if prices is not None:
+        console.print(scenario_cost_table(cost, summary.trials))
     if summary.errors:
         console.print(
             f"[red]errors:[/] {summary.errors} result(s) without a verdict (infrastructure failed); "

@@ -25,4 +25,4 @@ def rescore(opts: RescoreOptions, fail_under: float | None = None, allow_errors:
     out = Console(soft_wrap=True, emoji=False)
     kept = f", {done.kept} kept as they were" if done.kept else ""
     out.print(f"rescored {done.rescored} result(s){kept}", markup=False, highlight=False)
-    return print_outcome(done.report, fail_under, allow_errors)
+    return print_outcome(done.report, fail_under, allow_errors=allow_errors)

@@ -7,25 +7,37 @@ from dataclasses import replace
 from rich.console import Console
 
 from engine.commands.report import report
+from engine.costs import PriceTable
 from engine.domains.registry import plugins
 from engine.errors import INFRASTRUCTURE_EXIT
 from engine.options import RunOptions
 from engine.runner import RunReport, run_cli
 
 
-def run(opts: RunOptions, fail_under: float | None = None, allow_errors: bool = False) -> int:
+def run(
+    opts: RunOptions,
+    fail_under: float | None = None,
+    prices: PriceTable | None = None,
+    allow_errors: bool = False,
+) -> int:
     """Run what ``opts`` selects (see ``engine.runner.run``), then print the outcome. Returns the
     exit code (:meth:`engine.runner.RunReport.exit_code`): 130 when interrupted, 3 when a result
     has the verdict ``error`` (unless ``allow_errors``), 1 when ``fail_under`` (0..1) is set and
     the overall rate is below it or not applicable, else 0. Raises SpecError / UsageError /
     DataRootError before anything runs when the input is bad, InfrastructureError (exit 3) when a
     model endpoint fails its check. The run gets every registered domain plugin (``opts.plugins``
-    is replaced; ``engine.runner.run_cli`` runs with other plugins)."""
+    is replaced; ``engine.runner.run_cli`` runs with other plugins). With ``prices`` the report at
+    the end shows the cost per role and per scenario."""
     opts = replace(opts, plugins=plugins())
-    return print_outcome(run_cli(opts), fail_under, allow_errors)
+    return print_outcome(run_cli(opts), fail_under, prices, allow_errors)
 
 
-def print_outcome(outcome: RunReport, fail_under: float | None = None, allow_errors: bool = False) -> int:
+def print_outcome(
+    outcome: RunReport,
+    fail_under: float | None = None,
+    prices: PriceTable | None = None,
+    allow_errors: bool = False,
+) -> int:
     """What ``evalctl run`` (and ``evalctl rescore``) prints when it ends: the headline lines of
     ``all_summary.txt``, the report table with failures and the diff hint, scoring errors, where
     the results are, and why the exit code is not 0. Returns the exit code (see ``run``)."""
@@ -35,7 +47,7 @@ def print_outcome(outcome: RunReport, fail_under: float | None = None, allow_err
         if line.startswith(("Overall Success Rate", "Task Success Rate")):
             out.print(line, markup=False, highlight=False)
     if (outcome.run_dir / "summary.json").is_file():
-        report(outcome.run_dir, out)
+        report(outcome.run_dir, out, prices=prices)
     for key, message in sorted(outcome.scoring_errors.items()):
         err.print(f"evalctl: scoring failed for {key}: {message}", markup=False, highlight=False)
     if outcome.skipped:

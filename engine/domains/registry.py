@@ -12,7 +12,16 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from engine import specs
-from engine.domains import customer_service, eva_airline, mock, qa, restaurant
+from engine.domains import (
+    customer_service,
+    eva_airline,
+    mock,
+    qa,
+    restaurant,
+    tau2_airline,
+    tau2_retail,
+    tau2_telecom,
+)
 from engine.plugin import DomainPlugin, Plugins
 from engine.specs import LoadedDomain
 
@@ -23,6 +32,9 @@ BUILTIN: dict[str, DomainPlugin] = {
     "restaurant": restaurant.PLUGIN,
     "customer_service": customer_service.PLUGIN,
     "qa": qa.PLUGIN,
+    "tau2_airline": tau2_airline.PLUGIN,
+    "tau2_retail": tau2_retail.PLUGIN,
+    "tau2_telecom": tau2_telecom.PLUGIN,
 }
 
 ENTRY_POINT_GROUP = "evalctl.domains"

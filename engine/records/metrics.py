@@ -1,7 +1,7 @@
 """``metrics.json``: the record of one scored (scenario, trial), and the signal names.
 
 :class:`Signal` is the one definition of the six signal names; the composite, the summary, the
-signal table and the JSON Schemas' enums refer to it (tests/test_records.py checks the schemas).
+signal table and the JSON Schemas' enums refer to it (tests/unit/records/test_records.py checks the schemas).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from engine.records.common import ERROR_VERDICT as ERROR_VERDICT
 from engine.records.common import ErrorCause, SpentUsage, usage_table
 from engine.records.common import Usage as Usage  # re-exported: the metrics record's usage entries
 from engine.records.fields import RecordError, exact_keys, get, objects, strings
+from engine.records.voice import VoiceSummary
 
 METRICS_SCHEMA = "evalctl.metrics/2"
 #: The first version (no ``error_cause``, no ``superseded_usage``, no ``error`` verdict), still read.
@@ -206,8 +207,10 @@ class MetricsRecord:
     ``duration_s`` / ``engine_time_s`` seconds (6 decimals); ``usage`` by role; ``judge_model`` /
     ``judge_prompt_sha256`` None with the judge off; ``error`` the session's error message;
     ``superseded_usage`` the model use of earlier attempts this result replaced (reruns, re-judging).
-    ``record_id`` is written under ``record_id_key``. Version 1 files (no ``error_cause`` nor
-    ``superseded_usage``) are read too.
+    ``record_id`` is written under ``record_id_key``. ``voice_run``: the session was an audio
+    session (``evalctl run --voice``); only then is ``voice`` written, last: the session's
+    :class:`~engine.records.voice.VoiceSummary`, null when the agent side never agreed on audio.
+    Version 1 files (no ``error_cause`` nor ``superseded_usage``) are read too.
     """
 
     scenario_name: str
@@ -241,6 +244,12 @@ class MetricsRecord:
     evalctl_version: str
     record_id_key: str = "eva_id"
     superseded_usage: tuple[SpentUsage, ...] = ()
+    voice_run: bool = False
+    voice: VoiceSummary | None = None
+
+    def __post_init__(self) -> None:
+        if self.voice is not None and not self.voice_run:
+            raise ValueError("MetricsRecord: a voice summary outside a voice run")
 
     @property
     def diagnostic_names(self) -> tuple[str, ...]:
@@ -252,7 +261,7 @@ class MetricsRecord:
         return self.is_successful == ERROR_VERDICT
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "schema": METRICS_SCHEMA,
             "scenario_name": self.scenario_name,
             self.record_id_key: self.record_id,
@@ -285,6 +294,9 @@ class MetricsRecord:
             "error": self.error,
             "evalctl_version": self.evalctl_version,
         }
+        if self.voice_run:
+            body["voice"] = None if self.voice is None else self.voice.to_json()
+        return body
 
     @classmethod
     def from_json(cls, body: Any) -> MetricsRecord:
@@ -304,7 +316,7 @@ class MetricsRecord:
         keys = (*head, *SignalFields.KEYS, *diagnostics, *_TAIL)
         if v1:
             keys = tuple(k for k in keys if k not in ("error_cause", "superseded_usage"))
-        exact_keys(body, keys, "metrics", SignalFields.OPTIONAL)
+        exact_keys(body, keys, "metrics", (*SignalFields.OPTIONAL, "voice"))
         verdict = (bool, str)
         seconds = (int, float)
         record = cls(
@@ -341,6 +353,8 @@ class MetricsRecord:
             superseded_usage=()
             if v1
             else tuple(SpentUsage.from_json(e) for e in get(body, "superseded_usage", list)),
+            voice_run="voice" in body,
+            voice=VoiceSummary.from_json(body["voice"]) if body.get("voice") is not None else None,
         )
         for key in ("is_successful", "is_task_successful"):
             value = getattr(record, key)

@@ -51,11 +51,20 @@ class Tally:
         )
 
 
+#: ``SignalRate.kind`` of a diagnostic that counts findings per result (0 = clean).
+COUNT = "count"
+
+
 @dataclass(frozen=True)
 class SignalRate:
     """One signal's (or diagnostic's) pass rate over its own ``unit`` (scenarios, sessions,
     predicates, assertions); ``role`` gating, informational or diagnostic; ``errors_left_out`` the
-    results with the verdict ``error`` not counted."""
+    results with the verdict ``error`` not counted.
+
+    A count diagnostic (``kind`` = :data:`COUNT`, a number of findings per result) counts its
+    clean results (0 findings) as ``passed``; ``sum`` / ``max`` are the findings over the results
+    and the most in one result. The three keys are written for count diagnostics only (None
+    otherwise), so every other rate keeps its six keys."""
 
     passed: int
     total: int
@@ -63,17 +72,33 @@ class SignalRate:
     unit: str
     role: str
     errors_left_out: int = 0
+    kind: str | None = None
+    sum: int | float | None = None
+    max: int | float | None = None
 
     KEYS = ("passed", "total", "rate", "unit", "role", "errors_left_out")
+    COUNT_KEYS = ("kind", "sum", "max")
+
+    def __post_init__(self) -> None:
+        unset = self.sum is None and self.max is None
+        if self.kind not in (None, COUNT) or (self.kind is None) != unset:
+            raise ValueError(f"SignalRate: kind {self.kind!r} with sum {self.sum!r}, max {self.max!r}")
 
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.KEYS}
+        body: dict[str, Any] = {k: getattr(self, k) for k in self.KEYS}
+        if self.kind is not None:
+            body.update(kind=self.kind, sum=self.sum, max=self.max)
+        return body
 
     @classmethod
     def from_json(cls, body: Any, what: str) -> SignalRate:
         if not isinstance(body, dict):
             raise RecordError(f"{what}: not an object")
-        exact_keys(body, cls.KEYS, what)
+        counted = any(k in body for k in cls.COUNT_KEYS)
+        exact_keys(body, (*cls.KEYS, *cls.COUNT_KEYS) if counted else cls.KEYS, what)
+        kind = get(body, "kind", str) if counted else None
+        if counted and kind != COUNT:
+            raise RecordError(f"{what}: kind {kind!r} is not {COUNT!r}")
         return cls(
             get(body, "passed", int),
             get(body, "total", int),
@@ -81,6 +106,9 @@ class SignalRate:
             get(body, "unit", str),
             get(body, "role", str),
             get(body, "errors_left_out", int),
+            kind,
+            get(body, "sum", int, float) if counted else None,
+            get(body, "max", int, float) if counted else None,
         )
 
 

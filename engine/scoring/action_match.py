@@ -127,6 +127,19 @@ def values_match(reference: Any, prediction: Any, opts: MatchOptions) -> bool:
     return reference == prediction
 
 
+def unmatched_reference_items(
+    reference: Any, actions: list[Any] | None, match_options: Mapping[str, Any]
+) -> list[tuple[int, Any]]:
+    """For triage: ``(index, item)`` of the list reference items that no recorded action
+    satisfies on its own (an item can also fail only through the optimal pairing or a length
+    rule; then this list is empty and the pairing is what failed)."""
+    if not _is_list(reference):
+        return []
+    opts = MatchOptions.from_scenario(match_options, False)
+    found = list(actions or [])
+    return [(i, r) for i, r in enumerate(reference) if not any(values_match(r, a, opts) for a in found)]
+
+
 def is_action_match(
     reference: Any, actions: list[Any] | None, match_options: Mapping[str, Any], strict: bool = False
 ) -> bool | str:

@@ -44,10 +44,12 @@ def stalled_threshold(min_agent_turns: int, gold_trace: GoldTrace | None) -> int
     """The effective min-agent-turns for one scenario: ``min(min_agent_turns, spoken agent turns
     of the gold trace)``; just ``min_agent_turns`` when there is no gold trace or it has no agent
     line (:meth:`engine.gold.GoldTrace.agent_turns`); 0 (no stall rule) when the gold holds no
-    words at all (an ``actions`` trace): it says nothing about how much an agent should speak, and
-    its replay agent speaks no line."""
-    if gold_trace is not None and gold_trace.steps and not any(s.kind != "tool_call" for s in gold_trace):
-        return 0
+    words at all (an ``actions`` trace, empty or not): it says nothing about how much an agent
+    should speak, and its replay agent speaks no line."""
+    if gold_trace is not None:
+        wordless = bool(gold_trace.steps) and all(s.kind == "tool_call" for s in gold_trace)
+        if wordless or gold_trace.format == "actions":
+            return 0
     turns = gold_trace.agent_turns() if gold_trace is not None else 0
     return min(min_agent_turns, turns) if turns else min_agent_turns
 

@@ -19,6 +19,7 @@ from engine import __version__
 from engine.records.common import spent
 from engine.records.metrics import SIGNALS, MetricsRecord, Signal
 from engine.records.summary import (
+    COUNT,
     FailedResult,
     PassHatK,
     SessionTimes,
@@ -63,6 +64,9 @@ def _signal_rates(rows: Sequence[MetricsRecord], unit: str) -> dict[str, SignalR
         elif name == Signal.NL_ASSERTION:
             verdicts = [v for m in live for v in m.signals.nl_assertion_verdicts]
             passed, total, this_unit = sum(1 for v in verdicts if v["passed"]), len(verdicts), "assertions"
+        elif name in diagnostics and name not in gating and _is_count(values := _diagnostic(live, name)):
+            out[name] = _count_rate(values, unit, errors)
+            continue
         else:
             read = normalize_verdict if name in SIGNALS else diagnostic_verdict
             shown = (m.signals.value(name) for m in live if name in SIGNALS or name in m.diagnostic_names)
@@ -75,6 +79,35 @@ def _signal_rates(rows: Sequence[MetricsRecord], unit: str) -> dict[str, SignalR
         )
         out[name] = SignalRate(passed, total, _rate(passed, total), this_unit, role, errors)
     return out
+
+
+def _diagnostic(rows: Sequence[MetricsRecord], name: str) -> list[Any]:
+    """The values of diagnostic ``name`` in the rows that hold it."""
+    return [m.signals.value(name) for m in rows if name in m.diagnostic_names]
+
+
+def _is_count(values: Iterable[Any]) -> bool:
+    """True when a diagnostic's values are numbers (not booleans): counts of findings."""
+    return any(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def _count_rate(values: Sequence[Any], unit: str, errors: int = 0) -> SignalRate:
+    """A count diagnostic (findings per result, 0 = clean): ``passed`` / ``rate`` are the clean
+    results, ``sum`` / ``max`` the findings; values that are not numbers are not applicable."""
+    counts = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    clean = sum(1 for v in counts if v == 0)
+    total = sum(counts)
+    return SignalRate(
+        clean,
+        len(counts),
+        _rate(clean, len(counts)),
+        unit,
+        "diagnostic",
+        errors,
+        kind=COUNT,
+        sum=int(total) if total.is_integer() else total,
+        max=max(counts, default=0),
+    )
 
 
 def _usage(rows: Sequence[MetricsRecord]) -> dict[str, UsageTotal]:
@@ -210,6 +243,11 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
         out = _left_out(s.errors_left_out)
         if s.total == 0:
             lines.append(f"  {name}: n/a (0 {s.unit}{out}) [{s.role}]")
+        elif s.kind == COUNT:
+            lines.append(
+                f"  {name}: {s.sum:g} found in {s.total - s.passed}/{s.total} {s.unit}{out}, "
+                f"{_pct(s.rate)} clean [{s.role}]"
+            )
         else:
             lines.append(f"  {name}: {_pct(s.rate)} ({s.passed}/{s.total} {s.unit}{out}) [{s.role}]")
     st = summary.stalled

@@ -10,7 +10,17 @@ from typing import Any, Literal
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from engine.protocol import MAX_FRAME_BYTES, Ids, ProtocolError, clip, decode, encode, error_message, make
+from engine.protocol import (
+    MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    Ids,
+    ProtocolError,
+    clip,
+    decode,
+    encode,
+    error_message,
+    make,
+)
 
 
 class SideFailure(Exception):
@@ -100,8 +110,12 @@ class SideLink:
 
     ``engine_time_s`` accumulates the engine's own CPU-side time spent encoding and decoding
     frames on this link (seconds), for the runtime benchmark. ``traffic``, when set, counts the
-    bytes of every frame sent and received against the session's byte budget.
+    bytes of every frame sent and received against the session's byte budget. ``version`` is the
+    protocol version of the connection; a subclass that speaks one with binary frames (audio,
+    ``engine.voice.link``) takes them in :meth:`binary`.
     """
+
+    version: int = PROTOCOL_VERSION
 
     def __init__(self, role: str, uri: str, ws: ClientConnection, builtin: bool = False):
         self.role = role
@@ -143,7 +157,7 @@ class SideLink:
         be blamed) or if the session's byte budget is exhausted."""
         t0 = time.perf_counter()
         msg_id = self.ids.next()
-        frame = encode(make(message_type, msg_id, **fields))
+        frame = encode(make(message_type, msg_id, v=self.version, **fields))
         size = frame_bytes(frame)
         self.engine_time_s += time.perf_counter() - t0
         if size > MAX_FRAME_BYTES:
@@ -165,19 +179,23 @@ class SideLink:
         within ``timeout_s`` seconds; ``error`` on disconnect, a protocol violation (the side is
         told with a typed ``error`` first) or an ``error`` message from the side (a
         ``backend_timeout`` error gives ``timeout``)."""
-        try:
-            async with asyncio.timeout(timeout_s):
-                raw = await self.ws.recv()
-        except TimeoutError:
-            silent = f"{self.role} side sent nothing for {timeout_s:g} s"
-            raise self.failure("timeout", silent, "silent") from None
-        except ConnectionClosed as err:
-            raise self.failure("error", f"{self.role} side disconnected: {_closed(err)}", _how(err)) from None
-        if self.traffic is not None:
-            self.traffic.charge(self.role, len(raw))
+        while True:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    raw = await self.ws.recv()
+            except TimeoutError:
+                silent = f"{self.role} side sent nothing for {timeout_s:g} s"
+                raise self.failure("timeout", silent, "silent") from None
+            except ConnectionClosed as err:
+                closed = f"{self.role} side disconnected: {_closed(err)}"
+                raise self.failure("error", closed, _how(err)) from None
+            if self.traffic is not None:
+                self.traffic.charge(self.role, len(raw))
+            if not isinstance(raw, bytes) or not await self._binary(raw):
+                break
         t0 = time.perf_counter()
         try:
-            msg = decode(raw)
+            msg = decode(raw, version=self.version)
         except ProtocolError as err:
             self.engine_time_s += time.perf_counter() - t0
             await self.fail(err.code, err.message, err.reply_to)
@@ -190,11 +208,27 @@ class SideLink:
             raise self.failure(kind, f"{self.role} side reported {code}: {clip(msg['message'])}", what)
         return msg
 
+    def binary(self, raw: bytes) -> bool:
+        """Take one binary frame; False (the default: text sessions have none) makes it a
+        ``bad_json`` protocol error. Raises ProtocolError for a frame it refuses."""
+        return False
+
+    async def _binary(self, raw: bytes) -> bool:
+        t0 = time.perf_counter()
+        try:
+            return self.binary(raw)
+        except ProtocolError as err:
+            await self.fail(err.code, err.message, err.reply_to)
+            raise self.failure("error", f"{self.role} side broke the protocol: {err}", "conduct") from None
+        finally:
+            self.engine_time_s += time.perf_counter() - t0
+
     async def fail(self, code: Any, message: str, reply_to: str | None = None) -> None:
         """Tell the side what it did wrong (best effort; never raises)."""
         try:
             async with asyncio.timeout(1.0):
-                await self.ws.send(encode(error_message(self.ids.next(), code, clip(message), reply_to)))
+                msg = error_message(self.ids.next(), code, clip(message), reply_to, v=self.version)
+                await self.ws.send(encode(msg))
         except Exception:  # whatever state the connection is in, the session's results come first
             pass
 
@@ -204,7 +238,11 @@ class SideLink:
         try:
             async with asyncio.timeout(1.0):
                 msg = make(
-                    "session.end", self.ids.next(), stop_reason=stop_reason, error=clip(error or "") or None
+                    "session.end",
+                    self.ids.next(),
+                    v=self.version,
+                    stop_reason=stop_reason,
+                    error=clip(error or "") or None,
                 )
                 await self.ws.send(encode(msg))
         except Exception:

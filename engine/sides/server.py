@@ -4,6 +4,9 @@ One connection is one session. The server keeps that session's chat (``messages`
 format), asks its backend for each step, forwards the backend's tool calls to the engine as
 ``tool.call`` and feeds the ``tool.result`` back, and closes the turn with ``turn.response``.
 At most ``limits.max_tool_rounds`` batches of tool calls run per turn; further calls are dropped.
+A tool message shows ``tool.result.text`` when the engine sends one (the domain's rendering of the
+result), else the result as JSON. A user backend's reply with an ``end`` reason (tau2's stop tokens)
+ends the turn with ``turn.response.end`` and ``end_reason``; that reply's tool calls are not run.
 An in-process built-in side trusts its engine: its frames are checked for JSON, version and type
 only. A side served to the network (``evalctl serve``, ``check_schema=True``) checks every frame
 against the protocol schemas like the engine does and answers a malformed one with ``bad_message``.
@@ -31,7 +34,16 @@ from engine.backends import (
     TurnInfo,
     Usage,
 )
-from engine.protocol import MAX_FRAME_BYTES, Ids, ProtocolError, decode, encode, error_message, make
+from engine.protocol import (
+    MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    Ids,
+    ProtocolError,
+    decode,
+    encode,
+    error_message,
+    make,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +53,9 @@ class _SessionEnded(Exception):
 
 
 class _Session:
-    """State of one session on a side server."""
+    """State of one session on a side server (``version``: the connection's protocol version)."""
+
+    version: int = PROTOCOL_VERSION
 
     def __init__(self, ws: ServerConnection, start: dict[str, Any], backend: Backend, check_schema: bool):
         self.ws = ws
@@ -55,7 +69,7 @@ class _Session:
 
     async def send(self, message_type: str, **fields: Any) -> str:
         msg_id = self.ids.next()
-        await self.ws.send(encode(make(message_type, msg_id, **fields)))
+        await self.ws.send(encode(make(message_type, msg_id, v=self.version, **fields)))
         return msg_id
 
     async def turn(self, request: dict[str, Any]) -> None:
@@ -65,11 +79,13 @@ class _Session:
         usage = Usage()
         texts: list[str] = []
         ended: str | None = None
+        end_reason: str | None = None
         for step in range(self.max_tool_rounds + 1):
             info = TurnInfo(request["turn"], step, bool(request.get("closing", False)))
             reply = await self.backend.respond(self.messages, self.tools, info)
             usage.add(reply.usage)
-            calls = reply.tool_calls if step < self.max_tool_rounds else []
+            end_reason = reply.end if self.role == "user" else None
+            calls = reply.tool_calls if step < self.max_tool_rounds and not end_reason else []
             if reply.text:
                 texts.append(reply.text)
             if reply.text or calls:
@@ -85,16 +101,20 @@ class _Session:
                     arguments=call.arguments,
                 )
                 result = await self._await_result(call_msg)
-                content = json.dumps(result["result"], ensure_ascii=False, default=str)
+                content = result.get("text")  # the domain's text for a model, else the result as JSON
+                if not isinstance(content, str):
+                    content = json.dumps(result["result"], ensure_ascii=False, default=str)
                 self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
                 ended = ended or result["ended"]
             if ended:
                 break
+        reason = {"end_reason": end_reason} if end_reason else {}
         await self.send(
             "turn.response",
             reply_to=request["id"],
             text=" ".join(texts),
-            end=ended == "user_hangup",
+            end=ended == "user_hangup" or bool(end_reason),
+            **reason,
             usage={
                 "model": self.backend.name,
                 "prompt_tokens": usage.prompt_tokens,
@@ -104,7 +124,7 @@ class _Session:
         )
 
     async def _await_result(self, call_msg: str) -> dict[str, Any]:
-        msg = decode(await self.ws.recv(), check_schema=self.check_schema)
+        msg = decode(await self.ws.recv(), check_schema=self.check_schema, version=self.version)
         if msg["type"] in ("session.end", "error"):
             raise _SessionEnded
         if msg["type"] != "tool.result" or msg["reply_to"] != call_msg:
@@ -142,6 +162,9 @@ class SideServer:
     engine is not trusted: ``evalctl serve``).
     """
 
+    #: Protocol version of the connections served (the errors it sends carry it).
+    version: int = PROTOCOL_VERSION
+
     def __init__(self, factory: BackendFactory, role: str | None = None, check_schema: bool = False):
         self.factory = factory
         self.role = role
@@ -153,16 +176,19 @@ class SideServer:
         try:
             await self._run(ws)
         except ProtocolError as err:
-            await _send_quietly(ws, error_message(ids.next(), err.code, err.message, err.reply_to))
+            await _send_quietly(
+                ws, error_message(ids.next(), err.code, err.message, err.reply_to, v=self.version)
+            )
         except BackendError as err:
             code = "backend_timeout" if err.timeout else "backend_error"
-            await _send_quietly(ws, error_message(ids.next(), code, str(err)))
+            await _send_quietly(ws, error_message(ids.next(), code, str(err), v=self.version))
         except (ConnectionClosed, _SessionEnded):
             pass
         except Exception as err:  # a bug in a backend must not kill the server
             log.exception("side session crashed")
             await _send_quietly(
-                ws, error_message(ids.next(), "internal_error", f"{type(err).__name__}: {err}")
+                ws,
+                error_message(ids.next(), "internal_error", f"{type(err).__name__}: {err}", v=self.version),
             )
 
     async def _run(self, ws: ServerConnection) -> None:

@@ -250,6 +250,12 @@ def _merge_constraints(target: dict[str, Any], constraints: Mapping[str, Any]) -
             target.setdefault(key, copy.deepcopy(value))
 
 
+def _integer_float_message(value: float) -> str:
+    if not value.is_integer():
+        return "Input should be a valid integer, got a number with a fractional part"
+    return "Unable to parse input as an integer, too large"
+
+
 def _strict_patterns(schema: Any) -> None:
     """Every ``pattern`` in a schema (nested ones too) through :func:`strict_end`, in place."""
     if isinstance(schema, dict):
@@ -305,7 +311,7 @@ class ArgumentChecker:
                 self.order.get(k, len(self.order)),
                 k,
                 args.get(k),
-                "Unable to parse input as an integer, too large",
+                _integer_float_message(v),
             )
             for k, v in clean.items()
             if isinstance(v, float) and "integer" in _types(self.properties[k])

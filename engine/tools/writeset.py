@@ -201,7 +201,9 @@ def changed_outside(
             return
         if isinstance(a, dict) and isinstance(b, dict):
             for key in a.keys() | b.keys():
-                walk(a.get(key, _MISSING), b.get(key, _MISSING), (*where, str(key)))
+                x, y = a.get(key, _MISSING), b.get(key, _MISSING)
+                if x is not y:  # (inlined: a big table's untouched records cost no call)
+                    walk(x, y, (*where, str(key)))
             return
         if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
             for i, (x, y) in enumerate(zip(a, b, strict=True)):
@@ -223,7 +225,7 @@ def snapshot_owned(value: Any, owned: Mapping[int, Any]) -> Any:
     reference. With :func:`changed_outside`, which skips identical objects, it finds what a call
     changed in the session's own nodes; a change to a shared node shows in the shared base."""
     if isinstance(value, dict) and id(value) in owned:
-        return {k: snapshot_owned(v, owned) for k, v in value.items()}
+        return {k: snapshot_owned(v, owned) if id(v) in owned else v for k, v in value.items()}
     if isinstance(value, list) and id(value) in owned:
-        return [snapshot_owned(v, owned) for v in value]
+        return [snapshot_owned(v, owned) if id(v) in owned else v for v in value]
     return value

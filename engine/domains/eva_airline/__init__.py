@@ -2,12 +2,13 @@
 
 Handlers mirror eva 0.1.3's airline tools (``docs/eva_airline_tools.md`` in the shared docs);
 gold traces come from eva 2.1.0 (``eva_trace`` format); the ``authenticated`` diagnostic compares
-the caller session with the gold's.
+the caller session with the gold's; the spoken-form diagnostics (``spoken.py``) count agent lines
+that say a code unspelled, read a journey id aloud or leak tool-call text.
 """
 
 from __future__ import annotations
 
-from engine.domains.eva_airline import diagnostics, payout, predicates, read, write
+from engine.domains.eva_airline import diagnostics, payout, predicates, read, spoken, write
 from engine.domains.eva_airline.common import FIELD_RULES
 from engine.domains.eva_airline.gold import eva_trace
 from engine.plugin import DomainPlugin
@@ -34,10 +35,11 @@ HANDLERS = {
 
 PLUGIN = DomainPlugin(
     name="eva_airline",
-    description="eva 0.1.3 airline handlers, predicates and the authenticated diagnostic",
+    description="eva 0.1.3 airline handlers, predicates, the authenticated and spoken-form diagnostics",
     handlers=HANDLERS,
     field_rules={name: FIELD_RULES for name in HANDLERS},
     predicates=predicates.PREDICATES,
-    diagnostics={"authenticated": diagnostics.authenticated},
+    diagnostics={"authenticated": diagnostics.authenticated, **spoken.DIAGNOSTICS},
+    count_diagnostics=frozenset(spoken.DIAGNOSTICS),
     gold_adapters={"eva_trace": eva_trace},
 )

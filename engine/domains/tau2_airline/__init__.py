@@ -29,6 +29,7 @@ from __future__ import annotations
 from engine.domains.tau2_airline import booking, read, updates
 from engine.domains.tau2_airline.shapes import NULL_DEFAULTS
 from engine.domains.tau2_common import generic
+from engine.domains.tau2_common.plugin import tau2_plugin
 from engine.domains.tau2_common.results import Handler
 
 HANDLERS: dict[str, Handler] = {
@@ -70,4 +71,13 @@ WRITES: dict[str, tuple[str, ...]] = {
 #: Tools whose success ends the call, with the stop reason (the lead declares it in the tool table).
 ENDS_CALL: dict[str, str] = {"transfer_to_human_agents": "transfer"}
 
-__all__ = ["ENDS_CALL", "HANDLERS", "NULL_DEFAULTS", "WRITES"]
+#: The domain's plugin record (engine.domains.registry): handlers, the ``tau2`` hash style, tau2's
+#: tool-result text and the ``communicate_info`` diagnostic.
+PLUGIN = tau2_plugin(
+    "tau2_airline",
+    HANDLERS,
+    NULL_DEFAULTS,
+    "tau2-bench airline (17e07b1): 50 tasks on one shared DB of flights, users and reservations.",
+)
+
+__all__ = ["ENDS_CALL", "HANDLERS", "NULL_DEFAULTS", "PLUGIN", "WRITES"]

@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 NullDefaults = Mapping[str, Mapping[str, Any]]
+_ABSENT = object()
 
 
 def _patch(node: Any, segments: list[str], defaults: Mapping[str, Any]) -> Any:
@@ -119,3 +120,92 @@ class Tau2Hasher:
     def hash(self, db: Mapping[str, Any]) -> str:
         """SHA-256 hex of :meth:`text`."""
         return hashlib.sha256(self.text(db).encode("utf-8")).hexdigest()
+
+
+class SharedRecordHasher(Tau2Hasher):
+    """:func:`tau2_db_hash` as a plugin hash style (``(db) -> hex``), fast for many DBs that share
+    record objects (sessions over one shared DB hold its records except where a tool wrote: a write
+    copies the record first). There is no base DB to name, so it keeps, per ``/<table>/<key>``, the
+    JSON text of the last ``keep`` record objects seen there, and per table the text of the last
+    ``keep`` tables seen (reused while a table holds the very same record objects under the same
+    keys), and the hashes of the last DBs made of those very table texts: a hash dumps only the
+    records a session replaced.
+
+    Equals :func:`tau2_db_hash` as long as a record object is never changed in place after it was
+    hashed (the engine's runtime copies a record before every call that may write it). Memory: at
+    most ``keep`` texts per record and per table. Safe to call from several threads.
+    """
+
+    def __init__(self, null_defaults: NullDefaults, exclude: Collection[str] = (), keep: int = 2):
+        super().__init__({}, null_defaults, exclude)
+        self.keep = keep
+        self._entries: dict[tuple[str, str], list[tuple[Any, str]]] = {}
+        self._tables: dict[str, list[tuple[tuple[str, ...], tuple[Any, ...], str]]] = {}
+        self._hashes: list[tuple[tuple[tuple[str, ...], tuple[str, ...]], str]] = []
+
+    @staticmethod
+    def _recent(slot: list[Any], i: int) -> None:
+        if i:
+            slot.insert(0, slot.pop(i))  # most recently used first
+
+    def _entry(self, table: str, key: str, record: Any) -> str:
+        """``"<key>": <record text>`` of one record, from the cache when that object was seen."""
+        slot = self._entries.setdefault((table, key), [])
+        for i, (obj, text) in enumerate(slot):
+            if obj is record:
+                self._recent(slot, i)
+                return text
+        patched = with_null_defaults({table: {key: record}}, self.null_defaults)[table][key]
+        text = f"{json.dumps(key)}: {json.dumps(patched, sort_keys=True, default=str)}"
+        slot.insert(0, (record, text))
+        del slot[self.keep :]
+        return text
+
+    def _table_body(self, name: str, table: Mapping[str, Any]) -> str:
+        slot = self._tables.setdefault(name, [])
+        for i, (keys, records, body) in enumerate(slot):
+            pairs = zip(keys, records, strict=True)
+            if len(keys) == len(table) and all(table.get(k, _ABSENT) is r for k, r in pairs):
+                self._recent(slot, i)
+                return body
+        keys = tuple(sorted(table))
+        records = tuple(table[k] for k in keys)
+        body = "{" + ", ".join(self._entry(name, k, r) for k, r in zip(keys, records, strict=True)) + "}"
+        slot.insert(0, (keys, records, body))
+        del slot[self.keep :]
+        return body
+
+    def _bodies(self, db: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        names = tuple(sorted(k for k in db if k not in self.exclude))
+        bodies: list[str] = []
+        for name in names:
+            value = db[name]
+            if isinstance(value, Mapping):
+                bodies.append(self._table_body(name, value))
+            else:
+                patched = with_null_defaults({name: value}, self.null_defaults)[name]
+                bodies.append(json.dumps(patched, sort_keys=True, default=str))
+        return names, tuple(bodies)
+
+    @staticmethod
+    def _join(names: tuple[str, ...], bodies: tuple[str, ...]) -> str:
+        return "{" + ", ".join(f"{json.dumps(n)}: {b}" for n, b in zip(names, bodies, strict=True)) + "}"
+
+    def text(self, db: Mapping[str, Any]) -> str:
+        """tau2's canonical dump text of ``db`` (what :func:`tau2_db_hash` hashes)."""
+        return self._join(*self._bodies(db))
+
+    def hash(self, db: Mapping[str, Any]) -> str:
+        """SHA-256 hex of :meth:`text`; a DB made of the very table texts of a recent one (the
+        cached strings themselves) reuses its hash."""
+        names, bodies = self._bodies(db)
+        for (seen_names, seen_bodies), hexdigest in self._hashes:
+            if seen_names == names and all(a is b for a, b in zip(seen_bodies, bodies, strict=True)):
+                return hexdigest
+        hexdigest = hashlib.sha256(self._join(names, bodies).encode("utf-8")).hexdigest()
+        self._hashes.insert(0, ((names, bodies), hexdigest))
+        del self._hashes[4 * self.keep :]
+        return hexdigest
+
+    def __call__(self, db: Mapping[str, Any]) -> str:
+        return self.hash(db)

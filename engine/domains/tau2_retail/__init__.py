@@ -27,6 +27,7 @@ containing ``pending`` for address and payment changes).
 from __future__ import annotations
 
 from engine.domains.tau2_common import generic
+from engine.domains.tau2_common.plugin import tau2_plugin
 from engine.domains.tau2_common.results import Handler
 from engine.domains.tau2_retail import modify, orders, read
 from engine.domains.tau2_retail.shapes import NULL_DEFAULTS
@@ -74,4 +75,13 @@ WRITES: dict[str, tuple[str, ...]] = {
 #: Tools whose success ends the call, with the stop reason (the lead declares it in the tool table).
 ENDS_CALL: dict[str, str] = {"transfer_to_human_agents": "transfer"}
 
-__all__ = ["ENDS_CALL", "HANDLERS", "NULL_DEFAULTS", "WRITES"]
+#: The domain's plugin record (engine.domains.registry): handlers, the ``tau2`` hash style, tau2's
+#: tool-result text and the ``communicate_info`` diagnostic.
+PLUGIN = tau2_plugin(
+    "tau2_retail",
+    HANDLERS,
+    NULL_DEFAULTS,
+    "tau2-bench retail (17e07b1): 114 tasks on one shared DB of products, users and orders.",
+)
+
+__all__ = ["ENDS_CALL", "HANDLERS", "NULL_DEFAULTS", "PLUGIN", "WRITES"]

@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 
 from engine.dataroot import ENV_VAR, resolve_data_root
+from engine.domains.registry import load_domain
 from engine.domains.tau2_telecom import data
 from engine.domains.tau2_telecom.replay import Replay, replay_gold
+from engine.specs import LoadedDomain
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = Path("/work/shared")
@@ -72,3 +74,22 @@ def evaluator_replays(telecom: Telecom) -> dict[str, Replay]:
 def live_replays(telecom: Telecom) -> dict[str, Replay]:
     """Every task replayed with a sync after each call, as in a tau2 conversation."""
     return {t["id"]: replay_gold(t, telecom.agent_db, telecom.user_db, "live") for t in telecom.tasks}
+
+
+@dataclass(frozen=True)
+class Specs:
+    """Both telecom spec folders loaded with the registered plugins (``manual``: specs/tau2_telecom,
+    ``workflow``: specs/tau2_telecom_workflow)."""
+
+    manual: LoadedDomain
+    workflow: LoadedDomain
+
+
+MANUAL_SPEC = REPO / "specs" / "tau2_telecom"
+WORKFLOW_SPEC = REPO / "specs" / "tau2_telecom_workflow"
+
+
+@pytest.fixture(scope="package")
+def specs(telecom: Telecom) -> Specs:
+    """specs/tau2_telecom and its workflow variant, loaded once for the package."""
+    return Specs(load_domain(MANUAL_SPEC, telecom.root), load_domain(WORKFLOW_SPEC, telecom.root))

@@ -1,0 +1,35 @@
+"""``evalctl compare RUN_A RUN_B``: flipped verdicts, rate changes and whether the runs are
+comparable, as text, JSON or a self-contained HTML page (``engine.compare``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from engine.compare import compare_runs, render_text
+from engine.costs import PriceTable
+from engine.report_html.compare_page import write_compare
+
+
+def compare(
+    run_a: Path,
+    run_b: Path,
+    *,
+    as_json: bool = False,
+    html: Path | None = None,
+    prices: PriceTable | None = None,
+) -> int:
+    """Print how run B differs from run A (text, or with ``as_json`` one JSON object); with
+    ``html`` write the page there and print its path. ``prices`` adds the cost per role. Returns
+    0 (whatever changed); raises UsageError when either folder is not a finished run."""
+    comparison = compare_runs(run_a, run_b, prices)
+    if html is not None:
+        size = write_compare(comparison, html)
+        click.echo(f"compare: {html} ({size / 1e6:.1f} MB)")
+    elif as_json:
+        click.echo(json.dumps(comparison.to_json(), indent=2, ensure_ascii=False, default=str))
+    else:
+        click.echo(render_text(comparison), nl=False)
+    return 0

@@ -1,0 +1,223 @@
+"""The report's static sections as HTML text: headline rates, charts, per-signal rates, stop
+reasons and errors, tokens and cost per role, provenance. Every value from the run passes through
+:func:`h` (``html.escape`` with quotes), so nothing a side sent can become markup."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from html import escape
+from typing import Any
+
+from engine.costs import RunCost, money
+from engine.records.run import RunRecord
+from engine.records.summary import COUNT, SignalRate, SummaryRecord, Tally
+from engine.report_html.charts import Bar, Dot, rate_bars, scatter
+from engine.report_html.collect import ReportModel
+from engine.untrusted import one_line
+
+
+def h(value: Any) -> str:
+    """``value`` as HTML text (escaped, quotes too)."""
+    return escape(str(value), quote=True)
+
+
+def _pct(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{100 * rate:.1f}%"
+
+
+def _table(head: Iterable[str], rows: Iterable[Iterable[Any]], cls: str = "") -> str:
+    out = [f'<table class="{h(cls)}"><thead><tr>' if cls else "<table><thead><tr>"]
+    out.extend(f"<th>{h(c)}</th>" for c in head)
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{h(c)}</td>" for c in row) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _card(label: str, value: str, detail: str, cls: str = "") -> str:
+    return (
+        f'<div class="card {h(cls)}"><div class="label">{h(label)}</div>'
+        f'<div class="value">{h(value)}</div><div class="detail">{h(detail)}</div></div>'
+    )
+
+
+def _tally_detail(t: Tally, unit: str) -> str:
+    na = f", +{t.not_applicable} n/a" if t.not_applicable else ""
+    errors = f", {t.errors} error(s) left out" if t.errors else ""
+    return f"{t.passed}/{t.total} {unit}{na}{errors}"
+
+
+def headline(model: ReportModel) -> str:
+    s = model.summary
+    ov = s.overall
+    cls = "good" if ov.rate == 1 else "bad" if ov.rate is not None and ov.rate < 1 else ""
+    cards = [
+        _card("Overall success", _pct(ov.rate), _tally_detail(ov, s.unit), cls),
+        _card("Task success (excl. clean_exit)", _pct(s.task.rate), _tally_detail(s.task, s.unit)),
+        _card("Results", str(s.results), f"{s.scenarios} scenarios × {s.trials} trial(s)"),
+        _card("Errors", str(s.errors), f"{s.judge_errors} judge errors, {s.stalled.count} stalled"),
+    ]
+    if s.pass_hat_k is not None and s.pass_hat_k.overall:
+        k, v = list(s.pass_hat_k.overall.items())[-1]
+        cards.append(_card(f"pass^{k}", f"{v:.3f}", f"over {s.trials} trials"))
+    wall = "n/a" if s.wall_time_s is None else f"{s.wall_time_s:.1f} s"
+    cards.append(_card("Wall time", wall, f"sessions: mean {s.session_time_s.mean:.1f} s"))
+    tokens = f"{model.cost.tokens:,} tokens"
+    if model.cost.priced:
+        cards.append(_card("Cost", money(model.cost.cost), tokens + _unpriced(model.cost.unpriced)))
+    else:
+        cards.append(_card("Tokens", f"{model.cost.tokens:,}", "no --prices given: no cost"))
+    warn = []
+    if s.missing:
+        warn.append(f"INCOMPLETE: {len(s.missing)} results missing (resume the run to complete it).")
+    if s.interrupted:
+        warn.append("The run was interrupted before all scenarios finished.")
+    notes = "".join(f'<p class="warn">{h(w)}</p>' for w in warn)
+    return f'<section id="headline"><div class="cards">{"".join(cards)}</div>{notes}</section>'
+
+
+def _unpriced(models: Iterable[str]) -> str:
+    names = list(models)
+    return f"; unpriced: {', '.join(names)}" if names else ""
+
+
+def charts(model: ReportModel) -> str:
+    s = model.summary
+    signal_bars = [
+        Bar(f"{name} (clean)" if r.kind == COUNT else name, r.passed, r.total - r.passed, 0, r.unit, r.role)
+        for name, r in s.signals.items()
+    ]
+    what = "scenario group" if model.grouped else "domain"
+    group_bars = [Bar(g.name, g.passed, g.failed, g.not_applicable, s.unit) for g in model.groups]
+    dots = [
+        Dot(
+            r["i"],
+            f"{r['name']}" + (f" trial {r['trial']}" if s.trials > 1 else ""),
+            r["dur"],
+            r["turns"],
+            r["verdict"],
+        )
+        for r in model.rows
+    ]
+    return (
+        '<section id="charts"><h2>Charts</h2><div class="charts">'
+        f"<figure><figcaption>Pass rate per signal (stalled results left out)</figcaption>"
+        f"{rate_bars(signal_bars, 'pass rate per signal')}</figure>"
+        f"<figure><figcaption>Success per {h(what)} (composite verdict)</figcaption>"
+        f"{rate_bars(group_bars, 'success per ' + what)}</figure>"
+        '<figure class="wide"><figcaption>Agent turns and duration per result '
+        "(click a dot to open it)</figcaption>"
+        f"{scatter(dots, 'agent turns against session duration')}</figure>"
+        "</div></section>"
+    )
+
+
+def _signal_label(name: str, r: SignalRate) -> str:
+    """A count diagnostic's rate is its clean share: say so, with the findings."""
+    return f"{name} (clean; {r.sum:g} found)" if r.kind == COUNT else name
+
+
+def rates(summary: SummaryRecord) -> str:
+    rows = [
+        [_signal_label(name, r), _pct(r.rate), f"{r.passed}/{r.total} {r.unit}", r.role]
+        for name, r in summary.signals.items()
+    ]
+    stops = [[reason, n] for reason, n in summary.stop_reasons.items()]
+    extra = ""
+    if summary.stalled.count:
+        extra += (
+            f'<p class="warn">{summary.stalled.count} stalled (fewer than '
+            f"{h(summary.stalled.min_agent_turns)} agent turns): counted as failures, "
+            "left out of the signal rates: "
+            f"{h(', '.join(summary.stalled.scenarios))}</p>"
+        )
+    errors = [f for f in summary.failed if f.error]
+    if errors:
+        trials = summary.trials > 1
+        failures = [
+            [f.scenario + (f" trial {f.trial}" if trials else ""), str(f.stop_reason), one_line(f.error, 300)]
+            for f in errors
+        ]
+        extra += "<h3>Session errors</h3>" + _table(("result", "stop reason", "error"), failures, "errors")
+    if summary.judge_errors:
+        first = one_line(summary.first_judge_error or "", 500)
+        extra += (
+            f'<p class="warn">{summary.judge_errors} judge errors (recorded as n/a); first: {h(first)}</p>'
+        )
+    return (
+        '<section id="rates"><h2>Signals</h2><div class="cols"><div>'
+        + _table(("signal", "rate", "passed / total", "role"), rows, "rates")
+        + "</div><div>"
+        + _table(("stop reason", "results"), stops, "stops")
+        + f"</div></div>{extra}</section>"
+    )
+
+
+def usage(cost: RunCost) -> str:
+    if not cost.roles:
+        return '<section id="usage"><h2>Tokens and cost</h2><p>No model usage recorded.</p></section>'
+    head = ["role", "models", "prompt tokens", "completion tokens", "requests"]
+    if cost.priced:
+        head.append("cost")
+    rows = []
+    for role, rc in cost.roles.items():
+        row: list[Any] = [role, ", ".join(rc.models) or "?", f"{rc.prompt_tokens:,}"]
+        row += [f"{rc.completion_tokens:,}", f"{rc.calls:,}"]
+        if cost.priced:
+            row.append(money(rc.cost) + _unpriced(rc.unpriced))
+        rows.append(row)
+    note = (
+        f"<p>Prices from {h(cost.source)} (per million tokens); total {h(money(cost.cost))}"
+        f"{h(_unpriced(cost.unpriced))}. Cost per scenario: the table below and each scenario's detail.</p>"
+        if cost.priced
+        else "<p>Give <code>--prices FILE</code> for the cost per role and per scenario.</p>"
+    )
+    return f'<section id="usage"><h2>Tokens and cost</h2>{_table(head, rows, "usage")}{note}</section>'
+
+
+def _digest(hashes: Mapping[str, str]) -> str:
+    text = "\n".join(f"{k} {v}" for k, v in sorted(hashes.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _hash_list(title: str, hashes: Mapping[str, str]) -> str:
+    rows = [[path, digest[:16]] for path, digest in sorted(hashes.items())]
+    return (
+        f"<details><summary>{h(title)}: {len(hashes)} files, digest {_digest(hashes)}</summary>"
+        f"{_table(('file', 'sha256 (first 16)'), rows, 'hashes')}</details>"
+    )
+
+
+def provenance(run: RunRecord | None, summary: SummaryRecord) -> str:
+    if run is None:
+        return (
+            '<section id="provenance"><h2>Provenance</h2><p class="warn">No readable run.json.</p></section>'
+        )
+    git = "n/a" if run.git is None else run.git.commit[:12] + (" (dirty)" if run.git.dirty else "")
+    facts = [
+        ["evalctl", run.evalctl_version],
+        ["git commit", git],
+        ["python", run.python],
+        ["created", run.created_at],
+        ["spec dir", run.spec_dir or "n/a"],
+        ["data root", run.data_root or "n/a"],
+        ["models", ", ".join(f"{k}: {v}" for k, v in (run.models or {}).items()) or "n/a"],
+        ["trials", run.trials if run.trials is not None else summary.trials],
+        ["invocations", len(run.invocations)],
+        ["command", "evalctl " + " ".join(run.argv) if run.argv else "n/a"],
+    ]
+    if run.data_root_changed_from_pins:
+        facts.append(["data changed from pins", ", ".join(run.data_root_changed_from_pins)])
+    facts.extend(["hash note", note] for note in run.hash_notes)
+    options = json.dumps(dict(run.args), indent=2, ensure_ascii=False, default=str)
+    return (
+        '<section id="provenance"><h2>Provenance</h2>'
+        + _table(("", ""), [[k, one_line(v, 2000)] for k, v in facts], "facts")
+        + _hash_list("spec files", run.spec_files)
+        + _hash_list("templates", run.templates)
+        + _hash_list("data root files", run.data_root_files)
+        + f"<details><summary>options</summary><pre>{h(options)}</pre></details></section>"
+    )

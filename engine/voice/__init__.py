@@ -1,0 +1,17 @@
+"""Voice: spoken-form checks on any run, and audio sessions (protocol version 2).
+
+- :mod:`engine.voice.spoken`: checks of what an agent says against a domain's spoken-form rules
+  (codes spelled out, internal ids never read aloud, no tool-call text in speech), for text runs
+  and voice runs alike; a domain exposes them as plugin diagnostics.
+- :mod:`engine.voice.frames`, :mod:`engine.voice.pcm`: the binary audio frame and PCM helpers.
+- :mod:`engine.voice.tts`, :mod:`engine.voice.asr`: local speech synthesis (OS packages) and an
+  optional speech-recognition interface (never downloads anything).
+- :mod:`engine.voice.link`, :mod:`engine.voice.timeline`: the engine's end of an audio session and
+  the media timeline it records; :mod:`engine.voice.metrics`: latency, time to first audio,
+  overlap, WER.
+- :mod:`engine.voice.side`: the built-in voice agent side (a side server of ``engine.sides``
+  speaking version 2); :mod:`engine.voice.run`: what ``evalctl run --voice`` adds to a run, and
+  the WAVs and ``voice.json`` of each session.
+
+``engine.voice`` builds on ``engine.sides`` (links, side servers), never the reverse.
+"""

@@ -1,0 +1,105 @@
+"""The report and diff verbs on damaged run directories and on text that is not markup: one clear
+line, never a traceback. Each case pins the behaviour after a fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import cli
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+ONE = "mock__cancel_order"
+
+
+def _run(*args: str) -> int:
+    spec = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
+    return cli.main([*spec, "--scenarios", ONE, *args])
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("[]", "not an evalctl summary: JSON list, not an object"),
+        ('{"unit": "scenarios"}', "not an evalctl summary: no failed, results, scenarios, signals"),
+        ('{"unit": ', "unreadable (Expecting value"),
+    ],
+    ids=["list", "missing_keys", "torn"],
+)
+def test_report_on_a_damaged_summary_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, expected: str
+) -> None:
+    out = tmp_path / "run"
+    assert _run("--output-dir", str(out), "--no-progress") == 0
+    (out / "summary.json").write_text(content, encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["report", str(out)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"evalctl: {out / 'summary.json'}: ") and expected in line, line
+
+
+def test_diff_with_a_damaged_final_db_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert _run("--output-dir", str(out), "--no-progress") == 0
+    (out / ONE / "final_db.json").write_text('{"reservations": ', encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["diff", str(out), ONE]) == 0
+    text = capsys.readouterr().out
+    assert "DB: final_db.json unreadable (damaged file?); no DB diff" in text
+    assert "never reached the tools" not in text
+
+
+def test_report_prints_server_text_and_paths_verbatim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engine.artifacts import write_json
+    from engine.commands.report import report
+    from engine.scoring.summary import build_summary
+    from tests.record_helpers import metrics_row
+
+    run_dir = tmp_path / "runs [nightly]"
+    error = "openai:m: HTTP 400: Error code: 400 - unexpected [/INST] token"
+    row = metrics_row(
+        "eva_airline__3_1_5",
+        1,
+        False,
+        success_signals=("clean_exit",),
+        stop_reason="error",
+        error=f"agent side reported backend_error: {error}",
+        signals={"judge_error": f"APIStatusError: {error}"},
+    )
+    summary = build_summary([row], {"trials": 1, "scenarios": ["eva_airline__3_1_5", "x"]}, str(run_dir))
+    write_json(run_dir / "summary.json", summary.to_json())
+    # before: MarkupError traceback ('[/INST]' read as a closing tag) and 'openai:m:' printed as 'openaiⓂ'
+    report(run_dir)
+    text = capsys.readouterr().out
+    assert f"first: APIStatusError: {error}" in text
+    assert f"stop=error: agent side reported backend_error: {error}" in text
+    assert "runs [nightly]" in text and "Ⓜ" not in text
+
+
+def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from engine.commands.report import summary_table
+    from engine.scoring.summary import build_summary, render_summary_text
+    from tests.record_helpers import metrics_row
+
+    rows = [
+        metrics_row(name, t, verdict)
+        for name, verdicts in (("a", (True, True)), ("b", (True, "N/A")))
+        for t, verdict in enumerate(verdicts, 1)
+    ]
+    summary = build_summary(rows, {"trials": 2})
+    console = Console(width=200, record=True)
+    console.print(summary_table(summary))
+    # pass^2 rests on scenario a alone (b has one trial with a verdict); before: '2 scenarios'
+    lines = {line.split("│")[1].strip(): line for line in console.export_text().splitlines() if "│" in line}
+    assert "1 scenarios" in lines["pass^2"] and "2 scenarios" in lines["pass^1"]
+    none = build_summary([replace(rows[3], trial=t) for t in (1, 2)], {"trials": 2})
+    assert "pass^k over 2 trials: n/a (no trial had a verdict)" in render_summary_text(none)

@@ -1,0 +1,271 @@
+"""The runner and the run/serve verbs: selection, errors, trials, resume, Ctrl-C, serve."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import cli
+from engine.domains.registry import load_domain
+from engine.errors import UsageError
+from engine.runner import run, select_scenarios
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO, SPEC_DIR
+from tests.runtime_helpers import run_options
+
+SHOP = (MOCK_SPEC_DIR, MOCK_DATA_ROOT)  # the mock shop: its spec folder and data root
+SHOP_RUN = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
+
+def test_select_scenarios(data_root: Path) -> None:
+    scenarios = load_domain(SPEC_DIR, data_root).scenarios
+    assert len(select_scenarios(scenarios, (), None)) == 50
+    picked = select_scenarios(scenarios, ("eva_airline__7_2_8", "eva_airline__3_1_5"), None)
+    assert [s.name for s in picked] == ["eva_airline__7_2_8", "eva_airline__3_1_5"]
+    assert {s.name for s in select_scenarios(scenarios, (), "eva_airline__7_2")} == {
+        f"eva_airline__7_2_{k}" for k in (2, 5, 6, 8, 9)
+    }
+    with pytest.raises(UsageError, match=r"no scenario named 'eva_airline__3_1_6' \(did you mean"):
+        select_scenarios(scenarios, ("eva_airline__3_1_6",), None)
+    with pytest.raises(UsageError, match="no scenario matches --domain 'tau2_'"):
+        select_scenarios(scenarios, (), "tau2_")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scenarios", "mock__nope"], "evalctl: no scenario named 'mock__nope'"),
+        (
+            ["--agent", "gpt-4"],
+            "evalctl: unknown backend 'gpt-4': expected replay, noop, openai:MODEL or ws://host:port",
+        ),
+        (["--resume", "/nonexistent/run"], "evalctl: --resume: no run directory at /nonexistent/run"),
+        (
+            ["--agent", "openai:m", "--api-key-env", "EVALCTL_NO_SUCH_VAR"],
+            "evalctl: environment variable EVALCTL_NO_SUCH_VAR is not set",
+        ),
+    ],
+)
+def test_run_user_errors_are_one_line(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    code = cli.main([*SHOP_RUN, "--output-dir", str(out), *args])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == message or err.startswith(message)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists()  # nothing was written
+
+
+def test_run_verb_prints_the_summary_and_honours_fail_under(
+    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--no-progress", "--fail-under", "1"]
+    ok = cli.main([*base, "--scenarios", "eva_airline__3_1_5", "--output-dir", str(tmp_path / "a")])
+    out = capsys.readouterr().out
+    assert ok == 0
+    assert "Overall Success Rate: 100.0% (1/1 scenarios)" in out and f"results: {tmp_path / 'a'}" in out
+    # 5.1.5's gold conversation has two agent turns: the stalled threshold is min(3, 2), so it passes
+    assert cli.main([*base, "--scenarios", "eva_airline__5_1_5", "--output-dir", str(tmp_path / "b")]) == 0
+    metrics = json.loads((tmp_path / "b" / "eva_airline__5_1_5" / "metrics.json").read_text())
+    assert metrics["min_agent_turns"] == 2 and metrics["stalled"] is False and metrics["agent_turns"] == 2
+
+
+async def test_trials_and_resume(tmp_path: Path) -> None:
+    names = ("mock__cancel_order", "mock__shipped_refusal")
+    opts = run_options(*SHOP, scenarios=names, trials=2, output_dir=tmp_path, progress=False)
+    first = await run(opts)
+    assert sorted((r.scenario_name, r.trial) for r, _ in first.outcomes) == [
+        (n, k) for n in names for k in (1, 2)
+    ]
+    assert (tmp_path / "mock__shipped_refusal" / "trial_2" / "metrics.json").is_file()
+    (tmp_path / "mock__cancel_order" / "trial_2" / "metrics.json").unlink()
+    again = await run(
+        run_options(*SHOP, scenarios=names, trials=2, resume=tmp_path, progress=False)
+    )
+    assert again.skipped == 3
+    assert [(r.scenario_name, r.trial) for r, _ in again.outcomes] == [("mock__cancel_order", 2)]
+    assert again.summary is not None and again.summary.results == 4
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, str(REPO / "cli.py"), *args]
+
+
+def test_ctrl_c_keeps_finished_results_and_resume_completes(data_root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out), "--no-progress"]
+    proc = subprocess.Popen(
+        _cli(*args, "--concurrency", "2", "--replay-latency", "0.05"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if re.match(r"\[\d+/50 ", line):
+            break
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 130, stderr
+    assert "interrupted; finished results kept in" in stderr and "Traceback" not in stderr
+    summary = json.loads((out / "summary.json").read_text())
+    done = summary["results"]
+    assert summary["interrupted"] is True and 1 <= done < 50
+    assert len(list(out.glob("*/metrics.json"))) == done
+    assert "Run was interrupted" in (out / "all_summary.txt").read_text()
+    resumed = subprocess.run(
+        _cli("run", str(SPEC_DIR), "--data-root", str(data_root), "--resume", str(out), "--no-progress"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{done} already complete (skipped)" in resumed.stdout
+    final = json.loads((out / "summary.json").read_text())
+    assert final["results"] == 50 and final["interrupted"] is False
+    assert final["stop_reasons"] == {"exit": 43, "transfer": 7}
+
+
+async def test_serve_runs_a_built_in_side_as_its_own_process(data_root: Path, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        _cli("serve", "agent", "--port", "0", "--spec-dir", str(SPEC_DIR), "--data-root", str(data_root)),
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"serving the agent side \(replay\) on (ws://127\.0\.0\.1:\d+)", line)
+        assert match, line
+        names = ("eva_airline__3_1_5", "eva_airline__7_2_8")
+        opts = run_options(
+            SPEC_DIR, data_root, scenarios=names, agent=match.group(1), output_dir=tmp_path, progress=False
+        )
+        report = await run(opts)
+        assert [r.stop_reason for r, _ in report.outcomes] == ["exit", "transfer"] or [
+            r.stop_reason for r, _ in report.outcomes
+        ] == ["transfer", "exit"]
+        assert all(m and m.signals.db_state_match is True for _, m in report.outcomes)
+        assert all(r.agent_backend == "replay" for r, _ in report.outcomes)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=10)
+    assert proc.returncode == 0
+
+
+def test_run_json_records_every_option(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = [*SHOP_RUN, "--no-progress", "--output-dir", str(out),
+            "--scenarios", "mock__cancel_order", "--strict-match", "--max-tool-calls", "7",
+            "--judge-threshold", "0.5"]  # fmt: skip
+    assert cli.main(argv) == 0
+    args = json.loads((out / "run.json").read_text())["args"]
+    assert args["max_tool_calls_per_turn"] == 7 and args["scenarios"] == ["mock__cancel_order"]
+    assert args["scoring"]["strict_match"] is True and args["scoring"]["judge_threshold"] == 0.5
+    assert args["output_dir"] == str(out) and args["api_key_env"] == "OPENAI_API_KEY"
+
+
+async def test_resume_with_scenarios_narrows_the_work_not_the_plan(tmp_path: Path) -> None:
+    names = ("mock__cancel_order", "mock__shipped_refusal")
+    await run(run_options(*SHOP, scenarios=names, output_dir=tmp_path, progress=False))
+    for name in names:
+        (tmp_path / name / "metrics.json").unlink()
+    again = await run(run_options(*SHOP, scenarios=names[:1], resume=tmp_path, progress=False))
+    assert [r.scenario_name for r, _ in again.outcomes] == ["mock__cancel_order"]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["missing"] == ["mock__shipped_refusal"] and summary["results"] == 1
+    with pytest.raises(UsageError, match="mock__late_delivery_credit is not part of the run"):
+        await run(run_options(*SHOP, scenarios=("mock__late_delivery_credit",), resume=tmp_path,
+                             progress=False))  # fmt: skip
+
+
+async def test_resume_with_another_spec_dir_names_the_runs_own(data_root: Path, tmp_path: Path) -> None:
+    from tests.conftest import REPO
+
+    await run(run_options(SPEC_DIR, data_root, scenarios=("eva_airline__3_1_5",), output_dir=tmp_path,
+                         progress=False))  # fmt: skip
+    mock = REPO / "tests" / "mock_domain"
+    with pytest.raises(UsageError, match=r"was made from .*specs/eva_airline.*resume it with that spec dir"):
+        await run(run_options(mock / "spec", mock / "dataroot", resume=tmp_path, progress=False))
+
+
+def test_a_judge_without_its_key_is_refused_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO_SUCH_JUDGE_KEY", raising=False)
+    out = tmp_path / "run"
+    code = cli.main([*SHOP_RUN, "--output-dir", str(out),
+                     "--judge-model", "j1", "--api-key-env", "NO_SUCH_JUDGE_KEY"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "NO_SUCH_JUDGE_KEY is not set" in err and "judge j1" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["", " , "], ids=["empty", "only_commas"])
+def test_empty_scenarios_option_is_a_usage_error_not_a_full_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    out = tmp_path / "run"
+    args = [*SHOP_RUN, "--output-dir", str(out)]
+    code = cli.main([*args, "--scenarios", value])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"evalctl: --scenarios {value!r} names no scenario (leave it out to run all)"
+    ]
+    assert not out.exists()
+
+
+ONE = "mock__cancel_order"
+
+
+def _run(*args: str) -> int:
+    spec = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
+    return cli.main([*spec, "--scenarios", ONE, *args])
+
+
+@pytest.mark.parametrize("url", ["not a url", "127.0.0.1:8000/v1", "ws://127.0.0.1:1"])
+def test_base_url_that_is_not_http_is_a_usage_error_before_the_run(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    out = tmp_path / "run"
+    args = ["--agent", "openai:some-model", "--base-url", url, "--output-dir", str(out)]
+    assert _run(*args) == 2
+    assert capsys.readouterr().err.strip() == f"evalctl: --base-url {url!r} is not an http:// or https:// URL"
+    assert not out.exists()
+
+
+def test_sigterm_stops_like_ctrl_c_and_keeps_the_summary(tmp_path: Path, data_root: Path) -> None:
+    out = tmp_path / "run"
+    argv = [str(REPO / ".venv/bin/evalctl"), "run", str(SPEC_DIR), "--data-root", str(data_root)]
+    argv += ["--output-dir", str(out), "--replay-latency", "0.3", "--no-progress", "--concurrency", "2"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(out.glob("*/metrics.json")):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert f"evalctl: interrupted; finished results kept in {out}" in err
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["interrupted"] is True and summary["missing"]

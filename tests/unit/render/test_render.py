@@ -1,0 +1,171 @@
+"""Prompts and tool schemas rendered from the real eva data, the spell filter, the sandbox, and
+template runtime errors reported as spec problems (on the mock shop)."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+import cli
+from engine.domains.registry import load_domain
+from engine.errors import SpecError
+from engine.render import outline, render, render_agent_prompt, render_user_prompt, spell, tool_schemas
+from engine.specs import LoadedDomain
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
+
+
+@pytest.fixture(scope="module")
+def loaded(data_root: Path) -> LoadedDomain:
+    return load_domain(SPEC_DIR, data_root)
+
+
+def test_agent_prompt_is_policy_then_notes(loaded: LoadedDomain, data_root: Path) -> None:
+    config = yaml.safe_load((data_root / "eva-0.1.3/configs/agents/airline_agent.yaml").read_text())
+    prompt = render_agent_prompt(loaded.scenario("eva_airline__voluntary_date_change"))
+    assert prompt.startswith(config["role"] + "\n\n" + config["instructions"])
+    notes = prompt.split("## Additional Notes to Follow", 1)
+    assert len(notes) == 2 and config["instructions"] in notes[0]
+    assert "Today's date is 2026-03-17." in notes[1]
+    assert "end_conversation" in notes[1] and "R, T, four, K, P, D" in notes[1]
+
+
+def test_agent_notes_and_dates_per_scenario(loaded: LoadedDomain) -> None:
+    for s in loaded.scenarios:
+        assert f"Today's date is {s.current_date}." in render_agent_prompt(s)
+    s = loaded.scenario("eva_airline__1_1_3")
+    extra = dataclasses.replace(s, agent_notes=("Mention the lounge.",))
+    assert render_agent_prompt(extra).rstrip().endswith("- Mention the lounge.")
+
+
+def test_user_prompt_from_record(loaded: LoadedDomain) -> None:
+    s = loaded.scenario("eva_airline__irrops_cancellation")
+    text = render_user_prompt(s)
+    rec = s.record["user_goal"]
+    for piece in (s.user.persona, rec["high_level_user_goal"], rec["starting_utterance"], s.user.name):
+        assert piece in text
+    for crit in rec["decision_tree"]["must_have_criteria"]:
+        assert f"- {crit}" in text
+    assert "### Resolution condition" in text and "### Escalation behavior" in text
+    assert "end_call" in text and "- Confirmation number: FAR0UM" in text
+    assert "{{" not in text and "{%" not in text
+
+
+def test_tool_schemas_are_openai_functions(loaded: LoadedDomain) -> None:
+    schemas = tool_schemas(loaded.scenarios[0])
+    assert [t["function"]["name"] for t in schemas] == list(loaded.domain.tools.names)
+    for t in schemas:
+        assert t["type"] == "function" and t["function"]["parameters"]["type"] == "object"
+        assert t["function"]["description"]
+    end = schemas[-1]["function"]
+    assert end["name"] == "end_conversation" and end["parameters"]["properties"] == {}
+
+
+def test_spell_filter() -> None:
+    assert spell("ZK3FFW") == "Z, K, three, F, F, W"
+    assert spell("FL_SK621") == "F, L, underscore, S, K, six, two, one"
+    assert spell("a-b.c@d#1*") == "a, dash, b, dot, c, at, d, hash, one, star"
+    assert spell(42) == "four, two"
+
+
+def test_outline_filter() -> None:
+    assert outline({"must_have": ["a", "b"], "note": "x", "none": []}) == (
+        "- Must have:\n  - a\n  - b\n- Note: x\n- None: (none)"
+    )
+    assert outline([{"origin": "AUS", "date": "2026-03-20"}]) == "- Origin: AUS; Date: 2026-03-20"
+
+
+def _with_template(loaded: LoadedDomain, tmp_path: Path, body: str):
+    (tmp_path / "probe.j2").write_text(body, encoding="utf-8")
+    domain = dataclasses.replace(loaded.domain, spec_dir=tmp_path, templates={"agent": "probe.j2"})
+    return dataclasses.replace(loaded.scenarios[0], domain=domain)
+
+
+def test_undefined_variable_names_template_line_and_scenario(loaded: LoadedDomain, tmp_path: Path) -> None:
+    scenario = _with_template(loaded, tmp_path, "line one\n{{ current_date }}\n{{ nope }}\n")
+    with pytest.raises(SpecError) as info:
+        render(scenario, "agent")
+    (problem,) = info.value.problems
+    assert problem.file.endswith("probe.j2") and problem.line == 3
+    assert "'nope' is undefined" in problem.message and problem.subject == scenario.name
+
+
+def test_sandbox_blocks_unsafe_attribute_access(loaded: LoadedDomain, tmp_path: Path) -> None:
+    scenario = _with_template(loaded, tmp_path, "{{ scenario.__class__.__mro__ }}\n")
+    with pytest.raises(SpecError, match="template error"):
+        render(scenario, "agent")
+
+
+def test_cli_render_sides(data_root: Path, capsys) -> None:
+    base = [
+        "render",
+        str(SPEC_DIR),
+        "--scenario",
+        "eva_airline__voluntary_date_change",
+        "--data-root",
+        str(data_root),
+    ]
+    assert cli.main(base) == 0
+    out = capsys.readouterr().out
+    assert "## Additional Notes to Follow" in out and "2026-03-17" in out
+    assert cli.main([*base, "--side", "tools"]) == 0
+    assert '"name": "rebook_flight"' in capsys.readouterr().out
+    assert cli.main([*base, "--side", "user"]) == 0
+    assert "Hi, I need to change my flight to March 25." in capsys.readouterr().out
+    assert cli.main(["render", str(SPEC_DIR), "-s", "nope", "--data-root", str(data_root)]) == 2
+    assert "no scenario named 'nope'" in capsys.readouterr().err
+
+
+def test_cli_list(data_root: Path, capsys) -> None:
+    assert cli.main(["list", str(SPEC_DIR), "--data-root", str(data_root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 50
+    assert lines[0].split()[:2] == ["eva_airline__voluntary_date_change", "1.1.2"]
+
+
+def test_cli_help_shows_examples() -> None:
+    from click.testing import CliRunner
+
+    for verb in ("list", "validate", "render"):
+        result = CliRunner().invoke(cli.group, [verb, "--help"])
+        assert result.exit_code == 0 and "Example:" in result.output and "--data-root" in result.output
+
+
+def _spec_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "spec"
+    shutil.copytree(MOCK_SPEC_DIR, target)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("{% for i in range(10**9) %}{% endfor %}", "Range too big"),
+        ("{{ 1 // 0 }}", "by zero"),
+        ("{{ {}['missing_key'].x }}", "no attribute 'missing_key'"),
+        ("{{ ''.__class__.__mro__ }}", "unsafe"),
+        ("{{ 'x' * 10**10 }}", "repetition over"),
+        ("{{ [1, 2] * 10**9 }}", "repetition over"),
+        ("{{ 7 ** 100000000 }}", "exponent over"),
+    ],
+    ids=[
+        "huge_range",
+        "zero_division",
+        "missing_key",
+        "sandbox_escape",
+        "string_bomb",
+        "list_bomb",
+        "power_bomb",
+    ],
+)
+def test_template_runtime_error_is_a_spec_problem(tmp_path: Path, line: str, expected: str) -> None:
+    spec = _spec_copy(tmp_path)
+    template = (spec / "mock_agent.md.j2").read_text(encoding="utf-8")
+    (spec / "mock_agent.md.j2").write_text(template + line + "\n", encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_domain(spec, MOCK_DATA_ROOT)
+    lines = [str(p) for p in info.value.problems]
+    assert any("agent.md.j2:" in s and expected in s for s in lines), lines

@@ -1,0 +1,207 @@
+"""`evalctl report RUN_DIR --html` (issue #16 §1), read as a file: self-contained, the DB
+differences exactly as `evalctl diff` prints them, groups, judge verdicts, cost, escaping and
+bounds. test_report_browser.py opens the same pages in Chromium."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cli import main
+from engine.costs import load_prices
+from engine.domains.registry import load_domain
+from engine.errors import SpecError
+from engine.grouping import GroupRule, parse_rule
+from engine.report_html import write_report
+from engine.report_html.collect import GroupRate, collect
+from engine.report_html.transcript import ELIDED, ITEM_MAX, MAX_LINES, Budget, chat_entries
+from tests.conftest import SPEC_DIR
+from tests.report_helpers import (
+    ALTERED,
+    BIG_SAY,
+    HOSTILE_TOOL,
+    JUDGE_REASON,
+    MODELLED,
+    PRICES_YAML,
+    blocks,
+    hostile_run,
+)
+
+
+def _details(page: str) -> dict[str, dict]:
+    data = blocks(page)
+    return {row["name"]: data[f"d-{row['i']}"] for row in data["report-index"]["rows"]}
+
+
+@pytest.fixture(scope="module")
+def report_file(sample_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample run's report with prices, written outside the run (links go back to it)."""
+    prices = tmp_path_factory.mktemp("prices") / "prices.yaml"
+    prices.write_text(PRICES_YAML, encoding="utf-8")
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    write_report(sample_run_dir, out, load_prices(prices))
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(report_file: Path) -> str:
+    return report_file.read_text(encoding="utf-8")
+
+
+def _sha(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+def test_the_page_is_self_contained_and_runs_only_its_own_script(page: str) -> None:
+    assert "<link" not in page and " src=" not in page and "@import" not in page and "url(" not in page
+    csp = html.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1))
+    script = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
+    style = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
+    assert f"script-src '{_sha(script)}'" in csp and f"style-src '{_sha(style)}'" in csp
+    assert "default-src 'none'" in csp  # no fetch, no frame, no font, no connection of any kind
+    tags = re.findall(r"<script[^>]*>", page)
+    assert len(tags) == 1 + len(blocks(page))  # the one script, then only JSON data blocks
+
+
+def test_db_differences_are_exactly_what_evalctl_diff_prints(page: str, sample_run_dir: Path, capsys) -> None:
+    details = _details(page)
+    for name, (_, _, expected_line) in ALTERED.items():
+        assert main(["diff", str(sample_run_dir), name]) == 0
+        printed = capsys.readouterr().out.splitlines()
+        start = next(i for i, line in enumerate(printed) if line.startswith("DB differences"))
+        end = next(i for i in range(start + 1, len(printed)) if not printed[i].startswith("  "))
+        assert details[name]["db"] == printed[start:end]
+        assert any(expected_line in line for line in details[name]["db"])
+        assert details[name]["db_failed"] is True
+    assert details["eva_airline__4_1_1"]["db"] == ["DB: final DB matches the expected DB"]
+
+
+def test_results_are_grouped_by_eva_flow_family(sample_run_dir: Path, tmp_path: Path) -> None:
+    model = collect(sample_run_dir, tmp_path / "r.html")
+    assert model.grouped
+    assert model.groups == [
+        GroupRate("flow 1.x", 0, 3, 0),  # 1.1.3, 1.1.2 (voluntary_date_change), 1.2.1
+        GroupRate("flow 2.x", 1, 0, 0),
+        GroupRate("flow 3.x", 1, 0, 0),
+        GroupRate("flow 4.x", 1, 0, 0),
+        GroupRate("flow 5.x", 1, 1, 0),
+        GroupRate("flow 6.x", 1, 0, 0),
+        GroupRate("flow 7.x", 3, 0, 0),  # 7.2.8, 7.4.1, 7.2.1 (escalation_edge_case)
+    ]
+
+
+def test_judge_verdicts_tokens_and_cost_per_scenario(page: str) -> None:
+    index = blocks(page)["report-index"]
+    details = _details(page)
+    assert index["priced"] is True
+    for name in MODELLED:
+        d = details[name]
+        assert d["judge"]["model"] == "demo-judge" and d["judge"]["score"] == 0.25
+        assert d["judge"]["reason"] == JUDGE_REASON and d["judge"]["passed"] is False
+        assert set(d["usage"]["roles"]) == {"agent", "user", "judge"}
+        assert d["usage"]["cost"] == pytest.approx(
+            (4 * (1200 * 2.0 + 80 * 8.0) + 3000 * 0.4 + 150 * 1.6) / 1e6
+        )
+        calls = [e for e in d["chat"] if e["k"] == "tool"]
+        assert calls[0]["n"] == "get_reservation" and calls[0]["ok"] is False  # ZK3FFW is not theirs
+        assert calls[0]["a"] == {"confirmation_number": "ZK3FFW", "last_name": "Doe"}
+    replayed = details["eva_airline__1_1_3"]
+    assert replayed["judge"] is None and replayed["usage"]["cost"] == 0.0
+
+
+def test_artifact_links_lead_to_the_run_files(page: str, report_file: Path, sample_run_dir: Path) -> None:
+    files = dict(_details(page)["eva_airline__1_1_3"]["files"])
+    assert list(files)[:4] == ["metrics.json", "transcript.jsonl", "tool_calls.json", "actions.json"]
+    for name, href in files.items():
+        target = (report_file.parent / href).resolve()
+        assert target.is_file() and target.name == name
+        assert target.is_relative_to(sample_run_dir.resolve() / "eva_airline__1_1_3")
+
+
+def test_what_a_side_sends_stays_text(data_root: Path, tmp_path: Path) -> None:
+    run_dir = hostile_run(data_root, tmp_path / "run")
+    out = run_dir / "report.html"
+    assert main(["report", str(run_dir), "--html"]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "<img" not in page and "<svg onload" not in page and "<b>" not in page and "<i>" not in page
+    assert len(re.findall(r"<script[^>]*>", page)) == 1 + len(blocks(page))
+    (detail,) = _details(page).values()
+    said = [e["x"] for e in detail["chat"] if e["k"] == "say" and e["r"] == "agent"]
+    long = next(x for x in said if isinstance(x, dict))  # the hostile text plus the long answer
+    assert long[ELIDED].startswith("</script><script>window.__pwned = 1</script><img src=x")
+    assert long["size"] > len(BIG_SAY) and len(long[ELIDED]) < ITEM_MAX
+    tool = next(e for e in detail["chat"] if e["k"] == "tool")
+    assert tool["n"] == HOSTILE_TOOL and tool["ok"] is False
+    assert tool["a"] == {"q": "</script><svg onload=alert(1)>"}
+    models = blocks(page)["report-index"]["rows"][0]
+    assert models["name"] == "eva_airline__4_1_1"
+    assert "openai:&lt;b&gt;model&lt;/b&gt;" in page  # the model name in the static usage table
+
+
+def test_a_transcript_is_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "transcript.jsonl"
+    line = {"role": "agent", "type": "utterance", "content": "x" * 100, "t": 1.0}
+    path.write_text(
+        "\n".join(json.dumps(line) for _ in range(MAX_LINES + 5)) + "\nnot json\n", encoding="utf-8"
+    )
+    entries = chat_entries(path, Budget(50_000))
+    said = [e for e in entries if e["k"] == "say"]
+    notes = [e["x"] for e in entries if e["k"] == "note"]
+    assert 50_000 / 130 < len(said) < 50_000 / 100  # whole entries until the budget ran out
+    assert notes == [
+        f"{MAX_LINES + 5 - len(said) + 1} more transcript entries not shown (see transcript.jsonl)"
+    ]
+    assert chat_entries(tmp_path / "none.jsonl", Budget(100))[0]["x"].startswith("no transcript")
+
+
+def test_group_rules() -> None:
+    rule = GroupRule(r"^(\d+)\.(\d+)", "flow {1}.{2}")
+    assert rule.group_of("7.2.9", "x") == "flow 7.2" and rule.group_of("abc", "x") == "other"
+    assert GroupRule("^[a-z]+", field="name").group_of("1.1", "mock__late") == "mock"
+    assert parse_rule({"pattern": "(", "label": "x"})[1][0][0] == "pattern"
+    assert parse_rule({"pattern": "^(a)", "label": "{2}"})[1] == [
+        ("label", "names {2} but the pattern has 1 group")
+    ]
+
+
+def test_a_bad_group_rule_is_a_spec_problem_at_its_line(data_root: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "eva_airline"
+    shutil.copytree(SPEC_DIR, spec)
+    domain = spec / "domain.yaml"
+    text = domain.read_text(encoding="utf-8").replace("pattern: '^(\\d+)\\.'", "pattern: '^(\\d+'")
+    domain.write_text(text, encoding="utf-8")
+    line = text.splitlines().index("  pattern: '^(\\d+'") + 1
+    with pytest.raises(SpecError) as err:
+        load_domain(spec, data_root)
+    assert f"domain.yaml:{line}: $.report_group.pattern: not a regular expression: missing )" in str(
+        err.value
+    )
+
+
+def test_session_errors_and_signal_rates_are_listed(data_root: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", "eva_airline__4_1_1"]
+    assert main([*argv, "--max-turns", "1", "--output-dir", str(run_dir), "--no-progress"]) == 0
+    page = write_report(run_dir, run_dir / "report.html").path.read_text(encoding="utf-8")
+    rates = page[
+        page.index('<section id="rates">') : page.index("</section>", page.index('<section id="rates">'))
+    ]
+    assert "<td>db_state_match</td><td>n/a</td><td>0/0 scenarios</td><td>gating</td>" in rates  # stalled
+    assert "<h3>Session errors</h3>" in rates
+    assert "<td>eva_airline__4_1_1</td><td>timeout</td><td>max turns (1 agent turns) reached</td>" in rates
+
+
+def test_report_html_goes_into_the_run_by_default(sample_run_dir: Path, tmp_path: Path, capsys) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(sample_run_dir, copy)
+    assert main(["report", str(copy), "--html"]) == 0
+    assert capsys.readouterr().out.startswith(f"report: {copy / 'report.html'} (12 results, ")
+    assert (copy / "report.html").is_file()
+    assert main(["report", str(tmp_path / "nothing"), "--html"]) == 2

@@ -1,0 +1,334 @@
+"""finish_session / is_complete / finish_run on the REAL eva scenarios (spec loader + data root)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+
+import pytest
+
+from engine import artifacts, results
+from engine.dbhash import db_hash
+from engine.domains.registry import load_domain
+from engine.options import ScoringOptions
+from engine.records.metrics import METRICS_SCHEMA
+from engine.results import finish_run, finish_session, is_complete, scenario_dir
+from tests.conftest import SPEC_DIR
+from tests.mock_domain.eva_fixtures import expected_copy, session
+from tests.record_helpers import metrics_row
+
+OPTS = ScoringOptions()
+
+
+@pytest.fixture(scope="module")
+def loaded(data_root):
+    return load_domain(SPEC_DIR, data_root)
+
+
+@pytest.fixture(scope="module")
+def sc(loaded):
+    return loaded.scenario("eva_airline__voluntary_date_change")
+
+
+async def test_finish_session_writes_every_artifact(tmp_path, sc):
+    final = expected_copy(sc)
+    m = (
+        await finish_session(
+            tmp_path, sc, session(sc, final, actions=[{"action_type": "rebook_flight"}]), 1, OPTS
+        )
+    ).to_json()
+    d = tmp_path / sc.name
+    names = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()}
+    assert names == {
+        "metrics.json",
+        "session.json",
+        "final_scenario_db_hash.txt",
+        "final_db.json",
+        "expected_db.json",
+        "actions.json",
+        "tool_calls.json",
+        "transcript.jsonl",
+        "scenario_config/metadata.json",
+        "scenario_config/agent_prompt.md",
+        "scenario_config/user_prompt.md",
+        "scenario_config/tools.json",
+    }
+    rules = sc.domain.hash_rules
+    assert (d / "final_scenario_db_hash.txt").read_text() == (
+        f"db_hash: {db_hash(final, rules)}\nexpected_db_hash: {db_hash(sc.expected_db, rules)}\n"
+    )
+    assert json.loads((d / "metrics.json").read_text()) == m
+    assert m["is_successful"] is True and m["db_state_match"] is True and m["clean_exit"] is True
+    assert m["success_breakdown"] == {
+        "passed": ["db_state_match", "clean_exit"],
+        "failed": [],
+        "not_applicable": [],
+        "excluded": [
+            "is_action_match",
+            "db_state_assertion",
+            "nl_assertion",
+            "judge_passed",
+            "authenticated",
+            "unspelled_codes",
+            "internal_ids_spoken",
+            "leaked_tool_text",
+        ],
+    }
+    assert m["authenticated"] is True  # eva's expected DB carries the session get_reservation wrote
+    assert m["duration_s"] == 1.25 and m["usage"]["agent"]["model"] == "replay"
+    meta = json.loads((d / "scenario_config" / "metadata.json").read_text())
+    assert meta["success_signals"] == ["db_state_match", "clean_exit"]
+    assert meta["expected_db_hash"] == m["expected_db_hash"] and "render_error" not in meta
+    assert "## Additional Notes to Follow" in (d / "scenario_config" / "agent_prompt.md").read_text()
+    tools = json.loads((d / "scenario_config" / "tools.json").read_text())
+    assert "rebook_flight" in {t["function"]["name"] for t in tools}
+    assert artifacts.read_jsonl(d / "transcript.jsonl")[0]["role"] == "user"
+
+
+async def test_missing_final_db_fails_db_state_match(tmp_path, sc):
+    m = (
+        await finish_session(
+            tmp_path, sc, session(sc, None, stop_reason="error", error="agent crashed"), 1, OPTS
+        )
+    ).to_json()
+    assert m["db_state_match"] is False and m["clean_exit"] is False and m["error"] == "agent crashed"
+    assert m["success_breakdown"]["failed"] == ["db_state_match", "clean_exit"]
+    assert (tmp_path / sc.name / "final_scenario_db_hash.txt").read_text().startswith("db_hash: none\n")
+
+
+async def test_timeout_fails_only_clean_exit(tmp_path, sc):
+    m = (
+        await finish_session(tmp_path, sc, session(sc, expected_copy(sc), stop_reason="timeout"), 1, OPTS)
+    ).to_json()
+    assert m["is_successful"] is False and m["is_task_successful"] is True
+
+
+async def test_is_complete_tracks_metrics(tmp_path, sc):
+    assert not is_complete(tmp_path, sc.name, 1, 1)
+    await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, OPTS)
+    assert is_complete(tmp_path, sc.name, 1, 1)
+    metrics = tmp_path / sc.name / "metrics.json"
+    metrics.write_text(metrics.read_text()[:200])  # a torn file is not a result
+    assert not is_complete(tmp_path, sc.name, 1, 1)
+    metrics.write_text(json.dumps({"schema": METRICS_SCHEMA, "scenario_name": "other", "trial": 1}))
+    assert not is_complete(tmp_path, sc.name, 1, 1)
+    body = (await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, OPTS)).to_json()
+    metrics.write_text(json.dumps({**body, "scenario_name": "other"}))  # a copy of another's result
+    assert not is_complete(tmp_path, sc.name, 1, 1)
+    metrics.write_text(json.dumps({**body, "extra": 1}))  # not what evalctl writes
+    assert not is_complete(tmp_path, sc.name, 1, 1)
+    metrics.write_text(json.dumps(body))
+    assert is_complete(tmp_path, sc.name, 1, 1)
+
+
+async def test_trials_nest_and_pass_hat_k(tmp_path, sc, loaded):
+    other = loaded.scenario("eva_airline__1_1_3")
+    for trial, ok in enumerate([True, True, False], start=1):
+        await finish_session(
+            tmp_path, sc, session(sc, expected_copy(sc) if ok else sc.fresh_db(), trial=trial), 3, OPTS
+        )
+        await finish_session(tmp_path, other, session(other, expected_copy(other), trial=trial), 3, OPTS)
+    assert is_complete(tmp_path, sc.name, 2, 3) and not is_complete(tmp_path, sc.name, 2, 1)
+    assert scenario_dir(tmp_path, sc.name, 2, 3) == tmp_path / sc.name / "trial_2"
+    s = finish_run(tmp_path, {"trials": 3, "spec_dir": str(SPEC_DIR)}).to_json()
+    assert s["overall"] == {
+        "passed": 5,
+        "failed": 1,
+        "not_applicable": 0,
+        "errors": 0,
+        "total": 6,
+        "rate": 5 / 6,
+    }
+    assert s["pass_hat_k"]["per_scenario"][sc.name] == {
+        "1": pytest.approx(2 / 3),
+        "2": pytest.approx(1 / 3),
+        "3": 0.0,
+    }
+    assert s["pass_hat_k"]["overall"]["3"] == 0.5
+    text = (tmp_path / "all_summary.txt").read_text()
+    assert "Overall Success Rate: 83.3% (5/6 sessions)" in text and "pass^3 = 0.500" in text
+
+
+async def test_finish_run_headlines_stalled_and_denominators(tmp_path, loaded):
+    a, b, c = (loaded.scenario(n) for n in ("eva_airline__1_1_3", "eva_airline__1_1_4", "eva_airline__1_1_5"))
+    await finish_session(tmp_path, a, session(a, expected_copy(a)), 1, OPTS)
+    await finish_session(tmp_path, b, session(b, b.fresh_db(), stop_reason="timeout"), 1, OPTS)
+    await finish_session(tmp_path, c, session(c, expected_copy(c), agent_turns=1), 1, OPTS)  # stalled
+    s = finish_run(tmp_path, {"trials": 1, "wall_s": 2.5}).to_json()
+    text = (tmp_path / "all_summary.txt").read_text()
+    assert "Overall Success Rate: 33.3% (1/3 scenarios)" in text
+    assert "Task Success Rate (excl. clean_exit): 33.3% (1/3 scenarios)" in text
+    # the stalled scenario is left out of the per-signal rates but stays in the composite's
+    assert "db_state_match: 50.0% (1/2 scenarios) [gating]" in text
+    assert "clean_exit: 50.0% (1/2 scenarios) [gating]" in text
+    assert "WARNING: 1 stalled scenarios (fewer than 3 agent turns)" in text and c.name in text
+    assert "Wall time: 2.5 s" in text and "agent (replay)" in text
+    assert s["signals"]["db_state_match"] == {
+        "passed": 1,
+        "total": 2,
+        "rate": 0.5,
+        "unit": "scenarios",
+        "role": "gating",
+        "errors_left_out": 0,
+    }
+    assert json.loads((tmp_path / "summary.json").read_text()) == s
+
+
+async def test_predicate_and_assertion_denominators(tmp_path, sc):
+    asserted = replace(
+        sc,
+        db_state_assertions=(
+            {
+                "func_name": "reservation_status",
+                "arguments": {"confirmation_number": "ZK3FFW"},
+                "assert_value": "changed",
+            },
+            {"func_name": "refund_total", "arguments": {"confirmation_number": "ZK3FFW"}, "assert_value": 10},
+        ),
+    )
+    m = (await finish_session(tmp_path, asserted, session(asserted, expected_copy(sc)), 1, OPTS)).to_json()
+    assert m["db_state_assertion_pass_rate"] == 0.5
+    finish_run(tmp_path, {})
+    assert (
+        "db_state_assertion: 50.0% (1/2 predicates) [informational]"
+        in (tmp_path / "all_summary.txt").read_text()
+    )
+
+
+async def test_run_json_provenance_and_invocations(tmp_path, sc, data_root):
+    await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, OPTS)
+    info = {
+        "spec_dir": str(SPEC_DIR),
+        "data_root": str(data_root),
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "argv": ["run", "specs/eva_airline"],
+        "agent": "replay",
+        "user": "replay",
+        "trials": 1,
+        "invocation": "first",
+    }
+    finish_run(tmp_path, info)
+    finish_run(tmp_path, info)  # the same invocation finishing twice replaces itself
+    # another invocation is another, even when it started in the same second (the flaky resume test)
+    finish_run(tmp_path, {**info, "invocation": "second", "argv": ["run", "--resume"], "command": "resume"})
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["evalctl_version"] and len(run["git"]["commit"]) == 40
+    assert run["spec_files"]["domain.yaml"] and len(run["spec_files"]) >= 51
+    assert set(run["templates"]) >= {"judge.md.j2"}
+    assert run["data_root_files"]["eva-0.1.3/data/airline_dataset.jsonl"]
+    assert run["data_root_changed_from_pins"] == []
+    assert run["models"] == {"agent": "replay", "user": "replay"}
+    assert [i["argv"][-1] for i in run["invocations"]] == ["specs/eva_airline", "--resume"]
+    assert [(i["id"], i["command"]) for i in run["invocations"]] == [("first", "run"), ("second", "resume")]
+    assert run["created_at"] == "2026-01-01T00:00:00+00:00"
+
+
+async def test_summary_counts_each_result_once(tmp_path, sc):
+    await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, OPTS)
+    await finish_session(tmp_path, sc, session(sc, sc.fresh_db()), 1, OPTS)  # the same slot re-scored
+    stray = tmp_path / "copy_of_it"
+    stray.mkdir()
+    (stray / "metrics.json").write_text((tmp_path / sc.name / "metrics.json").read_text())
+    s = finish_run(tmp_path, {}).to_json()
+    assert s["results"] == 1 and s["overall"]["failed"] == 1
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
+    target = tmp_path / "x.json"
+    artifacts.write_json(target, {"v": 1})
+
+    def boom(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        artifacts.write_json(target, {"v": 2})
+    assert json.loads(target.read_text()) == {"v": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temp file left behind
+
+
+def test_gold_db_comes_from_the_gold_replay(loaded):
+    # eva 7.4.1's expected DB holds an empty session although its gold trace authenticates
+    scenario = loaded.scenario("eva_airline__7_4_1")
+    assert scenario.expected_db["session"] == {}
+    assert results.gold_db(scenario)["session"] == {"confirmation_number": "383S8U", "last_name": "park"}
+    assert results.gold_db(scenario) is results.gold_db(scenario)  # replayed once per scenario
+    assert results.gold_db(replace(scenario, gold_trace=None)) is None
+
+
+async def test_user_db_hash_is_recorded_not_scored(tmp_path, sc):
+    m = (
+        await finish_session(tmp_path, sc, session(sc, expected_copy(sc), user_db={"x": 1}), 1, OPTS)
+    ).to_json()
+    lines = (tmp_path / sc.name / "final_scenario_db_hash.txt").read_text().splitlines()
+    assert lines[2] == f"user_db_hash: {db_hash({'x': 1}, sc.domain.hash_rules)}"
+    assert m["db_state_match"] is True and json.loads((tmp_path / sc.name / "final_user_db.json").read_text())
+
+
+async def test_rescoring_a_slot_drops_files_of_the_earlier_attempt(tmp_path, sc):
+    await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, OPTS)
+    assert (tmp_path / sc.name / "final_db.json").exists()
+    (tmp_path / sc.name / ".metrics.json.x.tmp").write_text("{")  # left by a killed write
+    await finish_session(tmp_path, sc, session(sc, None, stop_reason="error", error="crash"), 1, OPTS)
+    assert not (tmp_path / sc.name / "final_db.json").exists()
+    assert not list((tmp_path / sc.name).glob(".*.tmp"))
+
+
+@pytest.mark.parametrize(
+    ("failed", "expected"),
+    [
+        pytest.param(
+            {"failed_signals": ["db_state_match"], "stop_reason": "exit"}, "db_state_match", id="signal"
+        ),
+        pytest.param(
+            {
+                "failed_signals": ["db_state_match", "clean_exit"],
+                "stalled": True,
+                "stop_reason": "error",
+                "error": "agent side reported backend_error: APIConnectionError",
+            },
+            "db_state_match, clean_exit, stalled, stop=error: agent side reported backend_error: "
+            "APIConnectionError",
+            id="side-error-is-named-not-just-stalled",
+        ),
+        pytest.param(
+            {"failed_signals": ["clean_exit"], "stop_reason": "timeout"},
+            "clean_exit, stop=timeout",
+            id="timeout",
+        ),
+        pytest.param({"failed_signals": [], "stop_reason": "exit"}, "N/A", id="nothing-applicable"),
+    ],
+)
+def test_failure_reason_names_signals_stall_and_side_errors(failed, expected):
+    from engine.records.summary import FailedResult
+    from engine.scoring.summary import failure_reason
+
+    record = FailedResult("a", 1, (), False, None, None)
+    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in failed.items()}
+    assert failure_reason(replace(record, **changes)) == expected
+
+
+def test_summary_counts_judge_errors():
+    from engine.scoring.summary import build_summary, render_summary_text
+
+    rows = [
+        metrics_row("a", signals={"judge_error": "APIConnectionError: Connection error."}),
+        metrics_row("b"),
+    ]
+    summary = build_summary(rows, {"trials": 1})
+    assert summary.judge_errors == 1 and str(summary.first_judge_error).startswith("APIConnectionError")
+    assert (
+        "Judge errors (never an agent failure: the verdict error where a judge signal gates, else not "
+        "applicable): 1; first: APIConnectionError" in render_summary_text(summary)
+    )
+
+
+def test_headline_of_an_incomplete_run_says_so():
+    from engine.scoring.summary import build_summary, render_summary_text
+
+    rows = [metrics_row("a")]
+    text = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a", "b", "c"]}))
+    assert "Overall Success Rate: 100.0% (1/1 scenarios) - INCOMPLETE: 2 results missing" in text
+    complete = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a"]}))
+    assert "INCOMPLETE" not in complete

@@ -1,0 +1,230 @@
+"""Each signal function on hand-made cases, against the REAL eva data where a DB is involved."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from engine.dbhash import db_hash
+from engine.model import SIGNALS
+from engine.scoring.judge import JudgeOutcome
+from engine.scoring.predicates import evaluate_db_state_assertion
+from engine.scoring.signals import (
+    SIGNAL_FUNCS,
+    SignalInputs,
+    clean_exit_signal,
+    compute_signals,
+    db_state_assertion_signal,
+    db_state_match_signal,
+    judge_passed_signal,
+    nl_assertion_signal,
+)
+from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
+
+
+@pytest.fixture(scope="module")
+def sc(data_root):
+    return eva_scenario(data_root, "1.1.2")
+
+
+def _inputs(sc, final_db, **kw):
+    rules = sc.domain.hash_rules
+    return SignalInputs(
+        sc,
+        session(sc, final_db, **kw.pop("session_kw", {})),
+        db_hash=db_hash(final_db, rules) if final_db is not None else None,
+        expected_db_hash=db_hash(sc.expected_db, rules),
+        **kw,
+    )
+
+
+def test_signal_table_covers_the_six_signals_in_order():
+    assert tuple(SIGNAL_FUNCS) == SIGNALS
+
+
+def test_db_state_match_expected_db_passes(sc):
+    assert db_state_match_signal(_inputs(sc, expected_copy(sc))).value is True
+
+
+def test_db_state_match_session_key_is_ignored(sc):
+    db = expected_copy(sc)
+    db["session"] = {"confirmation_number": "ZK3FFW", "last_name": "x"}
+    assert db_state_match_signal(_inputs(sc, db)).value is True
+
+
+def test_db_state_match_initial_db_fails(sc):
+    assert db_state_match_signal(_inputs(sc, sc.fresh_db())).value is False
+
+
+def test_db_state_match_missing_final_db_is_false(sc):
+    assert db_state_match_signal(_inputs(sc, None)).value is False
+
+
+def test_db_state_match_without_expected_db_is_not_applicable(sc):
+    inp = SignalInputs(sc, session(sc, sc.fresh_db()), db_hash="x", expected_db_hash=None)
+    assert db_state_match_signal(inp).value is None
+
+
+@pytest.mark.parametrize(
+    ("stop", "clean"),
+    [("exit", True), ("transfer", True), ("user_hangup", False), ("timeout", False), ("error", False)],
+)
+def test_clean_exit(sc, stop, clean):
+    assert clean_exit_signal(_inputs(sc, None, session_kw={"stop_reason": stop})).value is clean
+
+
+ASSERTIONS = [
+    {
+        "func_name": "reservation_status",
+        "arguments": {"confirmation_number": "ZK3FFW"},
+        "assert_value": "changed",
+        "side": "agent",
+    },
+    {
+        "func_name": "active_journeys",
+        "arguments": {"confirmation_number": "zk3ffw"},
+        "assert_value": ["FL_SK703_20260325"],
+        "side": "agent",
+    },
+    {"func_name": "refund_total", "arguments": {"confirmation_number": "ZK3FFW"}, "assert_value": 0},
+]
+
+
+def test_db_state_assertion_all_pass_on_expected_db(sc):
+    out = db_state_assertion_signal(_inputs_with(sc, ASSERTIONS, expected_copy(sc)))
+    assert [v["passed"] for v in out.fields["db_state_assertion_verdicts"]] == [True, True, True], out.fields
+    assert out.value == 1.0
+
+
+def _inputs_with(sc, assertions, final_db, user_db=None):
+    from dataclasses import replace
+
+    scen = replace(sc, db_state_assertions=tuple(assertions))
+    return SignalInputs(scen, session(scen, final_db, user_db=user_db))
+
+
+def test_db_state_assertion_rate_on_initial_db(sc):
+    out = db_state_assertion_signal(_inputs_with(sc, ASSERTIONS, sc.fresh_db()))
+    assert out.value == pytest.approx(1 / 3)  # only refund_total (0) still holds
+    assert out.fields["db_state_assertion_verdicts"][0]["actual"] == "confirmed"
+
+
+def test_db_state_assertion_unknown_predicate_fails_with_error(sc):
+    out = db_state_assertion_signal(
+        _inputs_with(sc, [{"func_name": "nope", "arguments": {}, "assert_value": 1}], expected_copy(sc))
+    )
+    (verdict,) = out.fields["db_state_assertion_verdicts"]
+    assert out.value == 0.0 and verdict["passed"] is False and "unknown predicate 'nope'" in verdict["error"]
+
+
+def test_db_state_assertion_raising_predicate_fails_with_error(sc):
+    bad = {
+        "func_name": "reservation_status",
+        "arguments": {"confirmation_number": "NOSUCH"},
+        "assert_value": "x",
+    }
+    (verdict,) = db_state_assertion_signal(_inputs_with(sc, [bad], expected_copy(sc))).fields[
+        "db_state_assertion_verdicts"
+    ]
+    assert verdict["passed"] is False and verdict["error"].startswith("KeyError")
+
+
+def test_db_state_assertion_user_side_without_user_db_errors(sc):
+    user = {**ASSERTIONS[0], "side": "user"}
+    (verdict,) = db_state_assertion_signal(_inputs_with(sc, [user], expected_copy(sc))).fields[
+        "db_state_assertion_verdicts"
+    ]
+    assert verdict["passed"] is False and verdict["error"] == "no user DB for this session"
+
+
+def test_db_state_assertion_user_side_reads_user_db(sc):
+    user = {**ASSERTIONS[0], "side": "user"}
+    out = db_state_assertion_signal(_inputs_with(sc, [user], sc.fresh_db(), user_db=expected_copy(sc)))
+    assert out.value == 1.0
+
+
+def test_db_state_assertion_none_declared_is_not_applicable(sc):
+    assert db_state_assertion_signal(_inputs(sc, expected_copy(sc))).value is None
+
+
+def test_predicates_come_from_the_domain_plugin(sc):
+    assert set(sc.domain.plugin.predicates) >= {"reservation_status", "refund_total"}
+    assert evaluate_db_state_assertion({}, ASSERTIONS[0], {})["error"].startswith("unknown predicate")
+
+
+def _judge(**kw) -> JudgeOutcome:
+    return JudgeOutcome(model="m", base_url=None, threshold=0.9, prompt="p", prompt_sha256="h", **kw)
+
+
+def test_judge_signals_off_are_not_applicable(sc):
+    inp = _inputs(sc, expected_copy(sc))
+    assert judge_passed_signal(inp).value is None and nl_assertion_signal(inp).value is None
+
+
+def test_judge_error_is_not_applicable_with_the_error(sc):
+    out = judge_passed_signal(_inputs(sc, expected_copy(sc), judge=_judge(error="APIError: boom")))
+    assert out.value is None and out.fields["judge_error"] == "APIError: boom"
+
+
+def test_judge_verdict_and_nl_rate(sc):
+    from dataclasses import replace
+
+    scen = replace(sc, nl_assertions=("a", "b"))
+    j = _judge(
+        score=0.95,
+        passed=True,
+        nl_assertion_pass_rate=0.5,
+        nl_assertion_verdicts=[{"index": 1, "passed": True}, {"index": 2, "passed": False}],
+    )
+    inp = SignalInputs(scen, session(scen, None), judge=j)
+    assert judge_passed_signal(inp).value is True and judge_passed_signal(inp).fields["judge_score"] == 0.95
+    assert nl_assertion_signal(inp).value == 0.5
+
+
+def test_compute_signals_returns_contract_fields(sc):
+    values, fields = compute_signals(_inputs(sc, expected_copy(sc)))
+    spoken = ["unspelled_codes", "internal_ids_spoken", "leaked_tool_text"]
+    assert list(values) == [*SIGNALS, "authenticated", *spoken]
+    for key in (
+        "is_action_match",
+        "db_state_match",
+        "db_state_assertion_pass_rate",
+        "nl_assertion_pass_rate",
+        "judge_passed",
+        "judge_score",
+        "clean_exit",
+    ):
+        assert key in fields
+
+
+@pytest.mark.parametrize(
+    ("returned", "assert_value", "passed", "error"),
+    [
+        (("FL1", "FL2"), ["FL1", "FL2"], True, None),  # before: a tuple never equalled the YAML list
+        (float("nan"), 0.0, False, "not JSON data"),  # before: NaN written into metrics.json
+        ({"FL1"}, ["FL1"], False, "not JSON data"),  # before: a set written as the string "{'FL1'}"
+        (1, True, False, None),  # True is not 1
+        ([True, False], [1, 0], False, None),  # before: nested booleans equalled 1 and 0
+        ({"refunded": True}, {"refunded": 1}, False, None),
+        ({"a": [1.0, "x"]}, {"a": [1, "x"]}, True, None),
+        (1.0, 1, True, None),
+    ],
+    ids=["tuple", "nan", "set", "int-vs-bool", "nested-bools", "dict-bool", "nested-float", "float-vs-int"],
+)
+def test_predicate_values_are_compared_as_json(
+    monkeypatch: pytest.MonkeyPatch, returned: Any, assert_value: Any, passed: bool, error: str | None
+) -> None:
+    from engine.artifacts import dumps_json
+    from engine.scoring import predicates
+
+    verdict = predicates.evaluate_db_state_assertion(
+        {"odd": lambda db: returned}, {"func_name": "odd", "arguments": {}, "assert_value": assert_value}, {}
+    )
+    assert verdict["passed"] is passed
+    if error is None:
+        assert "error" not in verdict
+    else:
+        assert error in verdict["error"]
+    json.loads(dumps_json(verdict), parse_constant=lambda c: pytest.fail(f"{c} in metrics"))

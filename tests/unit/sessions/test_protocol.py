@@ -1,0 +1,162 @@
+"""The wire protocol: schemas, decoding with typed errors, backend spec strings."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from engine.backends import BackendSpec, parse_backend_spec
+from engine.errors import UsageError
+from engine.protocol import (
+    MESSAGE_TYPES,
+    PROTOCOL_SCHEMA_DIR,
+    ProtocolError,
+    decode,
+    encode,
+    end_call_schema,
+    make,
+)
+
+EXAMPLES = {
+    "session.start": make(
+        "session.start",
+        "e1",
+        session_id="s#1",
+        role="agent",
+        system_prompt="p",
+        tools=[end_call_schema()],
+        scenario={"name": "x", "starting_utterance": None},
+        limits={"max_duration_s": 900, "turn_timeout_s": 120, "max_tool_rounds": 10, "max_turns": None},
+    ),
+    "session.ready": make("session.ready", "a1", reply_to="e1", backend="replay"),
+    "turn.request": make("turn.request", "e2", turn=0, utterance=None, closing=False),
+    "tool.call": make("tool.call", "a2", reply_to="e2", call_id="c", name="t", arguments="{bad json"),
+    "tool.result": make("tool.result", "e3", reply_to="a2", call_id="c", result={"status": "ok"}, ended=None),
+    "turn.response": make(
+        "turn.response",
+        "a3",
+        reply_to="e2",
+        text="hi",
+        end=False,
+        usage={"model": "m", "prompt_tokens": 1, "completion_tokens": 2, "calls": 1},
+    ),
+    "session.end": make("session.end", "e4", stop_reason="exit", error=None),
+    "error": make("error", "a4", code="bad_message", message="m", reply_to=None),
+}
+
+
+def test_one_schema_per_type_and_all_closed() -> None:
+    files = sorted(p.stem for p in PROTOCOL_SCHEMA_DIR.glob("*.json"))
+    assert files == sorted(MESSAGE_TYPES)
+    for name in MESSAGE_TYPES:
+        schema = json.loads((PROTOCOL_SCHEMA_DIR / f"{name}.json").read_text())
+        assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert schema["additionalProperties"] is False
+        assert {"v", "type", "id"} <= set(schema["required"])
+
+
+@pytest.mark.parametrize("mtype", MESSAGE_TYPES)
+def test_examples_round_trip(mtype: str) -> None:
+    assert decode(encode(EXAMPLES[mtype])) == EXAMPLES[mtype]
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "needle"),
+    [
+        ("not json", "bad_json", "not JSON"),
+        ("[1, 2]", "bad_json", "expected an object"),
+        (b'{"v": 1}', "bad_json", "binary"),
+        ('{"v": 2, "type": "turn.request", "id": "x"}', "unsupported_version", "version 2"),
+        ('{"type": "turn.request", "id": "x"}', "unsupported_version", "None"),
+        ('{"v": 1, "type": "turn.bogus", "id": "x"}', "bad_message", "unknown message type"),
+        ('{"v": 1, "type": "turn.request", "id": "x", "turn": 0}', "bad_message", "'utterance' is"),
+        (
+            '{"v": 1, "type": "turn.request", "id": "x", "turn": 0, "utterance": null, "extra": 1}',
+            "bad_message",
+            "extra",
+        ),
+        (
+            '{"v": 1, "type": "tool.call", "id": "x", "reply_to": "e", "call_id": "c", "name": "t",'
+            ' "arguments": {}}',
+            "bad_message",
+            "$.arguments",
+        ),
+    ],
+)
+def test_bad_frames_give_typed_errors(frame: str | bytes, code: str, needle: str) -> None:
+    with pytest.raises(ProtocolError) as info:
+        decode(frame)
+    assert info.value.code == code
+    assert needle in info.value.message
+
+
+def test_error_reply_to_names_the_bad_message() -> None:
+    with pytest.raises(ProtocolError) as info:
+        decode('{"v": 9, "type": "turn.response", "id": "a7"}')
+    assert info.value.reply_to == "a7"
+
+
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        ("replay", BackendSpec("replay")),
+        ("noop", BackendSpec("noop")),
+        ("openai:gpt-4.1-mini", BackendSpec("openai", model="gpt-4.1-mini")),
+        ("ws://127.0.0.1:9000", BackendSpec("external", uri="ws://127.0.0.1:9000")),
+        ("wss://agents.example:443/eva", BackendSpec("external", uri="wss://agents.example:443/eva")),
+    ],
+)
+def test_backend_specs(text: str, spec: BackendSpec) -> None:
+    assert parse_backend_spec(text) == spec
+    assert str(spec) == text
+
+
+@pytest.mark.parametrize("text", ["", "openai:", "gpt-4", "http://x", "ws://"])
+def test_bad_backend_specs(text: str) -> None:
+    with pytest.raises(UsageError, match="expected replay, noop, openai:MODEL or ws://host:port"):
+        parse_backend_spec(text)
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "needle"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "bad_json", "nested too deeply"),
+        (
+            json.dumps(
+                {
+                    "v": 1,
+                    "type": "tool.call",
+                    "id": "a",
+                    "reply_to": "e",
+                    "call_id": "c",
+                    "name": "x",
+                    "arguments": {"k": "v" * 1_000_000},
+                }
+            ),
+            "bad_message",
+            "chars)",
+        ),
+    ],
+    ids=["deep_json", "schema_error_quoting_a_huge_value"],
+)
+def test_bad_frames_give_short_typed_errors(frame: str, code: str, needle: str) -> None:
+    with pytest.raises(ProtocolError) as info:
+        decode(frame)
+    assert info.value.code == code and needle in info.value.message
+    assert len(info.value.message) < 2100
+
+
+def test_a_frame_with_a_lone_surrogate_escape_is_bad_json() -> None:
+    from engine.protocol import ProtocolError, decode
+
+    # before: decoded fine, then the engine could not forward it (UnicodeEncodeError in websockets:
+    # 'agent side disconnected') and the session's metrics.json was never written
+    frame = '{"v": 1, "type": "turn.response", "id": "a1", "reply_to": "e1", "text": "hi \\ud800"}'
+    with pytest.raises(ProtocolError, match="lone UTF-16 surrogate") as info:
+        decode(frame)
+    assert info.value.code == "bad_json"
+    emoji = '{"v": 1, "type": "turn.response", "id": "a1", "reply_to": "e1", "text": "\\ud83d\\ude00"}'
+    assert decode(emoji)["text"] == "\N{GRINNING FACE}"  # a proper pair is text

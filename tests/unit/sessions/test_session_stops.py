@@ -1,0 +1,190 @@
+"""Stop reasons and turn-taking, over real WebSockets on loopback with the mock shop's tool table.
+Two cases need eva_airline: a gold conversation long enough to outlast a 0.4 s max_duration, and a
+refund to try after the end of the call."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from engine.backends import BackendReply, SessionInfo, TurnInfo
+from engine.backends.replay import ReplayBackend, ReplayFactory, split_trace
+from engine.dbhash import db_hash
+from engine.domains.registry import load_domain
+from engine.model import Scenario
+from engine.session import SessionLimits
+from engine.specs import LoadedDomain
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
+from tests.runtime_helpers import say, scripted_factory, session_between
+
+
+@pytest.fixture(scope="module")
+def loaded() -> LoadedDomain:
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+
+
+@pytest.fixture(scope="module")
+def eva(data_root: Path) -> LoadedDomain:
+    return load_domain(SPEC_DIR, data_root)
+
+
+def _user_saying(scenario: Scenario, lines: list[str]):
+    """A replay user whose lines after the opening are ``lines`` (then it hangs up)."""
+    gold = split_trace(scenario.gold_trace, scenario.user.starting_utterance)
+
+    def make(info: SessionInfo) -> ReplayBackend:
+        script = dataclasses.replace(gold, user_lines=(gold.user_lines[0], *lines))
+        return ReplayBackend("user", script)
+
+    return make
+
+
+async def test_replay_agent_follows_position_when_the_user_goes_off_script(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__cancel_order")
+    n = len(split_trace(scenario.gold_trace).agent_turns)
+    user = _user_saying(scenario, ["Sorry, what was that?"] * (n - 1))
+    result = await session_between(scenario, ReplayFactory({scenario.name: scenario}), user)
+    assert result.stop_reason == "exit", result.error
+    rules = scenario.domain.hash_rules
+    assert db_hash(result.final_db, rules) == db_hash(scenario.expected_db, rules)
+
+
+async def test_user_hangup_gives_the_agent_one_closing_turn(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__cancel_order")
+    agents: list = []
+    polite = scripted_factory(lambda turn: say("Okay."), agents)
+    result = await session_between(scenario, polite, _user_saying(scenario, []))
+    assert result.stop_reason == "user_hangup" and not result.clean_exit
+    assert [t.closing for t in agents[0].seen if t.round == 0] == [False, True]
+    kinds = [(e["role"], e["type"]) for e in result.transcript]
+    assert ("user", "tool_call") in kinds and ("user", "hangup") in kinds
+    assert kinds.index(("user", "hangup")) < len(kinds) - 2  # the agent still spoke after it
+    assert result.tool_calls == []  # end_call is the user's tool: not an agent tool call
+
+
+async def test_agent_ending_in_its_closing_turn_is_a_clean_exit(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__cancel_order")
+    agent = scripted_factory(
+        lambda t: say("Goodbye.", ("end_conversation", "{}")) if t.closing else say("Okay.")
+    )
+    result = await session_between(scenario, agent, _user_saying(scenario, []))
+    assert result.stop_reason == "exit"
+
+
+async def test_user_turn_response_end_flag_also_hangs_up(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__cancel_order")
+
+    user = scripted_factory(lambda t: say("Hello.") if t.index == 0 else say("Bye.", ("end_call", "{}")))
+    result = await session_between(scenario, scripted_factory(lambda t: say("Hm.")), user)
+    assert result.stop_reason == "user_hangup" and result.user_turns == 2
+
+
+async def test_user_tool_other_than_end_call_is_an_error_result(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__cancel_order")
+    user = scripted_factory(
+        lambda t: say("Hi.", ("cancel_order", "{}")) if t.index == 0 else say("", ("end_call", "{}"))
+    )
+    result = await session_between(scenario, scripted_factory(lambda t: say("Hm.")), user)
+    results = [e["content"]["result"] for e in result.transcript if e["type"] == "tool_result"]
+    assert results[0]["error_type"] == "tool_not_found"
+    assert result.final_db == scenario.fresh_db()  # the user side never touches the DB
+
+
+async def test_calls_after_the_end_are_refused_and_not_run(eva: LoadedDomain) -> None:
+    scenario = eva.scenario("eva_airline__cancellation_refund")
+    refund = '{"confirmation_number": "ZK3FFW", "refund_amount": 10, "refund_type": "full_fare"}'
+    agent = scripted_factory(lambda t: say("Bye.", ("end_conversation", "{}"), ("process_refund", refund)))
+    result = await session_between(scenario, agent, ReplayFactory({scenario.name: scenario}))
+    assert result.stop_reason == "exit"
+    results = [e["content"]["result"] for e in result.transcript if e["type"] == "tool_result"]
+    assert results[-1]["error_type"] == "call_ended"
+    assert [c["name"] for c in result.tool_calls] == ["end_conversation"]
+    assert result.final_db["refunds"] == {} and result.actions == []
+
+
+async def test_max_turns_stops_with_timeout(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__cancel_order")
+    replay = ReplayFactory({scenario.name: scenario})
+    limits = SessionLimits(max_duration_s=30, turn_timeout_s=5, max_turns=2)
+    result = await session_between(scenario, replay, replay, limits)
+    assert result.stop_reason == "timeout" and result.agent_turns == 2
+    assert "max turns (2 agent turns)" in (result.error or "")
+
+
+async def test_max_duration_stops_with_timeout(eva: LoadedDomain) -> None:
+    scenario = dataclasses.replace(eva.scenario("eva_airline__7_1_1"), max_duration=0.4)
+    slow = ReplayFactory({scenario.name: scenario}, latency_s=0.1)
+    limits = SessionLimits(max_duration_s=scenario.max_duration, turn_timeout_s=5)
+    result = await session_between(scenario, slow, slow, limits)
+    assert result.stop_reason == "timeout"
+    assert "max_duration (0.4 s)" in (result.error or "")
+    assert 0.4 <= result.duration_s < 1.5
+
+
+async def test_side_that_cannot_play_the_scenario_is_an_error(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__cancel_order")
+    result = await session_between(scenario, ReplayFactory({}), ReplayFactory({scenario.name: scenario}))
+    assert result.stop_reason == "error"
+    assert "agent side reported unknown_scenario" in (result.error or "")
+
+
+async def test_backend_crash_is_an_error_with_its_message(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__cancel_order")
+
+    def boom(turn: TurnInfo) -> BackendReply:
+        raise RuntimeError("model exploded")
+
+    result = await session_between(scenario, scripted_factory(boom), ReplayFactory({scenario.name: scenario}))
+    assert result.stop_reason == "error"
+    assert "internal_error: RuntimeError: model exploded" in (result.error or "")
+
+
+async def test_an_engine_fault_fails_only_that_session(
+    loaded: LoadedDomain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engine.session
+
+    def broken(self: object, name: str, arguments: object) -> None:
+        raise KeyError("tool table bug")
+
+    monkeypatch.setattr(engine.session.ToolRuntime, "call", broken)
+    scenario = loaded.scenario("mock__cancel_order")
+    replay = ReplayFactory({scenario.name: scenario})
+    result = await session_between(scenario, replay, replay)
+    assert result.stop_reason == "error"
+    assert result.error == "engine error: KeyError: 'tool table bug'"
+    assert result.transcript[-1]["content"]["stop_reason"] == "error"
+
+
+async def test_an_agent_looping_on_tool_calls_is_stopped_by_the_engine(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__cancel_order")
+    lookup = ("get_order", '{"order_id": "O-100"}')
+    loop = scripted_factory(lambda turn: say("", *[lookup] * 9))  # 9 calls in one turn
+    limits = SessionLimits(max_duration_s=30, turn_timeout_s=5, max_tool_calls_per_turn=6)
+    result = await session_between(scenario, loop, ReplayFactory({scenario.name: scenario}), limits)
+    assert result.stop_reason == "timeout"
+    assert result.error == "agent side made more than 6 tool calls in turn 0"
+    assert len(result.tool_calls) == 6  # the 7th never ran
+
+
+async def test_two_silent_sides_end_the_session_after_empty_turns() -> None:
+    from engine.domains.registry import load_domain
+    from engine.session import SessionLimits
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+    from tests.runtime_helpers import scripted_factory, session_between
+
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    agents: list = []
+    users: list = []
+    result = await session_between(
+        scenario,
+        scripted_factory(lambda turn: None, agents),  # content null, no tool calls, every turn
+        scripted_factory(lambda turn: None, users),
+        SessionLimits(max_duration_s=6, turn_timeout_s=5),
+    )
+    # before: the sides traded empty turns (each a model request) until max_duration (900 s in eva)
+    assert result.stop_reason == "no_progress" and result.error_source is None  # the agent's, no error
+    assert result.error is not None and result.error.startswith("the conversation went nowhere: 4 turns")
+    assert len(agents[0].seen) + len(users[0].seen) == 4  # 4 model requests, not 900 s of them
