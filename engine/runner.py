@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import json
 import signal
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,10 +32,10 @@ from engine.options import RunOptions
 from engine.oslimits import check_open_files, files_needed
 from engine.progress import Progress
 from engine.protocol import end_call_schema
-from engine.provenance import new_invocation_id, read_run_record
-from engine.records.common import SpentUsage
+from engine.provenance import new_invocation_id
 from engine.records.metrics import MetricsRecord
 from engine.records.summary import SummaryRecord
+from engine.resume import Job, plan_jobs, resumed
 from engine.rundir import (
     check_run_dir,
     fresh_default_dir,
@@ -49,8 +47,8 @@ from engine.rundir import (
 )
 from engine.scorer import Scorer, off_loop
 from engine.session import SessionLimits, SessionSetup, run_session
-from engine.session_files import load_session, rescored_spent, scenario_dir, slot, spent_before
-from engine.settings import check_judge_key, resumed_options, settings_of, with_resolved_base_url
+from engine.session_files import load_session, scenario_dir
+from engine.settings import check_judge_key, run_info, with_resolved_base_url
 from engine.sides import builtin_side
 from engine.specs import load_domain
 
@@ -141,15 +139,6 @@ def _check_counts(opts: RunOptions) -> None:
         raise UsageError("--trials must be at least 1")
 
 
-def _resumed(opts: RunOptions, run_dir: Path) -> RunOptions:
-    """The options of a resume: the run's recorded settings (``engine.settings``); a run whose
-    run.json is not whole (killed before it was written) keeps the given options."""
-    recorded = read_run_record(run_dir)
-    if recorded is None or not recorded.settings:
-        return opts
-    return resumed_options(opts, recorded.settings, run_dir)
-
-
 def _endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[Endpoint]:
     """The ``openai:`` endpoints of the run, to check before the first session."""
     found = [
@@ -160,39 +149,6 @@ def _endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[
     if opts.scoring.judge_model:
         found.append(Endpoint("judge endpoint", opts.scoring.judge_base_url, opts.scoring.judge_api_key_env))
     return found
-
-
-@dataclass(frozen=True)
-class _Job:
-    """One (scenario, trial) to do: ``run`` the session then score it, or ``score`` the session
-    stored in its folder; ``superseded`` the model use of the attempts it replaces."""
-
-    scenario: Scenario
-    trial: int
-    action: str
-    superseded: tuple[SpentUsage, ...] = ()
-
-
-def _plan(chosen: list[Scenario], opts: RunOptions, run_dir: Path) -> list[_Job]:
-    """What to do per (scenario, trial). A fresh run runs everything. A resume skips results with
-    a verdict (and, with ``keep_errors``, those with the verdict ``error``); scores a stored
-    session that has no verdict yet (the run stopped while judging it) or whose ``error`` came
-    from the judge; runs the rest again."""
-    jobs: list[_Job] = []
-    for s in chosen:
-        for k in range(1, opts.trials + 1):
-            if opts.resume is None:
-                jobs.append(_Job(s, k, "run"))
-                continue
-            found = slot(run_dir, s.name, k, opts.trials)
-            metrics = found.metrics
-            if metrics is not None and (not metrics.is_error or opts.keep_errors):
-                continue
-            if found.session is not None and not found.session_error:
-                jobs.append(_Job(s, k, "score", rescored_spent(found)))
-            else:
-                jobs.append(_Job(s, k, "run", spent_before(found)))
-    return jobs
 
 
 async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
@@ -215,7 +171,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                     f"--resume: {opts.resume} is not an evalctl run directory (no run.json, no results)"
                 )
             held.enter_context(lock_run_dir(opts.resume))
-            opts = _resumed(opts, opts.resume)
+            opts = resumed(opts, opts.resume)
         opts = with_resolved_base_url(opts)
         agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
         loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
@@ -271,14 +227,14 @@ async def _run_locked(
     started = datetime.now(UTC).isoformat(timespec="milliseconds")
     invocation = new_invocation_id()
     base_info = {
-        **_run_info(opts, loaded, planned, agent_spec, user_spec),
+        **run_info(opts, loaded, planned, agent_spec, user_spec),
         "started_at": started,
         "invocation": invocation,
         "command": "resume" if opts.resume is not None else "run",
     }
     open_run_dir(run_dir, opts.resume is not None, base_info)
     report = RunReport(run_dir)
-    jobs = _plan(chosen, opts, run_dir)
+    jobs = plan_jobs(chosen, opts, run_dir)
     report.skipped = len(chosen) * opts.trials - len(jobs)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
@@ -332,37 +288,8 @@ def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:
     return VoiceRun.create()
 
 
-def _run_info(
-    opts: RunOptions, loaded: Any, chosen: list[Scenario], agent: BackendSpec, user: BackendSpec
-) -> dict[str, Any]:
-    return {
-        "spec_dir": str(opts.spec_dir),
-        "domain": loaded.domain.name,
-        "agent": str(agent),
-        "user": str(user),
-        "concurrency": opts.concurrency,
-        "trials": opts.trials,
-        "max_turns": opts.max_turns,
-        "scenarios": [s.name for s in chosen],
-        "data_root": str(loaded.domain.data_root),
-        "min_agent_turns": opts.scoring.min_agent_turns,
-        "settings": settings_of(opts),
-        "args": _options_record(opts),
-    }
-
-
-def _options_record(opts: RunOptions) -> dict[str, Any]:
-    """Every run option as JSON values (paths as strings), scoring options nested; no secrets
-    (the API key is named by its environment variable only). Left out: ``progress`` (display only),
-    ``plugins`` (the registry's records, not an option given to the run) and ``explicit``."""
-    skip = ("progress", "plugins", "explicit")
-    record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in skip}
-    record["scoring"] = dataclasses.asdict(opts.scoring)
-    return json.loads(json.dumps(record, default=str))
-
-
 async def _run_jobs(
-    jobs: list[_Job],
+    jobs: list[Job],
     setups: dict[str, SessionSetup],
     uris: dict[str, str],
     builtin: frozenset[str],
@@ -376,7 +303,7 @@ async def _run_jobs(
     stored as soon as it ends, then it is scored (the scorer has its own bound)."""
     gate = asyncio.Semaphore(opts.concurrency)
 
-    async def one(job: _Job) -> None:
+    async def one(job: Job) -> None:
         scenario, trial = job.scenario, job.trial
         key = f"{scenario.name}#{trial}"
         try:

@@ -5,7 +5,8 @@ which models and endpoints, the session limits, the scoring rules).
 resumed run finishes with the sides, models and rules it started with, and refuses one given on
 its command line with another value (one line naming the option); ``evalctl rescore`` replaces
 the scoring part. Where the API keys are read from (``--api-key-env``) is reused too, but may be
-given anew: it names a variable, not a model.
+given anew: it names a variable, not a model. :func:`run_info` is what a run records of itself
+(``run.json``: its settings and every option).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from engine.backends import BackendSpec
 from engine.errors import UsageError
+from engine.model import Scenario
 from engine.options import RunOptions, ScoringOptions
 
 #: RunOptions fields that are settings (``trials`` also decides the run directory's layout).
@@ -150,3 +153,34 @@ def check_judge_key(scoring: ScoringOptions) -> None:
             f"environment variable {scoring.judge_api_key_env} is not set: it must hold the API key "
             f"for the judge {scoring.judge_model} (any non-empty value for a server that needs none)"
         )
+
+
+def run_info(
+    opts: RunOptions, loaded: Any, chosen: list[Scenario], agent: BackendSpec, user: BackendSpec
+) -> dict[str, Any]:
+    """What ``run.json`` and the summary need of a run (``engine.results`` ``run_info``): the spec
+    dir, domain, sides, selection, data root, settings and every option (:func:`options_record`)."""
+    return {
+        "spec_dir": str(opts.spec_dir),
+        "domain": loaded.domain.name,
+        "agent": str(agent),
+        "user": str(user),
+        "concurrency": opts.concurrency,
+        "trials": opts.trials,
+        "max_turns": opts.max_turns,
+        "scenarios": [s.name for s in chosen],
+        "data_root": str(loaded.domain.data_root),
+        "min_agent_turns": opts.scoring.min_agent_turns,
+        "settings": settings_of(opts),
+        "args": options_record(opts),
+    }
+
+
+def options_record(opts: RunOptions) -> dict[str, Any]:
+    """Every run option as JSON values (paths as strings), scoring options nested; no secrets
+    (the API key is named by its environment variable only). Left out: ``progress`` (display only),
+    ``plugins`` (the registry's records, not an option given to the run) and ``explicit``."""
+    skip = ("progress", "plugins", "explicit")
+    record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in skip}
+    record["scoring"] = dataclasses.asdict(opts.scoring)
+    return json.loads(json.dumps(record, default=str))

@@ -442,3 +442,26 @@ def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path)
         RunRecord.from_json(
             {**body, "invocations": [{k: v for k, v in body["invocations"][0].items() if k != "args"}]}
         )
+
+
+def test_a_version_1_metrics_file_is_still_read(one_scenario_run: Path) -> None:
+    body = json.loads((one_scenario_run / "eva_airline__3_1_5" / "metrics.json").read_text())
+    old = {k: v for k, v in body.items() if k not in ("error_cause", "superseded_usage")}
+    record = MetricsRecord.from_json({**old, "schema": "evalctl.metrics/1"})
+    assert record.error_cause is None and record.superseded_usage == () and record.is_successful is True
+    with pytest.raises(RecordError, match="metrics: no error_cause"):
+        MetricsRecord.from_json(old)  # version 2 without its new keys is not a record
+    with pytest.raises(RecordError, match="unknown key"):
+        MetricsRecord.from_json({**body, "schema": "evalctl.metrics/1"})  # nor version 1 with them
+
+
+def test_a_session_record_is_read_back_unchanged(one_scenario_run: Path) -> None:
+    from engine.records.session import SessionRecord
+
+    text = (one_scenario_run / "eva_airline__3_1_5" / "session.json").read_text(encoding="utf-8")
+    record = SessionRecord.from_json(json.loads(text))
+    assert dumps_json(record.to_json()) == text
+    assert record.stop_reason == "exit" and record.error_cause is None and record.final_db
+    assert re.fullmatch(r"[0-9a-f]{16}", record.invocation) and record.ended_at >= record.started_at
+    with pytest.raises(RecordError, match="session: unknown key"):
+        SessionRecord.from_json({**json.loads(text), "extra": 1})

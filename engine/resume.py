@@ -1,0 +1,61 @@
+"""What a resume does: which settings it runs with, and what it does per (scenario, trial).
+
+A resumed run keeps the settings recorded in its ``run.json`` (``engine.settings``); a result with
+a verdict is left alone, a stored session without one is scored (the run stopped while judging
+it, or its ``error`` came from the judge), and the rest is run again (missing results, and results
+whose ``error`` came from a side or the transport, unless ``keep_errors``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.model import Scenario
+from engine.options import RunOptions
+from engine.provenance import read_run_record
+from engine.records.common import SpentUsage
+from engine.session_files import rescored_spent, slot, spent_before
+from engine.settings import resumed_options
+
+
+def resumed(opts: RunOptions, run_dir: Path) -> RunOptions:
+    """The options of a resume: the run's recorded settings (``engine.settings``); a run whose
+    run.json is not whole (killed before it was written) keeps the given options."""
+    recorded = read_run_record(run_dir)
+    if recorded is None or not recorded.settings:
+        return opts
+    return resumed_options(opts, recorded.settings, run_dir)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One (scenario, trial) to do: ``run`` the session then score it, or ``score`` the session
+    stored in its folder; ``superseded`` the model use of the attempts it replaces."""
+
+    scenario: Scenario
+    trial: int
+    action: str
+    superseded: tuple[SpentUsage, ...] = ()
+
+
+def plan_jobs(chosen: list[Scenario], opts: RunOptions, run_dir: Path) -> list[Job]:
+    """What to do per (scenario, trial). A fresh run runs everything. A resume skips results with
+    a verdict (and, with ``keep_errors``, those with the verdict ``error``); scores a stored
+    session that has no verdict yet (the run stopped while judging it) or whose ``error`` came
+    from the judge; runs the rest again."""
+    jobs: list[Job] = []
+    for s in chosen:
+        for k in range(1, opts.trials + 1):
+            if opts.resume is None:
+                jobs.append(Job(s, k, "run"))
+                continue
+            found = slot(run_dir, s.name, k, opts.trials)
+            metrics = found.metrics
+            if metrics is not None and (not metrics.is_error or opts.keep_errors):
+                continue
+            if found.session is not None and not found.session_error:
+                jobs.append(Job(s, k, "score", rescored_spent(found)))
+            else:
+                jobs.append(Job(s, k, "run", spent_before(found)))
+    return jobs
