@@ -26,18 +26,23 @@ BASE_FILES = 64
 FILES_PER_SIDE = {"replay": 2, "noop": 2, "openai": 3, "external": 1}
 
 
-def files_needed(concurrency: int, sides: Mapping[str, str], judge: bool) -> int:
-    """Descriptors a run needs at most: ``sides`` maps role to backend kind (``replay``,
-    ``openai``, ``external``...); ``judge`` adds one connection per concurrent judge request."""
+def files_needed(at_once: int, sides: Mapping[str, str], judge: bool) -> int:
+    """Descriptors a run needs at most with ``at_once`` sessions at once: ``sides`` maps role to
+    backend kind (``replay``, ``openai``, ``external``...); ``judge`` adds one connection per
+    concurrent judge request."""
     per_session = sum(FILES_PER_SIDE.get(kind, 2) for kind in sides.values()) + (1 if judge else 0)
-    return BASE_FILES + concurrency * per_session
+    return BASE_FILES + at_once * per_session
 
 
-def check_open_files(needed: int, concurrency: int, limits: tuple[int, int] | None = None) -> int:
-    """Make sure ``needed`` descriptors are allowed: raise the soft limit toward the hard one when
-    it is lower; raise UsageError (one line, with the largest concurrency that fits) when the hard
-    limit is lower. ``limits`` (soft, hard) replaces the process's own (tests). Returns the soft
-    limit in force."""
+def check_open_files(
+    needed: int, concurrency: int, at_once: int | None = None, limits: tuple[int, int] | None = None
+) -> int:
+    """Make sure ``needed`` descriptors are allowed (``at_once`` sessions at once: ``--concurrency``,
+    or the number of sessions the run has when that is smaller): raise the soft limit toward the
+    hard one when it is lower; raise UsageError (one line, with the largest concurrency that fits)
+    when the hard limit is lower. ``limits`` (soft, hard) replaces the process's own (tests).
+    Returns the soft limit in force."""
+    at_once = concurrency if at_once is None else at_once
     if resource is None:
         return needed
     soft, hard = limits if limits is not None else resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -47,10 +52,11 @@ def check_open_files(needed: int, concurrency: int, limits: tuple[int, int] | No
         if limits is None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
         return needed
-    per_session = max(1, (needed - BASE_FILES) // max(concurrency, 1))
+    per_session = max(1, (needed - BASE_FILES) // max(at_once, 1))
     fits = (hard - BASE_FILES) // per_session
     lower = f"give --concurrency {fits} or less, or raise the limit" if fits >= 1 else "raise the limit"
+    sessions = f" ({at_once} sessions at once)" if at_once < concurrency else ""
     raise UsageError(
-        f"--concurrency {concurrency} needs about {needed} open files, over this process's limit of "
-        f"{hard} (ulimit -n); {lower}"
+        f"--concurrency {concurrency}{sessions} needs about {needed} open files, over this process's "
+        f"limit of {hard} (ulimit -n); {lower}"
     )

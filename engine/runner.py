@@ -182,8 +182,9 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         check_judge_key(opts.scoring)
         voice = _voice(opts, voice)
         kinds = {role: spec.kind for role, spec in specs.items()}
-        needed = files_needed(opts.concurrency, kinds, bool(opts.scoring.judge_model))
-        check_open_files(needed, opts.concurrency)
+        at_once = min(opts.concurrency, len(chosen) * opts.trials)
+        needed = files_needed(at_once, kinds, bool(opts.scoring.judge_model))
+        check_open_files(needed, opts.concurrency, at_once)
         await check_endpoints(
             _endpoints(opts, agent_spec, user_spec), min(PROBE_TIMEOUT_S, opts.request_timeout_s)
         )

@@ -70,7 +70,7 @@ def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_
             "--concurrency",
             "2",
             "--replay-latency",
-            "0.005",
+            "0.05",  # ~0.5 s a session: ~10 s between the 10th result and the 50th, for the kill below
             data_root=data_root,
         ),
         cwd=REPO,
@@ -78,6 +78,7 @@ def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_
         stderr=subprocess.DEVNULL,
     )
     try:
+        # waits for the child's 10th result; 60 s only bounds a broken run (10 results take ~3 s)
         deadline = time.monotonic() + 60
         while len(_complete(run_dir)) < 10:
             assert proc.poll() is None, "the run finished before it could be killed"

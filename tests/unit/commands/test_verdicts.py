@@ -218,8 +218,8 @@ def test_a_concurrency_the_open_file_limit_cannot_carry_is_refused_up_front(tmp_
     # before: 0/500 "cannot connect" sessions scored as the agent's failures, tracebacks, exit 0
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.strip() == (
-        "evalctl: --concurrency 500 needs about 2064 open files, over this process's limit of 256 "
-        "(ulimit -n); give --concurrency 48 or less, or raise the limit"
+        "evalctl: --concurrency 500 (50 sessions at once) needs about 264 open files, over this "
+        "process's limit of 256 (ulimit -n); give --concurrency 48 or less, or raise the limit"
     )
     assert not out.exists()
 
@@ -231,7 +231,7 @@ def test_the_open_file_check_raises_the_soft_limit_when_the_hard_one_allows() ->
     assert files_needed(8, {"agent": "openai", "user": "external"}, judge=True) == 64 + 8 * 5
     assert check_open_files(96, 8, limits=(1024, 4096)) == 1024  # enough: left as it is
     assert check_open_files(2064, 500, limits=(1024, 4096)) == 2064  # raised toward the hard limit
-    with pytest.raises(Exception, match="give --concurrency 48 or less"):
+    with pytest.raises(Exception, match=r"^--concurrency 500 needs about 2064 .* give --concurrency 48 or"):
         check_open_files(2064, 500, limits=(256, 256))
 
 
