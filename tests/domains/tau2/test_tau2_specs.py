@@ -196,23 +196,23 @@ def test_the_replay_agent_scores_every_task(name: str, runs, loaded) -> None:
         for s in loaded[name].scenarios
         if any(c.tool == "transfer_to_human_agents" for c in s.gold_trace)
     }
-    stops = {r.scenario_name: r.stop_reason for r, _ in report.outcomes}
+    stops = {r.scenario_name: r.stop_reason for r, _ in report.results()}
     assert {n for n, stop in stops.items() if stop == "transfer"} == transferring
     assert {stop for n, stop in stops.items() if n not in transferring} == {"exit"}
-    assert not any(m.stalled for _, m in report.outcomes)
+    assert not any(m.stalled for _, m in report.results())
 
 
 @pytest.mark.parametrize("name", DOMAINS)
 def test_the_noop_agent_scores_the_tasks_that_end_where_they_start(name: str, runs, loaded) -> None:
     report = runs[(name, "noop")]
-    passed = {m.scenario_name for _, m in report.outcomes if m.is_successful is True}
+    passed = {m.scenario_name for _, m in report.results() if m.is_successful is True}
     unchanged = {
         s.name
         for s in loaded[name].scenarios
         if s.domain.hash_rules.func(s.expected_db) == s.domain.hash_rules.func(s.initial_db)
     }
     assert passed == unchanged and len(passed) == NOOP_FLOOR[name]
-    for result, metrics in report.outcomes:
+    for result, metrics in report.results():
         assert result.stop_reason == "exit" and result.actions == [] and metrics.stalled is False
         assert [c["name"] for c in result.tool_calls] == ["end_conversation"]
         said = [e["content"] for e in result.transcript if e["type"] == "utterance" and e["role"] == "agent"]

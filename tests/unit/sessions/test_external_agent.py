@@ -121,7 +121,7 @@ async def test_external_agent_and_misbehaving_sides(tmp_path: Path, data_root: P
             progress=False,
         )
         report = await run(opts)
-    outcome = {r.scenario_name: (r, m) for r, m in report.outcomes}
+    outcome = {r.scenario_name: (r, m) for r, m in report.results()}
     assert sorted(outcome) == sorted((*GOOD, *BEHAVIOUR))  # every scenario ran to a result
     good, transfer = outcome["eva_airline__3_1_5"], outcome["eva_airline__5_2_5"]
     assert good[0].stop_reason == "exit" and good[1].signals.db_state_match is True, good[0].error
@@ -188,7 +188,7 @@ async def test_external_user_side_and_a_side_of_the_wrong_role(tmp_path: Path, d
                 SPEC_DIR, data_root, scenarios=GOOD[:1], agent=user_uri, output_dir=tmp_path / "b", quiet=True
             )
         )
-    assert sorted(r.stop_reason for r, _ in ok.outcomes) == ["exit", "transfer"]
-    assert all(r.user_backend == "replay" for r, _ in ok.outcomes)
-    [(bad, _)] = wrong.outcomes
+    assert sorted(r.stop_reason for r, _ in ok.results()) == ["exit", "transfer"]
+    assert all(r.user_backend == "replay" for r, _ in ok.results())
+    [(bad, _)] = list(wrong.results())
     assert bad.stop_reason == "error" and "this server is a user side, not agent" in (bad.error or "")
