@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from engine import render
-from engine.artifacts import FolderWrite, read_json, read_jsonl
+from engine.artifacts import FolderWrite, dumps_json, read_json, read_jsonl
 from engine.dbhash import db_hash
 from engine.model import Scenario, SessionResult
 from engine.records.common import ErrorCause, ErrorSource, SpentUsage, Usage, spent
@@ -151,6 +153,36 @@ def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str,
         return {}, scenario.tools.openai_schemas(), f"{type(exc).__name__}: {exc}"
 
 
+#: The last scenarios' ``scenario_config/`` files (id(scenario) -> (scenario, expected hash, files)):
+#: the trials of a scenario, run one after another, render and dump them once. Bounded, so a run of
+#: many scenarios does not keep them all.
+_CONFIGS: OrderedDict[int, tuple[Scenario, str | None, tuple[tuple[str, bytes], ...]]] = OrderedDict()
+_CONFIGS_KEPT = 32
+_CONFIGS_LOCK = threading.Lock()
+
+
+def config_files(scenario: Scenario, expected_hash: str | None) -> tuple[tuple[str, bytes], ...]:
+    """``(file name, bytes)`` of a scenario's ``scenario_config/`` folder: ``metadata.json``, the
+    rendered prompts and ``tools.json`` (the same for every trial; the last
+    ``_CONFIGS_KEPT`` scenarios' are kept)."""
+    with _CONFIGS_LOCK:
+        hit = _CONFIGS.get(id(scenario))
+        if hit is not None and hit[0] is scenario and hit[1] == expected_hash:
+            _CONFIGS.move_to_end(id(scenario))
+            return hit[2]
+    prompts, tools, render_error = _rendered_config(scenario)
+    files = [("metadata.json", dumps_json(_metadata(scenario, expected_hash, render_error)))]
+    files += list(prompts.items())
+    files.append(("tools.json", dumps_json(tools)))
+    made = tuple((name, text.encode("utf-8", "replace")) for name, text in files)
+    with _CONFIGS_LOCK:
+        _CONFIGS[id(scenario)] = (scenario, expected_hash, made)
+        _CONFIGS.move_to_end(id(scenario))
+        while len(_CONFIGS) > _CONFIGS_KEPT:
+            _CONFIGS.popitem(last=False)
+    return made
+
+
 def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str | None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "scenario_name": scenario.name,
@@ -244,11 +276,8 @@ def stage_session(
         hash_lines += f"user_db_hash: {db_hash(result.user_db, scenario.domain.hash_rules)}\n"
         batch.put_db_json("final_user_db.json", result.user_db)
     batch.put_text("final_scenario_db_hash.txt", hash_lines)
-    prompts, tools, render_error = _rendered_config(scenario)
-    batch.put_json("scenario_config/metadata.json", _metadata(scenario, expected_hash, render_error))
-    for fname, text in prompts.items():
-        batch.put_text(f"scenario_config/{fname}", text)
-    batch.put_json("scenario_config/tools.json", tools)
+    for fname, data in config_files(scenario, expected_hash):
+        batch.put_bytes(f"scenario_config/{fname}", data)
     if result.user_backend == "replay" and result.agent_backend != "replay" and scenario.gold_trace:
         # for evalctl diff: where it left the gold
         batch.put_json("scenario_config/gold_path.json", gold_path(scenario))
