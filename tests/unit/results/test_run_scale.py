@@ -182,7 +182,6 @@ def test_a_run_keeps_no_finished_session(data_root, tmp_path, monkeypatch):
     real = runner._session
 
     async def tracked(*args: Any, **kw: Any) -> Any:
-        gc.collect()
         alive.append(sum(1 for r in made if r() is not None))
         result = await real(*args, **kw)
         made.append(weakref.ref(result))
