@@ -1,7 +1,8 @@
 """Scaling of a replay run (issue #18): 50 / 500 / 2,000 eva_airline sessions (``--trials`` 1 / 10 /
 40), each a real ``evalctl run`` in its own process, with its wall time, its peak memory (the
 child's max RSS, from ``os.wait4``), the memory per session beyond the 50-session run, and the
-durable syncs it called per session (``tests.bench.scale_child`` counts them).
+durable syncs it called per session and the seconds its threads spent in them
+(``tests.bench.scale_child`` counts them).
 
 Anchors: before #18 the same runs took 1.6 / 12.2 / 56.5 s and peaked at 68 / 205 / 674 MiB
 (0.31 MiB more per session: every result was kept to the end) with 22 syncs per session (11 files,
@@ -64,6 +65,7 @@ def measure(sessions: int, base: Path) -> dict[str, float]:
         "peak_mib": usage.ru_maxrss / 1024,  # KiB on Linux
         "syncfs": synced["syncfs"],
         "fsync": synced["fsync"],
+        "sync_s": synced["sync_s"],
         "passed": summary["overall"]["passed"],
         "results": summary["results"],
     }
@@ -80,7 +82,9 @@ def run() -> None:
             rows[n] = measure(n, Path(tmp))
     first = min(rows)
     print("replay run scaling (one `evalctl run` process each, default concurrency):")
-    print("  sessions   wall s  (before)   peak MiB  (before)   MiB/session   syncs/session  passed")
+    print(
+        "  sessions   wall s  (before)   peak MiB  (before)   MiB/session   syncs/session  in syncs s  passed"
+    )
     for n, r in rows.items():
         wall0, mib0 = BEFORE.get(n, (None, None))
         growth = "" if n == first else f"{(r['peak_mib'] - rows[first]['peak_mib']) / (n - first):.4f}"
@@ -88,7 +92,7 @@ def run() -> None:
         print(
             f"  {n:8d} {r['wall_s']:8.1f}  {'' if wall0 is None else f'({wall0})':>8} "
             f"{r['peak_mib']:10.0f}  {'' if mib0 is None else f'({mib0})':>8}   {growth:>11} "
-            f"  {syncs:13.2f}  {r['passed']}/{r['results']}"
+            f"  {syncs:13.2f}  {r['sync_s']:10.2f}  {r['passed']}/{r['results']}"
         )
     top = max(rows)
     print(
