@@ -81,7 +81,10 @@ def run() -> None:
         for n in counts:
             rows[n] = measure(n, Path(tmp))
     first = min(rows)
-    print("replay run scaling (one `evalctl run` process each, default concurrency):")
+    print(
+        "replay run scaling (one `evalctl run` process each, default concurrency; (before): issue #18's "
+        "figures before the change, on an idle machine):"
+    )
     print(
         "  sessions   wall s  (before)   peak MiB  (before)   MiB/session   syncs/session  in syncs s  passed"
     )
