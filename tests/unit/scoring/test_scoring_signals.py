@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from engine.dbhash import db_hash
+from engine.domains.registry import load_domain
 from engine.model import SIGNALS
 from engine.scoring.judge import JudgeOutcome
 from engine.scoring.predicates import evaluate_db_state_assertion
@@ -22,7 +23,6 @@ from engine.scoring.signals import (
     judge_passed_signal,
     nl_assertion_signal,
 )
-from engine.domains.registry import load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.eva_fixtures import expected_copy, session
 
@@ -32,7 +32,9 @@ def sc():
     """mock__cancel_order without its own assertions (each test sets the ones it checks)."""
     from dataclasses import replace
 
-    return replace(load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order"), db_state_assertions=())
+    return replace(
+        load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order"), db_state_assertions=()
+    )
 
 
 def _inputs(sc, final_db, **kw):
@@ -127,7 +129,9 @@ def test_db_state_assertion_rate_on_initial_db(sc):
     out = db_state_assertion_signal(_inputs_with(sc, _assertions(sc), sc.fresh_db()))
     assert out.value == pytest.approx(2 / 3)  # O-100's status is the one that changes
     assert [v["passed"] for v in out.fields["db_state_assertion_verdicts"]] == [False, True, True]
-    assert out.fields["db_state_assertion_verdicts"][0]["actual"] == sc.fresh_db()["orders"]["O-100"]["status"]
+    assert (
+        out.fields["db_state_assertion_verdicts"][0]["actual"] == sc.fresh_db()["orders"]["O-100"]["status"]
+    )
 
 
 def test_db_state_assertion_unknown_predicate_fails_with_error(sc):
