@@ -111,3 +111,26 @@ async def test_replay_agent_ends_after_the_last_line_and_user_hangs_up_past_the_
     assert [c.name for c in beyond.tool_calls] == ["end_call"] and beyond.text == ""
     with pytest.raises(LookupError, match="no scenario named 'nope'"):
         factory(SessionInfo("agent", {"name": "nope"}, "", []))
+
+
+async def test_a_transfer_over_a_websocket_side_ends_the_call(tmp_path: Path, loaded: LoadedDomain) -> None:
+    """eva 5.2.5's gold ends by transfer_to_agent: played by an agent side over a WebSocket (the mock
+    shop, which tests/unit/sessions/test_external_agent.py runs, has no transfer tool)."""
+    from engine.sides import builtin_side
+
+    factory = ReplayFactory({s.name: s for s in loaded.scenarios})
+    names = ("eva_airline__3_1_5", "eva_airline__5_2_5")
+    async with builtin_side(factory, role="agent") as agent_uri:
+        opts = run_options(
+            SPEC_DIR,
+            loaded.domain.data_root,
+            scenarios=names,
+            agent=agent_uri,
+            output_dir=tmp_path,
+            quiet=True,
+        )
+        report = await run(opts)
+    stops = {r.scenario_name: r.stop_reason for r, _ in report.outcomes}
+    assert stops == {"eva_airline__3_1_5": "exit", "eva_airline__5_2_5": "transfer"}
+    assert all(m is not None and m.signals.db_state_match is True for _, m in report.outcomes)
+    assert all(r.agent_backend == "replay" for r, _ in report.outcomes)  # as the side reports itself
