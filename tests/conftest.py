@@ -49,3 +49,22 @@ def sample_run_dir(data_root: Path, tmp_path_factory: pytest.TempPathFactory) ->
     from tests.report_helpers import sample_run
 
     return sample_run(data_root, tmp_path_factory.mktemp("sample"))
+
+
+@pytest.fixture(scope="session")
+def mock_sample_spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mock spec folder with a report group rule and three more scenario files
+    (``tests/mock_domain/sample_run.py``). Read it only."""
+    from tests.mock_domain.sample_run import sample_spec
+
+    return sample_spec(tmp_path_factory.mktemp("mock_spec"))
+
+
+@pytest.fixture(scope="session")
+def mock_sample_run_dir(mock_sample_spec: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mock shop's sample run: replayed passes, failures with DB differences, a model agent with
+    token usage and a judge (``tests/mock_domain/sample_run.py``); built once per test session. Read
+    it only."""
+    from tests.mock_domain.sample_run import sample_run
+
+    return sample_run(mock_sample_spec, tmp_path_factory.mktemp("mock_sample"))
