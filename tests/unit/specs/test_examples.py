@@ -35,19 +35,19 @@ def _cases(kind: str) -> list[Path]:
     return sorted(p for p in (EXAMPLES / kind).iterdir() if p.is_dir())
 
 
-def _prepare(case: Path, tmp: Path, data_root: Path = MOCK_DATA_ROOT) -> tuple[Path, Path]:
+def _prepare(case: Path, tmp: Path, root: Path = MOCK_DATA_ROOT) -> tuple[Path, Path]:
     """Build the spec dir for ``case`` at ``tmp/spec``; returns (spec dir, data root)."""
     spec = tmp / "spec"
     if (case / "domain.yaml").is_file():
         shutil.copytree(case, spec, ignore=shutil.ignore_patterns("expected.txt", "data"))
-        return spec, (case / "data" if (case / "data").is_dir() else data_root)
+        return spec, (case / "data" if (case / "data").is_dir() else root)
     shutil.copytree(MOCK_SPEC_DIR, spec)
     for src in case.rglob("*"):
         if src.is_file() and src.name != "expected.txt":
             dest = spec / src.relative_to(case)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, dest)
-    return spec, data_root
+    return spec, root
 
 
 def _validate(case: Path, tmp: Path, capsys, monkeypatch) -> tuple[int, list[str]]:
