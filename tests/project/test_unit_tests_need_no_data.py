@@ -24,7 +24,7 @@ DATA_FIXTURES = frozenset({"data_root", "sample_run_dir"})
 #: Names that stand for eva's spec folder or for helpers that read the real data, by module.
 DATA_NAMES = {
     "tests.conftest": frozenset({"SPEC_DIR"}),
-    "tests.report_helpers": frozenset({"sample_run", "hostile_run"}),
+    "tests.report_helpers": frozenset({"sample_run"}),
     "tests.mock_domain.eva_fixtures": frozenset({"eva_scenario", "eva_domain", "eva_ids"}),
 }
 
