@@ -34,7 +34,9 @@ leaves = st.one_of(
     st.text(max_size=8),
     st.sampled_from(TRICKY),
 )
-keys = st.one_of(st.sampled_from(["bookings", "standby_list", "a", "b", "none", "1.0", "x.0,"]), st.text(max_size=4))
+keys = st.one_of(
+    st.sampled_from(["bookings", "standby_list", "a", "b", "none", "1.0", "x.0,"]), st.text(max_size=4)
+)
 
 
 def _trees(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
