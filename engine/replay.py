@@ -143,6 +143,9 @@ def replay_trace(
     user_runtime = None
     if user_table is not None and user_db is not None:
         user_runtime = ToolRuntime(user_table, session_view(user_db))
+    for side in (runtime, user_runtime):
+        if side is not None:
+            side.writes.nested = audit  # an audit snapshots every container the session owns
     if sync is not None and user_runtime is not None and sync_each_call:
         agent_db, side_db = runtime.db, user_runtime.db
         runtime.after_call = lambda: sync(agent_db, side_db)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from engine.model import ToolSpec, ToolTable
 from engine.tools.arguments import ArgumentChecker, parse_arguments, shown
 from engine.tools.context import CallContext, error
-from engine.tools.writeset import WriteSet, json_copy, parse_writes
+from engine.tools.writeset import WriteSet, deep_copy, json_copy, parse_writes
 
 __all__ = ["ToolOutcome", "ToolRuntime", "checker_for", "json_copy"]
 
@@ -77,7 +77,7 @@ class ToolRuntime:
         self.successes: Counter[str] = Counter()
         self.handlers = handlers or {}
         self.after_call = after_call
-        self.writes = WriteSet()
+        self.writes = WriteSet(nested=False)  # replay's audit turns nested on
         self.writes.adopt(db)
         #: Concrete paths the last call was allowed to change (None: undeclared, anything).
         self.last_allowed: list[tuple[str, ...]] | None = None
@@ -86,10 +86,13 @@ class ToolRuntime:
         """Before an undeclared write: the live DB gets its own deep copy of everything (a shared
         base is never mutated); returns the previous top level, untouched, for a rollback."""
         previous = dict(self.db)
-        fresh = json_copy(previous)
+        fresh = deep_copy(previous)
         self.db.clear()
         self.db.update(fresh)
-        self.writes.own_tree(self.db)
+        if self.writes.nested:
+            self.writes.own_tree(self.db)
+        else:
+            self.writes.adopt(self.db)
         return previous
 
     def _restore(self, previous: dict[str, Any]) -> None:

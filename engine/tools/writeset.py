@@ -17,6 +17,7 @@ placeholders:
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,17 @@ def json_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [json_copy(v) for v in value]
     return value
+
+
+def deep_copy(value: Any) -> Any:
+    """Deep copy of JSON-shaped data at C speed (a ``marshal`` round trip, ~2x faster than
+    :func:`json_copy`; tuples are copied too, and two references to one object stay one object).
+    Data marshal does not take (objects, subclasses of dict/list/str, very deep nesting) is copied
+    by :func:`json_copy`."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except ValueError:
+        return json_copy(value)
 
 
 def session_view(base: Mapping[str, Any]) -> dict[str, Any]:
@@ -111,6 +123,10 @@ class WriteSet:
 
     owned: dict[int, Any] = field(default_factory=dict)  # id -> container (kept alive: ids stay unique)
     _undo: list[tuple[Any, str, Any]] = field(default_factory=list)
+    #: Also mark every container inside a deep-copied node as owned (a walk of the copy). Needed
+    #: only to audit calls (snapshot_owned); without it a later path through such a container
+    #: copies it once more, which is correct, just not free.
+    nested: bool = True
 
     def adopt(self, db: dict[str, Any]) -> None:
         """Mark a :func:`session_view` as owned at the top two levels."""
@@ -157,11 +173,11 @@ class WriteSet:
                 fresh = (
                     (dict(target) if isinstance(target, dict) else list(target))
                     if path.entries
-                    else json_copy(target)
+                    else deep_copy(target)
                 )
                 _set(node, last, fresh)
                 self.owned[id(fresh)] = fresh
-                if not path.entries:
+                if self.nested and not path.entries:
                     self.own_tree(fresh)
         return resolved
 
