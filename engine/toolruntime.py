@@ -55,7 +55,9 @@ def checker_for(spec: ToolSpec) -> ArgumentChecker:
 
 class ToolRuntime:
     """Executes tool calls for one side of one session against ``db`` (mutated in place, owned by
-    the engine; pass a :func:`engine.tools.writeset.session_view` to share a big base DB).
+    the engine; pass a :func:`engine.tools.writeset.session_view` to share a big base DB). The top
+    level of ``db`` and the containers right under it are the session's own: a declared write
+    replaces records inside them, so two runtimes must never share them (``dict(db)`` is not enough).
 
     Handlers come from the tool specs (resolved from the domain plugin at load time); ``handlers``
     overrides them by handler name (unit tests). ``actions`` holds the action records of
