@@ -74,6 +74,9 @@ class ToolRuntime:
         after_call: Callable[[], None] | None = None,
     ):
         self.table = table
+        self._specs: dict[str, ToolSpec] = {}
+        for tool in table.tools:
+            self._specs.setdefault(tool.name, tool)  # the first of a name wins, as ToolTable.get
         self.db = db
         self.actions: list[dict[str, Any]] = []
         self.successes: Counter[str] = Counter()
@@ -110,7 +113,7 @@ class ToolRuntime:
             return ToolOutcome(error("execution_error", f"Tool execution failed: {exc}"))
 
     def _call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolOutcome:
-        spec = self.table.get(name)
+        spec = self._specs.get(name) if isinstance(name, str) else None
         if spec is None:
             listed = ", ".join(self.table.names)
             message = f"Tool '{shown(name)}' not found. Available tools: {listed}"

@@ -95,7 +95,10 @@ def compile_value(schema: Any) -> Check | None:
         if not isinstance(schema["pattern"], str):
             return None
         search = re.compile(schema["pattern"]).search
-        tests.append(lambda v: not isinstance(v, str) or search(v) is not None)
+        if schema.get("type") == "string":  # the type test is first: v is a string here
+            tests.append(lambda v: search(v) is not None)
+        else:
+            tests.append(lambda v: not isinstance(v, str) or search(v) is not None)
     for keyword, too_short in (("minLength", True), ("maxLength", False)):
         if keyword in schema:
             size = schema[keyword]
@@ -121,10 +124,21 @@ def compile_value(schema: Any) -> Check | None:
         if fields is None:
             return None
         tests.append(lambda v: not isinstance(v, dict) or fields(v))
+    return _all_of(tests)
+
+
+def _all_of(tests: list[Check]) -> Check:
+    """One predicate for all ``tests`` (no generator per call: this runs on every tool call)."""
     if not tests:
         return lambda v: True
     if len(tests) == 1:
         return tests[0]
+    if len(tests) == 2:
+        a, b = tests
+        return lambda v: a(v) and b(v)
+    if len(tests) == 3:
+        a, b, c = tests
+        return lambda v: a(v) and b(v) and c(v)
     return lambda v: all(t(v) for t in tests)
 
 

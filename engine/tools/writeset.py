@@ -61,19 +61,26 @@ class WritePath:
     text: str
     segments: tuple[str, ...]
     entries: bool = False
+    #: ``(index, argument name)`` of each ``{name}`` segment (from ``segments``).
+    places: tuple[tuple[int, str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        segs = self.segments
+        found = tuple((i, s[1:-1]) for i, s in enumerate(segs) if s.startswith("{") and s.endswith("}"))
+        object.__setattr__(self, "places", found)
 
     def resolve(self, args: Mapping[str, Any]) -> tuple[str, ...] | None:
         """The concrete path for one call's arguments; None when a placeholder's argument is
         absent (the call cannot touch that path)."""
-        out: list[str] = []
-        for seg in self.segments:
-            if seg.startswith("{") and seg.endswith("}"):
-                value = args.get(seg[1:-1])
-                if value is None or isinstance(value, dict | list):
-                    return None
-                out.append(str(value))
-            else:
-                out.append(seg)
+        places = self.places
+        if not places:
+            return self.segments
+        out = list(self.segments)
+        for i, name in places:
+            value = args.get(name)
+            if value is None or isinstance(value, dict | list):
+                return None
+            out[i] = value if type(value) is str else str(value)
         return tuple(out)
 
 
