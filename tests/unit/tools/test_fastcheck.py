@@ -20,7 +20,11 @@ simple = st.one_of(
     st.fixed_dictionaries({"type": st.just("string"), "enum": st.lists(st.sampled_from(["a", "b", "A"]))}),
     st.fixed_dictionaries({"pattern": st.sampled_from([r"^[A-Z]{3}\Z", r"\d", "^$"])}),
     st.fixed_dictionaries(
-        {"type": st.just("string"), "pattern": st.sampled_from([r"^[A-Z]{3}\Z", r"\d"]), "minLength": st.just(1)}
+        {
+            "type": st.just("string"),
+            "pattern": st.sampled_from([r"^[A-Z]{3}\Z", r"\d"]),
+            "minLength": st.just(1),
+        }
     ),
     st.fixed_dictionaries({"minLength": st.integers(0, 3), "maxLength": st.integers(0, 3)}),
     st.tuples(
