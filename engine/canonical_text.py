@@ -16,9 +16,14 @@ strings that also screens each distinct string once:
   positions stay valid).
 
 Since no string holds them, every ``.0`` followed by ``,``/``]``/``}`` ends a whole float
-(``150.0`` becomes ``150``) and ``e+`` only occurs in a float of 1e16 or more (left to the slow
-way). Values the encoder does not know (``default=str`` in the slow way) are left to it as well.
-The screened strings are kept in a bounded cache (most DB strings recur: keys, statuses, codes).
+(``150.0`` becomes ``150``, ``-0.0`` becomes ``0``) and ``e+`` only occurs in a float of 1e16 or
+more (left to the slow way). Values the encoder does not know (``default=str`` in the slow way) are
+left to it as well. The screened strings are kept in a bounded cache (most DB strings recur: keys,
+statuses, codes). :func:`marked_canonical_text` gives the text with its markers still in;
+:func:`feed` reads it out piece by piece (``db_hash`` feeds SHA-256 without joining a copy). On
+eva's DBs this costs about what a plain ``json.dumps(db, sort_keys=True)`` does (issue #18;
+``make bench``); the property tests in tests/unit/results/test_canonical_text.py hold it to the
+slow way's text.
 """
 
 from __future__ import annotations
@@ -163,6 +168,8 @@ def marked_canonical_text(db: Mapping[str, Any], unordered: Collection[str]) -> 
     exactly (the caller then normalises a copy the slow way)."""
     if _c_make_encoder is None:
         return None
+    if not isinstance(unordered, tuple | frozenset):
+        unordered = tuple(unordered)  # a key for the encoders (the rules give a tuple)
     encoder = _ENCODERS.get(unordered)
     if encoder is None:
         encoder = _ENCODERS.setdefault(unordered, _Encoder(frozenset(unordered)))
