@@ -152,10 +152,11 @@ def _details(scenarios: list[Scenario]) -> None:
         3,
     )
     full, bare = timed["full"][0] / n * 1e6, timed["handler"][0] / n * 1e6
+    check, copy = timed["validation"][0] / n * 1e6, timed["copy"][0] / (n // 10) * 1e6
     print(
         f"  get_reservation via ToolRuntime.call {full:.1f} µs: handler {bare:.1f}, runtime "
-        f"{full - bare:.1f} (argument validation {timed['validation'][0] / n * 1e6:.1f}); a whole-DB "
-        f"copy, which every call paid before tools declared their writes: {timed['copy'][0] / (n // 10) * 1e6:.1f}"
+        f"{full - bare:.1f} (argument validation {check:.1f}); a whole-DB copy, which every call "
+        f"paid before tools declared their writes: {copy:.1f}"
     )
 
 
