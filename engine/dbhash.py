@@ -86,6 +86,8 @@ def db_hash(db: Mapping[str, Any], rules: HashRules) -> str:
     marked = marked_canonical_text(_without_excluded(db, rules), rules.unordered_lists)
     if marked is None:
         return hashlib.sha256(reference_canonical_json(db, rules).encode("ascii")).hexdigest()
+    if b"\r" not in marked:  # no none/null string: one piece
+        return hashlib.sha256(marked.replace(b"\n", b"") if b"\n" in marked else marked).hexdigest()
     digest = hashlib.sha256()
     feed(marked, digest.update)
     return digest.hexdigest()
