@@ -14,7 +14,7 @@ import pytest
 from engine import protocol, runner
 from engine.protocol import MESSAGE_TYPES
 from engine.sides.link import SideFailure, SideLink
-from tests.conftest import SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import run_options
 
 # legal JSON, known type, but the schema refuses it (turn.response has no field "extra")
@@ -73,13 +73,11 @@ async def test_a_builtin_side_frame_is_not(validations: list[str]) -> None:
     assert "nope" not in MESSAGE_TYPES
 
 
-def test_a_replay_run_checks_no_frame_against_a_schema(
-    tmp_path: Path, data_root: Path, validations: list[str]
-) -> None:
+def test_a_replay_run_checks_no_frame_against_a_schema(tmp_path: Path, validations: list[str]) -> None:
     opts = run_options(
-        SPEC_DIR,
-        data_root,
-        scenarios=("eva_airline__3_1_5", "eva_airline__5_2_5"),
+        MOCK_SPEC_DIR,
+        MOCK_DATA_ROOT,
+        scenarios=("mock__cancel_order", "mock__late_delivery_credit"),
         output_dir=tmp_path / "run",
         quiet=True,
     )

@@ -1,7 +1,8 @@
 """A run replays each scenario's gold trace at most once: loading (``expected_db: {from:
-gold_replay}``), the scoring diagnostics (eva's ``authenticated``) and the domain plugins
-(tau2 telecom's phone-DB hash) share ``engine.replay.gold_replay``; the replay backend cuts each
-gold trace into turns once for both sides and every trial."""
+gold_replay}``, tests/domains/tau2/test_tau2_gold_replay_once.py), the scoring diagnostics (eva's
+``authenticated``) and the domain plugins (tau2 telecom's phone-DB hash) share
+``engine.replay.gold_replay``; the replay backend cuts each gold trace into turns once for both
+sides and every trial."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 from engine import replay, runner
 from engine.backends import replay as replay_backend
 from engine.domains.registry import load_domain
-from tests.conftest import REPO, SPEC_DIR
+from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import run_options
 
 EVA = ("eva_airline__3_1_5", "eva_airline__5_2_5")
@@ -61,17 +62,6 @@ def test_an_eva_run_replays_each_gold_once(
     assert all(m is not None and m.signals.diagnostics["authenticated"] is True for _, m in report.outcomes)
     assert replays == Counter({name: 1 for name in EVA})
     assert sorted(cuts.values()) == [1, 1]  # 2 scenarios x 2 trials x 2 sides, cut once each
-
-
-def test_a_scenario_built_from_its_gold_is_not_replayed_again(
-    tmp_path: Path, data_root: Path, replays: Counter[str]
-) -> None:
-    spec = REPO / "specs" / "tau2_retail"
-    loaded = load_domain(spec, data_root)
-    assert loaded.scenarios and set(replays.values()) == {1}  # each expected DB came from one replay
-    first = loaded.scenarios[0]
-    assert replay.gold_replay(first).db is first.expected_db  # the load's own replay, kept
-    assert replays[first.name] == 1
 
 
 def test_kept_replays_do_not_keep_their_scenarios_alive(data_root: Path) -> None:
