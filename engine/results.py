@@ -45,7 +45,7 @@ from engine.records.run import RunRecord
 from engine.records.session import SessionRecord
 from engine.records.summary import SummaryRecord
 from engine.records.voice import VoiceSummary
-from engine.replay import replay_scenario
+from engine.replay import gold_replay
 from engine.scoring.composite import compute_composite, stalled_threshold
 from engine.scoring.judge import JudgeOutcome, run_judge
 from engine.scoring.signals import SignalInputs, compute_signals
@@ -68,23 +68,16 @@ from engine.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
-_GOLD_DBS: dict[int, tuple[Scenario, dict[str, Any] | None]] = {}
-
-
 def gold_db(scenario: Scenario) -> dict[str, Any] | None:
     """The DB the scenario's gold trace ends with (for domain diagnostics), replayed once per
-    scenario and cached; None without a gold trace or when the replay fails."""
-    hit = _GOLD_DBS.get(id(scenario))
-    if hit is not None and hit[0] is scenario:
-        return hit[1]
-    db = None
-    if scenario.gold_trace is not None:
-        try:
-            db = replay_scenario(scenario).db
-        except Exception as exc:  # diagnostics are optional: never let them break scoring
-            log.debug("gold replay for %s failed: %s", scenario.name, exc)
-    _GOLD_DBS[id(scenario)] = (scenario, db)
-    return db
+    scenario (``engine.replay.gold_replay``); None without a gold trace or when the replay fails."""
+    if scenario.gold_trace is None:
+        return None
+    try:
+        return gold_replay(scenario).db
+    except Exception as exc:  # diagnostics are optional: never let them break scoring
+        log.debug("gold replay for %s failed: %s", scenario.name, exc)
+        return None
 
 
 #: The judge signals: when one of them gates and the judge was asked but failed, nothing can say
