@@ -59,7 +59,7 @@ def test_an_eva_run_replays_each_gold_once(
     report = asyncio.run(runner.run(opts))
     assert len(report.outcomes) == 4 and all(r.clean_exit for r, _ in report.outcomes)
     # the authenticated diagnostic compares each session with the gold's end state
-    assert all(m is not None and m.signals.diagnostics["authenticated"] is True for _, m in report.outcomes)
+    assert all(m is not None and m.signals.diagnostics["authenticated"] is True for _, m in report.results())
     assert replays == Counter({name: 1 for name in EVA})
     assert sorted(cuts.values()) == [1, 1]  # 2 scenarios x 2 trials x 2 sides, cut once each
 

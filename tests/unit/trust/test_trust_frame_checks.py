@@ -83,5 +83,5 @@ def test_a_replay_run_checks_no_frame_against_a_schema(tmp_path: Path, validatio
     )
     report = asyncio.run(runner.run(opts))
     assert len(report.outcomes) == 2 and all(r.clean_exit for r, _ in report.outcomes)
-    assert sum(r.agent_turns + r.user_turns for r, _ in report.outcomes) > 4
+    assert sum(o.agent_turns + o.user_turns for o in report.outcomes) > 4
     assert validations == []
