@@ -57,7 +57,7 @@ def test_an_eva_run_replays_each_gold_once(
 ) -> None:
     opts = run_options(SPEC_DIR, data_root, scenarios=EVA, trials=2, output_dir=tmp_path / "run", quiet=True)
     report = asyncio.run(runner.run(opts))
-    assert len(report.outcomes) == 4 and all(r.clean_exit for r, _ in report.outcomes)
+    assert len(report.outcomes) == 4 and all(o.clean_exit for o in report.outcomes)
     # the authenticated diagnostic compares each session with the gold's end state
     assert all(m is not None and m.signals.diagnostics["authenticated"] is True for _, m in report.results())
     assert replays == Counter({name: 1 for name in EVA})

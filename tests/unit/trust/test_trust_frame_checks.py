@@ -82,6 +82,6 @@ def test_a_replay_run_checks_no_frame_against_a_schema(tmp_path: Path, validatio
         quiet=True,
     )
     report = asyncio.run(runner.run(opts))
-    assert len(report.outcomes) == 2 and all(r.clean_exit for r, _ in report.outcomes)
+    assert len(report.outcomes) == 2 and all(o.clean_exit for o in report.outcomes)
     assert sum(o.agent_turns + o.user_turns for o in report.outcomes) > 4
     assert validations == []
