@@ -172,7 +172,7 @@ class SideLink:
         try:
             await self.ws.send(frame)
         except ConnectionClosed as err:
-            raise self.failure("error", f"{self.role} side disconnected: {_closed(err)}", _how(err)) from None
+            raise self.failure("error", _gone(self.role, err), _how(err)) from None
         return msg_id
 
     async def receive(self, timeout_s: float) -> dict[str, Any]:
@@ -188,8 +188,7 @@ class SideLink:
                 silent = f"{self.role} side sent nothing for {timeout_s:g} s"
                 raise self.failure("timeout", silent, "silent") from None
             except ConnectionClosed as err:
-                closed = f"{self.role} side disconnected: {_closed(err)}"
-                raise self.failure("error", closed, _how(err)) from None
+                raise self.failure("error", _gone(self.role, err), _how(err)) from None
             if self.traffic is not None:
                 self.traffic.charge(self.role, len(raw))
             if not isinstance(raw, bytes) or not await self._binary(raw):
@@ -257,10 +256,28 @@ class SideLink:
             pass
 
 
+#: Close codes the engine's end sends when the side's data broke the rules: a frame over
+#: MAX_FRAME_BYTES (1009), text that is not UTF-8 (1007), a malformed WebSocket frame (1002).
+SIDE_AT_FAULT_CODES = (1002, 1007, 1009)
+
+
 def _how(err: ConnectionClosed) -> str:
-    """``lost`` when the connection broke without a close frame from the side (a dropped link, or
-    our keepalive giving up), else ``closed`` (the side closed it)."""
+    """``conduct`` when the engine's end closed the connection first because of what the side
+    sent (:data:`SIDE_AT_FAULT_CODES`: the side sent too much or broke the WebSocket protocol; the
+    side's own close frame, if any, only answered ours), ``lost`` when the connection broke without
+    a close frame from the side (a dropped link, or our keepalive giving up), else ``closed`` (the
+    side closed it)."""
+    ours_first = err.sent is not None and (err.rcvd is None or not err.rcvd_then_sent)
+    if ours_first and err.sent is not None and err.sent.code in SIDE_AT_FAULT_CODES:
+        return "conduct"
     return "lost" if err.rcvd is None else "closed"
+
+
+def _gone(role: str, err: ConnectionClosed) -> str:
+    """The message of a closed connection to the ``role`` side."""
+    if _how(err) == "conduct" and err.sent is not None and err.sent.code == 1009:
+        return f"{role} side sent a frame over the {MAX_FRAME_BYTES} byte frame limit (close code 1009)"
+    return f"{role} side disconnected: {_closed(err)}"
 
 
 def _closed(err: ConnectionClosed) -> str:

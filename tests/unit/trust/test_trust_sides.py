@@ -220,6 +220,20 @@ async def test_a_reply_too_big_to_forward_blames_its_sender_and_keeps_the_artifa
         assert (sdir / name).is_file(), name
 
 
+async def test_a_frame_over_the_limit_is_the_agents_failure_not_an_uncounted_error(tmp_path: Path) -> None:
+    # before: websockets closed the link with code 1009 and no close frame came back, so the
+    # session was blamed on `transport` (verdict `error`, left out of the rates, rerun by --resume):
+    # an agent could turn a losing session into an uncounted one by sending 16 MiB + 1 byte
+    envelope = {"v": 1, "type": "turn.response", "id": "a1", "reply_to": "e1", "text": ""}
+    frame = json.dumps({**envelope, "text": "x" * MAX_FRAME_BYTES})
+    async with agent_side(lambda start, turn: {"frame": frame}) as uri:
+        report = await _run(tmp_path, uri)
+    [(result, metrics)] = list(report.results())
+    assert result.stop_reason == "error" and metrics is not None
+    assert (result.error or "").startswith("agent side sent a frame over the"), result.error
+    assert metrics.error_cause is None and metrics.is_successful is False
+
+
 class _BrokenWs:
     """A connection in a state websockets never expected: every call raises."""
 
