@@ -84,7 +84,7 @@ def _rules(sdir: Path) -> HashRules:
 def _load_optional(path: Path) -> Any:
     try:
         return read_json(path)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -120,19 +120,27 @@ def _left_gold_path(sdir: Path) -> str | None:
 
 
 def _args(raw: Any) -> Any:
+    """A call's arguments parsed from JSON text; text that does not parse (malformed, or nested
+    beyond Python's recursion limit: a side chooses what it sends) is kept as text."""
     if isinstance(raw, str):
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return raw
     return raw
 
 
+#: Characters of a call's arguments shown in a diff line.
+ARGS_SHOWN = 300
+
+
 def _args_text(raw: Any) -> str:
     value = _args(raw)
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={v!r}" for k, v in value.items())
-    return str(value)
+    try:
+        text = ", ".join(f"{k}={v!r}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+    except (RecursionError, ValueError):  # a value nested too deeply to print, an int too long
+        text = str(raw)
+    return text if len(text) <= ARGS_SHOWN else f"{text[:ARGS_SHOWN]}... ({len(text)} chars)"
 
 
 def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:

@@ -56,11 +56,12 @@ class Budget:
 
 
 def _arguments(raw: Any) -> Any:
-    """Arguments as a JSON value: JSON text is parsed, anything else (malformed JSON) kept as is."""
+    """Arguments as a JSON value: JSON text is parsed, anything else (malformed JSON, or JSON nested
+    beyond Python's recursion limit) kept as text."""
     if isinstance(raw, str):
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return raw
     return raw
 
@@ -84,7 +85,7 @@ def _read_lines(path: Path) -> tuple[list[Any], int, int]:
                 continue
             try:
                 items.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):
                 bad += 1
     return items, bad, extra
 

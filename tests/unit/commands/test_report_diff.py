@@ -39,9 +39,7 @@ def test_report_on_a_damaged_summary_is_one_line(
     assert line.startswith(f"evalctl: {out / 'summary.json'}: ") and expected in line, line
 
 
-def test_diff_with_a_damaged_final_db_says_so(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_diff_with_a_damaged_final_db_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     assert _run("--output-dir", str(out), "--no-progress") == 0
     (out / ONE / "final_db.json").write_text('{"reservations": ', encoding="utf-8")
@@ -103,3 +101,32 @@ def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
     assert "1 scenarios" in lines["pass^2"] and "2 scenarios" in lines["pass^1"]
     none = build_summary([replace(rows[3], trial=t) for t in (1, 2)], {"trials": 2})
     assert "pass^k over 2 trials: n/a (no trial had a verdict)" in render_summary_text(none)
+
+
+def test_diff_and_html_report_cope_with_deeply_nested_call_arguments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: `evalctl diff` and `evalctl report --html` died with RecursionError (json.loads in
+    # engine/diff.py _args, reached from _left_gold_path) on arguments a side nested 100,000 deep
+    from engine.artifacts import read_json, write_json
+    from engine.domains.registry import load_domain
+    from engine.session_files import gold_path
+
+    out = tmp_path / "run"
+    assert _run("--output-dir", str(out), "--no-progress") == 0
+    sdir = out / ONE
+    write_json(
+        sdir / "scenario_config" / "gold_path.json",
+        gold_path(load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario(ONE)),
+    )
+    nested = "[" * 100_000 + "]" * 100_000
+    calls = read_json(sdir / "tool_calls.json")
+    calls[0]["arguments"] = nested
+    write_json(sdir / "tool_calls.json", calls)
+    capsys.readouterr()
+    assert cli.main(["diff", str(out), ONE]) == 0
+    text = capsys.readouterr().out
+    assert f"got {calls[0]['name']}([[[[" in text and "... (200000 chars)" in text
+    html = tmp_path / "r.html"
+    assert cli.main(["report", str(out), "--html", str(html)]) == 0
+    assert html.stat().st_size > 0
