@@ -187,7 +187,7 @@ async def _rescore_all(
             sdir = scenario_dir(scorer.run_dir, scenario.name, trial, trials)
             _, result = await off_loop(load_session, sdir)
             metrics: MetricsRecord | None = await scorer.score(scenario, result, superseded)
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, RecursionError) as err:
             out.report.scoring_errors[key] = f"{type(err).__name__}: {err}"
             return
         out.rescored += 1

@@ -2,8 +2,9 @@
 
 A resumed run keeps the settings recorded in its ``run.json`` (``engine.settings``); a result with
 a verdict is left alone, a stored session without one is scored (the run stopped while judging
-it, or its ``error`` came from the judge), and the rest is run again (missing results, and results
-whose ``error`` came from a side or the transport, unless ``keep_errors``).
+it, or its ``error`` came from the judge), and the rest is run again (missing results, stored
+sessions whose artifacts cannot be read back, and results whose ``error`` came from a side or the
+transport, unless ``keep_errors``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from engine.model import Scenario
 from engine.options import RunOptions
 from engine.provenance import read_run_record
 from engine.records.common import SpentUsage
-from engine.session_files import rescored_spent, slot, spent_before
+from engine.session_files import readable, rescored_spent, scenario_dir, slot, spent_before
 from engine.settings import resumed_options
 
 
@@ -43,7 +44,7 @@ def plan_jobs(chosen: list[Scenario], opts: RunOptions, run_dir: Path) -> list[J
     """What to do per (scenario, trial). A fresh run runs everything. A resume skips results with
     a verdict (and, with ``keep_errors``, those with the verdict ``error``); scores a stored
     session that has no verdict yet (the run stopped while judging it) or whose ``error`` came
-    from the judge; runs the rest again."""
+    from the judge, when its artifacts read back whole; runs the rest again."""
     jobs: list[Job] = []
     for s in chosen:
         for k in range(1, opts.trials + 1):
@@ -54,7 +55,8 @@ def plan_jobs(chosen: list[Scenario], opts: RunOptions, run_dir: Path) -> list[J
             metrics = found.metrics
             if metrics is not None and (not metrics.is_error or opts.keep_errors):
                 continue
-            if found.session is not None and not found.session_error:
+            stored = found.session is not None and not found.session_error
+            if stored and readable(scenario_dir(run_dir, s.name, k, opts.trials)):
                 jobs.append(Job(s, k, "score", rescored_spent(found)))
             else:
                 jobs.append(Job(s, k, "run", spent_before(found)))

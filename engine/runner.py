@@ -101,13 +101,20 @@ class RunReport:
         """Results of the run directory with the verdict ``error`` (no verdict: infrastructure)."""
         return self.summary.errors if self.summary is not None else 0
 
+    @property
+    def missing(self) -> int:
+        """Planned results of the run directory that have no ``metrics.json`` (never run, or not
+        scored: a stored session that could not be read back)."""
+        return len(self.summary.missing) if self.summary is not None else 0
+
     def exit_code(self, fail_under: float | None = None, allow_errors: bool = False) -> int:
-        """130 when interrupted; 3 (``INFRASTRUCTURE_EXIT``) when some result has the verdict
-        ``error`` unless ``allow_errors``; 1 when ``fail_under`` (0..1) is set and the overall rate
-        (over the results with a verdict) is below it or not applicable; else 0."""
+        """130 when interrupted; 3 (``INFRASTRUCTURE_EXIT``) when some planned result is missing
+        or could not be scored (whatever ``allow_errors``), or has the verdict ``error`` unless
+        ``allow_errors``; 1 when ``fail_under`` (0..1) is set and the overall rate (over the
+        results with a verdict) is below it or not applicable; else 0."""
         if self.interrupted:
             return 130
-        if self.errors and not allow_errors:
+        if self.missing or self.scoring_errors or (self.errors and not allow_errors):
             return INFRASTRUCTURE_EXIT
         if fail_under is not None:
             rate = self.overall_rate()

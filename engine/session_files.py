@@ -350,6 +350,16 @@ def session_record(
     )
 
 
+def readable(sdir: Path) -> bool:
+    """True when the stored session of a result folder reads back whole (:func:`load_session`):
+    False for a transcript or tool calls that are torn, not UTF-8, or nested too deeply."""
+    try:
+        load_session(sdir)
+    except (OSError, ValueError, RecursionError):
+        return False
+    return True
+
+
 def load_session(sdir: Path) -> tuple[SessionRecord, SessionResult]:
     """The stored session of a result folder, as scoring takes it. Raises OSError / ValueError
     (RecordError) when the folder does not hold a whole stored session."""

@@ -21,13 +21,14 @@ def run(
     allow_errors: bool = False,
 ) -> int:
     """Run what ``opts`` selects (see ``engine.runner.run``), then print the outcome. Returns the
-    exit code (:meth:`engine.runner.RunReport.exit_code`): 130 when interrupted, 3 when a result
-    has the verdict ``error`` (unless ``allow_errors``), 1 when ``fail_under`` (0..1) is set and
-    the overall rate is below it or not applicable, else 0. Raises SpecError / UsageError /
-    DataRootError before anything runs when the input is bad, InfrastructureError (exit 3) when a
-    model endpoint fails its check. The run gets every registered domain plugin (``opts.plugins``
-    is replaced; ``engine.runner.run_cli`` runs with other plugins). With ``prices`` the report at
-    the end shows the cost per role and per scenario."""
+    exit code (:meth:`engine.runner.RunReport.exit_code`): 130 when interrupted, 3 when a planned
+    result is missing or was not scored, or has the verdict ``error`` (unless ``allow_errors``), 1
+    when ``fail_under`` (0..1) is set and the overall rate is below it or not applicable, else 0.
+    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad,
+    InfrastructureError (exit 3) when a model endpoint fails its check. The run gets every
+    registered domain plugin (``opts.plugins`` is replaced; ``engine.runner.run_cli`` runs with
+    other plugins). With ``prices`` the report at the end shows the cost per role and per
+    scenario."""
     opts = replace(opts, plugins=plugins())
     return print_outcome(run_cli(opts), fail_under, prices, allow_errors)
 
@@ -56,7 +57,16 @@ def print_outcome(
     if outcome.interrupted:
         err.print(f"evalctl: interrupted; finished results kept in {outcome.run_dir}", markup=False)
     code = outcome.exit_code(fail_under, allow_errors)
-    if code == INFRASTRUCTURE_EXIT:
+    if code == INFRASTRUCTURE_EXIT and (outcome.missing or outcome.scoring_errors):
+        what = [f"{outcome.missing} result(s) missing"] if outcome.missing else []
+        what += [f"{len(outcome.scoring_errors)} not scored"] if outcome.scoring_errors else []
+        err.print(
+            f"evalctl: {' and '.join(what)} (never run, or a stored session that cannot be read "
+            f"back); `evalctl run ... --resume {outcome.run_dir}` runs them again",
+            markup=False,
+            highlight=False,
+        )
+    elif code == INFRASTRUCTURE_EXIT:
         summary = outcome.summary
         first = f"; first: {summary.first_error}" if summary is not None and summary.first_error else ""
         err.print(

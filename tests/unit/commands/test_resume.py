@@ -155,3 +155,33 @@ def test_resume_of_a_complete_run_runs_nothing(tmp_path):
     assert again.skipped == 2 and not again.outcomes and _complete(run_dir) == stamps
     assert again.summary is not None and first.summary is not None
     assert _comparable(again.summary.to_json()) == _comparable(first.summary.to_json())
+
+
+#: Stored artifacts that cannot be read back: file name -> bytes written over it.
+UNREADABLE = {
+    "transcript_not_utf8": ("transcript.jsonl", b'{"role": "user", "content": "\xff\xfe"}\n'),
+    "transcript_cut_mid_line": ("transcript.jsonl", b'{"role": "user", "type": "utter'),
+    "tool_calls_torn": ("tool_calls.json", b"{"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(UNREADABLE))
+def test_resume_runs_again_a_stored_session_that_cannot_be_read_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    # before: --resume planned "score" for it, scoring failed ("UnicodeDecodeError ..."), the run
+    # printed "INCOMPLETE: 1 results missing" and exited 0, on every resume; never run again
+    import cli
+
+    run_dir = tmp_path / "run"
+    spec = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--no-progress"]
+    assert cli.main([*spec, "--scenarios", "mock__cancel_order", "--output-dir", str(run_dir)]) == 0
+    sdir = run_dir / "mock__cancel_order"
+    name, content = UNREADABLE[damage]
+    (sdir / "metrics.json").unlink()
+    (sdir / name).write_bytes(content)
+    capsys.readouterr()
+    assert cli.main([*spec, "--resume", str(run_dir)]) == 0, capsys.readouterr().err
+    assert "scoring failed" not in capsys.readouterr().err
+    assert json.loads((sdir / "metrics.json").read_text())["is_successful"] is True
+    assert json.loads((run_dir / "summary.json").read_text())["missing"] == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -174,3 +175,23 @@ def test_rescore_of_a_folder_that_is_not_a_run_is_one_line(tmp_path: Path, capsy
         == f"evalctl: {tmp_path}: not an evalctl run directory (no readable run.json)"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_rescore_with_a_session_it_cannot_read_or_a_missing_result_does_not_exit_0(
+    tmp_path: Path, capsys: Any
+) -> None:
+    # before: both rescores exited 0: one kept a stale verdict it could not score again
+    # ("scoring failed for ...: UnicodeDecodeError"), the other summed a run whose results were missing
+    out = tmp_path / "run"
+    assert _run(out) == 0
+    (out / LATE / "transcript.jsonl").write_bytes(b'{"role": "user", "content": "\xff"}\n')
+    capsys.readouterr()
+    assert main(["rescore", str(out)]) == 3
+    err = capsys.readouterr().err
+    assert f"scoring failed for {LATE}#1: UnicodeDecodeError" in err and "1 not scored" in err
+    # a killed run: no summary, and a planned result that never got a folder
+    (out / "summary.json").unlink()
+    shutil.rmtree(out / LATE)
+    assert main(["rescore", str(out)]) == 3
+    assert "1 result(s) missing" in capsys.readouterr().err
+    assert json.loads((out / "summary.json").read_text())["missing"] == [LATE]
