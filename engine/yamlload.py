@@ -51,11 +51,12 @@ class YamlSyntaxError(Exception):
 
 
 def display_path(path: str | Path) -> str:
-    """``path`` relative to the working directory when it lies under it, else as given."""
+    """``path`` relative to the working directory when it lies under it, else as given (also when
+    it cannot be resolved: a symlink loop, a working directory that is gone)."""
     p = Path(path)
     try:
         return str(p.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return str(path)
 
 
@@ -188,6 +189,18 @@ def _convert_collection(node: yaml.Node, loader: Any, path: JsonPath, doc: dict)
     return loader.construct_object(node, deep=True)  # pragma: no cover - collections only
 
 
+def _reader_problem(err: yaml.reader.ReaderError, text: str) -> tuple[int, str, str]:
+    """(line, JSON path, message) of a character the YAML reader refuses; ``err.position`` is an
+    index into ``text``, told as a line and column instead."""
+    pos = min(max(int(err.position), 0), len(text))
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    char = err.character  # the code point (an int; a one-character string in older PyYAML)
+    code = ord(char) if isinstance(char, str) and len(char) == 1 else char
+    shown = f"U+{code:04X}" if isinstance(code, int) else repr(code)
+    return line, "$", f"YAML error: character {shown} at column {column}: {err.reason}"
+
+
 def parse_yaml(text: str, file: str) -> YamlDoc:
     """Parse ``text`` safely; raises YamlSyntaxError (with ``file:line``) on bad YAML."""
     loader = _Loader(text)
@@ -206,6 +219,8 @@ def parse_yaml(text: str, file: str) -> YamlDoc:
         if err.context and err.context_mark and err.problem:
             what += f" ({err.context} started at line {err.context_mark.line + 1})"
         raise YamlSyntaxError(Problem(file, line, "$", f"YAML syntax error: {what}")) from None
+    except yaml.reader.ReaderError as err:  # a character YAML refuses (NUL, other controls)
+        raise YamlSyntaxError(Problem(file, *_reader_problem(err, text))) from None
     except yaml.YAMLError as err:
         raise YamlSyntaxError(Problem(file, 0, "$", f"YAML error: {err}")) from None
     except RecursionError:

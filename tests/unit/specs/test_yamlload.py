@@ -127,3 +127,31 @@ def test_yaml_lines_and_paths() -> None:
     assert str(info.value).startswith("bad.yaml:1: $: YAML syntax error")
     with pytest.raises(YamlSyntaxError):
         parse_yaml("!!python/object:os.system {}\n", "unsafe.yaml")
+
+
+def test_a_nul_byte_names_the_line_and_column(tmp_path: Path) -> None:
+    # before: "YAML error: unacceptable character #x0000 ... position 15", no line
+    nul = tmp_path / "nul.yaml"
+    nul.write_bytes(b"name: x\ndesc: a\x00b\n")
+    with pytest.raises(YamlSyntaxError) as info:
+        load_yaml(nul)
+    assert (info.value.problem.line, info.value.problem.json_path) == (2, "$")
+    assert info.value.problem.message.startswith("YAML error: character U+0000 at column 8:")
+
+
+def test_a_symlink_loop_in_a_spec_folder_is_one_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: RuntimeError "Symlink loop" from display_path (Path.resolve), a traceback
+    import shutil
+
+    import cli
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+    spec = tmp_path / "spec"
+    shutil.copytree(MOCK_SPEC_DIR, spec)
+    (spec / "scenarios" / "loop.yaml").symlink_to("loop.yaml")
+    assert cli.main(["validate", str(spec), "--data-root", str(MOCK_DATA_ROOT)]) == 1
+    err = capsys.readouterr()
+    lines = [line for line in (err.out + err.err).splitlines() if "loop.yaml" in line]
+    assert lines and all(line.startswith(f"{spec / 'scenarios' / 'loop.yaml'}: $: ") for line in lines), lines
