@@ -37,6 +37,13 @@ class UsageError(EvalctlError):
     exit_code = 2
 
 
+class OutputError(EvalctlError):
+    """The run directory cannot be written: a folder that cannot be created or written to, a full
+    disk (exit 2, as for bad input: docs/scoring.md "Exit codes")."""
+
+    exit_code = 2
+
+
 @dataclass(frozen=True)
 class Problem:
     """One validation finding.

@@ -21,7 +21,7 @@ from typing import Any
 
 from engine import results
 from engine.backends.probe import PROBE_TIMEOUT_S, Endpoint, check_endpoints
-from engine.errors import EvalctlError, UsageError
+from engine.errors import OutputError, UsageError
 from engine.options import ScoringOptions
 from engine.plugin import Plugins
 from engine.provenance import hash_tree, new_invocation_id, read_run_record
@@ -145,7 +145,7 @@ async def rescore_run(opts: RescoreOptions) -> RescoreReport:
         try:
             out.report.summary = results.finish_run(run_dir, info, out.report.totals, trials)
         except OSError as err:
-            raise EvalctlError(f"cannot write the run summary in {run_dir}: {err.strerror or err}") from None
+            raise OutputError(f"cannot write the run summary in {run_dir}: {err.strerror or err}") from None
         return out
 
 

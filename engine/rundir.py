@@ -23,7 +23,7 @@ except ImportError:  # not POSIX: no lock (evalctl targets Linux and macOS)
 
 from engine import results
 from engine.artifacts import read_json, write_json
-from engine.errors import EvalctlError, UsageError
+from engine.errors import OutputError, UsageError
 from engine.model import Scenario
 from engine.provenance import parse_run_record, read_run_record, run_provenance
 
@@ -70,7 +70,7 @@ def _suggestion(word: str, scenarios: tuple[Scenario, ...]) -> str:
 
 def fresh_default_dir() -> Path:
     """Create and return ``runs/<UTC stamp>``, with ``-2``, ``-3``... when another run started in
-    the same second (created atomically, so two runs never share it). Raises EvalctlError."""
+    the same second (created atomically, so two runs never share it). Raises OutputError."""
     base = Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     candidate, n = base, 1
     while True:
@@ -81,19 +81,19 @@ def fresh_default_dir() -> Path:
             n += 1
             candidate = base.with_name(f"{base.name}-{n}")
         except OSError as err:
-            raise EvalctlError(f"cannot write the run directory {candidate}: {err.strerror or err}") from None
+            raise OutputError(f"cannot write the run directory {candidate}: {err.strerror or err}") from None
 
 
 def open_run_dir(run_dir: Path, resume: bool, info: dict[str, Any]) -> None:
     """Create ``run_dir`` and, for a new run, mark it as a run at once with ``run.json`` (so a run
-    killed early can be resumed). Raises EvalctlError (one line) when it cannot be written."""
+    killed early can be resumed). Raises OutputError (one line) when it cannot be written."""
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         if not resume:
             first = {**info, "finished_at": None, "interrupted": True}
             write_json(run_dir / "run.json", run_provenance(run_dir, first).to_json())
     except OSError as err:
-        raise EvalctlError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
+        raise OutputError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
 
 
 def check_run_dir(run_dir: Path, resume: bool, trials: int) -> tuple[str, ...]:
@@ -164,13 +164,13 @@ def lock_run_dir(run_dir: Path) -> Iterator[None]:
     """Hold the run directory's lock (an exclusive ``flock`` on :data:`LOCK_FILE`, which also
     names the holder's pid) for the ``with`` block: one ``evalctl run``, resume or rescore per
     folder at a time. The lock goes with the process, however it ends (even SIGKILL). Raises
-    UsageError (one line) when another process holds it, EvalctlError when the folder cannot be
+    UsageError (one line) when another process holds it, OutputError when the folder cannot be
     written."""
     path = Path(run_dir) / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as err:
-        raise EvalctlError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
+        raise OutputError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
     try:
         if fcntl is not None:
             try:

@@ -27,7 +27,7 @@ from engine import render, results
 from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
 from engine.backends.factory import make_factory
 from engine.backends.probe import PROBE_TIMEOUT_S, Endpoint, check_endpoints
-from engine.errors import INFRASTRUCTURE_EXIT, EvalctlError, UsageError
+from engine.errors import INFRASTRUCTURE_EXIT, OutputError, UsageError
 from engine.model import Scenario, SessionResult
 from engine.options import RunOptions
 from engine.oslimits import check_open_files, files_needed
@@ -220,7 +220,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                 run_dir.mkdir(parents=True, exist_ok=True)
             except OSError as err:
                 why = err.strerror or err
-                raise EvalctlError(f"cannot write the run directory {run_dir}: {why}") from None
+                raise OutputError(f"cannot write the run directory {run_dir}: {why}") from None
             held.enter_context(lock_run_dir(run_dir))
         return await _run_locked(opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec), voice)
 
@@ -294,7 +294,7 @@ async def _run_locked(
         report.summary = results.finish_run(run_dir, info, report.totals, opts.trials)
     except OSError as err:
         unwritten = f"; {len(report.scoring_errors)} session(s) not written" if report.scoring_errors else ""
-        raise EvalctlError(
+        raise OutputError(
             f"cannot write the run summary in {run_dir}: {err.strerror or err}{unwritten}; "
             f"results written so far are kept (`evalctl run ... --resume {run_dir}` completes the run)"
         ) from None

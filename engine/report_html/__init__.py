@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.artifacts import write_bytes
 from engine.costs import PriceTable
 from engine.records.metrics import SIGNALS
 from engine.report_html.collect import ReportModel, collect, natural_key
-from engine.report_html.page import asset, document, json_block
+from engine.report_html.page import asset, document, json_block, write_page
 from engine.report_html.sections import charts, h, headline, provenance, rates, usage
 
 
@@ -74,8 +73,8 @@ def render(model: ReportModel) -> str:
 
 def write_report(run_dir: Path, out: Path, prices: PriceTable | None = None) -> Written:
     """Write the report of ``run_dir`` to ``out`` (atomically). Raises UsageError when
-    ``run_dir`` is not a finished run, OSError when ``out`` cannot be written."""
+    ``run_dir`` is not a finished run, OutputError when ``out`` cannot be written."""
     model = collect(Path(run_dir), Path(out), prices)
     data = render(model).encode("utf-8")
-    write_bytes(Path(out), data)
+    write_page(Path(out), data)
     return Written(Path(out), len(data), len(model.rows))

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.artifacts import write_bytes
 from engine.compare import Change, Comparison, RateChange, delta_text, rate_text
 from engine.costs import money
-from engine.report_html.page import asset, document
+from engine.report_html.page import asset, document, write_page
 from engine.report_html.sections import h
 
 
@@ -101,7 +100,8 @@ def render(c: Comparison) -> str:
 
 
 def write_compare(c: Comparison, out: Path) -> int:
-    """Write the page of ``c`` to ``out`` (atomically); returns its size in bytes."""
+    """Write the page of ``c`` to ``out`` (atomically); returns its size in bytes. Raises
+    OutputError when ``out`` cannot be written."""
     data = render(c).encode("utf-8")
-    write_bytes(Path(out), data)
+    write_page(Path(out), data)
     return len(data)

@@ -16,9 +16,12 @@ import math
 from collections.abc import Iterable
 from html import escape
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from engine import __version__
+from engine.artifacts import write_bytes
+from engine.errors import OutputError
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _ESCAPE_TABLE = str.maketrans(_ESCAPES)  # type: ignore[arg-type]
@@ -81,3 +84,12 @@ def document(title: str, subtitle: str, body: Iterable[str], script: str | None,
         parts.append(f"<script>{script}</script>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def write_page(out: Path, data: bytes) -> None:
+    """Write a page's bytes to ``out`` (atomically). Raises OutputError (one line, exit 2) when it
+    cannot be written: a folder that cannot be created, no permission, a full disk."""
+    try:
+        write_bytes(out, data)
+    except OSError as err:
+        raise OutputError(f"cannot write {out}: {err.strerror or err}") from None

@@ -73,10 +73,18 @@ def test_output_dir_that_cannot_be_created_is_one_line(
 ) -> None:
     blocker = tmp_path / "a_file"
     blocker.write_text("", encoding="utf-8")
-    assert _run("--output-dir", str(blocker / "run"), "--no-progress") == 1
+    # before: exit 1, the code docs/scoring.md keeps for --fail-under; now 2 (bad input, IO)
+    assert _run("--output-dir", str(blocker / "run"), "--no-progress") == 2
     assert capsys.readouterr().err.strip() == (
         f"evalctl: cannot write the run directory {blocker / 'run'}: Not a directory"
     )
+    capsys.readouterr()
+    # before: `report --html` to a path that cannot be written was a FileExistsError traceback
+    html = blocker / "report.html"
+    assert _run("--output-dir", str(tmp_path / "run"), "--no-progress") == 0
+    capsys.readouterr()
+    assert cli.main(["report", str(tmp_path / "run"), "--html", str(html)]) == 2
+    assert capsys.readouterr().err.strip().startswith(f"evalctl: cannot write {html}: ")
 
 
 def test_disk_full_at_the_summary_is_one_line(
@@ -87,7 +95,7 @@ def test_disk_full_at_the_summary_is_one_line(
 
     monkeypatch.setattr("engine.results.finish_run", full)
     out = tmp_path / "run"
-    assert _run("--output-dir", str(out), "--no-progress") == 1
+    assert _run("--output-dir", str(out), "--no-progress") == 2  # before: 1, --fail-under's code
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"evalctl: cannot write the run summary in {out}: No space left on device;")
     assert "Traceback" not in "\n".join(err)
