@@ -7,6 +7,7 @@ they never show a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -386,6 +387,12 @@ def run_cmd(
         raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
     if keep_errors and resume is None:
         raise UsageError("--keep-errors goes with --resume RUN_DIR")
+    elsewhere = output_dir is not None and os.path.realpath(output_dir) != os.path.realpath(resume or "")
+    if resume is not None and elsewhere:
+        raise UsageError(
+            f"--resume {resume} writes into {resume}; --output-dir {output_dir} is another folder "
+            "(leave --output-dir out)"
+        )
     opts = RunOptions(
         spec_dir=Path(spec_dir),
         data_root=_path(data_root),

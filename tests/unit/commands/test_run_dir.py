@@ -133,3 +133,19 @@ def test_runs_started_in_the_same_second_get_their_own_default_dirs(
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [stamp, f"{stamp}-2"]
     for name in (stamp, f"{stamp}-2"):
         assert (tmp_path / "runs" / name / ONE / "metrics.json").is_file()
+
+
+def test_resume_with_another_output_dir_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: --output-dir was silently ignored and the resume wrote into the --resume folder
+    out, other = tmp_path / "run", tmp_path / "other"
+    assert _run("--output-dir", str(out), "--no-progress") == 0
+    capsys.readouterr()
+    assert _run("--resume", str(out), "--output-dir", str(other), "--no-progress") == 2
+    assert capsys.readouterr().err.strip() == (
+        f"evalctl: --resume {out} writes into {out}; --output-dir {other} is another folder "
+        "(leave --output-dir out)"
+    )
+    assert not other.exists()
+    assert _run("--resume", str(out), "--output-dir", f"{out}/", "--no-progress") == 0  # the same folder
