@@ -13,6 +13,7 @@ import copy
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,10 +72,16 @@ def parse_arguments(
             "invalid_arguments", f"Tool arguments must be a JSON object, got {type(raw).__name__}"
         )
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         return None, error(
             "invalid_arguments", f"Tool arguments are not valid JSON: {exc.msg} at position {exc.pos}"
+        )
+    except _NonFinite as exc:
+        return None, error("invalid_arguments", f"Tool arguments hold a non-finite number: {exc}")
+    except ValueError:  # Python's int conversion limit: no JSON DB or reply needs such a number
+        return None, error(
+            "invalid_arguments", f"Tool arguments hold an integer of more than {_INT_DIGITS} digits"
         )
     except RecursionError:
         return None, error("invalid_arguments", "Tool arguments are nested too deeply")
@@ -90,6 +97,27 @@ def parse_arguments(
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+#: The most digits Python turns into an int (``sys.get_int_max_str_digits()``, 4300 by default).
+_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+
+
+class _NonFinite(ValueError):
+    """A number of a call's JSON arguments that is not finite (docs/argument_rules.md)."""
+
+
+def _no_constant(name: str) -> float:
+    """``NaN``, ``Infinity`` and ``-Infinity``: Python's json accepts them, JSON does not."""
+    raise _NonFinite(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON float; one beyond the float range (``1e400``, which Python reads as infinity) is
+    refused."""
+    number = float(text)
+    if not math.isfinite(number):
+        raise _NonFinite(f"{shown(text, 40)} is beyond the float range")
+    return number
 
 
 def _is_text(value: Any) -> bool:
