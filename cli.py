@@ -173,6 +173,8 @@ RUN_SETTINGS: dict[str, tuple[str, ...]] = {
     "judge_model": ("scoring.judge_model",),
     "judge_base_url": ("scoring.judge_base_url",),
     "judge_threshold": ("scoring.judge_threshold",),
+    "shard": ("shard",),
+    "workers": ("workers",),
 }
 
 
@@ -330,6 +332,21 @@ def _prices(value: str | None) -> Any:
     help="Audio sessions with the agent (protocol v2): the caller is spoken by the local TTS engine "
     "(espeak-ng and sox); WAVs, voice.json and voice metrics per scenario.",
 )
+@click.option(
+    "--workers",
+    default=None,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Processes that run the sessions (one run folder, one summary). Default: the machine's cores; "
+    "small runs stay in one process.",
+)
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="Run only shard I of N (numbered from 1) of the selected scenarios; combine the shard runs "
+    "with `evalctl merge`.",
+)
 @click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
 @prices_option
 def run_cmd(
@@ -360,6 +377,8 @@ def run_cmd(
     keep_errors: bool,
     allow_errors: bool,
     voice: bool,
+    workers: int | None,
+    shard: str | None,
     replay_latency: float,
     prices: str | None,
 ) -> int:
@@ -379,9 +398,14 @@ def run_cmd(
       evalctl run specs/eva_airline
       evalctl run specs/eva_airline --scenarios eva_airline__3_1_5 --concurrency 1
       evalctl run specs/eva_airline --agent openai:gpt-4.1 --user openai:gpt-4.1 --base-url URL
+      evalctl run specs/eva_airline --shard 2/4 --output-dir runs/part2
     """
     from engine.commands.run import run
+    from engine.shard import parse_shard
+    from engine.workers import cpu_count
 
+    if shard is not None:
+        shard = str(parse_shard(shard))
     if scenarios is not None and not _csv(scenarios):
         raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
     if keep_errors and resume is None:
@@ -417,6 +441,8 @@ def run_cmd(
         ),
         explicit=_given(RUN_SETTINGS),
         keep_errors=keep_errors,
+        shard=shard,
+        workers=workers or cpu_count(),
     )
     return run(opts, fail_under, _prices(prices), allow_errors)
 

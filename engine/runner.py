@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import render, results
+from engine import render, results, workers
 from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
 from engine.backends.factory import make_factory
 from engine.backends.probe import PROBE_TIMEOUT_S, Endpoint, check_endpoints
@@ -30,7 +30,7 @@ from engine.errors import INFRASTRUCTURE_EXIT, EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
 from engine.options import RunOptions
 from engine.oslimits import check_open_files, files_needed
-from engine.progress import Progress
+from engine.progress import Progress, Sink
 from engine.protocol import end_call_schema
 from engine.provenance import new_invocation_id
 from engine.records.metrics import MetricsRecord
@@ -49,6 +49,7 @@ from engine.scorer import Scorer, off_loop
 from engine.session import SessionLimits, SessionSetup, run_session
 from engine.session_files import load_session, scenario_dir
 from engine.settings import check_judge_key, run_info, with_resolved_base_url
+from engine.shard import parse_shard, shard_scenarios
 from engine.sides import builtin_side
 from engine.specs import load_domain
 
@@ -103,7 +104,7 @@ class RunReport:
         return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
-def _side(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -> BackendFactory | str:
+def side_for(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -> BackendFactory | str:
     """An external side's URI, or the backend factory of a built-in side (raises UsageError for
     a missing API key before anything is written)."""
     if spec.kind == "external":
@@ -176,9 +177,13 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
         loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
         chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
+        if opts.shard is not None:
+            shard = parse_shard(opts.shard)
+            if opts.resume is None:  # a resumed shard run keeps the slice its run.json records
+                chosen = shard_scenarios(chosen, shard)
         by_name = {s.name: s for s in loaded.scenarios}
         specs = {"agent": agent_spec, "user": user_spec}
-        sides = {role: _side(spec, opts, by_name) for role, spec in specs.items()}
+        sides = {role: side_for(spec, opts, by_name) for role, spec in specs.items()}
         check_judge_key(opts.scoring)
         voice = _voice(opts, voice)
         kinds = {role: spec.kind for role, spec in specs.items()}
@@ -224,7 +229,6 @@ async def _run_locked(
                 )
         else:
             chosen = planned
-    setups = {s.name: session_setup(s) for s in chosen}
     started = datetime.now(UTC).isoformat(timespec="milliseconds")
     invocation = new_invocation_id()
     base_info = {
@@ -240,24 +244,18 @@ async def _run_locked(
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet, trials=opts.trials)
-    scorer = Scorer(run_dir, opts.trials, opts.scoring, opts.concurrency, invocation)
-    builtin = frozenset(role for role, side in sides.items() if not isinstance(side, str))
     try:
-        async with contextlib.AsyncExitStack() as stack:
-            stack.push_async_callback(scorer.aclose)
-            uris = {}
-            for role, side in sides.items():
-                if isinstance(side, str):
-                    uris[role] = side
-                    continue
-                if hasattr(side, "aclose"):
-                    stack.push_async_callback(side.aclose)
-                if role == "agent" and voice is not None:
-                    uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
-                    continue
-                uris[role] = await stack.enter_async_context(builtin_side(side, role))
-            stack.enter_context(progress)
-            await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress, voice)
+        with progress:
+            count = workers.worker_count(opts, len(jobs), voice)
+            if count > 1:
+                try:
+                    await workers.run_in_workers(
+                        jobs, count, opts, run_dir, invocation, voice, progress, report
+                    )
+                finally:
+                    await _close(sides)
+            else:
+                await run_here(jobs, opts, run_dir, invocation, sides, agent_spec, voice, progress, report)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:
@@ -274,6 +272,46 @@ async def _run_locked(
             f"results written so far are kept (`evalctl run ... --resume {run_dir}` completes the run)"
         ) from None
     return report
+
+
+async def run_here(
+    jobs: list[Job],
+    opts: RunOptions,
+    run_dir: Path,
+    invocation: str,
+    sides: dict[str, BackendFactory | str],
+    agent_spec: BackendSpec,
+    voice: VoiceRun | None,
+    progress: Sink,
+    report: RunReport,
+) -> None:
+    """Run ``jobs`` in this process: serve the built-in ``sides`` on loopback (closed at the end),
+    then each session, stored and scored in ``run_dir`` (as invocation ``invocation``); each
+    finished one goes to ``progress``. Cancellation stops the sessions in flight."""
+    setups = {job.scenario.name: session_setup(job.scenario) for job in jobs}
+    scorer = Scorer(run_dir, opts.trials, opts.scoring, opts.concurrency, invocation)
+    builtin = frozenset(role for role, side in sides.items() if not isinstance(side, str))
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(scorer.aclose)
+        uris = {}
+        for role, side in sides.items():
+            if isinstance(side, str):
+                uris[role] = side
+                continue
+            if hasattr(side, "aclose"):
+                stack.push_async_callback(side.aclose)
+            if role == "agent" and voice is not None:
+                uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
+                continue
+            uris[role] = await stack.enter_async_context(builtin_side(side, role))
+        await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress, voice)
+
+
+async def _close(sides: dict[str, BackendFactory | str]) -> None:
+    """Close the built-in side factories this process made but did not serve (workers ran them)."""
+    for side in sides.values():
+        if hasattr(side, "aclose"):
+            await side.aclose()
 
 
 def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:
@@ -297,7 +335,7 @@ async def _run_jobs(
     opts: RunOptions,
     scorer: Scorer,
     report: RunReport,
-    progress: Progress,
+    progress: Sink,
     voice: VoiceRun | None,
 ) -> None:
     """Run every job: at most ``opts.concurrency`` sessions at once; each session's artifacts are
