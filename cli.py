@@ -580,6 +580,36 @@ def rescore_cmd(
     return rescore(opts, fail_under, allow_errors)
 
 
+@group.command("merge")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option(
+    "--output-dir", required=True, type=click.Path(file_okay=False), help="The merged run's folder (new)."
+)
+@click.option(
+    "--fail-under", default=None, type=click.FloatRange(0, 1), metavar="RATE", help="Exit 1 below this rate."
+)
+@click.option("--allow-errors", is_flag=True, help="Exit 0 (or by --fail-under) even with error verdicts.")
+def merge_cmd(runs: tuple[str, ...], output_dir: str, fail_under: float | None, allow_errors: bool) -> int:
+    """Combine shard runs (`evalctl run ... --shard I/N`) of the same specs and settings into one
+    run folder with one summary, as one run of all their scenarios would have written. The runs
+    are left as they were; runs with other specs or settings, or holding the same scenario, are
+    refused.
+
+    Exit codes as `evalctl run`.
+
+    \b
+    Example:
+      evalctl run specs/eva_airline --shard 1/2 --output-dir runs/part1
+      evalctl run specs/eva_airline --shard 2/2 --output-dir runs/part2
+      evalctl merge runs/part1 runs/part2 --output-dir runs/all
+    """
+    from engine.commands.merge import merge
+
+    return merge(
+        [Path(r) for r in runs], Path(output_dir), tuple(sys.argv[1:]), fail_under, allow_errors
+    )
+
+
 @group.command("diff")
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.argument("scenario", required=False)
