@@ -75,8 +75,8 @@ def test_mismatched_runs_are_refused(
     capsys.readouterr()
     assert "--trials 1" in _refused(capsys, out, parts[0], one_trial)
     other_agent = tmp_path / "noop"
-    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", NAMES[0], "--trials", "2",
-            "--agent", "noop", "--output-dir", str(other_agent), "--no-progress", "--shard", "1/1"]  # fmt: skip
+    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", NAMES[0], "--trials",
+            "2", "--agent", "noop", "--output-dir", str(other_agent), "--no-progress"]  # fmt: skip
     cli.main(argv)
     capsys.readouterr()
     assert "was run with --agent noop" in _refused(capsys, out, parts[1], other_agent)

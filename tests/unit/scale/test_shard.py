@@ -55,7 +55,8 @@ def test_bad_shard_on_the_command_line_is_one_line(
     data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    code = cli.main(["run", str(SPEC_DIR), "--data-root", str(data_root), "--shard", "0/2", "--output-dir", str(out)])
+    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--shard", "0/2", "--output-dir", str(out)]
+    code = cli.main(argv)
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("evalctl: --shard '0/2': expected I/N") and not out.exists()
@@ -74,5 +75,5 @@ async def test_a_shard_run_records_its_shard_and_a_resume_keeps_it(data_root: Pa
     again = await run(run_options(SPEC_DIR, data_root, resume=tmp_path, progress=False))
     assert [r.scenario_name for r, _ in again.outcomes] == [want[0]] and again.skipped == 1
     with pytest.raises(UsageError, match=r"was made with --shard 2/3; this resume says --shard 1/3"):
-        await run(run_options(SPEC_DIR, data_root, resume=tmp_path, shard="1/3", explicit=frozenset({"shard"}),
-                              progress=False))  # fmt: skip
+        await run(run_options(SPEC_DIR, data_root, resume=tmp_path, shard="1/3",
+                              explicit=frozenset({"shard"}), progress=False))  # fmt: skip
