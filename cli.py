@@ -347,6 +347,15 @@ def _prices(value: str | None) -> Any:
     help="Run only shard I of N (numbered from 1) of the selected scenarios; combine the shard runs "
     "with `evalctl merge`.",
 )
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS",
+    help="Run the shards as tasks on the Ray cluster at ADDRESS (host:port, auto, or local for a "
+    "one-machine cluster) and merge them; --workers N = N shards (default: one per cluster CPU). "
+    "Needs `pip install 'evalctl[ray]'`.",
+)
 @click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
 @prices_option
 def run_cmd(
@@ -379,6 +388,7 @@ def run_cmd(
     voice: bool,
     workers: int | None,
     shard: str | None,
+    ray_address: str | None,
     replay_latency: float,
     prices: str | None,
 ) -> int:
@@ -444,7 +454,7 @@ def run_cmd(
         shard=shard,
         workers=workers or cpu_count(),
     )
-    return run(opts, fail_under, _prices(prices), allow_errors)
+    return run(opts, fail_under, _prices(prices), allow_errors, ray=ray_address)
 
 
 @group.command("serve")

@@ -106,8 +106,17 @@ def _link_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, copy_function=link)
 
 
-def merge_runs(sources: Sequence[Path], out: Path, argv: Sequence[str] | None = None) -> SummaryRecord:
+def merge_runs(
+    sources: Sequence[Path],
+    out: Path,
+    argv: Sequence[str] | None = None,
+    planned: Sequence[str] | None = None,
+    labels: Sequence[str] | None = None,
+) -> SummaryRecord:
     """Merge the runs in ``sources`` into ``out`` (module docstring); returns its summary.
+    ``planned``: the scenario names the merged run selected (default: the sources' selections;
+    a scenario of it with no result is reported missing); ``labels``: how ``run.json`` names the
+    sources (default: their paths).
 
     Raises UsageError (one line) for fewer than one source, a source that is not a run, mismatched
     sources, or an ``out`` that already holds a run or is a source; EvalctlError when ``out``
@@ -134,19 +143,22 @@ def merge_runs(sources: Sequence[Path], out: Path, argv: Sequence[str] | None = 
         held.enter_context(lock_run_dir(out))
         for source in sources:
             held.enter_context(lock_run_dir(source))
-        return _write(sources, records, out, started, t0, argv)
+        named = [str(s) for s in sources] if labels is None else list(labels)
+        return _write(sources, records, out, (started, t0), argv, planned, named)
 
 
 def _write(
     sources: Sequence[Path],
     records: Sequence[RunRecord],
     out: Path,
-    started: str,
-    t0: float,
+    when: tuple[str, float],
     argv: Sequence[str] | None,
+    planned: Sequence[str] | None,
+    labels: list[str],
 ) -> SummaryRecord:
     base = records[0]
-    scenarios: list[str] = []
+    started, t0 = when
+    scenarios: list[str] = list(planned or [])
     for record in records:
         scenarios.extend(n for n in record.scenarios if n not in scenarios)
     settings = {**base.settings, "shard": None}
@@ -164,7 +176,7 @@ def _write(
         "min_agent_turns": (base.settings.get("scoring") or {}).get("min_agent_turns"),
         "started_at": started,
         "argv": list(argv) if argv else None,
-        "args": {"sources": [str(s) for s in sources], "shards": shards, "output_dir": str(out)},
+        "args": {"sources": labels, "shards": shards, "output_dir": str(out)},
     }
     try:
         for source in sources:

@@ -52,8 +52,15 @@ def parse_shard(text: str) -> Shard:
 def shard_scenarios(chosen: Sequence[Scenario], shard: Shard) -> list[Scenario]:
     """The scenarios of ``chosen`` that belong to ``shard`` (module rule), sorted by name. Raises
     UsageError when the shard is empty (more shards than scenarios)."""
-    ordered = sorted(chosen, key=lambda s: s.name)
-    mine = [s for p, s in enumerate(ordered) if p % shard.count == shard.index - 1]
+    by_name = {s.name: s for s in chosen}
+    return [by_name[n] for n in shard_names(list(by_name), shard)]
+
+
+def shard_names(names: Sequence[str], shard: Shard) -> list[str]:
+    """The scenario names of ``names`` that belong to ``shard`` (module rule), sorted. Raises
+    UsageError when the shard is empty (more shards than scenarios)."""
+    ordered = sorted(names)
+    mine = [n for p, n in enumerate(ordered) if p % shard.count == shard.index - 1]
     if not mine:
         raise UsageError(
             f"--shard {shard}: the selection has {len(ordered)} scenario(s), so shard {shard.index} "
