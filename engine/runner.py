@@ -9,7 +9,9 @@ trial) is one session with its own DB; a failing session never stops the others.
 session ends its artifacts are stored, then the scoring stage (``engine.scorer.Scorer``, the judge
 included, with the run's concurrency) gives its verdict; at the end, also after Ctrl-C,
 ``engine.results.finish_run`` writes the summary. A resume reuses the run's settings
-(``engine.settings``) and does only what has no verdict.
+(``engine.settings``) and does only what has no verdict. ``--shard I/N`` runs one slice of the
+selection (``engine.shard``); ``--workers N`` runs the sessions in N processes sharing the run
+folder (``engine.workers``; small runs stay in this process).
 """
 
 from __future__ import annotations
@@ -22,20 +24,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import render, results, workers
+from engine import results, workers
 from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
-from engine.backends.factory import make_factory
-from engine.backends.probe import PROBE_TIMEOUT_S, Endpoint, check_endpoints
+from engine.backends.probe import PROBE_TIMEOUT_S, check_endpoints
 from engine.errors import INFRASTRUCTURE_EXIT, EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
 from engine.options import RunOptions
 from engine.oslimits import check_open_files, files_needed
 from engine.progress import Progress, Sink
-from engine.protocol import end_call_schema
 from engine.provenance import new_invocation_id
 from engine.records.metrics import MetricsRecord
 from engine.records.summary import SummaryRecord
 from engine.resume import Job, plan_jobs, resumed
+from engine.run_setup import check_counts, endpoints, session_setup, side_for
 from engine.rundir import (
     check_run_dir,
     fresh_default_dir,
@@ -104,54 +105,6 @@ class RunReport:
         return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
-def side_for(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -> BackendFactory | str:
-    """An external side's URI, or the backend factory of a built-in side (raises UsageError for
-    a missing API key before anything is written)."""
-    if spec.kind == "external":
-        return str(spec.uri)
-    return make_factory(
-        spec,
-        scenarios=scenarios,
-        base_url=opts.base_url,
-        api_key_env=opts.api_key_env,
-        request_timeout_s=opts.request_timeout_s,
-        max_retries=opts.max_retries,
-        replay_latency_s=opts.replay_latency_s,
-    )
-
-
-def session_setup(scenario: Scenario) -> SessionSetup:
-    """The prompts and tool schemas of ``scenario`` as the sides receive them."""
-    return SessionSetup(
-        agent_prompt=render.render_agent_prompt(scenario),
-        user_prompt=render.render_user_prompt(scenario),
-        agent_tools=render.tool_schemas(scenario),
-        user_tools=[
-            end_call_schema(),
-            *(scenario.user_tools.openai_schemas() if scenario.user_tools else []),
-        ],
-    )
-
-
-def _check_counts(opts: RunOptions) -> None:
-    if opts.concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
-    if opts.trials < 1:
-        raise UsageError("--trials must be at least 1")
-
-
-def _endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[Endpoint]:
-    """The ``openai:`` endpoints of the run, to check before the first session."""
-    found = [
-        Endpoint(f"{role} model endpoint", opts.base_url, opts.api_key_env)
-        for role, spec in (("agent", agent), ("user", user))
-        if spec.kind == "openai"
-    ]
-    if opts.scoring.judge_model:
-        found.append(Endpoint("judge endpoint", opts.scoring.judge_base_url, opts.scoring.judge_api_key_env))
-    return found
-
-
 async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run the selected scenarios; returns the report. Ctrl-C (task cancellation) stops the
     sessions in flight, keeps the finished ones and still writes the summary (``interrupted``).
@@ -162,7 +115,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     (UsageError also for a voice run without a TTS engine), and InfrastructureError when a model
     endpoint fails its check.
     """
-    _check_counts(opts)
+    check_counts(opts)
     with contextlib.ExitStack() as held:
         if opts.resume is not None:
             if not opts.resume.is_dir():
@@ -191,7 +144,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         needed = files_needed(at_once, kinds, bool(opts.scoring.judge_model))
         check_open_files(needed, opts.concurrency, at_once)
         await check_endpoints(
-            _endpoints(opts, agent_spec, user_spec), min(PROBE_TIMEOUT_S, opts.request_timeout_s)
+            endpoints(opts, agent_spec, user_spec), min(PROBE_TIMEOUT_S, opts.request_timeout_s)
         )
         run_dir = opts.resume
         if run_dir is None:

@@ -21,7 +21,8 @@ from engine.model import SessionResult
 from engine.progress import Finished
 from engine.records.metrics import MetricsRecord
 from engine.resume import Job
-from engine.runner import RunReport, run_here, side_for
+from engine.run_setup import side_for
+from engine.runner import RunReport, run_here
 from engine.specs import load_domain
 from engine.workers import WorkerTask
 
