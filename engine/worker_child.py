@@ -3,7 +3,7 @@ built-in sides, run its share of the jobs into the shared run folder, and report
 session to the run's process over a pipe. SIGTERM stops it the way Ctrl-C stops a run: the
 sessions in flight are cancelled, the finished ones are kept.
 
-Messages (``(kind, body)`` tuples): ``("done", engine.progress.Finished)`` per finished session,
+Messages (``(kind, body)`` tuples): ``("done", [engine.progress.Finished, ...])`` for finished sessions,
 ``("scoring_error", (key, message))`` per session that could not be stored or scored, and
 ``("end", None)`` last, when the worker ran or was stopped without crashing.
 """
@@ -26,21 +26,38 @@ from engine.runner import RunReport, run_here
 from engine.specs import load_domain
 from engine.workers import WorkerTask
 
+#: Seconds a finished session's progress line may wait to be sent with the next ones (a message per
+#: session wakes the run's process once per session; on a busy machine that costs the worker time).
+FLUSH_S = 0.1
+
 
 class _Pipe:
-    """The worker's progress sink: each finished session, as a small message to the run."""
+    """The worker's progress sink: finished sessions, sent to the run in small batches (at most
+    :data:`FLUSH_S` late). A session not yet sent when the worker dies is found on disk by the run."""
 
     def __init__(self, conn: Connection, report: RunReport):
         self.conn = conn
         self.report = report
+        self.batch: list[Finished] = []
+        self.timer: asyncio.TimerHandle | None = None
 
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         key = f"{result.scenario_name}#{result.trial}"
         error = self.report.scoring_errors.pop(key, None)
         if error is not None:
             self.conn.send(("scoring_error", (key, error)))
-        self.conn.send(("done", Finished.of(result, metrics)))
+        self.batch.append(Finished.of(result, metrics))
         self.report.outcomes.clear()  # the run's process reads results from the folder, not memory
+        if self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(FLUSH_S, self.flush)
+
+    def flush(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.batch:
+            self.conn.send(("done", self.batch))
+            self.batch = []
 
 
 async def _work(task: WorkerTask, conn: Connection) -> None:
@@ -60,6 +77,7 @@ async def _work(task: WorkerTask, conn: Connection) -> None:
         loop.add_signal_handler(signal.SIGTERM, me.cancel)
     with contextlib.suppress(asyncio.CancelledError):
         await run_here(jobs, opts, task.run_dir, task.invocation, sides, agent_spec, task.voice, pipe, report)
+    pipe.flush()
     for key, message in report.scoring_errors.items():  # stores that failed before scoring
         conn.send(("scoring_error", (key, message)))
 

@@ -5,7 +5,7 @@ The run's process loads the specs, plans the jobs, holds the folder's lock and d
 round-robin among the workers (``engine.shard.split``). Each worker (``engine.worker_child``,
 started with ``spawn``: no fork of a running event loop) loads the specs again, serves its own
 built-in sides on loopback, runs its share with concurrency ``ceil(C / N)``, writes the scenario
-folders and sends each finished session's progress line (``engine.progress.Finished``) through a
+folders and sends the finished sessions' progress lines (``engine.progress.Finished``) through a
 pipe. The run's process shows progress and, at the end, writes the summary from the folders.
 
 - Small runs stay in one process: a worker costs about a second to start (interpreter, imports,
@@ -186,9 +186,9 @@ def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], No
                 worker.closed.set_result(None)
             return
         if kind == "done":
-            fin: Finished = body
-            worker.reported.add((fin.scenario_name, fin.trial))
-            progress.show(fin)
+            for fin in body:
+                worker.reported.add((fin.scenario_name, fin.trial))
+                progress.show(fin)
         elif kind == "scoring_error":
             key, message = body
             report.scoring_errors[key] = message
