@@ -7,6 +7,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run (``derandomize``, no example database), so a
+# landing is never blocked by a newly drawn input; `HYPOTHESIS_PROFILE=explore make test` draws
+# fresh ones (what it finds becomes a listed case).
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC_DIR = REPO / "specs" / "eva_airline"

@@ -141,20 +141,31 @@ def lax_int(text: str) -> int | str:
     return int(core.split(".")[0].replace("_", ""))
 
 
-def lax_float(text: str) -> float | str:
-    """A number from text as pydantic's lax mode reads it: Python's float syntax on ASCII text
-    (underscores between digits, exponents, ``.5``), surrounding ASCII whitespace allowed.
-    Deliberate divergence: ``inf`` / ``nan`` / ``1e999`` stay text and fail the check, where
-    pydantic gives a non-finite float that no JSON DB can hold. Returns ``text`` when it is no
-    number."""
-    core = text.strip(_ASCII_SPACE)
-    if not core.isascii():
-        return text
+def _plain_float(text: str) -> float | None:
+    """A float from text with no whitespace and no underscores (ASCII only), else None."""
+    if not text.isascii() or "_" in text or any(ch in _ASCII_SPACE for ch in text):
+        return None
     try:
-        number = float(core)
+        return float(text)
     except ValueError:
+        return None
+
+
+def lax_float(text: str) -> float | str:
+    """A number from text as pydantic's lax mode reads it (pydantic-core 2.x float-from-str):
+    first the text without surrounding ASCII whitespace, in plain float syntax (exponents, ``.5``,
+    ``5.``, no underscores); failing that, the untouched text with every underscore removed, when
+    it neither starts nor ends with one and holds no two in a row (so ``"1_000.5"`` and even
+    ``"0_."`` are numbers, ``" 1_0 "`` and ``"1.5_"`` are not). Deliberate divergence: ``inf`` /
+    ``nan`` / ``1e999`` stay text and fail the check, where pydantic gives a non-finite float that
+    no JSON DB can hold. Returns ``text`` when it is no number."""
+    number = _plain_float(text.strip(_ASCII_SPACE))
+    strippable = "_" in text and "__" not in text and not text.startswith("_") and not text.endswith("_")
+    if number is None and strippable:
+        number = _plain_float(text.replace("_", ""))
+    if number is None or not math.isfinite(number):
         return text
-    return number if math.isfinite(number) else text
+    return number
 
 
 _STRICT_END = re.compile(r"(?<!\\)\\Z")

@@ -99,12 +99,19 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, str(REPO / "cli.py"), *args]
 
 
+def _sigint_default() -> None:
+    """Give the child the default SIGINT action: a suite started in the background (``cmd &``,
+    nohup, some CI runners) ignores SIGINT, and an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_keeps_finished_results_and_resume_completes(data_root: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out), "--no-progress"]
     proc = subprocess.Popen(
         _cli(*args, "--concurrency", "2", "--replay-latency", "0.05"),
         cwd=REPO,
+        preexec_fn=_sigint_default,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -143,6 +150,7 @@ async def test_serve_runs_a_built_in_side_as_its_own_process(data_root: Path, tm
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=_sigint_default,
     )
     try:
         assert proc.stderr is not None
