@@ -35,17 +35,27 @@ class _Pipe:
     """The worker's progress sink: finished sessions, sent to the run in small batches (at most
     :data:`FLUSH_S` late). A session not yet sent when the worker dies is found on disk by the run."""
 
-    def __init__(self, conn: Connection, report: RunReport):
+    def __init__(self, conn: Connection, report: RunReport, main: asyncio.Task[Any] | None):
         self.conn = conn
         self.report = report
+        self.main = main
         self.batch: list[Finished] = []
         self.timer: asyncio.TimerHandle | None = None
+
+    def send(self, message: tuple[str, Any]) -> None:
+        """Send ``message``; when the run's process is gone (the pipe is broken), stop this worker:
+        nobody holds the run folder's lock any more."""
+        try:
+            self.conn.send(message)
+        except OSError:
+            if self.main is not None:
+                self.main.cancel()
 
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         key = f"{result.scenario_name}#{result.trial}"
         error = self.report.scoring_errors.pop(key, None)
         if error is not None:
-            self.conn.send(("scoring_error", (key, error)))
+            self.send(("scoring_error", (key, error)))
         self.batch.append(Finished.of(result, metrics))
         self.report.outcomes.clear()  # the run's process reads results from the folder, not memory
         if self.timer is None:
@@ -56,7 +66,7 @@ class _Pipe:
             self.timer.cancel()
             self.timer = None
         if self.batch:
-            self.conn.send(("done", self.batch))
+            self.send(("done", self.batch))
             self.batch = []
 
 
@@ -71,21 +81,22 @@ async def _work(task: WorkerTask, conn: Connection) -> None:
         "user": side_for(user_spec, opts, by_name),
     }
     report = RunReport(task.run_dir)
-    pipe = _Pipe(conn, report)
     loop, me = asyncio.get_running_loop(), asyncio.current_task()
+    pipe = _Pipe(conn, report, me)
     if me is not None:
         loop.add_signal_handler(signal.SIGTERM, me.cancel)
     with contextlib.suppress(asyncio.CancelledError):
         await run_here(jobs, opts, task.run_dir, task.invocation, sides, agent_spec, task.voice, pipe, report)
     pipe.flush()
     for key, message in report.scoring_errors.items():  # stores that failed before scoring
-        conn.send(("scoring_error", (key, message)))
+        pipe.send(("scoring_error", (key, message)))
 
 
 def main(task: WorkerTask, conn: Connection) -> Any:
     """Run ``task``; the last message is ``("end", None)``."""
     try:
         asyncio.run(_work(task, conn))
-        conn.send(("end", None))
+        with contextlib.suppress(OSError):
+            conn.send(("end", None))
     finally:
         conn.close()

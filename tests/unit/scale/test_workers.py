@@ -7,7 +7,10 @@ import asyncio
 import json
 import multiprocessing
 import os
+import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from engine import workers
 from engine.errors import UsageError
 from engine.runner import run
 from engine.shard import split
-from tests.conftest import SPEC_DIR
+from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import NAMES, hashes, verdicts
 
@@ -34,7 +37,7 @@ async def test_two_workers_give_the_verdicts_and_hashes_of_one_process(
     data_root: Path, tmp_path: Path
 ) -> None:
     common = {"scenarios": NAMES, "trials": 2, "progress": False}
-    one = await run(run_options(SPEC_DIR, data_root, output_dir=tmp_path / "one", workers=1, **common))
+    await run(run_options(SPEC_DIR, data_root, output_dir=tmp_path / "one", workers=1, **common))
     two = await run(run_options(SPEC_DIR, data_root, output_dir=tmp_path / "two", workers=2, **common))
     assert verdicts(tmp_path / "two") == verdicts(tmp_path / "one")
     assert hashes(tmp_path / "two") == hashes(tmp_path / "one") and len(hashes(tmp_path / "one")) == 12
@@ -100,4 +103,33 @@ async def test_cancelling_the_run_stops_the_workers_and_writes_the_summary(
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["interrupted"] is True and 1 <= summary["results"] < 12 and summary["errors"] == 0
     assert len(summary["missing"]) == 12 - summary["results"]
+    assert not _workers()
+
+
+async def test_workers_with_an_external_agent_and_a_resume(data_root: Path, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "cli.py"), "serve", "agent", "--port", "0", "--spec-dir", str(SPEC_DIR),
+         "--data-root", str(data_root)],
+        cwd=REPO, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        match = re.search(r"on (ws://127\.0\.0\.1:\d+)", proc.stderr.readline())
+        assert match
+        common = {"scenarios": NAMES[:3], "trials": 2, "workers": 2, "progress": False}
+        out = tmp_path / "run"
+        first = await run(run_options(SPEC_DIR, data_root, agent=match.group(1), output_dir=out, **common))
+        assert first.summary is not None and first.summary.results == 6 and first.exit_code() == 0
+        before = hashes(out)
+        for key in list(before)[:2]:
+            (out / key / "metrics.json").unlink()
+        again = await run(run_options(SPEC_DIR, data_root, resume=out, **common))
+        assert again.skipped == 4 and again.summary is not None and again.summary.results == 6
+        assert hashes(out) == before and again.exit_code() == 0
+        record = json.loads((out / "run.json").read_text())
+        assert [i["command"] for i in record["invocations"]] == ["run", "resume"]
+        assert record["settings"]["agent"] == match.group(1)  # the resume kept the external agent
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=10)
     assert not _workers()
