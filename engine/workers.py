@@ -89,16 +89,16 @@ def worker_count(opts: RunOptions, jobs: int, voice: VoiceRun | None) -> int:
     count = min(opts.workers, jobs // MIN_JOBS_PER_WORKER)
     if count <= 1:
         return 1
-    try:
-        pickle.dumps((opts, voice))
-    except Exception as err:
-        if "workers" in opts.explicit:
-            what = "voice settings" if voice is not None else "domain plugins"
+    for what, value in (("domain plugins", opts), ("voice settings", voice)):
+        try:
+            pickle.dumps(value)
+        except Exception as err:
+            if "workers" not in opts.explicit:
+                return 1
             raise UsageError(
                 f"--workers {opts.workers}: the run's {what} cannot be sent to worker processes "
                 f"({type(err).__name__}); leave --workers out or give --workers 1"
             ) from None
-        return 1
     return count
 
 
@@ -112,9 +112,11 @@ def _bootstrap(module: str, task: WorkerTask, conn: Connection) -> None:
     importlib.import_module(module).main(task, conn)
 
 
-def _tasks(jobs: list[Job], count: int, opts: RunOptions, run_dir: Path, invocation: str, voice: Any) -> list[
-    WorkerTask
-]:
+def _tasks(
+    jobs: list[Job], count: int, opts: RunOptions, run_dir: Path, invocation: str, voice: Any
+) -> list[WorkerTask]:
+    """The jobs dealt round-robin into ``count`` shares, each with the run's options for one
+    worker (concurrency ``ceil(C / count)``, no display of its own)."""
     per = dataclasses.replace(
         opts, concurrency=math.ceil(opts.concurrency / count), progress=False, quiet=True, workers=1
     )
