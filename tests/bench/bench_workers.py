@@ -76,6 +76,7 @@ def _line(label: str, m: Measured) -> str:
 
 def run() -> None:
     n = cpu_count()
+    print(f"{n} cores; load average before: {os.getloadavg()[0]:.1f} (other jobs slow every figure)")
     sizes = [int(s) for s in os.environ.get("EVALCTL_BENCH_SIZES", "50,500,2000").split(",") if s]
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -102,6 +103,7 @@ def run() -> None:
             )
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"peak memory of the largest process of any run above: {peak:.0f} MiB")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
