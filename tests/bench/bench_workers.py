@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.workers import cpu_count
+from engine.workers import MIN_JOBS_PER_WORKER, cpu_count
 from tests.conftest import REPO, SPEC_DIR
 
 LATENCY_S = 0.1
@@ -87,6 +87,8 @@ def run() -> None:
             print(f"replay, {size} sessions (--trials {trials}), concurrency 8:")
             print(_line("--workers 1", one))
             target = f" (target <= {WALL_TARGET_S:.0f} s)" if size == 2000 else ""
+            if size < 2 * MIN_JOBS_PER_WORKER:
+                target = " (one process: the small-run rule)"
             print(_line(f"--workers {n}", many) + target)
             print(f"  speed-up of {n} workers over 1: {one.wall_s / many.wall_s:.2f}x")
         for workers in (1, n):
