@@ -1,5 +1,6 @@
 """Shared fixtures: the real data root (filled by `make data`) and the repository paths, with the
-mock domain's spec folder and data root (tests/mock_domain/, no download needed)."""
+mock domain's spec folder and data root (tests/mock_domain/, no download needed). Tests under
+tests/unit/ use only the mock domain; the ones that read the real data live under tests/domains/."""
 
 from __future__ import annotations
 
@@ -22,10 +23,22 @@ MOCK_SPEC_DIR = REPO / "tests" / "mock_domain" / "spec"
 MOCK_DATA_ROOT = REPO / "tests" / "mock_domain" / "dataroot"
 
 
+UNIT_DIR = REPO / "tests" / "unit"
+
+
+def only_unit_tests(config: pytest.Config) -> bool:
+    """Whether every path given on the command line lies under tests/unit/ (the engine-core tests,
+    which run on the mock domain alone: tests/project/test_unit_tests_need_no_data.py keeps them so)."""
+    here = config.invocation_params.dir
+    paths = [Path(here, arg.split("::", 1)[0]).resolve() for arg in config.args]
+    return bool(paths) and all(p == UNIT_DIR or UNIT_DIR in p.parents for p in paths)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Without the data the suite stops with one line instead of hundreds of errors."""
+    """Without the data the suite stops with one line instead of hundreds of errors; the unit tests
+    alone (``pytest tests/unit``) need no data and run."""
     root = Path(os.environ.get("EVAL_DATA_ROOT", REPO / "data")).resolve()
-    if not (root / "eva-0.1.3").is_dir():
+    if not (root / "eva-0.1.3").is_dir() and not only_unit_tests(session.config):
         pytest.exit(f"no eva data under {root}: run `make setup` first (it runs `make data`)", returncode=2)
 
 
@@ -44,3 +57,22 @@ def sample_run_dir(data_root: Path, tmp_path_factory: pytest.TempPathFactory) ->
     from tests.report_helpers import sample_run
 
     return sample_run(data_root, tmp_path_factory.mktemp("sample"))
+
+
+@pytest.fixture(scope="session")
+def mock_sample_spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mock spec folder with a report group rule and three more scenario files
+    (``tests/mock_domain/sample_run.py``). Read it only."""
+    from tests.mock_domain.sample_run import sample_spec
+
+    return sample_spec(tmp_path_factory.mktemp("mock_spec"))
+
+
+@pytest.fixture(scope="session")
+def mock_sample_run_dir(mock_sample_spec: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mock shop's sample run: replayed passes, failures with DB differences, a model agent with
+    token usage and a judge (``tests/mock_domain/sample_run.py``); built once per test session. Read
+    it only."""
+    from tests.mock_domain.sample_run import sample_run
+
+    return sample_run(mock_sample_spec, tmp_path_factory.mktemp("mock_sample"))

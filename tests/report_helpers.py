@@ -147,41 +147,11 @@ def sample_run(data_root: Path, where: Path) -> Path:
     return run_dir
 
 
-#: What a hostile agent says: markup, a script end tag, a line separator, a bidi override.
+#: What a hostile agent says (tests/mock_domain/sample_run.py's hostile_run): markup, a script end
+#: tag, a line separator, a bidi override.
 HOSTILE = (
     '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
     "\u2028<b>bold</b> \u202eevil"
 )
 HOSTILE_TOOL = "<i>tool</i>"
 BIG_SAY = "a long answer " * 1500  # 21,000 characters: over the report's 8,000 per value
-
-
-def hostile_run(data_root: Path, out: Path) -> Path:
-    """A real run of one scenario whose model agent sends markup everywhere it can: its words, an
-    unknown tool's name and its arguments, and one very long utterance."""
-    args = json.dumps({"q": "</script><svg onload=alert(1)>"})
-    steps = [
-        Step(completion(HOSTILE, [("c1", HOSTILE_TOOL, args)])),
-        Step(completion(BIG_SAY)),
-        Step(completion("Goodbye.", [("c2", "end_conversation", "{}")])),
-    ]
-    mp = pytest.MonkeyPatch()
-    mp.setenv("EVALCTL_TEST_KEY", "test")
-    try:
-        with ScriptedOpenAI(steps) as server:
-            report = runner.run_cli(
-                run_options(
-                    spec_dir=SPEC_DIR,
-                    data_root=data_root,
-                    scenarios=("eva_airline__4_1_1",),
-                    agent="openai:<b>model</b>",
-                    base_url=server.base_url,
-                    api_key_env="EVALCTL_TEST_KEY",
-                    output_dir=out,
-                    quiet=True,
-                )
-            )
-    finally:
-        mp.undo()
-    assert not report.scoring_errors, report.scoring_errors
-    return out

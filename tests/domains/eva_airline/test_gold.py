@@ -112,3 +112,19 @@ def test_real_traces_have_no_placeholders_left(data_root: Path) -> None:
     assert tool_calls == 242
     first_call = loaded.scenario("eva_airline__voluntary_date_change").gold_trace.tool_calls()[0]
     assert first_call.arguments == {"confirmation_number": "ZK3FFW", "last_name": "rodriguez"}
+
+
+def test_gold_db_comes_from_the_gold_replay(data_root: Path) -> None:
+    """Moved from tests/unit/results/test_results.py (the mock version stays there)."""
+    from dataclasses import replace
+
+    from engine import results
+    from engine.domains.registry import load_domain
+    from tests.conftest import SPEC_DIR
+
+    # eva 7.4.1's expected DB holds an empty session although its gold trace authenticates
+    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__7_4_1")
+    assert scenario.expected_db["session"] == {}
+    assert results.gold_db(scenario)["session"] == {"confirmation_number": "383S8U", "last_name": "park"}
+    assert results.gold_db(scenario) is results.gold_db(scenario)  # replayed once per scenario
+    assert results.gold_db(replace(scenario, gold_trace=None)) is None

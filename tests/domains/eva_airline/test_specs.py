@@ -146,3 +146,21 @@ def test_validate_specs_real(data_root: Path) -> None:
     report = validate_specs(SPEC_DIR, data_root, replay=True, plugins=plugins())
     assert report.ok and report.scenarios == 50 and report.prompts == 100
     assert len(report.replay) == 50 and report.summary().endswith("gold replay 50/50")
+
+
+def test_scenarios_are_chosen_by_name_or_record_id(data_root: Path) -> None:
+    """Moved from tests/unit/specs/test_spec_checks.py (the mock version stays there)."""
+    from engine.errors import UsageError
+    from engine.rundir import select_scenarios
+
+    loaded = load_domain(SPEC_DIR, data_root)
+    chosen = select_scenarios(loaded.scenarios, ("1.1.2", "eva_airline__3_1_5", "1.1.2"), None)
+    assert [s.name for s in chosen] == ["eva_airline__voluntary_date_change", "eva_airline__3_1_5"]
+    assert loaded.scenario("1.1.2").name == "eva_airline__voluntary_date_change"
+    # before: eva_airline__1_1_2 suggested eva_airline__5_1_2; it is 1.1.2's scenario
+    with pytest.raises(UsageError) as info:
+        select_scenarios(loaded.scenarios, ("eva_airline__1_1_2",), None)
+    assert str(info.value) == (
+        "no scenario named 'eva_airline__1_1_2' "
+        "(did you mean 'eva_airline__voluntary_date_change', record '1.1.2'?)"
+    )

@@ -499,3 +499,57 @@ def test_flight_number_required_on_a_multi_segment_booking(scenario: Scenario) -
     result = ToolRuntime(scenario.tools, db).call("assign_seat", _seat()).result
     assert result["error_type"] == "flight_number_required"
     assert result["message"] == f"Journey {OLD} has 2 segments; flight_number is required"
+
+
+# --- moved from tests/unit/tools/test_runtime.py (the mock shop's versions stay there) --------------
+# eva's field rules echo a value back in their message; its declared writes are the rollback path.
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("get_reservation", {"confirmation_number": "A" * 1_000_000, "last_name": "Rodriguez"}),
+        ("get_reservation", {"last_name": "B" * 1_000_000}),
+    ],
+    ids=["bad_value", "missing_with_huge_other"],
+)
+def test_huge_values_are_not_echoed_by_the_field_rules(
+    scenario: Scenario, name: str, arguments: dict
+) -> None:
+    outcome = ToolRuntime(scenario.tools, scenario.fresh_db()).call(name, arguments)
+    assert outcome.result["status"] == "error"
+    assert len(outcome.result["message"]) < 1000
+    assert "chars)" in outcome.result["message"]
+
+
+def test_handler_that_raises_rolls_back(scenario: Scenario) -> None:
+    def half_write(db: dict[str, Any], args: Any, ctx: Any) -> dict[str, Any]:
+        db["reservations"][CONF]["status"] = "changed"
+        db["hotel_vouchers"] = {"x": 1}
+        raise RuntimeError("boom")
+
+    db = scenario.fresh_db()
+    before = db_hash(db, scenario.domain.hash_rules)
+    runtime = ToolRuntime(scenario.tools, db, handlers={"rebook_flight": half_write})
+    outcome = runtime.call("rebook_flight", _rebook())
+    assert outcome.result == {
+        "status": "error",
+        "error_type": "execution_error",
+        "message": "Tool execution failed: boom",
+    }
+    assert runtime.db is db and "hotel_vouchers" not in db
+    assert db_hash(db, scenario.domain.hash_rules) == before and runtime.actions == []
+
+
+def test_handler_that_writes_then_returns_an_error_rolls_back(scenario: Scenario) -> None:
+    # an error result never half-applies, whether the handler raised or returned it
+    def write_then_refuse(db: dict[str, Any], args: Any, ctx: Any) -> dict[str, Any]:
+        db["reservations"][CONF]["status"] = "changed"
+        return {"status": "error", "error_type": "not_allowed", "message": "refused after writing"}
+
+    db = scenario.fresh_db()
+    before = db_hash(db, scenario.domain.hash_rules)
+    runtime = ToolRuntime(scenario.tools, db, handlers={"rebook_flight": write_then_refuse})
+    outcome = runtime.call("rebook_flight", _rebook())
+    assert outcome.result["error_type"] == "not_allowed" and outcome.action is None
+    assert runtime.db is db and db_hash(db, scenario.domain.hash_rules) == before and runtime.actions == []

@@ -1,5 +1,6 @@
 """Acceptance: a real `evalctl run` killed with SIGKILL mid-way and resumed with --resume scores
-every scenario exactly once and ends with the same summary as an uninterrupted run."""
+every session exactly once and ends with the same summary as an uninterrupted run (the mock shop's
+three scenarios, 17 trials each: 51 sessions)."""
 
 from __future__ import annotations
 
@@ -14,36 +15,38 @@ from pathlib import Path
 import pytest
 
 from engine.runner import run_cli
-from tests.conftest import REPO, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
 
 TIMING_KEYS = {"run_dir", "wall_time_s", "session_time_s", "interrupted", "invocations"}
+TRIALS = 17
+SESSIONS = 3 * TRIALS
 
 
-def _evalctl(*args: str, data_root: Path) -> list[str]:
+def _evalctl(*args: str) -> list[str]:
     return [
         sys.executable,
         "-m",
         "cli",
         "run",
-        str(SPEC_DIR),
+        str(MOCK_SPEC_DIR),
         "--data-root",
-        str(data_root),
+        str(MOCK_DATA_ROOT),
         "--no-progress",
         *args,
     ]
 
 
 def _complete(run_dir: Path) -> dict[str, tuple[int, str]]:
-    """scenario -> (mtime_ns, content) of every metrics.json that parses."""
+    """scenario or scenario/trial_k -> (mtime_ns, content) of every metrics.json that parses."""
     out = {}
-    for p in run_dir.glob("*/metrics.json"):
+    for p in [*run_dir.glob("*/metrics.json"), *run_dir.glob("*/trial_*/metrics.json")]:
         try:
             text = p.read_text()
             json.loads(text)
         except (OSError, ValueError):
             continue
-        out[p.parent.name] = (p.stat().st_mtime_ns, text)
+        out[p.parent.relative_to(run_dir).as_posix()] = (p.stat().st_mtime_ns, text)
     return out
 
 
@@ -52,16 +55,23 @@ def _comparable(summary: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def baseline(data_root, tmp_path_factory):
+def baseline(tmp_path_factory):
     out = tmp_path_factory.mktemp("resume") / "baseline"
     report = run_cli(
-        run_options(spec_dir=SPEC_DIR, data_root=data_root, output_dir=out, concurrency=2, progress=False)
+        run_options(
+            spec_dir=MOCK_SPEC_DIR,
+            data_root=MOCK_DATA_ROOT,
+            output_dir=out,
+            concurrency=2,
+            trials=TRIALS,
+            progress=False,
+        )
     )
-    assert not report.interrupted and report.summary is not None and report.summary.results == 50
+    assert not report.interrupted and report.summary is not None and report.summary.results == SESSIONS
     return report.summary.to_json()
 
 
-def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_path):
+def test_sigkill_then_resume_matches_uninterrupted_run(baseline, tmp_path):
     run_dir = tmp_path / "killed"
     proc = subprocess.Popen(
         _evalctl(
@@ -69,9 +79,10 @@ def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_
             str(run_dir),
             "--concurrency",
             "2",
+            "--trials",
+            str(TRIALS),
             "--replay-latency",
-            "0.05",  # ~0.5 s a session: ~10 s between the 10th result and the 50th, for the kill below
-            data_root=data_root,
+            "0.05",  # ~0.5 s a session: ~10 s between the 10th result and the 51st, for the kill below
         ),
         cwd=REPO,
         stdout=subprocess.DEVNULL,
@@ -89,11 +100,11 @@ def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     before = _complete(run_dir)
-    assert 10 <= len(before) < 50, len(before)
+    assert 10 <= len(before) < SESSIONS, len(before)
     assert not (run_dir / "summary.json").exists()  # killed: no summary was written
 
     done = subprocess.run(
-        _evalctl("--resume", str(run_dir), data_root=data_root),
+        _evalctl("--resume", str(run_dir)),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -103,11 +114,11 @@ def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_
     assert f"{len(before)} already complete (skipped)" in done.stdout
 
     after = _complete(run_dir)
-    assert len(after) == 50 and len(list(run_dir.glob("*/metrics.json"))) == 50
+    assert len(after) == SESSIONS and len(list(run_dir.glob("*/trial_*/metrics.json"))) == SESSIONS
     for name, stamp in before.items():
         assert after[name] == stamp, f"{name} was scored again"
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["results"] == 50 and not summary["missing"]
+    assert summary["results"] == SESSIONS and not summary["missing"]
     assert _comparable(summary) == _comparable(json.loads(json.dumps(baseline)))
     run = json.loads((run_dir / "run.json").read_text())  # the killed run marked itself at its start
     killed, resumed = run["invocations"]  # told apart by id, even when both started in one second
@@ -118,23 +129,24 @@ def test_sigkill_then_resume_matches_uninterrupted_run(baseline, data_root, tmp_
     assert run["spec_files"]["domain.yaml"] and run["data_root_files"]
 
 
-def test_resume_of_a_complete_run_runs_nothing(data_root, tmp_path):
+def test_resume_of_a_complete_run_runs_nothing(tmp_path):
     run_dir = tmp_path / "small"
-    names = "eva_airline__1_1_3,eva_airline__7_2_8"
+    names = "mock__cancel_order,mock__shipped_refusal"
     first = run_cli(
         run_options(
-            spec_dir=SPEC_DIR,
-            data_root=data_root,
+            spec_dir=MOCK_SPEC_DIR,
+            data_root=MOCK_DATA_ROOT,
             output_dir=run_dir,
             scenarios=tuple(names.split(",")),
             progress=False,
         )
     )
     stamps = _complete(run_dir)
+    assert sorted(stamps) == sorted(names.split(","))
     again = run_cli(
         run_options(
-            spec_dir=SPEC_DIR,
-            data_root=data_root,
+            spec_dir=MOCK_SPEC_DIR,
+            data_root=MOCK_DATA_ROOT,
             resume=run_dir,
             scenarios=tuple(names.split(",")),
             progress=False,

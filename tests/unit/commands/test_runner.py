@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,22 +18,22 @@ import cli
 from engine.domains.registry import load_domain
 from engine.errors import UsageError
 from engine.runner import run, select_scenarios
-from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
 
 SHOP = (MOCK_SPEC_DIR, MOCK_DATA_ROOT)  # the mock shop: its spec folder and data root
 SHOP_RUN = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
 
-def test_select_scenarios(data_root: Path) -> None:
-    scenarios = load_domain(SPEC_DIR, data_root).scenarios
-    assert len(select_scenarios(scenarios, (), None)) == 50
-    picked = select_scenarios(scenarios, ("eva_airline__7_2_8", "eva_airline__3_1_5"), None)
-    assert [s.name for s in picked] == ["eva_airline__7_2_8", "eva_airline__3_1_5"]
-    assert {s.name for s in select_scenarios(scenarios, (), "eva_airline__7_2")} == {
-        f"eva_airline__7_2_{k}" for k in (2, 5, 6, 8, 9)
-    }
-    with pytest.raises(UsageError, match=r"no scenario named 'eva_airline__3_1_6' \(did you mean"):
-        select_scenarios(scenarios, ("eva_airline__3_1_6",), None)
+
+def test_select_scenarios() -> None:
+    scenarios = load_domain(*SHOP).scenarios
+    assert len(select_scenarios(scenarios, (), None)) == len(scenarios) == 3
+    picked = select_scenarios(scenarios, ("mock__shipped_refusal", "mock__cancel_order"), None)
+    assert [s.name for s in picked] == ["mock__shipped_refusal", "mock__cancel_order"]
+    assert {s.name for s in select_scenarios(scenarios, (), "mock__s")} == {"mock__shipped_refusal"}
+    assert len(select_scenarios(scenarios, (), "mock__")) == 3
+    with pytest.raises(UsageError, match=r"no scenario named 'mock__cancel_ordr' \(did you mean"):
+        select_scenarios(scenarios, ("mock__cancel_ordr",), None)
     with pytest.raises(UsageError, match="no scenario matches --domain 'tau2_'"):
         select_scenarios(scenarios, (), "tau2_")
 
@@ -65,16 +66,32 @@ def test_run_user_errors_are_one_line(
 
 
 def test_run_verb_prints_the_summary_and_honours_fail_under(
-    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--no-progress", "--fail-under", "1"]
-    ok = cli.main([*base, "--scenarios", "eva_airline__3_1_5", "--output-dir", str(tmp_path / "a")])
+    base = [*SHOP_RUN, "--no-progress", "--fail-under", "1"]
+    ok = cli.main([*base, "--scenarios", "mock__cancel_order", "--output-dir", str(tmp_path / "a")])
     out = capsys.readouterr().out
     assert ok == 0
     assert "Overall Success Rate: 100.0% (1/1 scenarios)" in out and f"results: {tmp_path / 'a'}" in out
-    # 5.1.5's gold conversation has two agent turns: the stalled threshold is min(3, 2), so it passes
-    assert cli.main([*base, "--scenarios", "eva_airline__5_1_5", "--output-dir", str(tmp_path / "b")]) == 0
-    metrics = json.loads((tmp_path / "b" / "eva_airline__5_1_5" / "metrics.json").read_text())
+    # a gold conversation of two agent turns: the stalled threshold is min(3, 2), so it passes
+    root = tmp_path / "data"
+    shutil.copytree(MOCK_DATA_ROOT, root)
+    dataset = root / "mock_shop" / "dataset.json"
+    records = json.loads(dataset.read_text(encoding="utf-8"))
+    short = next(r for r in records if r["id"] == "M3")
+    short["trace"] = [
+        e
+        for e in short["trace"]
+        if e.get("utterance") not in ("Oh well. Thanks.", "You are welcome. Anything else?")
+    ]
+    assert [e["event_type"] for e in short["trace"]].count("user_utterance") == 2
+    dataset.write_text(json.dumps(records), encoding="utf-8")
+    short_run = ["run", str(MOCK_SPEC_DIR), "--data-root", str(root), "--no-progress", "--fail-under", "1"]
+    assert (
+        cli.main([*short_run, "--scenarios", "mock__shipped_refusal", "--output-dir", str(tmp_path / "b")])
+        == 0
+    )
+    metrics = json.loads((tmp_path / "b" / "mock__shipped_refusal" / "metrics.json").read_text())
     assert metrics["min_agent_turns"] == 2 and metrics["stalled"] is False and metrics["agent_turns"] == 2
 
 
@@ -87,12 +104,16 @@ async def test_trials_and_resume(tmp_path: Path) -> None:
     ]
     assert (tmp_path / "mock__shipped_refusal" / "trial_2" / "metrics.json").is_file()
     (tmp_path / "mock__cancel_order" / "trial_2" / "metrics.json").unlink()
-    again = await run(
-        run_options(*SHOP, scenarios=names, trials=2, resume=tmp_path, progress=False)
-    )
+    again = await run(run_options(*SHOP, scenarios=names, trials=2, resume=tmp_path, progress=False))
     assert again.skipped == 3
     assert [(r.scenario_name, r.trial) for r, _ in again.outcomes] == [("mock__cancel_order", 2)]
     assert again.summary is not None and again.summary.results == 4
+
+
+#: Sessions of the interrupted runs: the three mock scenarios, ten trials each (replay latency 0.05 s:
+#: about a second of work, so a signal lands mid-run).
+TRIALS = 10
+SESSIONS = 3 * TRIALS
 
 
 def _cli(*args: str) -> list[str]:
@@ -105,9 +126,9 @@ def _sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_ctrl_c_keeps_finished_results_and_resume_completes(data_root: Path, tmp_path: Path) -> None:
+def test_ctrl_c_keeps_finished_results_and_resume_completes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--output-dir", str(out), "--no-progress"]
+    args = [*SHOP_RUN, "--output-dir", str(out), "--no-progress", "--trials", str(TRIALS)]
     proc = subprocess.Popen(
         _cli(*args, "--concurrency", "2", "--replay-latency", "0.05"),
         cwd=REPO,
@@ -118,7 +139,7 @@ def test_ctrl_c_keeps_finished_results_and_resume_completes(data_root: Path, tmp
     )
     assert proc.stderr is not None
     for line in proc.stderr:
-        if re.match(r"\[\d+/50 ", line):
+        if re.match(rf"\[\d+/{SESSIONS} ", line):
             break
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=20)
@@ -126,11 +147,11 @@ def test_ctrl_c_keeps_finished_results_and_resume_completes(data_root: Path, tmp
     assert "interrupted; finished results kept in" in stderr and "Traceback" not in stderr
     summary = json.loads((out / "summary.json").read_text())
     done = summary["results"]
-    assert summary["interrupted"] is True and 1 <= done < 50
-    assert len(list(out.glob("*/metrics.json"))) == done
+    assert summary["interrupted"] is True and 1 <= done < SESSIONS
+    assert len(list(out.glob("*/trial_*/metrics.json"))) == done
     assert "Run was interrupted" in (out / "all_summary.txt").read_text()
     resumed = subprocess.run(
-        _cli("run", str(SPEC_DIR), "--data-root", str(data_root), "--resume", str(out), "--no-progress"),
+        _cli(*SHOP_RUN, "--resume", str(out), "--no-progress"),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -139,13 +160,22 @@ def test_ctrl_c_keeps_finished_results_and_resume_completes(data_root: Path, tmp
     assert resumed.returncode == 0, resumed.stderr
     assert f"{done} already complete (skipped)" in resumed.stdout
     final = json.loads((out / "summary.json").read_text())
-    assert final["results"] == 50 and final["interrupted"] is False
-    assert final["stop_reasons"] == {"exit": 43, "transfer": 7}
+    assert final["results"] == SESSIONS and final["interrupted"] is False
+    assert final["stop_reasons"] == {"exit": SESSIONS}  # every mock gold conversation ends the call
 
 
-async def test_serve_runs_a_built_in_side_as_its_own_process(data_root: Path, tmp_path: Path) -> None:
+async def test_serve_runs_a_built_in_side_as_its_own_process(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        _cli("serve", "agent", "--port", "0", "--spec-dir", str(SPEC_DIR), "--data-root", str(data_root)),
+        _cli(
+            "serve",
+            "agent",
+            "--port",
+            "0",
+            "--spec-dir",
+            str(MOCK_SPEC_DIR),
+            "--data-root",
+            str(MOCK_DATA_ROOT),
+        ),
         cwd=REPO,
         stderr=subprocess.PIPE,
         text=True,
@@ -157,14 +187,11 @@ async def test_serve_runs_a_built_in_side_as_its_own_process(data_root: Path, tm
         line = proc.stderr.readline()
         match = re.search(r"serving the agent side \(replay\) on (ws://127\.0\.0\.1:\d+)", line)
         assert match, line
-        names = ("eva_airline__3_1_5", "eva_airline__7_2_8")
-        opts = run_options(
-            SPEC_DIR, data_root, scenarios=names, agent=match.group(1), output_dir=tmp_path, progress=False
-        )
+        names = ("mock__cancel_order", "mock__shipped_refusal")
+        opts = run_options(*SHOP, scenarios=names, agent=match.group(1), output_dir=tmp_path, progress=False)
         report = await run(opts)
-        assert [r.stop_reason for r, _ in report.outcomes] == ["exit", "transfer"] or [
-            r.stop_reason for r, _ in report.outcomes
-        ] == ["transfer", "exit"]
+        assert sorted(r.scenario_name for r, _ in report.outcomes) == list(names)
+        assert [r.stop_reason for r, _ in report.outcomes] == ["exit", "exit"]
         assert all(m and m.signals.db_state_match is True for _, m in report.outcomes)
         assert all(r.agent_backend == "replay" for r, _ in report.outcomes)
     finally:
@@ -199,14 +226,16 @@ async def test_resume_with_scenarios_narrows_the_work_not_the_plan(tmp_path: Pat
                              progress=False))  # fmt: skip
 
 
-async def test_resume_with_another_spec_dir_names_the_runs_own(data_root: Path, tmp_path: Path) -> None:
-    from tests.conftest import REPO
-
-    await run(run_options(SPEC_DIR, data_root, scenarios=("eva_airline__3_1_5",), output_dir=tmp_path,
-                         progress=False))  # fmt: skip
-    mock = REPO / "tests" / "mock_domain"
-    with pytest.raises(UsageError, match=r"was made from .*specs/eva_airline.*resume it with that spec dir"):
-        await run(run_options(mock / "spec", mock / "dataroot", resume=tmp_path, progress=False))
+async def test_resume_with_another_spec_dir_names_the_runs_own(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    await run(run_options(*SHOP, scenarios=("mock__cancel_order",), output_dir=out, progress=False))
+    other = tmp_path / "other_spec"
+    shutil.copytree(MOCK_SPEC_DIR, other)
+    (other / "scenarios" / "cancel.yaml").unlink()  # another spec dir without the run's scenario
+    with pytest.raises(
+        UsageError, match=r"was made from .*tests/mock_domain/spec.*resume it with that spec dir"
+    ):
+        await run(run_options(other, MOCK_DATA_ROOT, resume=out, progress=False))
 
 
 def test_a_judge_without_its_key_is_refused_before_the_run(
@@ -259,14 +288,14 @@ def test_base_url_that_is_not_http_is_a_usage_error_before_the_run(
     assert not out.exists()
 
 
-def test_sigterm_stops_like_ctrl_c_and_keeps_the_summary(tmp_path: Path, data_root: Path) -> None:
+def test_sigterm_stops_like_ctrl_c_and_keeps_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    argv = [str(REPO / ".venv/bin/evalctl"), "run", str(SPEC_DIR), "--data-root", str(data_root)]
+    argv = [str(REPO / ".venv/bin/evalctl"), *SHOP_RUN, "--trials", str(TRIALS)]
     argv += ["--output-dir", str(out), "--replay-latency", "0.3", "--no-progress", "--concurrency", "2"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not list(out.glob("*/metrics.json")):
+        while not list(out.glob("*/trial_*/metrics.json")):
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.02)
         proc.send_signal(signal.SIGTERM)

@@ -17,7 +17,7 @@ from cli import main
 from engine.records.summary import SummaryRecord
 from engine.runner import RunReport, run_cli
 from engine.scoring.summary import build_summary, render_summary_text
-from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.mock_domain.judge_server import scripted_judge
 from tests.record_helpers import metrics_row
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, run_options
@@ -204,7 +204,11 @@ def test_a_concurrency_the_open_file_limit_cannot_carry_is_refused_up_front(tmp_
             "-c",
             limited,
             "run",
-            str(SPEC_DIR),
+            str(SPEC),
+            "--data-root",
+            str(DATA),
+            "--trials",
+            "20",
             "--output-dir",
             str(out),
             "--concurrency",
@@ -216,10 +220,16 @@ def test_a_concurrency_the_open_file_limit_cannot_carry_is_refused_up_front(tmp_
         timeout=120,
     )
     # before: 0/500 "cannot connect" sessions scored as the agent's failures, tracebacks, exit 0
+    from engine.oslimits import files_needed
+
+    replay = {"agent": "replay", "user": "replay"}
+    needed = files_needed(60, replay, judge=False)  # three scenarios, twenty trials: 60 sessions
+    most = max(n for n in range(1, 60) if files_needed(n, replay, judge=False) <= 256)
+    assert needed > 256 and most < 60
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.strip() == (
-        "evalctl: --concurrency 500 (50 sessions at once) needs about 264 open files, over this "
-        "process's limit of 256 (ulimit -n); give --concurrency 48 or less, or raise the limit"
+        f"evalctl: --concurrency 500 (60 sessions at once) needs about {needed} open files, over this "
+        f"process's limit of 256 (ulimit -n); give --concurrency {most} or less, or raise the limit"
     )
     assert not out.exists()
 

@@ -1,9 +1,11 @@
-"""metrics.json and summary.json of a real eva replay run: key order and values pinned.
+"""metrics.json and summary.json of a mock-shop replay run: key order and values pinned.
 
 The files are what other tools read, so their bytes must not move when the code that writes them
-does. Each test runs eva scenarios with the replay sides and compares the files with the expected
-keys and values: deterministic values literally (from the eva data), hashes computed here from the
-scenario's expected DB, times by type only.
+does. Each test runs mock scenarios with the replay sides and the mock plugin with two diagnostics
+(tests/mock_domain/diagnostics.py) and compares the files with the expected keys and values:
+deterministic values computed here from the mock data (its gold traces, expected DBs and
+assertions), times by type only. eva's values (its diagnostics, 3.1.5 and 5.1.5): tests/domains/
+eva_airline/test_records_eva.py.
 """
 
 from __future__ import annotations
@@ -19,23 +21,26 @@ from engine import __version__
 from engine.artifacts import dumps_json
 from engine.dbhash import db_hash
 from engine.domains.registry import load_domain
+from engine.options import ScoringOptions
 from engine.records.fields import RecordError
 from engine.records.metrics import SIGNALS, MetricsRecord, Signal, Usage
 from engine.records.run import RunRecord
 from engine.records.summary import SummaryRecord
 from engine.runner import run_cli
 from engine.scoring.signals import SIGNAL_FUNCS
-from tests.conftest import REPO, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
+from tests.mock_domain.diagnostics import LONG_LINE, plugins_with_diagnostics
 from tests.runtime_helpers import run_options
 
 ISO_SECOND = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
 
 
-def _run(tmp_path: Path, data_root: Path, scenarios: tuple[str, ...], **options: Any) -> Path:
+def _run(tmp_path: Path, scenarios: tuple[str, ...], **options: Any) -> Path:
     out = tmp_path / "run"
     opts = run_options(
-        spec_dir=SPEC_DIR,
-        data_root=data_root,
+        spec_dir=MOCK_SPEC_DIR,
+        data_root=MOCK_DATA_ROOT,
+        plugins=plugins_with_diagnostics(),
         scenarios=scenarios,
         output_dir=out,
         concurrency=2,
@@ -59,8 +64,32 @@ def _seconds(value: Any) -> bool:
     return isinstance(value, float) and value >= 0
 
 
-#: eva_airline's spoken-form diagnostics (counts of agent lines; engine.voice.spoken).
-SPOKEN = ("unspelled_codes", "internal_ids_spoken", "leaked_tool_text")
+#: The test plugin's diagnostics: a bool, then a count of agent lines (0 = clean).
+DIAGNOSTICS = ("looked_up", "long_agent_lines")
+CANCEL, SHIPPED = "mock__cancel_order", "mock__shipped_refusal"
+
+
+def _gold(name: str) -> dict[str, Any]:
+    """Figures of a mock scenario's gold conversation as the replay sides play it: one agent turn per
+    caller line; each run of consecutive tool calls is one more agent model call; the replay agent
+    adds an end_conversation call."""
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario(name)
+    trace = scenario.record["trace"]
+    kinds = [e["event_type"] for e in trace]
+    turns = kinds.count("user_utterance")
+    tools = [e["tool_name"] for e in trace if e["event_type"] == "tool_call"]
+    runs = sum(1 for i, k in enumerate(kinds) if k == "tool_call" and (i == 0 or kinds[i - 1] != "tool_call"))
+    writes = {t.name for t in scenario.domain.tools.tools if t.kind == "write"}
+    agent_lines = [e["utterance"] for e in trace if e["event_type"] == "agent_utterance"]
+    return {
+        "scenario": scenario,
+        "turns": turns,
+        "actions": sum(1 for t in tools if t in writes),
+        "tool_calls": len(tools) + 1,
+        "agent_calls": turns + runs,
+        "long_lines": sum(1 for line in agent_lines if len(line) > LONG_LINE),
+    }
+
 
 METRICS_KEYS = [
     "schema",
@@ -85,10 +114,7 @@ METRICS_KEYS = [
     "judge_passed",
     "judge_score",
     "clean_exit",
-    "authenticated",
-    "unspelled_codes",
-    "internal_ids_spoken",
-    "leaked_tool_text",
+    *DIAGNOSTICS,
     "db_hash",
     "expected_db_hash",
     "agent_turns",
@@ -110,16 +136,30 @@ METRICS_KEYS = [
 
 
 @pytest.fixture(scope="module")
-def one_scenario_run(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """eva 3.1.5 replayed once (its gold conversation: 4 agent turns, 3 writes)."""
-    return _run(tmp_path_factory.mktemp("one"), data_root, ("eva_airline__3_1_5",))
+def one_scenario_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """mock__cancel_order replayed once (gated by its assertions, the action list and a clean exit)."""
+    return _run(tmp_path_factory.mktemp("one"), (CANCEL,))
 
 
-def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Path) -> None:
-    name = "eva_airline__3_1_5"
-    scenario = load_domain(SPEC_DIR, data_root).scenario(name)
+def test_metrics_json_of_one_mock_scenario(one_scenario_run: Path) -> None:
+    gold = _gold(CANCEL)
+    scenario = gold["scenario"]
+    assert gold["long_lines"] > 0 and gold["actions"] > 0  # both counts are exercised
     expected_hash = db_hash(scenario.expected_db, scenario.domain.hash_rules)
-    body = _read(one_scenario_run / name / "metrics.json")
+    predicates = scenario.domain.plugin.predicates
+    verdicts = [
+        {
+            "func_name": a["func_name"],
+            "arguments": a["arguments"],
+            "side": a.get("side", "agent"),
+            "assert_value": a["assert_value"],
+            "actual": predicates[a["func_name"]](scenario.expected_db, **a["arguments"]),
+            "passed": True,
+        }
+        for a in scenario.db_state_assertions
+    ]
+    gating = list(scenario.success_signals)
+    body = _read(one_scenario_run / CANCEL / "metrics.json")
     assert list(body) == METRICS_KEYS
     times = {k: body.pop(k) for k in ("started_at", "duration_s", "engine_time_s")}
     assert ISO_SECOND.match(times["started_at"])
@@ -128,50 +168,46 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
     replay_usage = {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0}
     assert body == {
         "schema": "evalctl.metrics/2",
-        "scenario_name": name,
-        "eva_id": "3.1.5",
-        "domain": "eva_airline",
+        "scenario_name": CANCEL,
+        "eva_id": scenario.record_id,
+        "domain": "mock",
         "trial": 1,
         "is_successful": True,
         "is_task_successful": True,
         "error_cause": None,
         "success_breakdown": {
-            "passed": ["db_state_match", "clean_exit"],
+            "passed": gating,
             "failed": [],
             "not_applicable": [],
-            "excluded": [
-                "is_action_match",
-                "db_state_assertion",
-                "nl_assertion",
-                "judge_passed",
-                "authenticated",
-                *SPOKEN,
-            ],
+            "excluded": [*(s for s in SIGNALS if s not in gating), *DIAGNOSTICS],
         },
-        "success_signals": ["db_state_match", "clean_exit"],
+        "success_signals": gating,
         "stalled": False,
         "min_agent_turns": 3,
         "stop_reason": "exit",
-        "is_action_match": "N/A",
+        "is_action_match": True,
         "db_state_match": True,
-        "db_state_assertion_pass_rate": None,
-        "db_state_assertion_verdicts": [],
+        "db_state_assertion_pass_rate": 1.0,
+        "db_state_assertion_verdicts": verdicts,
         "nl_assertion_pass_rate": None,
         "nl_assertion_verdicts": [],
         "judge_passed": None,
         "judge_score": None,
         "clean_exit": True,
-        "authenticated": True,
-        **dict.fromkeys(SPOKEN, 0),  # its gold agent spells every code and leaks no tool text
+        "looked_up": True,
+        "long_agent_lines": gold["long_lines"],
         "db_hash": expected_hash,
         "expected_db_hash": expected_hash,
-        "agent_turns": 4,
-        "user_turns": 4,
-        "num_actions": 3,
-        "num_tool_calls": 6,
+        "agent_turns": gold["turns"],
+        "user_turns": gold["turns"],
+        "num_actions": gold["actions"],
+        "num_tool_calls": gold["tool_calls"],
         "agent_backend": "replay",
         "user_backend": "replay",
-        "usage": {"user": {**replay_usage, "calls": 4}, "agent": {**replay_usage, "calls": 6}},
+        "usage": {
+            "user": {**replay_usage, "calls": gold["turns"]},
+            "agent": {**replay_usage, "calls": gold["agent_calls"]},
+        },
         "superseded_usage": [],
         "judge_model": None,
         "judge_prompt_sha256": None,
@@ -181,17 +217,18 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
     assert list(body["usage"]["agent"]) == ["model", "prompt_tokens", "completion_tokens", "calls"]
 
 
-def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path, data_root: Path) -> None:
-    names = ("eva_airline__3_1_5", "eva_airline__5_1_5")
-    run_dir = _run(tmp_path, data_root, names, max_turns=2)  # one passes, one stalls with an error
+def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path) -> None:
+    names = (CANCEL, SHIPPED)
+    run_dir = _run(tmp_path, names, max_turns=3)  # the cancel caller has 4 lines: stops with an error
+    assert _gold(CANCEL)["turns"] > 3 >= _gold(SHIPPED)["turns"]
     for name in names:
         text = (run_dir / name / "metrics.json").read_text(encoding="utf-8")
         record = MetricsRecord.from_json(json.loads(text))
         assert dumps_json(record.to_json()) == text
-    stalled = MetricsRecord.from_json(json.loads((run_dir / names[0] / "metrics.json").read_text()))
-    assert stalled.stalled and stalled.error == "max turns (2 agent turns) reached"
-    assert stalled.signals.diagnostics == {"authenticated": True, **dict.fromkeys(SPOKEN, 0)}
-    assert stalled.usage["agent"] == Usage("replay", 0, 0, stalled.usage["agent"].calls)
+    stopped = MetricsRecord.from_json(json.loads((run_dir / CANCEL / "metrics.json").read_text()))
+    assert stopped.error == "max turns (3 agent turns) reached" and stopped.stop_reason == "timeout"
+    assert stopped.signals.diagnostics == {"looked_up": True, "long_agent_lines": _gold(CANCEL)["long_lines"]}
+    assert stopped.usage["agent"] == Usage("replay", 0, 0, stopped.usage["agent"].calls)
 
 
 @pytest.mark.parametrize(
@@ -201,8 +238,8 @@ def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path, data
         (lambda b: b.update(extra=1), "metrics: unknown key(s) extra"),
         (lambda b: b.update(trial="1"), "trial: str is not int"),
         (lambda b: b.update(trial=True), "trial: True is not int"),
-        (lambda b: b.pop("authenticated"), "metrics: no authenticated"),
-        (lambda b: b.update(record_id="3.1.5"), "not exactly one of eva_id, record_id"),
+        (lambda b: b.pop("looked_up"), "metrics: no looked_up"),
+        (lambda b: b.update(record_id="M1"), "not exactly one of eva_id, record_id"),
         (lambda b: b.update(schema="evalctl.metrics/3"), "schema is not evalctl.metrics/2"),
         (lambda b: b.update(is_successful="error"), "is_successful is 'error' exactly when error_cause"),
         (lambda b: b.update(is_successful="maybe"), "is_successful: 'maybe' is not a verdict"),
@@ -228,7 +265,7 @@ def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path, data
 def test_a_metrics_body_that_is_not_the_record_is_refused(
     one_scenario_run: Path, change: Any, message: str
 ) -> None:
-    body = json.loads((one_scenario_run / "eva_airline__3_1_5" / "metrics.json").read_text())
+    body = json.loads((one_scenario_run / CANCEL / "metrics.json").read_text())
     change(body)
     with pytest.raises(RecordError) as info:
         MetricsRecord.from_json(body)
@@ -236,13 +273,14 @@ def test_a_metrics_body_that_is_not_the_record_is_refused(
 
 
 def test_a_diagnostic_is_any_value_the_plugin_contract_allows(one_scenario_run: Path) -> None:
-    body = json.loads((one_scenario_run / "eva_airline__3_1_5" / "metrics.json").read_text())
+    body = json.loads((one_scenario_run / CANCEL / "metrics.json").read_text())
+    lines = body["long_agent_lines"]
     for value in (0.5, 2, "partial", None, False):  # engine.plugin.Diagnostic: bool, number, string, None
-        record = MetricsRecord.from_json({**body, "authenticated": value})
-        assert record.signals.diagnostics == {"authenticated": value, **dict.fromkeys(SPOKEN, 0)}
-        assert record.to_json() == {**body, "authenticated": value}
-    with pytest.raises(RecordError, match="authenticated: list is not"):
-        MetricsRecord.from_json({**body, "authenticated": [True]})
+        record = MetricsRecord.from_json({**body, "looked_up": value})
+        assert record.signals.diagnostics == {"looked_up": value, "long_agent_lines": lines}
+        assert record.to_json() == {**body, "looked_up": value}
+    with pytest.raises(RecordError, match="looked_up: list is not"):
+        MetricsRecord.from_json({**body, "looked_up": [True]})
 
 
 def test_the_json_schemas_name_the_signals_of_the_record() -> None:
@@ -285,19 +323,30 @@ SUMMARY_KEYS = [
 
 
 @pytest.fixture
-def two_trial_run(tmp_path: Path, data_root: Path) -> Path:
-    """Two trials of 3.1.5 (stalled by --max-turns 2: fails) and 5.1.5 (two agent turns in its gold
-    conversation: passes)."""
-    return _run(tmp_path, data_root, ("eva_airline__3_1_5", "eva_airline__5_1_5"), trials=2, max_turns=2)
+def two_trial_run(tmp_path: Path) -> Path:
+    """Two trials of mock__cancel_order (4 caller lines, stopped by --max-turns 3 below
+    --min-agent-turns 4: stalled, fails) and mock__shipped_refusal (3 caller lines: passes)."""
+    return _run(tmp_path, (CANCEL, SHIPPED), trials=2, max_turns=3, scoring=ScoringOptions(min_agent_turns=4))
 
 
 def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
+    cancel, shipped = _gold(CANCEL), _gold(SHIPPED)
+    assert cancel["turns"] > 3 >= shipped["turns"]
     body = _read(two_trial_run / "summary.json")
     assert list(body) == SUMMARY_KEYS
     wall, session_time = body.pop("wall_time_s"), body.pop("session_time_s")
     assert _seconds(wall) and list(session_time) == ["total", "mean", "max"]
     assert all(_seconds(v) for v in session_time.values())
     assert session_time["mean"] == pytest.approx(session_time["total"] / 4)
+    metrics = {
+        (name, k): json.loads((two_trial_run / name / f"trial_{k}" / "metrics.json").read_text())
+        for name in (CANCEL, SHIPPED)
+        for k in (1, 2)
+    }
+    calls = {role: sum(m["usage"][role]["calls"] for m in metrics.values()) for role in ("agent", "user")}
+    for k in (1, 2):  # the summary adds up the sessions' calls; the passing ones are the gold's
+        assert metrics[SHIPPED, k]["usage"]["user"]["calls"] == shipped["turns"]
+        assert metrics[SHIPPED, k]["usage"]["agent"]["calls"] == shipped["agent_calls"]
 
     def tally(passed: int, failed: int) -> dict[str, Any]:
         total = passed + failed
@@ -324,15 +373,20 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         return {**rate(clean, total, unit, "diagnostic"), "kind": "count", "sum": found, "max": most}
 
     usage = {"models": ["replay"], "prompt_tokens": 0, "completion_tokens": 0}
+    # The cancel caller's third line ("yes") is answered with the cancellation: the DB and the
+    # action list are right, only the end of the call is missing.
     failure = {
-        "scenario": "eva_airline__3_1_5",
+        "scenario": CANCEL,
         "verdict": False,
-        "failed_signals": ["db_state_match", "clean_exit"],
+        "failed_signals": ["clean_exit"],
         "stalled": True,
         "stop_reason": "timeout",
-        "error": "max turns (2 agent turns) reached",
+        "error": "max turns (3 agent turns) reached",
         "error_cause": None,
     }
+    long_lines = shipped["long_lines"]
+    assert long_lines > 0
+    # Stalled results are left out of the signal rates: the rates are the two shipped sessions'.
     assert body == {
         "run_dir": str(two_trial_run),
         "evalctl_version": __version__,
@@ -345,32 +399,32 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "overall": tally(2, 2),
         "task": tally(2, 2),
         "signals": {
-            "is_action_match": rate(0, 0, "sessions", "informational"),
+            "is_action_match": rate(2, 2, "sessions", "gating"),
             "db_state_match": rate(2, 2, "sessions", "gating"),
-            "db_state_assertion": rate(0, 0, "predicates", "informational"),
+            "db_state_assertion": rate(0, 0, "predicates", "gating"),
             "nl_assertion": rate(0, 0, "assertions", "informational"),
             "judge_passed": rate(0, 0, "sessions", "informational"),
             "clean_exit": rate(2, 2, "sessions", "gating"),
-            "authenticated": rate(2, 2, "sessions", "diagnostic"),
-            **{name: count_rate(2, 2, "sessions", 0, 0.0) for name in SPOKEN},
+            "looked_up": rate(2, 2, "sessions", "diagnostic"),
+            "long_agent_lines": count_rate(0, 2, "sessions", 2 * long_lines, float(long_lines)),
         },
         "stalled": {
             "count": 2,
-            "scenarios": ["eva_airline__3_1_5#trial_1", "eva_airline__3_1_5#trial_2"],
-            "min_agent_turns": 3,
+            "scenarios": [f"{CANCEL}#trial_1", f"{CANCEL}#trial_2"],
+            "min_agent_turns": 4,
         },
         "stop_reasons": {"exit": 2, "timeout": 2},
         "errors": 0,  # a stop by --max-turns is the agent's: a verdict (stalled, failed), not an error
         "first_error": None,
         "judge_errors": 0,
         "first_judge_error": None,
-        "usage": {"agent": {**usage, "calls": 12}, "user": {**usage, "calls": 10}},
+        "usage": {"agent": {**usage, "calls": calls["agent"]}, "user": {**usage, "calls": calls["user"]}},
         "invocations": 1,
         "failed": [{**failure, "trial": 1}, {**failure, "trial": 2}],
         "pass_hat_k": {
             "per_scenario": {
-                "eva_airline__3_1_5": {"1": 0.0, "2": 0.0},
-                "eva_airline__5_1_5": {"1": 1.0, "2": 1.0},
+                CANCEL: {"1": 0.0, "2": 0.0},
+                SHIPPED: {"1": 1.0, "2": 1.0},
             },
             "overall": {"1": 0.5, "2": 0.5},
         },
@@ -426,17 +480,17 @@ def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path)
     ]
     record = RunRecord.from_json(body)
     assert dumps_json(record.to_json()) == text
-    assert record.trials == 2 and record.scenarios == ("eva_airline__3_1_5", "eva_airline__5_1_5")
+    assert record.trials == 2 and record.scenarios == (CANCEL, SHIPPED)
     assert record.models == {"agent": "replay", "user": "replay"}
     [invocation] = record.invocations
     assert invocation.finished_at is not None and invocation.interrupted is False
     assert invocation.command == "run" and re.fullmatch(r"[0-9a-f]{16}", invocation.id)
     assert record.settings["agent"] == "replay" and record.settings["trials"] == 2
     assert (
-        record.settings["scoring"]["min_agent_turns"] == 3
+        record.settings["scoring"]["min_agent_turns"] == 4
         and record.settings["scoring"]["judge_model"] is None
     )
-    assert invocation.args["trials"] == 2 and invocation.args["scoring"]["min_agent_turns"] == 3
+    assert invocation.args["trials"] == 2 and invocation.args["scoring"]["min_agent_turns"] == 4
     assert "plugins" not in invocation.args and "progress" not in invocation.args
     with pytest.raises(RecordError, match="invocation: no args"):
         RunRecord.from_json(
@@ -445,7 +499,7 @@ def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path)
 
 
 def test_a_version_1_metrics_file_is_still_read(one_scenario_run: Path) -> None:
-    body = json.loads((one_scenario_run / "eva_airline__3_1_5" / "metrics.json").read_text())
+    body = json.loads((one_scenario_run / CANCEL / "metrics.json").read_text())
     old = {k: v for k, v in body.items() if k not in ("error_cause", "superseded_usage")}
     record = MetricsRecord.from_json({**old, "schema": "evalctl.metrics/1"})
     assert record.error_cause is None and record.superseded_usage == () and record.is_successful is True
@@ -458,7 +512,7 @@ def test_a_version_1_metrics_file_is_still_read(one_scenario_run: Path) -> None:
 def test_a_session_record_is_read_back_unchanged(one_scenario_run: Path) -> None:
     from engine.records.session import SessionRecord
 
-    text = (one_scenario_run / "eva_airline__3_1_5" / "session.json").read_text(encoding="utf-8")
+    text = (one_scenario_run / CANCEL / "session.json").read_text(encoding="utf-8")
     record = SessionRecord.from_json(json.loads(text))
     assert dumps_json(record.to_json()) == text
     assert record.stop_reason == "exit" and record.error_cause is None and record.final_db

@@ -1,5 +1,6 @@
-"""Prompts and tool schemas rendered from the real eva data, the spell filter, the sandbox, and
-template runtime errors reported as spec problems (on the mock shop)."""
+"""Prompts and tool schemas rendered from the mock shop's spec and data, the spell filter, the
+sandbox, and template runtime errors reported as spec problems. eva's prompts from the real data:
+tests/domains/eva_airline/test_prompts_eva.py."""
 
 from __future__ import annotations
 
@@ -8,49 +9,49 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 import cli
 from engine.domains.registry import load_domain
 from engine.errors import SpecError
 from engine.render import outline, render, render_agent_prompt, render_user_prompt, spell, tool_schemas
 from engine.specs import LoadedDomain
-from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 
 @pytest.fixture(scope="module")
-def loaded(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
+def loaded() -> LoadedDomain:
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
 
 
-def test_agent_prompt_is_policy_then_notes(loaded: LoadedDomain, data_root: Path) -> None:
-    config = yaml.safe_load((data_root / "eva-0.1.3/configs/agents/airline_agent.yaml").read_text())
-    prompt = render_agent_prompt(loaded.scenario("eva_airline__voluntary_date_change"))
-    assert prompt.startswith(config["role"] + "\n\n" + config["instructions"])
-    notes = prompt.split("## Additional Notes to Follow", 1)
-    assert len(notes) == 2 and config["instructions"] in notes[0]
-    assert "Today's date is 2026-03-17." in notes[1]
-    assert "end_conversation" in notes[1] and "R, T, four, K, P, D" in notes[1]
+def test_agent_prompt_is_policy_then_notes(loaded: LoadedDomain) -> None:
+    s = loaded.scenario("mock__cancel_order")
+    prompt = render_agent_prompt(s)
+    policy = loaded.domain.policy_role + "\n\n" + loaded.domain.policy_instructions
+    assert loaded.domain.policy_role and loaded.domain.policy_instructions
+    assert prompt.startswith(policy)
+    assert f"Today is {s.current_date}." in prompt[len(policy) :]
+    assert s.agent_notes and prompt.rstrip().endswith("\n".join(f"- {n}" for n in s.agent_notes))
 
 
 def test_agent_notes_and_dates_per_scenario(loaded: LoadedDomain) -> None:
     for s in loaded.scenarios:
-        assert f"Today's date is {s.current_date}." in render_agent_prompt(s)
-    s = loaded.scenario("eva_airline__1_1_3")
-    extra = dataclasses.replace(s, agent_notes=("Mention the lounge.",))
-    assert render_agent_prompt(extra).rstrip().endswith("- Mention the lounge.")
+        assert f"Today is {s.current_date}." in render_agent_prompt(s)
+    s = loaded.scenario("mock__shipped_refusal")
+    assert not s.agent_notes
+    extra = dataclasses.replace(s, agent_notes=("Mention the returns page.",))
+    assert render_agent_prompt(extra).rstrip().endswith("- Mention the returns page.")
 
 
 def test_user_prompt_from_record(loaded: LoadedDomain) -> None:
-    s = loaded.scenario("eva_airline__irrops_cancellation")
+    s = loaded.scenario("mock__late_delivery_credit")
     text = render_user_prompt(s)
-    rec = s.record["user_goal"]
-    for piece in (s.user.persona, rec["high_level_user_goal"], rec["starting_utterance"], s.user.name):
+    rec = s.record["caller"]
+    for piece in (rec["persona"], rec["goal"], rec["opening"], rec["name"], s.user.name):
         assert piece in text
     for crit in rec["decision_tree"]["must_have_criteria"]:
         assert f"- {crit}" in text
-    assert "### Resolution condition" in text and "### Escalation behavior" in text
-    assert "end_call" in text and "- Confirmation number: FAR0UM" in text
+    assert "Resolution condition:\n" + rec["decision_tree"]["resolution_condition"] in text
+    assert "end_call" in text and f"- Order id: {rec['information_required']['order_id']}" in text
     assert "{{" not in text and "{%" not in text
 
 
@@ -99,31 +100,25 @@ def test_sandbox_blocks_unsafe_attribute_access(loaded: LoadedDomain, tmp_path: 
         render(scenario, "agent")
 
 
-def test_cli_render_sides(data_root: Path, capsys) -> None:
-    base = [
-        "render",
-        str(SPEC_DIR),
-        "--scenario",
-        "eva_airline__voluntary_date_change",
-        "--data-root",
-        str(data_root),
-    ]
+def test_cli_render_sides(capsys) -> None:
+    s = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    base = ["render", str(MOCK_SPEC_DIR), "--scenario", s.name, "--data-root", str(MOCK_DATA_ROOT)]
     assert cli.main(base) == 0
     out = capsys.readouterr().out
-    assert "## Additional Notes to Follow" in out and "2026-03-17" in out
+    assert out.rstrip().endswith(f"- {s.agent_notes[-1]}") and s.current_date in out
     assert cli.main([*base, "--side", "tools"]) == 0
-    assert '"name": "rebook_flight"' in capsys.readouterr().out
+    assert '"name": "cancel_order"' in capsys.readouterr().out
     assert cli.main([*base, "--side", "user"]) == 0
-    assert "Hi, I need to change my flight to March 25." in capsys.readouterr().out
-    assert cli.main(["render", str(SPEC_DIR), "-s", "nope", "--data-root", str(data_root)]) == 2
+    assert f'Open with: "{s.user.starting_utterance}"' in capsys.readouterr().out
+    assert cli.main(["render", str(MOCK_SPEC_DIR), "-s", "nope", "--data-root", str(MOCK_DATA_ROOT)]) == 2
     assert "no scenario named 'nope'" in capsys.readouterr().err
 
 
-def test_cli_list(data_root: Path, capsys) -> None:
-    assert cli.main(["list", str(SPEC_DIR), "--data-root", str(data_root)]) == 0
+def test_cli_list(capsys) -> None:
+    assert cli.main(["list", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 50
-    assert lines[0].split()[:2] == ["eva_airline__voluntary_date_change", "1.1.2"]
+    scenarios = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenarios
+    assert [line.split()[:2] for line in lines] == [[s.name, s.record_id] for s in scenarios]
 
 
 def test_cli_help_shows_examples() -> None:

@@ -15,9 +15,9 @@ from engine.errors import SpecError
 from engine.records.metrics import Usage
 from engine.results import load_run_metrics
 from engine.runner import run_cli
-from tests.conftest import SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.mock_domain.sample_run import AGENT_TOKENS, JUDGE_TOKENS, MODELLED, PRICES_YAML
 from tests.record_helpers import metrics_row
-from tests.report_helpers import AGENT_TOKENS, JUDGE_TOKENS, MODELLED, PRICES_YAML
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, run_options
 
 PRICES = PriceTable({"gpt-x": Price(2.0, 8.0), "judge-y": Price(0.5, 1.0)}, "prices.yaml")
@@ -75,7 +75,7 @@ def test_cost_per_role_and_per_scenario() -> None:
 
 def _modelled_run(
     out: Path,
-    data_root: Path,
+    spec: Path,
     monkeypatch: pytest.MonkeyPatch,
     resume: Path | None = None,
     server: ScriptedOpenAI | None = None,
@@ -86,8 +86,8 @@ def _modelled_run(
         if server is None:
             server = stack.enter_context(ScriptedOpenAI([bye]))
         opts = run_options(
-            SPEC_DIR,
-            data_root,
+            spec,
+            MOCK_DATA_ROOT,
             scenarios=MODELLED,
             agent="openai:demo-agent",
             base_url=server.base_url,
@@ -100,14 +100,16 @@ def _modelled_run(
         return run_cli(opts)
 
 
-def test_usage_is_summed_per_run_also_after_a_resume(tmp_path: Path, data_root: Path, monkeypatch) -> None:
+def test_usage_is_summed_per_run_also_after_a_resume(
+    tmp_path: Path, mock_sample_spec: Path, monkeypatch
+) -> None:
     run_dir = tmp_path / "run"
     bye = Step(completion("Goodbye.", [("c1", "end_conversation", "{}")], usage=AGENT_TOKENS))
     with ScriptedOpenAI([bye]) as server:  # a resume uses the run's recorded endpoint
-        _modelled_run(run_dir, data_root, monkeypatch, server=server)
+        _modelled_run(run_dir, mock_sample_spec, monkeypatch, server=server)
         for name in ("metrics.json", "session.json"):  # as if killed before its conversation was stored
             (run_dir / MODELLED[1] / name).unlink()
-        report = _modelled_run(run_dir, data_root, monkeypatch, resume=run_dir, server=server)
+        report = _modelled_run(run_dir, mock_sample_spec, monkeypatch, resume=run_dir, server=server)
     assert report.skipped == 1
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     agent = summary["usage"]["agent"]
@@ -118,10 +120,12 @@ def test_usage_is_summed_per_run_also_after_a_resume(tmp_path: Path, data_root: 
     assert cost.cost == pytest.approx(2 * (AGENT_TOKENS[0] * 2.0 + AGENT_TOKENS[1] * 8.0) / 1e6)
 
 
-def test_report_prints_cost_per_role_and_per_scenario(sample_run_dir: Path, tmp_path: Path, capsys) -> None:
+def test_report_prints_cost_per_role_and_per_scenario(
+    mock_sample_run_dir: Path, tmp_path: Path, capsys
+) -> None:
     prices = tmp_path / "prices.yaml"
     prices.write_text(PRICES_YAML, encoding="utf-8")
-    assert main(["report", str(sample_run_dir), "--prices", str(prices)]) == 0
+    assert main(["report", str(mock_sample_run_dir), "--prices", str(prices)]) == 0
     out = capsys.readouterr().out
     per_session = (AGENT_TOKENS[0] * 2.0 + AGENT_TOKENS[1] * 8.0) * 4 / 1e6  # four agent turns each
     judge = (JUDGE_TOKENS[0] * 0.4 + JUDGE_TOKENS[1] * 1.6) / 1e6
@@ -133,19 +137,28 @@ def test_report_prints_cost_per_role_and_per_scenario(sample_run_dir: Path, tmp_
     assert money(2 * (per_session + judge)) in total, total
     agent = next(line for line in lines if line.startswith("│ agent "))
     assert money(2 * per_session) in agent and "9,600" in agent, agent
-    assert main(["report", str(sample_run_dir), "--prices", str(tmp_path / "none.yaml")]) == 1
+    assert main(["report", str(mock_sample_run_dir), "--prices", str(tmp_path / "none.yaml")]) == 1
     assert "none.yaml: $: cannot read file" in capsys.readouterr().err
 
 
-def test_run_with_prices_ends_with_the_costs(data_root: Path, tmp_path: Path, capsys) -> None:
+def test_run_with_prices_ends_with_the_costs(tmp_path: Path, capsys) -> None:
     prices = tmp_path / "prices.yaml"
     prices.write_text(PRICES_YAML, encoding="utf-8")
-    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", "eva_airline__4_1_1"]
+    argv = [
+        "run",
+        str(MOCK_SPEC_DIR),
+        "--data-root",
+        str(MOCK_DATA_ROOT),
+        "--scenarios",
+        "mock__shipped_refusal",
+    ]
     argv += ["--output-dir", str(tmp_path / "run"), "--no-progress", "--prices", str(prices)]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "tokens and cost per role" in out and f"cost per scenario (prices: {prices})" in out
-    assert next(line for line in out.splitlines() if "│ eva_airline__4_1_1 " in line).endswith("│ $0.0000 │")
+    assert next(line for line in out.splitlines() if "│ mock__shipped_refusal " in line).endswith(
+        "│ $0.0000 │"
+    )
     bad = tmp_path / "bad.yaml"
     bad.write_text("demo: {input: 1}\n", encoding="utf-8")
     again = [*argv[:-4], str(tmp_path / "run2"), "--no-progress", "--prices", str(bad)]

@@ -12,11 +12,13 @@ import pytest
 from engine.costs import load_prices
 from engine.report_html import write_report
 from tests import browser as chromium
-from tests.report_helpers import ALTERED, HOSTILE, MODELLED, PRICES_YAML, REPLAYED, hostile_run
+from tests.mock_domain.sample_run import ALTERED, HOSTILE, MODELLED, PRICES_YAML, REPLAYED, hostile_run
 
 pytestmark = pytest.mark.skipif(chromium.missing() is not None, reason=str(chromium.missing()))
 
 FAILING = sorted([*ALTERED, *MODELLED])
+ALL = (*REPLAYED, *MODELLED)
+OPENED = "mock__late_delivery_credit"  # replayed with 25 dollars of credit instead of 15
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +28,11 @@ def driver():
 
 
 @pytest.fixture(scope="module")
-def report_file(sample_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def report_file(mock_sample_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     prices = tmp_path_factory.mktemp("prices") / "prices.yaml"
     prices.write_text(PRICES_YAML, encoding="utf-8")
-    out = sample_run_dir.parent / "browser-report.html"
-    write_report(sample_run_dir, out, load_prices(prices))
+    out = mock_sample_run_dir.parent / "browser-report.html"
+    write_report(mock_sample_run_dir, out, load_prices(prices))
     return out
 
 
@@ -48,50 +50,50 @@ def _select(driver, element_id: str, value: str) -> None:
 
 
 def test_filter_search_and_open_a_result(
-    driver, report_file: Path, sample_run_dir: Path, tmp_path: Path
+    driver, report_file: Path, mock_sample_run_dir: Path, tmp_path: Path
 ) -> None:
     chromium.open_page(driver, report_file)
-    assert sorted(_visible(driver)) == sorted([*REPLAYED, *MODELLED])
+    assert sorted(_visible(driver)) == sorted(ALL)
     driver.find_element("id", "f-failing").click()
     assert sorted(_visible(driver)) == FAILING
-    assert driver.find_element("id", "f-count").text == "showing 4 of 12"
+    assert driver.find_element("id", "f-count").text == f"showing {len(FAILING)} of {len(ALL)}"
     _select(driver, "f-signal", "judge_passed")
     assert sorted(_visible(driver)) == sorted(MODELLED)
     _select(driver, "f-signal", "")
     driver.find_element("id", "f-failing").click()
-    _select(driver, "f-group", "flow 7.x")
-    assert len(_visible(driver)) == 3
+    _select(driver, "f-group", "record M1")
+    assert sorted(_visible(driver)) == ["mock__cancel_again", "mock__cancel_by_model", "mock__cancel_order"]
     _select(driver, "f-group", "")
-    driver.find_element("id", "f-search").send_keys("VOLUNTARY")
-    assert _visible(driver) == ["eva_airline__voluntary_date_change"]
+    driver.find_element("id", "f-search").send_keys("AGAIN")
+    assert _visible(driver) == ["mock__cancel_again"]
     driver.find_element("id", "f-search").clear()
     driver.find_element("id", "f-search").send_keys(" ")  # an input event with an empty query
-    assert len(_visible(driver)) == 12
+    assert len(_visible(driver)) == len(ALL)
 
-    driver.find_element("css selector", 'tr[data-name="eva_airline__1_1_3"]').click()
+    driver.find_element("css selector", f'tr[data-name="{OPENED}"]').click()
     detail = driver.find_element("id", "detail")
-    assert detail.is_displayed() and "eva_airline__1_1_3" in detail.find_element("tag name", "h2").text
-    lines = (
-        (sample_run_dir / "eva_airline__1_1_3" / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
-    )
+    assert detail.is_displayed() and OPENED in detail.find_element("tag name", "h2").text
+    lines = (mock_sample_run_dir / OPENED / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
     spoken = [
         e["content"] for e in map(json.loads, lines) if e["type"] == "utterance" and e["content"].strip()
     ]
     bubbles = [b.text for b in detail.find_elements("css selector", ".msg .text")]
     assert bubbles == spoken  # the whole conversation, in order
     tools = {t.text: t for t in detail.find_elements("css selector", ".tool-name")}
-    assert {"get_reservation", "add_baggage_allowance", "end_conversation"} <= set(tools)
-    call = tools["add_baggage_allowance"].find_element(
+    assert {"get_order", "issue_credit", "end_conversation"} <= set(tools)
+    call = tools["issue_credit"].find_element(
         "xpath", "ancestor::div[contains(concat(' ', @class, ' '), ' tool ')]"
     )
-    assert '"num_bags": 3' in call.find_element("css selector", "pre.args").text
+    assert '"credit_amount": 25' in call.find_element("css selector", "pre.args").text
     call.find_element("css selector", "details summary").click()
     assert '"status": "success"' in call.find_element("css selector", "details pre").text
     db = [e.text for e in detail.find_elements("css selector", ".db-line")]
-    assert len(db) == 1 and db[0].endswith("bags_checked: expected 1, got 3")
-    assert driver.execute_script("return location.hash") == f"#r{_index(driver, 'eva_airline__1_1_3')}"
+    diffs = [line for line in db if ": expected " in line]  # the credit and the balance
+    assert len(diffs) == 2 and any(ALTERED[OPENED][2] in line for line in diffs)
+    assert any("reference item 1: issue_credit(" in line for line in db)  # and why the actions fail
+    assert driver.execute_script("return location.hash") == f"#r{_index(driver, OPENED)}"
     links = {a.text: a.get_attribute("href") for a in detail.find_elements("css selector", ".files a")}
-    assert links["final_db.json"] == (sample_run_dir / "eva_airline__1_1_3" / "final_db.json").as_uri()
+    assert links["final_db.json"] == (mock_sample_run_dir / OPENED / "final_db.json").as_uri()
     shot = tmp_path / "report.png"
     assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 20_000
     assert chromium.console_problems(driver) == []
@@ -123,8 +125,8 @@ def test_a_link_to_a_result_opens_it(driver, report_file: Path) -> None:
     assert chromium.console_problems(driver) == []
 
 
-def test_hostile_text_is_shown_not_run(driver, data_root: Path, tmp_path: Path) -> None:
-    run_dir = hostile_run(data_root, tmp_path / "run")
+def test_hostile_text_is_shown_not_run(driver, tmp_path: Path) -> None:
+    run_dir = hostile_run(tmp_path / "run")
     out = write_report(run_dir, run_dir / "report.html").path
     chromium.open_page(driver, out, "#r0")
     assert driver.execute_script("return window.__pwned") is None
@@ -138,11 +140,11 @@ def test_hostile_text_is_shown_not_run(driver, data_root: Path, tmp_path: Path) 
     assert chromium.console_problems(driver) == []
 
 
-def test_compare_page_opens_clean(driver, sample_run_dir: Path, tmp_path: Path) -> None:
+def test_compare_page_opens_clean(driver, mock_sample_run_dir: Path, tmp_path: Path) -> None:
     from cli import main
 
     out = tmp_path / "compare.html"
-    assert main(["compare", str(sample_run_dir), str(sample_run_dir), "--html", str(out)]) == 0
+    assert main(["compare", str(mock_sample_run_dir), str(mock_sample_run_dir), "--html", str(out)]) == 0
     chromium.open_page(driver, out)
     assert (
         "Comparable: the same spec, template and data hashes." in driver.find_element("id", "comparable").text

@@ -22,14 +22,16 @@ from engine.grouping import GroupRule, parse_rule
 from engine.report_html import write_report
 from engine.report_html.collect import GroupRate, collect
 from engine.report_html.transcript import ELIDED, ITEM_MAX, MAX_LINES, Budget, chat_entries
-from tests.conftest import SPEC_DIR
-from tests.report_helpers import (
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.mock_domain.sample_run import (
     ALTERED,
     BIG_SAY,
     HOSTILE_TOOL,
     JUDGE_REASON,
     MODELLED,
+    NOT_THEIRS,
     PRICES_YAML,
+    REPLAYED,
     blocks,
     hostile_run,
 )
@@ -41,12 +43,12 @@ def _details(page: str) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def report_file(sample_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def report_file(mock_sample_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample run's report with prices, written outside the run (links go back to it)."""
     prices = tmp_path_factory.mktemp("prices") / "prices.yaml"
     prices.write_text(PRICES_YAML, encoding="utf-8")
     out = tmp_path_factory.mktemp("report") / "report.html"
-    write_report(sample_run_dir, out, load_prices(prices))
+    write_report(mock_sample_run_dir, out, load_prices(prices))
     return out
 
 
@@ -70,30 +72,31 @@ def test_the_page_is_self_contained_and_runs_only_its_own_script(page: str) -> N
     assert len(tags) == 1 + len(blocks(page))  # the one script, then only JSON data blocks
 
 
-def test_db_differences_are_exactly_what_evalctl_diff_prints(page: str, sample_run_dir: Path, capsys) -> None:
+def test_db_differences_are_exactly_what_evalctl_diff_prints(
+    page: str, mock_sample_run_dir: Path, capsys
+) -> None:
     details = _details(page)
     for name, (_, _, expected_line) in ALTERED.items():
-        assert main(["diff", str(sample_run_dir), name]) == 0
+        assert main(["diff", str(mock_sample_run_dir), name]) == 0
         printed = capsys.readouterr().out.splitlines()
         start = next(i for i, line in enumerate(printed) if line.startswith("DB differences"))
-        end = next(i for i in range(start + 1, len(printed)) if not printed[i].startswith("  "))
+        # the differences, then the verdicts of failed assertions (mock__cancel_order has two)
+        end = next(
+            i for i in range(start + 1, len(printed)) if not printed[i].startswith(("  ", "assertion "))
+        )
         assert details[name]["db"] == printed[start:end]
         assert any(expected_line in line for line in details[name]["db"])
         assert details[name]["db_failed"] is True
-    assert details["eva_airline__4_1_1"]["db"] == ["DB: final DB matches the expected DB"]
+    assert details["mock__shipped_refusal"]["db"] == ["DB: final DB matches the expected DB"]
 
 
-def test_results_are_grouped_by_eva_flow_family(sample_run_dir: Path, tmp_path: Path) -> None:
-    model = collect(sample_run_dir, tmp_path / "r.html")
+def test_results_are_grouped_by_the_spec_rule(mock_sample_run_dir: Path, tmp_path: Path) -> None:
+    model = collect(mock_sample_run_dir, tmp_path / "r.html")
     assert model.grouped
     assert model.groups == [
-        GroupRate("flow 1.x", 0, 3, 0),  # 1.1.3, 1.1.2 (voluntary_date_change), 1.2.1
-        GroupRate("flow 2.x", 1, 0, 0),
-        GroupRate("flow 3.x", 1, 0, 0),
-        GroupRate("flow 4.x", 1, 0, 0),
-        GroupRate("flow 5.x", 1, 1, 0),
-        GroupRate("flow 6.x", 1, 0, 0),
-        GroupRate("flow 7.x", 3, 0, 0),  # 7.2.8, 7.4.1, 7.2.1 (escalation_edge_case)
+        GroupRate("record M1", 1, 2, 0),  # cancel_again passes; cancel_order (altered), cancel_by_model fail
+        GroupRate("record M2", 0, 2, 0),  # late_delivery_credit (altered), late_by_model
+        GroupRate("record M3", 1, 0, 0),  # shipped_refusal
     ]
 
 
@@ -110,23 +113,25 @@ def test_judge_verdicts_tokens_and_cost_per_scenario(page: str) -> None:
             (4 * (1200 * 2.0 + 80 * 8.0) + 3000 * 0.4 + 150 * 1.6) / 1e6
         )
         calls = [e for e in d["chat"] if e["k"] == "tool"]
-        assert calls[0]["n"] == "get_reservation" and calls[0]["ok"] is False  # ZK3FFW is not theirs
-        assert calls[0]["a"] == {"confirmation_number": "ZK3FFW", "last_name": "Doe"}
-    replayed = details["eva_airline__1_1_3"]
+        assert calls[0]["n"] == "get_order" and calls[0]["ok"] is False  # no such order
+        assert calls[0]["a"] == NOT_THEIRS
+    replayed = details["mock__cancel_again"]
     assert replayed["judge"] is None and replayed["usage"]["cost"] == 0.0
 
 
-def test_artifact_links_lead_to_the_run_files(page: str, report_file: Path, sample_run_dir: Path) -> None:
-    files = dict(_details(page)["eva_airline__1_1_3"]["files"])
+def test_artifact_links_lead_to_the_run_files(
+    page: str, report_file: Path, mock_sample_run_dir: Path
+) -> None:
+    files = dict(_details(page)["mock__cancel_again"]["files"])
     assert list(files)[:4] == ["metrics.json", "transcript.jsonl", "tool_calls.json", "actions.json"]
     for name, href in files.items():
         target = (report_file.parent / href).resolve()
         assert target.is_file() and target.name == name
-        assert target.is_relative_to(sample_run_dir.resolve() / "eva_airline__1_1_3")
+        assert target.is_relative_to(mock_sample_run_dir.resolve() / "mock__cancel_again")
 
 
-def test_what_a_side_sends_stays_text(data_root: Path, tmp_path: Path) -> None:
-    run_dir = hostile_run(data_root, tmp_path / "run")
+def test_what_a_side_sends_stays_text(tmp_path: Path) -> None:
+    run_dir = hostile_run(tmp_path / "run")
     out = run_dir / "report.html"
     assert main(["report", str(run_dir), "--html"]) == 0
     page = out.read_text(encoding="utf-8")
@@ -141,7 +146,7 @@ def test_what_a_side_sends_stays_text(data_root: Path, tmp_path: Path) -> None:
     assert tool["n"] == HOSTILE_TOOL and tool["ok"] is False
     assert tool["a"] == {"q": "</script><svg onload=alert(1)>"}
     models = blocks(page)["report-index"]["rows"][0]
-    assert models["name"] == "eva_airline__4_1_1"
+    assert models["name"] == "mock__shipped_refusal"
     assert "openai:&lt;b&gt;model&lt;/b&gt;" in page  # the model name in the static usage table
 
 
@@ -171,23 +176,30 @@ def test_group_rules() -> None:
     ]
 
 
-def test_a_bad_group_rule_is_a_spec_problem_at_its_line(data_root: Path, tmp_path: Path) -> None:
-    spec = tmp_path / "eva_airline"
-    shutil.copytree(SPEC_DIR, spec)
+def test_a_bad_group_rule_is_a_spec_problem_at_its_line(tmp_path: Path) -> None:
+    spec = tmp_path / "mock"
+    shutil.copytree(MOCK_SPEC_DIR, spec)
     domain = spec / "domain.yaml"
-    text = domain.read_text(encoding="utf-8").replace("pattern: '^(\\d+)\\.'", "pattern: '^(\\d+'")
+    text = domain.read_text(encoding="utf-8") + "report_group:\n  pattern: '^(\\d+'\n  label: 'x {1}'\n"
     domain.write_text(text, encoding="utf-8")
     line = text.splitlines().index("  pattern: '^(\\d+'") + 1
     with pytest.raises(SpecError) as err:
-        load_domain(spec, data_root)
+        load_domain(spec, MOCK_DATA_ROOT)
     assert f"domain.yaml:{line}: $.report_group.pattern: not a regular expression: missing )" in str(
         err.value
     )
 
 
-def test_session_errors_and_signal_rates_are_listed(data_root: Path, tmp_path: Path) -> None:
+def test_session_errors_and_signal_rates_are_listed(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", "eva_airline__4_1_1"]
+    argv = [
+        "run",
+        str(MOCK_SPEC_DIR),
+        "--data-root",
+        str(MOCK_DATA_ROOT),
+        "--scenarios",
+        "mock__shipped_refusal",
+    ]
     assert main([*argv, "--max-turns", "1", "--output-dir", str(run_dir), "--no-progress"]) == 0
     page = write_report(run_dir, run_dir / "report.html").path.read_text(encoding="utf-8")
     rates = page[
@@ -195,13 +207,14 @@ def test_session_errors_and_signal_rates_are_listed(data_root: Path, tmp_path: P
     ]
     assert "<td>db_state_match</td><td>n/a</td><td>0/0 scenarios</td><td>gating</td>" in rates  # stalled
     assert "<h3>Session errors</h3>" in rates
-    assert "<td>eva_airline__4_1_1</td><td>timeout</td><td>max turns (1 agent turns) reached</td>" in rates
+    assert "<td>mock__shipped_refusal</td><td>timeout</td><td>max turns (1 agent turns) reached</td>" in rates
 
 
-def test_report_html_goes_into_the_run_by_default(sample_run_dir: Path, tmp_path: Path, capsys) -> None:
+def test_report_html_goes_into_the_run_by_default(mock_sample_run_dir: Path, tmp_path: Path, capsys) -> None:
     copy = tmp_path / "run"
-    shutil.copytree(sample_run_dir, copy)
+    shutil.copytree(mock_sample_run_dir, copy)
     assert main(["report", str(copy), "--html"]) == 0
-    assert capsys.readouterr().out.startswith(f"report: {copy / 'report.html'} (12 results, ")
+    n = len(REPLAYED) + len(MODELLED)
+    assert capsys.readouterr().out.startswith(f"report: {copy / 'report.html'} ({n} results, ")
     assert (copy / "report.html").is_file()
     assert main(["report", str(tmp_path / "nothing"), "--html"]) == 2

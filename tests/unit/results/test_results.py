@@ -1,4 +1,6 @@
-"""finish_session / is_complete / finish_run on the REAL eva scenarios (spec loader + data root)."""
+"""finish_session / is_complete / finish_run on the mock shop's scenarios (spec loader + its data
+root), scored like the domain's default (the DB hash and a clean exit gate), with the test plugin's
+two diagnostics (tests/mock_domain/diagnostics.py). eva's gold replay: tests/domains/eva_airline."""
 
 from __future__ import annotations
 
@@ -10,32 +12,51 @@ import pytest
 
 from engine import artifacts, results
 from engine.dbhash import db_hash
-from engine.domains.registry import load_domain
+from engine.model import SIGNALS
 from engine.options import ScoringOptions
 from engine.records.metrics import METRICS_SCHEMA
+from engine.render import render_agent_prompt
 from engine.results import finish_run, finish_session, is_complete, scenario_dir
-from tests.conftest import SPEC_DIR
+from engine.specs import load_domain
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.mock_domain.diagnostics import NAMES, plugins_with_diagnostics
 from tests.mock_domain.eva_fixtures import expected_copy, session
 from tests.record_helpers import metrics_row
 
 OPTS = ScoringOptions()
 
 
+class _Plain:
+    """The mock scenarios gated like the domain's default: no assertions of their own."""
+
+    def __init__(self) -> None:
+        self.loaded = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins_with_diagnostics())
+        self.domain = self.loaded.domain
+
+    def scenario(self, name: str):
+        s = self.loaded.scenario(name)
+        return replace(
+            s, success_signals=self.domain.success_signals, db_state_assertions=(), nl_assertions=()
+        )
+
+
 @pytest.fixture(scope="module")
-def loaded(data_root):
-    return load_domain(SPEC_DIR, data_root)
+def loaded():
+    return _Plain()
 
 
 @pytest.fixture(scope="module")
 def sc(loaded):
-    return loaded.scenario("eva_airline__voluntary_date_change")
+    s = loaded.scenario("mock__cancel_order")
+    assert s.fresh_db() != s.expected_db  # the call changes the DB
+    return s
 
 
 async def test_finish_session_writes_every_artifact(tmp_path, sc):
     final = expected_copy(sc)
     m = (
         await finish_session(
-            tmp_path, sc, session(sc, final, actions=[{"action_type": "rebook_flight"}]), 1, OPTS
+            tmp_path, sc, session(sc, final, actions=[{"action_type": "cancel_order"}]), 1, OPTS
         )
     ).to_json()
     d = tmp_path / sc.name
@@ -60,29 +81,21 @@ async def test_finish_session_writes_every_artifact(tmp_path, sc):
     )
     assert json.loads((d / "metrics.json").read_text()) == m
     assert m["is_successful"] is True and m["db_state_match"] is True and m["clean_exit"] is True
+    assert list(sc.success_signals) == ["db_state_match", "clean_exit"]
     assert m["success_breakdown"] == {
         "passed": ["db_state_match", "clean_exit"],
         "failed": [],
         "not_applicable": [],
-        "excluded": [
-            "is_action_match",
-            "db_state_assertion",
-            "nl_assertion",
-            "judge_passed",
-            "authenticated",
-            "unspelled_codes",
-            "internal_ids_spoken",
-            "leaked_tool_text",
-        ],
+        "excluded": [*(s for s in SIGNALS if s not in sc.success_signals), *NAMES],
     }
-    assert m["authenticated"] is True  # eva's expected DB carries the session get_reservation wrote
+    assert m["looked_up"] is True and m["long_agent_lines"] == 0  # no tool call, two short lines
     assert m["duration_s"] == 1.25 and m["usage"]["agent"]["model"] == "replay"
     meta = json.loads((d / "scenario_config" / "metadata.json").read_text())
     assert meta["success_signals"] == ["db_state_match", "clean_exit"]
     assert meta["expected_db_hash"] == m["expected_db_hash"] and "render_error" not in meta
-    assert "## Additional Notes to Follow" in (d / "scenario_config" / "agent_prompt.md").read_text()
+    assert (d / "scenario_config" / "agent_prompt.md").read_text() == render_agent_prompt(sc)
     tools = json.loads((d / "scenario_config" / "tools.json").read_text())
-    assert "rebook_flight" in {t["function"]["name"] for t in tools}
+    assert [t["function"]["name"] for t in tools] == list(sc.domain.tools.names)
     assert artifacts.read_jsonl(d / "transcript.jsonl")[0]["role"] == "user"
 
 
@@ -123,7 +136,7 @@ async def test_is_complete_tracks_metrics(tmp_path, sc):
 
 
 async def test_trials_nest_and_pass_hat_k(tmp_path, sc, loaded):
-    other = loaded.scenario("eva_airline__1_1_3")
+    other = loaded.scenario("mock__late_delivery_credit")
     for trial, ok in enumerate([True, True, False], start=1):
         await finish_session(
             tmp_path, sc, session(sc, expected_copy(sc) if ok else sc.fresh_db(), trial=trial), 3, OPTS
@@ -131,7 +144,7 @@ async def test_trials_nest_and_pass_hat_k(tmp_path, sc, loaded):
         await finish_session(tmp_path, other, session(other, expected_copy(other), trial=trial), 3, OPTS)
     assert is_complete(tmp_path, sc.name, 2, 3) and not is_complete(tmp_path, sc.name, 2, 1)
     assert scenario_dir(tmp_path, sc.name, 2, 3) == tmp_path / sc.name / "trial_2"
-    s = finish_run(tmp_path, {"trials": 3, "spec_dir": str(SPEC_DIR)}).to_json()
+    s = finish_run(tmp_path, {"trials": 3, "spec_dir": str(MOCK_SPEC_DIR)}).to_json()
     assert s["overall"] == {
         "passed": 5,
         "failed": 1,
@@ -151,7 +164,9 @@ async def test_trials_nest_and_pass_hat_k(tmp_path, sc, loaded):
 
 
 async def test_finish_run_headlines_stalled_and_denominators(tmp_path, loaded):
-    a, b, c = (loaded.scenario(n) for n in ("eva_airline__1_1_3", "eva_airline__1_1_4", "eva_airline__1_1_5"))
+    names = ("mock__late_delivery_credit", "mock__cancel_order", "mock__shipped_refusal")
+    a, b, c = (loaded.scenario(n) for n in names)
+    assert b.fresh_db() != b.expected_db  # b's DB is wrong: it stops before the write
     await finish_session(tmp_path, a, session(a, expected_copy(a)), 1, OPTS)
     await finish_session(tmp_path, b, session(b, b.fresh_db(), stop_reason="timeout"), 1, OPTS)
     await finish_session(tmp_path, c, session(c, expected_copy(c), agent_turns=1), 1, OPTS)  # stalled
@@ -180,11 +195,15 @@ async def test_predicate_and_assertion_denominators(tmp_path, sc):
         sc,
         db_state_assertions=(
             {
-                "func_name": "reservation_status",
-                "arguments": {"confirmation_number": "ZK3FFW"},
-                "assert_value": "changed",
+                "func_name": "order_status",
+                "arguments": {"order_id": "O-100"},
+                "assert_value": sc.expected_db["orders"]["O-100"]["status"],
             },
-            {"func_name": "refund_total", "arguments": {"confirmation_number": "ZK3FFW"}, "assert_value": 10},
+            {
+                "func_name": "credit_balance",
+                "arguments": {"customer_id": "C-1"},
+                "assert_value": sc.expected_db["customers"]["C-1"]["credit"] + 10,
+            },
         ),
     )
     m = (await finish_session(tmp_path, asserted, session(asserted, expected_copy(sc)), 1, OPTS)).to_json()
@@ -196,13 +215,13 @@ async def test_predicate_and_assertion_denominators(tmp_path, sc):
     )
 
 
-async def test_run_json_provenance_and_invocations(tmp_path, sc, data_root):
+async def test_run_json_provenance_and_invocations(tmp_path, sc):
     await finish_session(tmp_path, sc, session(sc, expected_copy(sc)), 1, OPTS)
     info = {
-        "spec_dir": str(SPEC_DIR),
-        "data_root": str(data_root),
+        "spec_dir": str(MOCK_SPEC_DIR),
+        "data_root": str(MOCK_DATA_ROOT),
         "started_at": "2026-01-01T00:00:00+00:00",
-        "argv": ["run", "specs/eva_airline"],
+        "argv": ["run", "tests/mock_domain/spec"],
         "agent": "replay",
         "user": "replay",
         "trials": 1,
@@ -214,12 +233,18 @@ async def test_run_json_provenance_and_invocations(tmp_path, sc, data_root):
     finish_run(tmp_path, {**info, "invocation": "second", "argv": ["run", "--resume"], "command": "resume"})
     run = json.loads((tmp_path / "run.json").read_text())
     assert run["evalctl_version"] and len(run["git"]["commit"]) == 40
-    assert run["spec_files"]["domain.yaml"] and len(run["spec_files"]) >= 51
+    spec_files = sorted(
+        p.relative_to(MOCK_SPEC_DIR).as_posix() for p in MOCK_SPEC_DIR.rglob("*") if p.is_file()
+    )
+    assert run["spec_files"]["domain.yaml"] and sorted(run["spec_files"]) == spec_files
     assert set(run["templates"]) >= {"judge.md.j2"}
-    assert run["data_root_files"]["eva-0.1.3/data/airline_dataset.jsonl"]
+    data_files = sorted(
+        p.relative_to(MOCK_DATA_ROOT).as_posix() for p in MOCK_DATA_ROOT.rglob("*") if p.is_file()
+    )
+    assert sorted(run["data_root_files"]) == data_files
     assert run["data_root_changed_from_pins"] == []
     assert run["models"] == {"agent": "replay", "user": "replay"}
-    assert [i["argv"][-1] for i in run["invocations"]] == ["specs/eva_airline", "--resume"]
+    assert [i["argv"][-1] for i in run["invocations"]] == ["tests/mock_domain/spec", "--resume"]
     assert [(i["id"], i["command"]) for i in run["invocations"]] == [("first", "run"), ("second", "resume")]
     assert run["created_at"] == "2026-01-01T00:00:00+00:00"
 
@@ -248,13 +273,15 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temp file left behind
 
 
-def test_gold_db_comes_from_the_gold_replay(loaded):
-    # eva 7.4.1's expected DB holds an empty session although its gold trace authenticates
-    scenario = loaded.scenario("eva_airline__7_4_1")
-    assert scenario.expected_db["session"] == {}
-    assert results.gold_db(scenario)["session"] == {"confirmation_number": "383S8U", "last_name": "park"}
-    assert results.gold_db(scenario) is results.gold_db(scenario)  # replayed once per scenario
-    assert results.gold_db(replace(scenario, gold_trace=None)) is None
+def test_gold_db_comes_from_the_gold_replay(sc):
+    # the gold conversation cancels O-100: its replay ends in the expected DB (eva 7.4.1, whose
+    # expected DB differs from its replay: tests/domains/eva_airline/test_gold.py)
+    gold = results.gold_db(sc)
+    assert gold is not None and gold != sc.fresh_db()
+    rules = sc.domain.hash_rules
+    assert db_hash(gold, rules) == db_hash(sc.expected_db, rules)
+    assert results.gold_db(sc) is results.gold_db(sc)  # replayed once per scenario
+    assert results.gold_db(replace(sc, gold_trace=None)) is None
 
 
 async def test_user_db_hash_is_recorded_not_scored(tmp_path, sc):

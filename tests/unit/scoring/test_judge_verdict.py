@@ -16,15 +16,19 @@ from cli import main
 from engine.options import ScoringOptions
 from engine.scoring.judge import parse_judge_reply, run_judge
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
-from tests.mock_domain.eva_fixtures import eva_scenario, session
+from tests.mock_domain.eva_fixtures import session
 from tests.mock_domain.judge_server import scripted_judge
 
 VERDICT = {"score": 0.1, "reason": "wrong flight", "nl_assertion_verdicts": []}
 
 
 @pytest.fixture(scope="module")
-def sc(data_root: Path) -> Any:
-    return replace(eva_scenario(data_root, "1.1.2"), nl_assertions=())
+def sc() -> Any:
+    from engine.domains.registry import load_domain
+
+    return replace(
+        load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__late_delivery_credit"), nl_assertions=()
+    )
 
 
 def _opts(url: str) -> ScoringOptions:

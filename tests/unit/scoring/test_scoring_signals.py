@@ -1,4 +1,5 @@
-"""Each signal function on hand-made cases, against the REAL eva data where a DB is involved."""
+"""Each signal function on hand-made cases, on the mock shop's DBs (``mock__cancel_order``: order
+O-100 goes from placed to cancelled). eva's predicates on eva's DBs: tests/domains/eva_airline."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import pytest
 
 from engine.dbhash import db_hash
+from engine.domains.registry import load_domain
 from engine.model import SIGNALS
 from engine.scoring.judge import JudgeOutcome
 from engine.scoring.predicates import evaluate_db_state_assertion
@@ -21,12 +23,18 @@ from engine.scoring.signals import (
     judge_passed_signal,
     nl_assertion_signal,
 )
-from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.mock_domain.eva_fixtures import expected_copy, session
 
 
 @pytest.fixture(scope="module")
-def sc(data_root):
-    return eva_scenario(data_root, "1.1.2")
+def sc():
+    """mock__cancel_order without its own assertions (each test sets the ones it checks)."""
+    from dataclasses import replace
+
+    return replace(
+        load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order"), db_state_assertions=()
+    )
 
 
 def _inputs(sc, final_db, **kw):
@@ -50,7 +58,8 @@ def test_db_state_match_expected_db_passes(sc):
 
 def test_db_state_match_session_key_is_ignored(sc):
     db = expected_copy(sc)
-    db["session"] = {"confirmation_number": "ZK3FFW", "last_name": "x"}
+    assert "session" in sc.domain.hash_rules.excluded_keys
+    db["session"] = {"order_id": "O-100", "caller": "x"}
     assert db_state_match_signal(_inputs(sc, db)).value is True
 
 
@@ -75,25 +84,36 @@ def test_clean_exit(sc, stop, clean):
     assert clean_exit_signal(_inputs(sc, None, session_kw={"stop_reason": stop})).value is clean
 
 
-ASSERTIONS = [
-    {
-        "func_name": "reservation_status",
-        "arguments": {"confirmation_number": "ZK3FFW"},
-        "assert_value": "changed",
-        "side": "agent",
-    },
-    {
-        "func_name": "active_journeys",
-        "arguments": {"confirmation_number": "zk3ffw"},
-        "assert_value": ["FL_SK703_20260325"],
-        "side": "agent",
-    },
-    {"func_name": "refund_total", "arguments": {"confirmation_number": "ZK3FFW"}, "assert_value": 0},
-]
+def _assertions(sc):
+    """Three assertions whose values are read from the scenario's expected DB: the first changes
+    during the call (placed -> cancelled), the other two hold on the initial DB as well."""
+    want = sc.expected_db
+    return [
+        {
+            "func_name": "order_status",
+            "arguments": {"order_id": "O-100"},
+            "assert_value": want["orders"]["O-100"]["status"],
+            "side": "agent",
+        },
+        {
+            "func_name": "order_status",
+            "arguments": {"order_id": "O-101"},
+            "assert_value": want["orders"]["O-101"]["status"],
+            "side": "agent",
+        },
+        {"func_name": "credit_balance", "arguments": {"customer_id": "C-1"}, "assert_value": 0},
+    ]
+
+
+def test_the_assertions_differ_between_initial_and_expected_db(sc):
+    initial, expected = sc.fresh_db(), sc.expected_db
+    assert initial["orders"]["O-100"]["status"] != expected["orders"]["O-100"]["status"]
+    assert initial["orders"]["O-101"] == expected["orders"]["O-101"]
+    assert initial["customers"]["C-1"]["credit"] == expected["customers"]["C-1"]["credit"] == 0
 
 
 def test_db_state_assertion_all_pass_on_expected_db(sc):
-    out = db_state_assertion_signal(_inputs_with(sc, ASSERTIONS, expected_copy(sc)))
+    out = db_state_assertion_signal(_inputs_with(sc, _assertions(sc), expected_copy(sc)))
     assert [v["passed"] for v in out.fields["db_state_assertion_verdicts"]] == [True, True, True], out.fields
     assert out.value == 1.0
 
@@ -106,9 +126,12 @@ def _inputs_with(sc, assertions, final_db, user_db=None):
 
 
 def test_db_state_assertion_rate_on_initial_db(sc):
-    out = db_state_assertion_signal(_inputs_with(sc, ASSERTIONS, sc.fresh_db()))
-    assert out.value == pytest.approx(1 / 3)  # only refund_total (0) still holds
-    assert out.fields["db_state_assertion_verdicts"][0]["actual"] == "confirmed"
+    out = db_state_assertion_signal(_inputs_with(sc, _assertions(sc), sc.fresh_db()))
+    assert out.value == pytest.approx(2 / 3)  # O-100's status is the one that changes
+    assert [v["passed"] for v in out.fields["db_state_assertion_verdicts"]] == [False, True, True]
+    assert (
+        out.fields["db_state_assertion_verdicts"][0]["actual"] == sc.fresh_db()["orders"]["O-100"]["status"]
+    )
 
 
 def test_db_state_assertion_unknown_predicate_fails_with_error(sc):
@@ -121,8 +144,8 @@ def test_db_state_assertion_unknown_predicate_fails_with_error(sc):
 
 def test_db_state_assertion_raising_predicate_fails_with_error(sc):
     bad = {
-        "func_name": "reservation_status",
-        "arguments": {"confirmation_number": "NOSUCH"},
+        "func_name": "order_status",
+        "arguments": {"order_id": "NOSUCH"},
         "assert_value": "x",
     }
     (verdict,) = db_state_assertion_signal(_inputs_with(sc, [bad], expected_copy(sc))).fields[
@@ -132,7 +155,7 @@ def test_db_state_assertion_raising_predicate_fails_with_error(sc):
 
 
 def test_db_state_assertion_user_side_without_user_db_errors(sc):
-    user = {**ASSERTIONS[0], "side": "user"}
+    user = {**_assertions(sc)[0], "side": "user"}
     (verdict,) = db_state_assertion_signal(_inputs_with(sc, [user], expected_copy(sc))).fields[
         "db_state_assertion_verdicts"
     ]
@@ -140,7 +163,7 @@ def test_db_state_assertion_user_side_without_user_db_errors(sc):
 
 
 def test_db_state_assertion_user_side_reads_user_db(sc):
-    user = {**ASSERTIONS[0], "side": "user"}
+    user = {**_assertions(sc)[0], "side": "user"}
     out = db_state_assertion_signal(_inputs_with(sc, [user], sc.fresh_db(), user_db=expected_copy(sc)))
     assert out.value == 1.0
 
@@ -150,8 +173,8 @@ def test_db_state_assertion_none_declared_is_not_applicable(sc):
 
 
 def test_predicates_come_from_the_domain_plugin(sc):
-    assert set(sc.domain.plugin.predicates) >= {"reservation_status", "refund_total"}
-    assert evaluate_db_state_assertion({}, ASSERTIONS[0], {})["error"].startswith("unknown predicate")
+    assert set(sc.domain.plugin.predicates) == {"order_status", "credit_balance"}
+    assert evaluate_db_state_assertion({}, _assertions(sc)[0], {})["error"].startswith("unknown predicate")
 
 
 def _judge(**kw) -> JudgeOutcome:
@@ -185,8 +208,7 @@ def test_judge_verdict_and_nl_rate(sc):
 
 def test_compute_signals_returns_contract_fields(sc):
     values, fields = compute_signals(_inputs(sc, expected_copy(sc)))
-    spoken = ["unspelled_codes", "internal_ids_spoken", "leaked_tool_text"]
-    assert list(values) == [*SIGNALS, "authenticated", *spoken]
+    assert list(values) == list(SIGNALS) and not sc.domain.plugin.diagnostics  # eva's: domains/eva_airline
     for key in (
         "is_action_match",
         "db_state_match",

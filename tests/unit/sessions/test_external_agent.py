@@ -1,5 +1,6 @@
 """An external agent written with nothing but ``websockets`` + ``json`` from docs/protocol.md,
-and external sides that misbehave: each ends its own scenario, the run goes on."""
+and external sides that misbehave: each ends its own session, the run goes on. On the mock shop: two
+scenarios played well, the third's four trials each misbehave another way."""
 
 from __future__ import annotations
 
@@ -14,16 +15,14 @@ import websockets
 from engine.domains.registry import load_domain
 from engine.gold import GoldStep
 from engine.runner import run
-from tests.conftest import REPO, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options, session_between
 
-GOOD = ("eva_airline__3_1_5", "eva_airline__5_2_5")  # the second ends by transfer_to_agent
-BEHAVIOUR = {
-    "eva_airline__5_1_2": "garbage",
-    "eva_airline__5_2_2": "disconnect",
-    "eva_airline__6_1_1": "silent",
-    "eva_airline__4_1_2": "v2",
-}
+SHOP = (MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+GOOD = ("mock__cancel_order", "mock__late_delivery_credit")
+ODD = "mock__shipped_refusal"
+#: How the agent misbehaves in each trial of ODD.
+BEHAVIOUR = {1: "garbage", 2: "disconnect", 3: "silent", 4: "v2"}
 
 
 def turns_of(trace: list[GoldStep]) -> list[tuple[list[tuple[str, dict]], str]]:
@@ -54,7 +53,7 @@ class ExternalAgent:
         start = json.loads(await ws.recv())
         assert start["type"] == "session.start" and start["role"] == "agent"
         name = start["scenario"]["name"]
-        behaviour = BEHAVIOUR.get(name, "good")
+        behaviour = BEHAVIOUR[start["scenario"]["trial"]] if name == ODD else "good"
         version = 2 if behaviour == "v2" else 1
         await ws.send(
             json.dumps({"v": version, "type": "session.ready", "id": "a0", "reply_to": start["id"]})
@@ -105,45 +104,47 @@ class ExternalAgent:
             )
 
 
-async def test_external_agent_and_misbehaving_sides(tmp_path: Path, data_root: Path) -> None:
-    loaded = load_domain(SPEC_DIR, data_root)
+async def test_external_agent_and_misbehaving_sides(tmp_path: Path) -> None:
+    loaded = load_domain(*SHOP)
     scripts = {name: turns_of(list(loaded.scenario(name).gold_trace)) for name in GOOD}
     agent = ExternalAgent(scripts)
     async with websockets.serve(agent.handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         opts = run_options(
-            SPEC_DIR,
-            data_root,
-            scenarios=(*GOOD, *BEHAVIOUR),
+            *SHOP,
+            scenarios=(*GOOD, ODD),
+            trials=len(BEHAVIOUR),
             agent=f"ws://127.0.0.1:{port}",
             output_dir=tmp_path,
             turn_timeout_s=0.5,
             progress=False,
         )
         report = await run(opts)
-    outcome = {r.scenario_name: (r, m) for r, m in report.outcomes}
-    assert sorted(outcome) == sorted((*GOOD, *BEHAVIOUR))  # every scenario ran to a result
-    good, transfer = outcome["eva_airline__3_1_5"], outcome["eva_airline__5_2_5"]
-    assert good[0].stop_reason == "exit" and good[1].signals.db_state_match is True, good[0].error
-    assert transfer[0].stop_reason == "transfer" and transfer[1].signals.db_state_match is True
-    assert good[0].agent_backend == f"ws://127.0.0.1:{port}" and good[0].user_backend == "replay"
-    assert good[0].usage["agent"]["model"] == "external-test"
-    assert good[0].usage["agent"]["prompt_tokens"] > 0
-    garbage = outcome["eva_airline__5_1_2"][0]
+    outcome = {(r.scenario_name, r.trial): (r, m) for r, m in report.outcomes}
+    runs = [(name, k) for name in (*GOOD, ODD) for k in BEHAVIOUR]
+    assert sorted(outcome) == sorted(runs)  # every session ran to a result
+    for name in GOOD:
+        for k in BEHAVIOUR:
+            good = outcome[name, k]
+            assert good[0].stop_reason == "exit" and good[1].signals.db_state_match is True, good[0].error
+            assert good[0].agent_backend == f"ws://127.0.0.1:{port}" and good[0].user_backend == "replay"
+            assert good[0].usage["agent"]["model"] == "external-test"
+            assert good[0].usage["agent"]["prompt_tokens"] > 0
+    garbage = outcome[ODD, 1][0]
     assert garbage.stop_reason == "error" and "bad_json" in garbage.error
-    gone = outcome["eva_airline__5_2_2"][0]
+    gone = outcome[ODD, 2][0]
     assert gone.stop_reason == "error" and "disconnected" in gone.error
-    silent = outcome["eva_airline__6_1_1"][0]
+    silent = outcome[ODD, 3][0]
     assert silent.stop_reason == "timeout" and "sent nothing for 0.5 s" in silent.error
-    v2 = outcome["eva_airline__4_1_2"][0]
+    v2 = outcome[ODD, 4][0]
     assert v2.stop_reason == "error" and "unsupported_version" in v2.error
-    assert all(r["result"]["status"] == "success" for r in agent.results)
+    assert agent.results and all(r["result"]["status"] == "success" for r in agent.results)
     assert report.summary is not None
-    assert report.summary.stop_reasons == {"error": 3, "exit": 1, "timeout": 1, "transfer": 1}
+    assert report.summary.stop_reasons == {"error": 3, "exit": 2 * len(BEHAVIOUR), "timeout": 1}
 
 
-async def test_unreachable_side_is_an_error(data_root: Path) -> None:
-    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__3_1_5")
+async def test_unreachable_side_is_an_error() -> None:
+    scenario = load_domain(*SHOP).scenario("mock__cancel_order")
     server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     server.close()
@@ -154,12 +155,12 @@ async def test_unreachable_side_is_an_error(data_root: Path) -> None:
     assert result.final_db == scenario.fresh_db()
 
 
-async def test_the_minimal_agent_in_docs_protocol_md_runs(data_root: Path) -> None:
+async def test_the_minimal_agent_in_docs_protocol_md_runs() -> None:
     text = (REPO / "docs" / "protocol.md").read_text(encoding="utf-8")
     code = text.split("## A minimal agent", 1)[1].split("```python", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
     exec(code.replace("asyncio.run(main())", ""), namespace)  # the doc's own code, minus its main()
-    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__3_1_5")
+    scenario = load_domain(*SHOP).scenario("mock__cancel_order")
     async with websockets.serve(namespace["session"], "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         from engine.backends.replay import ReplayFactory
@@ -171,24 +172,20 @@ async def test_the_minimal_agent_in_docs_protocol_md_runs(data_root: Path) -> No
     assert [c["name"] for c in result.tool_calls] == ["end_conversation"]
 
 
-async def test_external_user_side_and_a_side_of_the_wrong_role(tmp_path: Path, data_root: Path) -> None:
+async def test_external_user_side_and_a_side_of_the_wrong_role(tmp_path: Path) -> None:
     from engine.backends.replay import ReplayFactory
     from engine.sides import builtin_side
 
-    loaded = load_domain(SPEC_DIR, data_root)
+    loaded = load_domain(*SHOP)
     factory = ReplayFactory({s.name: s for s in loaded.scenarios})
     async with builtin_side(factory, role="user") as user_uri:
         ok = await run(
-            run_options(
-                SPEC_DIR, data_root, scenarios=GOOD, user=user_uri, output_dir=tmp_path / "a", quiet=True
-            )
+            run_options(*SHOP, scenarios=GOOD, user=user_uri, output_dir=tmp_path / "a", quiet=True)
         )
         wrong = await run(
-            run_options(
-                SPEC_DIR, data_root, scenarios=GOOD[:1], agent=user_uri, output_dir=tmp_path / "b", quiet=True
-            )
+            run_options(*SHOP, scenarios=GOOD[:1], agent=user_uri, output_dir=tmp_path / "b", quiet=True)
         )
-    assert sorted(r.stop_reason for r, _ in ok.outcomes) == ["exit", "transfer"]
+    assert sorted(r.stop_reason for r, _ in ok.outcomes) == ["exit", "exit"]
     assert all(r.user_backend == "replay" for r, _ in ok.outcomes)
     [(bad, _)] = wrong.outcomes
     assert bad.stop_reason == "error" and "this server is a user side, not agent" in (bad.error or "")

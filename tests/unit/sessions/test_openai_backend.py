@@ -1,6 +1,6 @@
 """The openai:MODEL backend with the real ``openai`` client against a scripted OpenAI-compatible
 HTTP server on loopback: tool calls, malformed arguments, unknown tools, 429 + Retry-After,
-a hang that hits the timeout, the user simulator, and the API key rule."""
+a hang that hits the timeout, the user simulator, and the API key rule. On the mock shop's scenarios."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ from engine.domains.registry import load_domain
 from engine.errors import UsageError
 from engine.runner import run
 from engine.specs import LoadedDomain
-from tests.conftest import SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, raw_server, run_options, session_between
 
-SCENARIO = "eva_airline__3_1_5"
+SCENARIO = "mock__cancel_order"
 
 
 @pytest.fixture(scope="module")
-def loaded(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
+def loaded() -> LoadedDomain:
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +52,7 @@ async def test_tool_calls_malformed_arguments_and_unknown_tool(loaded: LoadedDom
     first_call = scenario.gold_trace.tool_calls()[0]
     steps = [
         Step(completion(None, [("call_1", first_call.tool, json.dumps(dict(first_call.arguments)))])),
-        Step(completion(None, [("call_2", "get_reservation", '{"confirmation_number": ')])),
+        Step(completion(None, [("call_2", "get_order", '{"order_id": ')])),
         Step(completion("Let me check.", [("call_3", "frobnicate_booking", "{}")])),
         Step(completion("I found your booking. Anything else?")),
         Step(completion("Goodbye.", [("call_4", "end_conversation", "{}")], usage=(40, 7))),
@@ -61,12 +61,13 @@ async def test_tool_calls_malformed_arguments_and_unknown_tool(loaded: LoadedDom
         result = await session_between(scenario, _factory(server), ReplayFactory({SCENARIO: scenario}))
     assert result.stop_reason == "exit", result.error
     names = [c["name"] for c in result.tool_calls]
-    assert names == ["get_reservation", "get_reservation", "frobnicate_booking", "end_conversation"]
-    assert result.tool_calls[1]["arguments"] == '{"confirmation_number": '  # passed on as-is
+    assert first_call.tool == "get_order"
+    assert names == ["get_order", "get_order", "frobnicate_booking", "end_conversation"]
+    assert result.tool_calls[1]["arguments"] == '{"order_id": '  # passed on as-is
     bodies = [body for _, body in server.requests]
     assert len(bodies) == 5
     assert bodies[0]["model"] == "scripted-model" and bodies[0]["messages"][0]["role"] == "system"
-    assert {t["function"]["name"] for t in bodies[0]["tools"]} >= {"get_reservation", "end_conversation"}
+    assert {t["function"]["name"] for t in bodies[0]["tools"]} >= {"get_order", "end_conversation"}
     assert _tool_messages(bodies[1])[-1]["status"] == "success"
     malformed = _tool_messages(bodies[2])[-1]
     unknown = _tool_messages(bodies[3])[-1]
@@ -152,13 +153,13 @@ def test_api_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         OpenAIFactory("m", base_url="http://127.0.0.1:9/v1", api_key_env="NO_SUCH_KEY_VAR")
 
 
-async def test_run_with_openai_agent_end_to_end(tmp_path: Path, data_root: Path) -> None:
+async def test_run_with_openai_agent_end_to_end(tmp_path: Path) -> None:
     steps = [Step(completion("Goodbye.", [("c1", "end_conversation", "{}")]))]
     with ScriptedOpenAI(steps) as server:
         opts = run_options(
-            SPEC_DIR,
-            data_root,
-            scenarios=(SCENARIO, "eva_airline__5_2_5"),
+            MOCK_SPEC_DIR,
+            MOCK_DATA_ROOT,
+            scenarios=(SCENARIO, "mock__shipped_refusal"),
             agent="openai:scripted-model",
             base_url=server.base_url,
             api_key_env="EVALCTL_TEST_KEY",
@@ -176,9 +177,7 @@ async def test_tool_rounds_per_turn_are_capped(loaded: LoadedDomain) -> None:
     from engine.session import SessionLimits
 
     scenario = loaded.scenario(SCENARIO)
-    looping = [
-        Step(completion(None, [("c", "get_flight_status", '{"flight_number": "SK1", "flight_date": "x"}')]))
-    ]
+    looping = [Step(completion(None, [("c", "get_order", '{"order_id": "O-100"}')]))]
     limits = SessionLimits(max_duration_s=10, turn_timeout_s=5, max_tool_rounds=3, max_turns=1)
     with ScriptedOpenAI(looping) as server:
         result = await session_between(
@@ -225,27 +224,22 @@ async def test_unreachable_endpoint_names_the_url(api_key: None) -> None:
         await factory.aclose()
 
 
-DATE_CHANGE = "eva_airline__voluntary_date_change"
-
-
-async def test_diff_says_where_a_model_left_the_gold_path(tmp_path: Path, data_root: Path) -> None:
+async def test_diff_says_where_a_model_left_the_gold_path(tmp_path: Path, loaded: LoadedDomain) -> None:
     """Against the replay caller, a model agent that deviates hears gold lines that no longer fit:
     evalctl diff says where the conversation left the gold path (issue #10 §4)."""
     from engine.diff import diff_run, render_text
 
-    gold = [
-        Step(
-            completion(
-                None, [("c1", "get_reservation", '{"confirmation_number": "ZK3FFW", "last_name": "x"}')]
-            )
-        ),
+    first = loaded.scenario(SCENARIO).gold_trace.tool_calls()[0]
+    assert (first.tool, dict(first.arguments)) == ("get_order", {"order_id": "O-100"})
+    steps = [
+        Step(completion(None, [("c1", "get_order", '{"order_id": "O-101"}')])),
         Step(completion("Goodbye.", [("c2", "end_conversation", "{}")])),
     ]
-    with ScriptedOpenAI(gold) as server:
+    with ScriptedOpenAI(steps) as server:
         opts = run_options(
-            SPEC_DIR,
-            data_root,
-            scenarios=(DATE_CHANGE,),
+            MOCK_SPEC_DIR,
+            MOCK_DATA_ROOT,
+            scenarios=(SCENARIO,),
             agent="openai:scripted-model",
             base_url=server.base_url,
             api_key_env="EVALCTL_TEST_KEY",
@@ -253,11 +247,10 @@ async def test_diff_says_where_a_model_left_the_gold_path(tmp_path: Path, data_r
             progress=False,
         )
         await run(opts)
-    (d,) = diff_run(tmp_path, DATE_CHANGE)
+    (d,) = diff_run(tmp_path, SCENARIO)
     assert d.gold_path is not None and d.gold_path.startswith(
-        "left the gold path at tool call 1 (agent turn 0): gold get_reservation("
-        "confirmation_number='ZK3FFW', last_name='rodriguez'), got get_reservation("
-        "confirmation_number='ZK3FFW', last_name='x')"
+        "left the gold path at tool call 1 (agent turn 0): gold get_order(order_id='O-100'), "
+        "got get_order(order_id='O-101')"
     )
     assert "conversation: left the gold path at tool call 1" in render_text([d], tmp_path)
     (path,) = tmp_path.glob("*/scenario_config/gold_path.json")  # written only for a replay caller

@@ -1,4 +1,6 @@
-"""Replay sessions on the real eva data: all 50 scenarios, both concurrencies, transfers."""
+"""Replay sessions on the mock shop: every scenario at two concurrencies lands on its expected DB
+with the same calls, turn counts and usage follow the gold, the trace is cut into turns by the
+caller's lines. eva's 50 scenarios (with transfers): tests/domains/eva_airline/test_replay_sessions.py."""
 
 from __future__ import annotations
 
@@ -13,85 +15,90 @@ from engine.domains.registry import load_domain
 from engine.gold import actions_trace
 from engine.runner import run
 from engine.specs import LoadedDomain
-from tests.conftest import SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import run_options
+
+TRIALS = 4
 
 
 @pytest.fixture(scope="module")
-def loaded(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
+def loaded() -> LoadedDomain:
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
 
 
-def _transfers(loaded: LoadedDomain) -> set[str]:
-    return {
-        s.name
-        for s in loaded.scenarios
-        if any(step.tool == "transfer_to_agent" for step in s.gold_trace.tool_calls())
-    }
+def _kinds(scenario) -> list[str]:
+    return [e["event_type"] for e in scenario.record["trace"]]
 
 
-async def test_replay_run_all_50_clean_on_expected_hash_at_both_concurrencies(
-    tmp_path: Path, data_root: Path, loaded: LoadedDomain
+async def test_replay_run_clean_on_expected_hash_at_both_concurrencies(
+    tmp_path: Path, loaded: LoadedDomain
 ) -> None:
-    hashes: dict[int, dict[str, str]] = {}
-    calls: dict[int, dict[str, list]] = {}
+    hashes: dict[int, dict[tuple[str, int], str]] = {}
+    calls: dict[int, dict[tuple[str, int], list]] = {}
     for concurrency in (8, 1):
         opts = run_options(
-            SPEC_DIR,
-            data_root,
+            MOCK_SPEC_DIR,
+            MOCK_DATA_ROOT,
             output_dir=tmp_path / f"c{concurrency}",
             concurrency=concurrency,
+            trials=TRIALS,
             progress=False,
         )
         report = await run(opts)
         assert not report.interrupted and not report.scoring_errors
-        assert len(report.outcomes) == 50
+        assert len(report.outcomes) == len(loaded.scenarios) * TRIALS
         hashes[concurrency], calls[concurrency] = {}, {}
         for result, metrics in report.outcomes:
             scenario = loaded.scenario(result.scenario_name)
             rules = scenario.domain.hash_rules
-            assert result.clean_exit, (result.scenario_name, result.stop_reason, result.error)
+            assert result.clean_exit and result.stop_reason == "exit", (result.scenario_name, result.error)
             assert db_hash(result.final_db, rules) == db_hash(scenario.expected_db, rules), (
                 result.scenario_name
             )
             assert metrics is not None and metrics.signals.db_state_match is True
             assert metrics.stop_reason == result.stop_reason
-            hashes[concurrency][result.scenario_name] = db_hash(result.final_db, rules)
-            calls[concurrency][result.scenario_name] = [
-                (c["name"], c["arguments"]) for c in result.tool_calls
-            ]
-        transfers = {r.scenario_name for r, _ in report.outcomes if r.stop_reason == "transfer"}
-        assert transfers == _transfers(loaded) and len(transfers) == 7
+            key = (result.scenario_name, result.trial)
+            hashes[concurrency][key] = db_hash(result.final_db, rules)
+            calls[concurrency][key] = [(c["name"], c["arguments"]) for c in result.tool_calls]
         text = (
-            tmp_path / f"c{concurrency}" / "eva_airline__3_1_5" / "final_scenario_db_hash.txt"
+            tmp_path / f"c{concurrency}" / "mock__cancel_order" / "trial_2" / "final_scenario_db_hash.txt"
         ).read_text()
-        assert text.startswith(f"db_hash: {hashes[concurrency]['eva_airline__3_1_5']}")
+        assert text.startswith(f"db_hash: {hashes[concurrency][('mock__cancel_order', 2)]}")
     assert hashes[1] == hashes[8]
     assert calls[1] == calls[8]
 
 
-async def test_replay_turn_counts_and_usage_follow_the_gold(tmp_path: Path, data_root: Path) -> None:
+async def test_replay_turn_counts_and_usage_follow_the_gold(tmp_path: Path, loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__late_delivery_credit")
     opts = run_options(
-        SPEC_DIR, data_root, scenarios=("eva_airline__7_1_1",), output_dir=tmp_path, progress=False
+        MOCK_SPEC_DIR, MOCK_DATA_ROOT, scenarios=(scenario.name,), output_dir=tmp_path, progress=False
     )
     [(result, _)] = (await run(opts)).outcomes
-    # 7.1.1: ten user lines, ten agent lines; the last agent turn transfers (no end_conversation)
-    assert (result.user_turns, result.agent_turns) == (10, 10)
-    assert result.stop_reason == "transfer"
-    assert result.tool_calls[-1]["name"] == "transfer_to_agent"
-    assert all(c["name"] != "end_conversation" for c in result.tool_calls)
-    assert result.usage["agent"]["model"] == "replay" and result.usage["agent"]["calls"] >= 10
+    kinds = _kinds(scenario)
+    lines = kinds.count("user_utterance")
+    assert (result.user_turns, result.agent_turns) == (lines, lines)
+    gold_tools = [e["tool_name"] for e in scenario.record["trace"] if e["event_type"] == "tool_call"]
+    assert [c["name"] for c in result.tool_calls] == [*gold_tools, "end_conversation"]
+    assert result.stop_reason == "exit"
+    assert result.usage["agent"]["model"] == "replay" and result.usage["agent"]["calls"] >= lines
     roles = [e["role"] for e in result.transcript if e["type"] == "utterance"]
     assert roles[:4] == ["user", "agent", "user", "agent"]
-    assert result.transcript[-1]["content"] == {"stop_reason": "transfer", "error": None}
+    assert result.transcript[-1]["content"] == {"stop_reason": "exit", "error": None}
 
 
 def test_split_trace_cuts_turns_by_user_lines(loaded: LoadedDomain) -> None:
-    scenario = loaded.scenario("eva_airline__voluntary_date_change")  # eva 1.1.2
+    scenario = loaded.scenario("mock__cancel_order")
     script = split_trace(scenario.gold_trace, "Opening line.")
     assert script.user_lines[0] == "Opening line."
-    assert len(script.user_lines) == len(script.agent_turns) == 4
-    assert [name for name, _ in script.agent_turns[3].calls] == ["rebook_flight", "assign_seat"]
+    assert len(script.user_lines) == len(script.agent_turns) == _kinds(scenario).count("user_utterance")
+    per_turn: list[list[str]] = []  # the gold's tool calls, grouped by the caller line they answer
+    for event in scenario.record["trace"]:
+        if event["event_type"] == "user_utterance":
+            per_turn.append([])
+        elif event["event_type"] == "tool_call":
+            per_turn[-1].append(event["tool_name"])
+    assert per_turn == [[], ["get_order"], ["cancel_order"], []]
+    assert [[name for name, _ in turn.calls] for turn in script.agent_turns] == per_turn
     assert script.agent_turns[0].calls == () and script.agent_turns[0].text
 
 
@@ -100,7 +107,7 @@ async def test_replay_agent_ends_after_the_last_line_and_user_hangs_up_past_the_
 ) -> None:
     from engine.backends import TurnInfo
 
-    scenario = loaded.scenario("eva_airline__2_2_5")
+    scenario = loaded.scenario("mock__shipped_refusal")
     factory = ReplayFactory({scenario.name: scenario})
     agent = factory(SessionInfo("agent", {"name": scenario.name}, "", []))
     user = factory(SessionInfo("user", {"name": scenario.name}, "", []))

@@ -1,11 +1,9 @@
-"""Stop reasons and turn-taking, over real WebSockets on loopback with the mock shop's tool table.
-Two cases need eva_airline: a gold conversation long enough to outlast a 0.4 s max_duration, and a
-refund to try after the end of the call."""
+"""Stop reasons and turn-taking, over real WebSockets on loopback with the mock shop's tool table
+and gold conversations (the cancel caller's, at 0.1 s a replay step, outlasts a 0.4 s max_duration)."""
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
@@ -16,18 +14,13 @@ from engine.domains.registry import load_domain
 from engine.model import Scenario
 from engine.session import SessionLimits
 from engine.specs import LoadedDomain
-from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import say, scripted_factory, session_between
 
 
 @pytest.fixture(scope="module")
 def loaded() -> LoadedDomain:
     return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
-
-
-@pytest.fixture(scope="module")
-def eva(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
 
 
 def _user_saying(scenario: Scenario, lines: list[str]):
@@ -92,16 +85,17 @@ async def test_user_tool_other_than_end_call_is_an_error_result(loaded: LoadedDo
     assert result.final_db == scenario.fresh_db()  # the user side never touches the DB
 
 
-async def test_calls_after_the_end_are_refused_and_not_run(eva: LoadedDomain) -> None:
-    scenario = eva.scenario("eva_airline__cancellation_refund")
-    refund = '{"confirmation_number": "ZK3FFW", "refund_amount": 10, "refund_type": "full_fare"}'
-    agent = scripted_factory(lambda t: say("Bye.", ("end_conversation", "{}"), ("process_refund", refund)))
+async def test_calls_after_the_end_are_refused_and_not_run(loaded: LoadedDomain) -> None:
+    scenario = loaded.scenario("mock__cancel_order")
+    cancel = '{"order_id": "O-100"}'
+    agent = scripted_factory(lambda t: say("Bye.", ("end_conversation", "{}"), ("cancel_order", cancel)))
     result = await session_between(scenario, agent, ReplayFactory({scenario.name: scenario}))
     assert result.stop_reason == "exit"
     results = [e["content"]["result"] for e in result.transcript if e["type"] == "tool_result"]
     assert results[-1]["error_type"] == "call_ended"
     assert [c["name"] for c in result.tool_calls] == ["end_conversation"]
-    assert result.final_db["refunds"] == {} and result.actions == []
+    assert result.final_db == scenario.fresh_db() and result.actions == []
+    assert result.final_db["orders"]["O-100"]["status"] == "placed"
 
 
 async def test_max_turns_stops_with_timeout(loaded: LoadedDomain) -> None:
@@ -113,8 +107,8 @@ async def test_max_turns_stops_with_timeout(loaded: LoadedDomain) -> None:
     assert "max turns (2 agent turns)" in (result.error or "")
 
 
-async def test_max_duration_stops_with_timeout(eva: LoadedDomain) -> None:
-    scenario = dataclasses.replace(eva.scenario("eva_airline__7_1_1"), max_duration=0.4)
+async def test_max_duration_stops_with_timeout(loaded: LoadedDomain) -> None:
+    scenario = dataclasses.replace(loaded.scenario("mock__cancel_order"), max_duration=0.4)
     slow = ReplayFactory({scenario.name: scenario}, latency_s=0.1)
     limits = SessionLimits(max_duration_s=scenario.max_duration, turn_timeout_s=5)
     result = await session_between(scenario, slow, slow, limits)

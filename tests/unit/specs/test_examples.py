@@ -2,10 +2,11 @@
 under tests/examples/invalid/ must fail with exactly the lines pinned in its ``expected.txt``.
 
 A case is either a whole spec directory (it has a ``domain.yaml``; a ``data/`` folder in it is its
-data root) or an overlay: its files are copied over a temp copy of ``specs/eva_airline`` (so
-``scenarios/x.yaml`` adds a scenario, ``tools.yaml`` replaces the tool table, ``agent.md.j2``
-shadows the repository template). The spec copy is called ``spec`` and the data root appears as
-``<data-root>`` in expected lines.
+data root, else the mock shop's) or an overlay: its files are copied over a temp copy of the mock
+shop's spec folder ``tests/mock_domain/spec`` (so ``scenarios/x.yaml`` adds a scenario, ``tools.yaml``
+replaces the tool table, ``mock_agent.md.j2`` replaces the agent template, ``judge.md.j2`` shadows the
+repository's). The spec copy is called ``spec`` and the data root appears as ``<data-root>`` in
+expected lines. No case needs the eva data.
 
 Regenerate the pinned files after an intended message change (then review the diff):
 ``REGEN_EXAMPLES=1 .venv/bin/python -m pytest tests/unit/specs/test_examples.py``.
@@ -23,7 +24,8 @@ from pathlib import Path
 import pytest
 
 import cli
-from tests.conftest import REPO, SPEC_DIR
+from engine.domains.registry import load_domain
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 
 EXAMPLES = REPO / "tests" / "examples"
 REGEN = bool(os.environ.get("REGEN_EXAMPLES"))
@@ -33,23 +35,23 @@ def _cases(kind: str) -> list[Path]:
     return sorted(p for p in (EXAMPLES / kind).iterdir() if p.is_dir())
 
 
-def _prepare(case: Path, tmp: Path, data_root: Path) -> tuple[Path, Path]:
+def _prepare(case: Path, tmp: Path, root: Path = MOCK_DATA_ROOT) -> tuple[Path, Path]:
     """Build the spec dir for ``case`` at ``tmp/spec``; returns (spec dir, data root)."""
     spec = tmp / "spec"
     if (case / "domain.yaml").is_file():
         shutil.copytree(case, spec, ignore=shutil.ignore_patterns("expected.txt", "data"))
-        return spec, (case / "data" if (case / "data").is_dir() else data_root)
-    shutil.copytree(SPEC_DIR, spec)
+        return spec, (case / "data" if (case / "data").is_dir() else root)
+    shutil.copytree(MOCK_SPEC_DIR, spec)
     for src in case.rglob("*"):
         if src.is_file() and src.name != "expected.txt":
             dest = spec / src.relative_to(case)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, dest)
-    return spec, data_root
+    return spec, root
 
 
-def _validate(case: Path, tmp: Path, data_root: Path, capsys, monkeypatch) -> tuple[int, list[str]]:
-    _spec, root = _prepare(case, tmp, data_root)
+def _validate(case: Path, tmp: Path, capsys, monkeypatch) -> tuple[int, list[str]]:
+    _spec, root = _prepare(case, tmp)
     monkeypatch.chdir(tmp)
     code = cli.main(["validate", "spec", "--no-replay", "--data-root", str(root)])
     out = capsys.readouterr()
@@ -58,15 +60,15 @@ def _validate(case: Path, tmp: Path, data_root: Path, capsys, monkeypatch) -> tu
 
 
 @pytest.mark.parametrize("case", _cases("valid"), ids=lambda p: p.name)
-def test_valid_example(case: Path, tmp_path: Path, data_root: Path, capsys, monkeypatch) -> None:
-    code, lines = _validate(case, tmp_path, data_root, capsys, monkeypatch)
+def test_valid_example(case: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    code, lines = _validate(case, tmp_path, capsys, monkeypatch)
     assert code == 0, "\n".join(lines)
     assert lines[-1].startswith("validated ") and "schemas ok, cross-checks ok" in lines[-1]
 
 
 @pytest.mark.parametrize("case", _cases("invalid"), ids=lambda p: p.name)
-def test_invalid_example(case: Path, tmp_path: Path, data_root: Path, capsys, monkeypatch) -> None:
-    code, lines = _validate(case, tmp_path, data_root, capsys, monkeypatch)
+def test_invalid_example(case: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    code, lines = _validate(case, tmp_path, capsys, monkeypatch)
     expected_file = case / "expected.txt"
     if REGEN:
         expected_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -99,19 +101,21 @@ def test_example_yaml_files_carry_schema_line() -> None:
         assert (path.parent / first.split("$schema=", 1)[1]).resolve().is_file(), path
 
 
-def test_adding_a_scenario_is_yaml_only(tmp_path: Path, data_root: Path) -> None:
+def test_adding_a_scenario_is_yaml_only(tmp_path: Path) -> None:
     """Copy the domain, add one scenario file, and see it listed, validated and rendered (real CLI)."""
-    spec = tmp_path / "eva_copy"
-    shutil.copytree(SPEC_DIR, spec)
-    (spec / "scenarios" / "x.1.yaml").write_text(
+    spec = tmp_path / "mock_copy"
+    shutil.copytree(MOCK_SPEC_DIR, spec)
+    (spec / "scenarios" / "x.yaml").write_text(
         "# yaml-language-server: $schema=../../../schemas/scenario.schema.json\n"
-        "name: eva_airline__date_change_variant\n"
-        'eva_id: "1.1.2"\n'
-        "description: The 1.1.2 caller again, with an extra note for the agent.\n"
-        "agent_notes: [Offer the earliest flight first.]\n",
+        "name: mock__cancel_variant\n"
+        "eva_id: M1\n"
+        "description: The M1 caller again, with another note for the agent.\n"
+        "agent_notes: [Offer to keep the order on hold first.]\n",
         encoding="utf-8",
     )
-    env = {**os.environ, "EVAL_DATA_ROOT": str(data_root)}
+    seeds = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenarios
+    n = len(seeds) + 1
+    env = {**os.environ, "EVAL_DATA_ROOT": str(MOCK_DATA_ROOT)}
     exe = [sys.executable, "-c", "import sys, cli; sys.exit(cli.main())"]
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -120,20 +124,19 @@ def test_adding_a_scenario_is_yaml_only(tmp_path: Path, data_root: Path) -> None
     listed = run("list", str(spec), "--json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
-    assert len(rows) == 51
+    assert len(rows) == n
     assert {
-        "name": "eva_airline__date_change_variant",
-        "eva_id": "1.1.2",
-        "description": "The 1.1.2 caller again, with an extra note for the agent.",
+        "name": "mock__cancel_variant",
+        "eva_id": "M1",
+        "description": "The M1 caller again, with another note for the agent.",
     } in rows
 
     checked = run("validate", str(spec), "--no-replay")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "validated 51 scenarios" in checked.stdout
-    assert "102 prompts and 51 judge prompts rendered" in checked.stdout
+    assert f"validated {n} scenarios" in checked.stdout
+    assert f"{2 * n} prompts and {n} judge prompts rendered" in checked.stdout
 
-    shown = run("render", str(spec), "--scenario", "eva_airline__date_change_variant")
+    shown = run("render", str(spec), "--scenario", "mock__cancel_variant")
     assert shown.returncode == 0, shown.stderr
-    assert "## Additional Notes to Follow" in shown.stdout
-    assert "- Offer the earliest flight first." in shown.stdout
-    assert "2026-03-17" in shown.stdout
+    assert shown.stdout.rstrip().endswith("- Offer to keep the order on hold first.")
+    assert f"Today is {seeds[0].current_date}." in shown.stdout

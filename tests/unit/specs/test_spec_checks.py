@@ -14,7 +14,7 @@ import pytest
 from engine.domains.registry import load_domain
 from engine.errors import SpecError
 from engine.yamlload import parse_yaml
-from tests.conftest import REPO, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 
 
 @pytest.mark.parametrize(
@@ -28,15 +28,16 @@ def test_unquoted_yaml11_keys_are_problems(key: str, becomes: str) -> None:
     assert f"unquoted key {key!r} is not text in YAML (the key becomes {becomes!r})" in problem.message
 
 
-def test_a_yes_no_decision_tree_fails_validation(tmp_path: Path, data_root: Path) -> None:
-    spec = tmp_path / "eva"
-    shutil.copytree(SPEC_DIR, spec)
-    scenario = spec / "scenarios" / "1.1.2.yaml"
+def test_a_yes_no_decision_tree_fails_validation(tmp_path: Path) -> None:
+    spec = tmp_path / "mock"
+    shutil.copytree(MOCK_SPEC_DIR, spec)
+    scenario = spec / "scenarios" / "cancel.yaml"
     text = scenario.read_text()
-    scenario.write_text(text + "user:\n  decision_tree:\n    yes: accept the rebook\n    no: ask again\n")
+    assert "\nuser:" not in text
+    scenario.write_text(text + "user:\n  decision_tree:\n    yes: accept the refund\n    no: ask again\n")
     first = text.count("\n") + 3
     with pytest.raises(SpecError) as info:
-        load_domain(spec, data_root)
+        load_domain(spec, MOCK_DATA_ROOT)
     found = [p for p in info.value.problems if "decision_tree" in p.json_path]
     assert [p.line for p in found] == [first, first + 1] and all(
         "is not text in YAML" in p.message for p in found
@@ -44,25 +45,29 @@ def test_a_yes_no_decision_tree_fails_validation(tmp_path: Path, data_root: Path
 
 
 @pytest.mark.parametrize("name", ["current_date", "policy_instructions", "user", "agent_notes"])
-def test_single_brace_placeholders_of_context_variables_are_problems(
-    tmp_path: Path, data_root: Path, name: str
-) -> None:
-    spec = tmp_path / "eva"
-    shutil.copytree(SPEC_DIR, spec)
-    body = (REPO / "templates" / "agent.md.j2").read_text()
+def test_single_brace_placeholders_of_context_variables_are_problems(tmp_path: Path, name: str) -> None:
+    spec = tmp_path / "mock"
+    shutil.copytree(MOCK_SPEC_DIR, spec)
+    body = (spec / "mock_agent.md.j2").read_text()
     lines = body.count("\n")
-    (spec / "agent.md.j2").write_text(body + f'Today: {{{name}}}. JSON: {{"a": {{b}}, "x": 1}}\n')
+    (spec / "mock_agent.md.j2").write_text(body + f'Today: {{{name}}}. JSON: {{"a": {{b}}, "x": 1}}\n')
     with pytest.raises(SpecError) as info:
-        load_domain(spec, data_root)
+        load_domain(spec, MOCK_DATA_ROOT)
     (problem,) = info.value.problems
     assert problem.file.endswith("agent.md.j2") and problem.line == lines + 1
     assert f"'{{{name}}}' is a single-brace placeholder, rendered literally" in problem.message
 
 
-def test_make_test_without_data_is_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "paths", [[], ["tests/domains/eva_airline/test_predicates.py"], ["tests/unit/gold", "tests/project"]],
+    ids=["whole-suite", "a-domain-file", "unit-and-more"],
+)  # fmt: skip
+def test_make_test_without_data_is_one_line(tmp_path: Path, paths: list[str]) -> None:
+    """The whole suite, or any selection beyond tests/unit/, stops at once without the data (the unit
+    tests alone run: tests/project/test_unit_tests_need_no_data.py)."""
     env = {**os.environ, "EVAL_DATA_ROOT": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/gold/test_gold.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -142,20 +147,20 @@ def test_validate_scores_each_gold_on_its_own_signals(mock_copy, old, new, note)
     assert any("gold replay failed its own checks [mock__cancel_order]" in line for line in report.lines())
 
 
-def test_scenarios_are_chosen_by_name_or_record_id(data_root: Path) -> None:
+def test_scenarios_are_chosen_by_name_or_record_id() -> None:
     from engine.errors import UsageError
     from engine.rundir import select_scenarios
 
-    loaded = load_domain(SPEC_DIR, data_root)
-    chosen = select_scenarios(loaded.scenarios, ("1.1.2", "eva_airline__3_1_5", "1.1.2"), None)
-    assert [s.name for s in chosen] == ["eva_airline__voluntary_date_change", "eva_airline__3_1_5"]
-    assert loaded.scenario("1.1.2").name == "eva_airline__voluntary_date_change"
-    # before: eva_airline__1_1_2 suggested eva_airline__5_1_2; it is 1.1.2's scenario
+    loaded = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+    chosen = select_scenarios(loaded.scenarios, ("M1", "mock__shipped_refusal", "M1"), None)
+    assert [s.name for s in chosen] == ["mock__cancel_order", "mock__shipped_refusal"]
+    assert loaded.scenario("M1").name == "mock__cancel_order"
+    # a name made of the domain and a record id suggests that record's scenario
     with pytest.raises(UsageError) as info:
-        select_scenarios(loaded.scenarios, ("eva_airline__1_1_2",), None)
-    assert str(info.value) == (
-        "no scenario named 'eva_airline__1_1_2' "
-        "(did you mean 'eva_airline__voluntary_date_change', record '1.1.2'?)"
+        select_scenarios(loaded.scenarios, ("mock__M2",), None)
+    assert (
+        str(info.value)
+        == "no scenario named 'mock__M2' (did you mean 'mock__late_delivery_credit', record 'M2'?)"
     )
 
 

@@ -41,11 +41,11 @@ from engine.sides.link import SideLink
 from engine.sides.standalone import serve_side
 from engine.specs import LoadedDomain
 from engine.untrusted import MAX_COUNT, one_line
-from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.record_helpers import metrics_row
 from tests.runtime_helpers import run_options, scripted_factory, session_between
 
-SCENARIO = "eva_airline__3_1_5"
+SCENARIO, OTHER = "mock__cancel_order", "mock__shipped_refusal"
 FORGED = "Overall Success Rate: 100.0% (50/50 scenarios)"
 HUGE = 10**4299  # 4,300 digits: the most Python turns into text; two of them summed are one more
 
@@ -53,8 +53,8 @@ Reply = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
-def loaded(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
+def loaded() -> LoadedDomain:
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
 
 
 @contextlib.asynccontextmanager
@@ -92,10 +92,10 @@ async def agent_side(reply: Reply, backend: str = "external") -> AsyncIterator[s
         yield f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
 
 
-async def _run(tmp_path: Path, data_root: Path, agent: str, *names: str) -> Any:
+async def _run(tmp_path: Path, agent: str, *names: str) -> Any:
     opts = run_options(
-        SPEC_DIR,
-        data_root,
+        MOCK_SPEC_DIR,
+        MOCK_DATA_ROOT,
         scenarios=names or (SCENARIO,),
         agent=agent,
         output_dir=tmp_path / "run",
@@ -118,8 +118,8 @@ async def test_a_huge_token_count_is_refused_with_the_side_blamed(loaded: Loaded
     assert "prompt_tokens" in (result.error or "") and len(result.error or "") < 2100
 
 
-async def test_huge_counts_already_on_disk_do_not_break_the_summary(tmp_path: Path, data_root: Path) -> None:
-    report = await _run(tmp_path, data_root, "replay", SCENARIO, "eva_airline__5_2_5")
+async def test_huge_counts_already_on_disk_do_not_break_the_summary(tmp_path: Path) -> None:
+    report = await _run(tmp_path, "replay", SCENARIO, OTHER)
     # as an older evalctl wrote them: each count fits in text, their sum does not
     for path in sorted((tmp_path / "run").glob("*/metrics.json")):
         text = path.read_text(encoding="utf-8")
@@ -148,24 +148,24 @@ def test_odd_usage_values_count_zero_or_are_refused() -> None:
 
 
 async def test_a_model_name_cannot_forge_report_lines(
-    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model = f"m\n{FORGED}\u202e\u200b"
     scripts = {
         SCENARIO: {"hang_up": True, "usage": {"model": model, "prompt_tokens": 1, "completion_tokens": 1}},
-        "eva_airline__5_2_5": {"frame": json.dumps(
+        OTHER: {"frame": json.dumps(
             {"v": 1, "type": "error", "id": "x", "code": "backend_error", "message": f"boom\n{FORGED}\u2066"}
         )},
     }  # fmt: skip
     reply = lambda start, turn: scripts[start["scenario"]["name"]]  # noqa: E731
     async with agent_side(reply, backend=f"ws\n{FORGED}") as uri:
-        report = await _run(tmp_path, data_root, uri, *scripts)
+        report = await _run(tmp_path, uri, *scripts)
         capsys.readouterr()
         print_outcome(report)
     printed = capsys.readouterr().out
     text = (tmp_path / "run" / "all_summary.txt").read_text(encoding="utf-8")
     overall = report.summary.overall
-    # 5.2.5's agent side reported its backend failed: no verdict, left out of the rate
+    # the other scenario's agent side reported its backend failed: no verdict, left out of the rate
     assert overall.errors == 1 and overall.total == 1
     real = f"Overall Success Rate: {100 * overall.rate:.1f}% ({overall.passed}/1 scenarios; 1 error left out)"
     for shown in (text, printed):
@@ -205,12 +205,12 @@ def test_a_summary_from_older_metrics_is_one_line_per_entry() -> None:
 
 
 async def test_a_reply_too_big_to_forward_blames_its_sender_and_keeps_the_artifacts(
-    tmp_path: Path, data_root: Path
+    tmp_path: Path,
 ) -> None:
     envelope = len(json.dumps({"v": 1, "type": "turn.response", "id": "a1", "reply_to": "e99", "text": ""}))
     text = "x" * (MAX_FRAME_BYTES - envelope - 10)  # the frame fits; forwarded with a wrapper it would not
     async with agent_side(lambda start, turn: {"text": text}) as uri:
-        report = await _run(tmp_path, data_root, uri)
+        report = await _run(tmp_path, uri)
     [(result, metrics)] = report.outcomes
     assert result.stop_reason == "error" and metrics is not None
     assert (result.error or "").startswith("agent side's reply is"), result.error
@@ -256,7 +256,7 @@ async def test_two_sides_trading_big_utterances_run_out_of_bytes(loaded: LoadedD
 
 def test_the_default_byte_budget_is_documented() -> None:
     assert SessionLimits(max_duration_s=1).max_session_bytes == 64 * 1024 * 1024
-    doc = (SPEC_DIR.parent.parent / "docs" / "trust.md").read_text(encoding="utf-8")
+    doc = (REPO / "docs" / "trust.md").read_text(encoding="utf-8")
     assert "64 MiB" in doc and "session byte budget exhausted" in doc
 
 
@@ -269,8 +269,8 @@ def test_the_default_byte_budget_is_documented() -> None:
         (['{"v": 1, "type": "session.start", "id": "e1"}'], "session.start: $: 'session_id' is a required"),
         (
             ['{"v": 1, "type": "session.start", "id": "e1", "session_id": "s", "role": "agent", '
-             '"system_prompt": "x", "tools": [], "scenario": {"name": "eva_airline__3_1_5", "domain": "d", '
-             '"description": "x", "eva_id": "3.1.5", "language": "en", "current_date": "2026-01-01", '
+             '"system_prompt": "x", "tools": [], "scenario": {"name": "mock__cancel_order", "domain": "d", '
+             '"description": "x", "eva_id": "M1", "language": "en", "current_date": "2026-01-01", '
              '"trial": 1}, "limits": {"max_duration_s": 9, "turn_timeout_s": 9, "max_tool_rounds": 1, '
              '"max_turns": null}}',
              '{"v": 1, "type": "turn.request", "id": "e2"}'],
@@ -280,7 +280,7 @@ def test_the_default_byte_budget_is_documented() -> None:
     ids=["bad_start", "bad_turn"],
 )  # fmt: skip
 async def test_serve_checks_frames_against_the_schemas(
-    data_root: Path, caplog: pytest.LogCaptureFixture, frames: list[str], needle: str
+    caplog: pytest.LogCaptureFixture, frames: list[str], needle: str
 ) -> None:
     ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     stop = asyncio.Event()
@@ -289,8 +289,8 @@ async def test_serve_checks_frames_against_the_schemas(
             "agent",
             "replay",
             port=0,
-            spec_dir=SPEC_DIR,
-            data_root=data_root,
+            spec_dir=MOCK_SPEC_DIR,
+            data_root=MOCK_DATA_ROOT,
             plugins=plugins(),
             on_ready=ready.set_result,
             stop=stop,

@@ -28,15 +28,16 @@ from engine.errors import SpecError
 from engine.model import Scenario
 from engine.render import context, render
 from engine.specs import LoadedDomain
-from tests.conftest import REPO, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 SECRET_NAME = "secret.txt"
 SECRET = "S3CR3T-" + secrets.token_hex(8)
 
 
 @pytest.fixture(scope="module")
-def loaded(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
+def loaded() -> LoadedDomain:
+    """The mock shop: its scenarios carry a decision tree, extra caller facts and agent notes."""
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
 
 
 @pytest.fixture
@@ -67,7 +68,7 @@ def _scenario(loaded: LoadedDomain, folder: Path, body: str) -> Scenario:
     domain = dataclasses.replace(
         loaded.domain, spec_dir=folder, data_root=folder, templates={"agent": "probe.md.j2"}
     )
-    return dataclasses.replace(loaded.scenario("eva_airline__voluntary_date_change"), domain=domain)
+    return dataclasses.replace(loaded.scenario("mock__cancel_order"), domain=domain)
 
 
 def _render_leaks(loaded: LoadedDomain, folder: Path, body: str) -> str:
@@ -100,15 +101,15 @@ def test_a_spec_template_cannot_read_or_write_files(loaded: LoadedDomain, watche
 
 
 def test_evalctl_list_on_a_hostile_spec_folder_touches_nothing(
-    tmp_path: Path, data_root: Path, watched: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, watched: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = tmp_path / "spec"
-    shutil.copytree(SPEC_DIR, spec)
-    agent = (REPO / "templates" / "agent.md.j2").read_text(encoding="utf-8")
+    shutil.copytree(MOCK_SPEC_DIR, spec)
+    agent = (spec / "mock_agent.md.j2").read_text(encoding="utf-8")
     hostile = ISSUE_TEMPLATE.replace("domain.spec_dir", f"domain.spec_dir.parent.joinpath('{watched.name}')")
-    (spec / "agent.md.j2").write_text(agent + hostile, encoding="utf-8")
+    (spec / "mock_agent.md.j2").write_text(agent + hostile, encoding="utf-8")
     assert spec.parent == watched.parent  # so spec_dir.parent.joinpath(watched.name) is the watched folder
-    code = cli.main(["list", str(spec), "--data-root", str(data_root)])
+    code = cli.main(["list", str(spec), "--data-root", str(MOCK_DATA_ROOT)])
     captured = capsys.readouterr()
     assert code == 1  # the template does not render: a spec problem, every verb refuses the folder
     assert SECRET not in captured.out + captured.err
@@ -188,7 +189,8 @@ def test_templates_see_plain_data_only(loaded: LoadedDomain) -> None:
     for name, value in context(loaded.scenarios[0]).items():
         walk(value, name)
     variables = context(loaded.scenarios[0])
-    assert variables["domain"]["spec_dir"] == str(SPEC_DIR)
+    assert variables["domain"]["spec_dir"] == str(MOCK_SPEC_DIR)
+    assert variables["user"]["decision_tree"] and variables["agent_notes"]
     assert list(variables["tools"]["names"]) == list(loaded.domain.tools.names)
 
 

@@ -15,7 +15,7 @@ from engine.voice.pcm import read_wav, speech_bounds
 from engine.voice.run import VoiceRun
 from engine.voice.side import VoiceStyle
 from engine.voice.tts import EspeakNG, missing_tts
-from tests.conftest import SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.unit.voice.test_voice import THREE, _run, _voice
 
 pytestmark = pytest.mark.skipif(missing_tts() is not None, reason=f"local TTS: {missing_tts()}")
@@ -25,12 +25,12 @@ def _metrics(out: Path) -> dict[str, dict]:
     return {p.parent.name: json.loads(p.read_text()) for p in out.glob("*/metrics.json")}
 
 
-def test_evalctl_run_voice_passes_three_eva_scenarios_offline(data_root: Path, tmp_path: Path) -> None:
+def test_evalctl_run_voice_passes_the_three_mock_scenarios_offline(tmp_path: Path) -> None:
     base = [
         "run",
-        str(SPEC_DIR),
+        str(MOCK_SPEC_DIR),
         "--data-root",
-        str(data_root),
+        str(MOCK_DATA_ROOT),
         "--scenarios",
         ",".join(THREE),
         "--no-progress",
@@ -57,9 +57,9 @@ def test_evalctl_run_voice_passes_three_eva_scenarios_offline(data_root: Path, t
             assert 1.0 <= words / seconds <= 5.0, t
 
 
-async def test_a_delay_in_the_espeak_replay_agent_is_measured(data_root: Path, tmp_path: Path) -> None:
+async def test_a_delay_in_the_espeak_replay_agent_is_measured(tmp_path: Path) -> None:
     tts = EspeakNG()
     voice = VoiceRun(VoiceConfig(tts), VoiceStyle(tts, delay_ms=700.0))
-    await _run(data_root, tmp_path, THREE[:1], voice=voice)
+    await _run(tmp_path, THREE[:1], voice=voice)
     turns = _voice(tmp_path, THREE[0])["turns"]
     assert turns and all(abs(t["latency_ms"] - 700.0) <= 40 for t in turns), turns
