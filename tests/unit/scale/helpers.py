@@ -1,4 +1,4 @@
-"""Shared by the scale tests: a few eva scenarios, and a summary without its timing fields."""
+"""Shared by the scale tests: the mock shop's scenarios, and a summary without its timing fields."""
 
 from __future__ import annotations
 
@@ -6,15 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-#: Six eva scenarios: exits and transfers, short and long conversations.
-NAMES = (
-    "eva_airline__3_1_5",
-    "eva_airline__7_2_8",
-    "eva_airline__5_1_5",
-    "eva_airline__1_1_4",
-    "eva_airline__7_1_1",
-    "eva_airline__escalation_edge_case",
-)
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+#: The mock shop: its spec folder and data root, and its three scenarios (in spec order).
+SHOP = (MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+NAMES = ("mock__cancel_order", "mock__late_delivery_credit", "mock__shipped_refusal")
+#: ``evalctl run`` on the mock shop.
+SHOP_RUN = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
 
 #: Summary fields that depend on the clock or on where the run was written.
 TIMING = ("run_dir", "wall_time_s", "session_time_s", "invocations")

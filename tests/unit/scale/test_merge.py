@@ -3,29 +3,28 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 import cli
-from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, SPEC_DIR
-from tests.unit.scale.helpers import NAMES, hashes, verdicts
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.unit.scale.helpers import NAMES, SHOP_RUN, hashes, verdicts
 
 
-def _run(data_root: Path, out: Path, *extra: str, names: tuple[str, ...] = NAMES) -> None:
-    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", ",".join(names),
-            "--output-dir", str(out), "--no-progress", "--workers", "1", *extra]  # fmt: skip
-    assert cli.main(argv) == 0
+def _run(out: Path, *extra: str, spec: list[str] = SHOP_RUN) -> int:
+    return cli.main([*spec, "--output-dir", str(out), "--no-progress", "--workers", "1", *extra])
 
 
 @pytest.fixture(scope="module")
-def shards(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
-    """One run of the six scenarios with two trials, and its three shard runs."""
+def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """One run of the mock shop with two trials, and its three shard runs."""
     base = tmp_path_factory.mktemp("merge")
-    _run(data_root, base / "single", "--trials", "2")
+    assert _run(base / "single", "--trials", "2") == 0
     parts = [base / f"part{i}" for i in (1, 2, 3)]
     for i, part in enumerate(parts, start=1):
-        _run(data_root, part, "--trials", "2", "--shard", f"{i}/3")
+        assert _run(part, "--trials", "2", "--shard", f"{i}/3") == 0
     return base / "single", parts
 
 
@@ -34,7 +33,7 @@ def test_merged_shards_equal_one_run(shards: tuple[Path, list[Path]], tmp_path: 
     out = tmp_path / "all"
     assert cli.main(["merge", *map(str, parts), "--output-dir", str(out)]) == 0
     assert verdicts(out) == verdicts(single)  # counts, rates, pass^k, stop reasons, failures...
-    assert hashes(out) == hashes(single) and len(hashes(out)) == 12
+    assert hashes(out) == hashes(single) and len(hashes(out)) == 6
     record = json.loads((out / "run.json").read_text())
     merge = record["invocations"][-1]
     assert merge["command"] == "merge" and merge["args"]["sources"] == [str(p) for p in parts]
@@ -42,20 +41,21 @@ def test_merged_shards_equal_one_run(shards: tuple[Path, list[Path]], tmp_path: 
     assert [i["command"] for i in record["invocations"]] == ["run", "run", "run", "merge"]
     assert record["settings"]["shard"] is None and sorted(record["scenarios"]) == sorted(NAMES)
     for part in parts:  # the sources are left as they were
-        assert json.loads((part / "summary.json").read_text())["results"] == 4
-    assert "Overall Success Rate: 100.0% (12/12 sessions)" in (out / "all_summary.txt").read_text()
+        assert json.loads((part / "summary.json").read_text())["results"] == 2
+    assert "Overall Success Rate: 100.0% (6/6 sessions)" in (out / "all_summary.txt").read_text()
 
 
-def test_a_missing_shard_shows_as_missing(shards: tuple[Path, list[Path]], tmp_path: Path) -> None:
+def test_merging_some_shards_counts_what_they_hold(shards: tuple[Path, list[Path]], tmp_path: Path) -> None:
     _, parts = shards
     out = tmp_path / "some"
     assert cli.main(["merge", str(parts[0]), str(parts[2]), "--output-dir", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["results"] == 8 and summary["missing"] == []  # only the given shards' selections
-    assert len(hashes(out)) == 8
+    assert summary["results"] == 4 and summary["missing"] == []  # only the given shards' selections
+    assert len(hashes(out)) == 4
 
 
 def _refused(capsys: pytest.CaptureFixture[str], out: Path, *runs: Path) -> str:
+    capsys.readouterr()
     existed = out.exists()
     code = cli.main(["merge", *map(str, runs), "--output-dir", str(out)])
     err = capsys.readouterr().err
@@ -65,26 +65,25 @@ def _refused(capsys: pytest.CaptureFixture[str], out: Path, *runs: Path) -> str:
 
 
 def test_mismatched_runs_are_refused(
-    shards: tuple[Path, list[Path]], data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    shards: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     single, parts = shards
     out = tmp_path / "out"
     assert "both hold" in _refused(capsys, out, parts[0], single)  # overlapping scenario folders
     one_trial = tmp_path / "one_trial"
-    _run(data_root, one_trial, "--shard", "2/3")
-    capsys.readouterr()
+    _run(one_trial, "--shard", "2/3")
     assert "--trials 1" in _refused(capsys, out, parts[0], one_trial)
     other_agent = tmp_path / "noop"
-    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", NAMES[0], "--trials",
-            "2", "--agent", "noop", "--output-dir", str(other_agent), "--no-progress"]  # fmt: skip
-    cli.main(argv)
-    capsys.readouterr()
-    assert "was run with --agent noop" in _refused(capsys, out, parts[1], other_agent)
-    mock = tmp_path / "mock"
-    cli.main(["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--trials", "2",
-              "--output-dir", str(mock), "--no-progress"])  # fmt: skip
-    capsys.readouterr()
-    err = _refused(capsys, out, parts[0], mock)
-    assert "other spec files" in err and str(MOCK_SPEC_DIR) in err
+    _run(other_agent, "--trials", "2", "--agent", "noop", "--shard", "2/3")
+    assert "was run with --agent noop" in _refused(capsys, out, parts[0], other_agent)
+    specs = tmp_path / "spec"  # the same shop with one scenario file changed: other spec files
+    shutil.copytree(MOCK_SPEC_DIR, specs)
+    changed = next((specs / "scenarios").glob("*.yaml"))
+    changed.write_text(changed.read_text() + "\n# changed\n")
+    other_spec = tmp_path / "other_spec"
+    _run(other_spec, "--trials", "2", "--shard", "2/3",
+         spec=["run", str(specs), "--data-root", str(MOCK_DATA_ROOT)])  # fmt: skip
+    err = _refused(capsys, out, parts[0], other_spec)
+    assert "other spec files" in err and str(specs) in err
     assert "not an evalctl run directory" in _refused(capsys, out, parts[0], tmp_path)
     assert "is one of the runs merged" in _refused(capsys, parts[0], parts[0], parts[1])

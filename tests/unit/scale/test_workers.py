@@ -19,9 +19,9 @@ from engine import workers
 from engine.errors import UsageError
 from engine.runner import run
 from engine.shard import split
-from tests.conftest import REPO, SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
-from tests.unit.scale.helpers import NAMES, hashes, verdicts
+from tests.unit.scale.helpers import NAMES, SHOP, hashes, verdicts
 
 
 @pytest.fixture(autouse=True)
@@ -33,12 +33,10 @@ def _workers() -> list[multiprocessing.process.BaseProcess]:
     return [p for p in multiprocessing.active_children() if p.name.startswith("evalctl-worker-")]
 
 
-async def test_two_workers_give_the_verdicts_and_hashes_of_one_process(
-    data_root: Path, tmp_path: Path
-) -> None:
-    common = {"scenarios": NAMES, "trials": 2, "progress": False}
-    await run(run_options(SPEC_DIR, data_root, output_dir=tmp_path / "one", workers=1, **common))
-    two = await run(run_options(SPEC_DIR, data_root, output_dir=tmp_path / "two", workers=2, **common))
+async def test_two_workers_give_the_verdicts_and_hashes_of_one_process(tmp_path: Path) -> None:
+    common = {"scenarios": NAMES, "trials": 4, "progress": False}
+    await run(run_options(*SHOP, output_dir=tmp_path / "one", workers=1, **common))
+    two = await run(run_options(*SHOP, output_dir=tmp_path / "two", workers=2, **common))
     assert verdicts(tmp_path / "two") == verdicts(tmp_path / "one")
     assert hashes(tmp_path / "two") == hashes(tmp_path / "one") and len(hashes(tmp_path / "one")) == 12
     assert two.summary is not None and two.summary.results == 12 and two.exit_code() == 0
@@ -49,11 +47,12 @@ async def test_two_workers_give_the_verdicts_and_hashes_of_one_process(
 
 def test_worker_count_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(workers, "MIN_JOBS_PER_WORKER", 40)
-    opts = run_options(SPEC_DIR, workers=4)
+    opts = run_options(MOCK_SPEC_DIR, workers=4)
     assert [workers.worker_count(opts, n, None) for n in (1, 79, 80, 119, 120, 2000)] == [1, 1, 2, 2, 3, 4]
-    unpicklable = run_options(SPEC_DIR, workers=4, plugins={"x": lambda: None})  # type: ignore[dict-item]
+    unpicklable = run_options(MOCK_SPEC_DIR, workers=4, plugins={"x": lambda: None})  # type: ignore[dict-item]
     assert workers.worker_count(unpicklable, 2000, None) == 1  # the default falls back to one process
-    explicit = run_options(SPEC_DIR, workers=4, plugins={"x": lambda: None}, explicit=frozenset({"workers"}))  # type: ignore[dict-item]
+    explicit = run_options(MOCK_SPEC_DIR, workers=4, plugins={"x": lambda: None},  # type: ignore[dict-item]
+                           explicit=frozenset({"workers"}))  # fmt: skip
     with pytest.raises(UsageError, match=r"--workers 4: the run's domain plugins cannot be sent"):
         workers.worker_count(explicit, 2000, None)
 
@@ -66,9 +65,9 @@ async def _wait_for_results(run_dir: Path, task: asyncio.Task[object]) -> None:
     raise AssertionError("no result within 30 s")
 
 
-async def test_a_killed_worker_fails_its_own_sessions_only(data_root: Path, tmp_path: Path) -> None:
-    opts = run_options(SPEC_DIR, data_root, scenarios=NAMES, trials=2, workers=2, concurrency=2,
-                       replay_latency_s=0.1, output_dir=tmp_path, progress=False)  # fmt: skip
+async def test_a_killed_worker_fails_its_own_sessions_only(tmp_path: Path) -> None:
+    opts = run_options(*SHOP, scenarios=NAMES, trials=4, workers=2, concurrency=2,
+                       replay_latency_s=0.2, output_dir=tmp_path, progress=False)  # fmt: skip
     task = asyncio.create_task(run(opts))
     await _wait_for_results(tmp_path, task)
     [victim] = [p for p in _workers() if p.name == "evalctl-worker-1"]
@@ -76,7 +75,7 @@ async def test_a_killed_worker_fails_its_own_sessions_only(data_root: Path, tmp_
     report = await asyncio.wait_for(task, 120)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["results"] == 12 and summary["missing"] == [] and not report.interrupted
-    jobs = [(n, k) for n in NAMES for k in (1, 2)]
+    jobs = [(n, k) for n in NAMES for k in (1, 2, 3, 4)]
     first, second = split(jobs, 2)  # the jobs are dealt round-robin in plan order
     found = hashes(tmp_path)
     errors = {key for key, row in found.items() if row[0] == "error"}
@@ -90,11 +89,9 @@ async def test_a_killed_worker_fails_its_own_sessions_only(data_root: Path, tmp_
     assert not _workers()
 
 
-async def test_cancelling_the_run_stops_the_workers_and_writes_the_summary(
-    data_root: Path, tmp_path: Path
-) -> None:
-    opts = run_options(SPEC_DIR, data_root, scenarios=NAMES, trials=2, workers=2, concurrency=2,
-                       replay_latency_s=0.1, output_dir=tmp_path, progress=False)  # fmt: skip
+async def test_cancelling_the_run_stops_the_workers_and_writes_the_summary(tmp_path: Path) -> None:
+    opts = run_options(*SHOP, scenarios=NAMES, trials=4, workers=2, concurrency=2,
+                       replay_latency_s=0.2, output_dir=tmp_path, progress=False)  # fmt: skip
     task = asyncio.create_task(run(opts))
     await _wait_for_results(tmp_path, task)
     task.cancel()
@@ -106,24 +103,24 @@ async def test_cancelling_the_run_stops_the_workers_and_writes_the_summary(
     assert not _workers()
 
 
-async def test_workers_with_an_external_agent_and_a_resume(data_root: Path, tmp_path: Path) -> None:
+async def test_workers_with_an_external_agent_and_a_resume(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "cli.py"), "serve", "agent", "--port", "0", "--spec-dir", str(SPEC_DIR),
-         "--data-root", str(data_root)],
+        [sys.executable, str(REPO / "cli.py"), "serve", "agent", "--port", "0", "--spec-dir",
+         str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)],
         cwd=REPO, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     try:
         assert proc.stderr is not None
         match = re.search(r"on (ws://127\.0\.0\.1:\d+)", proc.stderr.readline())
         assert match
-        common = {"scenarios": NAMES[:3], "trials": 2, "workers": 2, "progress": False}
+        common = {"scenarios": NAMES, "trials": 2, "workers": 2, "progress": False}
         out = tmp_path / "run"
-        first = await run(run_options(SPEC_DIR, data_root, agent=match.group(1), output_dir=out, **common))
+        first = await run(run_options(*SHOP, agent=match.group(1), output_dir=out, **common))
         assert first.summary is not None and first.summary.results == 6 and first.exit_code() == 0
         before = hashes(out)
         for key in list(before)[:2]:
             (out / key / "metrics.json").unlink()
-        again = await run(run_options(SPEC_DIR, data_root, resume=out, **common))
+        again = await run(run_options(*SHOP, resume=out, **common))
         assert again.skipped == 4 and again.summary is not None and again.summary.results == 6
         assert hashes(out) == before and again.exit_code() == 0
         record = json.loads((out / "run.json").read_text())
