@@ -1,16 +1,25 @@
 """Atomic artifact writes: every file lands whole or not at all.
 
-Each writer puts the bytes in a temporary file in the target's own directory, flushes and fsyncs
-it, then ``os.replace``s it over the target (atomic on POSIX within one filesystem) and fsyncs the
-directory. A reader — or a resumed run after SIGKILL — therefore sees either the old file or the
-new one, never a torn one.
+Each writer puts the bytes in a temporary file in the target's own directory, then
+``os.replace``s it over the target (atomic on POSIX within one filesystem). A reader — or a
+resumed run after SIGKILL — therefore sees either the old file or the new one, never a torn one.
+
+Durability (after an OS crash or a power loss):
+
+- :func:`write_bytes` and the single-file writers fsync the file and its directory (two syncs per
+  file; for the few run-level files: ``summary.json``, ``run.json``...);
+- :class:`FolderWrite` writes the many files of one result folder with ONE durable sync for them
+  all (:func:`durable_sync`), then renames its marker files (``session.json``, ``metrics.json``)
+  into place in order: a marker is only ever visible over files whose bytes are on disk.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -133,10 +142,14 @@ def write_db_json(path: Path, db: Any) -> Path:
     return write_text(path, dumps_db_json(db))
 
 
+def dumps_jsonl(rows: Iterable[Any]) -> str:
+    """One compact JSON object per line (``default=str``)."""
+    return "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+
+
 def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
-    """Atomically write one compact JSON object per line (``default=str``)."""
-    body = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-    return write_text(path, body)
+    """Atomically write one compact JSON object per line (:func:`dumps_jsonl`)."""
+    return write_text(path, dumps_jsonl(rows))
 
 
 def read_json(path: Path) -> Any:
@@ -148,3 +161,142 @@ def read_jsonl(path: Path) -> list[Any]:
     """Parse a JSON-lines file (blank lines skipped)."""
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def _load_syncfs() -> Any:
+    """libc's ``syncfs`` (Linux), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        func = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    func.argtypes = [ctypes.c_int]
+    func.restype = ctypes.c_int
+    return func
+
+
+_SYNCFS = _load_syncfs()
+
+
+def _syncfs(fd: int) -> bool:
+    """syncfs(2) of the filesystem holding ``fd`` (the GIL is released meanwhile); True when done,
+    False where it is missing or failed (the caller then fsyncs file by file)."""
+    return _SYNCFS is not None and _SYNCFS(fd) == 0
+
+
+def durable_sync(folder: Path, files: Iterable[Path], dirs: Iterable[Path]) -> None:
+    """Make the bytes of ``files`` and the entries of ``dirs`` durable with one sync: on Linux one
+    syncfs(2) of the filesystem holding ``folder`` (it also writes out whatever else is pending on
+    that filesystem, so it waits for other programs' large writes there too); elsewhere, or when
+    it fails, an fsync of each file then of each directory. Raises OSError when ``folder`` cannot
+    be opened."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if _syncfs(fd):
+            return
+    finally:
+        os.close(fd)
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    for directory in dirs:
+        _fsync_dir(directory)
+
+
+class FolderWrite:
+    """The files of one result folder (and its sub-folders), made durable together.
+
+    Each ``put_*`` writes its file whole at once: a temporary file in the target's directory,
+    renamed over the target (never torn after a kill). A ``marker`` file (``session.json``,
+    ``metrics.json``: its presence says the folder is complete) stays under its temporary name
+    until :meth:`commit`, which makes every file durable with ONE sync (:func:`durable_sync`) and
+    only then renames the markers into place, in the order they were put. A crash at any point
+    therefore never leaves a marker over a missing or torn file; a marker renamed after the last
+    sync may be lost by a power cut (the folder then reads as incomplete and is redone).
+
+    Use as a context manager: leaving it by an exception (or without :meth:`commit`) removes the
+    markers' temporary files. Paths given to ``put_*`` are relative to ``folder``.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self._files: list[Path] = []
+        self._dirs: dict[Path, None] = {self.folder.parent: None}
+        self._markers: list[tuple[Path, Path]] = []
+
+    def __enter__(self) -> FolderWrite:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.abandon()
+
+    def _temp(self, path: Path, data: bytes) -> Path:
+        if path.parent not in self._dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._dirs[path.parent] = None
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return Path(tmp)
+
+    def put_bytes(self, name: str | Path, data: bytes, marker: bool = False) -> Path:
+        """Write ``folder/name`` (parents created); a ``marker`` lands at :meth:`commit`. Returns
+        the target path. Raises OSError when it cannot be written."""
+        path = self.folder / name
+        tmp = self._temp(path, data)
+        if marker:
+            self._markers.append((tmp, path))
+            self._files.append(tmp)
+            return path
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._files.append(path)
+        return path
+
+    def put_text(self, name: str | Path, text: str, marker: bool = False) -> Path:
+        """UTF-8 ``text`` (a lone surrogate becomes ``?``), as :func:`write_text`."""
+        return self.put_bytes(name, text.encode("utf-8", "replace"), marker)
+
+    def put_json(self, name: str | Path, obj: Any, marker: bool = False) -> Path:
+        """``obj`` as :func:`dumps_json` writes it."""
+        return self.put_text(name, dumps_json(obj), marker)
+
+    def put_db_json(self, name: str | Path, db: Any) -> Path:
+        """A DB as :func:`dumps_db_json` writes it (the same bytes as :meth:`put_json`)."""
+        return self.put_text(name, dumps_db_json(db))
+
+    def put_jsonl(self, name: str | Path, rows: Iterable[Any]) -> Path:
+        """One compact JSON object per line, as :func:`write_jsonl`."""
+        return self.put_text(name, dumps_jsonl(rows))
+
+    def commit(self) -> None:
+        """One durable sync for every file put, then the markers renamed into place in order.
+        Raises OSError; the markers not yet in place are then dropped."""
+        try:
+            durable_sync(self.folder, self._files, self._dirs)
+            while self._markers:
+                tmp, path = self._markers[0]
+                os.replace(tmp, path)
+                self._markers.pop(0)
+        finally:
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Drop the markers not yet in place (their temporary files)."""
+        for tmp, _ in self._markers:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        self._markers.clear()

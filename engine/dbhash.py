@@ -4,6 +4,11 @@ Mirrors the canonical hash of the eva harness: drop excluded top-level keys, tur
 floats into ints and ``"none"``/``"null"`` strings into null, sort the lists held under the
 declared unordered keys (at any depth) by their key-sorted JSON, then SHA-256 the compact
 sorted-keys JSON (``default=str``, ASCII escapes).
+
+:func:`canonical_json` makes that text without building a normalised copy of the DB: the C JSON
+encoder dumps the DB as it is (:mod:`engine.canonical_text`), and the few normalisations are made
+on the text. :func:`normalize_db` (the tree form) stays for diffs and as the reference the fast
+path falls back to when it cannot prove the text edits exact.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from engine.canonical_text import fast_canonical_text, feed, marked_canonical_text
 from engine.model import HashRules
 
 _NULL_STRINGS = frozenset({"none", "null"})
@@ -51,9 +57,25 @@ def normalize_db(db: Mapping[str, Any], rules: HashRules, *, sort_lists: bool = 
     return {k: _normalize(v, unordered, k, sort_lists) for k, v in db.items() if k not in excluded}
 
 
+def reference_canonical_json(db: Mapping[str, Any], rules: HashRules) -> str:
+    """The canonical text made the slow, obvious way: :func:`normalize_db`, then one dump. Equal
+    to :func:`canonical_json` for every DB (tests check it); used when the fast path cannot be
+    sure of its text edits."""
+    return _sort_key(normalize_db(db, rules))
+
+
+def _without_excluded(db: Mapping[str, Any], rules: HashRules) -> Mapping[str, Any]:
+    for key in rules.excluded_keys:
+        if key in db:
+            excluded = rules.excluded_keys
+            return {k: v for k, v in db.items() if k not in excluded}
+    return db
+
+
 def canonical_json(db: Mapping[str, Any], rules: HashRules) -> str:
     """Compact, sorted-keys, ASCII JSON of :func:`normalize_db` — the exact text that is hashed."""
-    return _sort_key(normalize_db(db, rules))
+    text = fast_canonical_text(_without_excluded(db, rules), rules.unordered_lists)
+    return reference_canonical_json(db, rules) if text is None else text
 
 
 def db_hash(db: Mapping[str, Any], rules: HashRules) -> str:
@@ -61,4 +83,11 @@ def db_hash(db: Mapping[str, Any], rules: HashRules) -> str:
     A domain whose rules select a plugin hash style (``rules.func``) is hashed by that function."""
     if rules.func is not None:
         return str(rules.func(db))
-    return hashlib.sha256(canonical_json(db, rules).encode("ascii")).hexdigest()
+    marked = marked_canonical_text(_without_excluded(db, rules), rules.unordered_lists)
+    if marked is None:
+        return hashlib.sha256(reference_canonical_json(db, rules).encode("ascii")).hexdigest()
+    if b"\r" not in marked:  # no none/null string: one piece
+        return hashlib.sha256(marked.replace(b"\n", b"") if b"\n" in marked else marked).hexdigest()
+    digest = hashlib.sha256()
+    feed(marked, digest.update)
+    return digest.hexdigest()

@@ -15,6 +15,8 @@ person placeholders first). validate, the replay sides and scoring all read the 
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -151,3 +153,38 @@ def actions_trace(raw: Any, record: Mapping[str, Any] | None = None, language: s
 
 #: The formats every domain can use (a plugin's ``gold_adapters`` add to these).
 CORE_ADAPTERS = {"events": events_trace, "actions": actions_trace}
+
+
+class PerTrace:
+    """Values derived from a gold trace (its replay, its turns), kept while that trace object lives
+    and dropped with it, so a long process holds none for scenarios it let go. Each value is kept
+    with the other ``inputs`` it was made from (compared by identity). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[weakref.ref[GoldTrace], tuple[Any, ...], Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, trace: GoldTrace, inputs: tuple[Any, ...]) -> tuple[Any] | None:
+        """``(value,)`` when one was kept for this very trace and inputs, else None."""
+        with self._lock:
+            hit = self._items.get(id(trace))
+        if hit is None or hit[0]() is not trace or len(hit[1]) != len(inputs):
+            return None
+        if not all(a is b for a, b in zip(hit[1], inputs, strict=True)):
+            return None
+        return (hit[2],)
+
+    def put(self, trace: GoldTrace, inputs: tuple[Any, ...], value: Any) -> None:
+        key = id(trace)
+        with self._lock:
+            fresh = key not in self._items
+            self._items[key] = (weakref.ref(trace), inputs, value)
+        if fresh:
+            weakref.finalize(trace, self._drop, key)
+
+    def _drop(self, key: int) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._items)

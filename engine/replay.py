@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from engine.dbdiff import DiffLine, db_diff
 from engine.dbhash import db_hash
-from engine.gold import GoldStep, GoldTrace
+from engine.gold import GoldStep, GoldTrace, PerTrace
 from engine.model import KnownGoldError, Scenario, ToolTable
 from engine.plugin import SyncStep
 from engine.scoring.action_match import is_action_match
@@ -143,6 +143,9 @@ def replay_trace(
     user_runtime = None
     if user_table is not None and user_db is not None:
         user_runtime = ToolRuntime(user_table, session_view(user_db))
+    for side in (runtime, user_runtime):
+        if side is not None:
+            side.writes.nested = audit  # an audit snapshots every container the session owns
     if sync is not None and user_runtime is not None and sync_each_call:
         agent_db, side_db = runtime.db, user_runtime.db
         runtime.after_call = lambda: sync(agent_db, side_db)
@@ -174,6 +177,41 @@ def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
         sync=plugin.sync if plugin else None,
         audit=audit,
     )
+
+
+_GOLD_RUNS = PerTrace()
+
+
+def gold_replay(scenario: Scenario) -> ReplayRun:
+    """:func:`replay_scenario`, made once per scenario and kept while its gold trace lives:
+    scenario loading (``expected_db: {from: gold_replay}``), the scoring diagnostics and domain
+    plugins all read the gold's end state from here, so a run replays each gold trace at most once
+    (a scenario's ``replace``-d copies share it). The kept run holds ``db``, ``user_db`` and
+    ``actions`` (not the per-call ``responses`` / ``outcomes``); treat it as read-only. Raises what
+    the replay raised (a failed replay is not tried again)."""
+    trace = scenario.gold_trace
+    assert trace is not None
+    inputs = (
+        scenario.tools,
+        scenario.user_tools,
+        scenario.initial_db,
+        scenario.user_initial_db,
+        scenario.record,
+        scenario.domain,
+    )
+    hit = _GOLD_RUNS.get(trace, inputs)
+    if hit is None:
+        kept: ReplayRun | Exception
+        try:
+            run = replay_scenario(scenario)
+            kept = ReplayRun(db=run.db, user_db=run.user_db, actions=run.actions)
+        except Exception as exc:
+            kept = exc
+        _GOLD_RUNS.put(trace, inputs, kept)
+        hit = (kept,)
+    if isinstance(hit[0], Exception):
+        raise hit[0]
+    return hit[0]
 
 
 def assertion_verdicts(scenario: Scenario, run: ReplayRun) -> list[dict[str, Any]]:

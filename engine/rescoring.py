@@ -103,7 +103,7 @@ async def rescore_run(opts: RescoreOptions) -> RescoreReport:
         trials = record.trials or 1
         recorded = record.args.get("concurrency")
         concurrency = opts.concurrency or (recorded if isinstance(recorded, int) and recorded > 0 else 8)
-        out = RescoreReport(RunReport(run_dir))
+        out = RescoreReport(RunReport(run_dir, trials=trials))
         changed = _changed_specs(record, Path(record.spec_dir or "."))
         if changed:
             out.notes.append(
@@ -143,7 +143,7 @@ async def rescore_run(opts: RescoreOptions) -> RescoreReport:
             },
         }
         try:
-            out.report.summary = results.finish_run(run_dir, info)
+            out.report.summary = results.finish_run(run_dir, info, out.report.totals, trials)
         except OSError as err:
             raise EvalctlError(f"cannot write the run summary in {run_dir}: {err.strerror or err}") from None
         return out
@@ -191,6 +191,6 @@ async def _rescore_all(
             out.report.scoring_errors[key] = f"{type(err).__name__}: {err}"
             return
         out.rescored += 1
-        out.report.outcomes.append((result, metrics))
+        out.report.add(result, metrics)
 
     await asyncio.gather(*(one(s, k, sup) for s, k, sup in jobs))

@@ -6,7 +6,9 @@
   ``engine.scorer.Scorer``, which runs this stage for the runner and ``evalctl rescore``);
 - ``await finish_session(run_dir, scenario, result, trials, options) -> MetricsRecord`` — store,
   judge and score one session in one call (tests, benchmarks);
-- ``finish_run(run_dir, run_info) -> SummaryRecord`` — at the end of a run, also after Ctrl-C.
+- ``finish_run(run_dir, run_info) -> SummaryRecord`` — at the end of a run, also after Ctrl-C;
+  ``run_totals(run_dir) -> SummaryTotals`` — the summary's running totals of a run folder's
+  stored metrics (small rows only), which it builds the summary from.
 
 Per (scenario, trial) directory (``engine.session_files.scenario_dir``) scoring writes
 ``judge_result.json`` (judge on) and LAST ``metrics.json``: its presence (parsing as an
@@ -32,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import __version__
-from engine.artifacts import read_json, write_json, write_text
-from engine.dbhash import db_hash
+from engine.artifacts import FolderWrite, read_json, write_json, write_text
 from engine.errors import UsageError
 from engine.model import Scenario, SessionResult
 from engine.options import ScoringOptions
@@ -41,18 +42,23 @@ from engine.provenance import run_provenance
 from engine.records.common import ErrorCause, ErrorSource, SpentUsage
 from engine.records.metrics import SIGNALS, Breakdown, MetricsRecord, Signal, SignalFields, Usage
 from engine.records.run import RunRecord
+from engine.records.session import SessionRecord
 from engine.records.summary import SummaryRecord
 from engine.records.voice import VoiceSummary
-from engine.replay import replay_scenario
+from engine.replay import gold_replay
 from engine.scoring.composite import compute_composite, stalled_threshold
 from engine.scoring.judge import JudgeOutcome, run_judge
 from engine.scoring.signals import SignalInputs, compute_signals
-from engine.scoring.summary import build_summary, render_summary_text
+from engine.scoring.summary import SummaryTotals, render_summary_text
+from engine.scoring.summary_rows import SummaryRow
 from engine.session_files import (
     JUDGE_RESULT,
     METRICS,
+    db_hashes,
+    open_folder,
     read_metrics,
     read_session,
+    stage_session,
     stored_voice,
     write_session,
 )
@@ -62,23 +68,16 @@ from engine.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
-_GOLD_DBS: dict[int, tuple[Scenario, dict[str, Any] | None]] = {}
-
-
 def gold_db(scenario: Scenario) -> dict[str, Any] | None:
     """The DB the scenario's gold trace ends with (for domain diagnostics), replayed once per
-    scenario and cached; None without a gold trace or when the replay fails."""
-    hit = _GOLD_DBS.get(id(scenario))
-    if hit is not None and hit[0] is scenario:
-        return hit[1]
-    db = None
-    if scenario.gold_trace is not None:
-        try:
-            db = replay_scenario(scenario).db
-        except Exception as exc:  # diagnostics are optional: never let them break scoring
-            log.debug("gold replay for %s failed: %s", scenario.name, exc)
-    _GOLD_DBS[id(scenario)] = (scenario, db)
-    return db
+    scenario (``engine.replay.gold_replay``); None without a gold trace or when the replay fails."""
+    if scenario.gold_trace is None:
+        return None
+    try:
+        return gold_replay(scenario).db
+    except Exception as exc:  # diagnostics are optional: never let them break scoring
+        log.debug("gold replay for %s failed: %s", scenario.name, exc)
+        return None
 
 
 #: The judge signals: when one of them gates and the judge was asked but failed, nothing can say
@@ -110,16 +109,34 @@ def score_session(
     superseded: tuple[SpentUsage, ...] = (),
 ) -> MetricsRecord:
     """Score a stored session and write ``judge_result.json`` (when ``judge``) and, last,
-    ``metrics.json``; returns the metrics. ``judge`` is the judge's outcome (None: judge off);
-    ``superseded`` the model use this result replaced (see ``engine.session_files.spent_before``).
-    An audio session's voice summary is read from its stored ``voice.json``. Raises OSError only
-    when the folder cannot be written."""
+    ``metrics.json`` (one durable sync for both); returns the metrics. ``judge`` is the judge's
+    outcome (None: judge off); ``superseded`` the model use this result replaced (see
+    ``engine.session_files.spent_before``). An audio session's voice summary is read from its
+    stored ``voice.json``. Raises OSError only when the folder cannot be written."""
     sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
+    with FolderWrite(sdir) as batch:
+        metrics = stage_metrics(batch, scenario, result, options, judge, superseded)
+        batch.commit()
+    return metrics
+
+
+def stage_metrics(
+    batch: FolderWrite,
+    scenario: Scenario,
+    result: SessionResult,
+    options: ScoringOptions,
+    judge: JudgeOutcome | None = None,
+    superseded: tuple[SpentUsage, ...] = (),
+    hashes: tuple[str | None, str | None] | None = None,
+) -> MetricsRecord:
+    """Score the session whose folder ``batch`` writes: ``judge_result.json`` (when ``judge``) and
+    ``metrics.json`` as a marker (it lands when the batch is committed); returns the metrics.
+    ``hashes``: the final and expected DB hashes when already known
+    (``engine.session_files.db_hashes``)."""
+    sdir = batch.folder
     voice_run, voice = stored_voice(sdir)
     (sdir / METRICS).unlink(missing_ok=True)  # incomplete until the new verdict lands
-    rules = scenario.domain.hash_rules
-    actual_hash = db_hash(result.final_db, rules) if result.final_db is not None else None
-    expected_hash = db_hash(scenario.expected_db, rules) if scenario.expected_db is not None else None
+    actual_hash, expected_hash = hashes or db_hashes(scenario, result)
     inputs = SignalInputs(
         scenario, result, options.strict_match, actual_hash, expected_hash, judge, gold_db(scenario)
     )
@@ -130,7 +147,7 @@ def score_session(
     comp = compute_composite(values, scenario.success_signals, stalled, error=cause is not None)
     usage = {role: dict(u) for role, u in result.usage.items()}
     if judge is not None:
-        write_json(sdir / JUDGE_RESULT, judge.to_json())
+        batch.put_json(JUDGE_RESULT, judge.to_json())
         usage["judge"] = dict(judge.usage)
     else:
         (sdir / JUDGE_RESULT).unlink(missing_ok=True)
@@ -169,8 +186,36 @@ def score_session(
         voice_run=voice_run,
         voice=voice,
     )
-    write_json(sdir / METRICS, metrics.to_json())
+    batch.put_json(METRICS, metrics.to_json(), marker=True)
     return metrics
+
+
+def store_and_score(
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    options: ScoringOptions,
+    invocation: str,
+    superseded: tuple[SpentUsage, ...] = (),
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
+) -> tuple[SessionRecord, MetricsRecord | None, Exception | None]:
+    """Store a session that just ended and score it without a judge, all in ONE write of its
+    folder (one durable sync; ``session.json`` then ``metrics.json`` land last). Returns the
+    session record, the metrics and None, or the record, None and the exception scoring raised
+    (the session is then stored unscored: a ``--resume`` scores it). Raises OSError only when the
+    folder cannot be written."""
+    hashes = db_hashes(scenario, result)
+    with open_folder(run_dir, scenario.name, result.trial, trials) as batch:
+        record = stage_session(batch, scenario, result, invocation, superseded, voice, hashes)
+        metrics: MetricsRecord | None = None
+        failure: Exception | None = None
+        try:
+            metrics = stage_metrics(batch, scenario, result, options, None, superseded, hashes)
+        except Exception as err:  # scoring trouble: the session is still stored
+            failure = err
+        batch.commit()
+    return record, metrics, failure
 
 
 async def finish_session(
@@ -212,7 +257,32 @@ def load_run_metrics(run_dir: Path) -> list[MetricsRecord]:
     return [m for _, m in scored_dirs(run_dir)]
 
 
-def _with_defaults(run_dir: Path, metrics: list[MetricsRecord], run_info: dict[str, Any]) -> dict[str, Any]:
+def run_totals(run_dir: Path, known: SummaryTotals | None = None, trials: int | None = None) -> SummaryTotals:
+    """The summary's running totals of every complete result under ``run_dir`` (the results of
+    :func:`scored_dirs`), read one ``metrics.json`` at a time and kept as small rows. ``known``:
+    totals already counted by the caller for results it wrote itself into this run (laid out for
+    ``trials``); their folders are not read again, and the totals returned are ``known`` itself,
+    completed. The scale-out paths (``--workers``, shards, merge) build a run's summary from its
+    folder with this."""
+    run_dir = Path(run_dir)
+    totals = known if known is not None else SummaryTotals()
+    counted = set()
+    if known is not None and trials is not None:
+        counted = {scenario_dir(run_dir, *key, trials) for key in known}
+    for path in sorted([*run_dir.glob(f"*/{METRICS}"), *run_dir.glob(f"*/trial_*/{METRICS}")]):
+        if path.parent in counted:
+            continue
+        record = read_metrics(path)
+        if record is None:
+            continue
+        nested = path.parent.parent != run_dir
+        if scenario_dir(run_dir, record.scenario_name, record.trial, 2 if nested else 1) != path.parent:
+            continue  # a copy in the wrong place must not count twice
+        totals.add(record)  # a later path of the same key replaces the row, as in scored_dirs
+    return totals
+
+
+def _with_defaults(run_dir: Path, rows: list[SummaryRow], run_info: dict[str, Any]) -> dict[str, Any]:
     """Fill what the runner left out from the results themselves: spec dir and data root (from a
     scenario's metadata.json), ``wall_time_s`` (alias ``wall_s``), ``models`` (from ``agent`` /
     ``user`` backend strings and the usage records), ``min_agent_turns`` (from metrics)."""
@@ -230,13 +300,13 @@ def _with_defaults(run_dir: Path, metrics: list[MetricsRecord], run_info: dict[s
             info["data_root"] = info.get("data_root") or meta.get("data_root")
     if not info.get("models"):
         models: dict[str, Any] = {r: info[r] for r in ("agent", "user") if info.get(r)}
-        for m in metrics:
-            for role, u in m.usage.items():
-                if u.model and (role not in models or role == "judge"):
-                    models[role] = u.model
+        for row in rows:
+            for role, model in row.models:
+                if role not in models or role == "judge":
+                    models[role] = model
         info["models"] = models
-    if info.get("min_agent_turns") is None and metrics:
-        info["min_agent_turns"] = metrics[0].min_agent_turns
+    if info.get("min_agent_turns") is None and rows:
+        info["min_agent_turns"] = rows[0].min_agent_turns
     return info
 
 
@@ -250,13 +320,15 @@ def _instant(text: str | None) -> datetime | None:
 def wall_time(run_dir: Path, record: RunRecord) -> float | None:
     """Seconds of every invocation of the run, summed: each one's ``wall_time_s``; for one that was
     killed (none recorded), from its start to the end of the last session it stored (its
-    ``session.json`` records name it). None when no invocation says."""
+    ``session.json`` records name it; read only when some invocation was killed). None when no
+    invocation says."""
     ends: dict[str, datetime] = {}
-    for path in [*run_dir.glob("*/session.json"), *run_dir.glob("*/trial_*/session.json")]:
-        session = read_session(path.parent)
-        end = _instant(session.ended_at) if session is not None else None
-        if session is not None and end is not None:
-            ends[session.invocation] = max(end, ends.get(session.invocation, end))
+    if any(inv.wall_time_s is None for inv in record.invocations):
+        for path in [*run_dir.glob("*/session.json"), *run_dir.glob("*/trial_*/session.json")]:
+            session = read_session(path.parent)
+            end = _instant(session.ended_at) if session is not None else None
+            if session is not None and end is not None:
+                ends[session.invocation] = max(end, ends.get(session.invocation, end))
     total, known = 0.0, False
     for inv in record.invocations:
         if inv.wall_time_s is not None:
@@ -268,22 +340,27 @@ def wall_time(run_dir: Path, record: RunRecord) -> float | None:
     return round(total, 3) if known else None
 
 
-def finish_run(run_dir: Path, run_info: dict[str, Any]) -> SummaryRecord:
+def finish_run(
+    run_dir: Path, run_info: dict[str, Any], known: SummaryTotals | None = None, trials: int | None = None
+) -> SummaryRecord:
     """Recompute the run summary over every scenario directory in ``run_dir`` and write
     ``all_summary.txt``, ``summary.json`` and ``run.json``; returns the summary.
 
-    Safe to call repeatedly (after a resume, after Ctrl-C): results are read from disk, each
-    (scenario, trial) counted once. The summary's wall time covers every invocation of the run
-    (:func:`wall_time`).
+    Safe to call repeatedly (after a resume, after Ctrl-C): results are read from disk one at a
+    time (:func:`run_totals`), each (scenario, trial) counted once; ``known`` / ``trials``: the
+    running totals of the results this process wrote itself (not read again). The summary's wall
+    time covers every invocation of the run (:func:`wall_time`). Nothing but the summary's small
+    per-result rows is held.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    metrics = load_run_metrics(run_dir)
-    run_info = _with_defaults(run_dir, metrics, run_info)
+    counted = run_totals(run_dir, known, trials)
+    rows = counted.rows()
+    run_info = _with_defaults(run_dir, rows, run_info)
     record = run_provenance(run_dir, run_info)
     write_json(run_dir / "run.json", record.to_json())
     totals = {"wall_time_s": wall_time(run_dir, record), "invocations": len(record.invocations)}
-    summary = build_summary(metrics, {**run_info, **totals}, run_dir=str(run_dir))
+    summary = counted.summary({**run_info, **totals}, run_dir=str(run_dir))
     write_json(run_dir / "summary.json", summary.to_json())
     write_text(run_dir / "all_summary.txt", render_summary_text(summary, title=str(run_dir)))
     return summary

@@ -63,3 +63,11 @@ def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[E
     if opts.scoring.judge_model:
         found.append(Endpoint("judge endpoint", opts.scoring.judge_base_url, opts.scoring.judge_api_key_env))
     return found
+
+
+async def close_sides(sides: dict[str, BackendFactory | str]) -> None:
+    """Close the built-in side factories of ``sides`` (a process that made them but did not serve
+    them: its workers did)."""
+    for side in sides.values():
+        if hasattr(side, "aclose"):
+            await side.aclose()

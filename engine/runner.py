@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,12 +32,13 @@ from engine.errors import INFRASTRUCTURE_EXIT, EvalctlError, UsageError
 from engine.model import Scenario, SessionResult
 from engine.options import RunOptions
 from engine.oslimits import check_open_files, files_needed
+from engine.outcomes import Outcome, outcome, stored_results
 from engine.progress import Progress, Sink
 from engine.provenance import new_invocation_id
 from engine.records.metrics import MetricsRecord
 from engine.records.summary import SummaryRecord
 from engine.resume import Job, plan_jobs, resumed
-from engine.run_setup import check_counts, endpoints, session_setup, side_for
+from engine.run_setup import check_counts, close_sides, endpoints, session_setup, side_for
 from engine.rundir import (
     check_run_dir,
     fresh_default_dir,
@@ -47,6 +49,7 @@ from engine.rundir import (
     select_scenarios,
 )
 from engine.scorer import Scorer, off_loop
+from engine.scoring.summary import SummaryTotals
 from engine.session import SessionLimits, SessionSetup, run_session
 from engine.session_files import load_session, scenario_dir
 from engine.settings import check_judge_key, run_info, with_resolved_base_url
@@ -60,18 +63,33 @@ if TYPE_CHECKING:
 
 @dataclass
 class RunReport:
-    """What a run did: ``outcomes`` pairs each finished session with its metrics (None when
-    scoring failed, see ``scoring_errors``); ``skipped`` were already complete (``--resume``)."""
+    """What a run did: ``outcomes`` holds a small record per finished session
+    (``engine.outcomes.Outcome``: never its DB or transcript; ``scored`` False when scoring
+    failed, see ``scoring_errors``) and ``totals`` the summary's running totals of the results
+    scored; :meth:`results` reads the whole sessions back from the run folder (laid out for
+    ``trials``). ``skipped`` were already complete (``--resume``)."""
 
     run_dir: Path
-    #: (repr=False: Python 3.11's asyncio.run formats the main task's result while restoring the
-    #: SIGINT handler; a report holding every session's DB took seconds to show.)
-    outcomes: list[tuple[SessionResult, MetricsRecord | None]] = field(default_factory=list, repr=False)
+    outcomes: list[Outcome] = field(default_factory=list, repr=False)
     scoring_errors: dict[str, str] = field(default_factory=dict)
     summary: SummaryRecord | None = None
     interrupted: bool = False
     skipped: int = 0
     wall_s: float = 0.0
+    trials: int = 1
+    totals: SummaryTotals = field(default_factory=SummaryTotals, repr=False)
+
+    def add(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
+        """Keep what the report needs of a finished session (its small record, and its metrics in
+        the running totals); the session itself is let go."""
+        self.outcomes.append(outcome(result, metrics))
+        if metrics is not None:
+            self.totals.add(metrics)
+
+    def results(self) -> Iterator[tuple[SessionResult, MetricsRecord | None]]:
+        """Each finished session and its metrics as stored, read back one at a time (in the order
+        of ``outcomes``; ``engine.outcomes.stored_results``)."""
+        return stored_results(self.run_dir, self.outcomes, self.trials)
 
     def overall_rate(self) -> float | None:
         """The composite success rate over the run directory (0..1), None when not applicable."""
@@ -191,7 +209,7 @@ async def _run_locked(
         "command": "resume" if opts.resume is not None else "run",
     }
     open_run_dir(run_dir, opts.resume is not None, base_info)
-    report = RunReport(run_dir)
+    report = RunReport(run_dir, trials=opts.trials)
     jobs = plan_jobs(chosen, opts, run_dir)
     report.skipped = len(chosen) * opts.trials - len(jobs)
     loop = asyncio.get_running_loop()
@@ -206,7 +224,7 @@ async def _run_locked(
                         jobs, count, opts, run_dir, invocation, voice, progress, report
                     )
                 finally:
-                    await _close(sides)
+                    await close_sides(sides)
             else:
                 await run_here(jobs, opts, run_dir, invocation, sides, agent_spec, voice, progress, report)
     except asyncio.CancelledError:
@@ -217,7 +235,7 @@ async def _run_locked(
     report.wall_s = loop.time() - t0
     info = {**base_info, "wall_time_s": round(report.wall_s, 3), "interrupted": report.interrupted}
     try:
-        report.summary = results.finish_run(run_dir, info)
+        report.summary = results.finish_run(run_dir, info, report.totals, opts.trials)
     except OSError as err:
         unwritten = f"; {len(report.scoring_errors)} session(s) not written" if report.scoring_errors else ""
         raise EvalctlError(
@@ -260,13 +278,6 @@ async def run_here(
         await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress, voice)
 
 
-async def _close(sides: dict[str, BackendFactory | str]) -> None:
-    """Close the built-in side factories this process made but did not serve (workers ran them)."""
-    for side in sides.values():
-        if hasattr(side, "aclose"):
-            await side.aclose()
-
-
 def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:
     """The run's audio settings (None: a text run)."""
     if not opts.voice:
@@ -292,33 +303,36 @@ async def _run_jobs(
     voice: VoiceRun | None,
 ) -> None:
     """Run every job: at most ``opts.concurrency`` sessions at once; each session's artifacts are
-    stored as soon as it ends, then it is scored (the scorer has its own bound)."""
+    stored as soon as it ends, after its slot is freed, then it is scored (the scorer has its own
+    bound). At most twice ``opts.concurrency`` sessions are held at once (running, or waiting for
+    their folder to be written or judged): memory does not grow with the number of jobs."""
     gate = asyncio.Semaphore(opts.concurrency)
+    held = asyncio.Semaphore(2 * opts.concurrency)
 
     async def one(job: Job) -> None:
         scenario, trial = job.scenario, job.trial
         key = f"{scenario.name}#{trial}"
         try:
-            if job.action == "score":
-                sdir = scenario_dir(scorer.run_dir, scenario.name, trial, opts.trials)
-                _, result = await off_loop(load_session, sdir)
-            else:
-                call = voice.call(scenario) if voice is not None else None
-                async with gate:
-                    wrap = call.wrap if call is not None else None
-                    result = await _session(scenario, trial, setups[scenario.name], uris, builtin, opts, wrap)
-                audio = voice.artifacts(call) if voice is not None and call is not None else None
-                await scorer.store(scenario, result, job.superseded, audio)
+            async with held:
+                if job.action == "score":
+                    sdir = scenario_dir(scorer.run_dir, scenario.name, trial, opts.trials)
+                    _, result = await off_loop(load_session, sdir)
+                    metrics, failure = await scorer.finish(scenario, result, job.superseded, stored=True)
+                else:
+                    call = voice.call(scenario) if voice is not None else None
+                    async with gate:
+                        wrap = call.wrap if call is not None else None
+                        result = await _session(
+                            scenario, trial, setups[scenario.name], uris, builtin, opts, wrap
+                        )
+                    audio = voice.artifacts(call) if voice is not None and call is not None else None
+                    metrics, failure = await scorer.finish(scenario, result, job.superseded, audio)
         except (OSError, ValueError) as err:  # the folder cannot be written (or read back)
             report.scoring_errors[key] = f"{type(err).__name__}: {err}"
             return
-        metrics: MetricsRecord | None
-        try:
-            metrics = await scorer.score(scenario, result, job.superseded)
-        except Exception as err:  # scoring trouble is recorded, the run goes on
-            metrics = None
-            report.scoring_errors[key] = f"{type(err).__name__}: {err}"
-        report.outcomes.append((result, metrics))
+        if failure is not None:  # scoring trouble is recorded, the run goes on
+            report.scoring_errors[key] = failure
+        report.add(result, metrics)
         progress.done(result, metrics)
 
     tasks = [asyncio.create_task(one(job)) for job in jobs]

@@ -13,7 +13,7 @@ from engine import scenario_fields as fields
 from engine.datasources import read_error
 from engine.gold import CORE_ADAPTERS, GoldTrace, resolve_pointer
 from engine.model import DomainPlugin, Scenario, SourceRef, UserProfile
-from engine.replay import replay_scenario
+from engine.replay import gold_replay
 from engine.scenario_fields import BuildContext
 from engine.validation import did_you_mean, problem_at
 from engine.yamlload import JsonPath, YamlDoc
@@ -276,5 +276,5 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         template_variables=variables or {},
     )
     if from_gold and trace is not None:  # the gold's end state, replayed as a session would run it
-        scenario = replace(scenario, expected_db=replay_scenario(scenario).db)
+        scenario = replace(scenario, expected_db=gold_replay(scenario).db)
     return scenario

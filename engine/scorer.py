@@ -2,7 +2,8 @@
 as it ends (:meth:`Scorer.store`); scoring comes after (:meth:`Scorer.score`): the judge, at most
 ``concurrency`` requests at once on the event loop, then the signals, the composite and
 ``metrics.json`` in a worker thread. A crash or Ctrl-C while judging loses no conversation: the
-stored session is scored by the next ``--resume`` (or ``evalctl rescore``).
+stored session is scored by the next ``--resume`` (or ``evalctl rescore``). Without a judge,
+:meth:`Scorer.finish` stores and scores a session in one write of its folder (one durable sync).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from engine.records.common import SpentUsage
 from engine.records.metrics import MetricsRecord
 from engine.records.session import SessionRecord
 from engine.records.voice import VoiceSummary
-from engine.results import score_session
+from engine.results import score_session, store_and_score
 from engine.scoring.judge import Judge
 from engine.session_files import write_session
 
@@ -86,6 +87,39 @@ class Scorer:
         return await off_loop(
             score_session, self.run_dir, scenario, result, self.trials, self.options, judge, superseded
         )
+
+    async def finish(
+        self,
+        scenario: Scenario,
+        result: SessionResult,
+        superseded: tuple[SpentUsage, ...] = (),
+        voice: Callable[[Path], VoiceSummary | None] | None = None,
+        stored: bool = False,
+    ) -> tuple[MetricsRecord | None, str | None]:
+        """Store (unless ``stored``: the folder already holds it) and score a session; returns its
+        metrics and None, or None and why scoring failed (``Type: message``; the session stays
+        stored). Without a judge a new session is stored and scored in one write of its folder
+        (:func:`engine.results.store_and_score`). Raises OSError when the session cannot be
+        stored."""
+        if not stored and self.judge is None:
+            _, metrics, failure = await off_loop(
+                store_and_score,
+                self.run_dir,
+                scenario,
+                result,
+                self.trials,
+                self.options,
+                self.invocation,
+                superseded,
+                voice,
+            )
+            return metrics, None if failure is None else f"{type(failure).__name__}: {failure}"
+        if not stored:
+            await self.store(scenario, result, superseded, voice)
+        try:
+            return await self.score(scenario, result, superseded), None
+        except Exception as err:  # scoring trouble is recorded, the run goes on
+            return None, f"{type(err).__name__}: {err}"
 
     async def aclose(self) -> None:
         if self.judge is not None:

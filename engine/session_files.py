@@ -7,20 +7,24 @@ Per (scenario, trial) folder (:func:`scenario_dir`), every file written atomical
 ``tool_calls.json``, ``transcript.jsonl``, ``final_scenario_db_hash.txt``, ``scenario_config/``,
 ``voice.json`` and ``audio/{user,agent}.wav`` (audio sessions) and LAST ``session.json``
 (:class:`engine.records.session.SessionRecord`): its presence marks the session stored. Scoring
-then writes ``judge_result.json`` (judge on) and ``metrics.json``.
+then writes ``judge_result.json`` (judge on) and ``metrics.json``. The files of one write of a
+folder share one durable sync (``engine.artifacts.FolderWrite``); a run without a judge stores and
+scores a session in one such write (``engine.results.store_and_score``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from engine import render
-from engine.artifacts import read_json, read_jsonl, write_db_json, write_json, write_jsonl, write_text
+from engine.artifacts import FolderWrite, dumps_json, read_json, read_jsonl
 from engine.dbhash import db_hash
 from engine.model import Scenario, SessionResult
 from engine.records.common import ErrorCause, ErrorSource, SpentUsage, Usage, spent
@@ -149,6 +153,36 @@ def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str,
         return {}, scenario.tools.openai_schemas(), f"{type(exc).__name__}: {exc}"
 
 
+#: The last scenarios' ``scenario_config/`` files (id(scenario) -> (scenario, expected hash, files)):
+#: the trials of a scenario, run one after another, render and dump them once. Bounded, so a run of
+#: many scenarios does not keep them all.
+_CONFIGS: OrderedDict[int, tuple[Scenario, str | None, tuple[tuple[str, bytes], ...]]] = OrderedDict()
+_CONFIGS_KEPT = 32
+_CONFIGS_LOCK = threading.Lock()
+
+
+def config_files(scenario: Scenario, expected_hash: str | None) -> tuple[tuple[str, bytes], ...]:
+    """``(file name, bytes)`` of a scenario's ``scenario_config/`` folder: ``metadata.json``, the
+    rendered prompts and ``tools.json`` (the same for every trial; the last
+    ``_CONFIGS_KEPT`` scenarios' are kept)."""
+    with _CONFIGS_LOCK:
+        hit = _CONFIGS.get(id(scenario))
+        if hit is not None and hit[0] is scenario and hit[1] == expected_hash:
+            _CONFIGS.move_to_end(id(scenario))
+            return hit[2]
+    prompts, tools, render_error = _rendered_config(scenario)
+    files = [("metadata.json", dumps_json(_metadata(scenario, expected_hash, render_error)))]
+    files += list(prompts.items())
+    files.append(("tools.json", dumps_json(tools)))
+    made = tuple((name, text.encode("utf-8", "replace")) for name, text in files)
+    with _CONFIGS_LOCK:
+        _CONFIGS[id(scenario)] = (scenario, expected_hash, made)
+        _CONFIGS.move_to_end(id(scenario))
+        while len(_CONFIGS) > _CONFIGS_KEPT:
+            _CONFIGS.popitem(last=False)
+    return made
+
+
 def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str | None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "scenario_name": scenario.name,
@@ -190,6 +224,70 @@ def _clear(sdir: Path) -> None:
     (sdir / "scenario_config" / "gold_path.json").unlink(missing_ok=True)
 
 
+def db_hashes(scenario: Scenario, result: SessionResult) -> tuple[str | None, str | None]:
+    """``(hash of the session's final DB, hash of the scenario's expected DB)`` under the domain's
+    hash rules (None where there is no such DB); the expected DB's is computed once per scenario."""
+    rules = scenario.domain.hash_rules
+    actual = db_hash(result.final_db, rules) if result.final_db is not None else None
+    hit = _EXPECTED_HASHES.get(id(scenario))
+    if hit is None or hit[0] is not scenario:
+        expected = db_hash(scenario.expected_db, rules) if scenario.expected_db is not None else None
+        hit = _EXPECTED_HASHES[id(scenario)] = (scenario, expected)
+    return actual, hit[1]
+
+
+#: id(scenario) -> (scenario, its expected DB's hash); the scenario is kept so its id stays unique.
+_EXPECTED_HASHES: dict[int, tuple[Scenario, str | None]] = {}
+
+
+def open_folder(run_dir: Path, scenario_name: str, trial: int, trials: int) -> FolderWrite:
+    """The folder of a (scenario, trial) made ready for a new attempt: created, made incomplete at
+    once and cleared of what the attempt may not write again; returns its batch of writes (commit
+    it with ``FolderWrite.commit``)."""
+    sdir = scenario_dir(Path(run_dir), scenario_name, trial, trials)
+    sdir.mkdir(parents=True, exist_ok=True)
+    _clear(sdir)
+    return FolderWrite(sdir)
+
+
+def stage_session(
+    batch: FolderWrite,
+    scenario: Scenario,
+    result: SessionResult,
+    invocation: str,
+    superseded: Iterable[SpentUsage] = (),
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
+    hashes: tuple[str | None, str | None] | None = None,
+) -> SessionRecord:
+    """Put the artifacts of a session into ``batch`` (a folder from :func:`open_folder`), with
+    ``session.json`` as a marker: it lands when the batch is committed. ``hashes``: the
+    :func:`db_hashes` when already known. See :func:`write_session` for the rest."""
+    sdir = batch.folder
+    actual_hash, expected_hash = hashes or db_hashes(scenario, result)
+    if result.final_db is not None:
+        batch.put_db_json("final_db.json", result.final_db)
+    if scenario.expected_db is not None:
+        batch.put_db_json("expected_db.json", scenario.expected_db)
+    batch.put_json("actions.json", result.actions)
+    batch.put_json("tool_calls.json", result.tool_calls)
+    batch.put_jsonl("transcript.jsonl", result.transcript)
+    hash_lines = f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n"
+    if result.user_db is not None:  # dual-side domains: recorded, never scored
+        hash_lines += f"user_db_hash: {db_hash(result.user_db, scenario.domain.hash_rules)}\n"
+        batch.put_db_json("final_user_db.json", result.user_db)
+    batch.put_text("final_scenario_db_hash.txt", hash_lines)
+    for fname, data in config_files(scenario, expected_hash):
+        batch.put_bytes(f"scenario_config/{fname}", data)
+    if result.user_backend == "replay" and result.agent_backend != "replay" and scenario.gold_trace:
+        # for evalctl diff: where it left the gold
+        batch.put_json("scenario_config/gold_path.json", gold_path(scenario))
+    if voice is not None:
+        voice(sdir)
+    record = session_record(result, invocation, tuple(superseded))
+    batch.put_json(SESSION, record.to_json(), marker=True)
+    return record
+
+
 def write_session(
     run_dir: Path,
     scenario: Scenario,
@@ -199,41 +297,15 @@ def write_session(
     superseded: Iterable[SpentUsage] = (),
     voice: Callable[[Path], VoiceSummary | None] | None = None,
 ) -> SessionRecord:
-    """Write the artifacts of a session that just ended, ``session.json`` last; returns its record.
+    """Write the artifacts of a session that just ended, ``session.json`` last, with one durable
+    sync for the folder (``engine.artifacts.FolderWrite``); returns its record.
     ``invocation`` is the id of the run invocation that ran it; ``superseded`` the model use of
     the earlier attempts of this result (see :func:`spent_before`); ``voice`` writes an audio
     session's artifacts (``engine.voice.run.VoiceRun.artifacts``: ``voice.json``, ``audio/``).
     Raises OSError only when the run directory cannot be written."""
-    sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
-    sdir.mkdir(parents=True, exist_ok=True)
-    _clear(sdir)
-    rules = scenario.domain.hash_rules
-    actual_hash = db_hash(result.final_db, rules) if result.final_db is not None else None
-    expected_hash = db_hash(scenario.expected_db, rules) if scenario.expected_db is not None else None
-    if result.final_db is not None:
-        write_db_json(sdir / "final_db.json", result.final_db)
-    if scenario.expected_db is not None:
-        write_db_json(sdir / "expected_db.json", scenario.expected_db)
-    write_json(sdir / "actions.json", result.actions)
-    write_json(sdir / "tool_calls.json", result.tool_calls)
-    write_jsonl(sdir / "transcript.jsonl", result.transcript)
-    hash_lines = f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n"
-    if result.user_db is not None:  # dual-side domains: recorded, never scored
-        hash_lines += f"user_db_hash: {db_hash(result.user_db, rules)}\n"
-        write_db_json(sdir / "final_user_db.json", result.user_db)
-    write_text(sdir / "final_scenario_db_hash.txt", hash_lines)
-    prompts, tools, render_error = _rendered_config(scenario)
-    cfg = sdir / "scenario_config"
-    write_json(cfg / "metadata.json", _metadata(scenario, expected_hash, render_error))
-    for fname, text in prompts.items():
-        write_text(cfg / fname, text)
-    write_json(cfg / "tools.json", tools)
-    if result.user_backend == "replay" and result.agent_backend != "replay" and scenario.gold_trace:
-        write_json(cfg / "gold_path.json", gold_path(scenario))  # for evalctl diff: where it left the gold
-    if voice is not None:
-        voice(sdir)
-    record = session_record(result, invocation, tuple(superseded))
-    write_json(sdir / SESSION, record.to_json())
+    with open_folder(run_dir, scenario.name, result.trial, trials) as batch:
+        record = stage_session(batch, scenario, result, invocation, superseded, voice)
+        batch.commit()
     return record
 
 

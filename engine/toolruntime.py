@@ -19,7 +19,7 @@ from typing import Any, Literal
 from engine.model import ToolSpec, ToolTable
 from engine.tools.arguments import ArgumentChecker, parse_arguments, shown
 from engine.tools.context import CallContext, error
-from engine.tools.writeset import WriteSet, json_copy, parse_writes
+from engine.tools.writeset import WriteSet, deep_copy, json_copy, parse_writes
 
 __all__ = ["ToolOutcome", "ToolRuntime", "checker_for", "json_copy"]
 
@@ -55,7 +55,9 @@ def checker_for(spec: ToolSpec) -> ArgumentChecker:
 
 class ToolRuntime:
     """Executes tool calls for one side of one session against ``db`` (mutated in place, owned by
-    the engine; pass a :func:`engine.tools.writeset.session_view` to share a big base DB).
+    the engine; pass a :func:`engine.tools.writeset.session_view` to share a big base DB). The top
+    level of ``db`` and the containers right under it are the session's own: a declared write
+    replaces records inside them, so two runtimes must never share them (``dict(db)`` is not enough).
 
     Handlers come from the tool specs (resolved from the domain plugin at load time); ``handlers``
     overrides them by handler name (unit tests). ``actions`` holds the action records of
@@ -72,12 +74,15 @@ class ToolRuntime:
         after_call: Callable[[], None] | None = None,
     ):
         self.table = table
+        self._specs: dict[str, ToolSpec] = {}
+        for tool in table.tools:
+            self._specs.setdefault(tool.name, tool)  # the first of a name wins, as ToolTable.get
         self.db = db
         self.actions: list[dict[str, Any]] = []
         self.successes: Counter[str] = Counter()
         self.handlers = handlers or {}
         self.after_call = after_call
-        self.writes = WriteSet()
+        self.writes = WriteSet(nested=False)  # replay's audit turns nested on
         self.writes.adopt(db)
         #: Concrete paths the last call was allowed to change (None: undeclared, anything).
         self.last_allowed: list[tuple[str, ...]] | None = None
@@ -86,10 +91,13 @@ class ToolRuntime:
         """Before an undeclared write: the live DB gets its own deep copy of everything (a shared
         base is never mutated); returns the previous top level, untouched, for a rollback."""
         previous = dict(self.db)
-        fresh = json_copy(previous)
+        fresh = deep_copy(previous)
         self.db.clear()
         self.db.update(fresh)
-        self.writes.own_tree(self.db)
+        if self.writes.nested:
+            self.writes.own_tree(self.db)
+        else:
+            self.writes.adopt(self.db)
         return previous
 
     def _restore(self, previous: dict[str, Any]) -> None:
@@ -105,7 +113,7 @@ class ToolRuntime:
             return ToolOutcome(error("execution_error", f"Tool execution failed: {exc}"))
 
     def _call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolOutcome:
-        spec = self.table.get(name)
+        spec = self._specs.get(name) if isinstance(name, str) else None
         if spec is None:
             listed = ", ".join(self.table.names)
             message = f"Tool '{shown(name)}' not found. Available tools: {listed}"

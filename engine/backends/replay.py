@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.backends import BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
-from engine.gold import GoldTrace
+from engine.gold import GoldTrace, PerTrace
 from engine.model import Scenario
 from engine.protocol import END_CALL_TOOL
 
@@ -141,6 +141,24 @@ class ReplayBackend:
         return BackendReply(text=gold.text, tool_calls=calls, usage=usage)
 
 
+_SCRIPTS = PerTrace()
+
+
+def gold_script(scenario: Scenario) -> GoldScript:
+    """``scenario``'s gold trace cut into turns (:func:`split_trace`), once per scenario for both
+    sides and every trial (kept while the trace lives)."""
+    trace = scenario.gold_trace
+    assert trace is not None
+    start = scenario.user.starting_utterance or None
+    inputs = (start, scenario.user_speaks_first)
+    hit = _SCRIPTS.get(trace, inputs)
+    if hit is not None:
+        return hit[0]
+    made = split_trace(trace, start, user_first=scenario.user_speaks_first)
+    _SCRIPTS.put(trace, inputs, made)
+    return made
+
+
 @dataclass(frozen=True)
 class ReplayFactory:
     """Makes a :class:`ReplayBackend` per session, finding the scenario by ``scenario.name``."""
@@ -155,8 +173,7 @@ class ReplayFactory:
             raise LookupError(f"replay has no scenario named {name!r}")
         if scenario.gold_trace is None:
             raise LookupError(f"scenario {name!r} has no gold trace to replay")
-        start = scenario.user.starting_utterance or None
-        script = split_trace(scenario.gold_trace, start, user_first=scenario.user_speaks_first)
+        script = gold_script(scenario)
         hangup = [t.name for t in scenario.tools.tools if t.ends_call == "exit"]
         ending = frozenset(t.name for t in scenario.tools.tools if t.ends_call)
         return ReplayBackend(

@@ -124,11 +124,13 @@ def report(
         return 0
     summary = load_summary(run_dir)
     console.print(summary_table(summary))
-    cost = run_costs(load_run_metrics(run_dir), prices)
-    if cost.tokens or prices is not None:  # replay sides spend no tokens: nothing to show
-        console.print(usage_table(cost))
-    if prices is not None:
-        console.print(scenario_cost_table(cost, summary.trials))
+    # replay sides spend no tokens: nothing to show, and every result's metrics need not be read
+    if prices is not None or any(u.prompt_tokens or u.completion_tokens for u in summary.usage.values()):
+        cost = run_costs(load_run_metrics(run_dir), prices)
+        if cost.tokens or prices is not None:
+            console.print(usage_table(cost))
+        if prices is not None:
+            console.print(scenario_cost_table(cost, summary.trials))
     if summary.errors:
         console.print(
             f"[red]errors:[/] {summary.errors} result(s) without a verdict (infrastructure failed); "

@@ -12,11 +12,10 @@ to each rate. A diagnostic's string value (a label) is not applicable.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import __version__
-from engine.records.common import spent
 from engine.records.metrics import SIGNALS, MetricsRecord, Signal
 from engine.records.summary import (
     COUNT,
@@ -31,7 +30,8 @@ from engine.records.summary import (
 )
 from engine.scoring.composite import diagnostic_verdict, normalize_verdict
 from engine.scoring.passk import pass_hat_k_table
-from engine.untrusted import bounded_count, one_line
+from engine.scoring.summary_rows import SummaryRow, summary_row
+from engine.untrusted import one_line
 
 
 def _rate(passed: int, total: int) -> float | None:
@@ -46,30 +46,28 @@ def _tally(values: Iterable[Any], errors: int = 0, read: Any = normalize_verdict
     return Tally(passed, failed, na, errors, passed + failed, _rate(passed, passed + failed))
 
 
-def _diagnostics(rows: Sequence[MetricsRecord]) -> tuple[str, ...]:
+def _diagnostics(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
     """The diagnostics the rows hold, in first-seen order."""
     return tuple(dict.fromkeys(name for m in rows for name in m.diagnostic_names))
 
 
-def _signal_rates(rows: Sequence[MetricsRecord], unit: str) -> dict[str, SignalRate]:
+def _signal_rates(rows: Sequence[SummaryRow], unit: str) -> dict[str, SignalRate]:
     live = [m for m in rows if not m.stalled and not m.is_error]
     errors = sum(1 for m in rows if m.is_error)
     gating = {s for m in rows for s in m.success_signals}
     diagnostics = _diagnostics(rows)
     out: dict[str, SignalRate] = {}
     for name in (*SIGNALS, *diagnostics):
-        if name == Signal.DB_STATE_ASSERTION:
-            verdicts = [v for m in live for v in m.signals.db_state_assertion_verdicts]
-            passed, total, this_unit = sum(1 for v in verdicts if v["passed"]), len(verdicts), "predicates"
-        elif name == Signal.NL_ASSERTION:
-            verdicts = [v for m in live for v in m.signals.nl_assertion_verdicts]
-            passed, total, this_unit = sum(1 for v in verdicts if v["passed"]), len(verdicts), "assertions"
+        if name in (Signal.DB_STATE_ASSERTION, Signal.NL_ASSERTION):
+            passed = sum(m.assertions[name][0] for m in live)
+            total = sum(m.assertions[name][1] for m in live)
+            this_unit = "predicates" if name == Signal.DB_STATE_ASSERTION else "assertions"
         elif name in diagnostics and name not in gating and _is_count(values := _diagnostic(live, name)):
             out[name] = _count_rate(values, unit, errors)
             continue
         else:
             read = normalize_verdict if name in SIGNALS else diagnostic_verdict
-            shown = (m.signals.value(name) for m in live if name in SIGNALS or name in m.diagnostic_names)
+            shown = (m.values[name] for m in live if name in SIGNALS or name in m.diagnostic_names)
             t = _tally(shown, read=read)
             passed, total, this_unit = t.passed, t.total, unit
         role = (
@@ -81,9 +79,9 @@ def _signal_rates(rows: Sequence[MetricsRecord], unit: str) -> dict[str, SignalR
     return out
 
 
-def _diagnostic(rows: Sequence[MetricsRecord], name: str) -> list[Any]:
+def _diagnostic(rows: Sequence[SummaryRow], name: str) -> list[Any]:
     """The values of diagnostic ``name`` in the rows that hold it."""
-    return [m.signals.value(name) for m in rows if name in m.diagnostic_names]
+    return [m.values[name] for m in rows if name in m.diagnostic_names]
 
 
 def _is_count(values: Iterable[Any]) -> bool:
@@ -110,25 +108,54 @@ def _count_rate(values: Sequence[Any], unit: str, errors: int = 0) -> SignalRate
     )
 
 
-def _usage(rows: Sequence[MetricsRecord]) -> dict[str, UsageTotal]:
+def _usage(rows: Sequence[SummaryRow]) -> dict[str, UsageTotal]:
     models: dict[str, list[str]] = {}
     sums: dict[str, list[int]] = {}
     for m in rows:
-        for role, u in [*m.usage.items(), *((e.role, e.usage) for e in spent(m.superseded_usage))]:
+        for role, model, prompt, completion, calls in m.usage:
             seen = models.setdefault(role, [])
-            model = one_line(u.model, 200) if u.model else None  # a side's text
             if model and model not in seen:
                 seen.append(model)
             acc = sums.setdefault(role, [0, 0, 0])
-            # a side's numbers (also from an older metrics.json)
-            acc[0] += bounded_count(u.prompt_tokens)
-            acc[1] += bounded_count(u.completion_tokens)
-            acc[2] += bounded_count(u.calls)
+            acc[0] += prompt
+            acc[1] += completion
+            acc[2] += calls
     return {role: UsageTotal(tuple(models[role]), *sums[role]) for role in sorted(sums)}
 
 
+class SummaryTotals:
+    """Running totals of a run's results: one small row per (scenario, trial)
+    (``engine.scoring.summary_rows.SummaryRow``; adding a key again replaces its row), from which
+    :meth:`summary` builds the same summary as :func:`build_summary` of their metrics records."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, int], SummaryRow] = {}
+
+    def add(self, metrics: MetricsRecord) -> None:
+        """Count one scored result (replacing an earlier row of its scenario and trial)."""
+        self._rows[(metrics.scenario_name, metrics.trial)] = summary_row(metrics)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        """The (scenario, trial) of every result counted."""
+        return iter(list(self._rows))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def rows(self) -> list[SummaryRow]:
+        """The rows counted so far, sorted by (scenario, trial)."""
+        return [self._rows[k] for k in sorted(self._rows)]
+
+    def summary(self, run_info: Mapping[str, Any], run_dir: str = "") -> SummaryRecord:
+        """The summary of the results counted so far (see :func:`build_summary`)."""
+        return _summarize(self.rows(), run_info, run_dir)
+
+
 def build_summary(
-    metrics: Sequence[MetricsRecord], run_info: Mapping[str, Any], run_dir: str = ""
+    metrics: Iterable[MetricsRecord], run_info: Mapping[str, Any], run_dir: str = ""
 ) -> SummaryRecord:
     """Aggregate complete per-session metrics (one per (scenario, trial)) into the summary.
 
@@ -136,7 +163,11 @@ def build_summary(
     invocation's), ``invocations`` (their number), ``scenarios`` (planned names, to list missing
     ones) and ``interrupted`` when known; ``run_dir`` is recorded as given.
     """
-    rows = sorted(metrics, key=lambda m: (m.scenario_name, m.trial))
+    return _summarize(sorted((summary_row(m) for m in metrics), key=lambda r: r.key), run_info, run_dir)
+
+
+def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir: str) -> SummaryRecord:
+    """The summary of ``rows`` sorted by (scenario, trial)."""
     trials = int(run_info.get("trials") or max((m.trial for m in rows), default=1))
     unit = "scenarios" if trials == 1 else "sessions"
     names = sorted({m.scenario_name for m in rows})
@@ -156,7 +187,7 @@ def build_summary(
         FailedResult(
             m.scenario_name,
             m.trial,
-            m.success_breakdown.failed,
+            m.failed_signals,
             m.stalled,
             m.stop_reason,
             one_line(m.error) if m.error else m.error,
@@ -176,7 +207,7 @@ def build_summary(
                 outcomes.setdefault(m.scenario_name, []).append(m.is_successful)
         table = pass_hat_k_table(outcomes, trials)
         pass_hat_k = PassHatK(table["per_scenario"], table["overall"])
-    judge_errors = [m.signals.judge_error for m in rows if m.signals.judge_error]
+    judge_errors = [m.judge_error for m in rows if m.judge_error]
     errored = [m for m in rows if m.is_error]
     first_error = None
     if errored:

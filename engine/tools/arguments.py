@@ -21,6 +21,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from engine.tools.context import error
+from engine.tools.fastcheck import compile_object
 
 _TRUE = frozenset({"true", "t", "yes", "y", "on", "1"})
 _FALSE = frozenset({"false", "f", "no", "n", "off", "0"})
@@ -305,13 +306,29 @@ class ArgumentChecker:
         # `format` is checked (a `format: date` argument refuses "sometime next spring"); formats
         # jsonschema can check without extra packages: date, email, ipv4, ipv6, uuid, regex
         self.validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        # a quick yes for valid arguments (None: the schema needs the full validator every time)
+        self.quick_yes = compile_object(schema)
+        self.upper = tuple(n for n, r in rules.items() if r.upper)
+        self.text_only = frozenset(n for n, p in properties.items() if _types(p) == ("string",))
 
-    def check(self, args: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        clean = {
-            k: _coerce(v, self.properties[k])
+    def _clean(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Known arguments coerced (a string for a string-only field is never coerced)."""
+        props, text_only = self.properties, self.text_only
+        return {
+            k: v if k in text_only and type(v) is str else _coerce(v, props[k])
             for k, v in args.items()
-            if k in self.properties and not (v is None and k not in self.required)
+            if k in props and not (v is None and k not in self.required)
         }
+
+    def _accepted(self, clean: dict[str, Any]) -> dict[str, Any]:
+        for name in self.upper:
+            if isinstance(clean.get(name), str):
+                clean[name] = clean[name].upper()
+        return clean
+
+    def _number_failures(
+        self, args: Mapping[str, Any], clean: dict[str, Any]
+    ) -> list[tuple[int, str, Any, str]]:
         failures: list[tuple[int, str, Any, str]] = [
             (self.order.get(k, len(self.order)), k, args.get(k), "Input should be a finite number")
             for k, v in clean.items()
@@ -327,6 +344,15 @@ class ArgumentChecker:
             for k, v in clean.items()
             if isinstance(v, float) and "integer" in _types(self.properties[k])
         ]
+        return failures
+
+    def check(self, args: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        clean = self._clean(args)
+        # only text: no number can be non-finite or fractional
+        texts = all(type(v) is str for v in clean.values())
+        failures = [] if texts else self._number_failures(args, clean)
+        if not failures and self.quick_yes is not None and self.quick_yes(clean):
+            return self._accepted(clean), None  # valid: the full validator would find nothing
         for err in self.validator.iter_errors(clean):
             if err.validator == "required":
                 for name in err.validator_value:
@@ -343,10 +369,7 @@ class ArgumentChecker:
                 detail += f" (at {name}{inner})"
             failures.append((self.order.get(name, len(self.order)), name, raw, detail))
         if not failures:
-            for name, rule in self.rules.items():
-                if rule.upper and isinstance(clean.get(name), str):
-                    clean[name] = clean[name].upper()
-            return clean, None
+            return self._accepted(clean), None
         failures.sort(key=lambda f: f[0])
         for _, name, raw, detail in failures:
             rule = self.rules.get(name)

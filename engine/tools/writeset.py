@@ -17,6 +17,7 @@ placeholders:
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,17 @@ def json_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [json_copy(v) for v in value]
     return value
+
+
+def deep_copy(value: Any) -> Any:
+    """Deep copy of JSON-shaped data at C speed (a ``marshal`` round trip, ~2x faster than
+    :func:`json_copy`; tuples are copied too, and two references to one object stay one object).
+    Data marshal does not take (objects, subclasses of dict/list/str, very deep nesting) is copied
+    by :func:`json_copy`."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except ValueError:
+        return json_copy(value)
 
 
 def session_view(base: Mapping[str, Any]) -> dict[str, Any]:
@@ -49,19 +61,26 @@ class WritePath:
     text: str
     segments: tuple[str, ...]
     entries: bool = False
+    #: ``(index, argument name)`` of each ``{name}`` segment (from ``segments``).
+    places: tuple[tuple[int, str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        segs = self.segments
+        found = tuple((i, s[1:-1]) for i, s in enumerate(segs) if s.startswith("{") and s.endswith("}"))
+        object.__setattr__(self, "places", found)
 
     def resolve(self, args: Mapping[str, Any]) -> tuple[str, ...] | None:
         """The concrete path for one call's arguments; None when a placeholder's argument is
         absent (the call cannot touch that path)."""
-        out: list[str] = []
-        for seg in self.segments:
-            if seg.startswith("{") and seg.endswith("}"):
-                value = args.get(seg[1:-1])
-                if value is None or isinstance(value, dict | list):
-                    return None
-                out.append(str(value))
-            else:
-                out.append(seg)
+        places = self.places
+        if not places:
+            return self.segments
+        out = list(self.segments)
+        for i, name in places:
+            value = args.get(name)
+            if value is None or isinstance(value, dict | list):
+                return None
+            out[i] = value if type(value) is str else str(value)
         return tuple(out)
 
 
@@ -111,6 +130,10 @@ class WriteSet:
 
     owned: dict[int, Any] = field(default_factory=dict)  # id -> container (kept alive: ids stay unique)
     _undo: list[tuple[Any, str, Any]] = field(default_factory=list)
+    #: Also mark every container inside a deep-copied node as owned (a walk of the copy). Needed
+    #: only to audit calls (snapshot_owned); without it a later path through such a container
+    #: copies it once more, which is correct, just not free.
+    nested: bool = True
 
     def adopt(self, db: dict[str, Any]) -> None:
         """Mark a :func:`session_view` as owned at the top two levels."""
@@ -157,11 +180,11 @@ class WriteSet:
                 fresh = (
                     (dict(target) if isinstance(target, dict) else list(target))
                     if path.entries
-                    else json_copy(target)
+                    else deep_copy(target)
                 )
                 _set(node, last, fresh)
                 self.owned[id(fresh)] = fresh
-                if not path.entries:
+                if self.nested and not path.entries:
                     self.own_tree(fresh)
         return resolved
 

@@ -29,11 +29,11 @@ def _run(out: Path, **kw: object) -> tuple[RunReport, float]:
 
 
 def _turns(report: RunReport) -> int:
-    return sum(r.agent_turns + r.user_turns for r, _ in report.outcomes)
+    return sum(r.agent_turns + r.user_turns for r in report.outcomes)
 
 
 def _model_calls(report: RunReport) -> list[int]:
-    return [sum(u.get("calls", 0) for u in r.usage.values()) for r, _ in report.outcomes]
+    return [sum(u.get("calls", 0) for u in r.usage.values()) for r in report.outcomes]
 
 
 def run() -> None:
@@ -42,8 +42,8 @@ def run() -> None:
         for concurrency in (8, 1):
             report, wall = _run(base / f"c{concurrency}", concurrency=concurrency)
             turns = _turns(report)
-            engine_s = sum(r.engine_time_s for r, _ in report.outcomes)
-            clean = sum(1 for r, _ in report.outcomes if r.clean_exit)
+            engine_s = sum(r.engine_time_s for r in report.outcomes)
+            clean = sum(1 for r in report.outcomes if r.clean_exit)
             print(
                 f"replay, 50 scenarios, concurrency {concurrency}: wall {wall:.2f} s "
                 f"(runner {report.wall_s:.2f} s), "
@@ -57,9 +57,9 @@ def run() -> None:
             f"wall {report.wall_s:.2f} s, "
             f"longest scenario model time {longest:.2f} s, ratio {ratio:.3f} (target <= 1.25)"
         )
-        slowest = max(r.duration_s for r, _ in report.outcomes)
+        slowest = max(r.duration_s for r in report.outcomes)
         print(
-            f"  slowest session {slowest:.2f} s; all clean: {all(r.clean_exit for r, _ in report.outcomes)}"
+            f"  slowest session {slowest:.2f} s; all clean: {all(r.clean_exit for r in report.outcomes)}"
         )
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory (max RSS of the process): {peak_mib:.0f} MiB")

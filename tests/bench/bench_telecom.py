@@ -55,7 +55,7 @@ def run() -> None:
             opts = run_options(REPO / spec, REPO / "data", output_dir=Path(tmp) / Path(spec).name, quiet=True)
             report = asyncio.run(runner.run(opts))
             wall = time.perf_counter() - start
-            passed = sum(1 for _, m in report.outcomes if m and m.is_successful is True)
+            passed = sum(1 for o in report.outcomes if o.is_successful is True)
             print(
                 f"replay run of {spec} (concurrency {opts.concurrency}): {wall:.2f} s in all "
                 f"(sessions {report.wall_s:.2f} s), {passed}/{len(report.outcomes)} successful "

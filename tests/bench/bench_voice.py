@@ -127,10 +127,10 @@ def bench_voice_rtf() -> None:
                 voice=True,
             )
             report = asyncio.run(runner.run(opts, voice))
-            summaries = [m.voice for _, m in report.outcomes if m is not None and m.voice is not None]
+            summaries = [m.voice for _, m in report.results() if m is not None and m.voice is not None]
             media = sum(v.media_ms for v in summaries) / 1000
             tts_s = sum(v.tts_s for v in summaries)
-            passed = sum(1 for _, m in report.outcomes if m and m.is_successful is True)
+            passed = sum(1 for _, m in report.results() if m and m.is_successful is True)
             print(
                 f"voice replay ({label}), {len(report.outcomes)} scenarios, concurrency {concurrency}: "
                 f"wall {report.wall_s:.2f} s for {media:.0f} s of conversation: real-time factor "

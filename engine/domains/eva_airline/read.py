@@ -7,7 +7,6 @@ decisions table applied (get_reservation writes ``session`` and enriches booking
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +18,7 @@ from engine.domains.eva_airline.common import (
     reservation_not_found,
 )
 from engine.tools.context import CallContext
+from engine.tools.writeset import deep_copy
 
 _SEARCHABLE_STATUSES = frozenset({"scheduled", "on_time", "delayed"})
 _ENRICHED_FIELDS = ("origin", "destination", "scheduled_departure", "scheduled_arrival")
@@ -40,7 +40,7 @@ def get_reservation(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContex
         if not any(str(p.get("last_name", "")).lower() == wanted for p in reservation.get("passengers", [])):
             return error("authentication_failed", f"Last name does not match reservation {conf}")
     db.setdefault("session", {}).update({"confirmation_number": conf, "last_name": last_name.lower()})
-    view = copy.deepcopy(reservation)
+    view = deep_copy(reservation)
     bookings = view.get("bookings", [])
     bookings.sort(key=lambda b: ((b.get("segments") or [{}])[0].get("date", ""), b.get("journey_id", "")))
     journeys = db.get("journeys", {})
@@ -77,7 +77,7 @@ def get_flight_status(db: dict[str, Any], args: Mapping[str, Any], ctx: CallCont
         )
     if not journey:
         return error("not_found", f"Flight {raw_number} not found for date {raw_date}")
-    return {"status": "success", "journey": copy.deepcopy(journey)}
+    return {"status": "success", "journey": deep_copy(journey)}
 
 
 def get_disruption_info(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -86,7 +86,7 @@ def get_disruption_info(db: dict[str, Any], args: Mapping[str, Any], ctx: CallCo
     disruption = db.get("disruptions", {}).get(f"{number}_{args['date']}")
     if not disruption:
         return error("not_found", f"No disruption info found for flight {number}")
-    return {"status": "success", "disruption": copy.deepcopy(disruption)}
+    return {"status": "success", "disruption": deep_copy(disruption)}
 
 
 def _option(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from typing import Any
 
 from engine.plugin import DiagnosticInputs
@@ -46,7 +47,9 @@ RULES = SpokenRules(
 
 _LOCK = threading.Lock()
 _BASE: dict[int, tuple[Any, tuple[frozenset[str], frozenset[str]]]] = {}
-_REPORTS: dict[int, tuple[Any, SpokenReport]] = {}
+#: id(result) -> (weak reference to the result, its report): the three diagnostics of a session
+#: share one report without keeping the finished session (its DB, its transcript) alive.
+_REPORTS: dict[int, tuple[weakref.ref[Any], SpokenReport]] = {}
 
 
 def _base(scenario: Any) -> tuple[frozenset[str], frozenset[str]]:
@@ -67,7 +70,7 @@ def spoken_report(inp: DiagnosticInputs) -> SpokenReport:
     result = inp.result
     with _LOCK:
         hit = _REPORTS.get(id(result))
-    if hit is not None and hit[0] is result:
+    if hit is not None and hit[0]() is result:
         return hit[1]
     scenario = inp.scenario
     check = session_check(
@@ -80,7 +83,7 @@ def spoken_report(inp: DiagnosticInputs) -> SpokenReport:
     with _LOCK:
         if len(_REPORTS) > 64:
             _REPORTS.clear()
-        _REPORTS[id(result)] = (result, report)
+        _REPORTS[id(result)] = (weakref.ref(result), report)
     return report
 
 

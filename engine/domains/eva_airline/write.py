@@ -8,7 +8,6 @@ first write, so an error result leaves the DB untouched. Behaviour mirrors eva 0
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +23,7 @@ from engine.domains.eva_airline.common import (
     reservation_not_found,
 )
 from engine.tools.context import CallContext
+from engine.tools.writeset import deep_copy
 
 Result = dict[str, Any]
 DEFAULT_CARRY_OVER: tuple[str, ...] = ("bags_checked", "meal_request")
@@ -124,7 +124,7 @@ def rebook_flight(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext)
         )
         for name in carried:
             if source is not None and name in source:
-                row[name] = copy.deepcopy(source[name])
+                row[name] = deep_copy(source[name])
         segments.append(row)
     reservation["bookings"].append(
         {
@@ -144,7 +144,7 @@ def rebook_flight(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext)
                 "fare_class": orig_class,
                 "fare_paid": sum(s.get("fare_paid", 0) for s in kept),
                 "status": "confirmed",
-                "segments": copy.deepcopy(kept),
+                "segments": deep_copy(kept),
             }
         )
     # (d)-(f) reservation status and seat counts
@@ -158,7 +158,7 @@ def rebook_flight(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext)
         "new_journey": {
             "journey_id": new_id,
             "num_stops": new.get("num_stops", 0),
-            "segments": copy.deepcopy(new_segments),
+            "segments": deep_copy(new_segments),
             "departure": new_segments[0]["scheduled_departure"] if new_segments else None,
             "arrival": new_segments[-1]["scheduled_arrival"] if new_segments else None,
             "origin": new.get("origin"),

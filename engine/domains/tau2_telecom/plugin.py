@@ -30,7 +30,7 @@ from engine.domains.tau2_telecom.environment import SIDES, initialise, sync
 from engine.domains.tau2_telecom.model import tau2_hash
 from engine.domains.tau2_telecom.user_tools import USER_HANDLERS
 from engine.plugin import DiagnosticInputs, DomainPlugin, Predicate
-from engine.replay import replay_scenario
+from engine.replay import gold_replay
 
 #: tau2's reward-basis names that make evalctl fields applicable.
 ACTION, NL_ASSERTION = "ACTION", "NL_ASSERTION"
@@ -155,7 +155,7 @@ def _gold_user_hash(scenario: Any) -> str | None:
         hit = _GOLD_USER_HASHES.get(id(scenario))
     if hit is not None and hit[0] is scenario:
         return hit[1]
-    run = replay_scenario(scenario) if scenario.gold_trace is not None else None
+    run = gold_replay(scenario) if scenario.gold_trace is not None else None
     value = tau2_hash(run.user_db, "user") if run is not None and run.user_db is not None else None
     with _LOCK:
         _GOLD_USER_HASHES[id(scenario)] = (scenario, value)

@@ -26,6 +26,7 @@ from engine.gold import GoldTrace
 from engine.replay import replay_trace
 from engine.specs import LoadedDomain
 from engine.toolruntime import ToolRuntime
+from engine.tools.writeset import session_view
 from tests.conftest import SPEC_DIR
 
 IDS = ("confirmation_number", "passenger_id", "journey_id", "new_journey_id", "flight_number")
@@ -76,10 +77,11 @@ def test_gold_calls_mutated_as_models_do(domain: LoadedDomain) -> None:
             if spec is None or call.tool == "transfer_to_agent":
                 continue
             before = replay_trace(scenario.tools, scenario.initial_db, GoldTrace(calls[:i])).db
-            reference = ToolRuntime(scenario.tools, dict(before))
+            # each runtime gets its own view: a write replaces records inside its tables
+            reference = ToolRuntime(scenario.tools, session_view(before))
             wanted = reference.call(call.tool, dict(call.arguments)).result
             for label, args, expected in _mutations(dict(call.arguments), dict(spec.parameters)):
-                runtime = ToolRuntime(scenario.tools, dict(before))
+                runtime = ToolRuntime(scenario.tools, session_view(before))
                 start = db_hash(runtime.db, scenario.domain.hash_rules)
                 got = runtime.call(call.tool, args).result
                 where = f"{scenario.name} call {i + 1} {call.tool}: {label}"

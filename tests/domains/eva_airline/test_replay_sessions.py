@@ -47,7 +47,7 @@ async def test_replay_run_all_50_clean_on_expected_hash_at_both_concurrencies(
         assert not report.interrupted and not report.scoring_errors
         assert len(report.outcomes) == 50
         hashes[concurrency], calls[concurrency] = {}, {}
-        for result, metrics in report.outcomes:
+        for result, metrics in report.results():
             scenario = loaded.scenario(result.scenario_name)
             rules = scenario.domain.hash_rules
             assert result.clean_exit, (result.scenario_name, result.stop_reason, result.error)
@@ -60,7 +60,7 @@ async def test_replay_run_all_50_clean_on_expected_hash_at_both_concurrencies(
             calls[concurrency][result.scenario_name] = [
                 (c["name"], c["arguments"]) for c in result.tool_calls
             ]
-        transfers = {r.scenario_name for r, _ in report.outcomes if r.stop_reason == "transfer"}
+        transfers = {r.scenario_name for r, _ in report.results() if r.stop_reason == "transfer"}
         assert transfers == _transfers(loaded) and len(transfers) == 7
         text = (
             tmp_path / f"c{concurrency}" / "eva_airline__3_1_5" / "final_scenario_db_hash.txt"
@@ -74,7 +74,7 @@ async def test_replay_turn_counts_and_usage_follow_the_gold(tmp_path: Path, data
     opts = run_options(
         SPEC_DIR, data_root, scenarios=("eva_airline__7_1_1",), output_dir=tmp_path, progress=False
     )
-    [(result, _)] = (await run(opts)).outcomes
+    [(result, _)] = list((await run(opts)).results())
     # 7.1.1: ten user lines, ten agent lines; the last agent turn transfers (no end_conversation)
     assert (result.user_turns, result.agent_turns) == (10, 10)
     assert result.stop_reason == "transfer"
@@ -130,7 +130,7 @@ async def test_a_transfer_over_a_websocket_side_ends_the_call(tmp_path: Path, lo
             quiet=True,
         )
         report = await run(opts)
-    stops = {r.scenario_name: r.stop_reason for r, _ in report.outcomes}
+    stops = {r.scenario_name: r.stop_reason for r, _ in report.results()}
     assert stops == {"eva_airline__3_1_5": "exit", "eva_airline__5_2_5": "transfer"}
-    assert all(m is not None and m.signals.db_state_match is True for _, m in report.outcomes)
-    assert all(r.agent_backend == "replay" for r, _ in report.outcomes)  # as the side reports itself
+    assert all(m is not None and m.signals.db_state_match is True for _, m in report.results())
+    assert all(r.agent_backend == "replay" for r, _ in report.results())  # as the side reports itself

@@ -85,7 +85,7 @@ async def test_an_openai_agent_and_user_run_a_task_end_to_end(
         report = await runner.run(opts)
     bodies = [body for _, body in server.requests]
     assert len(bodies) == len(gold) + 5
-    ((result, metrics),) = report.outcomes
+    ((result, metrics),) = list(report.results())
     assert result.stop_reason == "exit" and metrics.is_successful is True, metrics.success_breakdown
     assert metrics.signals.db_state_match is True and metrics.db_hash == oracle["gold_end_state_tau2_hash"]
     assert metrics.signals.diagnostics["communicate_info"] is True

@@ -17,12 +17,14 @@ import pytest
 
 import cli
 from engine import runner
+from engine.artifacts import read_json, read_jsonl
 from engine.backends.noop import GREETING
 from engine.domains.registry import load_domain, plugins
 from engine.domains.tau2_common.plugin import result_text
 from engine.render import render_agent_prompt, render_user_prompt
 from engine.replay import replay_scenario
 from engine.runner import RunReport
+from engine.session_files import scenario_dir
 from engine.specs import LoadedDomain
 from engine.validate import ValidationReport, validate_specs
 from tests.conftest import REPO
@@ -157,13 +159,32 @@ def test_evalctl_render_shows_prompts_and_tools(capsys: pytest.CaptureFixture[st
     assert len(tools) == 17 and tools[-1]["function"]["name"] == "end_conversation"
 
 
+def _sessions(report: RunReport) -> dict[str, tuple[list[Any], list[str], list[Any]]]:
+    """Per scenario of a run: its actions, the names of its tool calls and what the agent said,
+    read from its folder (not its DBs)."""
+    out = {}
+    for o in report.outcomes:
+        sdir = scenario_dir(report.run_dir, o.scenario_name, o.trial, report.trials)
+        calls = [c["name"] for c in read_json(sdir / "tool_calls.json")]
+        said = [
+            e["content"]
+            for e in read_jsonl(sdir / "transcript.jsonl")
+            if e["type"] == "utterance" and e["role"] == "agent"
+        ]
+        out[o.scenario_name] = (read_json(sdir / "actions.json"), calls, said)
+    return out
+
+
 @pytest.fixture(scope="module")
-def runs(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], RunReport]:
-    """One full run per domain and agent (replay, noop): the real runner, sides and artifacts.
-    Each run writes every session's DBs (about 1 GB in all), so its folder goes to a RAM-backed
-    /dev/shm when there is one, and is removed once the run's report is in memory."""
+def runs(
+    data_root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[tuple[str, str], tuple[RunReport, dict[str, Any]]]:
+    """One full run per domain and agent (replay, noop): the real runner, sides and artifacts, with
+    each noop session's actions, tool calls and agent lines. Each run writes every session's DBs
+    (about 1 GB in all), so its folder goes to a RAM-backed /dev/shm when there is one, and is
+    removed once what the tests read of it is in memory."""
     shm = Path("/dev/shm")
-    out: dict[tuple[str, str], RunReport] = {}
+    out: dict[tuple[str, str], tuple[RunReport, dict[str, Any]]] = {}
     for name in DOMAINS:
         for agent in ("replay", "noop"):
             where = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() else tmp_path_factory.mktemp("run")
@@ -177,7 +198,8 @@ def runs(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[tupl
                     quiet=True,
                     progress=False,
                 )
-                out[(name, agent)] = asyncio.run(runner.run(opts))
+                report = asyncio.run(runner.run(opts))
+                out[(name, agent)] = (report, _sessions(report) if agent == "noop" else {})
             finally:
                 shutil.rmtree(where, ignore_errors=True)
     return out
@@ -187,7 +209,7 @@ def runs(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[tupl
 def test_the_replay_agent_scores_every_task(name: str, runs, loaded) -> None:
     """100% on both domains, retail's broken gold included (the expected DB is what it does); a
     gold that transfers to a human ends with ``transfer``, every other with ``exit``."""
-    report = runs[(name, "replay")]
+    report, _ = runs[(name, "replay")]
     assert report.summary is not None
     overall = report.summary.overall
     assert (overall.passed, overall.total) == (TASKS[name], TASKS[name]), report.summary_text()
@@ -196,26 +218,26 @@ def test_the_replay_agent_scores_every_task(name: str, runs, loaded) -> None:
         for s in loaded[name].scenarios
         if any(c.tool == "transfer_to_human_agents" for c in s.gold_trace)
     }
-    stops = {r.scenario_name: r.stop_reason for r, _ in report.outcomes}
+    stops = {o.scenario_name: o.stop_reason for o in report.outcomes}
     assert {n for n, stop in stops.items() if stop == "transfer"} == transferring
     assert {stop for n, stop in stops.items() if n not in transferring} == {"exit"}
-    assert not any(m.stalled for _, m in report.outcomes)
+    assert all(o.scored for o in report.outcomes) and not any(o.stalled for o in report.outcomes)
 
 
 @pytest.mark.parametrize("name", DOMAINS)
 def test_the_noop_agent_scores_the_tasks_that_end_where_they_start(name: str, runs, loaded) -> None:
-    report = runs[(name, "noop")]
-    passed = {m.scenario_name for _, m in report.outcomes if m.is_successful is True}
+    report, sessions = runs[(name, "noop")]
+    passed = {o.scenario_name for o in report.outcomes if o.is_successful is True}
     unchanged = {
         s.name
         for s in loaded[name].scenarios
         if s.domain.hash_rules.func(s.expected_db) == s.domain.hash_rules.func(s.initial_db)
     }
     assert passed == unchanged and len(passed) == NOOP_FLOOR[name]
-    for result, metrics in report.outcomes:
-        assert result.stop_reason == "exit" and result.actions == [] and metrics.stalled is False
-        assert [c["name"] for c in result.tool_calls] == ["end_conversation"]
-        said = [e["content"] for e in result.transcript if e["type"] == "utterance" and e["role"] == "agent"]
-        assert said == [GREETING]
+    assert len(sessions) == len(report.outcomes) == len(loaded[name].scenarios)
+    for o in report.outcomes:
+        assert o.stop_reason == "exit" and o.scored and o.stalled is False
+        actions, calls, said = sessions[o.scenario_name]
+        assert actions == [] and calls == ["end_conversation"] and said == [GREETING]
     if name == "retail":
         assert "tau2_retail__105" in passed  # its gold write fails upstream: nothing to do is right

@@ -30,7 +30,7 @@ VARIANTS = {"manual": MANUAL_SPEC, "workflow": WORKFLOW_SPEC}
 def _metrics(report: RunReport) -> dict[str, dict[str, Any]]:
     """Each scenario's metrics.json body (the typed record as written)."""
     out = {}
-    for result, metrics in report.outcomes:
+    for result, metrics in report.results():
         assert metrics is not None, report.scoring_errors
         out[result.scenario_name] = metrics.to_json()
     return out

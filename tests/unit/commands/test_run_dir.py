@@ -82,7 +82,7 @@ def test_output_dir_that_cannot_be_created_is_one_line(
 def test_disk_full_at_the_summary_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def full(run_dir: Path, info: dict[str, Any]) -> dict[str, Any]:
+    def full(run_dir: Path, info: dict[str, Any], *known: Any) -> dict[str, Any]:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("engine.results.finish_run", full)

@@ -99,14 +99,14 @@ async def test_trials_and_resume(tmp_path: Path) -> None:
     names = ("mock__cancel_order", "mock__shipped_refusal")
     opts = run_options(*SHOP, scenarios=names, trials=2, output_dir=tmp_path, progress=False)
     first = await run(opts)
-    assert sorted((r.scenario_name, r.trial) for r, _ in first.outcomes) == [
+    assert sorted((r.scenario_name, r.trial) for r, _ in first.results()) == [
         (n, k) for n in names for k in (1, 2)
     ]
     assert (tmp_path / "mock__shipped_refusal" / "trial_2" / "metrics.json").is_file()
     (tmp_path / "mock__cancel_order" / "trial_2" / "metrics.json").unlink()
     again = await run(run_options(*SHOP, scenarios=names, trials=2, resume=tmp_path, progress=False))
     assert again.skipped == 3
-    assert [(r.scenario_name, r.trial) for r, _ in again.outcomes] == [("mock__cancel_order", 2)]
+    assert [(r.scenario_name, r.trial) for r, _ in again.results()] == [("mock__cancel_order", 2)]
     assert again.summary is not None and again.summary.results == 4
 
 
@@ -190,10 +190,10 @@ async def test_serve_runs_a_built_in_side_as_its_own_process(tmp_path: Path) -> 
         names = ("mock__cancel_order", "mock__shipped_refusal")
         opts = run_options(*SHOP, scenarios=names, agent=match.group(1), output_dir=tmp_path, progress=False)
         report = await run(opts)
-        assert sorted(r.scenario_name for r, _ in report.outcomes) == list(names)
-        assert [r.stop_reason for r, _ in report.outcomes] == ["exit", "exit"]
-        assert all(m and m.signals.db_state_match is True for _, m in report.outcomes)
-        assert all(r.agent_backend == "replay" for r, _ in report.outcomes)
+        assert sorted(r.scenario_name for r, _ in report.results()) == list(names)
+        assert [r.stop_reason for r, _ in report.results()] == ["exit", "exit"]
+        assert all(m and m.signals.db_state_match is True for _, m in report.results())
+        assert all(r.agent_backend == "replay" for r, _ in report.results())
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=10)
@@ -218,7 +218,7 @@ async def test_resume_with_scenarios_narrows_the_work_not_the_plan(tmp_path: Pat
     for name in names:
         (tmp_path / name / "metrics.json").unlink()
     again = await run(run_options(*SHOP, scenarios=names[:1], resume=tmp_path, progress=False))
-    assert [r.scenario_name for r, _ in again.outcomes] == ["mock__cancel_order"]
+    assert [r.scenario_name for r, _ in again.results()] == ["mock__cancel_order"]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["missing"] == ["mock__shipped_refusal"] and summary["results"] == 1
     with pytest.raises(UsageError, match="mock__late_delivery_credit is not part of the run"):

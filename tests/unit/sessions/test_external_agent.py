@@ -120,7 +120,7 @@ async def test_external_agent_and_misbehaving_sides(tmp_path: Path) -> None:
             progress=False,
         )
         report = await run(opts)
-    outcome = {(r.scenario_name, r.trial): (r, m) for r, m in report.outcomes}
+    outcome = {(r.scenario_name, r.trial): (r, m) for r, m in report.results()}
     runs = [(name, k) for name in (*GOOD, ODD) for k in BEHAVIOUR]
     assert sorted(outcome) == sorted(runs)  # every session ran to a result
     for name in GOOD:
@@ -185,7 +185,7 @@ async def test_external_user_side_and_a_side_of_the_wrong_role(tmp_path: Path) -
         wrong = await run(
             run_options(*SHOP, scenarios=GOOD[:1], agent=user_uri, output_dir=tmp_path / "b", quiet=True)
         )
-    assert sorted(r.stop_reason for r, _ in ok.outcomes) == ["exit", "exit"]
-    assert all(r.user_backend == "replay" for r, _ in ok.outcomes)
-    [(bad, _)] = wrong.outcomes
+    assert sorted(r.stop_reason for r, _ in ok.results()) == ["exit", "exit"]
+    assert all(r.user_backend == "replay" for r, _ in ok.results())
+    [(bad, _)] = list(wrong.results())
     assert bad.stop_reason == "error" and "this server is a user side, not agent" in (bad.error or "")

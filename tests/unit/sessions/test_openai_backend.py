@@ -167,10 +167,10 @@ async def test_run_with_openai_agent_end_to_end(tmp_path: Path) -> None:
             progress=False,
         )
         report = await run(opts)
-    assert [r.stop_reason for r, _ in report.outcomes] == ["exit", "exit"]
-    metrics = {r.scenario_name: m for r, m in report.outcomes}
+    assert [r.stop_reason for r, _ in report.results()] == ["exit", "exit"]
+    metrics = {r.scenario_name: m for r, m in report.results()}
     assert metrics[SCENARIO].signals.db_state_match is False  # the scripted agent changed nothing
-    assert all(m.agent_backend == "openai:scripted-model" for _, m in report.outcomes)
+    assert all(m.agent_backend == "openai:scripted-model" for _, m in report.results())
 
 
 async def test_tool_rounds_per_turn_are_capped(loaded: LoadedDomain) -> None:

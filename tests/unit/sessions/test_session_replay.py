@@ -48,7 +48,7 @@ async def test_replay_run_clean_on_expected_hash_at_both_concurrencies(
         assert not report.interrupted and not report.scoring_errors
         assert len(report.outcomes) == len(loaded.scenarios) * TRIALS
         hashes[concurrency], calls[concurrency] = {}, {}
-        for result, metrics in report.outcomes:
+        for result, metrics in report.results():
             scenario = loaded.scenario(result.scenario_name)
             rules = scenario.domain.hash_rules
             assert result.clean_exit and result.stop_reason == "exit", (result.scenario_name, result.error)
@@ -73,7 +73,7 @@ async def test_replay_turn_counts_and_usage_follow_the_gold(tmp_path: Path, load
     opts = run_options(
         MOCK_SPEC_DIR, MOCK_DATA_ROOT, scenarios=(scenario.name,), output_dir=tmp_path, progress=False
     )
-    [(result, _)] = (await run(opts)).outcomes
+    [(result, _)] = list((await run(opts)).results())
     kinds = _kinds(scenario)
     lines = kinds.count("user_utterance")
     assert (result.user_turns, result.agent_turns) == (lines, lines)

@@ -211,7 +211,7 @@ async def test_a_reply_too_big_to_forward_blames_its_sender_and_keeps_the_artifa
     text = "x" * (MAX_FRAME_BYTES - envelope - 10)  # the frame fits; forwarded with a wrapper it would not
     async with agent_side(lambda start, turn: {"text": text}) as uri:
         report = await _run(tmp_path, uri)
-    [(result, metrics)] = report.outcomes
+    [(result, metrics)] = list(report.results())
     assert result.stop_reason == "error" and metrics is not None
     assert (result.error or "").startswith("agent side's reply is"), result.error
     assert "bytes the engine forwards" in (result.error or "")

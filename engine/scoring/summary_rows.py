@@ -1,0 +1,95 @@
+"""What the run summary needs of one result: a small row cut from its metrics record.
+
+``engine.scoring.summary`` aggregates these rows; a run keeps one row per (scenario, trial) — a
+few hundred bytes, never the verdict lists, DBs or transcripts — so its summary is built from
+running totals however many results it has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.records.common import ErrorCause, spent
+from engine.records.metrics import SIGNALS, MetricsRecord, Signal
+from engine.untrusted import bounded_count, one_line
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One result as the summary counts it (fields as in ``engine.records.metrics.MetricsRecord``):
+    ``values`` maps each boolean signal and each diagnostic to its value; ``assertions`` maps
+    ``db_state_assertion`` / ``nl_assertion`` to (passed, total) of its verdicts; ``usage`` is
+    (role, model on one line or None, prompt tokens, completion tokens, calls) per usage entry,
+    the superseded attempts' included, counts bounded (``engine.untrusted.bounded_count``)."""
+
+    scenario_name: str
+    trial: int
+    is_successful: bool | str
+    is_task_successful: bool | str
+    is_error: bool
+    error_cause: ErrorCause | None
+    stalled: bool
+    stop_reason: str | None
+    error: str | None
+    duration_s: float
+    failed_signals: tuple[str, ...]
+    judge_error: str | None
+    success_signals: tuple[str, ...]
+    diagnostic_names: tuple[str, ...]
+    values: dict[str, Any]
+    assertions: dict[str, tuple[int, int]]
+    usage: tuple[tuple[str, str | None, int, int, int], ...]
+    #: (role, model) of the result's own usage entries that name a model (as written)
+    models: tuple[tuple[str, str], ...] = ()
+    min_agent_turns: int = 0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.scenario_name, self.trial
+
+
+_ASSERTIONS = (Signal.DB_STATE_ASSERTION, Signal.NL_ASSERTION)
+
+
+def summary_row(m: MetricsRecord) -> SummaryRow:
+    """The row of one metrics record."""
+    names = m.diagnostic_names
+    values = {n: m.signals.value(n) for n in (*SIGNALS, *names) if n not in _ASSERTIONS}
+    assertions = {}
+    for name, verdicts in (
+        (Signal.DB_STATE_ASSERTION, m.signals.db_state_assertion_verdicts),
+        (Signal.NL_ASSERTION, m.signals.nl_assertion_verdicts),
+    ):
+        assertions[str(name)] = (sum(1 for v in verdicts if v["passed"]), len(verdicts))
+    usage = tuple(
+        (
+            role,
+            one_line(u.model, 200) if u.model else None,  # a side's text
+            bounded_count(u.prompt_tokens),  # a side's numbers (also from an older metrics.json)
+            bounded_count(u.completion_tokens),
+            bounded_count(u.calls),
+        )
+        for role, u in [*m.usage.items(), *((e.role, e.usage) for e in spent(m.superseded_usage))]
+    )
+    return SummaryRow(
+        scenario_name=m.scenario_name,
+        trial=m.trial,
+        is_successful=m.is_successful,
+        is_task_successful=m.is_task_successful,
+        is_error=m.is_error,
+        error_cause=m.error_cause,
+        stalled=m.stalled,
+        stop_reason=m.stop_reason,
+        error=m.error,
+        duration_s=float(m.duration_s),
+        failed_signals=tuple(m.success_breakdown.failed),
+        judge_error=m.signals.judge_error,
+        success_signals=tuple(m.success_signals),
+        diagnostic_names=tuple(names),
+        values=values,
+        assertions=assertions,
+        usage=usage,
+        models=tuple((role, u.model) for role, u in m.usage.items() if u.model),
+        min_agent_turns=m.min_agent_turns,
+    )
