@@ -87,6 +87,31 @@ def check_sources(sources: Sequence[Path], records: Sequence[RunRecord]) -> None
                     "merge the shards of one selection, each once)"
                 )
             owner[name] = source
+    _check_shards(sources, records)
+
+
+def _check_shards(sources: Sequence[Path], records: Sequence[RunRecord]) -> None:
+    """Shard runs merge only as a whole set: every shard of one ``N``, each once (UsageError, one
+    line, naming what is missing). A merge of some shards would read as a complete run, since a
+    shard run records only its own slice of the selection."""
+    shards = [record.settings.get("shard") for record in records]
+    if not any(shards):
+        return
+    if not all(shards):
+        plain = sources[shards.index(None)]
+        sharded = next(s for s, shard in zip(sources, shards, strict=True) if shard)
+        raise UsageError(f"merge: {sharded} is a shard run and {plain} is not; merge the shards of one run")
+    counts = {str(shard).split("/")[1] for shard in shards}
+    if len(counts) != 1:
+        raise UsageError(f"merge: the runs are shards of different splits ({', '.join(map(str, shards))})")
+    count = int(counts.pop())
+    have = {int(str(shard).split("/")[0]) for shard in shards}
+    missing = [f"{i}/{count}" for i in range(1, count + 1) if i not in have]
+    if missing:
+        raise UsageError(
+            f"merge: shard {', '.join(missing)} is missing (given {', '.join(map(str, shards))}); "
+            f"merge all {count} shards of the run"
+        )
 
 
 def _folders(run_dir: Path) -> list[str]:

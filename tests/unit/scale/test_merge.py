@@ -45,15 +45,6 @@ def test_merged_shards_equal_one_run(shards: tuple[Path, list[Path]], tmp_path: 
     assert "Overall Success Rate: 100.0% (6/6 sessions)" in (out / "all_summary.txt").read_text()
 
 
-def test_merging_some_shards_counts_what_they_hold(shards: tuple[Path, list[Path]], tmp_path: Path) -> None:
-    _, parts = shards
-    out = tmp_path / "some"
-    assert cli.main(["merge", str(parts[0]), str(parts[2]), "--output-dir", str(out)]) == 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["results"] == 4 and summary["missing"] == []  # only the given shards' selections
-    assert len(hashes(out)) == 4
-
-
 def _refused(capsys: pytest.CaptureFixture[str], out: Path, *runs: Path) -> str:
     capsys.readouterr()
     existed = out.exists()
@@ -87,3 +78,12 @@ def test_mismatched_runs_are_refused(
     assert "other spec files" in err and str(specs) in err
     assert "not an evalctl run directory" in _refused(capsys, out, parts[0], tmp_path)
     assert "is one of the runs merged" in _refused(capsys, parts[0], parts[0], parts[1])
+    # before: two shards of three merged into a "complete" run (missing: [], 100%)
+    err = _refused(capsys, out, parts[0], parts[2])
+    assert "shard 2/3 is missing (given 1/3, 3/3)" in err
+    plain = tmp_path / "plain"  # not a shard run, and holding a scenario of shard 2/3 only
+    _run(plain, "--trials", "2", "--scenarios", sorted(NAMES)[1])
+    assert "is a shard run and" in _refused(capsys, out, parts[0], plain)
+    other_split = tmp_path / "halves"
+    _run(other_split, "--trials", "2", "--shard", "2/2")
+    assert "different splits" in _refused(capsys, out, parts[0], other_split)
