@@ -54,11 +54,17 @@ def check_counts(opts: RunOptions) -> None:
 
 
 def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[Endpoint]:
-    """The ``openai:`` endpoints of the run, to check before the first session."""
+    """The ``openai:`` endpoints and external ``ws://`` sides of the run, to check before the
+    first session."""
     found = [
         Endpoint(f"{role} model endpoint", opts.base_url, opts.api_key_env)
         for role, spec in (("agent", agent), ("user", user))
         if spec.kind == "openai"
+    ]
+    found += [
+        Endpoint(f"{role} side", None, "", side_uri=str(spec.uri))
+        for role, spec in (("agent", agent), ("user", user))
+        if spec.kind == "external"
     ]
     if opts.scoring.judge_model:
         found.append(Endpoint("judge endpoint", opts.scoring.judge_base_url, opts.scoring.judge_api_key_env))
