@@ -259,7 +259,8 @@ async def run_here(
     """Run ``jobs`` in this process: serve the built-in ``sides`` on loopback (closed at the end),
     then each session, stored and scored in ``run_dir`` (as invocation ``invocation``); each
     finished one goes to ``progress``. Cancellation stops the sessions in flight."""
-    setups = {job.scenario.name: session_setup(job.scenario) for job in jobs}
+    scenarios = {job.scenario.name: job.scenario for job in jobs}  # once per scenario, not per trial
+    setups = {name: session_setup(scenario) for name, scenario in scenarios.items()}
     scorer = Scorer(run_dir, opts.trials, opts.scoring, opts.concurrency, invocation)
     builtin = frozenset(role for role, side in sides.items() if not isinstance(side, str))
     async with contextlib.AsyncExitStack() as stack:
