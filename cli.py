@@ -174,6 +174,8 @@ RUN_SETTINGS: dict[str, tuple[str, ...]] = {
     "judge_model": ("scoring.judge_model",),
     "judge_base_url": ("scoring.judge_base_url",),
     "judge_threshold": ("scoring.judge_threshold",),
+    "shard": ("shard",),
+    "workers": ("workers",),
 }
 
 
@@ -331,6 +333,30 @@ def _prices(value: str | None) -> Any:
     help="Audio sessions with the agent (protocol v2): the caller is spoken by the local TTS engine "
     "(espeak-ng and sox); WAVs, voice.json and voice metrics per scenario.",
 )
+@click.option(
+    "--workers",
+    default=None,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Processes that run the sessions (one run folder, one summary). Default: the machine's cores; "
+    "small runs stay in one process.",
+)
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="Run only shard I of N (numbered from 1) of the selected scenarios; combine the shard runs "
+    "with `evalctl merge`.",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS",
+    help="Run the shards as tasks on the Ray cluster at ADDRESS (host:port, auto, or local for a "
+    "one-machine cluster) and merge them; --workers N = N shards (default: one per cluster CPU). "
+    "Needs `pip install 'evalctl[ray]'`.",
+)
 @click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
 @prices_option
 def run_cmd(
@@ -361,6 +387,9 @@ def run_cmd(
     keep_errors: bool,
     allow_errors: bool,
     voice: bool,
+    workers: int | None,
+    shard: str | None,
+    ray_address: str | None,
     replay_latency: float,
     prices: str | None,
 ) -> int:
@@ -380,9 +409,14 @@ def run_cmd(
       evalctl run specs/eva_airline
       evalctl run specs/eva_airline --scenarios eva_airline__3_1_5 --concurrency 1
       evalctl run specs/eva_airline --agent openai:gpt-4.1 --user openai:gpt-4.1 --base-url URL
+      evalctl run specs/eva_airline --shard 2/4 --output-dir runs/part2
     """
     from engine.commands.run import run
+    from engine.shard import parse_shard
+    from engine.workers import cpu_count
 
+    if shard is not None:
+        shard = str(parse_shard(shard))
     if scenarios is not None and not _csv(scenarios):
         raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
     if keep_errors and resume is None:
@@ -424,8 +458,10 @@ def run_cmd(
         ),
         explicit=_given(RUN_SETTINGS),
         keep_errors=keep_errors,
+        shard=shard,
+        workers=workers or cpu_count(),
     )
-    return run(opts, fail_under, _prices(prices), allow_errors)
+    return run(opts, fail_under, _prices(prices), allow_errors, ray=ray_address)
 
 
 @group.command("serve")
@@ -559,6 +595,36 @@ def rescore_cmd(
         argv=tuple(sys.argv[1:]),
     )
     return rescore(opts, fail_under, allow_errors)
+
+
+@group.command("merge")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option(
+    "--output-dir", required=True, type=click.Path(file_okay=False), help="The merged run's folder (new)."
+)
+@click.option(
+    "--fail-under", default=None, type=click.FloatRange(0, 1), metavar="RATE", help="Exit 1 below this rate."
+)
+@click.option("--allow-errors", is_flag=True, help="Exit 0 (or by --fail-under) even with error verdicts.")
+def merge_cmd(runs: tuple[str, ...], output_dir: str, fail_under: float | None, allow_errors: bool) -> int:
+    """Combine shard runs (`evalctl run ... --shard I/N`) of the same specs and settings into one
+    run folder with one summary, as one run of all their scenarios would have written. The runs
+    are left as they were; runs with other specs or settings, or holding the same scenario, are
+    refused.
+
+    Exit codes as `evalctl run`.
+
+    \b
+    Example:
+      evalctl run specs/eva_airline --shard 1/2 --output-dir runs/part1
+      evalctl run specs/eva_airline --shard 2/2 --output-dir runs/part2
+      evalctl merge runs/part1 runs/part2 --output-dir runs/all
+    """
+    from engine.commands.merge import merge
+
+    return merge(
+        [Path(r) for r in runs], Path(output_dir), tuple(sys.argv[1:]), fail_under, allow_errors
+    )
 
 
 @group.command("diff")

@@ -272,7 +272,9 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
             if d.stalled
             else ""
         )
-        out.append(f"failing signals: {why}{stall}")
+        # an error result has no verdict: what its signals say is not held against the agent
+        label = "signals not met (not a verdict)" if d.error_cause else "failing signals"
+        out.append(f"{label}: {why}{stall}")
         out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
         if d.gold_path:
             out.append(f"conversation: {d.gold_path}")

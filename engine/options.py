@@ -48,7 +48,9 @@ class RunOptions:
     ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
     live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none;
     ``voice`` = audio sessions with the agent (``--voice``; their settings, the TTS engine and the
-    recogniser, are an ``engine.voice.run.VoiceRun`` given to ``engine.runner.run``).
+    recogniser, are an ``engine.voice.run.VoiceRun`` given to ``engine.runner.run``); ``shard``
+``"I/N"`` runs one slice of the selection (``engine.shard``); ``workers`` the processes that run
+the sessions (``engine.workers``; the CLI's default is the machine's cores, this record's is 1).
 
     The field order is the key order of ``args`` in ``run.json`` (see ``engine.runner``)."""
 
@@ -81,3 +83,8 @@ class RunOptions:
     #: Results whose verdict is ``error`` are run again by a resume unless this is set.
     keep_errors: bool = False
     voice: bool = False
+    #: ``--shard I/N``: run only that slice of the selection (``engine.shard``); a setting, so a
+    #: resume of a shard run keeps it.
+    shard: str | None = None
+    #: Worker processes sharing the run (``--workers``; ``engine.workers``): 1 runs in this process.
+    workers: int = 1

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from types import TracebackType
+from typing import Protocol
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
@@ -18,6 +20,12 @@ def passed(metrics: MetricsRecord | None, result: SessionResult) -> bool:
     """Whether a finished session counts as passing: its composite verdict is True (False when
     scoring failed: ``metrics`` None)."""
     return metrics is not None and metrics.is_successful is True
+
+
+class Sink(Protocol):
+    """Where a run's finished sessions go: a :class:`Progress`, or a worker's pipe to its run."""
+
+    def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None: ...
 
 
 class Progress:
@@ -61,9 +69,12 @@ class Progress:
 
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         """Record one finished session and show it."""
+        self.show(Finished.of(result, metrics))
+
+    def show(self, fin: Finished) -> None:
+        """Record one finished session (from this process or a worker's) and show it."""
         self.done_count += 1
-        ok = passed(metrics, result)
-        if ok:
+        if fin.ok:
             self.passing += 1
         else:
             self.failing += 1
@@ -73,15 +84,45 @@ class Progress:
         if self.quiet:
             return
         elapsed = time.perf_counter() - self.t0
-        label = result.scenario_name + (f"#{result.trial}" if self.trials > 1 else "")
+        label = fin.scenario_name + (f"#{fin.trial}" if self.trials > 1 else "")
+        print(
+            f"[{self.done_count}/{self.total} {elapsed:6.1f}s] {fin.verdict} {label}"
+            f" stop={fin.stop_reason} turns={fin.agent_turns} {fin.duration_s:.2f}s{fin.note}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What the progress display shows of one finished session (small: worker processes send it
+    to the run's process). ``verdict`` PASS / FAIL / ERROR; ``note`` the error, with a leading
+    space, or ""."""
+
+    scenario_name: str
+    trial: int
+    ok: bool
+    verdict: str
+    stop_reason: str
+    agent_turns: int
+    duration_s: float
+    note: str
+
+    @classmethod
+    def of(cls, result: SessionResult, metrics: MetricsRecord | None) -> Finished:
+        ok = passed(metrics, result)
         note = f" ({result.error})" if result.error else ""
         cause = metrics.error_cause if metrics is not None else None
         if cause is not None and cause.source == "judge":
             note = f" (judge: {cause.message})"
         verdict = "PASS" if ok else "ERROR" if cause is not None else "FAIL"
-        print(
-            f"[{self.done_count}/{self.total} {elapsed:6.1f}s] {verdict} {label}"
-            f" stop={result.stop_reason} turns={result.agent_turns} {result.duration_s:.2f}s{note}",
-            file=sys.stderr,
-            flush=True,
+        return cls(
+            result.scenario_name,
+            result.trial,
+            ok,
+            verdict,
+            str(result.stop_reason),
+            result.agent_turns,
+            result.duration_s,
+            note,
         )

@@ -9,7 +9,9 @@ trial) is one session with its own DB; a failing session never stops the others.
 session ends its artifacts are stored, then the scoring stage (``engine.scorer.Scorer``, the judge
 included, with the run's concurrency) gives its verdict; at the end, also after Ctrl-C,
 ``engine.results.finish_run`` writes the summary. A resume reuses the run's settings
-(``engine.settings``) and does only what has no verdict.
+(``engine.settings``) and does only what has no verdict. ``--shard I/N`` runs one slice of the
+selection (``engine.shard``); ``--workers N`` runs the sessions in N processes sharing the run
+folder (``engine.workers``; small runs stay in this process).
 """
 
 from __future__ import annotations
@@ -23,21 +25,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import render, results
+from engine import results, workers
 from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
-from engine.backends.factory import make_factory
-from engine.backends.probe import PROBE_TIMEOUT_S, Endpoint, check_endpoints
+from engine.backends.probe import PROBE_TIMEOUT_S, check_endpoints
 from engine.errors import INFRASTRUCTURE_EXIT, OutputError, UsageError
 from engine.model import Scenario, SessionResult
 from engine.options import RunOptions
 from engine.oslimits import check_open_files, files_needed
 from engine.outcomes import Outcome, outcome, stored_results
-from engine.progress import Progress
-from engine.protocol import end_call_schema
+from engine.progress import Progress, Sink
 from engine.provenance import new_invocation_id
 from engine.records.metrics import MetricsRecord
 from engine.records.summary import SummaryRecord
 from engine.resume import Job, plan_jobs, resumed
+from engine.run_setup import check_counts, close_sides, endpoints, session_setup, side_for
 from engine.rundir import (
     check_run_dir,
     fresh_default_dir,
@@ -52,6 +53,7 @@ from engine.scoring.summary import SummaryTotals
 from engine.session import SessionLimits, SessionSetup, run_session
 from engine.session_files import load_session, scenario_dir
 from engine.settings import check_judge_key, run_info, with_resolved_base_url
+from engine.shard import parse_shard, shard_scenarios
 from engine.sides import builtin_side
 from engine.specs import load_domain
 
@@ -128,54 +130,6 @@ class RunReport:
         return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
-def _side(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -> BackendFactory | str:
-    """An external side's URI, or the backend factory of a built-in side (raises UsageError for
-    a missing API key before anything is written)."""
-    if spec.kind == "external":
-        return str(spec.uri)
-    return make_factory(
-        spec,
-        scenarios=scenarios,
-        base_url=opts.base_url,
-        api_key_env=opts.api_key_env,
-        request_timeout_s=opts.request_timeout_s,
-        max_retries=opts.max_retries,
-        replay_latency_s=opts.replay_latency_s,
-    )
-
-
-def session_setup(scenario: Scenario) -> SessionSetup:
-    """The prompts and tool schemas of ``scenario`` as the sides receive them."""
-    return SessionSetup(
-        agent_prompt=render.render_agent_prompt(scenario),
-        user_prompt=render.render_user_prompt(scenario),
-        agent_tools=render.tool_schemas(scenario),
-        user_tools=[
-            end_call_schema(),
-            *(scenario.user_tools.openai_schemas() if scenario.user_tools else []),
-        ],
-    )
-
-
-def _check_counts(opts: RunOptions) -> None:
-    if opts.concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
-    if opts.trials < 1:
-        raise UsageError("--trials must be at least 1")
-
-
-def _endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[Endpoint]:
-    """The ``openai:`` endpoints of the run, to check before the first session."""
-    found = [
-        Endpoint(f"{role} model endpoint", opts.base_url, opts.api_key_env)
-        for role, spec in (("agent", agent), ("user", user))
-        if spec.kind == "openai"
-    ]
-    if opts.scoring.judge_model:
-        found.append(Endpoint("judge endpoint", opts.scoring.judge_base_url, opts.scoring.judge_api_key_env))
-    return found
-
-
 async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run the selected scenarios; returns the report. Ctrl-C (task cancellation) stops the
     sessions in flight, keeps the finished ones and still writes the summary (``interrupted``).
@@ -186,7 +140,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     (UsageError also for a voice run without a TTS engine), and InfrastructureError when a model
     endpoint fails its check.
     """
-    _check_counts(opts)
+    check_counts(opts)
     with contextlib.ExitStack() as held:
         if opts.resume is not None:
             if not opts.resume.is_dir():
@@ -201,9 +155,13 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
         loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
         chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
+        if opts.shard is not None:
+            shard = parse_shard(opts.shard)
+            if opts.resume is None:  # a resumed shard run keeps the slice its run.json records
+                chosen = shard_scenarios(chosen, shard)
         by_name = {s.name: s for s in loaded.scenarios}
         specs = {"agent": agent_spec, "user": user_spec}
-        sides = {role: _side(spec, opts, by_name) for role, spec in specs.items()}
+        sides = {role: side_for(spec, opts, by_name) for role, spec in specs.items()}
         check_judge_key(opts.scoring)
         voice = _voice(opts, voice)
         kinds = {role: spec.kind for role, spec in specs.items()}
@@ -211,7 +169,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         needed = files_needed(at_once, kinds, bool(opts.scoring.judge_model))
         check_open_files(needed, opts.concurrency, at_once)
         await check_endpoints(
-            _endpoints(opts, agent_spec, user_spec), min(PROBE_TIMEOUT_S, opts.request_timeout_s)
+            endpoints(opts, agent_spec, user_spec), min(PROBE_TIMEOUT_S, opts.request_timeout_s)
         )
         run_dir = opts.resume
         if run_dir is None:
@@ -249,7 +207,6 @@ async def _run_locked(
                 )
         else:
             chosen = planned
-    setups = {s.name: session_setup(s) for s in chosen}
     started = datetime.now(UTC).isoformat(timespec="milliseconds")
     invocation = new_invocation_id()
     base_info = {
@@ -265,24 +222,18 @@ async def _run_locked(
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet, trials=opts.trials)
-    scorer = Scorer(run_dir, opts.trials, opts.scoring, opts.concurrency, invocation)
-    builtin = frozenset(role for role, side in sides.items() if not isinstance(side, str))
     try:
-        async with contextlib.AsyncExitStack() as stack:
-            stack.push_async_callback(scorer.aclose)
-            uris = {}
-            for role, side in sides.items():
-                if isinstance(side, str):
-                    uris[role] = side
-                    continue
-                if hasattr(side, "aclose"):
-                    stack.push_async_callback(side.aclose)
-                if role == "agent" and voice is not None:
-                    uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
-                    continue
-                uris[role] = await stack.enter_async_context(builtin_side(side, role))
-            stack.enter_context(progress)
-            await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress, voice)
+        with progress:
+            count = workers.worker_count(opts, len(jobs), voice)
+            if count > 1:
+                try:
+                    await workers.run_in_workers(
+                        jobs, count, opts, run_dir, invocation, voice, progress, report
+                    )
+                finally:
+                    await close_sides(sides)
+            else:
+                await run_here(jobs, opts, run_dir, invocation, sides, agent_spec, voice, progress, report)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:
@@ -299,6 +250,40 @@ async def _run_locked(
             f"results written so far are kept (`evalctl run ... --resume {run_dir}` completes the run)"
         ) from None
     return report
+
+
+async def run_here(
+    jobs: list[Job],
+    opts: RunOptions,
+    run_dir: Path,
+    invocation: str,
+    sides: dict[str, BackendFactory | str],
+    agent_spec: BackendSpec,
+    voice: VoiceRun | None,
+    progress: Sink,
+    report: RunReport,
+) -> None:
+    """Run ``jobs`` in this process: serve the built-in ``sides`` on loopback (closed at the end),
+    then each session, stored and scored in ``run_dir`` (as invocation ``invocation``); each
+    finished one goes to ``progress``. Cancellation stops the sessions in flight."""
+    scenarios = {job.scenario.name: job.scenario for job in jobs}  # once per scenario, not per trial
+    setups = {name: session_setup(scenario) for name, scenario in scenarios.items()}
+    scorer = Scorer(run_dir, opts.trials, opts.scoring, opts.concurrency, invocation)
+    builtin = frozenset(role for role, side in sides.items() if not isinstance(side, str))
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(scorer.aclose)
+        uris = {}
+        for role, side in sides.items():
+            if isinstance(side, str):
+                uris[role] = side
+                continue
+            if hasattr(side, "aclose"):
+                stack.push_async_callback(side.aclose)
+            if role == "agent" and voice is not None:
+                uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
+                continue
+            uris[role] = await stack.enter_async_context(builtin_side(side, role))
+        await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress, voice)
 
 
 def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:
@@ -322,7 +307,7 @@ async def _run_jobs(
     opts: RunOptions,
     scorer: Scorer,
     report: RunReport,
-    progress: Progress,
+    progress: Sink,
     voice: VoiceRun | None,
 ) -> None:
     """Run every job: at most ``opts.concurrency`` sessions at once; each session's artifacts are

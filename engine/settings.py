@@ -37,6 +37,7 @@ SESSION_SETTINGS = (
     "request_timeout_s",
     "max_retries",
     "voice",
+    "shard",
 )
 #: ScoringOptions fields that are settings (under ``scoring`` in the record).
 SCORING_SETTINGS = (
@@ -67,6 +68,7 @@ FLAGS: dict[str, str] = {
     "request_timeout_s": "--request-timeout",
     "max_retries": "model request retries",
     "voice": "--voice",
+    "shard": "--shard",
     "scoring.min_agent_turns": "--min-agent-turns",
     "scoring.strict_match": "--strict-match",
     "scoring.judge_model": "--judge-model",

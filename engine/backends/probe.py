@@ -1,5 +1,7 @@
 """Before the first session: is each ``openai:`` endpoint of the run (agent, user, judge) there,
-and does it take the key? One ``GET <base URL>/models`` each, without retries.
+and does it take the key? One ``GET <base URL>/models`` each, without retries. An external side
+(``ws://host:port``) is checked by opening a TCP connection to it and closing it (no WebSocket
+handshake, so the side sees no session).
 
 Unreachable, silent past the timeout, or refusing the key (HTTP 401 / 403) stops the run with one
 line naming the endpoint, before any session is spent on it. Any other answer (a 404 from a server
@@ -9,6 +11,7 @@ without a model list included) counts as reachable: the sessions' own requests s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -27,6 +30,28 @@ class Endpoint:
     label: str
     base_url: str | None
     api_key_env: str
+    #: An external side's ``ws://`` / ``wss://`` URI: checked by a TCP connect, not as a model API.
+    side_uri: str | None = None
+
+
+async def probe_side(endpoint: Endpoint, timeout_s: float) -> None:
+    """Open and close a TCP connection to an external side; raises InfrastructureError (one line
+    naming it) when nothing accepts it within ``timeout_s`` seconds."""
+    from urllib.parse import urlsplit
+
+    uri = str(endpoint.side_uri)
+    parts = urlsplit(uri)
+    port = parts.port or (443 if parts.scheme == "wss" else 80)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, port), timeout_s)
+    except (OSError, TimeoutError) as err:
+        why = f"no answer in {timeout_s:g} s" if isinstance(err, TimeoutError) else (err.strerror or err)
+        raise InfrastructureError(
+            f"{endpoint.label} {uri} is unreachable ({why}); start that side first (e.g. `evalctl serve`)"
+        ) from None
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
 
 
 async def probe(endpoint: Endpoint, timeout_s: float) -> None:
@@ -68,10 +93,17 @@ async def check_endpoints(endpoints: list[Endpoint], timeout_s: float = PROBE_TI
     """Check every endpoint once (the same URL and key variable once for all their roles), all at
     once; raises the first failure's InfrastructureError."""
     merged: dict[tuple[str | None, str], list[str]] = {}
+    sides: dict[str, list[str]] = {}
     for e in endpoints:
-        merged.setdefault((e.base_url, e.api_key_env), []).append(e.label)
+        if e.side_uri is not None:
+            sides.setdefault(e.side_uri, []).append(e.label)
+        else:
+            merged.setdefault((e.base_url, e.api_key_env), []).append(e.label)
     checks = [
         probe(Endpoint(" and ".join(labels), url, env), timeout_s) for (url, env), labels in merged.items()
+    ]
+    checks += [
+        probe_side(Endpoint(" and ".join(labels), None, "", uri), timeout_s) for uri, labels in sides.items()
     ]
     outcomes = await asyncio.gather(*checks, return_exceptions=True)
     for outcome in outcomes:

@@ -17,4 +17,5 @@ them to the loader, the validator, the runner and the served sides.
 | diff     | :func:`engine.commands.diff.diff`              |
 | report   | :func:`engine.commands.report.report`          |
 | compare  | :func:`engine.commands.compare.compare`        |
+| merge    | :func:`engine.commands.merge.merge`            |
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 
 from rich.console import Console
@@ -19,6 +20,7 @@ def run(
     fail_under: float | None = None,
     prices: PriceTable | None = None,
     allow_errors: bool = False,
+    ray: str | None = None,
 ) -> int:
     """Run what ``opts`` selects (see ``engine.runner.run``), then print the outcome. Returns the
     exit code (:meth:`engine.runner.RunReport.exit_code`): 130 when interrupted, 3 when a planned
@@ -28,9 +30,19 @@ def run(
     InfrastructureError (exit 3) when a model endpoint fails its check. The run gets every
     registered domain plugin (``opts.plugins`` is replaced; ``engine.runner.run_cli`` runs with
     other plugins). With ``prices`` the report at the end shows the cost per role and per
-    scenario."""
+    scenario. ``ray``: run as shards on the Ray cluster at that address and merge them
+    (``engine.ray_run``; exit 3 when a shard failed)."""
     opts = replace(opts, plugins=plugins())
-    return print_outcome(run_cli(opts), fail_under, prices, allow_errors)
+    if ray is None:
+        return print_outcome(run_cli(opts), fail_under, prices, allow_errors)
+    from engine.ray_run import run_on_ray  # Ray is an optional extra
+
+    done = run_on_ray(opts, ray, tuple(sys.argv[1:]))
+    err = Console(stderr=True, soft_wrap=True, emoji=False)
+    code = print_outcome(RunReport(done.run_dir, summary=done.summary), fail_under, prices, allow_errors)
+    for shard, message in sorted(done.failed.items()):
+        err.print(f"evalctl: ray shard {shard} failed: {message}", markup=False, highlight=False)
+    return INFRASTRUCTURE_EXIT if done.failed and code in (0, 1) else code
 
 
 def print_outcome(

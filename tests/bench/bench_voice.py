@@ -64,7 +64,9 @@ def _without_spoken(sc: Scenario) -> Scenario:
     plugin = sc.domain.plugin
     assert plugin is not None
     kept = {k: v for k, v in plugin.diagnostics.items() if k not in DIAGNOSTICS}
-    domain = dataclasses.replace(sc.domain, plugin=dataclasses.replace(plugin, diagnostics=kept))
+    counts = plugin.count_diagnostics & set(kept)
+    bare = dataclasses.replace(plugin, diagnostics=kept, count_diagnostics=counts)
+    domain = dataclasses.replace(sc.domain, plugin=bare)
     return dataclasses.replace(sc, domain=domain)
 
 

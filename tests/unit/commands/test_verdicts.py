@@ -73,6 +73,11 @@ def test_a_gating_judge_that_fails_is_an_error_not_a_pass(tmp_path: Path, capsys
     assert "ERRORS: 1 result(s) without a verdict" in text and f"first: {LATE}: judge: " in text
     assert f"{LATE}: ERROR judge: " in text
     assert "1 result(s) have no verdict" in err and "--allow-errors" in err
+    assert main(["diff", str(out)]) == 0
+    shown = capsys.readouterr().out
+    # before: the error result's unmet signals read "failing signals", as if the agent failed
+    assert f"== {LATE}: ERROR" in shown and "no verdict: judge: " in shown
+    assert "signals not met (not a verdict): " in shown
 
 
 def test_allow_errors_and_fail_under_decide_the_exit_code_over_results_with_a_verdict() -> None:

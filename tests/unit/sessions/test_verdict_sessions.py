@@ -185,6 +185,17 @@ def test_an_unreachable_endpoint_stops_the_run_before_any_session(tmp_path: Path
     assert time.monotonic() - t0 < PATIENCE_S
 
 
+def test_an_unreachable_external_side_stops_the_run_before_any_session(tmp_path: Path, capsys: Any) -> None:
+    uri = f"ws://127.0.0.1:{_free_port()}"
+    out = tmp_path / "run"
+    argv = ["run", str(SPEC), "--data-root", str(DATA), "--output-dir", str(out), "--no-progress"]
+    assert main([*argv, "--scenarios", CANCEL, "--agent", uri]) == 3
+    err = capsys.readouterr().err.strip()
+    # before: every session became an `error` result ("cannot connect to the agent side"), exit 3
+    assert err.startswith(f"evalctl: agent side {uri} is unreachable (") and "\n" not in err
+    assert "evalctl serve" in err and not (tmp_path / "run").exists()
+
+
 def test_an_endpoint_that_refuses_the_key_or_hangs_is_named(tmp_path: Path, capsys: Any) -> None:
     refused = Step({"error": {"message": "Incorrect API key provided"}}, status=401)
     with ScriptedOpenAI([Step(status=401)], models=refused) as server:

@@ -1,0 +1,26 @@
+"""``evalctl merge RUN... --output-dir OUT``: combine shard runs into one run (``engine.merge``),
+then print the outcome as ``evalctl run`` does and pick the exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine.commands.run import print_outcome
+from engine.merge import merge_runs
+from engine.runner import RunReport
+
+
+def merge(
+    sources: Sequence[Path],
+    out: Path,
+    argv: Sequence[str] | None = None,
+    fail_under: float | None = None,
+    allow_errors: bool = False,
+) -> int:
+    """Merge ``sources`` into ``out`` and print the outcome; returns the exit code of
+    ``evalctl run`` over the merged results (3 when a result has the verdict ``error`` unless
+    ``allow_errors``, 1 under ``fail_under``, else 0). Raises UsageError (one line) for sources
+    that do not make one run, before anything is written."""
+    summary = merge_runs(sources, out, argv)
+    return print_outcome(RunReport(Path(out), summary=summary), fail_under, allow_errors=allow_errors)

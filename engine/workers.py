@@ -1,0 +1,262 @@
+"""``--workers N``: a run's sessions in N worker processes sharing its run folder, its progress
+display and its one summary.
+
+The run's process loads the specs, plans the jobs, holds the folder's lock and deals the jobs
+round-robin among the workers (``engine.shard.split``). Each worker (``engine.worker_child``,
+started with ``spawn``: no fork of a running event loop) loads the specs again, serves its own
+built-in sides on loopback, runs its share with concurrency ``ceil(C / N)``, writes the scenario
+folders and sends the finished sessions' progress lines (``engine.progress.Finished``) through a
+pipe. The run's process shows progress and, at the end, writes the summary from the folders.
+
+- Small runs stay in one process: a worker costs about a second to start (interpreter, imports,
+  specs), so a run uses at most one worker per :data:`MIN_JOBS_PER_WORKER` jobs, and none when
+  that makes one. A run whose plugins or voice settings cannot be sent to another process runs in
+  one process too (a UsageError when ``--workers`` was given explicitly).
+- Ctrl-C / SIGTERM: the run's process asks every worker to stop (SIGTERM; workers ignore SIGINT,
+  the run's process decides), waits :data:`STOP_GRACE_S` for their finished writes, kills what is
+  left, and writes the summary; the sessions that did not finish are missing, as in one process.
+- A worker that dies (a crash, the OOM killer, ``kill -9``) fails its own unfinished sessions
+  only: each gets the verdict ``error`` (source ``engine``, the message names the worker's exit
+  code), written by the run's process; ``--resume`` runs them again. A session whose
+  ``metrics.json`` was already written counts as done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import math
+import multiprocessing
+import os
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import UsageError
+from engine.model import SessionResult
+from engine.options import RunOptions
+from engine.progress import Finished, Progress
+from engine.records.common import SpentUsage
+from engine.resume import Job
+from engine.scorer import Scorer, off_loop
+from engine.session_files import METRICS, read_metrics, read_session, scenario_dir
+from engine.shard import split
+
+if TYPE_CHECKING:
+    from engine.voice.run import VoiceRun
+
+#: A worker per this many jobs at most (fewer jobs: fewer workers; under 2 x this: one process).
+MIN_JOBS_PER_WORKER = 40
+#: Seconds the run's process waits for stopped workers to finish their writes before killing them.
+STOP_GRACE_S = 20.0
+#: The module a worker runs (``main(task, conn)``); named, not imported: it imports the runner.
+CHILD = "engine.worker_child"
+
+
+@dataclass(frozen=True)
+class WorkerTask:
+    """One worker's share: the run's options (its concurrency already divided), folder,
+    invocation id, voice settings, and its jobs as ``(scenario name, trial, action, superseded)``."""
+
+    opts: RunOptions
+    run_dir: Path
+    invocation: str
+    voice: Any
+    jobs: tuple[tuple[str, int, str, tuple[SpentUsage, ...]], ...]
+    number: int = 1
+
+
+@dataclass
+class _Worker:
+    task: WorkerTask
+    process: Any
+    conn: Connection
+    reported: set[tuple[str, int]] = field(default_factory=set)
+    ended: bool = False  # sent its last message (it finished or was stopped)
+    closed: asyncio.Future[None] | None = None
+
+
+def worker_count(opts: RunOptions, jobs: int, voice: VoiceRun | None) -> int:
+    """How many worker processes the run uses: ``opts.workers``, at most one per
+    :data:`MIN_JOBS_PER_WORKER` jobs; 1 (this process) for small runs and for runs whose plugins or
+    voice settings cannot be sent to a worker (UsageError then when ``--workers`` was explicit)."""
+    if opts.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    count = min(opts.workers, jobs // MIN_JOBS_PER_WORKER)
+    if count <= 1:
+        return 1
+    for what, value in (("domain plugins", opts), ("voice settings", voice)):
+        try:
+            pickle.dumps(value)
+        except Exception as err:
+            if "workers" not in opts.explicit:
+                return 1
+            raise UsageError(
+                f"--workers {opts.workers}: the run's {what} cannot be sent to worker processes "
+                f"({type(err).__name__}); leave --workers out or give --workers 1"
+            ) from None
+    return count
+
+
+def _bootstrap(module: str, task: WorkerTask, conn: Connection) -> None:
+    """A worker process's entry: ``module.main(task, conn)`` (SIGINT ignored: the run's process
+    stops its workers with SIGTERM)."""
+    import importlib
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    importlib.import_module(module).main(task, conn)
+
+
+def _tasks(
+    jobs: list[Job], count: int, opts: RunOptions, run_dir: Path, invocation: str, voice: Any
+) -> list[WorkerTask]:
+    """The jobs dealt round-robin into ``count`` shares, each with the run's options for one
+    worker (concurrency ``ceil(C / count)``, no display of its own)."""
+    per = dataclasses.replace(
+        opts, concurrency=math.ceil(opts.concurrency / count), progress=False, quiet=True, workers=1
+    )
+    shares = split(jobs, count)
+    return [
+        WorkerTask(
+            per,
+            run_dir,
+            invocation,
+            voice,
+            tuple((j.scenario.name, j.trial, j.action, j.superseded) for j in share),
+            number=n,
+        )
+        for n, share in enumerate(shares, start=1)
+    ]
+
+
+async def run_in_workers(
+    jobs: list[Job],
+    count: int,
+    opts: RunOptions,
+    run_dir: Path,
+    invocation: str,
+    voice: Any,
+    progress: Progress,
+    report: Any,
+) -> None:
+    """Run ``jobs`` in ``count`` worker processes (module docstring); each finished session goes
+    to ``progress``; scoring errors the workers report go to ``report.scoring_errors``.
+    Cancellation stops the workers (then re-raises); a worker that dies fails its own sessions."""
+    loop = asyncio.get_running_loop()
+    ctx = multiprocessing.get_context("spawn")
+    workers: list[_Worker] = []
+    by_key = {(j.scenario.name, j.trial): j for j in jobs}
+    try:
+        for task in _tasks(jobs, count, opts, run_dir, invocation, voice):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(
+                target=_bootstrap, args=(CHILD, task, send), name=f"evalctl-worker-{task.number}", daemon=True
+            )
+            proc.start()
+            send.close()  # the worker holds the only writing end: its exit closes the pipe
+            worker = _Worker(task, proc, recv, closed=loop.create_future())
+            loop.add_reader(recv.fileno(), _reader(worker, progress, report))
+            workers.append(worker)
+        await asyncio.gather(*(asyncio.shield(w.closed) for w in workers if w.closed is not None))
+    except asyncio.CancelledError:
+        await _stop(workers)
+        raise
+    finally:
+        for w in workers:
+            with contextlib.suppress(Exception):
+                loop.remove_reader(w.conn.fileno())
+    for w in workers:
+        await off_loop(w.process.join, STOP_GRACE_S)
+        if not w.ended:
+            await _fail_unfinished(w, by_key, opts, run_dir, invocation, progress)
+
+
+def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], None]:
+    """The pipe's read callback: one message per call; EOF closes the worker."""
+
+    def read() -> None:
+        try:
+            kind, body = worker.conn.recv()
+        except (EOFError, OSError):
+            asyncio.get_running_loop().remove_reader(worker.conn.fileno())
+            if worker.closed is not None and not worker.closed.done():
+                worker.closed.set_result(None)
+            return
+        if kind == "done":
+            for fin in body:
+                worker.reported.add((fin.scenario_name, fin.trial))
+                progress.show(fin)
+        elif kind == "scoring_error":
+            key, message = body
+            report.scoring_errors[key] = message
+        elif kind == "end":
+            worker.ended = True
+
+    return read
+
+
+async def _stop(workers: list[_Worker]) -> None:
+    """Ask every live worker to stop (SIGTERM), wait for them (:data:`STOP_GRACE_S`), kill the rest."""
+    for w in workers:
+        if w.process.is_alive():
+            with contextlib.suppress(OSError):
+                w.process.terminate()
+    waiting = [w.closed for w in workers if w.closed is not None and not w.closed.done()]
+    if waiting:
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.gather(*waiting), STOP_GRACE_S)
+    for w in workers:
+        if w.process.is_alive():
+            w.process.kill()
+        await off_loop(w.process.join, STOP_GRACE_S)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "did not end"
+    return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+
+async def _fail_unfinished(
+    worker: _Worker,
+    by_key: dict[tuple[str, int], Job],
+    opts: RunOptions,
+    run_dir: Path,
+    invocation: str,
+    progress: Progress,
+) -> None:
+    """The sessions of a worker that died without finishing: a stored verdict counts as done;
+    the others get the verdict ``error`` (source ``engine``)."""
+    proc = worker.process
+    why = f"worker process {worker.task.number} (pid {proc.pid}) {_exit_text(proc.exitcode)}"
+    scoring = dataclasses.replace(opts.scoring, judge_model=None)  # nothing to judge
+    scorer = Scorer(run_dir, opts.trials, scoring, 1, invocation)
+    for name, trial, _, superseded in worker.task.jobs:
+        if (name, trial) in worker.reported:
+            continue
+        job = by_key[(name, trial)]
+        sdir = scenario_dir(run_dir, name, trial, opts.trials)
+        metrics = read_metrics(sdir / METRICS)
+        stored = read_session(sdir)
+        if metrics is None or stored is None or stored.invocation != invocation:  # not this run's verdict
+            result = SessionResult(
+                name, trial, "error", error=f"{why} before this session finished", error_source="engine"
+            )
+            await scorer.store(job.scenario, result, superseded)
+            metrics = await scorer.score(job.scenario, result, superseded)
+        else:
+            result = SessionResult(name, trial, metrics.stop_reason, error=metrics.error)
+        progress.show(Finished.of(result, metrics))
+
+
+def cpu_count() -> int:
+    """The CLI's default ``--workers``: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

@@ -1,0 +1,112 @@
+"""All cores (issue #18, point 4): replay runs of eva_airline through the command line, in one
+process (``--workers 1``) and in one worker per core (``--workers N``).
+
+Prints, per size (50 / 500 / 2,000 sessions: ``--trials`` 1 / 10 / 40): wall time, CPU time of
+every process of the run, CPU per turn, peak memory of the largest process, and the speed-up of N
+workers over one (target for 2,000 sessions: <= 20 s wall). Then 500 sessions at concurrency 200
+with 0.1 s per replay model step against the ideal: every model step's sleep packed perfectly on
+200 slots (total model time / 200), and never less than the longest session's model time
+(target: <= 2x). ``EVALCTL_BENCH_SIZES=50,500`` runs fewer sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.workers import MIN_JOBS_PER_WORKER, cpu_count
+from tests.conftest import REPO, SPEC_DIR
+
+LATENCY_S = 0.1
+WALL_TARGET_S = 20.0
+IDEAL_RATIO_TARGET = 2.0
+
+
+@dataclass(frozen=True)
+class Measured:
+    wall_s: float
+    cpu_s: float
+    peak_mib: float
+    sessions: int
+    turns: int
+    model_calls: list[int]
+    passed: int
+
+
+def _run(out: Path, *args: str) -> Measured:
+    """One ``evalctl run`` of eva_airline in a subprocess (the real start-up and spawn costs)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(REPO / "data"),
+         "--output-dir", str(out), "--no-progress", *args],
+        cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    rows = [json.loads(p.read_text()) for p in out.glob("**/metrics.json")]
+    calls = [sum(u.get("calls", 0) for r, u in m["usage"].items() if r != "judge") for m in rows]
+    return Measured(
+        wall_s=wall,
+        cpu_s=cpu,
+        peak_mib=after.ru_maxrss / 1024,  # the largest process the bench has waited for so far
+        sessions=len(rows),
+        turns=sum(m["agent_turns"] + m["user_turns"] for m in rows),
+        model_calls=calls,
+        passed=sum(1 for m in rows if m["is_successful"] is True),
+    )
+
+
+def _line(label: str, m: Measured) -> str:
+    per_turn = 1000 * m.cpu_s / max(1, m.turns)
+    return (
+        f"  {label}: wall {m.wall_s:6.2f} s, CPU {m.cpu_s:6.2f} s "
+        f"({per_turn:.2f} ms/turn over {m.turns} turns), "
+        f"{m.passed}/{m.sessions} passing"
+    )
+
+
+def run() -> None:
+    n = cpu_count()
+    print(f"{n} cores; load average before: {os.getloadavg()[0]:.1f} (other jobs slow every figure)")
+    sizes = [int(s) for s in os.environ.get("EVALCTL_BENCH_SIZES", "50,500,2000").split(",") if s]
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        for size in sizes:
+            trials = max(1, size // 50)
+            one = _run(base / f"one{size}", "--trials", str(trials), "--workers", "1")
+            many = _run(base / f"many{size}", "--trials", str(trials), "--workers", str(n))
+            print(f"replay, {size} sessions (--trials {trials}), concurrency 8:")
+            print(_line("--workers 1", one))
+            target = f" (target <= {WALL_TARGET_S:.0f} s)" if size == 2000 else ""
+            if size < 2 * MIN_JOBS_PER_WORKER:
+                target = " (one process: the small-run rule)"
+            print(_line(f"--workers {n}", many) + target)
+            print(f"  speed-up of {n} workers over 1: {one.wall_s / many.wall_s:.2f}x")
+        for workers in (1, n):
+            m = _run(base / f"lat{workers}", "--trials", "10", "--concurrency", "200",
+                     "--replay-latency", str(LATENCY_S), "--workers", str(workers))  # fmt: skip
+            model_s = [c * LATENCY_S for c in m.model_calls]
+            ideal = max(sum(model_s) / 200, max(model_s, default=0.0))
+            ratio = m.wall_s / ideal if ideal else float("nan")
+            target = f" (target <= {IDEAL_RATIO_TARGET:.0f}x)" if workers == n else ""
+            print(
+                f"replay, {m.sessions} sessions, concurrency 200, {LATENCY_S * 1000:.0f} ms per model step, "
+                f"--workers {workers}: wall {m.wall_s:.2f} s, ideal {ideal:.2f} s "
+                f"({sum(m.model_calls)} model steps / 200 slots), ratio {ratio:.2f}x{target}"
+            )
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"peak memory of the largest process of any run above: {peak:.0f} MiB")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    run()
