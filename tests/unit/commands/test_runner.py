@@ -46,7 +46,10 @@ def test_select_scenarios() -> None:
             ["--agent", "gpt-4"],
             "evalctl: unknown backend 'gpt-4': expected replay, noop, openai:MODEL or ws://host:port",
         ),
-        (["--resume", "/nonexistent/run"], "evalctl: --resume: no run directory at /nonexistent/run"),
+        (  # the same --output-dir as --resume (another one is refused: test_run_dir.py)
+            ["--resume", "/nonexistent/run", "--output-dir", "/nonexistent/run"],
+            "evalctl: --resume: no run directory at /nonexistent/run",
+        ),
         (
             ["--agent", "openai:m", "--api-key-env", "EVALCTL_NO_SUCH_VAR"],
             "evalctl: environment variable EVALCTL_NO_SUCH_VAR is not set",
