@@ -168,6 +168,8 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         at_once = min(opts.concurrency, len(chosen) * opts.trials)
         needed = files_needed(at_once, kinds, bool(opts.scoring.judge_model))
         check_open_files(needed, opts.concurrency, at_once)
+        if opts.resume is None and opts.output_dir is not None:  # a usage error before any probe
+            check_run_dir(opts.output_dir, False, opts.trials)
         await check_endpoints(
             endpoints(opts, agent_spec, user_spec), min(PROBE_TIMEOUT_S, opts.request_timeout_s)
         )
