@@ -5,6 +5,7 @@ tests/unit/ use only the mock domain; the ones that read the real data live unde
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,13 @@ from hypothesis import settings
 settings.register_profile("repeatable", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
+# A suite started in the background (`make test &`, nohup, some CI runners) inherits an ignored
+# SIGINT, and an ignored signal stays ignored in every child: the tests that stop a child with
+# SIGINT (Ctrl-C) would wait for it forever. A handler (unlike SIG_IGN) is reset to the default
+# action in each child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC_DIR = REPO / "specs" / "eva_airline"
