@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
+import orjson
 
 from engine.model import SCHEMA_DIR
 from engine.untrusted import one_line
@@ -155,8 +156,18 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
 
 
 def encode(msg: dict[str, Any]) -> str:
-    """Serialise one message as compact JSON text (non-ASCII kept as is)."""
-    return json.dumps(msg, ensure_ascii=False, separators=(",", ":"), default=str)
+    """Serialise one message as compact JSON text (non-ASCII kept as is): by orjson, the text of
+    ``json.dumps(msg, ensure_ascii=False, separators=(",", ":"), default=str)`` but for floats in
+    exponent form (``1e-7``) and NaN / infinities (``null``: JSON has no such numbers); what orjson
+    refuses (non-string keys, integers beyond 64 bits, lone surrogates) goes to the standard
+    library."""
+    try:
+        return orjson.dumps(msg, default=str, option=_ORJSON_OPTIONS).decode("utf-8")
+    except TypeError:
+        return json.dumps(msg, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
 class Ids:

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import results, workers
+from engine import heap, results, workers
 from engine.backends import BackendFactory, BackendSpec, parse_backend_spec
 from engine.backends.probe import PROBE_TIMEOUT_S, check_endpoints
 from engine.errors import INFRASTRUCTURE_EXIT, OutputError, UsageError
@@ -154,6 +154,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         opts = with_resolved_base_url(opts)
         agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
         loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
+        held.enter_context(heap.settled())
         chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
         if opts.shard is not None:
             shard = parse_shard(opts.shard)

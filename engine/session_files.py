@@ -245,9 +245,11 @@ def open_folder(run_dir: Path, scenario_name: str, trial: int, trials: int) -> F
     once and cleared of what the attempt may not write again; returns its batch of writes (commit
     it with ``FolderWrite.commit``)."""
     sdir = scenario_dir(Path(run_dir), scenario_name, trial, trials)
-    sdir.mkdir(parents=True, exist_ok=True)
-    _clear(sdir)
-    return FolderWrite(sdir)
+    try:
+        sdir.mkdir(parents=True)
+    except FileExistsError:
+        _clear(sdir)
+    return FolderWrite(sdir, incomplete=True)
 
 
 def stage_session(
@@ -265,16 +267,16 @@ def stage_session(
     sdir = batch.folder
     actual_hash, expected_hash = hashes or db_hashes(scenario, result)
     if result.final_db is not None:
-        batch.put_db_json("final_db.json", result.final_db)
+        batch.put_json("final_db.json", result.final_db)
     if scenario.expected_db is not None:
-        batch.put_db_json("expected_db.json", scenario.expected_db)
+        batch.put_json("expected_db.json", scenario.expected_db)
     batch.put_json("actions.json", result.actions)
     batch.put_json("tool_calls.json", result.tool_calls)
     batch.put_jsonl("transcript.jsonl", result.transcript)
     hash_lines = f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n"
     if result.user_db is not None:  # dual-side domains: recorded, never scored
         hash_lines += f"user_db_hash: {db_hash(result.user_db, scenario.domain.hash_rules)}\n"
-        batch.put_db_json("final_user_db.json", result.user_db)
+        batch.put_json("final_user_db.json", result.user_db)
     batch.put_text("final_scenario_db_hash.txt", hash_lines)
     for fname, data in config_files(scenario, expected_hash):
         batch.put_bytes(f"scenario_config/{fname}", data)

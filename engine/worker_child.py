@@ -16,6 +16,7 @@ import signal
 from multiprocessing.connection import Connection
 from typing import Any
 
+from engine import heap
 from engine.backends import parse_backend_spec
 from engine.model import SessionResult
 from engine.progress import Finished
@@ -85,7 +86,7 @@ async def _work(task: WorkerTask, conn: Connection) -> None:
     pipe = _Pipe(conn, report, me)
     if me is not None:
         loop.add_signal_handler(signal.SIGTERM, me.cancel)
-    with contextlib.suppress(asyncio.CancelledError):
+    with heap.settled(), contextlib.suppress(asyncio.CancelledError):
         await run_here(jobs, opts, task.run_dir, task.invocation, sides, agent_spec, task.voice, pipe, report)
     pipe.flush()
     for key, message in report.scoring_errors.items():  # stores that failed before scoring

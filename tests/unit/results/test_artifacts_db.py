@@ -1,31 +1,84 @@
-"""``dumps_db_json`` writes a DB's artifact from per-record texts cached by object: the bytes must
-be exactly :func:`dumps_json`'s, for any DB shape and for session DBs that replaced some records (on
-a real DB, tau2 retail's: tests/domains/tau2/test_tau2_artifacts.py)."""
+"""``dumps_json`` (orjson) writes the text of the standard library's
+``json.dumps(obj, indent=2, ensure_ascii=False, default=str)`` plus a newline, for any shape;
+what orjson refuses goes to the standard library; the documented float differences keep the
+value (on a real DB, tau2's: tests/domains/tau2/test_tau2_artifacts.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from engine.artifacts import dumps_db_json, dumps_json
+from engine.artifacts import FolderWrite, dumps_json
+
+
+def _stdlib(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+@dataclasses.dataclass
+class _Row:
+    a: int
+
 
 SHAPES: list[Any] = [
     {},
+    [],
     [1, 2],
     {"a": 1},
     {"a": {}},
     {"a": []},
     {"a": {"b": {}}},
-    {"a": {"b": [1, {"c": "x\ny", "d": "ü"}]}, "z": None, "n": 1.5},
-    {"a": {1: 2}},
+    {"a": {"b": [1, {"c": "x\ny\t\u0001\u007f\u2028", "d": "ü", "e": '"\\'}]}, "z": None, "n": 1.5},
+    {"a": {1: 2, None: 3, True: 4}},  # keys that are not strings: the standard library's way
+    {"big": 10**30, "neg": -(2**70)},  # beyond 64 bits: the standard library's way
+    {"s": "\ud800"},  # a lone surrogate: the standard library's way
+    {"when": datetime.datetime(2026, 4, 1, 12, 30), "day": datetime.date(2026, 4, 1)},
+    {"path": Path("a/b"), "row": _Row(1), "set": {1}},  # default=str
     {"t": {"k": {"x": [{"y": {}}], "w": []}}, "_current_date": "2026-04-01"},
-    {"a": {"b": 1, "c": 2}},
-    {"a": {"c": 2, "b": 1}},
+    {"f": [0.1, 1.0, -0.0, 250.5, 123456789.125, 1e15]},
 ]
 
 
-@pytest.mark.parametrize("db", SHAPES)
-def test_same_bytes_for_any_shape(db: Any) -> None:
-    assert dumps_db_json(db) == dumps_json(db)
-    assert dumps_db_json(db) == dumps_json(db)  # from the caches
+@pytest.mark.parametrize("obj", SHAPES)
+def test_the_standard_librarys_text_for_any_shape(obj: Any) -> None:
+    assert dumps_json(obj) == _stdlib(obj)
+
+
+def test_floats_in_exponent_form_and_non_finite_keep_their_meaning() -> None:
+    obj = {"small": 1e-7, "large": 1e22, "nan": float("nan"), "inf": float("inf")}
+    text = dumps_json(obj)
+    back = json.loads(text)  # strict JSON: no NaN / Infinity literal
+    assert back == {"small": 1e-7, "large": 1e22, "nan": None, "inf": None}
+    assert '"small": 1e-7' in text and "NaN" not in text
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text()
+    | st.floats(allow_nan=False, allow_infinity=False, min_value=-1e15, max_value=1e15).filter(
+        lambda f: f == 0 or abs(f) >= 1e-4
+    ),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+    max_leaves=20,
+)  # fmt: skip
+
+
+@given(_json)
+def test_any_json_value_as_the_standard_library_writes_it(obj: Any) -> None:
+    assert dumps_json(obj) == _stdlib(obj)
+
+
+def test_a_folder_write_puts_the_same_bytes(tmp_path: Path) -> None:
+    obj = SHAPES[7]
+    with FolderWrite(tmp_path / "f", incomplete=True) as batch:
+        batch.put_json("a.json", obj)
+        batch.put_json("m.json", obj, marker=True)
+        batch.commit()
+    for name in ("a.json", "m.json"):
+        assert (tmp_path / "f" / name).read_text(encoding="utf-8") == _stdlib(obj)

@@ -111,18 +111,29 @@ def test_a_folder_write_left_without_commit_leaves_no_marker(tmp_path):
     assert [p.name for p in (tmp_path / "f").iterdir()] == ["a.json"]  # no marker, no temp file
 
 
-def _die_at_rename(kill_at: int) -> None:
-    """From now on, this process dies (no clean-up runs) at its ``kill_at``-th ``os.replace``."""
+def _die_at_step(kill_at: int) -> None:
+    """From now on, this process dies (no clean-up runs) at its ``kill_at``-th write step: a file
+    written in place (killed half-way through it: a torn file) or an ``os.replace``."""
     count = [0]
-    real = os.replace
+    real_replace, real_write = os.replace, artifacts._write_new
 
-    def dying(src: Any, dst: Any) -> None:
+    def step() -> bool:
         count[0] += 1
-        if count[0] == kill_at:
-            os._exit(9)
-        real(src, dst)
+        return count[0] == kill_at
 
-    os.replace = dying  # type: ignore[assignment]
+    def dying_replace(src: Any, dst: Any) -> None:
+        if step():
+            os._exit(9)
+        real_replace(src, dst)
+
+    def dying_write(path: Path, data: bytes) -> None:
+        if step():
+            real_write(path, data[: len(data) // 2])
+            os._exit(9)
+        real_write(path, data)
+
+    os.replace = dying_replace  # type: ignore[assignment]
+    artifacts._write_new = dying_write  # type: ignore[assignment]
 
 
 def _whole(sdir: Path) -> None:
@@ -134,38 +145,45 @@ def _whole(sdir: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the crash is simulated in a forked child")
 def test_a_crash_between_files_never_leaves_a_folder_that_reads_as_complete(loaded, tmp_path):
+    """A kill at any write step of a new attempt over a complete folder: the folder reads as
+    incomplete (redone by a resume), or as stored with every file of the new attempt whole; never
+    as scored until the last step."""
     sc = loaded.scenario(ONE)
     opts = ScoringOptions()
     good = session(sc, expected_copy(sc))
-    renames, written = 0, 0
-    for kill_at in range(1, 40):
+    steps, written = 0, 0
+    for kill_at in range(1, 60):
         run_dir = tmp_path / f"k{kill_at}"
         store_and_score(run_dir, sc, good, 1, opts, "first")  # a complete earlier attempt
         sdir = run_dir / sc.name
         assert slot(run_dir, sc.name, 1, 1).state == "scored"
         pid = os.fork()
-        if pid == 0:  # the child dies at its kill_at-th rename
-            _die_at_rename(kill_at)
+        if pid == 0:  # the child dies at its kill_at-th write step
+            _die_at_step(kill_at)
             try:
                 store_and_score(run_dir, sc, session(sc, None, stop_reason="error"), 1, opts, "second")
             finally:
                 os._exit(0)
         _, status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(status)
-        _whole(sdir)
         found = slot(run_dir, sc.name, 1, 1)
-        if code == 0:  # the write finished before the kill_at-th rename: the new attempt, whole
-            renames = kill_at - 1
+        if code == 0:  # the write finished before the kill_at-th step: the new attempt, whole
+            steps = kill_at - 1
             written = sum(1 for p in sdir.rglob("*") if p.is_file() and not p.name.startswith("."))
+            _whole(sdir)
             assert found.state == "scored" and found.metrics is not None
             assert found.metrics.stop_reason == "error" and found.session.invocation == "second"
             break
         assert found.state != "scored", kill_at  # killed mid-write: never complete
         if found.state == "stored":  # session.json landed: every artifact of the new attempt is whole
+            _whole(sdir)
             assert found.session is not None and found.session.invocation == "second"
             _, stored = load_session(sdir)
             assert stored.stop_reason == "error" and stored.final_db is None
-    assert renames == written >= 10  # each file of the new attempt (its 2 markers too) was a kill point
+        else:
+            assert found.state == "missing", (kill_at, found.state)
+    # every file of the new attempt was a kill point, and each of its 2 markers twice (write, rename)
+    assert steps == written + 2 and written >= 10
 
 
 def test_a_run_keeps_no_finished_session(tmp_path, monkeypatch):
