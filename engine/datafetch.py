@@ -113,8 +113,10 @@ def fill(source: Path | None, dest: Path, url_template: str | None = None) -> in
             )
         if differ:
             shown = ", ".join(differ[:5])
-            print(f"data: {release}: {len(differ)} file(s) differ from the pinned sums: {shown}",
-                  file=sys.stderr)
+            print(
+                f"data: {release}: {len(differ)} file(s) differ from the pinned sums: {shown}",
+                file=sys.stderr,
+            )
             status = 1
         elif not absent:
             print(f"data: {release}: {len(pins()[release]['files'])} files verified (SHA-256)")
@@ -126,8 +128,9 @@ def fill(source: Path | None, dest: Path, url_template: str | None = None) -> in
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--source", default="",
-                        help="local folder holding the pinned releases (eva-0.1.3/, tau2-17e07b1/...)")
+    parser.add_argument(
+        "--source", default="", help="local folder holding the pinned releases (eva-0.1.3/, tau2-17e07b1/...)"
+    )
     parser.add_argument("--dest", default="data", help="data root to fill (default ./data)")
     args = parser.parse_args(argv)
     source = Path(args.source).resolve() if args.source and Path(args.source).is_dir() else None

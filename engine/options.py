@@ -42,17 +42,17 @@ class ScoringOptions:
 @dataclass(frozen=True)
 class RunOptions:
     """Everything ``evalctl run`` takes. Times in seconds; ``agent`` / ``user`` are backend specs
-    (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
-    ``resume`` reuses that run directory and its settings (``engine.settings``) and runs only what
-    has no verdict there (``keep_errors``: not the results whose verdict is ``error``);
-    ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
-    live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none;
-    ``voice`` = audio sessions with the agent (``--voice``; their settings, the TTS engine and the
-    recogniser, are an ``engine.voice.run.VoiceRun`` given to ``engine.runner.run``); ``shard``
-``"I/N"`` runs one slice of the selection (``engine.shard``); ``workers`` the processes that run
-the sessions (``engine.workers``; the CLI's default is the machine's cores, this record's is 1).
+        (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
+        ``resume`` reuses that run directory and its settings (``engine.settings``) and runs only what
+        has no verdict there (``keep_errors``: not the results whose verdict is ``error``);
+        ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
+        live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none;
+        ``voice`` = audio sessions with the agent (``--voice``; their settings, the TTS engine and the
+        recogniser, are an ``engine.voice.run.VoiceRun`` given to ``engine.runner.run``); ``shard``
+    ``"I/N"`` runs one slice of the selection (``engine.shard``); ``workers`` the processes that run
+    the sessions (``engine.workers``; the CLI's default is the machine's cores, this record's is 1).
 
-    The field order is the key order of ``args`` in ``run.json`` (see ``engine.runner``)."""
+        The field order is the key order of ``args`` in ``run.json`` (see ``engine.runner``)."""
 
     spec_dir: Path
     data_root: Path | None = None

@@ -68,6 +68,7 @@ from engine.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
+
 def gold_db(scenario: Scenario) -> dict[str, Any] | None:
     """The DB the scenario's gold trace ends with (for domain diagnostics), replayed once per
     scenario (``engine.replay.gold_replay``); None without a gold trace or when the replay fails."""

@@ -37,6 +37,7 @@ def builtin(name: str) -> DomainPlugin:
     assert isinstance(plugin, DomainPlugin), f"{BUILTIN[name]}.PLUGIN is not a DomainPlugin"
     return plugin
 
+
 ENTRY_POINT_GROUP = "evalctl.domains"
 
 

@@ -240,9 +240,7 @@ def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
         props = schema.get("properties")
         if not isinstance(props, Mapping):
             return value
-        return {
-            k: _coerce(v, props[k]) if isinstance(props.get(k), Mapping) else v for k, v in value.items()
-        }
+        return {k: _coerce(v, props[k]) if isinstance(props.get(k), Mapping) else v for k, v in value.items()}
     return value
 
 

@@ -58,9 +58,7 @@ def run() -> None:
             f"longest scenario model time {longest:.2f} s, ratio {ratio:.3f} (target <= 1.25)"
         )
         slowest = max(r.duration_s for r in report.outcomes)
-        print(
-            f"  slowest session {slowest:.2f} s; all clean: {all(r.clean_exit for r in report.outcomes)}"
-        )
+        print(f"  slowest session {slowest:.2f} s; all clean: {all(r.clean_exit for r in report.outcomes)}")
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory (max RSS of the process): {peak_mib:.0f} MiB")
 

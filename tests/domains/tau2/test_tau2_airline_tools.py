@@ -360,7 +360,6 @@ def test_transfer(airline: Tau2Domain) -> None:
     assert airline.package.ENDS_CALL == {"transfer_to_human_agents": "transfer"}
 
 
-
 @settings(max_examples=100, deadline=None)
 @given(st.from_regex(r"[0-9]{1,3} ?\(\*?[0-9]{0,2}\)", fullmatch=True))
 def test_calculate_refuses_calls_like_python(expression: str) -> None:

@@ -45,9 +45,7 @@ def test_resume_of_a_directory_that_is_not_a_run_writes_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
-def test_resume_with_other_trials_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_resume_with_other_trials_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     assert _run("--output-dir", str(out), "--trials", "2", "--no-progress") == 0
     capsys.readouterr()
@@ -102,9 +100,7 @@ def test_disk_full_at_the_summary_is_one_line(
     assert (out / ONE / "metrics.json").is_file()  # the session's own result was kept
 
 
-def test_resume_keeps_the_original_selection(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_resume_keeps_the_original_selection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     assert _run("--output-dir", str(out), "--no-progress") == 0
     capsys.readouterr()
