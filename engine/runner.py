@@ -231,7 +231,7 @@ async def _run_locked(
             if count > 1:
                 try:
                     await workers.run_in_workers(
-                        jobs, count, opts, run_dir, invocation, voice, progress, report
+                        jobs, count, opts, run_dir, invocation, voice, progress, report, loaded
                     )
                 finally:
                     await close_sides(sides)
@@ -285,7 +285,7 @@ async def run_here(
             if role == "agent" and voice is not None:
                 uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
                 continue
-            uris[role] = await stack.enter_async_context(builtin_side(side, role))
+            uris[role] = await stack.enter_async_context(builtin_side(side, role, local=True))
         await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress, voice)
 
 

@@ -3,7 +3,9 @@ built-in sides, run its share of the jobs into the shared run folder, and report
 session to the run's process over a pipe. SIGTERM stops it the way Ctrl-C stops a run: the
 sessions in flight are cancelled, the finished ones are kept.
 
-Messages (``(kind, body)`` tuples): ``("done", [engine.progress.Finished, ...])`` for finished sessions,
+Messages (``(kind, body)`` tuples): ``("done", [(Finished, Outcome, SummaryRow or None), ...])`` for
+finished sessions (their progress line, their ``engine.outcomes.Outcome`` and, when scored, their
+row of the summary's running totals: the run's process reads no result folder back),
 ``("scoring_error", (key, message))`` per session that could not be stored or scored, and
 ``("end", None)`` last, when the worker ran or was stopped without crashing.
 """
@@ -19,11 +21,13 @@ from typing import Any
 from engine import heap
 from engine.backends import parse_backend_spec
 from engine.model import SessionResult
+from engine.outcomes import Outcome, outcome
 from engine.progress import Finished
 from engine.records.metrics import MetricsRecord
 from engine.resume import Job
 from engine.run_setup import side_for
 from engine.runner import RunReport, run_here
+from engine.scoring.summary_rows import SummaryRow, summary_row
 from engine.specs import load_domain
 from engine.workers import WorkerTask
 
@@ -40,7 +44,7 @@ class _Pipe:
         self.conn = conn
         self.report = report
         self.main = main
-        self.batch: list[Finished] = []
+        self.batch: list[tuple[Finished, Outcome, SummaryRow | None]] = []
         self.timer: asyncio.TimerHandle | None = None
 
     def send(self, message: tuple[str, Any]) -> None:
@@ -57,8 +61,9 @@ class _Pipe:
         error = self.report.scoring_errors.pop(key, None)
         if error is not None:
             self.send(("scoring_error", (key, error)))
-        self.batch.append(Finished.of(result, metrics))
-        self.report.outcomes.clear()  # the run's process reads results from the folder, not memory
+        row = summary_row(metrics) if metrics is not None else None
+        self.batch.append((Finished.of(result, metrics), outcome(result, metrics), row))
+        self.report.outcomes.clear()  # kept by the run's process
         if self.timer is None:
             self.timer = asyncio.get_running_loop().call_later(FLUSH_S, self.flush)
 
@@ -73,7 +78,7 @@ class _Pipe:
 
 async def _work(task: WorkerTask, conn: Connection) -> None:
     opts = task.opts
-    loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
+    loaded = task.loaded or load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
     by_name = {s.name: s for s in loaded.scenarios}
     jobs = [Job(by_name[name], trial, action, superseded) for name, trial, action, superseded in task.jobs]
     agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)

@@ -2,11 +2,14 @@
 display and its one summary.
 
 The run's process loads the specs, plans the jobs, holds the folder's lock and deals the jobs
-round-robin among the workers (``engine.shard.split``). Each worker (``engine.worker_child``,
-started with ``spawn``: no fork of a running event loop) loads the specs again, serves its own
-built-in sides on loopback, runs its share with concurrency ``ceil(C / N)``, writes the scenario
-folders and sends the finished sessions' progress lines (``engine.progress.Finished``) through a
-pipe. The run's process shows progress and, at the end, writes the summary from the folders.
+round-robin among the workers (``engine.shard.split``). Each worker (``engine.worker_child``)
+starts with the specs: forked (Linux, while the run's process has no other thread: the specs are
+already loaded) or spawned (a fresh interpreter that loads them again; :func:`start_method`). It
+serves its own built-in sides on loopback, runs its share with concurrency ``ceil(C / N)``, writes
+the scenario folders and sends the finished sessions' progress lines (``engine.progress.Finished``)
+through a pipe, with each one's small outcome record and summary row. The run's process shows progress,
+keeps the outcomes and running totals as a one-process run does, and writes the summary at the
+end without reading the result folders back.
 
 - Small runs stay in one process: a worker costs about a second to start (interpreter, imports,
   specs), so a run uses at most one worker per :data:`MIN_JOBS_PER_WORKER` jobs, and none when
@@ -30,6 +33,8 @@ import math
 import multiprocessing
 import os
 import pickle
+import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -60,7 +65,8 @@ CHILD = "engine.worker_child"
 @dataclass(frozen=True)
 class WorkerTask:
     """One worker's share: the run's options (its concurrency already divided), folder,
-    invocation id, voice settings, and its jobs as ``(scenario name, trial, action, superseded)``."""
+    invocation id, voice settings, its jobs as ``(scenario name, trial, action, superseded)``,
+    and (forked workers only) the run's loaded specs (``engine.specs.load_domain``'s result)."""
 
     opts: RunOptions
     run_dir: Path
@@ -68,6 +74,7 @@ class WorkerTask:
     voice: Any
     jobs: tuple[tuple[str, int, str, tuple[SpentUsage, ...]], ...]
     number: int = 1
+    loaded: Any = None  # the run's loaded specs, for a forked worker (never pickled)
 
 
 @dataclass
@@ -102,13 +109,29 @@ def worker_count(opts: RunOptions, jobs: int, voice: VoiceRun | None) -> int:
     return count
 
 
+def start_method() -> str:
+    """How workers start: ``fork`` on Linux while this process runs no other thread (a worker then
+    starts in milliseconds with the specs already loaded and frozen: no interpreter start, imports
+    or spec loading, about a second of CPU per worker), else ``spawn`` (a fresh interpreter; the
+    only safe way once threads run, and the only one on macOS and Windows)."""
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
 def _bootstrap(module: str, task: WorkerTask, conn: Connection) -> None:
     """A worker process's entry: ``module.main(task, conn)`` (SIGINT ignored: the run's process
-    stops its workers with SIGTERM)."""
+    stops its workers with SIGTERM). A forked worker first leaves the run's event loop behind:
+    no running loop, no signal wake-up descriptor, SIGTERM's default action until its own loop
+    handles it (Python 3.12 does the first two itself at fork)."""
     import importlib
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if task.loaded is not None:
+        asyncio._set_running_loop(None)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     importlib.import_module(module).main(task, conn)
 
 
@@ -143,16 +166,21 @@ async def run_in_workers(
     voice: Any,
     progress: Progress,
     report: Any,
+    loaded: Any = None,
 ) -> None:
     """Run ``jobs`` in ``count`` worker processes (module docstring); each finished session goes
-    to ``progress``; scoring errors the workers report go to ``report.scoring_errors``.
+    to ``progress``, its outcome to ``report.outcomes`` and its summary row to ``report.totals``;
+    scoring errors the workers report go to ``report.scoring_errors``.
     Cancellation stops the workers (then re-raises); a worker that dies fails its own sessions."""
     loop = asyncio.get_running_loop()
-    ctx = multiprocessing.get_context("spawn")
+    method = start_method()
+    ctx = multiprocessing.get_context(method)
     workers: list[_Worker] = []
     by_key = {(j.scenario.name, j.trial): j for j in jobs}
     try:
         for task in _tasks(jobs, count, opts, run_dir, invocation, voice):
+            if method == "fork":  # the worker starts with this process's loaded specs
+                task = dataclasses.replace(task, loaded=loaded)
             recv, send = ctx.Pipe(duplex=False)
             proc = ctx.Process(
                 target=_bootstrap, args=(CHILD, task, send), name=f"evalctl-worker-{task.number}", daemon=True
@@ -173,7 +201,7 @@ async def run_in_workers(
     for w in workers:
         await off_loop(w.process.join, STOP_GRACE_S)
         if not w.ended:
-            await _fail_unfinished(w, by_key, opts, run_dir, invocation, progress)
+            await _fail_unfinished(w, by_key, opts, run_dir, invocation, progress, report)
 
 
 def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], None]:
@@ -188,8 +216,11 @@ def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], No
                 worker.closed.set_result(None)
             return
         if kind == "done":
-            for fin in body:
+            for fin, done, row in body:
                 worker.reported.add((fin.scenario_name, fin.trial))
+                report.outcomes.append(done)
+                if row is not None:
+                    report.totals.add_row(row)
                 progress.show(fin)
         elif kind == "scoring_error":
             key, message = body
@@ -229,6 +260,7 @@ async def _fail_unfinished(
     run_dir: Path,
     invocation: str,
     progress: Progress,
+    report: Any,
 ) -> None:
     """The sessions of a worker that died without finishing: a stored verdict counts as done;
     the others get the verdict ``error`` (source ``engine``)."""
@@ -251,6 +283,7 @@ async def _fail_unfinished(
             metrics = await scorer.score(job.scenario, result, superseded)
         else:
             result = SessionResult(name, trial, metrics.stop_reason, error=metrics.error)
+        report.add(result, metrics)
         progress.show(Finished.of(result, metrics))
 
 

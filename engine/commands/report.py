@@ -16,7 +16,6 @@ from rich.table import Table
 
 from engine.costs import PriceTable, RunCost, money, run_costs
 from engine.records.summary import COUNT, SummaryRecord
-from engine.report_html import write_report
 from engine.results import load_run_metrics, load_summary
 from engine.scoring.summary import failure_reason
 from engine.untrusted import one_line
@@ -115,6 +114,8 @@ def report(
     # long lines stay whole when piped (grep); no emoji codes (":m:" in "openai:m: HTTP 401" is one)
     console = console or Console(soft_wrap=True, emoji=False)
     if html is not None:
+        from engine.report_html import write_report  # only for --html: it imports the diff machinery
+
         written = write_report(run_dir, html, prices)
         console.print(
             f"report: {written.path} ({written.results} results, {written.size / 1e6:.1f} MB)",

@@ -135,6 +135,11 @@ class SummaryTotals:
         """Count one scored result (replacing an earlier row of its scenario and trial)."""
         self._rows[(metrics.scenario_name, metrics.trial)] = summary_row(metrics)
 
+    def add_row(self, row: SummaryRow) -> None:
+        """Count one result by its row (:func:`engine.scoring.summary_rows.summary_row`), as
+        :meth:`add` does with its metrics: how a ``--workers`` run's process counts its workers'."""
+        self._rows[row.key] = row
+
     def __len__(self) -> int:
         return len(self._rows)
 

@@ -90,6 +90,10 @@ class Traffic:
 #: pong (the library default, 20 s + 20 s, dropped such a side after about 40 s with close code 1011).
 PING_INTERVAL_S = 20.0
 
+#: The URI scheme of a built-in side served on a Unix socket (``engine.sides.server.builtin_side``
+#: with ``local``): ``ws+unix:`` then the socket's path. Only the run that serves it connects to it.
+UNIX_SCHEME = "ws+unix:"
+
 #: Largest reply text (bytes as JSON) the engine forwards to the other side: room is left for the
 #: ``turn.request`` wrapper, so the forwarded frame stays under MAX_FRAME_BYTES.
 MAX_FORWARD_BYTES = MAX_FRAME_BYTES - 64 * 1024
@@ -135,9 +139,12 @@ class SideLink:
     @classmethod
     async def open(cls, role: str, uri: str, timeout_s: float) -> SideLink:
         """Connect; raises :class:`SideFailure` (``error``) when the side cannot be reached."""
+        where: dict[str, Any] = {"uri": uri}
+        if uri.startswith(UNIX_SCHEME):  # a built-in side of this process (engine.sides.server)
+            where = {"uri": "ws://localhost/", "unix": True, "path": uri[len(UNIX_SCHEME) :]}
         try:
             ws = await connect(
-                uri,
+                **where,
                 open_timeout=timeout_s,
                 close_timeout=1.0,
                 compression=None,

@@ -18,10 +18,15 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import shutil
+import socket
+import sys
+import tempfile
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
 from websockets.exceptions import ConnectionClosed
 
 from engine.backends import (
@@ -44,6 +49,7 @@ from engine.protocol import (
     error_message,
     make,
 )
+from engine.sides.link import UNIX_SCHEME
 
 log = logging.getLogger(__name__)
 
@@ -271,13 +277,46 @@ def server_uri(server: Server) -> str:
 
 
 @contextlib.asynccontextmanager
-async def builtin_side(factory: BackendFactory, role: str | None = None) -> AsyncIterator[str]:
-    """Run a side server on 127.0.0.1 with an ephemeral port for the duration; yields its URI."""
-    server = await start_side_server(factory, role=role)
+async def builtin_side(
+    factory: BackendFactory, role: str | None = None, local: bool = False
+) -> AsyncIterator[str]:
+    """Run a side server for the duration; yields its URI: ``ws://127.0.0.1:PORT`` (an ephemeral
+    port), or with ``local``, where the platform has Unix sockets, ``ws+unix:PATH``: the same
+    WebSocket protocol over a Unix socket in a fresh private temporary folder (removed at the end),
+    for a side only this process connects to. It skips the TCP stack: measured about a third less
+    CPU per frame exchanged (``make bench``). The runner serves its built-in sides this way."""
+    folder = _socket_folder() if local else None
+    if folder is None:
+        server = await start_side_server(factory, role=role)
+        uri = server_uri(server)
+    else:
+        path = os.path.join(folder, f"{role or 'side'}.sock")
+        server = await unix_serve(
+            SideServer(factory, role, False).handle,
+            path,
+            compression=None,
+            max_size=MAX_FRAME_BYTES,
+            close_timeout=1.0,
+        )
+        uri = UNIX_SCHEME + path
     try:
-        yield server_uri(server)
+        yield uri
     finally:
         server.close()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(2.0):
                 await server.wait_closed()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _socket_folder() -> str | None:
+    """A fresh private folder for a Unix socket, or None where there are no Unix sockets or the
+    temporary folder's path is too long for one (the limit is about 100 bytes)."""
+    if not hasattr(socket, "AF_UNIX") or sys.platform == "win32":
+        return None
+    folder = tempfile.mkdtemp(prefix="evalctl-")
+    if len(os.path.join(folder, "agent.sock").encode()) > 100:
+        os.rmdir(folder)
+        return None
+    return folder
