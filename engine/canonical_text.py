@@ -20,10 +20,11 @@ Since no string holds them, every ``.0`` followed by ``,``/``]``/``}`` ends a wh
 more (left to the slow way). Values the encoder does not know (``default=str`` in the slow way) are
 left to it as well. The screened strings are kept in a bounded cache (most DB strings recur: keys,
 statuses, codes). :func:`marked_canonical_text` gives the text with its markers still in;
-:func:`feed` reads it out piece by piece (``db_hash`` feeds SHA-256 without joining a copy). On
-eva's DBs this costs about what a plain ``json.dumps(db, sort_keys=True)`` does (issue #18;
-``make bench``); the property tests in tests/unit/results/test_canonical_text.py hold it to the
-slow way's text.
+:func:`feed` reads it out piece by piece (``db_hash`` feeds SHA-256 without joining a copy). This
+costs about what a plain ``json.dumps(db, sort_keys=True)`` does; ``engine.dbhash`` first tries
+the orjson path (:mod:`engine.canonical_orjson`) and comes here for the DBs it does not take
+(non-ASCII text, escaped characters, values of other types). The property tests in
+tests/unit/results/test_canonical_text.py hold it to the slow way's text.
 """
 
 from __future__ import annotations

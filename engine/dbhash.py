@@ -5,10 +5,12 @@ floats into ints and ``"none"``/``"null"`` strings into null, sort the lists hel
 declared unordered keys (at any depth) by their key-sorted JSON, then SHA-256 the compact
 sorted-keys JSON (``default=str``, ASCII escapes).
 
-:func:`canonical_json` makes that text without building a normalised copy of the DB: the C JSON
-encoder dumps the DB as it is (:mod:`engine.canonical_text`), and the few normalisations are made
-on the text. :func:`normalize_db` (the tree form) stays for diffs and as the reference the fast
-path falls back to when it cannot prove the text edits exact.
+:func:`canonical_json` makes that text without building a normalised copy of the DB: one dump of
+the DB as it is, the few normalisations made on the text. Three ways, the first that can show its
+text exact is taken: an orjson dump for plain ASCII JSON (:mod:`engine.canonical_orjson`, what
+eva's DBs take), the standard library's C encoder with every string screened
+(:mod:`engine.canonical_text`), and :func:`normalize_db` then one dump (the tree form, which also
+serves diffs).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from engine.canonical_orjson import orjson_canonical_text
 from engine.canonical_text import fast_canonical_text, feed, marked_canonical_text
 from engine.model import HashRules
 
@@ -59,7 +62,7 @@ def normalize_db(db: Mapping[str, Any], rules: HashRules, *, sort_lists: bool = 
 
 def reference_canonical_json(db: Mapping[str, Any], rules: HashRules) -> str:
     """The canonical text made the slow, obvious way: :func:`normalize_db`, then one dump. Equal
-    to :func:`canonical_json` for every DB (tests check it); used when the fast path cannot be
+    to :func:`canonical_json` for every DB (tests check it); used when neither fast path can be
     sure of its text edits."""
     return _sort_key(normalize_db(db, rules))
 
@@ -74,7 +77,11 @@ def _without_excluded(db: Mapping[str, Any], rules: HashRules) -> Mapping[str, A
 
 def canonical_json(db: Mapping[str, Any], rules: HashRules) -> str:
     """Compact, sorted-keys, ASCII JSON of :func:`normalize_db` — the exact text that is hashed."""
-    text = fast_canonical_text(_without_excluded(db, rules), rules.unordered_lists)
+    kept = _without_excluded(db, rules)
+    raw = orjson_canonical_text(kept, rules.unordered_lists)
+    if raw is not None:
+        return raw.decode("ascii")
+    text = fast_canonical_text(kept, rules.unordered_lists)
     return reference_canonical_json(db, rules) if text is None else text
 
 
@@ -83,7 +90,11 @@ def db_hash(db: Mapping[str, Any], rules: HashRules) -> str:
     A domain whose rules select a plugin hash style (``rules.func``) is hashed by that function."""
     if rules.func is not None:
         return str(rules.func(db))
-    marked = marked_canonical_text(_without_excluded(db, rules), rules.unordered_lists)
+    kept = _without_excluded(db, rules)
+    raw = orjson_canonical_text(kept, rules.unordered_lists)
+    if raw is not None:
+        return hashlib.sha256(raw).hexdigest()
+    marked = marked_canonical_text(kept, rules.unordered_lists)
     if marked is None:
         return hashlib.sha256(reference_canonical_json(db, rules).encode("ascii")).hexdigest()
     if b"\r" not in marked:  # no none/null string: one piece
