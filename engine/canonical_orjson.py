@@ -12,14 +12,15 @@ takes the orjson text when it can show that, and otherwise returns None (the cal
   string token is exactly ``"`` + its characters + ``"`` (a quote always opens or closes one);
 - every value of the DB is looked at once, level by level, through the garbage collector's
   ``get_referents`` (C; a dict, list or tuple hands over every value or item it holds; a key is
-  a string): all must be of the eight plain types (an Enum, UUID or orjson Fragment, which orjson
-  writes its own way, makes the path give up), and the floats are collected;
-- the floats, dumped by orjson, must read exactly as ``float.__repr__`` writes them (the standard
-  library's way): that rules out NaN and infinities (orjson writes null), and the exponent forms
-  are refused too (a whole float of 1e16 or more is an integer in the canonical text). Each whole
-  float is then ``<digits>.0`` in the text, and removing every ``.0`` followed by ``,`` ``]`` or
-  ``}`` gives the canonical integers, provided the number of removals equals the number of whole
-  floats (else a string held such a ``.0``: give up); ``-0.0`` is refused;
+  a string): all must be of the eight plain types (an Enum, a UUID or an orjson Fragment, which
+  orjson writes natively, makes the path give up), and the floats are collected;
+- each float value, dumped by orjson, must read exactly as ``float.__repr__`` (the standard
+  library's way) writes it: this refuses NaN and the infinities (orjson writes null) and the forms
+  the two write differently (1e-05 against 0.00001); exponent forms are refused too (a whole float
+  of 1e16 or more is an integer in the canonical text), and so is -0.0 (0 there). A whole float is
+  then ``<its integer>.0``, and removing every ``.0`` followed by ``,`` ``]`` or ``}`` gives the
+  canonical integers, provided the number of removals equals the number of whole floats (else a
+  string held such a ``.0``: give up);
 - a string whose trimmed, lower-cased text is none/null ends, in the lower-cased text, with
   ``none``/``null`` followed by a space or a quote (a null literal is followed by ``,``, ``]`` or
   ``}``); each such token is checked whole and, as a value (not followed by ``:``), becomes null;
@@ -52,9 +53,6 @@ _NULL_END = re.compile(rb'n(?:one|ull)[" ]')  # in the lower-cased text
 _NULLS = frozenset({b"none", b"null"})
 _scan_once = json.JSONDecoder().scan_once  # the C scanner: (text, index) -> (value, end)
 _MARKERS: dict[Collection[str], re.Pattern[bytes]] = {}  # by the rules' unordered_lists
-#: Float values orjson writes exactly as ``float.__repr__`` does, without an exponent.
-_WRITTEN_ALIKE: set[float] = set()
-_MEMO_LIMIT = 100_000
 
 
 def _refuse(value: Any) -> Any:
@@ -79,25 +77,17 @@ def _floats(db: Mapping[str, Any]) -> list[float] | None:
 
 
 def _whole_floats(floats: list[float]) -> int | None:
-    """How many of ``floats`` are whole, or None when orjson does not write them all as
-    ``float.__repr__`` does or one needs more than a ``.0`` removed (exponent forms, -0.0).
-
-    A value found to be written alike is remembered (the check is a pure function of the value;
-    prices recur from DB to DB); -0.0, which equals 0.0, is found in orjson's text instead."""
-    text = orjson.dumps(floats)
-    new = set(floats).difference(_WRITTEN_ALIKE)  # a NaN never equals anything: always new
-    if new:
-        values = list(new)
-        written = ",".join(map(float.__repr__, values))
-        if "e" in written or orjson.dumps(values) != f"[{written}]".encode():
-            return None  # an exponent form; NaN or an infinity (orjson writes null)
-        if len(_WRITTEN_ALIKE) > _MEMO_LIMIT:
-            _WRITTEN_ALIKE.clear()
-        _WRITTEN_ALIKE.update(values)
-    padded = b"," + text[1:-1] + b","
-    if b",-0.0," in padded:
+    """How many of ``floats`` are whole, or None when orjson does not write each value exactly as
+    ``float.__repr__`` does (NaN and the infinities, which orjson writes null; 1e-05 against
+    0.00001), or one is written with an exponent (a whole float of 1e16 or more is an integer in
+    the canonical text), or one is -0.0 (the canonical text has 0; it equals 0.0, so it is looked
+    for in orjson's text, not among the values)."""
+    values = list(set(floats))
+    written = ",".join(map(float.__repr__, values))
+    if "e" in written or orjson.dumps(values) != f"[{written}]".encode():
         return None
-    return padded.count(b".0,")
+    text = b"," + orjson.dumps(floats)[1:-1] + b","
+    return None if b",-0.0," in text else text.count(b".0,")
 
 
 def _nulled(raw: bytes) -> bytes:
@@ -136,8 +126,9 @@ def _list_starts(raw: bytes, unordered: Collection[str]) -> list[int]:
     ]
 
 
-def _sort_list(text: str, start: int) -> str:
-    """``text`` with the list whose ``[`` is at ``start`` sorted by its items' text."""
+def _sort_list(raw: bytes, start: int) -> bytes:
+    """``raw`` with the list whose ``[`` is at ``start`` sorted by its items' text."""
+    text = raw.decode("ascii")
     items: list[str] = []
     at = start + 1
     while True:
@@ -147,9 +138,9 @@ def _sort_list(text: str, start: int) -> str:
             break
         at = end + 1
     if len(items) < 2:
-        return text
+        return raw
     items.sort()
-    return text[: start + 1] + ",".join(items) + text[end:]
+    return b"".join((raw[: start + 1], ",".join(items).encode("ascii"), raw[end:]))
 
 
 def orjson_canonical_text(db: Mapping[str, Any], unordered: Collection[str]) -> bytes | None:
@@ -176,10 +167,6 @@ def orjson_canonical_text(db: Mapping[str, Any], unordered: Collection[str]) -> 
     raw = _nulled(raw)
     if not isinstance(unordered, tuple | frozenset):
         unordered = tuple(unordered)  # a key for the patterns (the rules give a tuple)
-    starts = _list_starts(raw, unordered)
-    if starts:
-        text = raw.decode("ascii")
-        for start in starts:
-            text = _sort_list(text, start)
-        raw = text.encode("ascii")
+    for start in _list_starts(raw, unordered):
+        raw = _sort_list(raw, start)
     return raw
