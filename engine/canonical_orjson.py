@@ -17,8 +17,9 @@ takes the orjson text when it can show that, and otherwise returns None (the cal
 - each float value, dumped by orjson, must read exactly as ``float.__repr__`` (the standard
   library's way) writes it: this refuses NaN and the infinities (orjson writes null) and the forms
   the two write differently (1e-05 against 0.00001); exponent forms are refused too (a whole float
-  of 1e16 or more is an integer in the canonical text), and so is -0.0 (0 there). A whole float is
-  then ``<its integer>.0``, and removing every ``.0`` followed by ``,`` ``]`` or ``}`` gives the
+  of 1e16 or more is an integer in the canonical text), and so is -0.0 (0 there). Values found
+  written alike are remembered (the check depends on the value alone). A whole float is then
+  ``<its integer>.0``, and removing every ``.0`` followed by ``,`` ``]`` or ``}`` gives the
   canonical integers, provided the number of removals equals the number of whole floats (else a
   string held such a ``.0``: give up);
 - a string whose trimmed, lower-cased text is none/null ends, in the lower-cased text, with
@@ -37,6 +38,7 @@ import gc
 import json
 import re
 from collections.abc import Collection, Mapping
+from math import copysign
 from typing import Any
 
 import orjson
@@ -53,10 +55,9 @@ _NULL_END = re.compile(rb'n(?:one|ull)[" ]')  # in the lower-cased text
 _NULLS = frozenset({b"none", b"null"})
 _scan_once = json.JSONDecoder().scan_once  # the C scanner: (text, index) -> (value, end)
 _MARKERS: dict[Collection[str], re.Pattern[bytes]] = {}  # by the rules' unordered_lists
-
-
-def _refuse(value: Any) -> Any:
-    raise TypeError("not plain JSON")  # orjson turns it into JSONEncodeError
+#: Float values orjson writes exactly as ``float.__repr__`` does, without an exponent (bounded).
+_WRITTEN_ALIKE: set[float] = set()
+_WRITTEN_ALIKE_LIMIT = 20_000
 
 
 def _floats(db: Mapping[str, Any]) -> list[float] | None:
@@ -80,14 +81,21 @@ def _whole_floats(floats: list[float]) -> int | None:
     """How many of ``floats`` are whole, or None when orjson does not write each value exactly as
     ``float.__repr__`` does (NaN and the infinities, which orjson writes null; 1e-05 against
     0.00001), or one is written with an exponent (a whole float of 1e16 or more is an integer in
-    the canonical text), or one is -0.0 (the canonical text has 0; it equals 0.0, so it is looked
-    for in orjson's text, not among the values)."""
-    values = list(set(floats))
-    written = ",".join(map(float.__repr__, values))
-    if "e" in written or orjson.dumps(values) != f"[{written}]".encode():
+    the canonical text), or one is -0.0 (0 in the canonical text; it equals 0.0, so its sign is
+    looked at). A value found written alike is remembered: the check depends on the value alone,
+    and the same prices recur from DB to DB (a NaN equals nothing, so it is never taken as seen)."""
+    new = set(floats).difference(_WRITTEN_ALIKE)
+    if new:
+        values = list(new)
+        written = ",".join(map(float.__repr__, values))
+        if "e" in written or orjson.dumps(values) != f"[{written}]".encode():
+            return None
+        if len(_WRITTEN_ALIKE) > _WRITTEN_ALIKE_LIMIT:
+            _WRITTEN_ALIKE.clear()
+        _WRITTEN_ALIKE.update(values)
+    if 0.0 in floats and any(copysign(1.0, x) < 0.0 for x in floats if x == 0.0):
         return None
-    text = b"," + orjson.dumps(floats)[1:-1] + b","
-    return None if b",-0.0," in text else text.count(b".0,")
+    return sum(map(float.is_integer, floats))
 
 
 def _nulled(raw: bytes) -> bytes:
@@ -148,7 +156,7 @@ def orjson_canonical_text(db: Mapping[str, Any], unordered: Collection[str]) -> 
     unordered-list keys, a tuple) as ASCII bytes, or None when this path cannot show its text is
     the canonical one (see the module docstring)."""
     try:
-        raw = orjson.dumps(db, default=_refuse, option=_OPTIONS)
+        raw = orjson.dumps(db, option=_OPTIONS)  # no default: what it does not know is refused
     except orjson.JSONEncodeError:
         return None
     if not raw.isascii() or b"\\" in raw or b"\x7f" in raw:
