@@ -86,6 +86,6 @@ def test_any_string_parses_as_the_standard_library_parses_it(text: str) -> None:
 
 
 def test_encode_writes_the_standard_librarys_compact_text() -> None:
-    msg = {"v": 1, "type": "turn.response", "text": "ü \u2028 \"q\"", "n": [1, 2.5, None, True], "d": {}}
+    msg = {"v": 1, "type": "turn.response", "text": 'ü \u2028 "q"', "n": [1, 2.5, None, True], "d": {}}
     assert encode(msg) == json.dumps(msg, ensure_ascii=False, separators=(",", ":"))
     assert encode({"big": 10**30}) == '{"big":1000000000000000000000000000000}'
