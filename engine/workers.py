@@ -13,8 +13,9 @@ end without reading the result folders back.
 
 - Small runs stay in one process: a spawned worker costs about a second to start (interpreter,
   imports, specs; a forked one a few milliseconds), so a run uses at most one worker per
-  :data:`MIN_JOBS_PER_WORKER` jobs, and none when that makes one. A run whose plugins or voice settings cannot be sent to another process runs in
-  one process too (a UsageError when ``--workers`` was given explicitly).
+  :data:`MIN_JOBS_PER_WORKER` jobs, and none when that makes one. A run whose plugins or voice
+  settings cannot be sent to another process runs in one process too (a UsageError when
+  ``--workers`` was given explicitly).
 - Ctrl-C / SIGTERM: the run's process asks every worker to stop (SIGTERM; workers ignore SIGINT,
   the run's process decides), waits :data:`STOP_GRACE_S` for their finished writes, kills what is
   left, and writes the summary; the sessions that did not finish are missing, as in one process.

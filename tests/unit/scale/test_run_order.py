@@ -13,9 +13,9 @@ import pytest
 
 from engine import heap
 from engine.backends.replay import ReplayFactory
+from engine.domains.registry import load_domain
 from engine.resume import Job, longest_first, plan_jobs
 from engine.sides import SideLink, builtin_side
-from engine.domains.registry import load_domain
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import SHOP
 
