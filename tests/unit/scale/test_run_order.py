@@ -1,5 +1,6 @@
 """What a run does around its sessions: jobs start longest first, built-in sides are served on a
-private Unix socket, the loaded specs are frozen out of the collector's way for the run."""
+private Unix socket with sessions back to back on a connection, the loaded specs are frozen out of
+the collector's way for the run."""
 
 from __future__ import annotations
 
@@ -8,14 +9,18 @@ import gc
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from websockets.protocol import State
 
 from engine import heap
 from engine.backends.replay import ReplayFactory
 from engine.domains.registry import load_domain
 from engine.resume import Job, longest_first, plan_jobs
-from engine.sides import SideLink, builtin_side
+from engine.run_setup import session_setup
+from engine.session import SessionLimits, run_session
+from engine.sides import SideLink, SideServer, builtin_side, link
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import SHOP
 
@@ -73,3 +78,50 @@ def test_the_loaded_data_is_frozen_for_the_run_only() -> None:
     with heap.settled():
         assert gc.get_freeze_count() > before
     assert gc.get_freeze_count() == 0
+
+
+async def test_sessions_back_to_back_share_a_local_sides_connection(
+    shop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[str] = []
+    real = SideServer.handle
+
+    async def counted(self: SideServer, ws: Any) -> None:
+        opened.append(str(self.role))
+        await real(self, ws)
+
+    monkeypatch.setattr(SideServer, "handle", counted)
+    factory = ReplayFactory({s.name: s for s in shop.scenarios})
+    limits = SessionLimits(max_duration_s=30, turn_timeout_s=10)
+    async with (
+        builtin_side(factory, "agent", local=True) as agent,
+        builtin_side(factory, "user", local=True) as user,
+    ):
+        results = [
+            await run_session(sc, session_setup(sc), agent, user, limits, trial=1)
+            for sc in [*shop.scenarios, *shop.scenarios]
+        ]
+        assert len(link._IDLE[agent]) == 1 and len(link._IDLE[user]) == 1
+    assert sorted(opened) == ["agent", "user"]  # one connection per side for all the sessions
+    assert agent not in link._IDLE and user not in link._IDLE  # closed with their side
+    assert [r.stop_reason for r in results] == ["exit", "exit", "exit"] * 2
+    async with builtin_side(factory, "agent") as agent, builtin_side(factory, "user") as user:
+        again = [await run_session(sc, session_setup(sc), agent, user, limits) for sc in shop.scenarios]
+    assert [(r.stop_reason, r.final_db) for r in again] == [(r.stop_reason, r.final_db) for r in results[:3]]
+
+
+@pytest.mark.parametrize("left", ["a turn unanswered", "a failure of the side"])
+async def test_a_connection_not_left_clean_is_closed_not_kept(shop, left: str) -> None:
+    factory = ReplayFactory({s.name: s for s in shop.scenarios})
+    async with builtin_side(factory, "agent", local=True) as uri:
+        one = await SideLink.open("agent", uri, 5.0)
+        if left == "a turn unanswered":
+            one.turns_open = 1
+        else:
+            one.failure("timeout", "agent side sent nothing for 1 s", "silent")
+        await one.close("error", "x")
+        assert uri not in link._IDLE and one.ws.state is State.CLOSED
+        two = await SideLink.open("agent", uri, 5.0)
+        assert two.ws is not one.ws
+        await two.close("exit", None)  # clean: kept for the next session
+        assert link._IDLE[uri] == [two.ws]
