@@ -123,7 +123,7 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
     if isinstance(raw, bytes):
         raise ProtocolError("bad_json", "binary frames are not part of the protocol; send JSON text")
     try:
-        msg = loads(raw)
+        msg = json.loads(raw)
     except ValueError as err:
         raise ProtocolError("bad_json", f"frame is not JSON: {err}") from None
     except RecursionError:
@@ -153,22 +153,6 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
         detail = clip(f"{mtype}: {error.json_path}: {error.message}")
         raise ProtocolError("bad_message", detail, reply_to)
     return msg
-
-
-def loads(raw: str) -> Any:
-    """``json.loads(raw)``: the same value, or the same exception. orjson parses it (several times
-    faster) unless the text holds a run of 19 or more digits (orjson reads an integer beyond 64
-    bits as a float); what orjson refuses (NaN and Infinity literals, numbers that overflow, lone
-    surrogate escapes, deep nesting) goes to the standard library, which decides."""
-    if _LONG_DIGITS.search(raw) is None:
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(raw)
-
-
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
 
 
 def encode(msg: dict[str, Any]) -> str:
