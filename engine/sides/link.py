@@ -143,12 +143,14 @@ class SideLink:
         self.engine_time_s = 0.0
         self.traffic: Traffic | None = None
         #: A side the run serves itself (replay, openai:MODEL): see :func:`blame`. Its frames are
-        #: not checked against the protocol schemas (the engine's own code made them).
+        #: not checked against the protocol schemas (the engine's own code made them), nor its ids.
         self.builtin = builtin
         #: turn.requests not answered yet, and whether no failure of this side happened: a
         #: connection is reused by a later session only when both say it is idle (:meth:`close`).
         self.turns_open = 0
         self.clean = True
+        #: The ids of the messages received from an external side on this connection (each is unique).
+        self.seen_ids: set[str] = set()
 
     def failure(self, kind: Literal["error", "timeout"], message: str, what: str) -> SideFailure:
         """A :class:`SideFailure` of this side, blamed as :func:`blame` says (the connection is
@@ -246,7 +248,20 @@ class SideLink:
             kind: Literal["error", "timeout"] = "timeout" if code == "backend_timeout" else "error"
             what = "backend" if code in BACKEND_CODES else "crash" if code == "internal_error" else "conduct"
             raise self.failure(kind, f"{self.role} side reported {code}: {clip(msg['message'])}", what)
+        if not self.builtin:
+            await self._check_id(msg)
         return msg
+
+    async def _check_id(self, msg: dict[str, Any]) -> None:
+        """Refuse a message whose ``id`` this side already used on this connection (the protocol
+        makes each unique per sender and connection): the side is told (``unexpected_message``) and
+        :class:`SideFailure` (``error``, the side's conduct) is raised."""
+        msg_id = msg["id"]
+        if msg_id in self.seen_ids:
+            message = f"repeated message id {clip(msg_id, 200)!r}: this side already sent a message with it"
+            await self.fail("unexpected_message", message, msg_id)
+            raise self.failure("error", f"{self.role} side broke the protocol: {message}", "conduct")
+        self.seen_ids.add(msg_id)
 
     def binary(self, raw: bytes) -> bool:
         """Take one binary frame; False (the default: text sessions have none) makes it a
