@@ -162,12 +162,13 @@ def encode(msg: dict[str, Any]) -> str:
     refuses (non-string keys, integers beyond 64 bits, lone surrogates) goes to the standard
     library."""
     try:
-        return orjson.dumps(msg, default=str, option=_ORJSON_OPTIONS).decode("utf-8")
+        return orjson.dumps(msg, default=str, option=ORJSON_OPTIONS).decode("utf-8")
     except TypeError:
         return json.dumps(msg, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+#: orjson's options for a frame: dataclasses and datetimes go to ``default=str``, as with json.dumps.
+ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
 class Ids:
