@@ -12,7 +12,8 @@ from engine.costs import PriceTable
 from engine.domains.registry import plugins
 from engine.errors import INFRASTRUCTURE_EXIT
 from engine.options import RunOptions
-from engine.runner import RunReport, run_cli
+from engine.run_report import RunReport
+from engine.runner import run_cli
 
 
 def run(
@@ -23,7 +24,7 @@ def run(
     ray: str | None = None,
 ) -> int:
     """Run what ``opts`` selects (see ``engine.runner.run``), then print the outcome. Returns the
-    exit code (:meth:`engine.runner.RunReport.exit_code`): 130 when interrupted, 3 when a planned
+    exit code (:meth:`engine.run_report.RunReport.exit_code`): 130 when interrupted, 3 when a planned
     result is missing or was not scored, or has the verdict ``error`` (unless ``allow_errors``), 1
     when ``fail_under`` (0..1) is set and the overall rate is below it or not applicable, else 0.
     Raises SpecError / UsageError / DataRootError before anything runs when the input is bad,
