@@ -35,7 +35,14 @@ def run(
     (``engine.ray_run``; exit 3 when a shard failed)."""
     opts = replace(opts, plugins=plugins())
     if ray is None:
-        return print_outcome(run_cli(opts), fail_under, prices, allow_errors)
+        code = print_outcome(run_cli(opts), fail_under, prices, allow_errors)
+        if opts.shard is not None:  # its rates are the slice's, not the selection's
+            Console(soft_wrap=True, emoji=False).print(
+                f"shard {opts.shard} of the selection: `evalctl merge` combines the shards into one run",
+                markup=False,
+                highlight=False,
+            )
+        return code
     from engine.ray_run import run_on_ray  # Ray is an optional extra
 
     done = run_on_ray(opts, ray, tuple(sys.argv[1:]))
