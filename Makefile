@@ -2,8 +2,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Where `make data` takes the upstream eva releases from (a folder holding eva-0.1.3/ and
-# eva-2.1.0/ in upstream layout); when it does not exist the pinned tags are downloaded.
+# Where `make data` takes the upstream data releases from: a folder holding all five (eva-0.1.3/,
+# eva-2.1.0/, tau2-17e07b1/, tau2-v0.2.0/, nemo-1a83139/, as the README lists them); a release
+# missing there is downloaded at its pinned tag. The default suits a clone next to `shared/`.
 EVA_SOURCE ?= ../shared
 DATA_ROOT ?= data
 

@@ -263,7 +263,8 @@ def _prices(value: str | None) -> Any:
     default=None,
     type=click.Path(file_okay=False),
     metavar="RUN_DIR",
-    help="Run only what is missing.",
+    help="Complete the run in RUN_DIR with its own settings: run what is missing, and again what "
+    "has the verdict error (--keep-errors leaves those).",
 )
 @click.option(
     "--min-agent-turns",

@@ -19,8 +19,8 @@ import contextlib
 import ctypes
 import json
 import os
+import secrets
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ def write_bytes(path: Path, data: bytes) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -152,9 +152,21 @@ def _syncfs(fd: int) -> bool:
     return _SYNCFS is not None and _SYNCFS(fd) == 0
 
 
+def _temp_beside(path: Path) -> tuple[int, Path]:
+    """A new temporary file next to ``path`` (``.<name>.<random>.tmp``), open for writing, with
+    the permissions of any file the user creates (0o666 less the umask: ``tempfile.mkstemp``'s
+    0o600 would hide a run's summary from the user's group). Returns (descriptor, path)."""
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
 def _write_new(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` in place (created or truncated; mode 0o644 less the umask)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o644)
+    """Write ``data`` to ``path`` in place (created or truncated; mode 0o666 less the umask)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o666)
     try:
         view = memoryview(data)
         while view:
@@ -241,7 +253,7 @@ class FolderWrite:
         if self.incomplete:
             _write_new(path, data)
         else:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            fd, tmp = _temp_beside(path)
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)

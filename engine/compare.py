@@ -7,7 +7,9 @@ True to False flipped pass→fail, False to True fail→pass; a verdict to or fr
 ``"error"`` is listed as another change. Two runs are *comparable* when their spec files,
 templates and data-root files hash alike (``run.json``); every file that differs is listed, and
 other differences (evalctl version, git commit, models, trials, scenario selection) are noted
-without making the runs incomparable.
+without making the runs incomparable. A voice run (``--voice``: ``run.json`` ``settings.voice``, or
+a result that was an audio session, ``metrics.json`` ``voice``) compared with a text run gets one
+warning: the agent was spoken to in one run and written to in the other.
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ class Comparison:
     comparable: bool
     differences: tuple[FileDifference, ...]
     notes: tuple[str, ...]
+    #: Differences that make the rates hard to read side by side (a voice run against a text run).
+    warnings: tuple[str, ...]
     headline: tuple[RateChange, ...]
     signals: tuple[RateChange, ...]
     pass_to_fail: tuple[Change, ...]
@@ -118,6 +122,7 @@ class Comparison:
             "comparable": self.comparable,
             "differences": [d.to_json() for d in self.differences],
             "notes": list(self.notes),
+            "warnings": list(self.warnings),
             "headline": [r.to_json() for r in self.headline],
             "signals": [r.to_json() for r in self.signals],
             "pass_to_fail": [c.to_json() for c in self.pass_to_fail],
@@ -175,6 +180,23 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
         if s.missing:
             notes.append(f"run {which} is incomplete: {len(s.missing)} results missing")
     return notes
+
+
+def _is_voice(record: RunRecord | None, results: Mapping[tuple[str, int], MetricsRecord]) -> bool:
+    """True for a voice run: its ``run.json`` settings say ``voice``, or one of its results was an
+    audio session (a run.json that is missing or predates the setting)."""
+    said = record.settings.get("voice") if record is not None else None  # free-form settings
+    return said is True or any(m.voice_run for m in results.values())
+
+
+def _voice_warning(voice_a: bool, voice_b: bool) -> list[str]:
+    if voice_a == voice_b:
+        return []
+    which = ("A", "B") if voice_a else ("B", "A")
+    return [
+        f"run {which[0]} is a voice run (--voice) and run {which[1]} a text run: the agent heard "
+        "speech in one and read text in the other, so a rate change may come from that alone"
+    ]
 
 
 def _verdict_changes(
@@ -239,6 +261,7 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
         comparable=comparable,
         differences=tuple(differences),
         notes=tuple(notes),
+        warnings=tuple(_voice_warning(_is_voice(pa, ra), _is_voice(pb, rb))),
         headline=headline,
         signals=signals,
         pass_to_fail=tuple(down),
@@ -289,6 +312,7 @@ def render_text(c: Comparison) -> str:
             f"comparable: NO ({len(c.differences)} input files differ)" if c.differences else "comparable: NO"
         )
         out.extend(f"  {d.kind} {d.path}: {d.change}" for d in c.differences)
+    out.extend(f"WARNING: {w}" for w in c.warnings)
     out.extend(f"note: {n}" for n in c.notes)
     out.append("rates (A -> B):")
     for r in (*c.headline, *c.signals):

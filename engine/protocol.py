@@ -123,7 +123,7 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
     if isinstance(raw, bytes):
         raise ProtocolError("bad_json", "binary frames are not part of the protocol; send JSON text")
     try:
-        msg = loads(raw)
+        msg = json.loads(raw)
     except ValueError as err:
         raise ProtocolError("bad_json", f"frame is not JSON: {err}") from None
     except RecursionError:
@@ -155,22 +155,6 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
     return msg
 
 
-def loads(raw: str) -> Any:
-    """``json.loads(raw)``: the same value, or the same exception. orjson parses it (several times
-    faster) unless the text holds a run of 19 or more digits (orjson reads an integer beyond 64
-    bits as a float); what orjson refuses (NaN and Infinity literals, numbers that overflow, lone
-    surrogate escapes, deep nesting) goes to the standard library, which decides."""
-    if _LONG_DIGITS.search(raw) is None:
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(raw)
-
-
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
-
-
 def encode(msg: dict[str, Any]) -> str:
     """Serialise one message as compact JSON text (non-ASCII kept as is): by orjson, the text of
     ``json.dumps(msg, ensure_ascii=False, separators=(",", ":"), default=str)`` but for floats in
@@ -178,12 +162,13 @@ def encode(msg: dict[str, Any]) -> str:
     refuses (non-string keys, integers beyond 64 bits, lone surrogates) goes to the standard
     library."""
     try:
-        return orjson.dumps(msg, default=str, option=_ORJSON_OPTIONS).decode("utf-8")
+        return orjson.dumps(msg, default=str, option=ORJSON_OPTIONS).decode("utf-8")
     except TypeError:
         return json.dumps(msg, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+#: orjson's options for a frame: dataclasses and datetimes go to ``default=str``, as with json.dumps.
+ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
 class Ids:

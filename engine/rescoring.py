@@ -27,8 +27,8 @@ from engine.plugin import Plugins
 from engine.provenance import hash_tree, new_invocation_id, read_run_record
 from engine.records.metrics import MetricsRecord
 from engine.records.run import RunRecord
+from engine.run_report import RunReport
 from engine.rundir import lock_run_dir
-from engine.runner import RunReport
 from engine.scorer import Scorer, off_loop
 from engine.session_files import load_session, rescored_spent, scenario_dir, slot
 from engine.settings import check_judge_key, scoring_from, scoring_settings

@@ -40,14 +40,14 @@ from engine.model import Scenario, SessionResult
 from engine.options import ScoringOptions
 from engine.provenance import run_provenance
 from engine.records.common import ErrorCause, ErrorSource, SpentUsage
-from engine.records.metrics import SIGNALS, Breakdown, MetricsRecord, Signal, SignalFields, Usage
+from engine.records.metrics import SIGNALS, Breakdown, MetricsRecord, SignalFields, Usage
 from engine.records.run import RunRecord
 from engine.records.session import SessionRecord
 from engine.records.summary import SummaryRecord
 from engine.records.voice import VoiceSummary
 from engine.replay import gold_replay
 from engine.scoring.composite import compute_composite, stalled_threshold
-from engine.scoring.judge import JudgeOutcome, run_judge
+from engine.scoring.judge import JudgeOutcome, judge_gates, run_judge
 from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import SummaryTotals, render_summary_text
 from engine.scoring.summary_rows import SummaryRow
@@ -81,11 +81,6 @@ def gold_db(scenario: Scenario) -> dict[str, Any] | None:
         return None
 
 
-#: The judge signals: when one of them gates and the judge was asked but failed, nothing can say
-#: whether the agent passed.
-_JUDGE_SIGNALS = (Signal.JUDGE_PASSED, Signal.NL_ASSERTION)
-
-
 def verdict_error(scenario: Scenario, result: SessionResult, judge: JudgeOutcome | None) -> ErrorCause | None:
     """Why this result can have no verdict, or None: the session's infrastructure failure
     (``result.error_source``), else a judge that was asked and failed while one of its signals
@@ -94,8 +89,7 @@ def verdict_error(scenario: Scenario, result: SessionResult, judge: JudgeOutcome
         return ErrorCause(result.error_source, one_line(result.error or "session error"))
     if judge is None or not judge.error:
         return None
-    gates = set(scenario.success_signals)
-    if Signal.JUDGE_PASSED in gates or (Signal.NL_ASSERTION in gates and scenario.nl_assertions):
+    if judge_gates(scenario):
         return ErrorCause(ErrorSource.JUDGE, one_line(judge.error))
     return None
 

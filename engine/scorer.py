@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,15 +30,35 @@ from engine.session_files import write_session
 T = TypeVar("T")
 
 #: Two workers for artifact writes and scoring: they overlap the sessions (fsync releases the GIL)
-#: without many threads competing with the event loop for the GIL.
-_WORKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalctl-write")
+#: without many threads competing with the event loop for the GIL. Started at the first use.
+_WORKERS: ThreadPoolExecutor | None = None
+_WORKERS_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _WORKERS
+    with _WORKERS_LOCK:
+        if _WORKERS is None:
+            _WORKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalctl-write")
+        return _WORKERS
+
+
+def release_threads() -> None:
+    """Stop the write threads (after the work given to them is done; the next :func:`off_loop`
+    starts new ones). A process about to fork its workers calls this: a forked child inherits no
+    thread, so it must not inherit a pool that believes it has some."""
+    global _WORKERS
+    with _WORKERS_LOCK:
+        pool, _WORKERS = _WORKERS, None
+    if pool is not None:
+        pool.shutdown(wait=True)
 
 
 async def off_loop(func: Callable[..., T], *args: Any) -> T:
     """``func(*args)`` in a worker thread: file writes block (fsync), and the sessions still running
     must not wait for them. When the caller is cancelled meanwhile (Ctrl-C), the work still
     finishes before the cancellation goes on, so a file is never half written."""
-    future = asyncio.get_running_loop().run_in_executor(_WORKERS, functools.partial(func, *args))
+    future = asyncio.get_running_loop().run_in_executor(_pool(), functools.partial(func, *args))
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:

@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from engine.model import USER_END_REASONS, Scenario, SessionResult
-from engine.protocol import END_CALL_TOOL
+from engine.protocol import END_CALL_TOOL, ORJSON_OPTIONS
 from engine.sides.link import MAX_FORWARD_BYTES, SideFailure, SideLink, Traffic, blame, forward_bytes
 from engine.stuck import is_idle
 from engine.toolruntime import ToolRuntime
@@ -317,10 +319,14 @@ class _Session:
 
 
 def as_sent(result: dict[str, Any]) -> dict[str, Any]:
-    """The tool result as the side receives it, fixed at call time: a JSON round trip (as the
-    frame encodes it), so ``tool_calls.json`` and ``transcript.jsonl`` record what the side was
-    sent even if a handler handed out a live DB object that a later call changes."""
-    return json.loads(json.dumps(result, ensure_ascii=False, default=str))
+    """The tool result as the side receives it, fixed at call time: a JSON round trip as the frame
+    encodes it (``engine.protocol.encode``: orjson, the standard library for what orjson refuses),
+    so ``tool_calls.json`` and ``transcript.jsonl`` record what the side was sent even if a
+    handler handed out a live DB object that a later call changes."""
+    try:
+        return orjson.loads(orjson.dumps(result, default=str, option=ORJSON_OPTIONS))
+    except TypeError:
+        return json.loads(json.dumps(result, ensure_ascii=False, default=str))
 
 
 class _ProtocolBreak(SideFailure):

@@ -13,7 +13,7 @@ from engine.errors import Problem, SpecError
 from engine.model import Scenario, SessionResult
 from engine.plugin import Plugins
 from engine.replay import replay_gold
-from engine.scoring.judge import JUDGE_TEMPLATE, render_judge_prompt
+from engine.scoring.judge import JUDGE_TEMPLATE, judge_gates, render_judge_prompt
 from engine.specs import load_domain
 
 
@@ -23,7 +23,9 @@ class ValidationReport:
 
     ``problems``: every spec finding; ``scenarios``: scenario count loaded; ``prompts``: prompts
     rendered (agent + user per scenario); ``judge_prompts``: judge prompts rendered (one per
-    scenario, for a session with and one without tool calls); ``replay``: one object per replayed
+    scenario, for a session with and one without tool calls); ``judged``: the scenarios whose
+    verdict the judge decides (``engine.scoring.judge.judge_gates``; 0: the domain is scored
+    without a judge); ``replay``: one object per replayed
     scenario (``.ok``, ``.scenario_name``, ``.lines``); ``replay_note``: why replay did not run,
     if it did not; ``assertions`` / ``assertions_held``: the scenarios' db_state_assertions
     evaluated on the gold replays' end DBs, and how many held.
@@ -34,6 +36,7 @@ class ValidationReport:
     scenarios: int = 0
     prompts: int = 0
     judge_prompts: int = 0
+    judged: int = 0
     replay: list[Any] = field(default_factory=list)
     replay_note: str | None = None
     sources: dict[str, str] = field(default_factory=dict)  # scenario name -> "file:line"
@@ -107,11 +110,12 @@ class ValidationReport:
             if known:
                 tasks = sum(1 for r in self.replay if r.known_failures)
                 replay += f" ({known} known gold error(s) in {tasks} scenario(s), warnings above)"
-        judge = f" and {self.judge_prompts} judge prompts" if self.judge_prompts else ""
+        judge = f" and {self.judge_prompts} judge prompts" if self.judge_prompts and self.judged else ""
+        unjudged = " (scored without a judge)" if self.judge_prompts and not self.judged else ""
         return (
             f"validated {self.scenarios} scenario{'' if self.scenarios == 1 else 's'} in {self.spec_dir}: "
             "schemas ok, cross-checks ok, "
-            f"{self.prompts} prompts{judge} rendered, {replay}"
+            f"{self.prompts} prompts{judge} rendered{unjudged}, {replay}"
         )
 
 
@@ -138,6 +142,7 @@ def validate_specs(
     if report.problems:
         return report
     report.judge_prompts = len(loaded.scenarios)
+    report.judged = sum(1 for s in loaded.scenarios if judge_gates(s))
     if not replay:
         report.replay_note = "--no-replay"
         return report

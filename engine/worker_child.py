@@ -25,8 +25,9 @@ from engine.outcomes import Outcome, outcome
 from engine.progress import Finished
 from engine.records.metrics import MetricsRecord
 from engine.resume import Job
+from engine.run_report import RunReport
 from engine.run_setup import side_for
-from engine.runner import RunReport, run_here
+from engine.runner import run_here
 from engine.scoring.summary_rows import SummaryRow, summary_row
 from engine.specs import load_domain
 from engine.workers import WorkerTask

@@ -11,13 +11,16 @@ through a pipe, with each one's small outcome record and summary row. The run's 
 keeps the outcomes and running totals as a one-process run does, and writes the summary at the
 end without reading the result folders back.
 
-- Small runs stay in one process: a worker costs about a second to start (interpreter, imports,
-  specs), so a run uses at most one worker per :data:`MIN_JOBS_PER_WORKER` jobs, and none when
-  that makes one. A run whose plugins or voice settings cannot be sent to another process runs in
-  one process too (a UsageError when ``--workers`` was given explicitly).
+- Small runs stay in one process: a spawned worker costs about a second to start (interpreter,
+  imports, specs; a forked one a few milliseconds), so a run uses at most one worker per
+  :data:`MIN_JOBS_PER_WORKER` jobs, and none when that makes one. A run whose plugins or voice
+  settings cannot be sent to another process runs in one process too (a UsageError when
+  ``--workers`` was given explicitly).
 - Ctrl-C / SIGTERM: the run's process asks every worker to stop (SIGTERM; workers ignore SIGINT,
   the run's process decides), waits :data:`STOP_GRACE_S` for their finished writes, kills what is
   left, and writes the summary; the sessions that did not finish are missing, as in one process.
+- When the run's process itself is killed (``kill -9``), its workers get SIGTERM from the kernel
+  (Linux) and stop as after Ctrl-C; the run's lock stays held until they have.
 - A worker that dies (a crash, the OOM killer, ``kill -9``) fails its own unfinished sessions
   only: each gets the verdict ``error`` (source ``engine``, the message names the worker's exit
   code), written by the run's process; ``--resume`` runs them again. A session whose
@@ -28,11 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import dataclasses
 import math
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -47,7 +52,7 @@ from engine.options import RunOptions
 from engine.progress import Finished, Progress
 from engine.records.common import SpentUsage
 from engine.resume import Job
-from engine.scorer import Scorer, off_loop
+from engine.scorer import Scorer, off_loop, release_threads
 from engine.session_files import METRICS, read_metrics, read_session, scenario_dir
 from engine.shard import split
 
@@ -119,15 +124,33 @@ def start_method() -> str:
     return "spawn"
 
 
-def _bootstrap(module: str, task: WorkerTask, conn: Connection) -> None:
+def _stop_with_parent(parent: int) -> None:
+    """On Linux, ask for SIGTERM when the run's process ends (``PR_SET_PDEATHSIG``): a worker of a
+    run killed with SIGKILL stops at once, as after Ctrl-C, instead of running on until it next
+    reports. When the run's process (pid ``parent``) is already gone, stop now."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _bootstrap(module: str, task: WorkerTask, conn: Connection, parent: int = 0) -> None:
     """A worker process's entry: ``module.main(task, conn)`` (SIGINT ignored: the run's process
     stops its workers with SIGTERM). A forked worker first leaves the run's event loop behind:
     no running loop, no signal wake-up descriptor, SIGTERM's default action until its own loop
     handles it (Python 3.12 does the first two itself at fork)."""
     import importlib
-    import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _stop_with_parent(parent)
     if task.loaded is not None:
         asyncio._set_running_loop(None)
         signal.set_wakeup_fd(-1)
@@ -173,6 +196,7 @@ async def run_in_workers(
     scoring errors the workers report go to ``report.scoring_errors``.
     Cancellation stops the workers (then re-raises); a worker that dies fails its own sessions."""
     loop = asyncio.get_running_loop()
+    release_threads()  # idle write threads would make forking unsafe
     method = start_method()
     ctx = multiprocessing.get_context(method)
     workers: list[_Worker] = []
@@ -183,7 +207,10 @@ async def run_in_workers(
                 task = dataclasses.replace(task, loaded=loaded)
             recv, send = ctx.Pipe(duplex=False)
             proc = ctx.Process(
-                target=_bootstrap, args=(CHILD, task, send), name=f"evalctl-worker-{task.number}", daemon=True
+                target=_bootstrap,
+                args=(CHILD, task, send, os.getpid()),
+                name=f"evalctl-worker-{task.number}",
+                daemon=True,
             )
             proc.start()
             send.close()  # the worker holds the only writing end: its exit closes the pipe

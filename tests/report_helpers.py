@@ -1,6 +1,8 @@
-"""A real run with something to look at, for the report tests, `make screenshot` and the bench.
+"""Runs with something to look at, for the report tests, `make screenshot` and the bench.
 
-:func:`sample_run` runs eva_airline scenarios with the real runner on the real data:
+:func:`build_sample_run` makes one run with something to look at from a :class:`Sample` (which
+scenarios, which gold traces altered, what the scripted agent looks up), on any spec folder and
+data root. :func:`sample_run` is eva_airline's, on the real data:
 
 - the built-in replay sides on ten scenarios, two of them with an altered gold trace (three bags
   instead of one; an aisle seat instead of a window), which fail ``db_state_match`` with the DB
@@ -10,7 +12,8 @@
   that gives a score and a reason: token usage for the agent and the judge, and judge verdicts.
 
 The second run's results are moved into the first run's folder and the summary recomputed
-(``finish_run``), the way a resumed run ends: one run folder with every kind of result.
+(``finish_run``), the way a resumed run ends: one run folder with every kind of result. The mock
+shop's sample (tests/mock_domain/sample_run.py) is built by the same function.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,34 @@ from engine.specs import LoadedDomain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, alter_gold_call, completion, run_options
 
+#: Tokens of each scripted agent turn and of each judge answer: (prompt, completion).
+AGENT_TOKENS = (1200, 80)
+JUDGE_TOKENS = (3000, 150)
+PRICES_YAML = (
+    "# price per million tokens\n"
+    "demo-agent: {input: 2.0, output: 8.0}\n"
+    "demo-judge: {input: 0.4, output: 1.6}\n"
+)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What a sample run holds (the scenarios are names of the spec folder it is built from)."""
+
+    #: Scenarios run with the built-in replay sides.
+    replayed: tuple[str, ...]
+    #: scenario -> (tool whose first gold call is altered, argument changes, a line `evalctl diff` prints)
+    altered: Mapping[str, tuple[str, dict[str, Any], str]]
+    #: Scenarios run with the scripted model agent and judged by the scripted judge (one at a time).
+    modelled: tuple[str, ...]
+    #: The scripted agent's look-up: (tool, arguments); then it talks and hangs up.
+    lookup: tuple[str, dict[str, Any]]
+    #: What the agent says with the look-up, and after its result.
+    lines: tuple[str, str]
+    #: The scripted judge's reason (its score is 0.25: a failure).
+    judge_reason: str
+
+
 REPLAYED = (
     "eva_airline__1_1_3",
     "eva_airline__voluntary_date_change",
@@ -44,20 +76,19 @@ REPLAYED = (
     "eva_airline__7_4_1",
     "eva_airline__escalation_edge_case",
 )
-#: scenario -> (tool whose first call is altered, argument changes, a line `evalctl diff` prints)
 ALTERED = {
     "eva_airline__1_1_3": ("add_baggage_allowance", {"num_bags": 3}, "bags_checked: expected 1, got 3"),
     "eva_airline__voluntary_date_change": ("assign_seat", {"seat_preference": "aisle"}, ".seat: expected '"),
 }
 MODELLED = ("eva_airline__1_2_1", "eva_airline__5_1_2")
-#: What the scripted agent sends: a look-up (a tool call shown in the transcript), then goodbye.
-AGENT_TOKENS = (1200, 80)
-JUDGE_TOKENS = (3000, 150)
 JUDGE_REASON = "The agent looked the booking up but never made the change the caller asked for."
-PRICES_YAML = (
-    "# price per million tokens\n"
-    "demo-agent: {input: 2.0, output: 8.0}\n"
-    "demo-judge: {input: 0.4, output: 1.6}\n"
+EVA_SAMPLE = Sample(
+    replayed=REPLAYED,
+    altered=ALTERED,
+    modelled=MODELLED,
+    lookup=("get_reservation", {"confirmation_number": "ZK3FFW", "last_name": "Doe"}),
+    lines=("Let me look that booking up.", "I found the booking, but I cannot change it today."),
+    judge_reason=JUDGE_REASON,
 )
 
 
@@ -69,34 +100,34 @@ def blocks(page: str) -> dict[str, Any]:
     return {m.group(1): json.loads(m.group(2)) for m in _BLOCK.finditer(page)}
 
 
-def _altered(data_root: Path) -> LoadedDomain:
-    loaded = load_domain(SPEC_DIR, data_root)
+def _altered(sample: Sample, spec_dir: Path, data_root: Path) -> LoadedDomain:
+    loaded = load_domain(spec_dir, data_root)
 
     def change(scenario):
-        tool, args, _ = ALTERED[scenario.name]
+        tool, args, _ = sample.altered[scenario.name]
         edit = lambda step: replace(step, arguments={**step.arguments, **args})  # noqa: E731
         return replace(scenario, gold_trace=alter_gold_call(scenario.gold_trace, tool, edit))
 
-    scenarios = tuple(change(s) if s.name in ALTERED else s for s in loaded.scenarios)
+    scenarios = tuple(change(s) if s.name in sample.altered else s for s in loaded.scenarios)
     return LoadedDomain(loaded.domain, scenarios, loaded.prompts_rendered)
 
 
-def _modelled(data_root: Path, out: Path) -> runner.RunReport:
-    lookup = '{"confirmation_number": "ZK3FFW", "last_name": "Doe"}'
+def _modelled(sample: Sample, spec_dir: Path, data_root: Path, out: Path) -> runner.RunReport:
+    tool, args = sample.lookup
     turns = [
-        Step(completion("Let me look that booking up.", [("c1", "get_reservation", lookup)], AGENT_TOKENS)),
-        Step(completion("I found the booking, but I cannot change it today.", usage=AGENT_TOKENS)),
+        Step(completion(sample.lines[0], [("c1", tool, json.dumps(args))], AGENT_TOKENS)),
+        Step(completion(sample.lines[1], usage=AGENT_TOKENS)),
         Step(completion("Is there anything else I can help with?", usage=AGENT_TOKENS)),
         Step(completion("Goodbye.", [("c2", "end_conversation", "{}")], AGENT_TOKENS)),
     ]
-    agent = turns * len(MODELLED)  # one scenario after the other (concurrency 1)
-    verdict = json.dumps({"score": 0.25, "reason": JUDGE_REASON})
+    agent = turns * len(sample.modelled)  # one scenario after the other (concurrency 1)
+    verdict = json.dumps({"score": 0.25, "reason": sample.judge_reason})
     judge_steps = [Step(completion(verdict, usage=JUDGE_TOKENS))]
     with ScriptedOpenAI(agent) as agent_server, ScriptedOpenAI(judge_steps) as judge:
         opts = run_options(
-            spec_dir=SPEC_DIR,
+            spec_dir=spec_dir,
             data_root=data_root,
-            scenarios=MODELLED,
+            scenarios=sample.modelled,
             agent="openai:demo-agent",
             base_url=agent_server.base_url,
             api_key_env="EVALCTL_TEST_KEY",
@@ -115,17 +146,18 @@ def _modelled(data_root: Path, out: Path) -> runner.RunReport:
     return report
 
 
-def sample_run(data_root: Path, where: Path) -> Path:
-    """Build the sample run under ``where`` (a new folder); returns the run directory."""
+def build_sample_run(sample: Sample, spec_dir: Path, data_root: Path, where: Path) -> Path:
+    """Build ``sample`` from ``spec_dir`` on ``data_root`` under ``where`` (a new folder); returns the
+    run directory (``where/run``)."""
     run_dir, other = where / "run", where / "modelled"
     mp = pytest.MonkeyPatch()
-    mp.setattr(runner, "load_domain", lambda *a, **k: _altered(data_root))
+    mp.setattr(runner, "load_domain", lambda *a, **k: _altered(sample, spec_dir, data_root))
     try:
         report = runner.run_cli(
             run_options(
-                spec_dir=SPEC_DIR,
+                spec_dir=spec_dir,
                 data_root=data_root,
-                scenarios=REPLAYED,
+                scenarios=sample.replayed,
                 output_dir=run_dir,
                 concurrency=4,
                 quiet=True,
@@ -137,14 +169,21 @@ def sample_run(data_root: Path, where: Path) -> Path:
     mp = pytest.MonkeyPatch()
     mp.setenv("EVALCTL_TEST_KEY", "test")
     try:
-        modelled = _modelled(data_root, other)
+        modelled = _modelled(sample, spec_dir, data_root, other)
     finally:
         mp.undo()
-    for name in MODELLED:
+    for name in sample.modelled:
         shutil.move(str(other / name), str(run_dir / name))
-    info = {"spec_dir": str(SPEC_DIR), "data_root": str(data_root), "scenarios": [*REPLAYED, *MODELLED]}
+    scenarios = [*sample.replayed, *sample.modelled]
+    info = {"spec_dir": str(spec_dir), "data_root": str(data_root), "scenarios": scenarios}
     finish_run(run_dir, {**info, "wall_time_s": round(report.wall_s + modelled.wall_s, 3)})
     return run_dir
+
+
+def sample_run(data_root: Path, where: Path) -> Path:
+    """Build eva_airline's sample run on ``data_root`` under ``where`` (a new folder); returns the run
+    directory."""
+    return build_sample_run(EVA_SAMPLE, SPEC_DIR, data_root, where)
 
 
 #: What a hostile agent says (tests/mock_domain/sample_run.py's hostile_run): markup, a script end

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engine.commands.run import print_outcome
 from engine.merge import merge_runs
-from engine.runner import RunReport
+from engine.run_report import RunReport
 
 
 def merge(

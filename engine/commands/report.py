@@ -17,7 +17,7 @@ from rich.table import Table
 from engine.costs import PriceTable, RunCost, money, run_costs
 from engine.records.summary import COUNT, SummaryRecord
 from engine.results import load_run_metrics, load_summary
-from engine.scoring.summary import failure_reason
+from engine.scoring.summary import failure_reason, headline_not_applicable
 from engine.untrusted import one_line
 
 
@@ -125,6 +125,8 @@ def report(
         return 0
     summary = load_summary(run_dir)
     console.print(summary_table(summary))
+    if (why := headline_not_applicable(summary)) is not None:
+        console.print(f"overall success not applicable: {why}", markup=False, highlight=False)
     # replay sides spend no tokens: nothing to show, and every result's metrics need not be read
     if prices is not None or any(u.prompt_tokens or u.completion_tokens for u in summary.usage.values()):
         cost = run_costs(load_run_metrics(run_dir), prices)

@@ -12,7 +12,8 @@ from engine.costs import PriceTable
 from engine.domains.registry import plugins
 from engine.errors import INFRASTRUCTURE_EXIT
 from engine.options import RunOptions
-from engine.runner import RunReport, run_cli
+from engine.run_report import RunReport
+from engine.runner import run_cli
 
 
 def run(
@@ -23,7 +24,7 @@ def run(
     ray: str | None = None,
 ) -> int:
     """Run what ``opts`` selects (see ``engine.runner.run``), then print the outcome. Returns the
-    exit code (:meth:`engine.runner.RunReport.exit_code`): 130 when interrupted, 3 when a planned
+    exit code (:meth:`engine.run_report.RunReport.exit_code`): 130 when interrupted, 3 when a planned
     result is missing or was not scored, or has the verdict ``error`` (unless ``allow_errors``), 1
     when ``fail_under`` (0..1) is set and the overall rate is below it or not applicable, else 0.
     Raises SpecError / UsageError / DataRootError before anything runs when the input is bad,
@@ -34,7 +35,14 @@ def run(
     (``engine.ray_run``; exit 3 when a shard failed)."""
     opts = replace(opts, plugins=plugins())
     if ray is None:
-        return print_outcome(run_cli(opts), fail_under, prices, allow_errors)
+        code = print_outcome(run_cli(opts), fail_under, prices, allow_errors)
+        if opts.shard is not None:  # its rates are the slice's, not the selection's
+            Console(soft_wrap=True, emoji=False).print(
+                f"shard {opts.shard} of the selection: `evalctl merge` combines the shards into one run",
+                markup=False,
+                highlight=False,
+            )
+        return code
     from engine.ray_run import run_on_ray  # Ray is an optional extra
 
     done = run_on_ray(opts, ray, tuple(sys.argv[1:]))

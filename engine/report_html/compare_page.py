@@ -46,8 +46,9 @@ def _comparable(c: Comparison) -> str:
         if rows
         else ""
     )
+    warnings = "".join(f'<p class="warn">{h(w)}</p>' for w in c.warnings)
     notes = "".join(f"<li>{h(n)}</li>" for n in c.notes)
-    return head + table + (f"<ul>{notes}</ul>" if notes else "")
+    return head + warnings + table + (f"<ul>{notes}</ul>" if notes else "")
 
 
 def _usage(c: Comparison) -> str:

@@ -15,6 +15,7 @@ from engine.records.run import RunRecord
 from engine.records.summary import COUNT, SignalRate, SummaryRecord, Tally
 from engine.report_html.charts import Bar, Dot, rate_bars, scatter
 from engine.report_html.collect import ReportModel
+from engine.scoring.summary import headline_not_applicable
 from engine.untrusted import one_line
 
 
@@ -71,6 +72,8 @@ def headline(model: ReportModel) -> str:
     else:
         cards.append(_card("Tokens", f"{model.cost.tokens:,}", "no --prices given: no cost"))
     warn = []
+    if (why := headline_not_applicable(s)) is not None:
+        warn.append(f"Overall success is not applicable: {why}.")
     if s.missing:
         warn.append(f"INCOMPLETE: {len(s.missing)} results missing (resume the run to complete it).")
     if s.interrupted:

@@ -34,9 +34,18 @@ from engine.backends import token_count
 from engine.model import TEMPLATE_DIR, Scenario, SessionResult
 from engine.options import ScoringOptions
 from engine.protocol import clip
+from engine.records.metrics import Signal
 from engine.render import BoundedSandbox, render
 
 JUDGE_TEMPLATE = "judge.md.j2"
+
+
+def judge_gates(scenario: Scenario) -> bool:
+    """True when the judge's verdict decides ``scenario``: ``judge_passed`` is one of its
+    ``success_signals``, or ``nl_assertion`` is and the scenario has claims to check. Elsewhere a
+    judge (``--judge-model``) only adds informational signals: the scenario is scored without one."""
+    gates = set(scenario.success_signals)
+    return Signal.JUDGE_PASSED in gates or (Signal.NL_ASSERTION in gates and bool(scenario.nl_assertions))
 
 
 @dataclass

@@ -7,6 +7,12 @@ denominators (as failures) and are left out of every per-signal rate. ``"N/A"`` 
 out of the composite denominator and counted separately; so are ``"error"`` results (no verdict:
 infrastructure failed), which are also left out of every per-signal rate, their number shown next
 to each rate. A diagnostic's string value (a label) is not applicable.
+
+The overall (headline) rate, and pass^k, need a verdict-bearing result: one whose task verdict
+(every gating signal but ``clean_exit``, or the stalled rule) is measured. When no result of a run
+has one (qa scored without a judge: ``judge_passed`` is not applicable and ``clean_exit`` is all
+that was measured) every result counts as not applicable there and the text says why
+(:func:`headline_not_applicable`); the per-result verdicts stay as they are.
 """
 
 from __future__ import annotations
@@ -202,18 +208,23 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         for m in rows
         if m.is_successful is not True
     ]
+    errored = [m for m in rows if m.is_error]
+    overall = _tally((m.is_successful for m in rows if not m.is_error), len(errored))
+    task = _tally((m.is_task_successful for m in rows if not m.is_error), len(errored))
+    verdicts = task.total > 0  # some result says something of the task, not only of the hang-up
+    if not verdicts and overall.total:
+        overall = Tally(0, 0, overall.not_applicable + overall.total, overall.errors, 0, None)
     pass_hat_k = None
     if trials > 1:
         # an "N/A" trial (nothing gating was measurable, e.g. the judge failed) is left out, as in
         # the composite rate: it must not count as the agent's failure
         outcomes: dict[str, list[bool]] = {}
         for m in rows:
-            if isinstance(m.is_successful, bool):
+            if verdicts and isinstance(m.is_successful, bool):
                 outcomes.setdefault(m.scenario_name, []).append(m.is_successful)
         table = pass_hat_k_table(outcomes, trials)
         pass_hat_k = PassHatK(table["per_scenario"], table["overall"])
     judge_errors = [m.judge_error for m in rows if m.judge_error]
-    errored = [m for m in rows if m.is_error]
     first_error = None
     if errored:
         first = errored[0]
@@ -228,8 +239,8 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         unit=unit,
         missing=tuple(missing),
         interrupted=bool(run_info.get("interrupted", False)),
-        overall=_tally((m.is_successful for m in rows if not m.is_error), len(errored)),
-        task=_tally((m.is_task_successful for m in rows if not m.is_error), len(errored)),
+        overall=overall,
+        task=task,
         signals=_signal_rates(rows, unit),
         stalled=Stalled(len(stalled), tuple(stalled), run_info.get("min_agent_turns")),
         stop_reasons=dict(sorted(Counter(str(m.stop_reason) for m in rows).items())),
@@ -252,14 +263,40 @@ def _pct(rate: float | None) -> str:
     return "n/a" if rate is None else f"{100 * rate:.1f}%"
 
 
+#: The signals a judge grades: not applicable in a run without one.
+_JUDGED = (Signal.JUDGE_PASSED, Signal.NL_ASSERTION)
+
+
+def headline_not_applicable(summary: SummaryRecord) -> str | None:
+    """Why the overall rate is not applicable, in one line (``no verdict-bearing signal was
+    measured (judge_passed needs a judge: --judge-model); clean_exit alone is no verdict``); None
+    when it has a value or the run has no result that is not an error."""
+    if summary.overall.rate is not None or not summary.overall.not_applicable:
+        return None
+    gating = [(name, s.total) for name, s in summary.signals.items() if s.role == "gating"]
+    unmeasured = [name for name, total in gating if not total]
+    measured = [name for name, total in gating if total]
+    why = "no verdict-bearing signal was measured"
+    judged = [name for name in unmeasured if name in _JUDGED]
+    if judged and "judge" not in summary.usage:
+        why += f" ({', '.join(judged)} needs a judge: --judge-model)"
+    elif unmeasured:
+        why += f" ({', '.join(unmeasured)} not applicable)"
+    if measured:
+        why += f"; {', '.join(measured)} alone is no verdict"
+    return why
+
+
 def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     """The ``all_summary.txt`` text (headline lines first, as the reference harness prints them)."""
     unit = summary.unit
     ov, task = summary.overall, summary.task
     na = f"; {ov.not_applicable} N/A" if ov.not_applicable else ""
+    why = headline_not_applicable(summary)
     lines = [
         f"evalctl run summary{': ' + title if title else ''}",
         f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na}{_left_out(ov.errors)})"
+        + (f": {why}" if why else "")
         + (f" - INCOMPLETE: {len(summary.missing)} results missing" if summary.missing else ""),
         f"Task Success Rate (excl. clean_exit): {_pct(task.rate)} ({task.passed}/{task.total} {unit}"
         f"{_left_out(task.errors)})",

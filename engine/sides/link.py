@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any, Literal
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.protocol import State
 
 from engine.protocol import (
     MAX_FRAME_BYTES,
@@ -94,6 +96,18 @@ PING_INTERVAL_S = 20.0
 #: with ``local``): ``ws+unix:`` then the socket's path. Only the run that serves it connects to it.
 UNIX_SCHEME = "ws+unix:"
 
+#: Per URI of a built-in side on a Unix socket: connections left open by finished sessions, for
+#: the next ones (:meth:`SideLink.close`; :func:`forget` when the side stops).
+_IDLE: dict[str, list[ClientConnection]] = {}
+
+
+async def forget(uri: str) -> None:
+    """Close the idle connections kept for ``uri`` (its side is stopping)."""
+    for ws in _IDLE.pop(uri, []):
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(1.0):
+                await ws.close()
+
 #: Largest reply text (bytes as JSON) the engine forwards to the other side: room is left for the
 #: ``turn.request`` wrapper, so the forwarded frame stays under MAX_FRAME_BYTES.
 MAX_FORWARD_BYTES = MAX_FRAME_BYTES - 64 * 1024
@@ -129,16 +143,31 @@ class SideLink:
         self.engine_time_s = 0.0
         self.traffic: Traffic | None = None
         #: A side the run serves itself (replay, openai:MODEL): see :func:`blame`. Its frames are
-        #: not checked against the protocol schemas (the engine's own code made them).
+        #: not checked against the protocol schemas (the engine's own code made them), nor its ids.
         self.builtin = builtin
+        #: turn.requests not answered yet, and whether no failure of this side happened: a
+        #: connection is reused by a later session only when both say it is idle (:meth:`close`).
+        self.turns_open = 0
+        self.clean = True
+        #: The ids of the messages received from an external side on this connection (each is unique).
+        self.seen_ids: set[str] = set()
 
     def failure(self, kind: Literal["error", "timeout"], message: str, what: str) -> SideFailure:
-        """A :class:`SideFailure` of this side, blamed as :func:`blame` says."""
+        """A :class:`SideFailure` of this side, blamed as :func:`blame` says (the connection is
+        then never used for another session)."""
+        self.clean = False
         return SideFailure(kind, message, blame(self.role, what, self.builtin))
 
     @classmethod
     async def open(cls, role: str, uri: str, timeout_s: float) -> SideLink:
-        """Connect; raises :class:`SideFailure` (``error``) when the side cannot be reached."""
+        """Connect; raises :class:`SideFailure` (``error``) when the side cannot be reached. A
+        built-in side on a Unix socket (:data:`UNIX_SCHEME`) may give a connection an earlier
+        session left open (:meth:`close`)."""
+        idle = _IDLE.get(uri)
+        while idle:
+            ws = idle.pop()
+            if ws.state is State.OPEN:
+                return cls(role, uri, ws)
         where: dict[str, Any] = {"uri": uri}
         if uri.startswith(UNIX_SCHEME):  # a built-in side of this process (engine.sides.server)
             where = {"uri": "ws://localhost/", "unix": True, "path": uri[len(UNIX_SCHEME) :]}
@@ -166,6 +195,8 @@ class SideLink:
         t0 = time.perf_counter()
         msg_id = self.ids.next()
         frame = encode(make(message_type, msg_id, v=self.version, **fields))
+        if message_type == "turn.request":
+            self.turns_open += 1
         size = frame_bytes(frame)
         self.engine_time_s += time.perf_counter() - t0
         if size > MAX_FRAME_BYTES:
@@ -210,12 +241,27 @@ class SideLink:
             await self.fail(err.code, err.message, err.reply_to)
             raise self.failure("error", f"{self.role} side broke the protocol: {err}", "conduct") from None
         self.engine_time_s += time.perf_counter() - t0
+        if msg["type"] == "turn.response":
+            self.turns_open -= 1
         if msg["type"] == "error":
             code = msg["code"]
             kind: Literal["error", "timeout"] = "timeout" if code == "backend_timeout" else "error"
             what = "backend" if code in BACKEND_CODES else "crash" if code == "internal_error" else "conduct"
             raise self.failure(kind, f"{self.role} side reported {code}: {clip(msg['message'])}", what)
+        if not self.builtin:
+            await self._check_id(msg)
         return msg
+
+    async def _check_id(self, msg: dict[str, Any]) -> None:
+        """Refuse a message whose ``id`` this side already used on this connection (the protocol
+        makes each unique per sender and connection): the side is told (``unexpected_message``) and
+        :class:`SideFailure` (``error``, the side's conduct) is raised."""
+        msg_id = msg["id"]
+        if msg_id in self.seen_ids:
+            message = f"repeated message id {clip(msg_id, 200)!r}: this side already sent a message with it"
+            await self.fail("unexpected_message", message, msg_id)
+            raise self.failure("error", f"{self.role} side broke the protocol: {message}", "conduct")
+        self.seen_ids.add(msg_id)
 
     def binary(self, raw: bytes) -> bool:
         """Take one binary frame; False (the default: text sessions have none) makes it a
@@ -234,6 +280,7 @@ class SideLink:
 
     async def fail(self, code: Any, message: str, reply_to: str | None = None) -> None:
         """Tell the side what it did wrong (best effort; never raises)."""
+        self.clean = False
         try:
             async with asyncio.timeout(1.0):
                 msg = error_message(self.ids.next(), code, clip(message), reply_to, v=self.version)
@@ -243,7 +290,14 @@ class SideLink:
 
     async def close(self, stop_reason: str, error: str | None) -> None:
         """Send ``session.end`` and close the connection (best effort; never raises: the session's
-        artifacts are written after it, whatever the connection's state)."""
+        artifacts are written after it, whatever the connection's state).
+
+        A connection to a built-in side on a Unix socket (:data:`UNIX_SCHEME`, served by
+        ``engine.sides.server.builtin_side`` with sessions back to back) is kept open for the next
+        session instead when this one left it clean: every turn answered, no failure of this side,
+        ``session.end`` sent. Opening and closing a WebSocket costs about as much CPU as a whole
+        replayed conversation's frames."""
+        sent = False
         try:
             async with asyncio.timeout(1.0):
                 msg = make(
@@ -254,8 +308,13 @@ class SideLink:
                     error=clip(error or "") or None,
                 )
                 await self.ws.send(encode(msg))
+                sent = True
         except Exception:
             pass
+        reusable = sent and self.clean and not self.turns_open and self.uri.startswith(UNIX_SCHEME)
+        if reusable and self.ws.state is State.OPEN and type(self) is SideLink:
+            _IDLE.setdefault(self.uri, []).append(self.ws)
+            return
         try:
             async with asyncio.timeout(1.0):
                 await self.ws.close()

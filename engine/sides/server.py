@@ -49,7 +49,7 @@ from engine.protocol import (
     error_message,
     make,
 )
-from engine.sides.link import UNIX_SCHEME
+from engine.sides.link import UNIX_SCHEME, forget
 
 log = logging.getLogger(__name__)
 
@@ -171,16 +171,29 @@ class SideServer:
     #: Protocol version of the connections served (the errors it sends carry it).
     version: int = PROTOCOL_VERSION
 
-    def __init__(self, factory: BackendFactory, role: str | None = None, check_schema: bool = False):
+    def __init__(
+        self,
+        factory: BackendFactory,
+        role: str | None = None,
+        check_schema: bool = False,
+        serial: bool = False,
+    ):
         self.factory = factory
         self.role = role
         self.check_schema = check_schema
+        #: Sessions back to back on one connection (a built-in side on a Unix socket, whose only
+        #: client is the run serving it: ``engine.sides.link.SideLink.close``); otherwise the
+        #: protocol's one session per connection.
+        self.serial = serial
 
     async def handle(self, ws: ServerConnection) -> None:
-        """The connection handler: one session, start to end. Never raises."""
+        """The connection handler: one session, start to end (with ``serial``, then the next
+        session's start, until the engine closes the connection). Never raises."""
         ids = Ids("x")
         try:
             await self._run(ws)
+            while self.serial:
+                await self._run(ws)
         except ProtocolError as err:
             await _send_quietly(
                 ws, error_message(ids.next(), err.code, err.message, err.reply_to, v=self.version)
@@ -267,7 +280,14 @@ async def start_side_server(
         compression=None,
         max_size=MAX_FRAME_BYTES,
         close_timeout=1.0,
+        backlog=BACKLOG,
     )
+
+
+#: Connections a side server's socket queues before accepting them: a run opens up to
+#: ``--concurrency`` at once (asyncio's default, 100, refuses the rest on a Unix socket and delays
+#: them by a SYN retry, a second or more, on TCP).
+BACKLOG = 4096
 
 
 def server_uri(server: Server) -> str:
@@ -292,16 +312,18 @@ async def builtin_side(
     else:
         path = os.path.join(folder, f"{role or 'side'}.sock")
         server = await unix_serve(
-            SideServer(factory, role, False).handle,
+            SideServer(factory, role, False, serial=True).handle,
             path,
             compression=None,
             max_size=MAX_FRAME_BYTES,
             close_timeout=1.0,
+            backlog=BACKLOG,
         )
         uri = UNIX_SCHEME + path
     try:
         yield uri
     finally:
+        await forget(uri)
         server.close()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(2.0):

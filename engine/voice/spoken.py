@@ -184,9 +184,15 @@ class SpokenCheck:
         return LineFindings(index, tuple(codes), tuple(internal), tool)
 
     def report(self, lines: Sequence[str]) -> SpokenReport:
-        """Check every line; only lines that break a rule are kept in the report."""
-        found = (self.line(i, text) for i, text in enumerate(lines))
-        return SpokenReport(len(lines), tuple(f for f in found if f.flagged))
+        """Check every line; only lines that break a rule are kept in the report. The same check
+        of the same lines (every trial of a replayed scenario) is answered from a small cache."""
+        return _report(self, tuple(lines))
+
+
+@lru_cache(maxsize=256)
+def _report(check: SpokenCheck, lines: tuple[str, ...]) -> SpokenReport:
+    found = (check.line(i, text) for i, text in enumerate(lines))
+    return SpokenReport(len(lines), tuple(f for f in found if f.flagged))
 
 
 def session_check(

@@ -48,7 +48,7 @@ def measure(sessions: int, base: Path) -> dict[str, float]:
     out, counts = base / f"run{sessions}", base / f"syncs{sessions}.json"
     argv = [sys.executable, "-m", "tests.bench.scale_child", str(counts), "run", str(SPEC_DIR)]
     argv += ["--data-root", str(resolve_data_root(None)), "--trials", str(sessions // SCENARIOS)]
-    argv += ["--output-dir", str(out), "--no-progress"]
+    argv += ["--output-dir", str(out), "--no-progress", "--workers", "1"]  # one process: its syncs counted
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
@@ -79,6 +79,7 @@ def run() -> None:
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in counts:
+            print(f"  scaling: {n} sessions ...", flush=True)
             rows[n] = measure(n, Path(tmp))
     first = min(rows)
     print(

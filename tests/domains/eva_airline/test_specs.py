@@ -146,6 +146,9 @@ def test_validate_specs_real(data_root: Path) -> None:
     report = validate_specs(SPEC_DIR, data_root, replay=True, plugins=plugins())
     assert report.ok and report.scenarios == 50 and report.prompts == 100
     assert len(report.replay) == 50 and report.summary().endswith("gold replay 50/50")
+    # eva is scored without a judge: its judge prompts render, but no judge prompt count is claimed
+    assert report.judge_prompts == 50 and report.judged == 0
+    assert "100 prompts rendered (scored without a judge), gold replay" in report.summary()
 
 
 def test_scenarios_are_chosen_by_name_or_record_id(data_root: Path) -> None:

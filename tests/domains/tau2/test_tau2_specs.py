@@ -67,8 +67,10 @@ def test_validate_replays_every_task_to_the_oracles_hash(name: str, reports, tau
     for r in report.replay:
         gold = oracle[r.scenario_name.split("__")[1]]["gold_end_state_tau2_hash"]
         assert r.actual_hash == r.expected_hash == gold, r.scenario_name
+    # airline gates on no judge signal; retail's nl_assertion gates the tasks that declare claims
+    judge = f" and {n} judge prompts rendered" if name == "retail" else " rendered (scored without a judge)"
     assert report.summary().endswith(
-        f"{2 * n} prompts and {n} judge prompts rendered, gold replay {n}/{n}"
+        f"{2 * n} prompts{judge}, gold replay {n}/{n}"
         + (" (18 known gold error(s) in 15 scenario(s), warnings above)" if name == "retail" else "")
     )
 

@@ -109,3 +109,50 @@ def test_json_and_html_outputs(clean_run: Path, mock_sample_run_dir: Path, tmp_p
     assert all(name in page for name in FAILING)
     assert main(["compare", str(clean_run), str(tmp_path)]) == 2
     assert "no scored scenarios" in capsys.readouterr().err
+
+
+async def test_a_voice_run_against_a_text_run_is_one_warning_line(tmp_path: Path, capsys) -> None:
+    """Two small runs of one mock scenario, one of them an audio session (``--voice``, the tone
+    stand-in): compare says so in one WARNING line, either way round; two text runs say nothing."""
+    from engine.runner import run
+    from engine.voice.link import VoiceConfig
+    from engine.voice.run import VoiceRun
+    from engine.voice.side import VoiceStyle
+    from engine.voice.tts import ToneVoice
+    from tests.conftest import MOCK_SPEC_DIR
+
+    async def one(out: Path, voice: bool) -> Path:
+        tone = ToneVoice()
+        opts = run_options(
+            MOCK_SPEC_DIR, MOCK_DATA_ROOT, scenarios=("mock__shipped_refusal",), output_dir=out, quiet=True,
+            progress=False, voice=voice,
+        )  # fmt: skip
+        report = await run(opts, VoiceRun(VoiceConfig(tone), VoiceStyle(tone)) if voice else None)
+        assert report.summary is not None and not report.scoring_errors
+        return out
+
+    text, text2, voice = (
+        await one(tmp_path / "t", False),
+        await one(tmp_path / "t2", False),
+        await one(tmp_path / "v", True),
+    )
+    c = compare_runs(text, voice)
+    assert c.comparable and c.warnings == (
+        "run B is a voice run (--voice) and run A a text run: the agent heard speech in one and read "
+        "text in the other, so a rate change may come from that alone",
+    )
+    warned = [line for line in render_text(c).splitlines() if "WARNING" in line or "voice run" in line]
+    assert warned == [f"WARNING: {c.warnings[0]}"]
+    assert compare_runs(voice, text).warnings[0].startswith("run A is a voice run (--voice) and run B a text")
+    assert compare_runs(text, text2).warnings == () and compare_runs(voice, voice).warnings == ()
+    assert "WARNING" not in render_text(compare_runs(text, text2))
+    assert main(["compare", str(text), str(voice), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == list(c.warnings)
+    assert main(["compare", str(text), str(voice), "--html", str(tmp_path / "c.html")]) == 0
+    assert c.warnings[0] in html.unescape((tmp_path / "c.html").read_text(encoding="utf-8"))
+    # a run.json without the setting (older): the results' audio sessions still tell
+    older = shutil.copytree(voice, tmp_path / "older")
+    record = json.loads((older / "run.json").read_text(encoding="utf-8"))
+    del record["settings"]["voice"]
+    (older / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    assert compare_runs(text, older).warnings == c.warnings

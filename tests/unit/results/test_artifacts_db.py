@@ -82,3 +82,27 @@ def test_a_folder_write_puts_the_same_bytes(tmp_path: Path) -> None:
         batch.commit()
     for name in ("a.json", "m.json"):
         assert (tmp_path / "f" / name).read_text(encoding="utf-8") == _stdlib(obj)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_files_get_the_users_permissions(tmp_path: Path, umask: int) -> None:
+    """Run-level files (``write_json``) and result files (in place, via a temporary file, and
+    markers) are created 0o666 less the umask, as any file the user makes."""
+    import os
+
+    from engine.artifacts import write_json
+
+    old = os.umask(umask)
+    try:
+        write_json(tmp_path / "summary.json", {"a": 1})
+        with FolderWrite(tmp_path / "new", incomplete=True) as batch:
+            batch.put_json("in_place.json", {})
+            batch.put_json("marker.json", {}, marker=True)
+            batch.commit()
+        with FolderWrite(tmp_path / "new") as batch:
+            batch.put_json("replaced.json", {})
+            batch.commit()
+    finally:
+        os.umask(old)
+    for path in [tmp_path / "summary.json", *sorted((tmp_path / "new").iterdir())]:
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path.name

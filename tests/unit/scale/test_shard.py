@@ -59,6 +59,14 @@ def test_bad_shard_on_the_command_line_is_one_line(
     assert err.startswith("evalctl: --shard '0/2': expected I/N") and not out.exists()
 
 
+def test_a_shard_run_says_it_is_a_shard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main([*SHOP_RUN, "--shard", "2/2", "--no-progress", "--output-dir", str(tmp_path / "s")])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0 and lines[-1].startswith("shard 2/2 of the selection: `evalctl merge` combines")
+    code = cli.main([*SHOP_RUN, "--no-progress", "--output-dir", str(tmp_path / "whole")])
+    assert code == 0 and "of the selection" not in capsys.readouterr().out
+
+
 async def test_a_shard_run_records_its_shard_and_a_resume_keeps_it(tmp_path: Path) -> None:
     opts = run_options(*SHOP, trials=2, shard="2/3", output_dir=tmp_path, progress=False)
     report = await run(opts)

@@ -103,6 +103,26 @@ def _spec_copy(tmp_path: Path) -> Path:
     return target
 
 
+def test_validate_claims_judge_prompts_only_for_a_judged_domain(tmp_path: Path) -> None:
+    """The mock shop's late-delivery scenario gates on the judge: validate counts the judge prompts.
+    Without judge_passed (nl_assertion gating no claims is no judge either) the domain is scored
+    without a judge, and the line says so instead of counting judge prompts."""
+    from engine.domains.registry import plugins
+    from engine.validate import validate_specs
+
+    spec = _spec_copy(tmp_path)
+    judged = validate_specs(spec, MOCK_DATA_ROOT, replay=False, plugins=plugins())
+    assert (judged.ok, judged.judge_prompts, judged.judged) == (True, 3, 1)
+    assert "6 prompts and 3 judge prompts rendered, gold replay skipped" in judged.summary()
+    late = spec / "scenarios" / "late.yaml"
+    text = late.read_text(encoding="utf-8")
+    text = text.replace("judge_passed, nl_assertion,", "nl_assertion,").split("nl_assertions:")[0]
+    late.write_text(text, encoding="utf-8")
+    unjudged = validate_specs(spec, MOCK_DATA_ROOT, replay=False, plugins=plugins())
+    assert (unjudged.ok, unjudged.judge_prompts, unjudged.judged) == (True, 3, 0), unjudged.lines()
+    assert "6 prompts rendered (scored without a judge), gold replay skipped" in unjudged.summary()
+
+
 @pytest.mark.parametrize(
     "moved", ["scenarios/cancel.yml", "scenarios/extra/cancel.yaml"], ids=["yml_suffix", "subfolder"]
 )
