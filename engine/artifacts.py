@@ -72,10 +72,19 @@ def write_text(path: Path, text: str) -> Path:
 
 def json_bytes(obj: Any) -> bytes:
     """:func:`dumps_json`'s text as UTF-8 bytes (a lone surrogate becomes ``?``)."""
+    data = _orjson_text(obj)
+    return data if data is not None else _stdlib_text(obj).encode("utf-8", "replace")
+
+
+def _orjson_text(obj: Any) -> bytes | None:
+    """orjson's indented text of ``obj``, or None where it differs from the standard library's."""
     try:
-        return orjson.dumps(obj, default=str, option=_ORJSON_INDENT)
+        data = orjson.dumps(obj, default=str, option=_ORJSON_INDENT)
     except TypeError:
-        return (json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8", "replace")
+        return None
+    if b"null" in data and not _all_finite(obj):
+        return None
+    return data
 
 
 def dumps_json(obj: Any) -> str:
@@ -83,16 +92,28 @@ def dumps_json(obj: Any) -> str:
 
     The text of ``json.dumps(obj, indent=2, ensure_ascii=False, default=str)`` plus a newline,
     written by orjson (about 25x faster than the standard library's indenting encoder, which has
-    no C implementation). Two documented differences, both in floats: one printed in exponent form
-    has no leading zero in its exponent (``1e-7``, not ``1e-07``; the same value), and NaN or an
-    infinity, which JSON cannot hold, is written ``null`` (the standard library writes ``NaN``, which
-    JSON readers refuse). What orjson refuses (keys that are not strings, integers beyond 64 bits,
-    lone surrogates) is written by the standard library.
+    no C implementation). A float in exponent form is written without a leading zero in its
+    exponent (``1e-7``, not ``1e-07``: the same value). What orjson refuses (keys that are not
+    strings, integers beyond 64 bits, lone surrogates) and what it would write otherwise (NaN and
+    the infinities, which orjson writes ``null``) are written by the standard library: a DB
+    holding NaN reads back as it was, so its hash from the file is the hash of the session's DB.
     """
+    data = _orjson_text(obj)
+    return data.decode("utf-8") if data is not None else _stdlib_text(obj)
+
+
+def _stdlib_text(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def _all_finite(obj: Any) -> bool:
+    """False when a float in ``obj`` is NaN or infinite: the standard library's C encoder (compact,
+    fast) refuses those with ``allow_nan=False``. Only asked when orjson's text holds a ``null``."""
     try:
-        return orjson.dumps(obj, default=str, option=_ORJSON_INDENT).decode("utf-8")
-    except TypeError:
-        return json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+        json.dumps(obj, allow_nan=False, default=str, separators=(",", ":"))
+    except ValueError:
+        return False
+    return True
 
 
 #: Types the standard library writes with ``default=str`` go to ``default=str`` in orjson too.

@@ -116,6 +116,8 @@ class Finished:
         if cause is not None and cause.source == "judge":
             note = f" (judge: {cause.message})"
         verdict = "PASS" if ok else "ERROR" if cause is not None else "FAIL"
+        if metrics is None:  # stored but not scored (or not even stored): no verdict to show
+            verdict, note = "ERROR", f"{note} (not scored: see the end of the run)"
         return cls(
             result.scenario_name,
             result.trial,

@@ -5,9 +5,10 @@ The run's process loads the specs, plans the jobs, holds the folder's lock and d
 round-robin among the workers (``engine.shard.split``). Each worker (``engine.worker_child``)
 starts with the specs: forked (Linux, while the run's process has no other thread: the specs are
 already loaded) or spawned (a fresh interpreter that loads them again; :func:`start_method`). It
-serves its own built-in sides on loopback, runs its share with concurrency ``ceil(C / N)``, writes
-the scenario folders and sends the finished sessions' progress lines (``engine.progress.Finished``)
-through a pipe, with each one's small outcome record and summary row. The run's process shows progress,
+serves its own built-in sides, runs its share of the concurrency C (the shares add up to C),
+writes the scenario folders and sends the finished sessions' progress lines
+(``engine.progress.Finished``) through a pipe, with each one's small outcome record and summary
+row. The run's process shows progress,
 keeps the outcomes and running totals as a one-process run does, and writes the summary at the
 end without reading the result folders back.
 
@@ -20,7 +21,8 @@ end without reading the result folders back.
   the run's process decides), waits :data:`STOP_GRACE_S` for their finished writes, kills what is
   left, and writes the summary; the sessions that did not finish are missing, as in one process.
 - When the run's process itself is killed (``kill -9``), its workers get SIGTERM from the kernel
-  (Linux) and stop as after Ctrl-C; the run's lock stays held until they have.
+  (Linux) and stop as after Ctrl-C; forked workers share the run's lock, so it stays held until
+  they have (a spawned worker does not hold it).
 - A worker that dies (a crash, the OOM killer, ``kill -9``) fails its own unfinished sessions
   only: each gets the verdict ``error`` (source ``engine``, the message names the worker's exit
   code), written by the run's process; ``--resume`` runs them again. A session whose
@@ -33,7 +35,6 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
-import math
 import multiprocessing
 import os
 import pickle
@@ -94,11 +95,12 @@ class _Worker:
 
 def worker_count(opts: RunOptions, jobs: int, voice: VoiceRun | None) -> int:
     """How many worker processes the run uses: ``opts.workers``, at most one per
-    :data:`MIN_JOBS_PER_WORKER` jobs; 1 (this process) for small runs and for runs whose plugins or
-    voice settings cannot be sent to a worker (UsageError then when ``--workers`` was explicit)."""
+    :data:`MIN_JOBS_PER_WORKER` jobs and at most ``opts.concurrency``; 1 (this process) for small
+    runs and for runs whose plugins or voice settings cannot be sent to a worker (UsageError then
+    when ``--workers`` was explicit)."""
     if opts.workers < 1:
         raise UsageError("--workers must be at least 1")
-    count = min(opts.workers, jobs // MIN_JOBS_PER_WORKER)
+    count = min(opts.workers, jobs // MIN_JOBS_PER_WORKER, opts.concurrency)  # every worker runs one at least
     if count <= 1:
         return 1
     for what, value in (("domain plugins", opts), ("voice settings", voice)):
@@ -161,22 +163,21 @@ def _bootstrap(module: str, task: WorkerTask, conn: Connection, parent: int = 0)
 def _tasks(
     jobs: list[Job], count: int, opts: RunOptions, run_dir: Path, invocation: str, voice: Any
 ) -> list[WorkerTask]:
-    """The jobs dealt round-robin into ``count`` shares, each with the run's options for one
-    worker (concurrency ``ceil(C / count)``, no display of its own)."""
-    per = dataclasses.replace(
-        opts, concurrency=math.ceil(opts.concurrency / count), progress=False, quiet=True, workers=1
-    )
+    """The jobs dealt round-robin into ``count`` shares (``count`` at most the run's concurrency
+    C), each with the run's options for one worker: no display of its own, and a share of C (the
+    shares differ by one at most and add up to C: ``--concurrency`` bounds the whole run)."""
+    share_of_c = [opts.concurrency // count + (n < opts.concurrency % count) for n in range(count)]
     shares = split(jobs, count)
     return [
         WorkerTask(
-            per,
+            dataclasses.replace(opts, concurrency=c, progress=False, quiet=True, workers=1),
             run_dir,
             invocation,
             voice,
             tuple((j.scenario.name, j.trial, j.action, j.superseded) for j in share),
             number=n,
         )
-        for n, share in enumerate(shares, start=1)
+        for n, (share, c) in enumerate(zip(shares, share_of_c, strict=True), start=1)
     ]
 
 
@@ -289,8 +290,11 @@ async def _fail_unfinished(
     progress: Progress,
     report: Any,
 ) -> None:
-    """The sessions of a worker that died without finishing: a stored verdict counts as done;
-    the others get the verdict ``error`` (source ``engine``)."""
+    """The sessions of a worker that died without finishing: this run's stored verdict counts as
+    done; a folder holding a stored conversation (an earlier attempt's, or this run's not yet
+    scored) is left as it is and the session counts as not scored (``--resume`` completes it);
+    the others get the verdict ``error`` (source ``engine``). A folder that cannot be written is
+    counted as not scored too: the run still writes its summary."""
     proc = worker.process
     why = f"worker process {worker.task.number} (pid {proc.pid}) {_exit_text(proc.exitcode)}"
     scoring = dataclasses.replace(opts.scoring, judge_model=None)  # nothing to judge
@@ -299,17 +303,27 @@ async def _fail_unfinished(
         if (name, trial) in worker.reported:
             continue
         job = by_key[(name, trial)]
+        key = f"{name}#{trial}"
         sdir = scenario_dir(run_dir, name, trial, opts.trials)
         metrics = read_metrics(sdir / METRICS)
         stored = read_session(sdir)
-        if metrics is None or stored is None or stored.invocation != invocation:  # not this run's verdict
-            result = SessionResult(
-                name, trial, "error", error=f"{why} before this session finished", error_source="engine"
-            )
-            await scorer.store(job.scenario, result, superseded)
-            metrics = await scorer.score(job.scenario, result, superseded)
+        lost = f"{why} before this session finished"
+        if stored is not None and metrics is not None and stored.invocation == invocation:
+            result = SessionResult(name, trial, metrics.stop_reason, error=metrics.error)  # it had
+        elif stored is not None:  # a stored conversation (an earlier attempt's, or unscored): kept
+            result = SessionResult(name, trial, "error", error=lost, error_source="engine")
+            report.scoring_errors[key] = f"{lost}; the conversation stored in its folder is kept"
+            progress.show(Finished.of(result, None))
+            continue
         else:
-            result = SessionResult(name, trial, metrics.stop_reason, error=metrics.error)
+            result = SessionResult(name, trial, "error", error=lost, error_source="engine")
+            try:
+                await scorer.store(job.scenario, result, superseded)
+                metrics = await scorer.score(job.scenario, result, superseded)
+            except OSError as err:  # e.g. the disk is full: the run still ends with its summary
+                report.scoring_errors[key] = f"{lost}; its error could not be written: {err}"
+                progress.show(Finished.of(result, None))
+                continue
         report.add(result, metrics)
         progress.show(Finished.of(result, metrics))
 

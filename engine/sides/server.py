@@ -24,6 +24,7 @@ import socket
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Coroutine
+from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
@@ -332,12 +333,36 @@ async def builtin_side(
             shutil.rmtree(folder, ignore_errors=True)
 
 
+#: The name of a socket folder starts with this, then the pid of the process serving in it.
+_SOCKETS = "evalctl-sockets-"
+
+
+def _sweep(tmp: Path) -> None:
+    """Remove the socket folders this user's processes left in ``tmp`` when they were killed
+    (``kill -9``: their clean-up never ran): those whose process is gone."""
+    try:
+        entries = list(tmp.glob(f"{_SOCKETS}*-*"))
+    except OSError:
+        return
+    for folder in entries:
+        pid = folder.name[len(_SOCKETS) :].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or folder.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
 def _socket_folder() -> str | None:
     """A fresh private folder for a Unix socket, or None where there are no Unix sockets or the
     temporary folder's path is too long for one (the limit is about 100 bytes)."""
     if not hasattr(socket, "AF_UNIX") or sys.platform == "win32":
         return None
-    folder = tempfile.mkdtemp(prefix="evalctl-")
+    _sweep(Path(tempfile.gettempdir()))
+    folder = tempfile.mkdtemp(prefix=f"{_SOCKETS}{os.getpid()}-")
     if len(os.path.join(folder, "agent.sock").encode()) > 100:
         os.rmdir(folder)
         return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -125,3 +126,25 @@ async def test_a_connection_not_left_clean_is_closed_not_kept(shop, left: str) -
         assert two.ws is not one.ws
         await two.close("exit", None)  # clean: kept for the next session
         assert link._IDLE[uri] == [two.ws]
+
+
+async def test_socket_folders_of_killed_processes_are_swept(shop, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    short = Path(tempfile.mkdtemp(dir="/tmp" if Path("/tmp").is_dir() else None))  # room for a socket
+    monkeypatch.setattr(tempfile, "tempdir", str(short))
+    code = "import os; print(os.getpid())"
+    gone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    stale = short / f"evalctl-sockets-{gone.stdout.strip()}-abc"  # its process was killed
+    alive = short / f"evalctl-sockets-{os.getpid()}-def"  # a live run's
+    try:
+        for folder in (stale, alive):
+            folder.mkdir()
+            (folder / "agent.sock").touch()
+        factory = ReplayFactory({s.name: s for s in shop.scenarios})
+        async with builtin_side(factory, "agent", local=True) as uri:
+            assert uri.startswith("ws+unix:")
+        assert not stale.exists() and alive.exists()
+    finally:
+        shutil.rmtree(short)

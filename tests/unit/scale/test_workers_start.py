@@ -142,3 +142,79 @@ def test_workers_stop_when_the_runs_process_is_killed(tmp_path: Path) -> None:
             break
         time.sleep(0.1)
     assert all(_gone(k) for k in kids), "workers outlived the run's process by 60 s"
+
+
+class _Dead:
+    """A worker process that was killed (what ``_fail_unfinished`` reads of it)."""
+
+    pid = 4242
+    exitcode = -9
+
+
+async def test_a_dead_workers_stored_conversations_are_kept(tmp_path: Path) -> None:
+    """A worker killed during a resume: a folder holding a stored conversation (an earlier
+    attempt's, or one not scored yet) is left as it is and counts as not scored; this run's own
+    verdict counts as done; a folder holding nothing gets the verdict error."""
+    import json as _json
+
+    from engine.domains.registry import load_domain as load
+    from engine.progress import Progress
+    from engine.resume import plan_jobs
+    from engine.run_report import RunReport
+
+    out = tmp_path / "run"
+    await run(run_options(*SHOP, scenarios=NAMES, output_dir=out, workers=1, progress=False))
+    kept, done, empty = NAMES
+    (out / kept / "metrics.json").unlink()  # stored, not scored (another invocation's)
+    before = (out / kept / "transcript.jsonl").read_bytes()
+    invocation = _json.loads((out / done / "session.json").read_text())["invocation"]
+    for name in (empty,):
+        for path in sorted((out / name).rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+    loaded = load(*SHOP)
+    opts = run_options(*SHOP, scenarios=NAMES, output_dir=out, progress=False)
+    jobs = plan_jobs([s for s in loaded.scenarios if s.name in NAMES], opts, out)
+    task = workers.WorkerTask(
+        opts, out, invocation, None, tuple((j.scenario.name, 1, "run", ()) for j in jobs)
+    )
+    report = RunReport(out)
+    by_key = {(j.scenario.name, 1): j for j in jobs}
+    with Progress(3, enabled=False, quiet=True) as progress:
+        await workers._fail_unfinished(
+            workers._Worker(task, _Dead(), None),
+            by_key,
+            opts,
+            out,
+            invocation,
+            progress,
+            report,  # type: ignore[arg-type]
+        )
+    assert (out / kept / "transcript.jsonl").read_bytes() == before and not (
+        out / kept / "metrics.json"
+    ).exists()
+    assert list(report.scoring_errors) == [f"{kept}#1"] and "is kept" in report.scoring_errors[f"{kept}#1"]
+    verdicts = {o.scenario_name: o.is_successful for o in report.outcomes}
+    assert verdicts == {done: True, empty: "error"}
+    metrics = _json.loads((out / empty / "metrics.json").read_text())
+    assert "killed by signal 9" in metrics["error"]
+
+
+def test_the_concurrency_is_shared_not_multiplied() -> None:
+    from engine.domains.registry import load_domain as load
+    from engine.resume import Job
+
+    opts = run_options(*SHOP, workers=4, concurrency=3)
+    assert workers.worker_count(opts, 10_000, None) == 3  # never more workers than sessions at once
+    jobs = [Job(s, k, "run") for s in load(*SHOP).scenarios for k in (1, 2)]
+    for c, n in ((3, 2), (8, 3), (2, 2), (200, 2)):
+        tasks = workers._tasks(jobs, n, run_options(*SHOP, concurrency=c), Path("r"), "i", None)
+        shares = [t.opts.concurrency for t in tasks]
+        assert sum(shares) == c and max(shares) - min(shares) <= 1 and min(shares) >= 1
+
+
+def test_a_session_not_scored_shows_as_error_not_fail() -> None:
+    from engine.model import SessionResult
+    from engine.progress import Finished
+
+    fin = Finished.of(SessionResult("s", 1, "exit"), None)
+    assert fin.verdict == "ERROR" and not fin.ok and "not scored" in fin.note
