@@ -72,19 +72,10 @@ def write_text(path: Path, text: str) -> Path:
 
 def json_bytes(obj: Any) -> bytes:
     """:func:`dumps_json`'s text as UTF-8 bytes (a lone surrogate becomes ``?``)."""
-    data = _orjson_text(obj)
-    return data if data is not None else _stdlib_text(obj).encode("utf-8", "replace")
-
-
-def _orjson_text(obj: Any) -> bytes | None:
-    """orjson's indented text of ``obj``, or None where it differs from the standard library's."""
     try:
-        data = orjson.dumps(obj, default=str, option=_ORJSON_INDENT)
+        return orjson.dumps(obj, default=str, option=_ORJSON_INDENT)
     except TypeError:
-        return None
-    if b"null" in data and not _all_finite(obj):
-        return None
-    return data
+        return _stdlib_text(obj).encode("utf-8", "replace")
 
 
 def dumps_json(obj: Any) -> str:
@@ -92,14 +83,27 @@ def dumps_json(obj: Any) -> str:
 
     The text of ``json.dumps(obj, indent=2, ensure_ascii=False, default=str)`` plus a newline,
     written by orjson (about 25x faster than the standard library's indenting encoder, which has
-    no C implementation). A float in exponent form is written without a leading zero in its
-    exponent (``1e-7``, not ``1e-07``: the same value). What orjson refuses (keys that are not
-    strings, integers beyond 64 bits, lone surrogates) and what it would write otherwise (NaN and
-    the infinities, which orjson writes ``null``) are written by the standard library: a DB
-    holding NaN reads back as it was, so its hash from the file is the hash of the session's DB.
+    no C implementation). Two differences, both in floats: one in exponent form is written without
+    a leading zero in its exponent (``1e-7``, not ``1e-07``: the same value), and NaN or an infinity,
+    which JSON cannot hold, is written ``null`` (as the protocol's frames carry it; the standard
+    library writes ``NaN``, which JSON readers refuse). A DB's file keeps them:
+    :func:`db_json_bytes`. What orjson refuses (keys that are not strings, integers beyond 64 bits,
+    lone surrogates) is written by the standard library.
     """
-    data = _orjson_text(obj)
-    return data.decode("utf-8") if data is not None else _stdlib_text(obj)
+    try:
+        return orjson.dumps(obj, default=str, option=_ORJSON_INDENT).decode("utf-8")
+    except TypeError:
+        return _stdlib_text(obj)
+
+
+def db_json_bytes(db: Any) -> bytes:
+    """A DB's file: :func:`json_bytes`, except that a DB holding NaN or an infinity is written as
+    the standard library writes it (``NaN``, ``Infinity``), so the DB read back from its file (a
+    rescore, a resume's scoring) is the session's DB and has its hash."""
+    data = json_bytes(db)
+    if b"null" in data and not _all_finite(db):
+        return _stdlib_text(db).encode("utf-8", "replace")
+    return data
 
 
 def _stdlib_text(obj: Any) -> str:
@@ -293,6 +297,10 @@ class FolderWrite:
     def put_json(self, name: str | Path, obj: Any, marker: bool = False) -> Path:
         """``obj`` as :func:`dumps_json` writes it."""
         return self.put_bytes(name, json_bytes(obj), marker)
+
+    def put_db_json(self, name: str | Path, db: Any) -> Path:
+        """A DB as :func:`db_json_bytes` writes it."""
+        return self.put_bytes(name, db_json_bytes(db))
 
     def put_jsonl(self, name: str | Path, rows: Iterable[Any]) -> Path:
         """One compact JSON object per line, as :func:`write_jsonl`."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine import render
-from engine.artifacts import FolderWrite, dumps_json, read_json, read_jsonl
+from engine.artifacts import FolderWrite, db_json_bytes, dumps_json, read_json, read_jsonl
 from engine.dbhash import db_hash
 from engine.model import Scenario, SessionResult
 from engine.records.common import ErrorCause, ErrorSource, SpentUsage, Usage, spent
@@ -224,6 +224,28 @@ def _clear(sdir: Path) -> None:
     (sdir / "scenario_config" / "gold_path.json").unlink(missing_ok=True)
 
 
+def expected_db_bytes(scenario: Scenario) -> bytes:
+    """The ``expected_db.json`` of ``scenario`` (``engine.artifacts.db_json_bytes``): every trial
+    writes the same bytes, so those of the last scenarios are kept (up to 1 MiB each, at most
+    :data:`_EXPECTED_KEPT` scenarios: a run's trials of one scenario start together)."""
+    with _CONFIGS_LOCK:
+        hit = _EXPECTED_FILES.get(id(scenario))
+        if hit is not None and hit[0] is scenario:
+            return hit[1]
+    data = db_json_bytes(scenario.expected_db)
+    if len(data) <= 1 << 20:
+        with _CONFIGS_LOCK:
+            _EXPECTED_FILES[id(scenario)] = (scenario, data)
+            while len(_EXPECTED_FILES) > _EXPECTED_KEPT:
+                _EXPECTED_FILES.popitem(last=False)
+    return data
+
+
+#: id(scenario) -> (scenario, its expected_db.json bytes); the scenario is kept so its id stays unique.
+_EXPECTED_FILES: OrderedDict[int, tuple[Scenario, bytes]] = OrderedDict()
+_EXPECTED_KEPT = 16
+
+
 def db_hashes(scenario: Scenario, result: SessionResult) -> tuple[str | None, str | None]:
     """``(hash of the session's final DB, hash of the scenario's expected DB)`` under the domain's
     hash rules (None where there is no such DB); the expected DB's is computed once per scenario."""
@@ -267,16 +289,16 @@ def stage_session(
     sdir = batch.folder
     actual_hash, expected_hash = hashes or db_hashes(scenario, result)
     if result.final_db is not None:
-        batch.put_json("final_db.json", result.final_db)
+        batch.put_db_json("final_db.json", result.final_db)
     if scenario.expected_db is not None:
-        batch.put_json("expected_db.json", scenario.expected_db)
+        batch.put_bytes("expected_db.json", expected_db_bytes(scenario))
     batch.put_json("actions.json", result.actions)
     batch.put_json("tool_calls.json", result.tool_calls)
     batch.put_jsonl("transcript.jsonl", result.transcript)
     hash_lines = f"db_hash: {actual_hash or 'none'}\nexpected_db_hash: {expected_hash or 'none'}\n"
     if result.user_db is not None:  # dual-side domains: recorded, never scored
         hash_lines += f"user_db_hash: {db_hash(result.user_db, scenario.domain.hash_rules)}\n"
-        batch.put_json("final_user_db.json", result.user_db)
+        batch.put_db_json("final_user_db.json", result.user_db)
     batch.put_text("final_scenario_db_hash.txt", hash_lines)
     for fname, data in config_files(scenario, expected_hash):
         batch.put_bytes(f"scenario_config/{fname}", data)

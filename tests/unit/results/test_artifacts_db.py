@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.artifacts import FolderWrite, dumps_json
+from engine.artifacts import FolderWrite, db_json_bytes, dumps_json
 
 
 def _stdlib(obj: Any) -> str:
@@ -56,9 +56,13 @@ def test_floats_in_exponent_form_and_non_finite_keep_their_meaning() -> None:
     text = dumps_json(obj)
     assert json.loads(text) == obj and '"small": 1e-7' in text  # orjson's exponent form
     odd = {"nan": float("nan"), "inf": [float("-inf")], "none": None}
-    assert dumps_json(odd) == _stdlib(odd)  # written as the standard library writes them
-    back = json.loads(dumps_json(odd))
+    assert json.loads(dumps_json(odd)) == {"nan": None, "inf": [None], "none": None}  # strict JSON
+    db_text = db_json_bytes(odd).decode()
+    assert db_text == _stdlib(odd)  # a DB's file keeps them, as the standard library writes them
+    back = json.loads(db_text)
     assert back["nan"] != back["nan"] and back["inf"] == [float("-inf")] and back["none"] is None
+    plain = {"t": {"k": {"a": None, "b": 1.5}}}
+    assert db_json_bytes(plain) == dumps_json(plain).encode()
 
 
 _json = st.recursive(
@@ -117,4 +121,4 @@ def test_a_db_read_back_from_its_file_hashes_as_the_db() -> None:
 
     db = {"orders": {"O1": {"total": float("nan"), "credit": float("inf"), "note": None, "n": 1.5}}}
     rules = HashRules()
-    assert db_hash(json.loads(dumps_json(db)), rules) == db_hash(db, rules)
+    assert db_hash(json.loads(db_json_bytes(db)), rules) == db_hash(db, rules)
