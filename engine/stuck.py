@@ -28,7 +28,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 def words(text: str) -> tuple[str, ...]:
     """The words of ``text``, lower-cased (punctuation and spacing dropped)."""
-    return tuple(w.lower() for w in _WORD.findall(text))
+    return tuple(map(str.lower, _WORD.findall(text)))
 
 
 def is_farewell(text: str) -> bool:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import orjson
+
 from engine.model import ToolSpec, ToolTable
 from engine.tools.arguments import ArgumentChecker, parse_arguments, shown
 from engine.tools.context import CallContext, error
@@ -44,13 +46,33 @@ _CHECKERS: dict[int, tuple[ToolSpec, ArgumentChecker]] = {}
 
 
 def checker_for(spec: ToolSpec) -> ArgumentChecker:
-    """The (cached) argument checker of one tool spec, with its handler's field rules."""
+    """The (cached) argument checker of one tool spec, with its handler's field rules. Scenarios
+    of one domain carry equal tool specs: a checker is built once per distinct parameter schema and
+    rules (building one checks the schema itself, about a millisecond)."""
     hit = _CHECKERS.get(id(spec))
     if hit is not None and hit[0] is spec:
         return hit[1]
-    made = ArgumentChecker(spec.parameters, spec.field_rules)
+    try:
+        key: tuple[bytes, int] | None = (
+            orjson.dumps(spec.parameters, option=orjson.OPT_SORT_KEYS),
+            id(spec.field_rules),
+        )
+    except TypeError:
+        key = None
+    shared = _BY_CONTENT.get(key) if key is not None else None
+    if shared is not None and shared[0] is spec.field_rules:
+        made = shared[1]
+    else:
+        made = ArgumentChecker(spec.parameters, spec.field_rules)
+        if key is not None:
+            _BY_CONTENT[key] = (spec.field_rules, made)
     _CHECKERS[id(spec)] = (spec, made)
     return made
+
+
+#: (parameter schema as sorted JSON, id of the rules) -> (the rules, kept so the id stays theirs;
+#: the checker).
+_BY_CONTENT: dict[tuple[bytes, int], tuple[Any, ArgumentChecker]] = {}
 
 
 class ToolRuntime:
