@@ -129,7 +129,8 @@ def start_method() -> str:
 def _stop_with_parent(parent: int) -> None:
     """On Linux, ask for SIGTERM when the run's process ends (``PR_SET_PDEATHSIG``): a worker of a
     run killed with SIGKILL stops at once, as after Ctrl-C, instead of running on until it next
-    reports. When the run's process (pid ``parent``) is already gone, stop now."""
+    reports. When the run's process (pid ``parent``) is already gone, end at once. Call it once the
+    process's own SIGTERM action is in place (a forked worker's inherited one is the run's loop's)."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -137,8 +138,8 @@ def _stop_with_parent(parent: int) -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
         return
-    if os.getppid() != parent:
-        os.kill(os.getpid(), signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the request: nothing was done yet, end now
+        os._exit(1)
 
 
 _PR_SET_PDEATHSIG = 1
@@ -152,11 +153,11 @@ def _bootstrap(module: str, task: WorkerTask, conn: Connection, parent: int = 0)
     import importlib
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _stop_with_parent(parent)
     if task.loaded is not None:
         asyncio._set_running_loop(None)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _stop_with_parent(parent)
     importlib.import_module(module).main(task, conn)
 
 

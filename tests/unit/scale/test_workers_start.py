@@ -218,3 +218,21 @@ def test_a_session_not_scored_shows_as_error_not_fail() -> None:
 
     fin = Finished.of(SessionResult("s", 1, "exit"), None)
     assert fin.verdict == "ERROR" and not fin.ok and "not scored" in fin.note
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("parent_alive", [True, False])
+def test_a_worker_whose_run_died_before_it_started_ends_at_once(parent_alive: bool) -> None:
+    """The run's process may be killed between forking a worker and the worker's request to be
+    told: the worker then finds its parent gone and ends before doing anything."""
+    import os
+
+    pid = os.fork()
+    if pid == 0:  # the "worker": its parent is this test's process
+        parent = os.getppid() if parent_alive else os.getppid() + 1_000_000
+        try:
+            workers._stop_with_parent(parent)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == (0 if parent_alive else 1)
