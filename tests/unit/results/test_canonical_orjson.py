@@ -97,7 +97,7 @@ def _plain_trees(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 plain_dbs = st.dictionaries(plain_keys, st.recursive(plain_leaves, _plain_trees, max_leaves=40), max_size=5)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(dbs)
 def test_the_text_is_the_reference_or_nothing(db: dict[str, Any]) -> None:
     ours = _ours(db)
@@ -107,13 +107,13 @@ def test_the_text_is_the_reference_or_nothing(db: dict[str, Any]) -> None:
     assert db_hash(db, RULES) == hashlib.sha256(expected.encode("ascii")).hexdigest()
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(plain_dbs)
 def test_plain_json_takes_the_path_itself(db: dict[str, Any]) -> None:
     assert _ours(db) == _reference(db)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=20))
 def test_floats_are_written_as_the_standard_library_writes_them_or_refused(floats: list[float]) -> None:
     db = {"f": floats, "g": {"x": floats[0]}}
@@ -123,7 +123,7 @@ def test_floats_are_written_as_the_standard_library_writes_them_or_refused(float
         assert ours is not None
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.integers(min_value=0, max_value=2**64 - 1))
 def test_any_double_by_its_bits(bits: int) -> None:
     value = struct.unpack("<d", struct.pack("<Q", bits))[0]
