@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from engine.artifacts import FolderWrite, db_json_bytes, dumps_json
+from tests.json_strategies import json_values
 
 
 def _stdlib(obj: Any) -> str:
@@ -65,17 +65,7 @@ def test_floats_in_exponent_form_and_non_finite_keep_their_meaning() -> None:
     assert db_json_bytes(plain) == dumps_json(plain).encode()
 
 
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text()
-    | st.floats(allow_nan=False, allow_infinity=False, min_value=-1e15, max_value=1e15).filter(
-        lambda f: f == 0 or abs(f) >= 1e-4
-    ),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
-    max_leaves=20,
-)  # fmt: skip
-
-
-@given(_json)
+@given(json_values)
 def test_any_json_value_as_the_standard_library_writes_it(obj: Any) -> None:
     assert dumps_json(obj) == _stdlib(obj)
 

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.protocol import encode
+from tests.json_strategies import json_values
 
 
 def _stdlib(msg: Any) -> str:
@@ -32,16 +33,6 @@ def test_what_orjson_refuses_is_the_standard_librarys() -> None:
         assert encode(msg) == _stdlib(msg)
 
 
-_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text()
-    | st.floats(allow_nan=False, allow_infinity=False, min_value=-1e15, max_value=1e15).filter(
-        lambda f: f == 0 or abs(f) >= 1e-4
-    ),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
-    max_leaves=20,
-)  # fmt: skip
-
-
-@given(st.dictionaries(st.text(), _values, max_size=5))
+@given(st.dictionaries(st.text(), json_values, max_size=5))
 def test_any_message_as_the_standard_library_writes_it(msg: dict[str, Any]) -> None:
     assert encode(msg) == _stdlib(msg)
