@@ -21,6 +21,7 @@ import logging
 import os
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Coroutine
@@ -274,21 +275,20 @@ async def start_side_server(
 ) -> Server:
     """Start serving ``factory``'s backends at ``host:port`` (0 = an ephemeral port);
     ``check_schema`` as in :class:`SideServer`."""
-    return await serve(
-        SideServer(factory, role, check_schema).handle,
-        host,
-        port,
-        compression=None,
-        max_size=MAX_FRAME_BYTES,
-        close_timeout=1.0,
-        backlog=BACKLOG,
-    )
+    return await serve(SideServer(factory, role, check_schema).handle, host, port, **_SERVER_OPTIONS)
 
 
 #: Connections a side server's socket queues before accepting them: a run opens up to
 #: ``--concurrency`` at once (asyncio's default, 100, refuses the rest on a Unix socket and delays
 #: them by a SYN retry, a second or more, on TCP).
 BACKLOG = 4096
+#: How every side server of this module serves: no compression, the protocol's frame limit.
+_SERVER_OPTIONS: dict[str, Any] = {
+    "compression": None,
+    "max_size": MAX_FRAME_BYTES,
+    "close_timeout": 1.0,
+    "backlog": BACKLOG,
+}
 
 
 def server_uri(server: Server) -> str:
@@ -313,12 +313,7 @@ async def builtin_side(
     else:
         path = os.path.join(folder, f"{role or 'side'}.sock")
         server = await unix_serve(
-            SideServer(factory, role, False, serial=True).handle,
-            path,
-            compression=None,
-            max_size=MAX_FRAME_BYTES,
-            close_timeout=1.0,
-            backlog=BACKLOG,
+            SideServer(factory, role, False, serial=True).handle, path, **_SERVER_OPTIONS
         )
         uri = UNIX_SCHEME + path
     try:
@@ -347,7 +342,8 @@ def _sweep(tmp: Path) -> None:
     for folder in entries:
         pid = folder.name[len(_SOCKETS) :].split("-", 1)[0]
         try:
-            if not pid.isdigit() or folder.stat().st_uid != os.getuid():
+            st = folder.lstat()  # a symlink is never followed, nor removed
+            if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
                 continue
             os.kill(int(pid), 0)
         except ProcessLookupError:
