@@ -8,9 +8,14 @@ BIN := $(VENV)/bin
 EVA_SOURCE ?= ../shared
 DATA_ROOT ?= data
 
-.PHONY: setup data test lint bench screenshot clean
+.PHONY: setup bytecode data test lint bench screenshot clean
 
-setup: $(BIN)/evalctl data
+setup: $(BIN)/evalctl data bytecode
+
+# Byte-compile the engine, as a regular (not editable) install does: every `evalctl` command
+# then starts without compiling its sources, even where PYTHONDONTWRITEBYTECODE is set.
+bytecode: $(BIN)/evalctl
+	$(BIN)/python -m compileall -q engine cli.py
 
 $(BIN)/evalctl: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +33,7 @@ lint: $(BIN)/evalctl
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 
-bench: $(BIN)/evalctl
+bench: bytecode
 	$(BIN)/python -m tests.bench
 
 # docs/report.png, the README's picture of `evalctl report --html` (needs chromium + chromium-driver)

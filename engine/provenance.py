@@ -16,6 +16,7 @@ import secrets
 import subprocess
 import sys
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,10 @@ from engine.safepaths import check_regular, contained
 MAX_DATA_FILES = 5000
 
 
+@cache
 def git_commit(repo: Path = REPO_ROOT) -> dict[str, Any] | None:
-    """``{commit, dirty}`` of the evalctl checkout, or None when it is not a git work tree."""
+    """``{commit, dirty}`` of the evalctl checkout, or None when it is not a git work tree. Asked
+    once per process (the code that runs is the code loaded at the start); treat it as read-only."""
     try:
         commit = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "HEAD"],

@@ -9,7 +9,9 @@ A template error is raised as SpecError naming the template file, its line and t
 from __future__ import annotations
 
 import re
+import threading
 import traceback
+from collections import OrderedDict
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -178,13 +180,48 @@ def template_problem(
     return Problem(display_path(file), line, "$", f"template error: {message}", scenario_name)
 
 
+#: Prompts rendered without extra variables, by (id(scenario), side) -> (scenario, text), oldest
+#: first: a run renders each scenario's prompts when it checks its specs, then for its sessions and
+#: for every result folder. Bounded by characters (``_RENDERED_BUDGET``); thread-safe.
+_RENDERED: OrderedDict[tuple[int, str], tuple[Scenario, str]] = OrderedDict()
+_RENDERED_BUDGET = 16 << 20
+_rendered_chars = 0
+_RENDERED_LOCK = threading.Lock()
+
+
 def render(scenario: Scenario, side: str, **extra: Any) -> str:
     """Render the domain template for ``side`` (agent, user, judge...) with ``context``, the
-    scenario's own variables for that side (``template_variables``) and ``extra``.
+    scenario's own variables for that side (``template_variables``) and ``extra``. Without
+    ``extra``, a scenario's prompt is rendered once and then answered from memory.
 
     Raises SpecError (template file, line, scenario) for a missing template, a syntax error or
-    an undefined variable.
+    an undefined variable (every time: failures are not kept).
     """
+    if extra:
+        return _render(scenario, side, extra)
+    key = (id(scenario), side)
+    with _RENDERED_LOCK:
+        hit = _RENDERED.get(key)
+    if hit is not None and hit[0] is scenario:
+        return hit[1]
+    text = _render(scenario, side, extra)
+    _keep(key, scenario, text)
+    return text
+
+
+def _keep(key: tuple[int, str], scenario: Scenario, text: str) -> None:
+    global _rendered_chars
+    with _RENDERED_LOCK:
+        old = _RENDERED.pop(key, None)
+        _rendered_chars -= len(old[1]) if old else 0
+        _RENDERED[key] = (scenario, text)
+        _rendered_chars += len(text)
+        while _rendered_chars > _RENDERED_BUDGET and len(_RENDERED) > 1:
+            _, (_, dropped) = _RENDERED.popitem(last=False)
+            _rendered_chars -= len(dropped)
+
+
+def _render(scenario: Scenario, side: str, extra: dict[str, Any]) -> str:
     template = scenario.domain.templates.get(side)
     if not template:
         raise SpecError(

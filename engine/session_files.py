@@ -157,7 +157,7 @@ def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str,
 #: the trials of a scenario, run one after another, render and dump them once. Bounded, so a run of
 #: many scenarios does not keep them all.
 _CONFIGS: OrderedDict[int, tuple[Scenario, str | None, tuple[tuple[str, bytes], ...]]] = OrderedDict()
-_CONFIGS_KEPT = 32
+_CONFIGS_KEPT = 128
 _CONFIGS_LOCK = threading.Lock()
 
 

@@ -108,6 +108,7 @@ async def forget(uri: str) -> None:
             async with asyncio.timeout(1.0):
                 await ws.close()
 
+
 #: Largest reply text (bytes as JSON) the engine forwards to the other side: room is left for the
 #: ``turn.request`` wrapper, so the forwarded frame stays under MAX_FRAME_BYTES.
 MAX_FORWARD_BYTES = MAX_FRAME_BYTES - 64 * 1024

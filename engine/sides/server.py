@@ -192,10 +192,11 @@ class SideServer:
         """The connection handler: one session, start to end (with ``serial``, then the next
         session's start, until the engine closes the connection). Never raises."""
         ids = Ids("x")
+        guard = TurnGuard(ws)
         try:
-            await self._run(ws)
+            await self._run(ws, guard)
             while self.serial:
-                await self._run(ws)
+                await self._run(ws, guard)
         except ProtocolError as err:
             await _send_quietly(
                 ws, error_message(ids.next(), err.code, err.message, err.reply_to, v=self.version)
@@ -211,8 +212,10 @@ class SideServer:
                 ws,
                 error_message(ids.next(), "internal_error", f"{type(err).__name__}: {err}", v=self.version),
             )
+        finally:
+            guard.close()
 
-    async def _run(self, ws: ServerConnection) -> None:
+    async def _run(self, ws: ServerConnection, guard: TurnGuard) -> None:
         start = decode(await ws.recv(), check_schema=self.check_schema)
         if start["type"] != "session.start":
             raise ProtocolError(
@@ -234,7 +237,7 @@ class SideServer:
         async for raw in ws:
             msg = decode(raw, check_schema=self.check_schema)
             if msg["type"] == "turn.request":
-                await _unless_closed(ws, session.turn(msg))
+                await guard.turn(session.turn(msg))
             elif msg["type"] in ("session.end", "error"):
                 return
             else:
@@ -243,21 +246,48 @@ class SideServer:
                 )
 
 
-async def _unless_closed(ws: ServerConnection, work: Coroutine[Any, Any, None]) -> None:
-    """Run ``work`` (a turn); cancel it if the engine closes the connection meanwhile, so a
-    timed-out or interrupted session stops its model requests at once."""
-    task = asyncio.ensure_future(work)
-    closed = asyncio.ensure_future(ws.wait_closed())
-    try:
-        await asyncio.wait({task, closed}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        closed.cancel()
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+class TurnGuard:
+    """Stops a turn at once when the engine closes the connection meanwhile (a timed-out or
+    interrupted session must not go on paying for model requests): one watcher of the connection
+    for its whole life, which cancels the connection's handler while it is inside :meth:`turn`
+    (a watcher task per turn cost about 30 µs). Create it in the handler's task; :meth:`close` it
+    when the connection is done."""
+
+    def __init__(self, ws: ServerConnection) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._in_turn = False
+        self._fired = False
+        self._watch = asyncio.ensure_future(ws.wait_closed())
+        self._watch.add_done_callback(self._closed)
+
+    def _closed(self, _: object) -> None:
+        if self._in_turn and not self._fired:
+            self._fired = True
+            self._task.cancel()
+
+    async def turn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Await ``work`` (one turn). Raises _SessionEnded when the connection closed before or
+        during it (the turn is then cancelled); what the turn raises otherwise."""
+        if self._watch.done():
+            work.close()
             raise _SessionEnded
-    task.result()
+        self._in_turn = True
+        try:
+            await work
+        except asyncio.CancelledError:
+            if self._fired and self._task.uncancel() == 0:
+                raise _SessionEnded from None
+            raise  # cancelled from outside (the server shutting down): not ours to swallow
+        finally:
+            self._in_turn = False
+        if self._fired:  # the turn swallowed the cancellation and finished anyway
+            self._task.uncancel()
+            raise _SessionEnded
+
+    def close(self) -> None:
+        self._watch.cancel()
 
 
 async def _send_quietly(ws: ServerConnection, msg: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 
 from engine.backends import BackendFactory, SessionInfo
 from engine.protocol import AUDIO_PROTOCOL_VERSION, MAX_FRAME_BYTES, ProtocolError, decode
-from engine.sides.server import SideServer, _Session, _unless_closed, server_uri
+from engine.sides.server import SideServer, TurnGuard, _Session, server_uri
 from engine.voice.frames import pack, split
 from engine.voice.pcm import duration_ms, trim
 from engine.voice.tts import Synthesizer
@@ -100,7 +100,7 @@ class VoiceSideServer(SideServer):
         super().__init__(factory, role="agent")
         self.style = style
 
-    async def _run(self, ws: ServerConnection) -> None:
+    async def _run(self, ws: ServerConnection, guard: TurnGuard) -> None:
         start = decode(await ws.recv(), version=AUDIO_PROTOCOL_VERSION)
         if start["type"] != "session.start" or start["role"] != "agent":
             raise ProtocolError(
@@ -123,7 +123,7 @@ class VoiceSideServer(SideServer):
                 continue  # the caller's audio: not listened to (see the module docstring)
             msg = decode(raw, check_schema=False, version=AUDIO_PROTOCOL_VERSION)
             if msg["type"] == "turn.request":
-                await _unless_closed(ws, session.turn(msg))
+                await guard.turn(session.turn(msg))
             elif msg["type"] in ("session.end", "error"):
                 return
             else:

@@ -164,3 +164,42 @@ def test_template_runtime_error_is_a_spec_problem(tmp_path: Path, line: str, exp
         load_domain(spec, MOCK_DATA_ROOT)
     lines = [str(p) for p in info.value.problems]
     assert any("agent.md.j2:" in s and expected in s for s in lines), lines
+
+
+def test_a_prompt_is_rendered_once_per_scenario(loaded: LoadedDomain, monkeypatch) -> None:
+    """A run asks for each prompt when it checks its specs, for its sessions and for every result
+    folder: the template runs once per (scenario, side); extra variables always render anew."""
+    from engine import render as render_module
+
+    calls: list[str] = []
+    real = render_module._render
+
+    def counting(scenario, side, extra):
+        calls.append(side)
+        return real(scenario, side, extra)
+
+    monkeypatch.setattr(render_module, "_render", counting)
+    monkeypatch.setattr(render_module, "_RENDERED", type(render_module._RENDERED)())
+    monkeypatch.setattr(render_module, "_rendered_chars", 0)
+    s = loaded.scenario("mock__cancel_order")
+    first = render_agent_prompt(s)
+    assert render_agent_prompt(s) == render(s, "agent") == first and calls == ["agent"]
+    render_user_prompt(s)
+    render_user_prompt(s)
+    assert calls == ["agent", "user"]
+    copy = dataclasses.replace(s, agent_notes=("Say hello first.",))  # another scenario object
+    assert render_agent_prompt(copy).rstrip().endswith("- Say hello first.") and calls[-1] == "agent"
+    assert len(calls) == 3
+
+
+def test_kept_prompts_stay_within_their_budget(loaded: LoadedDomain, monkeypatch) -> None:
+    from engine import render as render_module
+
+    monkeypatch.setattr(render_module, "_RENDERED", type(render_module._RENDERED)())
+    monkeypatch.setattr(render_module, "_rendered_chars", 0)
+    one = len(render_agent_prompt(loaded.scenario("mock__cancel_order")))
+    monkeypatch.setattr(render_module, "_RENDERED_BUDGET", one + 1)  # room for one prompt
+    for s in loaded.scenarios:
+        render_agent_prompt(s)
+    kept = list(render_module._RENDERED.values())
+    assert len(kept) == 1 and render_module._rendered_chars == len(kept[0][1])  # the newest one
