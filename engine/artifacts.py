@@ -134,9 +134,15 @@ def write_json(path: Path, obj: Any) -> Path:
     return write_text(path, dumps_json(obj))
 
 
+#: ``json.dumps(row, ensure_ascii=False, default=str)`` made once (json.dumps builds an encoder
+#: on every call given options).
+_JSONL_ROW = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def dumps_jsonl(rows: Iterable[Any]) -> str:
     """One compact JSON object per line (``default=str``)."""
-    return "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+    encode = _JSONL_ROW.encode
+    return "".join(encode(r) + "\n" for r in rows)
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import threading
 import traceback
+import weakref
 from collections import OrderedDict
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -180,13 +181,15 @@ def template_problem(
     return Problem(display_path(file), line, "$", f"template error: {message}", scenario_name)
 
 
-#: Prompts rendered without extra variables, by (id(scenario), side) -> (scenario, text), oldest
-#: first: a run renders each scenario's prompts when it checks its specs, then for its sessions and
-#: for every result folder. Bounded by characters (``_RENDERED_BUDGET``); thread-safe.
-_RENDERED: OrderedDict[tuple[int, str], tuple[Scenario, str]] = OrderedDict()
+#: Prompts rendered without extra variables, by (id(scenario), side) -> (weak reference to the
+#: scenario, text), oldest first: a run renders each scenario's prompts when it checks its specs,
+#: then for its sessions and for every result folder. Dropped with their scenario, and bounded by
+#: characters (``_RENDERED_BUDGET``); thread-safe (re-entrant: a drop may come from the garbage
+#: collector while the lock is held).
+_RENDERED: OrderedDict[tuple[int, str], tuple[weakref.ref[Scenario], str]] = OrderedDict()
 _RENDERED_BUDGET = 16 << 20
 _rendered_chars = 0
-_RENDERED_LOCK = threading.Lock()
+_RENDERED_LOCK = threading.RLock()
 
 
 def render(scenario: Scenario, side: str, **extra: Any) -> str:
@@ -202,23 +205,33 @@ def render(scenario: Scenario, side: str, **extra: Any) -> str:
     key = (id(scenario), side)
     with _RENDERED_LOCK:
         hit = _RENDERED.get(key)
-    if hit is not None and hit[0] is scenario:
+    if hit is not None and hit[0]() is scenario:
         return hit[1]
     text = _render(scenario, side, extra)
-    _keep(key, scenario, text)
+    _keep(key, weakref.ref(scenario, partial(_forget, key)), text)
     return text
 
 
-def _keep(key: tuple[int, str], scenario: Scenario, text: str) -> None:
+def _keep(key: tuple[int, str], ref: weakref.ref[Scenario], text: str) -> None:
     global _rendered_chars
     with _RENDERED_LOCK:
         old = _RENDERED.pop(key, None)
         _rendered_chars -= len(old[1]) if old else 0
-        _RENDERED[key] = (scenario, text)
+        _RENDERED[key] = (ref, text)
         _rendered_chars += len(text)
         while _rendered_chars > _RENDERED_BUDGET and len(_RENDERED) > 1:
             _, (_, dropped) = _RENDERED.popitem(last=False)
             _rendered_chars -= len(dropped)
+
+
+def _forget(key: tuple[int, str], ref: weakref.ref[Scenario]) -> None:
+    """The scenario of ``key`` is gone: drop its prompt (unless a newer scenario took the key)."""
+    global _rendered_chars
+    with _RENDERED_LOCK:
+        hit = _RENDERED.get(key)
+        if hit is not None and hit[0] is ref:
+            del _RENDERED[key]
+            _rendered_chars -= len(hit[1])
 
 
 def _render(scenario: Scenario, side: str, extra: dict[str, Any]) -> str:

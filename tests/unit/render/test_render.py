@@ -203,3 +203,21 @@ def test_kept_prompts_stay_within_their_budget(loaded: LoadedDomain, monkeypatch
         render_agent_prompt(s)
     kept = list(render_module._RENDERED.values())
     assert len(kept) == 1 and render_module._rendered_chars == len(kept[0][1])  # the newest one
+
+
+def test_kept_prompts_go_with_their_scenario(monkeypatch) -> None:
+    import gc
+    import weakref
+
+    from engine import render as render_module
+
+    monkeypatch.setattr(render_module, "_RENDERED", type(render_module._RENDERED)())
+    monkeypatch.setattr(render_module, "_rendered_chars", 0)
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    render_agent_prompt(scenario)
+    assert len(render_module._RENDERED) >= 1
+    gone = weakref.ref(scenario)
+    del scenario
+    gc.collect()
+    assert gone() is None
+    assert not render_module._RENDERED and render_module._rendered_chars == 0
