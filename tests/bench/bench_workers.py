@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -41,23 +40,26 @@ class Measured:
 
 
 def _run(out: Path, *args: str) -> Measured:
-    """One ``evalctl run`` of eva_airline in a subprocess (the real start-up and spawn costs)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """One ``evalctl run`` of eva_airline in a subprocess (the real start-up and spawn costs). CPU
+    and peak memory are that run's own (its workers included), from wait4."""
     t0 = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(REPO / "data"),
          "--output-dir", str(out), "--no-progress", *args],
-        cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args)
+    cpu = usage.ru_utime + usage.ru_stime
     rows = [json.loads(p.read_text()) for p in out.glob("**/metrics.json")]
     calls = [sum(u.get("calls", 0) for r, u in m["usage"].items() if r != "judge") for m in rows]
     return Measured(
         wall_s=wall,
         cpu_s=cpu,
-        peak_mib=after.ru_maxrss / 1024,  # the largest process the bench has waited for so far
+        peak_mib=usage.ru_maxrss / 1024,  # the largest process of this run (Linux: KiB)
         sessions=len(rows),
         turns=sum(m["agent_turns"] + m["user_turns"] for m in rows),
         model_calls=calls,
@@ -70,7 +72,7 @@ def _line(label: str, m: Measured) -> str:
     return (
         f"  {label}: wall {m.wall_s:6.2f} s, CPU {m.cpu_s:6.2f} s "
         f"({per_turn:.2f} ms/turn over {m.turns} turns), "
-        f"{m.passed}/{m.sessions} passing"
+        f"{m.passed}/{m.sessions} passing, peak {m.peak_mib:.0f} MiB"
     )
 
 
@@ -78,12 +80,14 @@ def run() -> None:
     n = cpu_count()
     print(f"{n} cores; load average before: {os.getloadavg()[0]:.1f} (other jobs slow every figure)")
     sizes = [int(s) for s in os.environ.get("EVALCTL_BENCH_SIZES", "50,500,2000").split(",") if s]
+    peak = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         for size in sizes:
             trials = max(1, size // 50)
             one = _run(base / f"one{size}", "--trials", str(trials), "--workers", "1")
             many = _run(base / f"many{size}", "--trials", str(trials), "--workers", str(n))
+            peak = max(peak, one.peak_mib, many.peak_mib)
             print(f"replay, {size} sessions (--trials {trials}), concurrency 8:")
             print(_line("--workers 1", one))
             target = f" (target <= {WALL_TARGET_S:.0f} s)" if size == 2000 else ""
@@ -94,6 +98,7 @@ def run() -> None:
         for workers in (1, n):
             m = _run(base / f"lat{workers}", "--trials", "10", "--concurrency", "200",
                      "--replay-latency", str(LATENCY_S), "--workers", str(workers))  # fmt: skip
+            peak = max(peak, m.peak_mib)
             model_s = [c * LATENCY_S for c in m.model_calls]
             ideal = max(sum(model_s) / 200, max(model_s, default=0.0))
             ratio = m.wall_s / ideal if ideal else float("nan")
@@ -103,7 +108,6 @@ def run() -> None:
                 f"--workers {workers}: wall {m.wall_s:.2f} s, ideal {ideal:.2f} s "
                 f"({sum(m.model_calls)} model steps / 200 slots), ratio {ratio:.2f}x{target}"
             )
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"peak memory of the largest process of any run above: {peak:.0f} MiB")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
