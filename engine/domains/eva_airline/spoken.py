@@ -14,6 +14,7 @@ diagnostic counts the agent lines of a session that break one part of the rule (
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import weakref
@@ -45,8 +46,10 @@ RULES = SpokenRules(
     internal_pattern=re.compile(r"FL_[A-Z]{2}\d{1,4}_\d{8}"),
 )
 
-_LOCK = threading.Lock()
-_BASE: dict[int, tuple[Any, tuple[frozenset[str], frozenset[str]]]] = {}
+_LOCK = threading.RLock()  # re-entrant: a drop may come from the garbage collector meanwhile
+#: id(scenario) -> (weak reference to the scenario, its initial DB's codes and ids): dropped with
+#: the scenario, so a long process keeps none for scenarios it let go.
+_BASE: dict[int, tuple[weakref.ref[Any], tuple[frozenset[str], frozenset[str]]]] = {}
 #: id(result) -> (weak reference to the result, its report): the three diagnostics of a session
 #: share one report without keeping the finished session (its DB, its transcript) alive.
 _REPORTS: dict[int, tuple[weakref.ref[Any], SpokenReport]] = {}
@@ -54,14 +57,22 @@ _REPORTS: dict[int, tuple[weakref.ref[Any], SpokenReport]] = {}
 
 def _base(scenario: Any) -> tuple[frozenset[str], frozenset[str]]:
     """Codes and ids of the scenario's initial DB, collected once per scenario."""
+    key = id(scenario)
     with _LOCK:
-        hit = _BASE.get(id(scenario))
-    if hit is not None and hit[0] is scenario:
+        hit = _BASE.get(key)
+    if hit is not None and hit[0]() is scenario:
         return hit[1]
     base = collect(RULES, scenario.initial_db)
     with _LOCK:
-        _BASE[id(scenario)] = (scenario, base)
+        _BASE[key] = (weakref.ref(scenario, functools.partial(_forget, key)), base)
     return base
+
+
+def _forget(key: int, ref: weakref.ref[Any]) -> None:
+    with _LOCK:
+        hit = _BASE.get(key)
+        if hit is not None and hit[0] is ref:
+            del _BASE[key]
 
 
 def spoken_report(inp: DiagnosticInputs) -> SpokenReport:

@@ -113,3 +113,20 @@ async def test_replay_run_reports_the_leaks(data_root: Path, tmp_path: Path) -> 
     assert {n: metrics[n]["leaked_tool_text"] for n in names} == {names[0]: 1, names[1]: 1, names[2]: 0}
     assert all(m["is_successful"] is True for m in metrics.values())  # diagnostics never gate
     assert "leaked_tool_text: 2 found in 2/3 scenarios" in report.summary_text()
+
+
+def test_the_initial_db_codes_kept_per_scenario_go_with_it(data_root: Path) -> None:
+    """The codes of a scenario's initial DB are collected once per scenario and dropped with it, so
+    a long process keeps none for the scenarios it let go."""
+    import gc
+    import weakref
+
+    from engine.domains.eva_airline import spoken
+
+    scenario = load_domain(SPEC_DIR, data_root).scenarios[0]
+    base = spoken._base(scenario)
+    assert spoken._base(scenario) is base and base[0]  # collected once; eva's DB holds codes
+    key, gone = id(scenario), weakref.ref(scenario)
+    del scenario
+    gc.collect()
+    assert gone() is None and key not in spoken._BASE
