@@ -106,9 +106,9 @@ def _left_gold_path(sdir: Path) -> str | None:
         got = ours[i] if i < len(ours) else None
         if got is None or got.get("name") != want["name"] or _args(got.get("arguments")) != want["arguments"]:
             shown = f"{got.get('name')}({_args_text(got.get('arguments'))})" if got else "no call"
-            turn = got.get("turn", want["turn"]) if got else want["turn"]
+            when = _turn_of(got, want)
             return (
-                f"left the gold path at tool call {i + 1} (agent turn {turn}): gold "
+                f"left the gold path at tool call {i + 1} ({when}): gold "
                 f"{want['name']}({_args_text(want['arguments'])}), got {shown}; the replay caller's later "
                 "lines were the gold's, not answers to this agent (a replay-caller run is a conformance "
                 "check, not a score of a model)"
@@ -117,6 +117,18 @@ def _left_gold_path(sdir: Path) -> str | None:
     if extra:
         return f"followed the gold's {len(gold['tool_calls'])} tool calls, then made {len(extra)} more"
     return "followed the gold path (every gold tool call, in order)"
+
+
+def _turn_of(got: dict[str, Any] | None, want: dict[str, Any]) -> str:
+    """Which agent turn (counted from 1, as a reader counts) a divergence is in: the agent's own
+    call's turn, or the gold's when the agent made no such call."""
+    turn = got.get("turn") if got else None
+    if isinstance(turn, int) and not isinstance(turn, bool):
+        return f"the agent's turn {turn + 1}"
+    gold = want.get("turn")
+    if isinstance(gold, int) and not isinstance(gold, bool):
+        return f"the gold makes it in agent turn {gold + 1}"
+    return "agent turn unknown"
 
 
 def _args(raw: Any) -> Any:

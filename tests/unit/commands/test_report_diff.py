@@ -130,3 +130,34 @@ def test_diff_and_html_report_cope_with_deeply_nested_call_arguments(
     html = tmp_path / "r.html"
     assert cli.main(["report", str(out), "--html", str(html)]) == 0
     assert html.stat().st_size > 0
+
+
+def test_diff_counts_turns_from_one_and_says_whose_turn_it_names(tmp_path: Path) -> None:
+    """A divergence names the agent's own turn when the agent made a call there, and the gold's
+    turn when it made none; turns are counted from 1 (tool_calls.json and gold_path.json count
+    from 0)."""
+    from engine.artifacts import read_json, write_json
+    from engine.diff import _left_gold_path
+    from engine.domains.registry import load_domain
+    from engine.session_files import gold_path
+
+    out = tmp_path / "run"
+    assert _run("--output-dir", str(out), "--no-progress") == 0
+    sdir = out / ONE
+    gold = gold_path(load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario(ONE))
+    write_json(sdir / "scenario_config" / "gold_path.json", gold)
+    assert _left_gold_path(sdir) == "followed the gold path (every gold tool call, in order)"
+    calls = read_json(sdir / "tool_calls.json")
+    first = gold["tool_calls"][0]
+    calls[0]["arguments"] = '{"order_id": "O-999"}'
+    write_json(sdir / "tool_calls.json", calls)
+    said = _left_gold_path(sdir)
+    assert said is not None and said.startswith(
+        f"left the gold path at tool call 1 (the agent's turn {calls[0]['turn'] + 1}): gold {first['name']}("
+    )
+    write_json(sdir / "tool_calls.json", [])  # the agent made no call at all
+    said = _left_gold_path(sdir)
+    assert said is not None and said.startswith(
+        f"left the gold path at tool call 1 (the gold makes it in agent turn {first['turn'] + 1}): "
+    )
+    assert "got no call" in said
