@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The exit code of bad input (docs/scoring.md "Exit codes"): a spec problem, a missing data root,
+#: an unknown option value, a file given that cannot be read; 1 is kept for ``--fail-under`` (and
+#: for ``evalctl validate``'s own verdict), so a CI job tells a broken spec from a low score.
+BAD_INPUT_EXIT = 2
+
 
 class EvalctlError(Exception):
-    """Base class of user errors. ``exit_code`` is what the CLI exits with (default 1)."""
+    """Base class of user errors. ``exit_code`` is what the CLI exits with (default 2: bad input)."""
 
-    exit_code: int = 1
+    exit_code: int = BAD_INPUT_EXIT
 
 
 class DataRootError(EvalctlError):
@@ -34,14 +39,10 @@ class InfrastructureError(EvalctlError):
 class UsageError(EvalctlError):
     """A command was given arguments that cannot work (unknown scenario name, bad option value)."""
 
-    exit_code = 2
-
 
 class OutputError(EvalctlError):
     """The run directory cannot be written: a folder that cannot be created or written to, a full
     disk (exit 2, as for bad input: docs/scoring.md "Exit codes")."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)

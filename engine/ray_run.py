@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.errors import EvalctlError, UsageError
+from engine.errors import InfrastructureError, UsageError
 from engine.merge import merge_runs
 from engine.options import RunOptions
 from engine.records.summary import SummaryRecord
@@ -93,7 +93,7 @@ def _checked(opts: RunOptions) -> tuple[RunOptions, list[str], Path]:
 def run_on_ray(opts: RunOptions, address: str, argv: Sequence[str] | None = None) -> RayOutcome:
     """Run ``opts`` as shards on the Ray cluster at ``address`` and merge them (module
     docstring). Raises UsageError (one line) when Ray is missing or the input is bad,
-    EvalctlError when the cluster cannot be reached or every shard failed."""
+    InfrastructureError (exit 3) when the cluster cannot be reached or every shard failed."""
     ray = _import_ray()
     task_opts, names, out = _checked(opts)
     started_here = not ray.is_initialized()
@@ -102,7 +102,7 @@ def run_on_ray(opts: RunOptions, address: str, argv: Sequence[str] | None = None
             ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
         except Exception as err:
             why = one_line(str(err))
-            raise EvalctlError(f"--ray {address}: cannot connect to the Ray cluster: {why}") from None
+            raise InfrastructureError(f"--ray {address}: cannot connect to the Ray cluster: {why}") from None
     try:
         count = opts.workers if "workers" in opts.explicit else int(ray.cluster_resources().get("CPU", 1))
         count = max(1, min(count, len(names)))
@@ -145,7 +145,7 @@ def _run_tasks(
             raise
         if not sources:
             first = next(iter(outcome.failed.values()), "no shard ran")
-            raise EvalctlError(f"--ray: every shard failed; first: {first}")
+            raise InfrastructureError(f"--ray: every shard failed; first: {first}")
         order = sorted(range(len(sources)), key=lambda k: int(labels[k].rsplit(" ", 1)[1].split("/")[0]))
         outcome.summary = merge_runs(
             [sources[k] for k in order], out, argv, planned=names, labels=[labels[k] for k in order]

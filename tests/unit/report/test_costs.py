@@ -137,7 +137,7 @@ def test_report_prints_cost_per_role_and_per_scenario(
     assert money(2 * (per_session + judge)) in total, total
     agent = next(line for line in lines if line.startswith("│ agent "))
     assert money(2 * per_session) in agent and "9,600" in agent, agent
-    assert main(["report", str(mock_sample_run_dir), "--prices", str(tmp_path / "none.yaml")]) == 1
+    assert main(["report", str(mock_sample_run_dir), "--prices", str(tmp_path / "none.yaml")]) == 2
     assert "none.yaml: $: cannot read file" in capsys.readouterr().err
 
 
@@ -162,6 +162,6 @@ def test_run_with_prices_ends_with_the_costs(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("demo: {input: 1}\n", encoding="utf-8")
     again = [*argv[:-4], str(tmp_path / "run2"), "--no-progress", "--prices", str(bad)]
-    assert main(again) == 1
+    assert main(again) == 2  # bad input, not a rate below --fail-under
     assert "bad.yaml:1: $.demo: missing required key: 'output'" in capsys.readouterr().err
     assert not (tmp_path / "run2").exists()  # checked before anything ran

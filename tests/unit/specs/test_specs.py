@@ -149,8 +149,25 @@ def test_nan_max_duration_fails_validation(tmp_path: Path) -> None:
 def test_data_root_that_is_a_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a_file = tmp_path / "data.tar"
     a_file.write_bytes(b"")
-    assert cli.main(["validate", str(MOCK_SPEC_DIR), "--data-root", str(a_file)]) == 1
+    assert cli.main(["validate", str(MOCK_SPEC_DIR), "--data-root", str(a_file)]) == 2  # bad input
     assert capsys.readouterr().err.strip() == (
         f"evalctl: data root {a_file} (from --data-root) is not a directory; "
         "run `make data` or pass --data-root DIR"
     )
+
+
+def test_run_exits_2_on_bad_input_and_validate_1_on_a_spec_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad input is exit 2 for a run (1 is --fail-under's code: a CI job must tell a broken spec
+    from a low score); `evalctl validate` keeps 1 as its verdict on a spec with problems."""
+    spec = _spec_copy(tmp_path)
+    domain = spec / "domain.yaml"
+    domain.write_text(domain.read_text(encoding="utf-8").replace("max_duration: 60", "max_duraton: 60"))
+    out = ["--output-dir", str(tmp_path / "run"), "--no-progress"]
+    assert cli.main(["run", str(spec), "--data-root", str(MOCK_DATA_ROOT), *out]) == 2
+    assert "max_duraton" in capsys.readouterr().err
+    assert cli.main(["run", str(MOCK_SPEC_DIR), "--data-root", str(tmp_path / "none"), *out]) == 2
+    assert "data root" in capsys.readouterr().err
+    assert cli.main(["validate", str(spec), "--data-root", str(MOCK_DATA_ROOT), "--no-replay"]) == 1
+    assert "max_duraton" in capsys.readouterr().out
