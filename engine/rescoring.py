@@ -90,13 +90,15 @@ async def rescore_run(opts: RescoreOptions) -> RescoreReport:
     run's specs no longer load, InfrastructureError when the judge endpoint fails its check."""
     run_dir = Path(opts.run_dir)
     record = _recorded(run_dir)
-    with lock_run_dir(run_dir):
+    with lock_run_dir(run_dir, choice=""):
         record = _recorded(run_dir)  # as it is now that no other process writes it
         scoring = new_scoring(record, opts.changes)
         check_judge_key(scoring)
         if scoring.judge_model:
             label = "judge endpoint"
-            endpoint = Endpoint(label, scoring.judge_base_url, scoring.judge_api_key_env)
+            endpoint = Endpoint(
+                label, scoring.judge_base_url, scoring.judge_api_key_env, url_option="--judge-base-url"
+            )
             await check_endpoints([endpoint], min(PROBE_TIMEOUT_S, scoring.judge_timeout_s))
         data_root = opts.data_root or (Path(record.data_root) if record.data_root else None)
         loaded = load_domain(Path(record.spec_dir or "."), data_root, plugins=opts.plugins)

@@ -67,7 +67,12 @@ def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[E
         if spec.kind == "external"
     ]
     if opts.scoring.judge_model:
-        found.append(Endpoint("judge endpoint", opts.scoring.judge_base_url, opts.scoring.judge_api_key_env))
+        judge = opts.scoring
+        found.append(
+            Endpoint(
+                "judge endpoint", judge.judge_base_url, judge.judge_api_key_env, url_option="--judge-base-url"
+            )
+        )
     return found
 
 

@@ -160,12 +160,12 @@ LOCK_FILE = ".evalctl.lock"
 
 
 @contextlib.contextmanager
-def lock_run_dir(run_dir: Path) -> Iterator[None]:
+def lock_run_dir(run_dir: Path, choice: str = " or choose another --output-dir") -> Iterator[None]:
     """Hold the run directory's lock (an exclusive ``flock`` on :data:`LOCK_FILE`, which also
     names the holder's pid) for the ``with`` block: one ``evalctl run``, resume or rescore per
     folder at a time. The lock goes with the process, however it ends (even SIGKILL). Raises
-    UsageError (one line) when another process holds it, OutputError when the folder cannot be
-    written."""
+    UsageError (one line; ``choice`` ends it: what else the user may do) when another process
+    holds it, OutputError when the folder cannot be written."""
     path = Path(run_dir) / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -180,7 +180,7 @@ def lock_run_dir(run_dir: Path) -> Iterator[None]:
                 who = f" (pid {holder})" if holder.isdigit() else ""
                 raise UsageError(
                     f"{run_dir} is in use by another evalctl process{who}: one run per output folder; "
-                    "wait for it to end or choose another --output-dir"
+                    f"wait for it to end{choice}"
                 ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -75,7 +75,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                 raise UsageError(
                     f"--resume: {opts.resume} is not an evalctl run directory (no run.json, no results)"
                 )
-            held.enter_context(lock_run_dir(opts.resume))
+            held.enter_context(lock_run_dir(opts.resume, choice=""))
             opts = resumed(opts, opts.resume)
         opts = with_resolved_base_url(opts)
         agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)

@@ -32,6 +32,8 @@ class Endpoint:
     api_key_env: str
     #: An external side's ``ws://`` / ``wss://`` URI: checked by a TCP connect, not as a model API.
     side_uri: str | None = None
+    #: The option that sets ``base_url`` (named when the endpoint is unreachable).
+    url_option: str = "--base-url"
 
 
 async def probe_side(endpoint: Endpoint, timeout_s: float) -> None:
@@ -73,7 +75,8 @@ async def probe(endpoint: Endpoint, timeout_s: float) -> None:
     except openai.APIConnectionError as err:
         cause = err.__cause__ or err
         raise InfrastructureError(
-            f"{endpoint.label} {url} is unreachable ({type(cause).__name__}: {cause}); check --base-url"
+            f"{endpoint.label} {url} is unreachable ({type(cause).__name__}: {cause}); "
+            f"check {endpoint.url_option}"
         ) from None
     except openai.APIStatusError as err:
         if err.status_code in (401, 403):
@@ -92,16 +95,14 @@ async def probe(endpoint: Endpoint, timeout_s: float) -> None:
 async def check_endpoints(endpoints: list[Endpoint], timeout_s: float = PROBE_TIMEOUT_S) -> None:
     """Check every endpoint once (the same URL and key variable once for all their roles), all at
     once; raises the first failure's InfrastructureError."""
-    merged: dict[tuple[str | None, str], list[str]] = {}
+    merged: dict[tuple[str | None, str], list[Endpoint]] = {}
     sides: dict[str, list[str]] = {}
     for e in endpoints:
         if e.side_uri is not None:
             sides.setdefault(e.side_uri, []).append(e.label)
         else:
-            merged.setdefault((e.base_url, e.api_key_env), []).append(e.label)
-    checks = [
-        probe(Endpoint(" and ".join(labels), url, env), timeout_s) for (url, env), labels in merged.items()
-    ]
+            merged.setdefault((e.base_url, e.api_key_env), []).append(e)
+    checks = [probe(_one_check(url, env, same), timeout_s) for (url, env), same in merged.items()]
     checks += [
         probe_side(Endpoint(" and ".join(labels), None, "", uri), timeout_s) for uri, labels in sides.items()
     ]
@@ -109,3 +110,9 @@ async def check_endpoints(endpoints: list[Endpoint], timeout_s: float = PROBE_TI
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
             raise outcome
+
+
+def _one_check(url: str | None, env: str, same: list[Endpoint]) -> Endpoint:
+    """The endpoints sharing a URL and key variable, checked once: their roles and options joined."""
+    options = " / ".join(dict.fromkeys(e.url_option for e in same))
+    return Endpoint(" and ".join(e.label for e in same), url, env, url_option=options)

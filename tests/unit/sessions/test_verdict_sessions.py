@@ -213,7 +213,9 @@ def test_an_endpoint_that_refuses_the_key_or_hangs_is_named(tmp_path: Path, caps
     url = f"http://127.0.0.1:{_free_port()}/v1"
     args = ["--judge-model", "j", "--judge-base-url", url]
     assert main(["run", str(SPEC), "--data-root", str(DATA), "--output-dir", str(tmp_path / "c"), *args]) == 3
-    assert capsys.readouterr().err.startswith(f"evalctl: judge endpoint {url} is unreachable (")
+    said = capsys.readouterr().err.strip()
+    assert said.startswith(f"evalctl: judge endpoint {url} is unreachable (")
+    assert said.endswith("; check --judge-base-url")  # the option that set it, not the agent's
 
 
 async def test_provider_fields_of_a_tool_call_go_back_in_the_history(scenario: Scenario) -> None:
