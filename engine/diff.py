@@ -17,6 +17,7 @@ from engine.artifacts import read_json
 from engine.dbdiff import DiffLine, db_diff
 from engine.errors import UsageError
 from engine.model import HashRules
+from engine.provenance import read_run_record
 from engine.records.metrics import MetricsRecord
 from engine.results import scored_dirs
 from engine.scoring.action_match import unmatched_reference_items
@@ -229,6 +230,18 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
     else:
         chosen = [(d, m) for d, m in rows if m.is_successful is False or m.is_error]
     return [explain(d, m) for d, m in chosen]
+
+
+def missing_results(run_dir: Path) -> int:
+    """How many (scenario, trial) results the run planned (``run.json``: its scenarios times its
+    trials) hold no scored result: the run was interrupted or killed before them. 0 when
+    ``run.json`` is missing or unreadable."""
+    record = read_run_record(Path(run_dir))
+    if record is None or not record.scenarios:
+        return 0
+    trials = max(1, record.trials or 1)
+    done = {(m.scenario_name, m.trial) for _, m in scored_dirs(Path(run_dir))}
+    return sum(1 for n in record.scenarios for t in range(1, trials + 1) if (n, t) not in done)
 
 
 def _action_text(action: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@ line, never a traceback. Each case pins the behaviour after a fix."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,26 @@ def test_diff_counts_turns_from_one_and_says_whose_turn_it_names(tmp_path: Path)
         f"left the gold path at tool call 1 (the gold makes it in agent turn {first['turn'] + 1}): "
     )
     assert "got no call" in said
+
+
+def test_diff_of_an_unfinished_run_says_results_are_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run killed before some sessions: "no failed scenarios" must not read as "all passed"."""
+    out = tmp_path / "run"
+    every = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--output-dir", str(out)]
+    assert cli.main([*every, "--no-progress"]) == 0
+    assert cli.main(["diff", str(out)]) == 0
+    finished = capsys.readouterr()
+    assert "note:" not in finished.err
+    (out / ONE / "metrics.json").unlink()  # what a kill leaves: the folder never completed
+    (out / ONE / "session.json").unlink()
+    assert cli.main(["diff", str(out)]) == 0
+    said = capsys.readouterr()
+    assert said.err.strip() == (
+        f"note: 1 planned result is missing (the run did not finish); "
+        f"`evalctl run ... --resume {out}` completes it"
+    )
+    assert cli.main(["diff", str(out), "--json"]) == 0
+    said = capsys.readouterr()
+    assert json.loads(said.out) is not None and "1 planned result is missing" in said.err
