@@ -301,7 +301,7 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         label = "signals not met (not a verdict)" if d.error_cause else "failing signals"
         out.append(f"{label}: {why}{stall}")
         out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
-        if d.gold_path:
+        if d.gold_path and not d.error_cause:  # a session cut short by infrastructure left no path
             out.append(f"conversation: {d.gold_path}")
         out.extend(db_lines(d))
         if d.judge:

@@ -4,6 +4,7 @@ a hang that hits the timeout, the user simulator, and the API key rule. On the m
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -253,6 +254,10 @@ async def test_diff_says_where_a_model_left_the_gold_path(tmp_path: Path, loaded
         "got get_order(order_id='O-101')"
     )
     assert "conversation: left the gold path at tool call 1" in render_text([d], tmp_path)
+    # a result with no verdict (the agent's endpoint failed) left no path worth naming
+    errored = dataclasses.replace(d, error_cause="agent: APIError: HTTP 500")
+    text = render_text([errored], tmp_path)
+    assert "no verdict: agent: APIError: HTTP 500" in text and "conversation:" not in text
     (path,) = tmp_path.glob("*/scenario_config/gold_path.json")  # written only for a replay caller
     assert json.loads(path.read_text())["ending_tools"] == ["end_conversation"]
 
