@@ -173,6 +173,7 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
         ("models", _models(a), _models(b)),
         ("trials", sa.trials, sb.trials),
     ]
+    pairs += [(f"setting {key}", va, vb) for key, va, vb in _setting_changes(a.settings, b.settings)]
     for what, va, vb in pairs:
         if va != vb:
             notes.append(one_line(f"{what}: A {va}, B {vb}", 400))
@@ -180,6 +181,28 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
         if s.missing:
             notes.append(f"run {which} is incomplete: {len(s.missing)} results missing")
     return notes
+
+
+#: Settings in run.json said elsewhere (models, trials, the voice warning) or that cannot change a
+#: verdict (where the key is read from, the shard of a merged run).
+_SAID_ELSEWHERE = frozenset({"agent", "user", "trials", "voice", "api_key_env", "shard", "judge_api_key_env"})
+
+
+def _setting_changes(
+    a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = ""
+) -> list[tuple[str, Any, Any]]:
+    """``(key, value in A, value in B)`` of every run setting that differs (``scoring.`` ones by their
+    own key: ``scoring.min_agent_turns``), e.g. ``--max-turns``, a turn timeout, a judge threshold."""
+    out: list[tuple[str, Any, Any]] = []
+    for key in sorted(set(a) | set(b)):
+        if key in _SAID_ELSEWHERE:
+            continue
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, Mapping) and isinstance(vb, Mapping):
+            out += _setting_changes(va, vb, f"{prefix}{key}.")
+        elif va != vb:
+            out.append((f"{prefix}{key}", va, vb))
+    return out
 
 
 def _is_voice(record: RunRecord | None, results: Mapping[tuple[str, int], MetricsRecord]) -> bool:

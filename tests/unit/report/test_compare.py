@@ -156,3 +156,25 @@ async def test_a_voice_run_against_a_text_run_is_one_warning_line(tmp_path: Path
     del record["settings"]["voice"]
     (older / "run.json").write_text(json.dumps(record), encoding="utf-8")
     assert compare_runs(text, older).warnings == c.warnings
+
+
+def test_runs_with_other_limits_or_scoring_rules_say_so(tmp_path: Path) -> None:
+    """A run with another --max-turns (or scoring rule) is noted, setting by setting; two runs with
+    the same settings note nothing."""
+    from tests.conftest import MOCK_SPEC_DIR
+
+    def one(out: Path, **extra) -> Path:
+        report = run_cli(
+            run_options(
+                MOCK_SPEC_DIR, MOCK_DATA_ROOT, scenarios=("mock__shipped_refusal",), output_dir=out,
+                quiet=True, progress=False, **extra,
+            )
+        )  # fmt: skip
+        assert report.summary is not None
+        return out
+
+    plain, plain2, short = one(tmp_path / "a"), one(tmp_path / "b"), one(tmp_path / "c", max_turns=2)
+    assert compare_runs(plain, plain2).notes == ()
+    notes = compare_runs(plain, short).notes
+    assert notes == ("setting max_turns: A None, B 2",)
+    assert "note: setting max_turns: A None, B 2" in render_text(compare_runs(plain, short))
