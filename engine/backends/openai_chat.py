@@ -154,7 +154,9 @@ def returned_message(response: Any, calls: list[ToolCallRequest]) -> dict[str, A
     those passed on to the engine (``calls``: function calls only, under the ids the engine got);
     None when it cannot be read as JSON (the side then builds the message itself)."""
     try:
-        message = response.choices[0].message.model_dump(mode="json", exclude_unset=True)
+        # warnings=False: an endpoint's odd but usable fields (arguments as an object) are read as
+        # they are; pydantic's serializer warning would only print noise on the user's terminal
+        message = response.choices[0].message.model_dump(mode="json", exclude_unset=True, warnings=False)
         raw_calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict) and c.get("function")]
     except (AttributeError, IndexError, TypeError, ValueError):
         return None
