@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from engine.commands.console import text_console
 from engine.costs import PriceTable, RunCost, money, run_costs
 from engine.records.summary import COUNT, SummaryRecord
 from engine.results import load_run_metrics, load_summary
@@ -111,8 +112,7 @@ def report(
     there instead and print its path and size. Returns 0. Raises UsageError when ``run_dir`` has
     no readable ``summary.json``, OSError when ``html`` cannot be written.
     """
-    # long lines stay whole when piped (grep); no emoji codes (":m:" in "openai:m: HTTP 401" is one)
-    console = console or Console(soft_wrap=True, emoji=False)
+    console = console or text_console()
     if html is not None:
         from engine.report_html import write_report  # only for --html: it imports the diff machinery
 

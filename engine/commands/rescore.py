@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from rich.console import Console
-
+from engine.commands.console import text_console
 from engine.commands.run import print_outcome
 from engine.domains.registry import plugins
 from engine.rescoring import RescoreOptions, rescore_run
@@ -19,10 +18,10 @@ def rescore(opts: RescoreOptions, fail_under: float | None = None, allow_errors:
     ``fail_under``, else 0). Raises UsageError / SpecError / DataRootError / InfrastructureError
     before anything is rewritten."""
     done = asyncio.run(rescore_run(replace(opts, plugins=plugins())))
-    err = Console(stderr=True, soft_wrap=True, emoji=False)
+    err = text_console(stderr=True)
     for note in done.notes:
         err.print(f"evalctl: note: {note}", markup=False, highlight=False)
-    out = Console(soft_wrap=True, emoji=False)
+    out = text_console()
     kept = f", {done.kept} kept as they were" if done.kept else ""
     out.print(f"rescored {done.rescored} result(s){kept}", markup=False, highlight=False)
     return print_outcome(done.report, fail_under, allow_errors=allow_errors)

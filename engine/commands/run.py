@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from rich.console import Console
-
+from engine.commands.console import text_console
 from engine.commands.report import report
 from engine.costs import PriceTable
 from engine.domains.registry import plugins
@@ -37,7 +36,7 @@ def run(
     if ray is None:
         code = print_outcome(run_cli(opts), fail_under, prices, allow_errors)
         if opts.shard is not None:  # its rates are the slice's, not the selection's
-            Console(soft_wrap=True, emoji=False).print(
+            text_console().print(
                 f"shard {opts.shard} of the selection: `evalctl merge` combines the shards into one run",
                 markup=False,
                 highlight=False,
@@ -46,7 +45,7 @@ def run(
     from engine.ray_run import run_on_ray  # Ray is an optional extra
 
     done = run_on_ray(opts, ray, tuple(sys.argv[1:]))
-    err = Console(stderr=True, soft_wrap=True, emoji=False)
+    err = text_console(stderr=True)
     code = print_outcome(RunReport(done.run_dir, summary=done.summary), fail_under, prices, allow_errors)
     for shard, message in sorted(done.failed.items()):
         err.print(f"evalctl: ray shard {shard} failed: {message}", markup=False, highlight=False)
@@ -62,8 +61,8 @@ def print_outcome(
     """What ``evalctl run`` (and ``evalctl rescore``) prints when it ends: the headline lines of
     ``all_summary.txt``, the report table with failures and the diff hint, scoring errors, where
     the results are, and why the exit code is not 0. Returns the exit code (see ``run``)."""
-    out = Console(soft_wrap=True, emoji=False)
-    err = Console(stderr=True, soft_wrap=True, emoji=False)
+    out = text_console()
+    err = text_console(stderr=True)
     for line in outcome.summary_text().splitlines():
         if line.startswith(("Overall Success Rate", "Task Success Rate")):
             out.print(line, markup=False, highlight=False)

@@ -185,3 +185,15 @@ def test_diff_of_an_unfinished_run_says_results_are_missing(
     assert cli.main(["diff", str(out), "--json"]) == 0
     said = capsys.readouterr()
     assert json.loads(said.out) is not None and "1 planned result is missing" in said.err
+
+
+def test_piped_tables_are_wide_enough_for_the_signal_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off a terminal (a pipe, a CI log) rich's 80 columns wrapped the longer signal rows onto two
+    lines; the verbs print 120 wide there, or $COLUMNS when set (eva's table:
+    tests/domains/eva_airline/test_runs_eva.py)."""
+    from engine.commands.console import PIPED_WIDTH, text_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert text_console().width == PIPED_WIDTH and text_console(stderr=True).width == PIPED_WIDTH
+    monkeypatch.setenv("COLUMNS", "90")
+    assert text_console().width == 90
