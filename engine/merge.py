@@ -75,8 +75,8 @@ def check_sources(sources: Sequence[Path], records: Sequence[RunRecord]) -> None
             if want.get(name) != got.get(name):
                 flag = FLAGS.get(name, name)
                 raise UsageError(
-                    f"merge: {source} was run with {flag} {got.get(name)}, {first} with {flag} "
-                    f"{want.get(name)}; only runs with the same settings merge"
+                    f"merge: {source} was run with {_setting(flag, got.get(name))}, {first} with "
+                    f"{_setting(flag, want.get(name))}; only runs with the same settings merge"
                 )
     owner: dict[str, Path] = {}
     for source in sources:
@@ -88,6 +88,11 @@ def check_sources(sources: Sequence[Path], records: Sequence[RunRecord]) -> None
                 )
             owner[name] = source
     _check_shards(sources, records)
+
+
+def _setting(flag: str, value: object) -> str:
+    """``--max-turns 2``, or ``no --max-turns`` for a setting left unset."""
+    return f"no {flag}" if value is None else f"{flag} {value}"
 
 
 def _check_shards(sources: Sequence[Path], records: Sequence[RunRecord]) -> None:

@@ -67,6 +67,10 @@ def test_mismatched_runs_are_refused(
     other_agent = tmp_path / "noop"
     _run(other_agent, "--trials", "2", "--agent", "noop", "--shard", "2/3")
     assert "was run with --agent noop" in _refused(capsys, out, parts[0], other_agent)
+    short = tmp_path / "short"
+    _run(short, "--trials", "2", "--max-turns", "4", "--shard", "2/3")
+    said = _refused(capsys, out, parts[0], short)
+    assert f"{short} was run with --max-turns 4, {parts[0]} with no --max-turns;" in said  # not "None"
     specs = tmp_path / "spec"  # the same shop with one scenario file changed: other spec files
     shutil.copytree(MOCK_SPEC_DIR, specs)
     changed = next((specs / "scenarios").glob("*.yaml"))
