@@ -370,8 +370,8 @@ def load_summary(run_dir: Path) -> SummaryRecord:
         if not (Path(run_dir) / "run.json").is_file():
             raise UsageError(f"{run_dir}: not an evalctl run directory (no run.json)") from None
         raise UsageError(
-            f"{run_dir}: no summary.json yet (the run never finished); "
-            f"`evalctl run ... --resume {run_dir}` completes it"
+            f"{run_dir}: no summary.json yet: the run is still going (its summary comes at its end), "
+            f"or it stopped before writing one (`evalctl run ... --resume {run_dir}` completes it)"
         ) from None
     except ValueError as exc:  # bad JSON, or not the record (RecordError)
         raise UsageError(
