@@ -19,6 +19,7 @@ writes nothing. Nothing outside this module imports Ray.
 from __future__ import annotations
 
 import io
+import shutil
 import sys
 import tarfile
 import tempfile
@@ -97,19 +98,56 @@ def run_on_ray(opts: RunOptions, address: str, argv: Sequence[str] | None = None
     ray = _import_ray()
     task_opts, names, out = _checked(opts)
     started_here = not ray.is_initialized()
-    if started_here:
-        try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-        except Exception as err:
-            why = one_line(str(err))
-            raise InfrastructureError(f"--ray {address}: cannot connect to the Ray cluster: {why}") from None
+    # a one-machine cluster started for this run keeps its session files (logs, sockets) in a
+    # folder of its own, removed with it: Ray's default, /tmp/ray, keeps every session's
+    scratch = _scratch_folder() if started_here and address == "local" else None
     try:
-        count = opts.workers if "workers" in opts.explicit else int(ray.cluster_resources().get("CPU", 1))
-        count = max(1, min(count, len(names)))
-        return _run_tasks(ray, task_opts, address, count, names, out, argv)
-    finally:
         if started_here:
-            ray.shutdown()
+            extra = {"_temp_dir": scratch} if scratch else {}
+            try:
+                ray.init(
+                    address=address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level="ERROR",
+                    **extra,
+                )
+            except Exception as err:
+                why = one_line(str(err))
+                raise InfrastructureError(
+                    f"--ray {address}: cannot connect to the Ray cluster: {why}"
+                ) from None
+        try:
+            count = opts.workers if "workers" in opts.explicit else int(ray.cluster_resources().get("CPU", 1))
+            count = max(1, min(count, len(names)))
+            return _run_tasks(ray, task_opts, address, count, names, out, argv)
+        finally:
+            if started_here:
+                ray.shutdown()
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+#: Longest folder a local cluster's session files may go in: Ray puts Unix sockets 62 characters
+#: further down (``session_<date>_<time>_<pid>/sockets/plasma_store``), and a socket path has at
+#: most 107 bytes.
+_SCRATCH_MAX = 44
+
+
+def _scratch_folder() -> str | None:
+    """A new folder for a local cluster's session files, in the temporary folder, else in /tmp
+    when that one's path is too long for Ray's sockets; None (Ray's own default) when neither
+    fits or can be made."""
+    for where in (None, "/tmp"):
+        try:
+            folder = tempfile.mkdtemp(prefix="evalctl-ray-", dir=where)
+        except OSError:
+            continue
+        if len(folder) <= _SCRATCH_MAX:
+            return folder
+        shutil.rmtree(folder, ignore_errors=True)
+    return None
 
 
 def _run_tasks(

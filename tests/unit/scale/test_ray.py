@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,13 +36,17 @@ def test_a_missing_ray_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         run_on_ray(run_options(MOCK_SPEC_DIR, output_dir=tmp_path / "out"), "local")
 
 
-def test_ray_shards_merge_into_one_runs_summary(tmp_path: Path) -> None:
+def test_ray_shards_merge_into_one_runs_summary(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("ray")  # installed by `make setup` (the dev extra)
     base = [*SHOP_RUN, "--trials", "2", "--no-progress"]
     single = tmp_path / "single"
     assert cli.main([*base, "--output-dir", str(single), "--workers", "1"]) == 0
     merged = tmp_path / "ray"
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    # the run's temporary folder (short: Ray's socket paths go 62 characters further down), to see
+    # what `--ray local` leaves there
+    scratch = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(scratch, ignore_errors=True))
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "TMPDIR": str(scratch)}
     done = subprocess.run(
         [sys.executable, str(REPO / "cli.py"), *base, "--output-dir", str(merged), "--ray", "local",
          "--workers", "2"],
@@ -53,3 +59,5 @@ def test_ray_shards_merge_into_one_runs_summary(tmp_path: Path) -> None:
     record = json.loads((merged / "run.json").read_text())
     assert record["invocations"][-1]["args"]["sources"] == ["ray:local shard 1/2", "ray:local shard 2/2"]
     assert [i["args"]["shard"] for i in record["invocations"][:-1]] == ["1/2", "2/2"]
+    # before: each `--ray local` run left its session folder (logs, about 200 KB) in /tmp/ray
+    assert [p.name for p in scratch.iterdir()] == []
