@@ -111,7 +111,7 @@ def test_evalctl_list_on_a_hostile_spec_folder_touches_nothing(
     assert spec.parent == watched.parent  # so spec_dir.parent.joinpath(watched.name) is the watched folder
     code = cli.main(["list", str(spec), "--data-root", str(MOCK_DATA_ROOT)])
     captured = capsys.readouterr()
-    assert code == 2  # the template does not render: a spec problem (bad input), every verb refuses the folder
+    assert code == 2  # the template does not render: bad input, every verb refuses the folder
     assert SECRET not in captured.out + captured.err
     assert "agent.md.j2" in captured.err
 
