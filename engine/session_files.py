@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -213,15 +214,17 @@ def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str |
 
 def _clear(sdir: Path) -> None:
     """Make a folder about to be rewritten incomplete at once (metrics, then session record gone),
-    and drop what this attempt may not write again."""
+    then remove every other file in it: what this attempt may not write again, temporary files
+    left by a killed earlier attempt, and the files it writes again, which must be new files: one
+    written in place would write through a hard link into another run's folder (``evalctl merge``
+    links the shard runs' files into its output; a resume of the merged run redoes some)."""
     for name in (METRICS, SESSION):
         with contextlib.suppress(FileNotFoundError):
             (sdir / name).unlink()
-    for stale in [*sdir.glob(".*.tmp"), *sdir.glob("scenario_config/.*.tmp")]:
-        stale.unlink(missing_ok=True)  # temp files left by a killed earlier attempt
-    for optional in ("final_db.json", "final_user_db.json", "expected_db.json", JUDGE_RESULT, VOICE):
-        (sdir / optional).unlink(missing_ok=True)
-    (sdir / "scenario_config" / "gold_path.json").unlink(missing_ok=True)
+    for folder, dirs, files in os.walk(sdir):
+        for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, name))
 
 
 def expected_db_bytes(scenario: Scenario) -> bytes:

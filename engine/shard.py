@@ -51,22 +51,26 @@ def parse_shard(text: str) -> Shard:
 
 def shard_scenarios(chosen: Sequence[Scenario], shard: Shard) -> list[Scenario]:
     """The scenarios of ``chosen`` that belong to ``shard`` (module rule), sorted by name. Raises
-    UsageError when the shard is empty (more shards than scenarios)."""
+    UsageError when there are more shards than scenarios (:func:`shard_names`)."""
     by_name = {s.name: s for s in chosen}
     return [by_name[n] for n in shard_names(list(by_name), shard)]
 
 
 def shard_names(names: Sequence[str], shard: Shard) -> list[str]:
     """The scenario names of ``names`` that belong to ``shard`` (module rule), sorted. Raises
-    UsageError when the shard is empty (more shards than scenarios)."""
+    UsageError when there are more shards than scenarios, whichever shard this is: the empty ones
+    are refused, and the others could then never be merged (a merge takes every shard)."""
     ordered = sorted(names)
-    mine = [n for p, n in enumerate(ordered) if p % shard.count == shard.index - 1]
-    if not mine:
+    if shard.count > len(ordered):
+        why = f"shard {shard.index} of {shard.count} is empty"
+        if shard.index <= len(ordered):
+            empty = f"{len(ordered) + 1}..{shard.count}"
+            why = f"shards {empty} of {shard.count} are empty and this one could never be merged"
         raise UsageError(
-            f"--shard {shard}: the selection has {len(ordered)} scenario(s), so shard {shard.index} "
-            f"of {shard.count} is empty (use at most {len(ordered)} shards)"
+            f"--shard {shard}: the selection has {len(ordered)} scenario(s), so {why} "
+            f"(use at most {len(ordered)} shards)"
         )
-    return mine
+    return [n for p, n in enumerate(ordered) if p % shard.count == shard.index - 1]
 
 
 def split(items: Sequence[T], parts: int) -> list[list[T]]:

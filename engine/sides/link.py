@@ -146,10 +146,14 @@ class SideLink:
         #: A side the run serves itself (replay, openai:MODEL): see :func:`blame`. Its frames are
         #: not checked against the protocol schemas (the engine's own code made them), nor its ids.
         self.builtin = builtin
-        #: turn.requests not answered yet, and whether no failure of this side happened: a
-        #: connection is reused by a later session only when both say it is idle (:meth:`close`).
+        #: turn.requests not answered yet, whether no failure of this side happened and whether
+        #: the side answered this session's start (``session.ready``): a connection is reused by a
+        #: later session only when all three say it is idle (:meth:`close`). A session that never
+        #: started (the other side could not be reached, or time ran out before the side was
+        #: ready) leaves the side expecting a session.start, or a late session.ready in flight.
         self.turns_open = 0
         self.clean = True
+        self.started = False
         #: The ids of the messages received from an external side on this connection (each is unique).
         self.seen_ids: set[str] = set()
 
@@ -244,6 +248,8 @@ class SideLink:
         self.engine_time_s += time.perf_counter() - t0
         if msg["type"] == "turn.response":
             self.turns_open -= 1
+        elif msg["type"] == "session.ready":
+            self.started = True
         if msg["type"] == "error":
             code = msg["code"]
             kind: Literal["error", "timeout"] = "timeout" if code == "backend_timeout" else "error"
@@ -295,9 +301,9 @@ class SideLink:
 
         A connection to a built-in side on a Unix socket (:data:`UNIX_SCHEME`, served by
         ``engine.sides.server.builtin_side`` with sessions back to back) is kept open for the next
-        session instead when this one left it clean: every turn answered, no failure of this side,
-        ``session.end`` sent. Opening and closing a WebSocket costs about as much CPU as a whole
-        replayed conversation's frames."""
+        session instead when this one left it clean: the session started (``session.ready``
+        received), every turn answered, no failure of this side, ``session.end`` sent. Opening and
+        closing a WebSocket costs about as much CPU as a whole replayed conversation's frames."""
         sent = False
         try:
             async with asyncio.timeout(1.0):
@@ -312,7 +318,9 @@ class SideLink:
                 sent = True
         except Exception:
             pass
-        reusable = sent and self.clean and not self.turns_open and self.uri.startswith(UNIX_SCHEME)
+        reusable = (
+            sent and self.started and self.clean and not self.turns_open and self.uri.startswith(UNIX_SCHEME)
+        )
         if reusable and self.ws.state is State.OPEN and type(self) is SideLink:
             _IDLE.setdefault(self.uri, []).append(self.ws)
             return

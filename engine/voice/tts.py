@@ -9,6 +9,7 @@ per word, for tests of the audio plumbing and metrics (it says nothing a recogni
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 from dataclasses import dataclass
 from typing import Protocol
@@ -40,12 +41,24 @@ async def _run(argv: list[str], data: bytes, timeout_s: float) -> bytes:
         async with asyncio.timeout(timeout_s):
             out, err = await proc.communicate(data)
     except TimeoutError:
-        proc.kill()
-        await proc.wait()
+        await _end(proc)
         raise TTSError(f"{argv[0]} did not finish within {timeout_s:g} s") from None
+    except BaseException:  # cancelled (Ctrl-C, a session closed mid-turn): the program goes too
+        await _end(proc)
+        raise
     if proc.returncode != 0:
         raise TTSError(f"{argv[0]} exited with {proc.returncode}: {err.decode(errors='replace')[:300]}")
     return out
+
+
+async def _end(proc: asyncio.subprocess.Process) -> None:
+    """Kill ``proc`` and wait for it (a second cancellation cuts only the wait short): a program
+    left behind would run on, and its pipes would be closed after the event loop (a traceback
+    at exit)."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    with contextlib.suppress(asyncio.CancelledError):
+        await proc.wait()
 
 
 @dataclass(frozen=True)

@@ -91,3 +91,26 @@ def test_mismatched_runs_are_refused(
     other_split = tmp_path / "halves"
     _run(other_split, "--trials", "2", "--shard", "2/2")
     assert "different splits" in _refused(capsys, out, parts[0], other_split)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_resume_of_the_merged_run_leaves_its_sources_as_they_were(
+    shards: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    _, parts = shards
+    sources = tmp_path / "sources"  # copies: the module's shard runs stay as they were
+    copies = [sources / p.name for p in parts]
+    for part, copy in zip(parts, copies, strict=True):
+        shutil.copytree(part, copy)
+    out = tmp_path / "all"
+    assert cli.main(["merge", *map(str, copies), "--output-dir", str(out)]) == 0
+    before = {copy.name: _files(copy) for copy in copies}
+    redone = next(p.parent for p in out.rglob("metrics.json") if p.parent.name.startswith("trial_"))
+    for marker in ("metrics.json", "session.json"):  # a result to run again (as an error's would be)
+        (redone / marker).unlink()
+    assert _run(out, "--resume", str(out)) == 0
+    assert (redone / "metrics.json").is_file()
+    assert {copy.name: _files(copy) for copy in copies} == before  # nothing written through the links

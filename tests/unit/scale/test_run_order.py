@@ -124,8 +124,55 @@ async def test_a_connection_not_left_clean_is_closed_not_kept(shop, left: str) -
         assert uri not in link._IDLE and one.ws.state is State.CLOSED
         two = await SideLink.open("agent", uri, 5.0)
         assert two.ws is not one.ws
+        await _start(two, shop.scenarios[0].name)
         await two.close("exit", None)  # clean: kept for the next session
         assert link._IDLE[uri] == [two.ws]
+
+
+async def _start(side: SideLink, scenario: str, ready: bool = True) -> None:
+    """Start a session of ``scenario`` on ``side``: session.start, then (``ready``) its answer."""
+    start = await side.send(
+        "session.start",
+        session_id=f"{scenario}#1",
+        role=side.role,
+        system_prompt="",
+        tools=[],
+        scenario={"name": scenario, "trial": 1},
+        limits={"max_duration_s": 30, "turn_timeout_s": 10, "max_tool_rounds": 10, "max_turns": None},
+    )
+    if ready:
+        answer = await side.receive(5.0)
+        assert (answer["type"], answer["reply_to"]) == ("session.ready", start)
+
+
+@pytest.mark.parametrize("stopped", ["before session.start", "before session.ready"])
+async def test_a_connection_whose_session_never_started_is_closed_not_kept(shop, stopped: str) -> None:
+    # the other side could not be reached (nothing sent here), or time ran out while this side was
+    # getting ready: kept, the next session would get the side's complaint or the late session.ready
+    factory = ReplayFactory({s.name: s for s in shop.scenarios})
+    async with builtin_side(factory, "agent", local=True) as uri:
+        one = await SideLink.open("agent", uri, 5.0)
+        if stopped == "before session.ready":
+            await _start(one, shop.scenarios[0].name, ready=False)
+        await one.close("error", "cannot connect to the user side")
+        assert uri not in link._IDLE and one.ws.state is State.CLOSED
+
+
+async def test_a_session_whose_other_side_is_unreachable_leaves_the_next_one_a_fresh_connection(
+    shop,
+) -> None:
+    factory = ReplayFactory({s.name: s for s in shop.scenarios})
+    limits = SessionLimits(max_duration_s=30, turn_timeout_s=10)
+    sc = shop.scenarios[0]
+    async with (
+        builtin_side(factory, "agent", local=True) as agent,
+        builtin_side(factory, "user", local=True) as user,
+    ):
+        lost = await run_session(sc, session_setup(sc), agent, "ws+unix:/nonexistent/user.sock", limits)
+        assert lost.stop_reason == "error" and lost.error_source == "transport"
+        assert not link._IDLE.get(agent)  # the agent side never got a session.start: not kept
+        after = await run_session(sc, session_setup(sc), agent, user, limits)
+    assert (after.stop_reason, after.error) == ("exit", None)
 
 
 async def test_socket_folders_of_killed_processes_are_swept(shop, monkeypatch: pytest.MonkeyPatch) -> None:

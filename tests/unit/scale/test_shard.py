@@ -41,6 +41,9 @@ def test_shard_scenarios_slices_the_loaded_scenarios() -> None:
     assert parts == [["mock__cancel_order", "mock__shipped_refusal"], ["mock__late_delivery_credit"]]
     with pytest.raises(UsageError, match=r"--shard 4/4: the selection has 3 scenario\(s\)"):
         shard_scenarios(scenarios, Shard(4, 4))
+    # shard 1 of 4 is not empty, but shard 4/4 can never run: 1/4 could never be merged
+    with pytest.raises(UsageError, match=r"--shard 1/4: .* shards 4\.\.4 of 4 are empty and this one could"):
+        shard_scenarios(scenarios, Shard(1, 4))
 
 
 def test_split_deals_every_job_once() -> None:
