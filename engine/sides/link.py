@@ -46,12 +46,17 @@ def blame(role: str, what: str, builtin: bool = False) -> str | None:
     agent's own behaviour. ``what``: ``connect`` (unreachable), ``lost`` (connection broken without
     a close frame, or closed by a keepalive timeout), ``backend`` (the side reported its model
     backend failed), ``crash`` (the side reported an internal error), ``silent`` (nothing within
-    the turn timeout), ``closed`` (the side closed the connection), ``conduct`` (it broke the
-    protocol, sent too much, made too many calls). Everything the user side does wrong is the user
-    simulator's failure; a built-in agent side only speaks for its model, so its silence and crashes
-    are the model endpoint's or the engine's, while an external agent's are its own."""
+    the turn timeout), ``closed`` (the side closed the connection), ``refused`` (the side answered
+    with a protocol error: what the engine sent broke the protocol, as that side sees it),
+    ``conduct`` (it broke the protocol, sent too much, made too many calls). Everything the user
+    side does wrong is the user simulator's failure; a built-in agent side only speaks for its
+    model, so its silence and crashes are the model endpoint's or the engine's, while an external
+    agent's are its own. A built-in side (evalctl's own code) that closes the connection or refuses
+    a frame says the engine went wrong, never the agent."""
     if what in ("connect", "lost"):
         return "transport"
+    if builtin and what in ("closed", "refused"):
+        return "engine"
     if role == "user":
         return "engine" if what == "crash" and builtin else "user_simulator"
     if what == "backend":
@@ -253,7 +258,7 @@ class SideLink:
         if msg["type"] == "error":
             code = msg["code"]
             kind: Literal["error", "timeout"] = "timeout" if code == "backend_timeout" else "error"
-            what = "backend" if code in BACKEND_CODES else "crash" if code == "internal_error" else "conduct"
+            what = "backend" if code in BACKEND_CODES else "crash" if code == "internal_error" else "refused"
             raise self.failure(kind, f"{self.role} side reported {code}: {clip(msg['message'])}", what)
         if not self.builtin:
             await self._check_id(msg)
