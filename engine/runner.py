@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -316,20 +317,46 @@ async def _session(
         )
 
 
+class CtrlC:
+    """What each Ctrl-C does to a run (the ``task`` running it): the first cancels it (the sessions
+    in flight stop, the finished ones and the summary are written) and says so; the second only
+    says the summary is coming (it used to quit without one); the third quits at once
+    (KeyboardInterrupt), the results written so far kept."""
+
+    FIRST = "stopping: the sessions in flight are cut; the finished results and the summary are written"
+    SECOND = "still writing; Ctrl-C once more quits without the summary (the results written so far are kept)"
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.presses = 0
+
+    def press(self) -> None:
+        self.presses += 1
+        if self.presses > 2:
+            raise KeyboardInterrupt
+        if self.presses == 1:
+            self.task.cancel()
+        print(f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}", file=sys.stderr, flush=True)
+
+
 def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run from a synchronous caller (the CLI); Ctrl-C or SIGTERM (a CI timeout, ``kill``) yields
     an ``interrupted`` report with the summary written; before the sessions start it raises
-    KeyboardInterrupt."""
+    KeyboardInterrupt. Repeated Ctrl-C: :class:`CtrlC`."""
 
     async def main() -> RunReport:
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
-        with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
+        assert task is not None
+        ctrl_c = CtrlC(task)
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+            loop.add_signal_handler(signal.SIGINT, ctrl_c.press)
         try:
             return await run(opts, voice)
         finally:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGTERM)
+                loop.remove_signal_handler(signal.SIGINT)
 
     try:
         return asyncio.run(main())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -165,6 +166,55 @@ def test_ctrl_c_keeps_finished_results_and_resume_completes(tmp_path: Path) -> N
     final = json.loads((out / "summary.json").read_text())
     assert final["results"] == SESSIONS and final["interrupted"] is False
     assert final["stop_reasons"] == {"exit": SESSIONS}  # every mock gold conversation ends the call
+
+
+def test_ctrl_c_twice_still_writes_the_summary(tmp_path: Path) -> None:
+    """An impatient second Ctrl-C (sent once the first one was seen) no longer quits without the
+    summary: whenever it lands, the run still ends with exit 130 and summary.json (before, a second
+    Ctrl-C while the writes finished left neither summary nor resume hint)."""
+    from engine.runner import CtrlC
+
+    out = tmp_path / "run"
+    args = [*SHOP_RUN, "--output-dir", str(out), "--no-progress", "--trials", str(TRIALS)]
+    proc = subprocess.Popen(
+        _cli(*args, "--concurrency", "2", "--replay-latency", "0.05"),
+        cwd=REPO,
+        preexec_fn=_sigint_default,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if re.match(rf"\[\d+/{SESSIONS} ", line):
+            break
+    proc.send_signal(signal.SIGINT)
+    said = ""
+    for line in proc.stderr:
+        said = line.strip()
+        if said == f"evalctl: {CtrlC.FIRST}":
+            break
+    assert said == f"evalctl: {CtrlC.FIRST}"  # the first Ctrl-C is answered at once
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 130, stderr
+    assert "interrupted; finished results kept in" in stderr and "Traceback" not in stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert summary["results"] == len(list(out.glob("*/trial_*/metrics.json")))
+
+
+async def test_repeated_ctrl_c_cancels_then_warns_then_quits(capsys: pytest.CaptureFixture[str]) -> None:
+    from engine.runner import CtrlC
+
+    task = asyncio.get_running_loop().create_future()  # stands for the run's task: cancel() is all it needs
+    ctrl_c = CtrlC(task)  # type: ignore[arg-type]
+    ctrl_c.press()
+    assert task.cancelled() and capsys.readouterr().err == f"evalctl: {CtrlC.FIRST}\n"
+    ctrl_c.press()
+    assert capsys.readouterr().err == f"evalctl: {CtrlC.SECOND}\n"
+    with pytest.raises(KeyboardInterrupt):
+        ctrl_c.press()
 
 
 async def test_serve_runs_a_built_in_side_as_its_own_process(tmp_path: Path) -> None:
