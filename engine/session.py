@@ -125,6 +125,9 @@ class _Session:
         self.ended: str | None = None  # exit / transfer / user_hangup, set by a tool
         self.engine_time_s = 0.0
         self.turns = {"agent": 0, "user": 0}
+        #: The side whose turn the engine awaits (None between turns): who held the clock when
+        #: ``max_duration`` ran out.
+        self.waiting_on: str | None = None
         self.idle_turns = 0  # turns in a row that moved nothing (engine.stuck)
         self.last_words: dict[str, str] = {}
         self.traffic = Traffic(limits.max_session_bytes)
@@ -227,7 +230,9 @@ class _Session:
         turn_id = await link.send("turn.request", turn=index, utterance=utterance, closing=closing)
         calls = 0
         while True:
+            self.waiting_on = role
             msg = await link.receive(self.limits.turn_timeout_s)
+            self.waiting_on = None
             if msg["type"] == "tool.call" and msg["reply_to"] == turn_id:
                 calls += 1
                 if calls > self.limits.max_tool_calls_per_turn:
@@ -375,6 +380,9 @@ async def run_session(
         stop, error, source = err.kind, err.message, err.source
     except TimeoutError:
         stop, error = "timeout", f"max_duration ({limits.max_duration_s:g} s) reached"
+        if session.waiting_on == "user":  # the user simulator held the clock: not the agent's failure
+            error += " while the user side was answering"
+            source = blame("user", "silent", "user" in builtin)
     except asyncio.CancelledError:
         await asyncio.shield(session.close("error", "run interrupted"))
         raise

@@ -3,6 +3,7 @@ and gold conversations (the cancel caller's, at 0.1 s a replay step, outlasts a 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
@@ -115,6 +116,38 @@ async def test_max_duration_stops_with_timeout(loaded: LoadedDomain) -> None:
     assert result.stop_reason == "timeout"
     assert "max_duration (0.4 s)" in (result.error or "")
     assert 0.4 <= result.duration_s < 1.5
+
+
+class _Hangs:
+    """A side that answers its first turn, then never answers again (a model that hangs)."""
+
+    name = "hangs"
+
+    def __init__(self, info: SessionInfo) -> None:
+        self.turns = 0
+
+    async def respond(self, messages, tools, turn: TurnInfo) -> BackendReply:
+        self.turns += 1
+        if self.turns > 1:
+            await asyncio.Event().wait()
+        return say("Hello, I need help with an order.")
+
+
+@pytest.mark.parametrize(("slow", "source"), [("user", "user_simulator"), ("agent", None)])
+async def test_max_duration_while_the_user_side_answers_is_not_the_agents_failure(
+    loaded: LoadedDomain, slow: str, source: str | None
+) -> None:
+    """Who held the clock when max_duration ran out: a user simulator stuck in its turn makes the
+    result an error (infrastructure), never the agent's failure; an agent stuck in its own turn
+    fails as before."""
+    scenario = dataclasses.replace(loaded.scenario("mock__cancel_order"), max_duration=0.5)
+    chatty = scripted_factory(lambda t: say("Sure, what is the order number?"))
+    agent, user = (_Hangs, chatty) if slow == "agent" else (chatty, _Hangs)
+    limits = SessionLimits(max_duration_s=scenario.max_duration, turn_timeout_s=30)
+    result = await session_between(scenario, agent, user, limits)
+    assert result.stop_reason == "timeout" and result.error_source == source
+    assert (result.error or "").startswith("max_duration (0.5 s) reached")
+    assert ("while the user side was answering" in (result.error or "")) is (slow == "user")
 
 
 async def test_side_that_cannot_play_the_scenario_is_an_error(loaded: LoadedDomain) -> None:
