@@ -130,8 +130,9 @@ def _sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_ctrl_c_keeps_finished_results_and_resume_completes(tmp_path: Path) -> None:
-    out = tmp_path / "run"
+def _interrupted_run(out: Path) -> subprocess.Popen[str]:
+    """A run of the shop's sessions into ``out`` (slowed by a replay latency), sent Ctrl-C once its
+    first session has finished (its progress line read from stderr)."""
     args = [*SHOP_RUN, "--output-dir", str(out), "--no-progress", "--trials", str(TRIALS)]
     proc = subprocess.Popen(
         _cli(*args, "--concurrency", "2", "--replay-latency", "0.05"),
@@ -146,6 +147,12 @@ def test_ctrl_c_keeps_finished_results_and_resume_completes(tmp_path: Path) -> N
         if re.match(rf"\[\d+/{SESSIONS} ", line):
             break
     proc.send_signal(signal.SIGINT)
+    return proc
+
+
+def test_ctrl_c_keeps_finished_results_and_resume_completes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = _interrupted_run(out)
     _, stderr = proc.communicate(timeout=20)
     assert proc.returncode == 130, stderr
     assert "interrupted; finished results kept in" in stderr and "Traceback" not in stderr
@@ -175,20 +182,8 @@ def test_ctrl_c_twice_still_writes_the_summary(tmp_path: Path) -> None:
     from engine.runner import CtrlC
 
     out = tmp_path / "run"
-    args = [*SHOP_RUN, "--output-dir", str(out), "--no-progress", "--trials", str(TRIALS)]
-    proc = subprocess.Popen(
-        _cli(*args, "--concurrency", "2", "--replay-latency", "0.05"),
-        cwd=REPO,
-        preexec_fn=_sigint_default,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _interrupted_run(out)
     assert proc.stderr is not None
-    for line in proc.stderr:
-        if re.match(rf"\[\d+/{SESSIONS} ", line):
-            break
-    proc.send_signal(signal.SIGINT)
     said = ""
     for line in proc.stderr:
         said = line.strip()
