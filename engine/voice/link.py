@@ -23,7 +23,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed
 
 from engine.protocol import AUDIO_PROTOCOL_VERSION, ProtocolError
-from engine.sides.link import SideFailure, SideLink
+from engine.sides.link import SideFailure, SideLink, other_role
 from engine.voice.asr import Recognizer
 from engine.voice.frames import AudioFrame, FrameError, pack, split, unpack
 from engine.voice.pcm import trim
@@ -136,7 +136,7 @@ class AudioLink(SideLink):
 
     async def _send_binary(self, data: bytes) -> None:
         if self.traffic is not None:
-            self.traffic.charge(self.role, len(data))
+            self.traffic.charge(self.role, len(data), other_role(self.role))  # the caller's speech
         try:
             await self.ws.send(data)
         except ConnectionClosed as err:
