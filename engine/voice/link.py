@@ -109,7 +109,8 @@ class AudioLink(SideLink):
             pcm = await call.config.tts.synthesize(words, timeline.rate) if words.strip() else b""
             pcm = trim(pcm, timeline.rate)  # the caller's audio ends where its speech ends
         except TTSError as err:
-            raise SideFailure("error", f"the caller's text-to-speech failed: {err}") from None
+            # the engine's own synthesis of the caller (never the agent's failure)
+            raise SideFailure("error", f"the caller's text-to-speech failed: {err}", "engine") from None
         call.tts_s += time.perf_counter() - t0
         audio = None
         if pcm:
