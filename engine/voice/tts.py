@@ -34,8 +34,15 @@ class Synthesizer(Protocol):
 
 
 async def _run(argv: list[str], data: bytes, timeout_s: float) -> bytes:
+    # its own session (process group): a terminal's Ctrl-C goes to the foreground group, and the
+    # synthesiser killed by it failed its turn with a traceback ("side session crashed") before the
+    # run's own cancellation came; the run ends the program itself (_end)
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
     )
     try:
         async with asyncio.timeout(timeout_s):
