@@ -64,8 +64,16 @@ async def _end(proc: asyncio.subprocess.Process) -> None:
     at exit)."""
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
-    with contextlib.suppress(asyncio.CancelledError):
-        await proc.wait()
+    try:
+        with contextlib.suppress(asyncio.CancelledError):
+            await proc.wait()
+    finally:
+        # the program's end does not close its pipes: that waits for their EOF on a later turn of
+        # the loop, which a run ending at once never takes ('Exception ignored ... Event loop is
+        # closed' at exit); closing the transport here closes them while the loop still runs
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
 
 
 @dataclass(frozen=True)
