@@ -42,4 +42,3 @@ async def test_the_synthesiser_is_out_of_reach_of_a_terminals_ctrl_c() -> None:
     code = "import os, sys; sys.stdout.write(str(os.getpgid(0)))"
     out = await tts._run([sys.executable, "-c", code], b"", 30.0)
     assert int(out) != os.getpgid(0)
-
