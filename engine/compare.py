@@ -26,6 +26,7 @@ from engine.records.metrics import MetricsRecord
 from engine.records.run import RunRecord
 from engine.records.summary import SignalRate, SummaryRecord, Tally
 from engine.results import load_summary, scored_dirs
+from engine.settings import FLAGS
 from engine.untrusted import one_line
 
 #: run.json's hash tables that must agree for two runs to be comparable, with their names.
@@ -173,7 +174,8 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
         ("models", _models(a), _models(b)),
         ("trials", sa.trials, sb.trials),
     ]
-    pairs += [(f"setting {key}", va, vb) for key, va, vb in _setting_changes(a.settings, b.settings)]
+    changed = _setting_changes(a.settings, b.settings)
+    pairs += [(FLAGS.get(key, key), _unset(va), _unset(vb)) for key, va, vb in changed]
     for what, va, vb in pairs:
         if va != vb:
             notes.append(one_line(f"{what}: A {va}, B {vb}", 400))
@@ -186,6 +188,11 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
 #: Settings in run.json said elsewhere (models, trials, the voice warning) or that cannot change a
 #: verdict (where the key is read from, the shard of a merged run).
 _SAID_ELSEWHERE = frozenset({"agent", "user", "trials", "voice", "api_key_env", "shard", "judge_api_key_env"})
+
+
+def _unset(value: Any) -> Any:
+    """A setting as a note shows it: ``not set`` for one left unset (not ``None``)."""
+    return "not set" if value is None else value
 
 
 def _setting_changes(

@@ -103,7 +103,8 @@ def _left_gold_path(sdir: Path) -> str | None:
         for c in made
         if isinstance(c, dict) and c.get("side", "agent") == "agent" and c.get("name") not in ending
     ]
-    for i, want in enumerate(gold["tool_calls"]):
+    gold_calls = [c for c in gold["tool_calls"] if c.get("name") not in ending]
+    for i, want in enumerate(gold_calls):
         got = ours[i] if i < len(ours) else None
         if got is None or got.get("name") != want["name"] or _args(got.get("arguments")) != want["arguments"]:
             shown = f"{got.get('name')}({_args_text(got.get('arguments'))})" if got else "no call"
@@ -114,9 +115,9 @@ def _left_gold_path(sdir: Path) -> str | None:
                 "lines were the gold's, not answers to this agent (a replay-caller run is a conformance "
                 "check, not a score of a model)"
             )
-    extra = ours[len(gold["tool_calls"]) :]
+    extra = ours[len(gold_calls) :]
     if extra:
-        return f"followed the gold's {len(gold['tool_calls'])} tool calls, then made {len(extra)} more"
+        return f"followed the gold's {len(gold_calls)} tool calls, then made {len(extra)} more"
     return "followed the gold path (every gold tool call, in order)"
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import socket
 import sys
 import tarfile
 import tempfile
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from engine.backends.probe import PROBE_TIMEOUT_S
 from engine.errors import InfrastructureError, UsageError
 from engine.merge import merge_runs
 from engine.options import RunOptions
@@ -91,6 +93,24 @@ def _checked(opts: RunOptions) -> tuple[RunOptions, list[str], Path]:
     return absolute, [s.name for s in chosen], out or fresh_default_dir()
 
 
+def _check_reachable(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Raise InfrastructureError (one line) when nothing accepts a TCP connection at the
+    ``host:port`` of ``address`` (also ``ray://host:port``) within ``timeout_s``: ``ray.init`` keeps
+    retrying such an address for minutes. ``local``, ``auto`` and addresses without a port are
+    left to Ray."""
+    target = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError, OverflowError) as err:
+        why = getattr(err, "strerror", None) or err
+        raise InfrastructureError(
+            f"--ray {address}: cannot connect to the Ray cluster: nothing answers at {host}:{port} ({why})"
+        ) from None
+
+
 def run_on_ray(opts: RunOptions, address: str, argv: Sequence[str] | None = None) -> RayOutcome:
     """Run ``opts`` as shards on the Ray cluster at ``address`` and merge them (module
     docstring). Raises UsageError (one line) when Ray is missing or the input is bad,
@@ -104,6 +124,7 @@ def run_on_ray(opts: RunOptions, address: str, argv: Sequence[str] | None = None
     try:
         if started_here:
             extra = {"_temp_dir": scratch} if scratch else {}
+            _check_reachable(address)
             try:
                 ray.init(
                     address=address,

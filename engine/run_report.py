@@ -32,6 +32,8 @@ class RunReport:
     wall_s: float = 0.0
     trials: int = 1
     totals: SummaryTotals = field(default_factory=SummaryTotals, repr=False)
+    #: Ctrl-C presses the run took (``engine.runner.CtrlC``): the outcome is printed counting on.
+    ctrl_c_presses: int = 0
 
     def add(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         """Keep what the report needs of a finished session (its small record, and its metrics in

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -338,6 +339,35 @@ class CtrlC:
             self.task.cancel()
         print(f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}", file=sys.stderr, flush=True)
 
+    @staticmethod
+    @contextlib.contextmanager
+    def while_printing(report: RunReport) -> Iterator[None]:
+        """Ctrl-C while the outcome of an interrupted run is printed (the run's loop and its
+        handler are gone by then) counts on from the run's presses: a second only says the rest is
+        coming, a third quits. Before, the default handler quit at once and cut the table and the
+        resume hint (``interrupted; finished results kept in ...``)."""
+        if not report.interrupted:
+            yield
+            return
+        presses = max(report.ctrl_c_presses, 1)
+
+        def press(signum: int, frame: Any) -> None:
+            nonlocal presses
+            presses += 1
+            if presses > 2:
+                raise KeyboardInterrupt
+            print(f"evalctl: {CtrlC.SECOND}", file=sys.stderr, flush=True)
+
+        try:
+            previous = signal.signal(signal.SIGINT, press)
+        except ValueError:  # not the main thread
+            yield
+            return
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
 
 def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run from a synchronous caller (the CLI); Ctrl-C or SIGTERM (a CI timeout, ``kill``) yields
@@ -352,7 +382,9 @@ def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
             loop.add_signal_handler(signal.SIGINT, ctrl_c.press)
         try:
-            return await run(opts, voice)
+            report = await run(opts, voice)
+            report.ctrl_c_presses = ctrl_c.presses
+            return report
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGTERM)

@@ -125,9 +125,11 @@ class _Session:
         self.ended: str | None = None  # exit / transfer / user_hangup, set by a tool
         self.engine_time_s = 0.0
         self.turns = {"agent": 0, "user": 0}
-        #: The side whose turn the engine awaits (None between turns): who held the clock when
-        #: ``max_duration`` ran out.
-        self.waiting_on: str | None = None
+        #: The sides whose message the engine awaits, with when it began waiting (both while the
+        #: sides start), and the seconds each side kept the engine waiting so far: who held the
+        #: clock when ``max_duration`` ran out (:meth:`clock`).
+        self.waiting: dict[str, float] = {}
+        self.held = {"agent": 0.0, "user": 0.0}
         self.idle_turns = 0  # turns in a row that moved nothing (engine.stuck)
         self.last_words: dict[str, str] = {}
         self.traffic = Traffic(limits.max_session_bytes)
@@ -187,11 +189,27 @@ class _Session:
                 "max_turns": self.limits.max_turns,
             },
         )
-        ready = await link.receive(self.limits.turn_timeout_s)
+        ready = await self._await(link)
         self._expect(link, ready, "session.ready", start_id)
         backend = ready.get("backend")
         if backend:
             setattr(self.result, f"{role}_backend", one_line(backend, 200))
+
+    async def _await(self, link: SideLink) -> dict[str, Any]:
+        """The side's next message, its wait counted to it (:attr:`held`)."""
+        role = link.role
+        self.waiting[role] = began = time.perf_counter()
+        msg = await link.receive(self.limits.turn_timeout_s)  # cut short: the wait stays in waiting
+        del self.waiting[role]
+        self.held[role] += time.perf_counter() - began
+        return msg
+
+    def clock(self) -> tuple[bool, float, float]:
+        """When ``max_duration`` runs out: whether the user side is being waited for, and the
+        seconds the user and the agent side held the clock (waits in progress included)."""
+        now = time.perf_counter()
+        held = {role: spent + now - self.waiting.get(role, now) for role, spent in self.held.items()}
+        return "user" in self.waiting, held["user"], held["agent"]
 
     def _expect(self, link: SideLink, msg: dict[str, Any], mtype: str, reply_to: str) -> None:
         if msg["type"] != mtype or msg.get("reply_to") != reply_to:
@@ -230,9 +248,7 @@ class _Session:
         turn_id = await link.send("turn.request", turn=index, utterance=utterance, closing=closing)
         calls = 0
         while True:
-            self.waiting_on = role
-            msg = await link.receive(self.limits.turn_timeout_s)
-            self.waiting_on = None
+            msg = await self._await(link)
             if msg["type"] == "tool.call" and msg["reply_to"] == turn_id:
                 calls += 1
                 if calls > self.limits.max_tool_calls_per_turn:
@@ -380,8 +396,13 @@ async def run_session(
         stop, error, source = err.kind, err.message, err.source
     except TimeoutError:
         stop, error = "timeout", f"max_duration ({limits.max_duration_s:g} s) reached"
-        if session.waiting_on == "user":  # the user simulator held the clock: not the agent's failure
+        answering, user_s, agent_s = session.clock()
+        if answering:
             error += " while the user side was answering"
+        # the user simulator's failure, not the agent's, when it took most of the time: an agent
+        # that stalls until just before the end and then hands the turn over is still to blame
+        if user_s > agent_s:
+            error += f" (the user side took {user_s:.1f} s of it, the agent {agent_s:.1f} s)"
             source = blame("user", "silent", "user" in builtin)
     except asyncio.CancelledError:
         await asyncio.shield(session.close("error", "run interrupted"))

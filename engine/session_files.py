@@ -127,12 +127,19 @@ def gold_path(scenario: Scenario) -> dict[str, Any]:
     """What a replay caller plays against a model agent, for triage: the gold's agent tool calls
     ``[{turn, name, arguments}]`` (``turn``: the agent turn, counted from 0) and its caller lines."""
     calls: list[dict[str, Any]] = []
-    turn = -1
+    # counted as the replay sides play the trace (engine.backends.replay.split_trace): every user
+    # group (a user line, or user tool calls after the agent's steps) is followed by an agent turn,
+    # and when the agent opens the call its turn 0 comes before the caller's first group
+    turn = -1 if scenario.user_speaks_first else 0
+    previous = None
     assert scenario.gold_trace is not None
     for step in scenario.gold_trace:
-        if step.kind == "user":
+        user_step = step.kind == "user" or (step.kind == "tool_call" and step.side == "user")
+        side = "user" if user_step else "agent"
+        if side == "user" and (previous != "user" or step.kind == "user"):
             turn += 1
-        elif step.kind == "tool_call" and step.side == "agent":
+        previous = side
+        if step.kind == "tool_call" and step.side == "agent":
             calls.append({"turn": max(turn, 0), "name": step.tool, "arguments": dict(step.arguments)})
     ending = [t.name for t in scenario.tools.tools if t.ends_call == "exit"]
     return {

@@ -157,5 +157,14 @@ def parse_backend_spec(text: str) -> BackendSpec:
     if value.startswith("openai:") and value[len("openai:") :].strip():
         return BackendSpec("openai", model=value[len("openai:") :].strip())
     if value.startswith(("ws://", "wss://")) and len(value.split("://", 1)[1]) > 0:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value)
+            port = parts.port  # a port out of range or not a number raises ValueError
+        except ValueError as err:
+            raise UsageError(f"backend {text!r}: not a usable ws:// URL ({err})") from None
+        if not parts.hostname or port == 0:
+            raise UsageError(f"backend {text!r}: not a usable ws:// URL (expected ws://host:port)")
         return BackendSpec("external", uri=value)
     raise UsageError(f"unknown backend {text!r}: expected replay, noop, openai:MODEL or ws://host:port")

@@ -16,6 +16,14 @@ def text_console(stderr: bool = False) -> Console:
     them), no emoji codes (``:m:`` in ``openai:m: HTTP 401`` is not one), and tables
     :data:`PIPED_WIDTH` wide off a terminal unless ``$COLUMNS`` is set."""
     console = Console(stderr=stderr, soft_wrap=True, emoji=False)
-    if not console.is_terminal and not os.environ.get("COLUMNS"):
+    # a $COLUMNS that is not a positive number (0 in some CI shells) does not count: rich read 0 as
+    # a width of 0 and printed nothing at all (no rates, no results folder, no error line)
+    if not _columns() and (not console.is_terminal or console.width < 1):
         console.width = PIPED_WIDTH
     return console
+
+
+def _columns() -> int | None:
+    """``$COLUMNS`` when it is a positive whole number, else None."""
+    raw = os.environ.get("COLUMNS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None

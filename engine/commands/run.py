@@ -12,7 +12,7 @@ from engine.domains.registry import plugins
 from engine.errors import INFRASTRUCTURE_EXIT
 from engine.options import RunOptions
 from engine.run_report import RunReport
-from engine.runner import run_cli
+from engine.runner import CtrlC, run_cli
 
 
 def run(
@@ -34,7 +34,9 @@ def run(
     (``engine.ray_run``; exit 3 when a shard failed)."""
     opts = replace(opts, plugins=plugins())
     if ray is None:
-        code = print_outcome(run_cli(opts), fail_under, prices, allow_errors)
+        outcome = run_cli(opts)
+        with CtrlC.while_printing(outcome):
+            code = print_outcome(outcome, fail_under, prices, allow_errors)
         if opts.shard is not None:  # its rates are the slice's, not the selection's
             text_console().print(
                 f"shard {opts.shard} of the selection: `evalctl merge` combines the shards into one run",

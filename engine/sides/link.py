@@ -71,24 +71,41 @@ def blame(role: str, what: str, builtin: bool = False) -> str | None:
 class Traffic:
     """Bytes of frames exchanged with the sides of one session (both directions: utterances, tool
     calls and their arguments, tool results, prompts), against ``limit``: what the engine keeps of
-    a session grows with it, so a session over it ends with stop reason ``error``."""
+    a session grows with it, so a session over it ends with stop reason ``error``.
+
+    ``by_role`` counts the bytes on each side's connection; ``by_cause`` counts them by the side
+    whose words they carry (a ``turn.request`` forwards the other side's reply, an audio frame the
+    caller's speech): when the budget runs out the side that used most of it is blamed, not the
+    one whose frame happened to cross the limit (a side could otherwise fill the budget with its
+    own replies and have the last forward of them put on the other side)."""
 
     def __init__(self, limit: int):
         self.limit = limit
         self.by_role: dict[str, int] = {}
+        self.by_cause: dict[str, int] = {}
 
-    def charge(self, role: str, size: int) -> None:
-        """Count ``size`` bytes to or from ``role``; raises SideFailure (``error``) past the limit."""
+    def charge(self, role: str, size: int, cause: str | None = None) -> None:
+        """Count ``size`` bytes to or from ``role``, carrying the words of ``cause`` (default
+        ``role``); raises SideFailure (``error``) past the limit, blamed on the side that caused
+        the most bytes."""
         self.by_role[role] = self.by_role.get(role, 0) + size
+        cause = cause or role
+        self.by_cause[cause] = self.by_cause.get(cause, 0) + size
         total = sum(self.by_role.values())
         if total > self.limit:
             each = ", ".join(f"{r} {n}" for r, n in sorted(self.by_role.items()))
+            culprit = max(sorted(self.by_cause), key=lambda r: self.by_cause[r])
             raise SideFailure(
                 "error",
                 f"session byte budget exhausted: {total} bytes exchanged with the sides ({each}), "
-                f"over the {self.limit} byte limit",
-                blame(role, "conduct"),
+                f"over the {self.limit} byte limit; most of them carried the {culprit} side's words",
+                blame(culprit, "conduct"),
             )
+
+
+def other_role(role: str) -> str:
+    """The other party of a conversation (``agent`` <-> ``user``)."""
+    return "user" if role == "agent" else "agent"
 
 
 #: Seconds between the engine's keepalive pings to a side. They never time out (``ping_timeout``
@@ -216,7 +233,8 @@ class SideLink:
                 f"{MAX_FRAME_BYTES} byte frame limit; not sent",
             )
         if self.traffic is not None:
-            self.traffic.charge(self.role, size)
+            forwards = message_type == "turn.request" and fields.get("utterance")
+            self.traffic.charge(self.role, size, other_role(self.role) if forwards else None)
         try:
             await self.ws.send(frame)
         except ConnectionClosed as err:

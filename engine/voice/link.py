@@ -23,7 +23,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed
 
 from engine.protocol import AUDIO_PROTOCOL_VERSION, ProtocolError
-from engine.sides.link import SideFailure, SideLink
+from engine.sides.link import SideFailure, SideLink, other_role
 from engine.voice.asr import Recognizer
 from engine.voice.frames import AudioFrame, FrameError, pack, split, unpack
 from engine.voice.pcm import trim
@@ -109,7 +109,8 @@ class AudioLink(SideLink):
             pcm = await call.config.tts.synthesize(words, timeline.rate) if words.strip() else b""
             pcm = trim(pcm, timeline.rate)  # the caller's audio ends where its speech ends
         except TTSError as err:
-            raise SideFailure("error", f"the caller's text-to-speech failed: {err}") from None
+            # the engine's own synthesis of the caller (never the agent's failure)
+            raise SideFailure("error", f"the caller's text-to-speech failed: {err}", "engine") from None
         call.tts_s += time.perf_counter() - t0
         audio = None
         if pcm:
@@ -136,7 +137,7 @@ class AudioLink(SideLink):
 
     async def _send_binary(self, data: bytes) -> None:
         if self.traffic is not None:
-            self.traffic.charge(self.role, len(data))
+            self.traffic.charge(self.role, len(data), other_role(self.role))  # the caller's speech
         try:
             await self.ws.send(data)
         except ConnectionClosed as err:

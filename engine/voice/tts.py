@@ -34,8 +34,15 @@ class Synthesizer(Protocol):
 
 
 async def _run(argv: list[str], data: bytes, timeout_s: float) -> bytes:
+    # its own session (process group): a terminal's Ctrl-C goes to the foreground group, and the
+    # synthesiser killed by it failed its turn with a traceback ("side session crashed") before the
+    # run's own cancellation came; the run ends the program itself (_end)
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
     )
     try:
         async with asyncio.timeout(timeout_s):
@@ -57,8 +64,16 @@ async def _end(proc: asyncio.subprocess.Process) -> None:
     at exit)."""
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
-    with contextlib.suppress(asyncio.CancelledError):
-        await proc.wait()
+    try:
+        with contextlib.suppress(asyncio.CancelledError):
+            await proc.wait()
+    finally:
+        # the program's end does not close its pipes: that waits for their EOF on a later turn of
+        # the loop, which a run ending at once never takes ('Exception ignored ... Event loop is
+        # closed' at exit); closing the transport here closes them while the loop still runs
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
 
 
 @dataclass(frozen=True)

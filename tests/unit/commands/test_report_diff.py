@@ -197,3 +197,20 @@ def test_piped_tables_are_wide_enough_for_the_signal_rows(monkeypatch: pytest.Mo
     assert text_console().width == PIPED_WIDTH and text_console(stderr=True).width == PIPED_WIDTH
     monkeypatch.setenv("COLUMNS", "90")
     assert text_console().width == 90
+
+
+@pytest.mark.parametrize("columns", ["0", "-5", "abc", ""])
+def test_a_columns_value_that_is_no_width_is_ignored(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], columns: str
+) -> None:
+    """COLUMNS=0 (some CI shells) made rich print nothing: `evalctl run` showed no rates, no results
+    folder and no error line; other values that are no width gave 80 columns."""
+    from engine.commands.console import PIPED_WIDTH, text_console
+
+    monkeypatch.setenv("COLUMNS", columns)
+    for stderr in (False, True):
+        console = text_console(stderr=stderr)
+        assert console.width == PIPED_WIDTH
+        console.print("results: runs/x", markup=False)
+    said = capsys.readouterr()
+    assert "results: runs/x" in said.out and "results: runs/x" in said.err

@@ -212,6 +212,40 @@ async def test_repeated_ctrl_c_cancels_then_warns_then_quits(capsys: pytest.Capt
         ctrl_c.press()
 
 
+def test_ctrl_c_while_the_outcome_is_printed_keeps_the_resume_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second Ctrl-C that lands after the run's loop ended, while the table of an interrupted
+    run is printed, only says the rest is coming (before, the default handler quit there: no table,
+    no `interrupted; finished results kept in` hint, which is what a second press must not lose)."""
+    from engine.commands import run as run_verb
+    from engine.runner import CtrlC
+
+    real_run_cli, real_print = run_verb.run_cli, run_verb.print_outcome
+
+    def interrupted_run(opts):  # type: ignore[no-untyped-def]
+        report = real_run_cli(opts)
+        report.interrupted, report.ctrl_c_presses = True, 1  # as if the first Ctrl-C stopped it
+        return report
+
+    def pressed_while_printing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        signal.raise_signal(signal.SIGINT)  # the second press
+        return real_print(*args, **kwargs)
+
+    monkeypatch.setattr(run_verb, "run_cli", interrupted_run)
+    monkeypatch.setattr(run_verb, "print_outcome", pressed_while_printing)
+    opts = run_options(*SHOP, output_dir=tmp_path / "run", progress=False, quiet=True)
+    try:
+        code = run_verb.run(opts)
+    except KeyboardInterrupt:
+        pytest.fail("the second Ctrl-C quit while the outcome was printed")
+    assert code == 130
+    err = capsys.readouterr().err
+    assert f"evalctl: {CtrlC.SECOND}" in err
+    assert f"interrupted; finished results kept in {tmp_path / 'run'}" in err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 async def test_serve_runs_a_built_in_side_as_its_own_process(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         _cli(

@@ -176,5 +176,5 @@ def test_runs_with_other_limits_or_scoring_rules_say_so(tmp_path: Path) -> None:
     plain, plain2, short = one(tmp_path / "a"), one(tmp_path / "b"), one(tmp_path / "c", max_turns=2)
     assert compare_runs(plain, plain2).notes == ()
     notes = compare_runs(plain, short).notes
-    assert notes == ("setting max_turns: A None, B 2",)
-    assert "note: setting max_turns: A None, B 2" in render_text(compare_runs(plain, short))
+    assert notes == ("--max-turns: A not set, B 2",)  # the option's name, not run.json's key and None
+    assert "note: --max-turns: A not set, B 2" in render_text(compare_runs(plain, short))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -15,7 +16,7 @@ import pytest
 
 import cli
 from engine.errors import UsageError
-from tests.conftest import MOCK_SPEC_DIR, REPO
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import SHOP_RUN, hashes, verdicts
 
@@ -34,6 +35,22 @@ def test_a_missing_ray_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     message = r"^--ray needs Ray, which is not installed: pip install 'evalctl\[ray\]'$"
     with pytest.raises(UsageError, match=message):
         run_on_ray(run_options(MOCK_SPEC_DIR, output_dir=tmp_path / "out"), "local")
+
+
+def test_an_unreachable_ray_cluster_is_exit_3_at_once(tmp_path: Path) -> None:
+    # Before, ray.init retried a closed address for minutes (over 5 min with --ray 127.0.0.1:PORT).
+    pytest.importorskip("ray")
+    from engine.errors import InfrastructureError
+    from engine.ray_run import run_on_ray
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    message = rf"^--ray 127.0.0.1:{port}: cannot connect to the Ray cluster"
+    with pytest.raises(InfrastructureError, match=message):
+        opts = run_options(MOCK_SPEC_DIR, MOCK_DATA_ROOT, output_dir=tmp_path / "out")
+        run_on_ray(opts, f"127.0.0.1:{port}")
+    assert InfrastructureError.exit_code == 3
 
 
 def test_ray_shards_merge_into_one_runs_summary(tmp_path: Path, request: pytest.FixtureRequest) -> None:

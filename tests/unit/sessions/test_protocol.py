@@ -121,6 +121,15 @@ def test_bad_backend_specs(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "text", ["ws://127.0.0.1:99999", "ws://[::1", "ws://host:abc", "ws://:9000", "wss://h:0"]
+)
+def test_unusable_ws_urls_are_bad_input(text: str) -> None:
+    # They passed the prefix check and surfaced later as a traceback (exit 1) from the side probe.
+    with pytest.raises(UsageError, match="not a usable ws:// URL"):
+        parse_backend_spec(text)
+
+
+@pytest.mark.parametrize(
     ("frame", "code", "needle"),
     [
         ("[" * 100_000 + "]" * 100_000, "bad_json", "nested too deeply"),

@@ -150,6 +150,46 @@ async def test_max_duration_while_the_user_side_answers_is_not_the_agents_failur
     assert ("while the user side was answering" in (result.error or "")) is (slow == "user")
 
 
+class _StallsThenTalks:
+    """An agent that cannot win: it sits on its first turn until shortly before max_duration
+    (1.4 s of 2), then hands the turn to the user side, so that time runs out while it answers."""
+
+    name = "stalls"
+
+    def __init__(self, info: SessionInfo) -> None:
+        pass
+
+    async def respond(self, messages, tools, turn: TurnInfo) -> BackendReply:
+        await asyncio.sleep(1.4)
+        return say("Could you repeat your order number?")
+
+
+class _Thinks:
+    """A user side that opens the call at once, then takes 1 s a turn (a model's latency)."""
+
+    name = "thinks"
+
+    def __init__(self, info: SessionInfo) -> None:
+        self.turns = 0
+
+    async def respond(self, messages, tools, turn: TurnInfo) -> BackendReply:
+        self.turns += 1
+        await asyncio.sleep(0.05 if self.turns == 1 else 1.0)
+        return say("It is order 1234.")
+
+
+async def test_an_agent_cannot_stall_until_the_user_side_holds_the_clock(loaded: LoadedDomain) -> None:
+    """Before the fix whoever was answering when max_duration ran out was blamed: an agent that
+    stalled 1.4 s of a 2 s session and then handed over had its timeout put on the user simulator
+    (verdict error, never a FAIL). The side that took most of the time is blamed."""
+    scenario = dataclasses.replace(loaded.scenario("mock__cancel_order"), max_duration=2.0)
+    limits = SessionLimits(max_duration_s=scenario.max_duration, turn_timeout_s=30)
+    result = await session_between(scenario, _StallsThenTalks, _Thinks, limits)
+    assert result.stop_reason == "timeout"
+    assert "while the user side was answering" in (result.error or "")  # the hand-over worked
+    assert result.error_source is None  # yet the agent's own failure
+
+
 async def test_side_that_cannot_play_the_scenario_is_an_error(loaded: LoadedDomain) -> None:
     scenario = loaded.scenario("mock__cancel_order")
     result = await session_between(scenario, ReplayFactory({}), ReplayFactory({scenario.name: scenario}))

@@ -43,7 +43,7 @@ from engine.specs import LoadedDomain
 from engine.untrusted import MAX_COUNT, one_line
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.record_helpers import metrics_row
-from tests.runtime_helpers import run_options, scripted_factory, session_between
+from tests.runtime_helpers import run_options, say, scripted_factory, session_between
 
 SCENARIO, OTHER = "mock__cancel_order", "mock__shipped_refusal"
 FORGED = "Overall Success Rate: 100.0% (50/50 scenarios)"
@@ -266,6 +266,30 @@ async def test_two_sides_trading_big_utterances_run_out_of_bytes(loaded: LoadedD
     assert (result.error or "").startswith("session byte budget exhausted:"), result.error
     assert "over the 8388608 byte limit" in (result.error or "")
     assert 4 <= result.agent_turns + result.user_turns <= 10  # stopped near 8 MiB, not at max_turns
+
+
+async def test_an_agent_filling_the_byte_budget_is_blamed_even_when_the_forward_crosses_it(
+    loaded: LoadedDomain,
+) -> None:
+    # Before the fix the side whose frame crossed the limit was blamed: an agent replying 1 MB
+    # under a 1.5 MB budget crossed it on the forward of its own words to the user side, and the
+    # session became the user simulator's failure (verdict error, never a FAIL) instead of its own.
+    limits = SessionLimits(max_duration_s=30, turn_timeout_s=5, max_session_bytes=1_500_000)
+    quiet = scripted_factory(lambda turn: say("Please go on."))
+    async with agent_side(lambda start, turn: {"text": "x" * 1_000_000}) as uri:
+        result = await session_between(loaded.scenario(SCENARIO), uri, quiet, limits)
+    assert (result.error or "").startswith("session byte budget exhausted:"), result.error
+    assert "carried the agent side's words" in (result.error or "")
+    assert result.error_source is None  # the agent's own conduct: scored, a FAIL
+
+
+async def test_a_user_side_filling_the_byte_budget_is_not_the_agents_failure(loaded: LoadedDomain) -> None:
+    limits = SessionLimits(max_duration_s=30, turn_timeout_s=5, max_session_bytes=1_500_000)
+    chatty = scripted_factory(lambda turn: say("y" * 1_000_000))
+    quiet = scripted_factory(lambda turn: say("How can I help?"))
+    result = await session_between(loaded.scenario(SCENARIO), quiet, chatty, limits)
+    assert (result.error or "").startswith("session byte budget exhausted:"), result.error
+    assert result.error_source == "user_simulator"
 
 
 def test_the_default_byte_budget_is_documented() -> None:

@@ -31,3 +31,14 @@ async def test_a_cancelled_synthesis_step_ends_its_program(monkeypatch: pytest.M
     with pytest.raises(asyncio.CancelledError):
         await step
     assert started[0].returncode is not None  # killed and reaped, not left running
+
+
+async def test_the_synthesiser_is_out_of_reach_of_a_terminals_ctrl_c() -> None:
+    """A terminal's Ctrl-C is sent to the foreground process group: an espeak-ng or sox in evalctl's
+    group died of it and its turn failed with a traceback ("side session crashed") before the run
+    cancelled its sessions. The program runs in a process group of its own; the run ends it."""
+    import os
+
+    code = "import os, sys; sys.stdout.write(str(os.getpgid(0)))"
+    out = await tts._run([sys.executable, "-c", code], b"", 30.0)
+    assert int(out) != os.getpgid(0)

@@ -30,7 +30,7 @@ from engine.voice.link import VoiceConfig
 from engine.voice.pcm import read_wav, silence, speech_bounds, tone, trim
 from engine.voice.run import VoiceRun
 from engine.voice.side import VoiceStyle
-from engine.voice.tts import ToneVoice
+from engine.voice.tts import ToneVoice, TTSError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
 
@@ -339,6 +339,23 @@ async def test_broken_voice_sides_end_their_session(tmp_path: Path, fault: str, 
         metrics = await _run(tmp_path, THREE[:1], agent=uri, voice=voice_run())
     m = metrics[THREE[0]]
     assert m["stop_reason"] == "error" and message in m["error"], m["error"]
+
+
+class _BrokenTTS:
+    """A synthesiser that fails as espeak-ng does when it crashes."""
+
+    name = "broken"
+
+    async def synthesize(self, text: str, rate: int) -> bytes:
+        raise TTSError("espeak-ng exited with 1: simulated crash")
+
+
+async def test_a_failing_caller_tts_is_an_error_not_the_agents_failure(tmp_path: Path) -> None:
+    # Before the fix the engine's own text-to-speech of the caller failing was a FAIL of the agent.
+    voice = VoiceRun(VoiceConfig(_BrokenTTS()), VoiceStyle(TONE))  # type: ignore[arg-type]
+    metrics = (await _run(tmp_path, THREE[:1], voice=voice))[THREE[0]]
+    assert "the caller's text-to-speech failed" in metrics["error"], metrics["error"]
+    assert metrics["is_successful"] == "error" and metrics["error_cause"]["source"] == "engine"
 
 
 def test_voice_without_a_tts_engine_is_one_line(
