@@ -353,7 +353,9 @@ def as_sent(result: dict[str, Any]) -> dict[str, Any]:
 class _ProtocolBreak(SideFailure):
     def __init__(self, link: SideLink, message: str, reply_to: str | None):
         super().__init__(
-            "error", f"{link.role} side broke the protocol: {message}", blame(link.role, "conduct")
+            "error",
+            f"{link.role} side broke the protocol: {message}",
+            blame(link.role, "broke", link.builtin),
         )
         self.link = link
         self.reply_to = reply_to

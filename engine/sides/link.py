@@ -48,14 +48,15 @@ def blame(role: str, what: str, builtin: bool = False) -> str | None:
     backend failed), ``crash`` (the side reported an internal error), ``silent`` (nothing within
     the turn timeout), ``closed`` (the side closed the connection), ``refused`` (the side answered
     with a protocol error: what the engine sent broke the protocol, as that side sees it),
-    ``conduct`` (it broke the protocol, sent too much, made too many calls). Everything the user
+    ``broke`` (it broke the protocol: a frame that does not parse, a message out of place, a
+    repeated id), ``conduct`` (what its model did: too much text, too many calls). Everything the user
     side does wrong is the user simulator's failure; a built-in agent side only speaks for its
     model, so its silence and crashes are the model endpoint's or the engine's, while an external
-    agent's are its own. A built-in side (evalctl's own code) that closes the connection or refuses
-    a frame says the engine went wrong, never the agent."""
+    agent's are its own. A built-in side (evalctl's own code) that closes the connection, refuses
+    a frame or breaks the protocol says the engine went wrong, never the agent."""
     if what in ("connect", "lost"):
         return "transport"
-    if builtin and what in ("closed", "refused"):
+    if builtin and what in ("closed", "refused", "broke"):
         return "engine"
     if role == "user":
         return "engine" if what == "crash" and builtin else "user_simulator"
@@ -267,7 +268,7 @@ class SideLink:
         except ProtocolError as err:
             self.engine_time_s += time.perf_counter() - t0
             await self.fail(err.code, err.message, err.reply_to)
-            raise self.failure("error", f"{self.role} side broke the protocol: {err}", "conduct") from None
+            raise self.failure("error", f"{self.role} side broke the protocol: {err}", "broke") from None
         self.engine_time_s += time.perf_counter() - t0
         if msg["type"] == "turn.response":
             self.turns_open -= 1
@@ -290,7 +291,7 @@ class SideLink:
         if msg_id in self.seen_ids:
             message = f"repeated message id {clip(msg_id, 200)!r}: this side already sent a message with it"
             await self.fail("unexpected_message", message, msg_id)
-            raise self.failure("error", f"{self.role} side broke the protocol: {message}", "conduct")
+            raise self.failure("error", f"{self.role} side broke the protocol: {message}", "broke")
         self.seen_ids.add(msg_id)
 
     def binary(self, raw: bytes) -> bool:
@@ -304,7 +305,7 @@ class SideLink:
             return self.binary(raw)
         except ProtocolError as err:
             await self.fail(err.code, err.message, err.reply_to)
-            raise self.failure("error", f"{self.role} side broke the protocol: {err}", "conduct") from None
+            raise self.failure("error", f"{self.role} side broke the protocol: {err}", "broke") from None
         finally:
             self.engine_time_s += time.perf_counter() - t0
 

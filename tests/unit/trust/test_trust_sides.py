@@ -410,15 +410,15 @@ async def test_misbehaving_agent_ends_its_session_with_a_short_error(
 
 def test_who_is_blamed_for_each_failure_of_a_side() -> None:
     """A verdict must be trustworthy: what only infrastructure or evalctl's own code can cause never
-    counts against the agent. A built-in side is evalctl's code: its closing the connection or
-    refusing a frame is the engine's failure (it used to be the agent's, so an engine bug could
-    surface as an agent FAIL); an external agent answers for itself."""
+    counts against the agent. A built-in side is evalctl's code: its closing the connection,
+    refusing a frame or breaking the protocol is the engine's failure (it used to be the agent's,
+    so an engine bug could surface as an agent FAIL); an external agent answers for itself."""
     from engine.sides.link import blame
 
     table = {
         (role, what, builtin): blame(role, what, builtin)
         for role in ("agent", "user")
-        for what in ("connect", "lost", "backend", "crash", "silent", "closed", "refused", "conduct")
+        for what in ("connect", "lost", "backend", "crash", "silent", "closed", "refused", "broke", "conduct")
         for builtin in (True, False)
     }
     assert {k: v for k, v in table.items() if k[0] == "agent" and k[2]} == {
@@ -429,6 +429,7 @@ def test_who_is_blamed_for_each_failure_of_a_side() -> None:
         ("agent", "silent", True): "agent_model",
         ("agent", "closed", True): "engine",
         ("agent", "refused", True): "engine",
+        ("agent", "broke", True): "engine",  # a frame out of place from evalctl's own side
         ("agent", "conduct", True): None,  # the model's own calls (too many, too much text)
     }
     assert {k[1]: v for k, v in table.items() if k[0] == "agent" and not k[2]} == {
@@ -439,11 +440,13 @@ def test_who_is_blamed_for_each_failure_of_a_side() -> None:
         "silent": None,
         "closed": None,
         "refused": None,
+        "broke": None,
         "conduct": None,
     }
     user_builtin = {k[1]: v for k, v in table.items() if k[0] == "user" and k[2]}
     assert user_builtin == {
         "connect": "transport", "lost": "transport", "backend": "user_simulator", "crash": "engine",
-        "silent": "user_simulator", "closed": "engine", "refused": "engine", "conduct": "user_simulator",
+        "silent": "user_simulator", "closed": "engine", "refused": "engine", "broke": "engine",
+        "conduct": "user_simulator",
     }  # fmt: skip
     assert {v for k, v in table.items() if k[0] == "user" and not k[2]} == {"transport", "user_simulator"}
