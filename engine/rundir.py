@@ -26,6 +26,7 @@ from engine.artifacts import read_json, write_json
 from engine.errors import OutputError, UsageError
 from engine.model import Scenario
 from engine.provenance import parse_run_record, read_run_record, run_provenance
+from engine.untrusted import one_line
 
 
 def select_scenarios(
@@ -104,10 +105,11 @@ def check_run_dir(run_dir: Path, resume: bool, trials: int) -> tuple[str, ...]:
     it was run with (another count lays results out differently and would count them twice).
     A fresh run needs a directory that holds no run (it would overwrite that run's results).
     """
+    why = "not a run record"
     try:
         body = read_json(run_dir / "run.json")
-    except (OSError, ValueError):
-        body = None
+    except (OSError, ValueError) as err:
+        body, why = None, one_line(f"{type(err).__name__}: {err}", 200)
     recorded = parse_run_record(body)  # None for a run.json that is not a run record
     is_run = holds_a_run(run_dir, body)
     if not resume:
@@ -119,8 +121,15 @@ def check_run_dir(run_dir: Path, resume: bool, trials: int) -> tuple[str, ...]:
         return ()
     if not is_run:
         raise UsageError(f"--resume: {run_dir} is not an evalctl run directory (no run.json, no results)")
+    if recorded is None and (run_dir / "run.json").exists():
+        # run.json is written whole or not at all: one that cannot be read was damaged, and a
+        # resume with the command line's options would run other scenarios with other sides
+        raise UsageError(
+            f"--resume: {run_dir / 'run.json'} cannot be read ({why}): the run's settings and "
+            "selection are unknown; restore that file, or start a new run in another folder"
+        )
     if recorded is None:
-        return ()  # a run killed before its run.json was whole: its trials and selection are unknown
+        return ()  # results without a run.json (an evalctl before run.json): selection unknown
     if recorded.trials is not None and recorded.trials != trials:
         raise UsageError(
             f"--resume: {run_dir} was run with --trials {recorded.trials}; "

@@ -185,3 +185,23 @@ def test_resume_runs_again_a_stored_session_that_cannot_be_read_back(
     assert "scoring failed" not in capsys.readouterr().err
     assert json.loads((sdir / "metrics.json").read_text())["is_successful"] is True
     assert json.loads((run_dir / "summary.json").read_text())["missing"] == []
+
+
+@pytest.mark.parametrize("damage", [b"{", b"\xff\xfe", b"[]"])
+def test_resume_refuses_a_run_whose_run_json_cannot_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: bytes
+) -> None:
+    """run.json is written whole or not at all, so one that cannot be read was damaged. Before, a
+    resume went ahead with the command line's options and the whole spec: a 2-scenario run quietly
+    became a run of every scenario, with whatever sides the command line named."""
+    import cli
+
+    run_dir = tmp_path / "small"
+    spec = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--no-progress"]
+    assert cli.main([*spec, "--scenarios", "mock__cancel_order", "--output-dir", str(run_dir)]) == 0
+    (run_dir / "run.json").write_bytes(damage)
+    capsys.readouterr()
+    assert cli.main([*spec, "--resume", str(run_dir)]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said.startswith(f"evalctl: --resume: {run_dir / 'run.json'} cannot be read (") and "\n" not in said
+    assert sorted(p.name for p in run_dir.iterdir() if p.is_dir()) == ["mock__cancel_order"]  # nothing ran
