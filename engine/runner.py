@@ -324,7 +324,7 @@ class CtrlC:
     says the summary is coming (it used to quit without one); the third quits at once
     (KeyboardInterrupt), the results written so far kept."""
 
-    FIRST = "stopping: the sessions in flight are cut; the finished results and the summary are written"
+    FIRST = "stopping: the sessions in flight are cut; the finished ones are kept"
     SECOND = "still writing; Ctrl-C once more quits without the summary (the results written so far are kept)"
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
