@@ -24,7 +24,7 @@ $(BIN)/evalctl: pyproject.toml
 	@touch $@
 
 data: $(BIN)/evalctl
-	$(BIN)/python -m engine.datafetch --source '$(EVA_SOURCE)' --dest '$(DATA_ROOT)'
+	$(BIN)/python -m engine.core.datafetch --source '$(EVA_SOURCE)' --dest '$(DATA_ROOT)'
 
 test: $(BIN)/evalctl
 	$(BIN)/python -m pytest -q

@@ -1,7 +1,7 @@
 """evalctl command line: a thin click layer that parses the arguments and dispatches each verb to
 its function in ``engine.commands`` (imported per verb, so ``--help`` stays fast).
 
-User errors (``engine.errors.EvalctlError``) print one line per problem and exit non-zero;
+User errors (``engine.util.errors.EvalctlError``) print one line per problem and exit non-zero;
 they never show a traceback.
 """
 
@@ -16,8 +16,8 @@ from typing import Any, Literal
 import click
 
 from engine import __version__
-from engine.errors import EvalctlError, UsageError
-from engine.options import RunOptions, ScoringOptions
+from engine.core.options import RunOptions, ScoringOptions
+from engine.util.errors import EvalctlError, UsageError
 
 DATA_ROOT_HELP = (
     "Folder with the upstream data releases (eva-0.1.3/, tau2-17e07b1/, nemo-1a83139/...; "
@@ -156,7 +156,7 @@ def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
-#: ``evalctl run`` parameters that set a run setting (engine.settings): parameter -> setting(s).
+#: ``evalctl run`` parameters that set a run setting (engine.session.settings): parameter -> setting(s).
 RUN_SETTINGS: dict[str, tuple[str, ...]] = {
     "agent": ("agent",),
     "user": ("user",),
@@ -214,7 +214,7 @@ def html_option(default_name: str) -> Callable[..., Any]:
 def _prices(value: str | None) -> Any:
     if value is None:
         return None
-    from engine.costs import load_prices
+    from engine.results.costs import load_prices
 
     return load_prices(value)
 
@@ -413,8 +413,8 @@ def run_cmd(
       evalctl run specs/eva_airline --shard 2/4 --output-dir runs/part2
     """
     from engine.commands.run import run
-    from engine.shard import parse_shard
-    from engine.workers import cpu_count
+    from engine.run.shard import parse_shard
+    from engine.run.workers import cpu_count
 
     if shard is not None:
         shard = str(parse_shard(shard))
@@ -571,7 +571,7 @@ def rescore_cmd(
       evalctl rescore runs/20260101-120000 --only-errors
     """
     from engine.commands.rescore import rescore
-    from engine.rescoring import RescoreOptions
+    from engine.results.rescoring import RescoreOptions
 
     if no_judge and (judge_model or judge_base_url):
         raise UsageError("--no-judge goes without --judge-model / --judge-base-url")

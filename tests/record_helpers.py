@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from engine import __version__
-from engine.records.metrics import Breakdown, MetricsRecord, SignalFields, Usage
+from engine.core.records.metrics import Breakdown, MetricsRecord, SignalFields, Usage
 
 _SIGNALS = SignalFields(
     is_action_match="N/A",

@@ -28,11 +28,11 @@ from typing import Any
 
 import pytest
 
-import engine.runner as runner
+import engine.run.runner as runner
+from engine.core.options import ScoringOptions
 from engine.domains.registry import load_domain
-from engine.options import ScoringOptions
-from engine.results import finish_run
-from engine.specs import LoadedDomain
+from engine.results.scoring_stage import finish_run
+from engine.spec.loader import LoadedDomain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, alter_gold_call, completion, run_options
 

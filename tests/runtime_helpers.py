@@ -12,13 +12,20 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from engine.backends import BackendFactory, BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
+from engine.core.gold import GoldStep, GoldTrace
+from engine.core.model import Scenario, SessionResult
 from engine.domains.registry import plugins
-from engine.gold import GoldStep, GoldTrace
-from engine.model import Scenario, SessionResult
-from engine.runner import RunOptions, session_setup
-from engine.session import SessionLimits, run_session
-from engine.sides import builtin_side
+from engine.run.runner import RunOptions, session_setup
+from engine.session.backends import (
+    BackendFactory,
+    BackendReply,
+    SessionInfo,
+    ToolCallRequest,
+    TurnInfo,
+    Usage,
+)
+from engine.session.conversation import SessionLimits, run_session
+from engine.session.sides import builtin_side
 
 
 @dataclass
@@ -193,7 +200,7 @@ class ScriptedOpenAI:
 
 
 def run_options(*args: Any, **kwargs: Any) -> RunOptions:
-    """:class:`engine.runner.RunOptions` with every registered domain plugin (as the CLI passes them)."""
+    """:class:`engine.run.runner.RunOptions` with every registered domain plugin (as the CLI passes them)."""
     kwargs.setdefault("plugins", plugins())
     return RunOptions(*args, **kwargs)
 

@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engine.costs import load_prices
 from engine.report_html import write_report
+from engine.results.costs import load_prices
 from tests import browser as chromium
 from tests.conftest import REPO
 from tests.report_helpers import PRICES_YAML, sample_run

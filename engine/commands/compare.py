@@ -1,5 +1,5 @@
 """``evalctl compare RUN_A RUN_B``: flipped verdicts, rate changes and whether the runs are
-comparable, as text, JSON or a self-contained HTML page (``engine.compare``)."""
+comparable, as text, JSON or a self-contained HTML page (``engine.results.compare``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from engine.compare import compare_runs, render_text
-from engine.costs import PriceTable
 from engine.report_html.compare_page import write_compare
+from engine.results.compare import compare_runs, render_text
+from engine.results.costs import PriceTable
 
 
 def compare(

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from engine.diff import diff_run, missing_results, render_text
+from engine.results.diff import diff_run, missing_results, render_text
 
 
 def diff(run_dir: Path, scenario: str | None = None, *, as_json: bool = False) -> int:
     """Print the explanation of every failed (scenario, trial) of ``run_dir`` (or of every trial
-    of ``scenario``, failed or not; see ``engine.diff.diff_run``): readable text, or with
+    of ``scenario``, failed or not; see ``engine.results.diff.diff_run``): readable text, or with
     ``as_json`` a JSON list with one object per (scenario, trial); then, on stderr, how many planned
     results are missing when the run did not finish. Returns 0; raises UsageError
     when ``run_dir`` holds no scored results or not ``scenario``."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from engine.domains.registry import plugins
-from engine.specs import load_domain
+from engine.spec.loader import load_domain
 
 
 def list_scenarios(spec_dir: Path, data_root: Path | None = None, *, as_json: bool = False) -> int:
@@ -17,7 +17,7 @@ def list_scenarios(spec_dir: Path, data_root: Path | None = None, *, as_json: bo
     specs that say ``eva_id``); returns 0.
 
     The specs are fully loaded (with every registered domain plugin) and checked first: raises
-    SpecError / DataRootError like ``engine.specs.load_domain``."""
+    SpecError / DataRootError like ``engine.spec.loader.load_domain``."""
     loaded = load_domain(spec_dir, data_root, plugins=plugins())
     if as_json:
         rows = [

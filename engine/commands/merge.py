@@ -1,4 +1,4 @@
-"""``evalctl merge RUN... --output-dir OUT``: combine shard runs into one run (``engine.merge``),
+"""``evalctl merge RUN... --output-dir OUT``: combine shard runs into one run (``engine.results.merge``),
 then print the outcome as ``evalctl run`` does and pick the exit code."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from engine.commands.run import print_outcome
-from engine.merge import merge_runs
-from engine.run_report import RunReport
+from engine.results.merge import merge_runs
+from engine.results.run_report import RunReport
 
 
 def merge(

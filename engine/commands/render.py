@@ -8,9 +8,9 @@ from typing import Literal
 
 import click
 
-from engine import render as templates
+from engine.core import render as templates
 from engine.domains.registry import plugins
-from engine.specs import load_domain
+from engine.spec.loader import load_domain
 
 
 def render(

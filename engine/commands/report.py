@@ -3,7 +3,7 @@ the cost) per role and per scenario, failures by name, a diff hint; with ``--htm
 self-contained HTML file instead (``engine.report_html``).
 
 Reads ``summary.json`` (written by ``finish_run``) and, for tokens and cost, every result's
-``metrics.json`` (``engine.costs``); nothing else is recomputed here.
+``metrics.json`` (``engine.results.costs``); nothing else is recomputed here.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from engine.commands.console import text_console
-from engine.costs import PriceTable, RunCost, money, run_costs
-from engine.records.summary import COUNT, SummaryRecord
-from engine.results import load_run_metrics, load_summary
+from engine.core.records.summary import COUNT, SummaryRecord
+from engine.results.costs import PriceTable, RunCost, money, run_costs
+from engine.results.scoring_stage import load_run_metrics, load_summary
 from engine.scoring.summary import failure_reason, headline_not_applicable
-from engine.untrusted import one_line
+from engine.util.untrusted import one_line
 
 
 def _pct(rate: float | None) -> str:

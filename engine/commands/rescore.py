@@ -1,4 +1,4 @@
-"""``evalctl rescore RUN_DIR``: score a run's stored sessions again (``engine.rescoring``), then
+"""``evalctl rescore RUN_DIR``: score a run's stored sessions again (``engine.results.rescoring``), then
 print the outcome as ``evalctl run`` does and pick the exit code."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import replace
 from engine.commands.console import text_console
 from engine.commands.run import print_outcome
 from engine.domains.registry import plugins
-from engine.rescoring import RescoreOptions, rescore_run
+from engine.results.rescoring import RescoreOptions, rescore_run
 
 
 def rescore(opts: RescoreOptions, fail_under: float | None = None, allow_errors: bool = False) -> int:

@@ -7,12 +7,12 @@ from dataclasses import replace
 
 from engine.commands.console import text_console
 from engine.commands.report import report
-from engine.costs import PriceTable
+from engine.core.options import RunOptions
 from engine.domains.registry import plugins
-from engine.errors import INFRASTRUCTURE_EXIT
-from engine.options import RunOptions
-from engine.run_report import RunReport
-from engine.runner import CtrlC, run_cli
+from engine.results.costs import PriceTable
+from engine.results.run_report import RunReport
+from engine.run.runner import CtrlC, run_cli
+from engine.util.errors import INFRASTRUCTURE_EXIT
 
 
 def run(
@@ -22,16 +22,16 @@ def run(
     allow_errors: bool = False,
     ray: str | None = None,
 ) -> int:
-    """Run what ``opts`` selects (see ``engine.runner.run``), then print the outcome. Returns the
-    exit code (:meth:`engine.run_report.RunReport.exit_code`): 130 when interrupted, 3 when a planned
+    """Run what ``opts`` selects (see ``engine.run.runner.run``), then print the outcome. Returns the
+    exit code (:meth:`engine.results.run_report.RunReport.exit_code`): 130 when interrupted, 3 when a planned
     result is missing or was not scored, or has the verdict ``error`` (unless ``allow_errors``), 1
     when ``fail_under`` (0..1) is set and the overall rate is below it or not applicable, else 0.
     Raises SpecError / UsageError / DataRootError before anything runs when the input is bad,
     InfrastructureError (exit 3) when a model endpoint fails its check. The run gets every
-    registered domain plugin (``opts.plugins`` is replaced; ``engine.runner.run_cli`` runs with
+    registered domain plugin (``opts.plugins`` is replaced; ``engine.run.runner.run_cli`` runs with
     other plugins). With ``prices`` the report at the end shows the cost per role and per
     scenario. ``ray``: run as shards on the Ray cluster at that address and merge them
-    (``engine.ray_run``; exit 3 when a shard failed)."""
+    (``engine.run.ray_run``; exit 3 when a shard failed)."""
     opts = replace(opts, plugins=plugins())
     if ray is None:
         outcome = run_cli(opts)
@@ -44,7 +44,7 @@ def run(
                 highlight=False,
             )
         return code
-    from engine.ray_run import run_on_ray  # Ray is an optional extra
+    from engine.run.ray_run import run_on_ray  # Ray is an optional extra
 
     done = run_on_ray(opts, ray, tuple(sys.argv[1:]))
     err = text_console(stderr=True)

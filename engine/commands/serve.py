@@ -10,7 +10,7 @@ from typing import Literal
 import click
 
 from engine.domains.registry import plugins
-from engine.sides.standalone import serve_side
+from engine.session.sides.standalone import serve_side
 
 
 def serve(
@@ -27,7 +27,7 @@ def serve(
 ) -> int:
     """Serve the ``role`` side with ``backend`` (``replay`` or ``openai:MODEL``) on
     ``ws://host:port`` (port 0 = any free port) until Ctrl-C; says where on stderr once listening.
-    Returns 0. Raises UsageError like ``engine.sides.standalone.serve_side`` (replay without a
+    Returns 0. Raises UsageError like ``engine.session.sides.standalone.serve_side`` (replay without a
     spec dir, a missing API key, a port that cannot be bound). ``request_timeout_s``: seconds per
     model request."""
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from engine.domains.registry import plugins
-from engine.validate import validate_specs
+from engine.spec.validate import validate_specs
 
 
 def validate(spec_dir: Path, data_root: Path | None = None, *, replay: bool = True) -> int:
     """Print every problem as ``file:LINE: $.json.path: message [scenario]`` and the report's
-    closing lines (see ``engine.validate.ValidationReport.lines``); returns 1 when there is any
+    closing lines (see ``engine.spec.validate.ValidationReport.lines``); returns 1 when there is any
     problem, else 0. ``replay`` False skips the gold-trace replay. Specs are checked against every
     registered domain plugin. Raises DataRootError for a missing data root."""
     report = validate_specs(spec_dir, data_root, replay=replay, plugins=plugins())

@@ -12,9 +12,9 @@ from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from engine import specs
-from engine.plugin import DomainPlugin, Plugins
-from engine.specs import LoadedDomain
+from engine.core.plugin import DomainPlugin, Plugins
+from engine.spec import loader as specs
+from engine.spec.loader import LoadedDomain
 
 #: The built-in plugins by name (a domain spec's ``plugin:``, default its ``name``): the package
 #: whose ``PLUGIN`` it is, imported when the name is first looked up (a run of one domain does not
@@ -87,5 +87,5 @@ def plugins() -> Plugins:
 
 
 def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> LoadedDomain:
-    """:func:`engine.specs.load_domain` with every registered plugin (for scripts and tests)."""
+    """:func:`engine.spec.loader.load_domain` with every registered plugin (for scripts and tests)."""
     return specs.load_domain(spec_dir, data_root, plugins=plugins())

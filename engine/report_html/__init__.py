@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.costs import PriceTable
-from engine.records.metrics import SIGNALS
+from engine.core.records.metrics import SIGNALS
 from engine.report_html.collect import ReportModel, collect, natural_key
 from engine.report_html.page import asset, document, json_block, write_page
 from engine.report_html.sections import charts, h, headline, provenance, rates, usage
+from engine.results.costs import PriceTable
 
 
 @dataclass(frozen=True)

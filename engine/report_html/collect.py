@@ -4,8 +4,8 @@ row per (scenario, trial) and one detail per (scenario, trial), all plain JSON v
 Reads ``summary.json`` (:class:`SummaryRecord`), ``run.json`` (:class:`RunRecord`), every
 complete ``metrics.json`` (:class:`MetricsRecord`), ``judge_result.json`` (:class:`JudgeRecord`),
 ``transcript.jsonl`` (:mod:`.transcript`) and each result's ``scenario_config/metadata.json``
-(its ``group`` and ``description``). DB differences come from ``engine.diff.explain``, worded by
-``engine.diff.db_lines``: exactly what ``evalctl diff`` prints.
+(its ``group`` and ``description``). DB differences come from ``engine.results.diff.explain``, worded by
+``engine.results.diff.db_lines``: exactly what ``evalctl diff`` prints.
 
 Bounds: each result's detail gets a share of :data:`DETAIL_BUDGET` characters (at least
 :data:`MIN_SHARE`, at most :data:`MAX_SHARE`); text beyond it is cut to previews and noted, so a
@@ -22,17 +22,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from engine.artifacts import read_json
-from engine.costs import PriceTable, RunCost, run_costs
-from engine.diff import db_lines, explain
-from engine.provenance import read_run_record
-from engine.records.judge import JudgeRecord
-from engine.records.metrics import SIGNALS, MetricsRecord
-from engine.records.run import RunRecord
-from engine.records.summary import SummaryRecord
+from engine.core.records.judge import JudgeRecord
+from engine.core.records.metrics import SIGNALS, MetricsRecord
+from engine.core.records.run import RunRecord
+from engine.core.records.summary import SummaryRecord
 from engine.report_html.transcript import Budget, chat_entries
-from engine.results import load_summary, scored_dirs
-from engine.untrusted import one_line
+from engine.results.costs import PriceTable, RunCost, run_costs
+from engine.results.diff import db_lines, explain
+from engine.results.provenance import read_run_record
+from engine.results.scoring_stage import load_summary, scored_dirs
+from engine.util.artifacts import read_json
+from engine.util.untrusted import one_line
 
 DETAIL_BUDGET = 15_000_000
 MIN_SHARE = 32_000
@@ -231,7 +231,8 @@ def _detail(
 
 def collect(run_dir: Path, out_path: Path, prices: PriceTable | None = None) -> ReportModel:
     """Read ``run_dir`` for a report written to ``out_path`` (links are relative to its folder).
-    Raises UsageError when ``run_dir`` is not a finished run (see ``engine.results.load_summary``)."""
+    Raises UsageError when ``run_dir`` is not a finished run (see
+    ``engine.results.scoring_stage.load_summary``)."""
     run_dir = Path(run_dir)
     summary = load_summary(run_dir)
     scored = scored_dirs(run_dir)

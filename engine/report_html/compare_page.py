@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.compare import Change, Comparison, RateChange, delta_text, rate_text
-from engine.costs import money
 from engine.report_html.page import asset, document, write_page
 from engine.report_html.sections import h
+from engine.results.compare import Change, Comparison, RateChange, delta_text, rate_text
+from engine.results.costs import money
 
 
 def _changes(title: str, changes: tuple[Change, ...], trials: bool, cls: str) -> str:

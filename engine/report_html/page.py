@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from engine import __version__
-from engine.artifacts import write_bytes
-from engine.errors import OutputError
+from engine.util.artifacts import write_bytes
+from engine.util.errors import OutputError
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _ESCAPE_TABLE = str.maketrans(_ESCAPES)  # type: ignore[arg-type]

@@ -10,13 +10,13 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
-from engine.costs import RunCost, money
-from engine.records.run import RunRecord
-from engine.records.summary import COUNT, SignalRate, SummaryRecord, Tally
+from engine.core.records.run import RunRecord
+from engine.core.records.summary import COUNT, SignalRate, SummaryRecord, Tally
 from engine.report_html.charts import Bar, Dot, rate_bars, scatter
 from engine.report_html.collect import ReportModel
+from engine.results.costs import RunCost, money
 from engine.scoring.summary import headline_not_applicable
-from engine.untrusted import one_line
+from engine.util.untrusted import one_line
 
 
 def h(value: Any) -> str:

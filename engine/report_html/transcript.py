@@ -1,6 +1,7 @@
 """A session's ``transcript.jsonl`` as chat entries for the report, within a byte budget.
 
-``transcript.jsonl`` holds one object per event ``{role, type, content, t}`` (``engine.session``):
+``transcript.jsonl`` holds one object per event ``{role, type, content, t}``
+(``engine.session.conversation``):
 ``utterance`` (content: the text), ``tool_call`` (``{call_id, name, arguments}``, arguments as the
 side sent them, usually JSON text), ``tool_result`` (``{call_id, name, result}``), ``hangup`` and
 ``end`` (``{stop_reason, error}``). Everything in it is a side's text: it is kept as data (the page
@@ -20,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.untrusted import one_line
+from engine.util.untrusted import one_line
 
 #: Longest single value (an utterance, a tool call's arguments or result) kept whole, in characters
 #: of compact JSON; a longer one is kept as a preview of :data:`PREVIEW` characters.

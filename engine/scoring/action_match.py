@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.records.metrics import NOT_APPLICABLE
+from engine.core.records.metrics import NOT_APPLICABLE
 
 _WS = re.compile(r"\s+")
 #: ASCII punctuation by Python's ``string.punctuation``: Unicode files ``$ + < = > ^ ` | ~`` as

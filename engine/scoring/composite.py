@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.gold import GoldTrace
-from engine.records.metrics import ERROR_VERDICT, NOT_APPLICABLE, Signal
+from engine.core.gold import GoldTrace
+from engine.core.records.metrics import ERROR_VERDICT, NOT_APPLICABLE, Signal
 
 
 def normalize_verdict(value: Any) -> bool | None:
@@ -43,7 +43,7 @@ def diagnostic_verdict(value: Any) -> bool | None:
 def stalled_threshold(min_agent_turns: int, gold_trace: GoldTrace | None) -> int:
     """The effective min-agent-turns for one scenario: ``min(min_agent_turns, spoken agent turns
     of the gold trace)``; just ``min_agent_turns`` when there is no gold trace or it has no agent
-    line (:meth:`engine.gold.GoldTrace.agent_turns`); 0 (no stall rule) when the gold holds no
+    line (:meth:`engine.core.gold.GoldTrace.agent_turns`); 0 (no stall rule) when the gold holds no
     words at all (an ``actions`` trace, empty or not): it says nothing about how much an agent
     should speak, and its replay agent speaks no line."""
     if gold_trace is not None:

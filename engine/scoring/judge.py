@@ -10,7 +10,7 @@ response format (:data:`VERDICT_SCHEMA`) and checked against that schema when re
 (:func:`parse_judge_reply`). A judge failure (transport error, HTTP error, a reply that is not a
 verdict, a template that does not render) is retried ``judge_retries`` times and then recorded with
 the error: it is never scored as an agent failure (a gating judge signal then gives the result the
-verdict ``error``, see ``engine.results``).
+verdict ``error``, see ``engine.results.scoring_stage``).
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from jinja2.sandbox import SandboxedEnvironment
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from engine.backends import token_count
-from engine.model import TEMPLATE_DIR, Scenario, SessionResult
-from engine.options import ScoringOptions
-from engine.protocol import clip
-from engine.records.metrics import Signal
-from engine.render import BoundedSandbox, render
+from engine.core.model import TEMPLATE_DIR, Scenario, SessionResult
+from engine.core.options import ScoringOptions
+from engine.core.protocol import clip
+from engine.core.records.metrics import Signal
+from engine.core.render import BoundedSandbox, render
+from engine.util.untrusted import bounded_count
 
 JUDGE_TEMPLATE = "judge.md.j2"
 
@@ -370,8 +370,8 @@ class Judge:
                 if isinstance(reply, str | bytes | list | dict):  # the client could not parse it
                     raise ValueError(f"the reply is not a chat completion: {str(reply)[:200]!r}")
                 usage = reply.usage  # odd token counts must not throw away a valid verdict
-                outcome.usage["prompt_tokens"] += token_count(getattr(usage, "prompt_tokens", 0))
-                outcome.usage["completion_tokens"] += token_count(getattr(usage, "completion_tokens", 0))
+                outcome.usage["prompt_tokens"] += bounded_count(getattr(usage, "prompt_tokens", 0))
+                outcome.usage["completion_tokens"] += bounded_count(getattr(usage, "completion_tokens", 0))
                 outcome.raw_response = reply.choices[0].message.content if reply.choices else None
                 score, reason, verdicts = parse_judge_reply(outcome.raw_response or "", len(claims))
             except Exception as exc:  # transport, HTTP status, bad reply: retry, then record

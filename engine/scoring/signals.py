@@ -3,7 +3,7 @@
 Each function takes the :class:`SignalInputs` of one session and returns a :class:`SignalOutcome`:
 ``value`` is what the composite sees (bool, a 0–1 pass rate, ``None`` or ``"N/A"`` = not
 applicable) and ``fields`` are the keys it contributes to ``metrics.json`` (the contract's names,
-checked against ``engine.records.metrics.SignalFields`` when the record is built).
+checked against ``engine.core.records.metrics.SignalFields`` when the record is built).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.model import Scenario, SessionResult
-from engine.plugin import DiagnosticInputs
-from engine.records.metrics import Signal
+from engine.core.model import Scenario, SessionResult
+from engine.core.plugin import DiagnosticInputs
+from engine.core.records.metrics import Signal
 from engine.scoring.action_match import is_action_match
 from engine.scoring.judge import JudgeOutcome
 from engine.scoring.predicates import evaluate_db_state_assertion

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import __version__
-from engine.records.metrics import SIGNALS, MetricsRecord, Signal
-from engine.records.summary import (
+from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal
+from engine.core.records.summary import (
     COUNT,
     FailedResult,
     PassHatK,
@@ -37,7 +37,7 @@ from engine.records.summary import (
 from engine.scoring.composite import diagnostic_verdict, normalize_verdict
 from engine.scoring.passk import pass_hat_k_table
 from engine.scoring.summary_rows import SummaryRow, summary_row
-from engine.untrusted import one_line
+from engine.util.untrusted import one_line
 
 
 def _rate(passed: int, total: int) -> float | None:

@@ -10,18 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.records.common import ErrorCause, spent
-from engine.records.metrics import SIGNALS, MetricsRecord, Signal
-from engine.untrusted import bounded_count, one_line
+from engine.core.records.common import ErrorCause, spent
+from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal
+from engine.util.untrusted import bounded_count, one_line
 
 
 @dataclass(frozen=True)
 class SummaryRow:
-    """One result as the summary counts it (fields as in ``engine.records.metrics.MetricsRecord``):
+    """One result as the summary counts it (fields as in ``engine.core.records.metrics.MetricsRecord``):
     ``values`` maps each boolean signal and each diagnostic to its value; ``assertions`` maps
     ``db_state_assertion`` / ``nl_assertion`` to (passed, total) of its verdicts; ``usage`` is
     (role, model on one line or None, prompt tokens, completion tokens, calls) per usage entry,
-    the superseded attempts' included, counts bounded (``engine.untrusted.bounded_count``)."""
+    the superseded attempts' included, counts bounded (``engine.util.untrusted.bounded_count``)."""
 
     scenario_name: str
     trial: int

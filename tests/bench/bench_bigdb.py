@@ -9,10 +9,10 @@ import json
 import time
 from pathlib import Path
 
-from engine.dataroot import resolve_data_root
+from engine.core.dataroot import resolve_data_root
+from engine.core.toolruntime import ToolRuntime
+from engine.core.tools.writeset import json_copy
 from engine.domains.registry import load_domain
-from engine.toolruntime import ToolRuntime
-from engine.tools.writeset import json_copy
 
 SPEC_DIR = Path(__file__).resolve().parent.parent.parent / "specs" / "tau2_airline"
 READ = ("get_reservation_details", {"reservation_id": "4WQ150"})
@@ -54,7 +54,7 @@ def run() -> None:
     read_s = _per_call(fresh, READ[0], READ[1], 200)
     write_s = _per_call(fresh, WRITE[0], WRITE[1], 50)
     handler = tools.get(READ[0]).run
-    from engine.tools.context import CallContext
+    from engine.core.tools.context import CallContext
 
     db = scenario.session_db()
     start = time.perf_counter()

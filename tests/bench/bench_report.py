@@ -16,10 +16,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from engine import runner
-from engine.artifacts import read_json, write_json
 from engine.report_html import write_report
-from engine.results import finish_run, scored_dirs
+from engine.results.scoring_stage import finish_run, scored_dirs
+from engine.run import runner
+from engine.util.artifacts import read_json, write_json
 from tests import browser as chromium
 from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import run_options

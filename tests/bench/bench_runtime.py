@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import runner
-from engine.runner import RunReport
+from engine.run import runner
+from engine.run.runner import RunReport
 from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import run_options
 

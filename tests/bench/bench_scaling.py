@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.dataroot import resolve_data_root
+from engine.core.dataroot import resolve_data_root
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SPEC_DIR = REPO / "specs" / "eva_airline"

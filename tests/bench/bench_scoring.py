@@ -16,12 +16,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.dataroot import resolve_data_root
-from engine.diff import diff_run, render_text
+from engine.core.dataroot import resolve_data_root
+from engine.core.model import REPO_ROOT, SessionResult
+from engine.core.options import ScoringOptions
 from engine.domains.registry import load_domain
-from engine.model import REPO_ROOT, SessionResult
-from engine.options import ScoringOptions
-from engine.results import finish_run, finish_session
+from engine.results.diff import diff_run, render_text
+from engine.results.scoring_stage import finish_run, finish_session
 
 
 def _broken(db: dict) -> dict:
@@ -76,9 +76,9 @@ def run() -> None:
 
 
 def _bench_judged_scoring(scenarios: list, sessions: list[SessionResult]) -> None:
-    """The scoring stage (``engine.scorer.Scorer``) of 50 stored sessions with a judge on loopback
+    """The scoring stage (``engine.results.scorer.Scorer``) of 50 stored sessions with a judge on loopback
     that answers each request after 1 s, at concurrency 8: ceil(50 / 8) = 7 rounds, about 7 s."""
-    from engine.scorer import Scorer
+    from engine.results.scorer import Scorer
     from tests.mock_domain.judge_server import scripted_judge
 
     verdict = {"score": 1.0, "reason": "bench", "nl_assertion_verdicts": []}

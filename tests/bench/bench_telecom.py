@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import runner
+from engine.run import runner
 from tests.conftest import REPO
 from tests.runtime_helpers import run_options
 

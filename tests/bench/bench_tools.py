@@ -23,14 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.dataroot import resolve_data_root
-from engine.dbhash import db_hash
+from engine.core.dataroot import resolve_data_root
+from engine.core.dbhash import db_hash
+from engine.core.model import Scenario
+from engine.core.toolruntime import ToolRuntime, checker_for
+from engine.core.tools.context import CallContext
+from engine.core.tools.writeset import json_copy, session_view
 from engine.domains.registry import load_domain
-from engine.model import Scenario
-from engine.replay import replay_trace
-from engine.toolruntime import ToolRuntime, checker_for
-from engine.tools.context import CallContext
-from engine.tools.writeset import json_copy, session_view
+from engine.spec.gold_replay import replay_trace
 
 SPEC_DIR = Path(__file__).resolve().parent.parent.parent / "specs" / "eva_airline"
 NEMO_PORT_S = 0.038  # issue #18: the NeMo port of eva's tools, replay + hash of all 50

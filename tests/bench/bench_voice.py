@@ -20,16 +20,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import runner
+from engine.core.model import Scenario, SessionResult
+from engine.core.options import ScoringOptions
+from engine.core.plugin import DiagnosticInputs
 from engine.domains.eva_airline import spoken
 from engine.domains.eva_airline.spoken import DIAGNOSTICS
 from engine.domains.registry import load_domain
-from engine.model import Scenario, SessionResult
-from engine.options import ScoringOptions
-from engine.plugin import DiagnosticInputs
-from engine.results import finish_session
-from engine.voice.run import VoiceRun
-from engine.voice.tts import ToneVoice, missing_tts
+from engine.results.scoring_stage import finish_session
+from engine.run import runner
+from engine.session.voice.run import VoiceRun
+from engine.session.voice.tts import ToneVoice, missing_tts
 from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import run_options
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.workers import MIN_JOBS_PER_WORKER, cpu_count
+from engine.run.workers import MIN_JOBS_PER_WORKER, cpu_count
 from tests.conftest import REPO, SPEC_DIR
 
 LATENCY_S = 0.1

@@ -2,7 +2,7 @@
 
 ``python -m tests.bench.scale_child COUNTS_JSON evalctl-args...`` runs ``cli.main`` with the
 arguments and, at exit, writes ``{"syncfs": n, "fsync": m, "sync_s": s}`` to COUNTS_JSON: the
-whole-filesystem syncs (``engine.artifacts._syncfs``, one per result folder write), the per-file /
+whole-filesystem syncs (``engine.util.artifacts._syncfs``, one per result folder write), the per-file /
 per-folder fsyncs the run called, and the seconds spent in both (summed over threads).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import cli
-from engine import artifacts
+from engine.util import artifacts
 
 _COUNTS: dict[str, float] = {"syncfs": 0, "fsync": 0, "sync_s": 0.0}
 _LOCK = threading.Lock()

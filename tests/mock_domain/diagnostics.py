@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from engine.core.model import DiagnosticInputs, DomainPlugin
 from engine.domains import mock
 from engine.domains.registry import plugins
-from engine.model import DiagnosticInputs, DomainPlugin
 
 LONG_LINE = 60
 WRITES = ("cancel_order", "issue_credit")

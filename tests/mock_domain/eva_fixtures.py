@@ -12,8 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from engine.core.model import Domain, HashRules, Scenario, SessionResult, ToolTable, UserProfile
 from engine.domains import eva_airline
-from engine.model import Domain, HashRules, Scenario, SessionResult, ToolTable, UserProfile
 
 EVA_UNORDERED = (
     "standby_list",

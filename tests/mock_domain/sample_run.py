@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-import engine.runner as runner
+import engine.run.runner as runner
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.report_helpers import (  # noqa: F401 (re-exported: the report tests' shared pieces)
     AGENT_TOKENS,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.datafetch import downloadable, fill
-from engine.dataroot import check_release, pins
+from engine.core.datafetch import downloadable, fill
+from engine.core.dataroot import check_release, pins
 
 TAU2_RELEASES = ("tau2-17e07b1", "tau2-v0.2.0", "nemo-1a83139")
 

@@ -160,8 +160,8 @@ def test_guide_examples_validate_and_run(workspace: Path, guide_blocks: list[Blo
 
 
 def test_guide_handler_refuses_a_past_date(workspace: Path) -> None:
+    from engine.core.toolruntime import ToolRuntime
     from engine.domains.registry import load_domain
-    from engine.toolruntime import ToolRuntime
 
     scenario = load_domain("specs/bakery", "bakery-data").scenario("bakery__move_pickup")
     db = scenario.fresh_db()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from engine.dataroot import pins
+from engine.core.dataroot import pins
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT = REPO / "tests" / "unit"

@@ -22,8 +22,8 @@ import datetime
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.nemo_common.results import error, number, ok, text
-from engine.tools.context import CallContext
 
 #: The resolution types upstream's ResolveTicketTool accepts (its default list, used by all 10).
 RESOLUTION_TYPES: tuple[str, ...] = ("refund", "replacement", "information", "escalation", "account_change")

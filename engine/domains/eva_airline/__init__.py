@@ -8,10 +8,10 @@ that say a code unspelled, read a journey id aloud or leak tool-call text.
 
 from __future__ import annotations
 
+from engine.core.plugin import DomainPlugin
 from engine.domains.eva_airline import diagnostics, payout, predicates, read, spoken, write
 from engine.domains.eva_airline.common import FIELD_RULES
 from engine.domains.eva_airline.gold import eva_trace
-from engine.plugin import DomainPlugin
 
 HANDLERS = {
     # read / system (read.py)

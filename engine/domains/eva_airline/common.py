@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.tools.arguments import FieldRule
-from engine.tools.context import error
+from engine.core.tools.arguments import FieldRule
+from engine.core.tools.context import error
 
 FARE_CLASSES: tuple[str, ...] = ("basic_economy", "main_cabin", "premium_economy", "business", "first")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.plugin import DiagnosticInputs
+from engine.core.plugin import DiagnosticInputs
 
 
 def _session_key(session: Mapping[str, Any] | None) -> tuple[str, str] | None:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from engine.gold import GoldTrace, events_trace
+from engine.core.gold import GoldTrace, events_trace
 
 _PLACEHOLDER = re.compile(r"<([A-Z_]+)>")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.eva_airline.common import error, find_reservation, reservation_not_found
-from engine.tools.context import CallContext
 
 Result = dict[str, Any]
 _MEAL_VOUCHER_AMOUNT = {

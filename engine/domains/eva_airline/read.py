@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
+from engine.core.tools.writeset import deep_copy
 from engine.domains.eva_airline.common import (
     FARE_CLASSES,
     error,
@@ -17,8 +19,6 @@ from engine.domains.eva_airline.common import (
     journey_seats,
     reservation_not_found,
 )
-from engine.tools.context import CallContext
-from engine.tools.writeset import deep_copy
 
 _SEARCHABLE_STATUSES = frozenset({"scheduled", "on_time", "delayed"})
 _ENRICHED_FIELDS = ("origin", "destination", "scheduled_departure", "scheduled_arrival")

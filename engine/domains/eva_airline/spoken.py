@@ -20,8 +20,8 @@ import threading
 import weakref
 from typing import Any
 
-from engine.plugin import DiagnosticInputs
-from engine.voice.spoken import SpokenReport, SpokenRules, agent_lines, collect, session_check
+from engine.core.plugin import DiagnosticInputs
+from engine.session.voice.spoken import SpokenReport, SpokenRules, agent_lines, collect, session_check
 
 RULES = SpokenRules(
     code_fields=frozenset(

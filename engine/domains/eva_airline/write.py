@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
+from engine.core.tools.writeset import deep_copy
 from engine.domains.eva_airline.common import (
     booking_total,
     bump_seats,
@@ -22,8 +24,6 @@ from engine.domains.eva_airline.common import (
     journey_seats,
     reservation_not_found,
 )
-from engine.tools.context import CallContext
-from engine.tools.writeset import deep_copy
 
 Result = dict[str, Any]
 DEFAULT_CARRY_OVER: tuple[str, ...] = ("bags_checked", "meal_request")

@@ -3,8 +3,8 @@ examples: orders, store credit and two predicates."""
 
 from __future__ import annotations
 
+from engine.core.plugin import DomainPlugin
 from engine.domains.mock import handlers
-from engine.plugin import DomainPlugin
 
 PLUGIN = DomainPlugin(
     name="mock",

@@ -10,7 +10,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from engine.tools.context import CallContext
+from engine.core.tools.context import CallContext
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from engine.core.gold import GoldTrace, events_trace
+from engine.core.plugin import DeriveFunc, Diagnostic, DomainPlugin, Handler, Predicate
 from engine.domains.nemo_common.prompts import prompt_variables
 from engine.domains.nemo_common.records import evalctl_name, offered_tools
 from engine.domains.nemo_common.steps import to_gold_events
-from engine.gold import GoldTrace, events_trace
-from engine.plugin import DeriveFunc, Diagnostic, DomainPlugin, Handler, Predicate
 
 #: The gold format name of these domains (``gold_trace.format`` in their domain.yaml).
 GOLD_FORMAT = "nemo_gold"

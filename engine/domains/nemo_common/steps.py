@@ -81,7 +81,7 @@ def said_line(guidelines: Sequence[str], verb: str = "Say") -> str | None:
 
 
 def to_gold_events(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Steps in the engine's gold-trace event shape (``engine/backends/replay.py``):
+    """Steps in the engine's gold-trace event shape (``engine/session/backends/replay.py``):
     ``{event_type: user_utterance|agent_utterance, utterance}`` and
     ``{event_type: tool_call, tool_name, params}``. Raises ValueError on an unknown kind."""
     events: list[dict[str, Any]] = []

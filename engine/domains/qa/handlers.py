@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.nemo_common.results import error, ok, text
-from engine.tools.context import CallContext
 
 #: The one weather upstream's tool knows, whatever the city.
 FIXED_WEATHER: dict[str, str] = {"weather": "sunny", "temperature": "20 degrees Celsius", "uv_index": "low"}

@@ -14,10 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.plugin import DiagnosticInputs
 from engine.domains.nemo_common import steps as st
 from engine.domains.nemo_common.prompts import script_lines
 from engine.domains.nemo_common.records import offered_tools
-from engine.plugin import DiagnosticInputs
 
 #: Key term alternatives per upstream scenario name; the first occurs in the reference answer.
 KEY_TERMS: dict[str, tuple[str, ...]] = {

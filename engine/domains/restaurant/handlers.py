@@ -19,8 +19,8 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.nemo_common.results import error, number, ok, text
-from engine.tools.context import CallContext
 
 #: ``np.isclose`` defaults, which upstream's total check uses: |a - b| <= ATOL + RTOL * |b|.
 TOTAL_RTOL = 1e-5

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.tau2_airline import shapes
 from engine.domains.tau2_common.results import ToolFailure, get_or_fail, ok, tau2_tool
-from engine.tools.context import CallContext
 
 #: tau2's fixed airport list (IATA code, city), in its order.
 AIRPORTS: tuple[tuple[str, str], ...] = (

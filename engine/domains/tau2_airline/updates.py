@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
+from engine.core.tools.writeset import json_copy
 from engine.domains.tau2_airline import shapes
 from engine.domains.tau2_airline.read import flight_on
 from engine.domains.tau2_common.coerce import as_int, validated
 from engine.domains.tau2_common.results import ToolFailure, get_or_fail, ok, tau2_tool
-from engine.tools.context import CallContext
-from engine.tools.writeset import json_copy
 
 BAG_FEE = 50
 

@@ -11,8 +11,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.tau2_common.results import fail, ok
-from engine.tools.context import CallContext
 
 _ALLOWED_CHARACTERS = frozenset("0123456789+-*/(). ")
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {

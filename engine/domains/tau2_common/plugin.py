@@ -16,9 +16,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.plugin import DiagnosticInputs, DomainPlugin
 from engine.domains.tau2_common.dbhash import NullDefaults, SharedRecordHasher
 from engine.domains.tau2_common.results import Handler
-from engine.plugin import DiagnosticInputs, DomainPlugin
 
 ERROR_PREFIX = "Error: "
 

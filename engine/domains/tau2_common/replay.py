@@ -3,7 +3,7 @@
 A task's ``evaluation_criteria.actions`` are tool calls (``name``, ``arguments``). tau2 builds its
 expected end state by running them in order on a fresh DB (17e07b1 ``evaluator_env``), keeping
 going after a call that raises. :func:`replay_actions` does the same with handlers, the way the
-engine's runtime runs them (``engine.tools.writeset``):
+engine's runtime runs them (``engine.core.tools.writeset``):
 
 - the shared base DB is never changed: the session is a :func:`session_view` of it, and before
   each call the nodes the tool declares in ``WRITES`` are copied (a ``/-`` container shallowly);
@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.core.tools.context import CallContext
+from engine.core.tools.writeset import WritePath, WriteSet, parse_writes, session_view
 from engine.domains.tau2_common.results import Handler
-from engine.tools.context import CallContext
-from engine.tools.writeset import WritePath, WriteSet, parse_writes, session_view
 
 
 @dataclass

@@ -20,8 +20,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.tau2_common.shapes import Shape, render
-from engine.tools.context import CallContext
 
 Handler = Callable[[dict[str, Any], Mapping[str, Any], CallContext], dict[str, Any]]
 

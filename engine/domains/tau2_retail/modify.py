@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.tau2_common.coerce import as_float
 from engine.domains.tau2_common.results import ToolFailure, ok, tau2_tool
 from engine.domains.tau2_retail import shapes
 from engine.domains.tau2_retail.orders import is_gift_card, own_user
 from engine.domains.tau2_retail.read import count_check, order_of, payment_method_of, variant_of
-from engine.tools.context import CallContext
 
 
 @tau2_tool

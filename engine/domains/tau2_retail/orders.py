@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
+from engine.core.tools.writeset import json_copy
 from engine.domains.tau2_common.coerce import as_float
 from engine.domains.tau2_common.results import ToolFailure, ok, tau2_tool
 from engine.domains.tau2_retail import shapes
 from engine.domains.tau2_retail.read import count_check, order_of, payment_method_of, user_of, variant_of
-from engine.tools.context import CallContext
-from engine.tools.writeset import json_copy
 
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 

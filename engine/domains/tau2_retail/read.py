@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.tau2_common.results import ToolFailure, get_or_fail, ok, tau2_tool
 from engine.domains.tau2_retail import shapes
-from engine.tools.context import CallContext
 
 
 def order_of(db: Mapping[str, Any], order_id: Any) -> dict[str, Any]:

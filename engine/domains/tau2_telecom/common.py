@@ -18,7 +18,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from engine.tools.context import CallContext
+from engine.core.tools.context import CallContext
 
 #: tau2's telecom clock is frozen (``tau2.domains.telecom.utils.get_today``).
 TODAY = "2025-02-25"

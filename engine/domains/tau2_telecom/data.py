@@ -1,6 +1,6 @@
 """Where tau2's telecom files sit under the data root, and reading them.
 
-Paths are relative to the data root (``engine.dataroot.resolve_data_root``): the DBs, policy
+Paths are relative to the data root (``engine.core.dataroot.resolve_data_root``): the DBs, policy
 texts and tool schemas from the ``tau2-17e07b1`` release, the 114 ``base`` tasks from
 ``tau2-v0.2.0`` (content-identical to 17e07b1's, which only ships the 2,285-task file).
 """

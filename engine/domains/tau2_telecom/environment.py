@@ -12,12 +12,12 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.tau2_telecom import agent_tools as carrier
 from engine.domains.tau2_telecom import device as phone
 from engine.domains.tau2_telecom import user_apps, user_tools
 from engine.domains.tau2_telecom.common import TODAY, ToolError
 from engine.domains.tau2_telecom.model import normalise, record_view
-from engine.tools.context import CallContext
 
 Init = Callable[..., Any]
 

@@ -24,13 +24,13 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.core.plugin import DiagnosticInputs, DomainPlugin, Predicate
 from engine.domains.tau2_telecom.agent_tools import AGENT_HANDLERS
 from engine.domains.tau2_telecom.assertions import PREDICATE_SIDES, PREDICATES
 from engine.domains.tau2_telecom.environment import SIDES, initialise, sync
 from engine.domains.tau2_telecom.model import tau2_hash
 from engine.domains.tau2_telecom.user_tools import USER_HANDLERS
-from engine.plugin import DiagnosticInputs, DomainPlugin, Predicate
-from engine.replay import gold_replay
+from engine.spec.gold_replay import gold_replay
 
 #: tau2's reward-basis names that make evalctl fields applicable.
 ACTION, NL_ASSERTION = "ACTION", "NL_ASSERTION"

@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine.core.tools.context import CallContext
 from engine.domains.tau2_telecom.agent_tools import AGENT_HANDLERS
 from engine.domains.tau2_telecom.common import json_copy
 from engine.domains.tau2_telecom.environment import SIDES, initialise, sync
 from engine.domains.tau2_telecom.user_tools import USER_HANDLERS
-from engine.tools.context import CallContext
 
 Mode = Literal["evaluator", "live"]
 HANDLERS_BY_SIDE = {"agent": AGENT_HANDLERS, "user": USER_HANDLERS}

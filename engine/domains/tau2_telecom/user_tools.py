@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.tau2_telecom import device as phone
 from engine.domains.tau2_telecom.apn import build_apn
 from engine.domains.tau2_telecom.common import REQUIRED, Result, success, tau2_tool
@@ -24,7 +25,6 @@ from engine.domains.tau2_telecom.user_apps import (
     grant_app_permission,
     make_payment,
 )
-from engine.tools.context import CallContext
 
 _OWNER = "TelecomUserTools"
 _NONE: dict[str, Any] = {}

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from engine.domains.registry import load_domain
-from engine.errors import SpecError
+from engine.util.errors import SpecError
 from tests.conftest import SPEC_DIR
 
 
 def test_a_data_root_without_the_releases_is_one_line(tmp_path: Path, data_root: Path) -> None:
-    from engine.errors import DataRootError
+    from engine.util.errors import DataRootError
 
     with pytest.raises(DataRootError) as info:  # before: one problem per file the domain reads
         load_domain(SPEC_DIR, tmp_path)

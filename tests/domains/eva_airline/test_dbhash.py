@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from engine.canonical_orjson import orjson_canonical_text
-from engine.dbhash import db_hash, reference_canonical_json
+from engine.core.dbhash import db_hash, reference_canonical_json
+from engine.core.model import HashRules
+from engine.core.toolruntime import ToolRuntime
+from engine.core.tools.writeset import session_view
 from engine.domains.registry import load_domain
-from engine.model import HashRules
-from engine.replay import replay_trace
-from engine.specs import LoadedDomain
-from engine.toolruntime import ToolRuntime
-from engine.tools.writeset import session_view
+from engine.spec.gold_replay import replay_trace
+from engine.spec.loader import LoadedDomain
+from engine.util.canonical_orjson import orjson_canonical_text
 from tests.conftest import SPEC_DIR
 
 

@@ -12,11 +12,11 @@ from dataclasses import replace
 
 import pytest
 
-import engine.runner as runner
+import engine.run.runner as runner
 from cli import main
-from engine.diff import diff_run, render_text
 from engine.domains.registry import load_domain
-from engine.specs import LoadedDomain
+from engine.results.diff import diff_run, render_text
+from engine.spec.loader import LoadedDomain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import alter_gold_call, run_options
 
@@ -135,8 +135,8 @@ def test_report_without_summary_is_one_line_error(tmp_path, capsys):
 
 
 async def test_diff_reports_records_added_and_removed(data_root, tmp_path):
-    from engine.options import ScoringOptions
-    from engine.results import finish_session
+    from engine.core.options import ScoringOptions
+    from engine.results.scoring_stage import finish_session
     from tests.mock_domain.eva_fixtures import expected_copy, session
 
     loaded = load_domain(SPEC_DIR, data_root)

@@ -1,12 +1,12 @@
-"""The quick yes of engine.tools.fastcheck takes every valid eva gold call, so the full JSON Schema
+"""The quick yes of engine.core.tools.fastcheck takes every valid eva gold call, so the full JSON Schema
 validator does not run for them (its soundness: tests/unit/tools/test_fastcheck.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from engine.core.toolruntime import checker_for
 from engine.domains.registry import load_domain
-from engine.toolruntime import checker_for
 from tests.conftest import SPEC_DIR
 
 

@@ -1,7 +1,7 @@
 """A run replays each scenario's gold trace at most once: loading (``expected_db: {from:
 gold_replay}``, tests/domains/tau2/test_tau2_gold_replay_once.py), the scoring diagnostics (eva's
 ``authenticated``) and the domain plugins (tau2 telecom's phone-DB hash) share
-``engine.replay.gold_replay``; the replay backend cuts each gold trace into turns once for both
+``engine.spec.gold_replay.gold_replay``; the replay backend cuts each gold trace into turns once for both
 sides and every trial."""
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from engine import replay, runner
-from engine.backends import replay as replay_backend
 from engine.domains.registry import load_domain
+from engine.run import runner
+from engine.session.backends import replay as replay_backend
+from engine.spec import gold_replay as replay
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import run_options
 

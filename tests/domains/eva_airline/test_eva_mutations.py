@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from engine.dbhash import db_hash
+from engine.core.dbhash import db_hash
+from engine.core.gold import GoldTrace
+from engine.core.toolruntime import ToolRuntime
+from engine.core.tools.writeset import session_view
 from engine.domains.eva_airline.common import FIELD_RULES
 from engine.domains.registry import load_domain
-from engine.gold import GoldTrace
-from engine.replay import replay_trace
-from engine.specs import LoadedDomain
-from engine.toolruntime import ToolRuntime
-from engine.tools.writeset import session_view
+from engine.spec.gold_replay import replay_trace
+from engine.spec.loader import LoadedDomain
 from tests.conftest import SPEC_DIR
 
 IDS = ("confirmation_number", "passenger_id", "journey_id", "new_journey_id", "flight_number")

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from engine.dbhash import db_hash
+from engine.core.dbhash import db_hash
+from engine.core.model import Scenario
+from engine.core.toolruntime import ToolRuntime
+from engine.core.tools.writeset import deep_copy, json_copy
 from engine.domains.registry import load_domain
-from engine.model import Scenario
-from engine.toolruntime import ToolRuntime
-from engine.tools.writeset import deep_copy, json_copy
 from tests.conftest import SPEC_DIR
 
 CONF = "ZK3FFW"

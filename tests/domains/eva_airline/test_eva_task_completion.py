@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.backends.replay import ReplayFactory
+from engine.core.options import ScoringOptions
+from engine.core.plugin import DiagnosticInputs
 from engine.domains.eva_airline.diagnostics import authenticated
 from engine.domains.registry import load_domain
-from engine.errors import SpecError
-from engine.options import ScoringOptions
-from engine.plugin import DiagnosticInputs
-from engine.results import finish_session
+from engine.results.scoring_stage import finish_session
+from engine.session.backends.replay import ReplayFactory
+from engine.util.errors import SpecError
 from tests.conftest import SPEC_DIR
 from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
 from tests.runtime_helpers import alter_gold_call, session_between

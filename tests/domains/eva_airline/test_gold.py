@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from engine.core.gold import resolve_pointer
 from engine.domains.eva_airline.gold import eva_trace, placeholder_values, resolve_placeholders
 from engine.domains.registry import load_domain
-from engine.errors import SpecError
-from engine.gold import resolve_pointer
+from engine.util.errors import SpecError
 from tests.conftest import SPEC_DIR
 
 
@@ -118,8 +118,8 @@ def test_gold_db_comes_from_the_gold_replay(data_root: Path) -> None:
     """Moved from tests/unit/results/test_results.py (the mock version stays there)."""
     from dataclasses import replace
 
-    from engine import results
     from engine.domains.registry import load_domain
+    from engine.results import scoring_stage as results
     from tests.conftest import SPEC_DIR
 
     # eva 7.4.1's expected DB holds an empty session although its gold trace authenticates

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 import cli
+from engine.core.render import render_agent_prompt, render_user_prompt
 from engine.domains.registry import load_domain
-from engine.render import render_agent_prompt, render_user_prompt
-from engine.specs import LoadedDomain
+from engine.spec.loader import LoadedDomain
 from tests.conftest import SPEC_DIR
 
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from engine import __version__
-from engine.artifacts import dumps_json
-from engine.dbhash import db_hash
+from engine.core.dbhash import db_hash
 from engine.domains.registry import load_domain
-from engine.runner import run_cli
+from engine.run.runner import run_cli
+from engine.util.artifacts import dumps_json
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import run_options
 
@@ -55,7 +55,7 @@ def _seconds(value: Any) -> bool:
     return isinstance(value, float) and value >= 0
 
 
-#: eva_airline's spoken-form diagnostics (counts of agent lines; engine.voice.spoken).
+#: eva_airline's spoken-form diagnostics (counts of agent lines; engine.session.voice.spoken).
 SPOKEN = ("unspelled_codes", "internal_ids_spoken", "leaked_tool_text")
 
 METRICS_KEYS = [

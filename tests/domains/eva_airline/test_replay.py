@@ -14,14 +14,14 @@ import pytest
 import yaml
 
 from cli import main as evalctl
-from engine.dbhash import db_hash, normalize_db
+from engine.core.dbhash import db_hash, normalize_db
+from engine.core.gold import GoldTrace
+from engine.core.model import ToolTable
+from engine.core.toolruntime import ToolRuntime
 from engine.domains.registry import load_domain
-from engine.errors import SpecError
-from engine.gold import GoldTrace
-from engine.model import ToolTable
-from engine.replay import replay_gold, replay_trace
-from engine.specs import LoadedDomain
-from engine.toolruntime import ToolRuntime
+from engine.spec.gold_replay import replay_gold, replay_trace
+from engine.spec.loader import LoadedDomain
+from engine.util.errors import SpecError
 from tests.conftest import SPEC_DIR
 
 GOLD_FILE = Path("eva-2.1.0/data/airline_dataset.json")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.backends import SessionInfo
-from engine.backends.replay import ReplayFactory, split_trace
-from engine.dbhash import db_hash
+from engine.core.dbhash import db_hash
 from engine.domains.registry import load_domain
-from engine.runner import run
-from engine.specs import LoadedDomain
+from engine.run.runner import run
+from engine.session.backends import SessionInfo
+from engine.session.backends.replay import ReplayFactory, split_trace
+from engine.spec.loader import LoadedDomain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import run_options
 
@@ -98,7 +98,7 @@ def test_split_trace_cuts_turns_by_user_lines(loaded: LoadedDomain) -> None:
 async def test_replay_agent_ends_after_the_last_line_and_user_hangs_up_past_the_end(
     loaded: LoadedDomain,
 ) -> None:
-    from engine.backends import TurnInfo
+    from engine.session.backends import TurnInfo
 
     scenario = loaded.scenario("eva_airline__2_2_5")
     factory = ReplayFactory({scenario.name: scenario})
@@ -116,7 +116,7 @@ async def test_replay_agent_ends_after_the_last_line_and_user_hangs_up_past_the_
 async def test_a_transfer_over_a_websocket_side_ends_the_call(tmp_path: Path, loaded: LoadedDomain) -> None:
     """eva 5.2.5's gold ends by transfer_to_agent: played by an agent side over a WebSocket (the mock
     shop, which tests/unit/sessions/test_external_agent.py runs, has no transfer tool)."""
-    from engine.sides import builtin_side
+    from engine.session.sides import builtin_side
 
     factory = ReplayFactory({s.name: s for s in loaded.scenarios})
     names = ("eva_airline__3_1_5", "eva_airline__5_2_5")

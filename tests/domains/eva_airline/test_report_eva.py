@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from cli import main
-from engine.costs import load_prices
 from engine.report_html import write_report
 from engine.report_html.collect import GroupRate, collect
+from engine.results.costs import load_prices
 from tests.report_helpers import ALTERED, JUDGE_REASON, MODELLED, PRICES_YAML, blocks
 
 

@@ -11,8 +11,8 @@ import pytest
 
 import cli
 from engine.domains.registry import load_domain
-from engine.errors import UsageError
-from engine.rundir import select_scenarios
+from engine.results.rundir import select_scenarios
+from engine.util.errors import UsageError
 from tests.conftest import SPEC_DIR
 
 

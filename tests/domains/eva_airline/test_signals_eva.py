@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.model import SIGNALS
+from engine.core.model import SIGNALS
 from engine.scoring.signals import SignalInputs, compute_signals, db_state_assertion_signal
 from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from engine.domains.registry import load_domain
-from engine.specs import LoadedDomain
+from engine.spec.loader import LoadedDomain
 from tests.conftest import SPEC_DIR
 
 SEEDS = {
@@ -141,7 +141,7 @@ def test_tool_table_mirrors_upstream(loaded: LoadedDomain, data_root: Path) -> N
 
 def test_validate_specs_real(data_root: Path) -> None:
     from engine.domains.registry import plugins
-    from engine.validate import validate_specs
+    from engine.spec.validate import validate_specs
 
     report = validate_specs(SPEC_DIR, data_root, replay=True, plugins=plugins())
     assert report.ok and report.scenarios == 50 and report.prompts == 100
@@ -153,8 +153,8 @@ def test_validate_specs_real(data_root: Path) -> None:
 
 def test_scenarios_are_chosen_by_name_or_record_id(data_root: Path) -> None:
     """Moved from tests/unit/specs/test_spec_checks.py (the mock version stays there)."""
-    from engine.errors import UsageError
-    from engine.rundir import select_scenarios
+    from engine.results.rundir import select_scenarios
+    from engine.util.errors import UsageError
 
     loaded = load_domain(SPEC_DIR, data_root)
     chosen = select_scenarios(loaded.scenarios, ("1.1.2", "eva_airline__3_1_5", "1.1.2"), None)

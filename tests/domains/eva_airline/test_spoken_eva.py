@@ -1,4 +1,4 @@
-"""eva_airline's spoken-form rules and diagnostics (engine.voice.spoken with eva's RULES), on the real
+"""eva_airline's spoken-form rules and diagnostics (engine.session.voice.spoken with eva's RULES), on the real
 gold conversations, on hand-made lines and through a replay run's metrics and summary. Moved from
 tests/unit/voice/test_spoken_form.py."""
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from engine.core.model import SessionResult
+from engine.core.plugin import DiagnosticInputs
 from engine.domains.eva_airline.spoken import RULES
 from engine.domains.registry import load_domain
-from engine.model import SessionResult
-from engine.plugin import DiagnosticInputs
-from engine.runner import run
-from engine.voice.spoken import agent_lines, session_check
+from engine.run.runner import run
+from engine.session.voice.spoken import agent_lines, session_check
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import run_options
 

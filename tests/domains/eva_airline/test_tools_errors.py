@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from engine.dbhash import db_hash
+from engine.core.dbhash import db_hash
+from engine.core.model import Scenario
+from engine.core.toolruntime import ToolRuntime
 from engine.domains.registry import load_domain
-from engine.model import Scenario
-from engine.toolruntime import ToolRuntime
 from tests.conftest import SPEC_DIR
 
 CONF, OLD, NEW = "ZK3FFW", "FL_SK621_20260320", "FL_SK703_20260325"

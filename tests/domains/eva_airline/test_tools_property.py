@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.dbhash import db_hash
+from engine.core.dbhash import db_hash
+from engine.core.gold import GoldTrace
+from engine.core.model import HashRules, ToolTable
+from engine.core.toolruntime import ToolRuntime, json_copy
 from engine.domains.registry import load_domain
-from engine.gold import GoldTrace
-from engine.model import HashRules, ToolTable
-from engine.replay import replay_trace
-from engine.toolruntime import ToolRuntime, json_copy
+from engine.spec.gold_replay import replay_trace
 from tests.conftest import SPEC_DIR
 
 # Fields whose values have a format or an enum: text ending in "!" never matches either.

@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.records.metrics import MetricsRecord
-from engine.runner import run
-from engine.voice.link import VoiceConfig
-from engine.voice.pcm import read_wav
-from engine.voice.run import VoiceRun
-from engine.voice.side import VoiceStyle
-from engine.voice.tts import ToneVoice
+from engine.core.records.metrics import MetricsRecord
+from engine.run.runner import run
+from engine.session.voice.link import VoiceConfig
+from engine.session.voice.pcm import read_wav
+from engine.session.voice.run import VoiceRun
+from engine.session.voice.side import VoiceStyle
+from engine.session.voice.tts import ToneVoice
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import run_options
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.dataroot import resolve_data_root
+from engine.core.dataroot import resolve_data_root
 from engine.domains.nemo_common import RELEASE
 from tests.domains.nemo.helpers import SHARED_FALLBACK, configured_root, has_release
 

@@ -11,15 +11,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from engine.dataroot import resolve_data_root
+from engine.core.dataroot import resolve_data_root
+from engine.core.model import ToolSpec
+from engine.core.tools.arguments import ArgumentChecker
+from engine.core.tools.context import CallContext
 from engine.domains import customer_service, qa, restaurant
 from engine.domains.nemo_common import END_TOOL, RELEASE, domain_of, load_records
 from engine.domains.registry import load_domain
-from engine.errors import DataRootError
-from engine.model import ToolSpec
-from engine.specs import LoadedDomain
-from engine.tools.arguments import ArgumentChecker
-from engine.tools.context import CallContext
+from engine.spec.loader import LoadedDomain
+from engine.util.errors import DataRootError
 
 # TODO(lead): remove this fallback once `make data` installs nemo-1a83139 into ./data.
 SHARED_FALLBACK = Path("/work/shared")

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from engine.core.tools.arguments import ArgumentChecker
 from engine.domains import customer_service as cs
 from engine.domains.customer_service.handlers import format_money, parse_money
-from engine.tools.arguments import ArgumentChecker
 from tests.domains.nemo.helpers import call_checked, loaded, release_records, tool_spec
 
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from engine.backends.replay import split_trace
+from engine.core.gold import events_trace
 from engine.domains import customer_service as cs
 from engine.domains import qa, restaurant
 from engine.domains.nemo_common import END_TOOL, GOLD_SOURCE, domain_of, evalctl_name, to_gold_events
-from engine.gold import events_trace
 from engine.scoring import predicates as engine_predicates
 from engine.scoring.action_match import is_action_match
+from engine.session.backends.replay import split_trace
 from tests.domains.nemo.helpers import names, package, release_records, replay
 
 ACTION_MATCHED = names("restaurant", "customer_service")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.artifacts import write_json
-from engine.backends.replay import ReplayFactory
-from engine.diff import _left_gold_path
-from engine.session_files import gold_path
+from engine.results.diff import _left_gold_path
+from engine.results.session_files import gold_path
+from engine.session.backends.replay import ReplayFactory
+from engine.util.artifacts import write_json
 from tests.domains.nemo.helpers import loaded
 from tests.runtime_helpers import session_between
 

@@ -1,7 +1,7 @@
 """The prompts the engine renders carry the same content as upstream's rendered prompts.
 
 Each prompt, rendered through the real loader (``specs/<domain>``, the registry plugin deriving
-the template variables from the record, ``engine.render``), is compared with the record's
+the template variables from the record, ``engine.core.render``), is compared with the record's
 ``reference_rendered_prompts`` after whitespace normalisation: every piece of scenario content
 (persona, task, steps, guidelines, documents, reference lines; the script lines of a scripted
 scenario) must appear in both, in the same order, and what is left once those pieces are cut out
@@ -20,9 +20,9 @@ import jinja2
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from engine.core.model import TEMPLATE_DIR
+from engine.core.render import render_agent_prompt, render_user_prompt
 from engine.domains.nemo_common import SCRIPTED_PROMPTS, domain_of, evalctl_name, prompt_variables
-from engine.model import TEMPLATE_DIR
-from engine.render import render_agent_prompt, render_user_prompt
 from tests.domains.nemo.helpers import loaded, names, release_records
 
 #: Where evalctl's prompts deliberately differ from upstream's text.
@@ -54,7 +54,7 @@ def _norm(text: str) -> str:
 
 def _render(record: dict[str, Any], side: str, notes: tuple[str, ...] = ()) -> str:
     """The prompt the engine sends: the scenario loaded from its spec folder by the real loader
-    (registry plugin, template variables derived from the record), rendered by engine.render."""
+    (registry plugin, template variables derived from the record), rendered by engine.core.render."""
     scenario = loaded(domain_of(record)).scenario(evalctl_name(record))
     if notes:
         scenario = replace(scenario, agent_notes=notes)

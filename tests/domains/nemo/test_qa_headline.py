@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from cli import main
-from engine.results import load_run_metrics, load_summary
+from engine.results.scoring_stage import load_run_metrics, load_summary
 from tests.domains.nemo.helpers import REPO, data_root, release_records
 
 WHY = (

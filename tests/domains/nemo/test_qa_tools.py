@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from engine.core.tools.arguments import ArgumentChecker
 from engine.domains import qa
-from engine.tools.arguments import ArgumentChecker
 from tests.domains.nemo.helpers import call_checked, loaded, release_records
 
 

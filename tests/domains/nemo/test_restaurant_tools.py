@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from engine.core.tools.arguments import ArgumentChecker
 from engine.domains import restaurant
-from engine.tools.arguments import ArgumentChecker
 from tests.domains.nemo.helpers import (
     call_checked,
     checked_arguments,

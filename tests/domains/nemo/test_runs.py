@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from engine.backends import BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
 from engine.domains.nemo_common import END_TOOL, domain_of, evalctl_name
 from engine.domains.registry import plugins
-from engine.results import ScoringOptions
-from engine.runner import RunOptions, run
-from engine.sides import builtin_side
-from engine.validate import validate_specs
+from engine.results.scoring_stage import ScoringOptions
+from engine.run.runner import RunOptions, run
+from engine.session.backends import BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
+from engine.session.sides import builtin_side
+from engine.spec.validate import validate_specs
 from tests.domains.nemo.helpers import REPO, data_root, loaded, release_records
 from tests.mock_domain.judge_server import scripted_judge
 
@@ -189,9 +189,9 @@ def test_the_judge_saw_the_weather_tool_and_its_result(judged_runs) -> None:
 
 
 async def test_an_openai_agent_opens_the_call_after_the_kickoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.backends.openai_chat import OpenAIFactory
-    from engine.backends.replay import ReplayFactory
-    from engine.render import render_agent_prompt
+    from engine.core.render import render_agent_prompt
+    from engine.session.backends.openai_chat import OpenAIFactory
+    from engine.session.backends.replay import ReplayFactory
     from tests.runtime_helpers import ScriptedOpenAI, Step, completion, session_between
 
     monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.artifacts import dumps_json
-from engine.tools.writeset import session_view
+from engine.core.tools.writeset import session_view
+from engine.util.artifacts import dumps_json
 
 
 @pytest.mark.parametrize("domain", ["retail", "airline"])

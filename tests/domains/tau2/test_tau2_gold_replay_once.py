@@ -1,6 +1,6 @@
 """A tau2 scenario whose expected DB is its gold's end state (``expected_db: {from:
 gold_replay}``) is replayed once when loaded; the run's diagnostics read that same replay
-(``engine.replay.gold_replay``)."""
+(``engine.spec.gold_replay.gold_replay``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from engine import replay
 from engine.domains.registry import load_domain
+from engine.spec import gold_replay as replay
 from tests.conftest import REPO
 
 

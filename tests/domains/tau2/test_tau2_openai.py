@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from engine import runner
-from engine.backends import user_stop
-from engine.backends.openai_chat import OpenAIFactory
+from engine.core.render import render_user_prompt
 from engine.domains.registry import load_domain
-from engine.render import render_user_prompt
-from engine.specs import LoadedDomain
+from engine.run import runner
+from engine.session.backends import user_stop
+from engine.session.backends.openai_chat import OpenAIFactory
+from engine.spec.loader import LoadedDomain
 from tests.conftest import REPO
 from tests.runtime_helpers import (
     ScriptedOpenAI,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from engine.core.tools.writeset import json_copy, parse_writes
 from engine.domains.tau2_common import Replay, Session, Tau2Hasher, replay_actions, tau2_db_hash
 from engine.domains.tau2_common.shapes import render
-from engine.tools.writeset import json_copy, parse_writes
 from tests.domains.tau2.conftest import Tau2Domain
 
 DOMAINS = ("airline", "retail")

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from engine.core.model import SessionResult
+from engine.core.plugin import DiagnosticInputs
+from engine.core.tools.writeset import session_view
 from engine.domains import tau2_airline, tau2_retail
 from engine.domains.tau2_common import replay_actions, tau2_db_hash
 from engine.domains.tau2_common.dbhash import SharedRecordHasher
 from engine.domains.tau2_common.plugin import communicate_info, result_text
-from engine.model import SessionResult
-from engine.plugin import DiagnosticInputs
-from engine.tools.writeset import session_view
 from tests.domains.tau2.conftest import Tau2Domain
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from engine.domains.registry import load_domain, plugins
-from engine.errors import SpecError
-from engine.validate import validate_specs
+from engine.spec.validate import validate_specs
+from engine.util.errors import SpecError
 from tests.conftest import REPO
 
 SPEC = REPO / "specs" / "tau2_airline"

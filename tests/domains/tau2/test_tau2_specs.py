@@ -16,17 +16,17 @@ from typing import Any
 import pytest
 
 import cli
-from engine import runner
-from engine.artifacts import read_json, read_jsonl
-from engine.backends.noop import GREETING
+from engine.core.render import render_agent_prompt, render_user_prompt
 from engine.domains.registry import load_domain, plugins
 from engine.domains.tau2_common.plugin import result_text
-from engine.render import render_agent_prompt, render_user_prompt
-from engine.replay import replay_scenario
-from engine.runner import RunReport
-from engine.session_files import scenario_dir
-from engine.specs import LoadedDomain
-from engine.validate import ValidationReport, validate_specs
+from engine.results.session_files import scenario_dir
+from engine.run import runner
+from engine.run.runner import RunReport
+from engine.session.backends.noop import GREETING
+from engine.spec.gold_replay import replay_scenario
+from engine.spec.loader import LoadedDomain
+from engine.spec.validate import ValidationReport, validate_specs
+from engine.util.artifacts import read_json, read_jsonl
 from tests.conftest import REPO
 from tests.domains.tau2.conftest import PACKAGES, RELEASE
 from tests.runtime_helpers import run_options

@@ -1,6 +1,6 @@
 """Fixtures of the tau2 telecom tests: the real upstream files, the oracle, and replays of every task.
 
-Files are found through the data root (``engine.dataroot.resolve_data_root``). The oracle
+Files are found through the data root (``engine.core.dataroot.resolve_data_root``). The oracle
 (``tau2-17e07b1-gold.json``, what tau2's own code computed) is a test expectation only.
 """
 
@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from engine.dataroot import ENV_VAR, resolve_data_root
+from engine.core.dataroot import ENV_VAR, resolve_data_root
 from engine.domains.registry import load_domain
 from engine.domains.tau2_telecom import data
 from engine.domains.tau2_telecom.replay import Replay, replay_gold
-from engine.specs import LoadedDomain
+from engine.spec.loader import LoadedDomain
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = Path("/work/shared")

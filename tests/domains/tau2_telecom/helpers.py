@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.tools.context import CallContext
 from engine.domains.tau2_telecom import AGENT_HANDLERS, USER_HANDLERS
 from engine.domains.tau2_telecom.common import json_copy
-from engine.tools.context import CallContext
 
 
 def call(side: str, name: str, db: dict[str, Any], call_index: int = 1, **args: Any) -> dict[str, Any]:

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from engine import runner
-from engine.backends import SessionInfo
-from engine.runner import RunReport
-from engine.sides import builtin_side
+from engine.run import runner
+from engine.run.runner import RunReport
+from engine.session.backends import SessionInfo
+from engine.session.sides import builtin_side
 from tests.domains.tau2_telecom.conftest import MANUAL_SPEC, WORKFLOW_SPEC, Specs, Telecom
 from tests.runtime_helpers import ScriptedBackend, ScriptedOpenAI, Step, completion, run_options, say
 

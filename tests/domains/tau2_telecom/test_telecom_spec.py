@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
+from engine.core.model import Scenario
+from engine.core.render import render_agent_prompt, render_user_prompt
 from engine.domains.registry import plugins
 from engine.domains.tau2_telecom import AGENT_WRITES, USER_WRITES, tau2_content, tau2_hash
 from engine.domains.tau2_telecom.plugin import action_reference, env_assertions, nl_assertions
-from engine.model import Scenario
-from engine.render import render_agent_prompt, render_user_prompt
-from engine.replay import replay_scenario, replay_trace
-from engine.validate import validate_specs
-from engine.yamlload import load_yaml
+from engine.spec.gold_replay import replay_scenario, replay_trace
+from engine.spec.validate import validate_specs
+from engine.util.yamlload import load_yaml
 from tests.domains.tau2_telecom.conftest import MANUAL_SPEC, WORKFLOW_SPEC, Specs, Telecom
 
 TELECOM = "tau2-17e07b1/data/tau2/domains/telecom"

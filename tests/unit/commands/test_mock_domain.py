@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import engine.runner as runner
+import engine.run.runner as runner
 from cli import main
 from engine.domains.registry import load_domain
-from engine.specs import LoadedDomain
+from engine.spec.loader import LoadedDomain
 from tests.mock_domain.judge_server import scripted_judge
 from tests.runtime_helpers import alter_gold_call
 

@@ -54,9 +54,9 @@ def test_diff_with_a_damaged_final_db_says_so(tmp_path: Path, capsys: pytest.Cap
 def test_report_prints_server_text_and_paths_verbatim(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from engine.artifacts import write_json
     from engine.commands.report import report
     from engine.scoring.summary import build_summary
+    from engine.util.artifacts import write_json
     from tests.record_helpers import metrics_row
 
     run_dir = tmp_path / "runs [nightly]"
@@ -108,10 +108,10 @@ def test_diff_and_html_report_cope_with_deeply_nested_call_arguments(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # before: `evalctl diff` and `evalctl report --html` died with RecursionError (json.loads in
-    # engine/diff.py _args, reached from _left_gold_path) on arguments a side nested 100,000 deep
-    from engine.artifacts import read_json, write_json
+    # engine/results/diff.py _args, reached from _left_gold_path) on arguments a side nested 100,000 deep
     from engine.domains.registry import load_domain
-    from engine.session_files import gold_path
+    from engine.results.session_files import gold_path
+    from engine.util.artifacts import read_json, write_json
 
     out = tmp_path / "run"
     assert _run("--output-dir", str(out), "--no-progress") == 0
@@ -137,10 +137,10 @@ def test_diff_counts_turns_from_one_and_says_whose_turn_it_names(tmp_path: Path)
     """A divergence names the agent's own turn when the agent made a call there, and the gold's
     turn when it made none; turns are counted from 1 (tool_calls.json and gold_path.json count
     from 0)."""
-    from engine.artifacts import read_json, write_json
-    from engine.diff import _left_gold_path
     from engine.domains.registry import load_domain
-    from engine.session_files import gold_path
+    from engine.results.diff import _left_gold_path
+    from engine.results.session_files import gold_path
+    from engine.util.artifacts import read_json, write_json
 
     out = tmp_path / "run"
     assert _run("--output-dir", str(out), "--no-progress") == 0

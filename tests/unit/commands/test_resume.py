@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.runner import run_cli
+from engine.run.runner import run_cli
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
 

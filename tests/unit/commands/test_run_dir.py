@@ -91,7 +91,7 @@ def test_disk_full_at_the_summary_is_one_line(
     def full(run_dir: Path, info: dict[str, Any], *known: Any) -> dict[str, Any]:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("engine.results.finish_run", full)
+    monkeypatch.setattr("engine.results.scoring_stage.finish_run", full)
     out = tmp_path / "run"
     assert _run("--output-dir", str(out), "--no-progress") == 2  # before: 1, --fail-under's code
     err = capsys.readouterr().err.strip().splitlines()
@@ -123,7 +123,7 @@ def test_runs_started_in_the_same_second_get_their_own_default_dirs(
         def now(cls, tz: Any = None) -> datetime:
             return datetime(2026, 1, 1, tzinfo=tz)
 
-    monkeypatch.setattr("engine.rundir.datetime", Frozen)
+    monkeypatch.setattr("engine.results.rundir.datetime", Frozen)
     assert _run("--no-progress") == 0
     assert _run("--no-progress") == 0
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [stamp, f"{stamp}-2"]

@@ -17,8 +17,8 @@ import pytest
 
 import cli
 from engine.domains.registry import load_domain
-from engine.errors import UsageError
-from engine.runner import run, select_scenarios
+from engine.run.runner import run, select_scenarios
+from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
 
@@ -179,7 +179,7 @@ def test_ctrl_c_twice_still_writes_the_summary(tmp_path: Path) -> None:
     """An impatient second Ctrl-C (sent once the first one was seen) no longer quits without the
     summary: whenever it lands, the run still ends with exit 130 and summary.json (before, a second
     Ctrl-C while the writes finished left neither summary nor resume hint)."""
-    from engine.runner import CtrlC
+    from engine.run.runner import CtrlC
 
     out = tmp_path / "run"
     proc = _interrupted_run(out)
@@ -200,7 +200,7 @@ def test_ctrl_c_twice_still_writes_the_summary(tmp_path: Path) -> None:
 
 
 async def test_repeated_ctrl_c_cancels_then_warns_then_quits(capsys: pytest.CaptureFixture[str]) -> None:
-    from engine.runner import CtrlC
+    from engine.run.runner import CtrlC
 
     task = asyncio.get_running_loop().create_future()  # stands for the run's task: cancel() is all it needs
     ctrl_c = CtrlC(task)  # type: ignore[arg-type]
@@ -219,7 +219,7 @@ def test_ctrl_c_while_the_outcome_is_printed_keeps_the_resume_hint(
     run is printed, only says the rest is coming (before, the default handler quit there: no table,
     no `interrupted; finished results kept in` hint, which is what a second press must not lose)."""
     from engine.commands import run as run_verb
-    from engine.runner import CtrlC
+    from engine.run.runner import CtrlC
 
     real_run_cli, real_print = run_verb.run_cli, run_verb.print_outcome
 

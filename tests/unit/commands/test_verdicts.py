@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from cli import main
-from engine.records.summary import SummaryRecord
-from engine.runner import RunReport, run_cli
+from engine.core.records.summary import SummaryRecord
+from engine.run.runner import RunReport, run_cli
 from engine.scoring.summary import build_summary, render_summary_text
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.mock_domain.judge_server import scripted_judge
@@ -92,13 +92,13 @@ def test_allow_errors_and_fail_under_decide_the_exit_code_over_results_with_a_ve
 
 
 def _cause() -> Any:
-    from engine.records.common import ErrorCause
+    from engine.core.records.common import ErrorCause
 
     return ErrorCause("user_simulator", "user side reported backend_error: HTTP 503")
 
 
 def test_a_string_diagnostic_is_reported_and_counted_as_not_applicable() -> None:
-    from engine.records.metrics import Breakdown
+    from engine.core.records.metrics import Breakdown
 
     labelled = [
         metrics_row(
@@ -225,7 +225,7 @@ def test_a_concurrency_the_open_file_limit_cannot_carry_is_refused_up_front(tmp_
         timeout=120,
     )
     # before: 0/500 "cannot connect" sessions scored as the agent's failures, tracebacks, exit 0
-    from engine.oslimits import files_needed
+    from engine.util.oslimits import files_needed
 
     replay = {"agent": "replay", "user": "replay"}
     needed = files_needed(60, replay, judge=False)  # three scenarios, twenty trials: 60 sessions
@@ -240,7 +240,7 @@ def test_a_concurrency_the_open_file_limit_cannot_carry_is_refused_up_front(tmp_
 
 
 def test_the_open_file_check_raises_the_soft_limit_when_the_hard_one_allows() -> None:
-    from engine.oslimits import check_open_files, files_needed
+    from engine.util.oslimits import check_open_files, files_needed
 
     assert files_needed(8, {"agent": "replay", "user": "replay"}, judge=False) == 64 + 8 * 4
     assert files_needed(8, {"agent": "openai", "user": "external"}, judge=True) == 64 + 8 * 5

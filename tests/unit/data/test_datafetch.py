@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.datafetch import fill, main
-from engine.dataroot import pins
+from engine.core.datafetch import fill, main
+from engine.core.dataroot import pins
 
 
 def test_unreachable_download_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,7 +25,7 @@ def test_unreachable_download_is_one_clear_line(tmp_path: Path, capsys: pytest.C
 def test_missing_source_folder_is_said(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("engine.datafetch.ARCHIVE_URL", "http://127.0.0.1:9/{repo}/{commit}")  # discard port
+    monkeypatch.setattr("engine.core.datafetch.ARCHIVE_URL", "http://127.0.0.1:9/{repo}/{commit}")  # discard port
     code = main(["--source", str(tmp_path / "nope"), "--dest", str(tmp_path / "root")])
     out = capsys.readouterr()
     assert code == 1 and f"source folder {tmp_path / 'nope'} does not exist" in out.out

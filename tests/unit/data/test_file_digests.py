@@ -1,4 +1,4 @@
-"""File digests (engine.dataroot.sha256_file): a run hashes its data root when it starts and again
+"""File digests (engine.core.dataroot.sha256_file): a run hashes its data root when it starts and again
 when it writes its summary, so a file seen unchanged is answered from memory; any change to it (its
 bytes, its size, its times, a new file in its place) is hashed anew, and so is a file changed so
 recently that a write could still land within the same timestamp."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import dataroot
-from engine.dataroot import sha256_file
+from engine.core import dataroot
+from engine.core.dataroot import sha256_file
 
 OLD_NS = 1_600_000_000 * 10**9  # 2020: long settled
 

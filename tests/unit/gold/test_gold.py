@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.gold import GoldStep, actions_trace, events_trace, resolve_pointer
+from engine.core.gold import GoldStep, actions_trace, events_trace, resolve_pointer
 
 
 def test_pointer() -> None:

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import SpecError
-from engine.render import render_agent_prompt, render_user_prompt
-from engine.runner import RunOptions, run
-from engine.specs import load_domain
-from engine.validate import validate_specs
+from engine.core.render import render_agent_prompt, render_user_prompt
+from engine.run.runner import RunOptions, run
+from engine.spec.loader import load_domain
+from engine.spec.validate import validate_specs
+from engine.util.errors import SpecError
 
 PLUGIN_CODE = """
-from engine.plugin import DomainPlugin
-from engine.tools.context import error
+from engine.core.plugin import DomainPlugin
+from engine.core.tools.context import error
 
 
 def reset_line(db, args, ctx):

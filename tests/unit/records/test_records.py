@@ -18,16 +18,16 @@ from typing import Any
 import pytest
 
 from engine import __version__
-from engine.artifacts import dumps_json
-from engine.dbhash import db_hash
+from engine.core.dbhash import db_hash
+from engine.core.options import ScoringOptions
+from engine.core.records.fields import RecordError
+from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal, Usage
+from engine.core.records.run import RunRecord
+from engine.core.records.summary import SummaryRecord
 from engine.domains.registry import load_domain
-from engine.options import ScoringOptions
-from engine.records.fields import RecordError
-from engine.records.metrics import SIGNALS, MetricsRecord, Signal, Usage
-from engine.records.run import RunRecord
-from engine.records.summary import SummaryRecord
-from engine.runner import run_cli
+from engine.run.runner import run_cli
 from engine.scoring.signals import SIGNAL_FUNCS
+from engine.util.artifacts import dumps_json
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.mock_domain.diagnostics import LONG_LINE, plugins_with_diagnostics
 from tests.runtime_helpers import run_options
@@ -275,7 +275,8 @@ def test_a_metrics_body_that_is_not_the_record_is_refused(
 def test_a_diagnostic_is_any_value_the_plugin_contract_allows(one_scenario_run: Path) -> None:
     body = json.loads((one_scenario_run / CANCEL / "metrics.json").read_text())
     lines = body["long_agent_lines"]
-    for value in (0.5, 2, "partial", None, False):  # engine.plugin.Diagnostic: bool, number, string, None
+    # engine.core.plugin.Diagnostic: bool, number, string, None
+    for value in (0.5, 2, "partial", None, False):
         record = MetricsRecord.from_json({**body, "looked_up": value})
         assert record.signals.diagnostics == {"looked_up": value, "long_agent_lines": lines}
         assert record.to_json() == {**body, "looked_up": value}
@@ -510,7 +511,7 @@ def test_a_version_1_metrics_file_is_still_read(one_scenario_run: Path) -> None:
 
 
 def test_a_session_record_is_read_back_unchanged(one_scenario_run: Path) -> None:
-    from engine.records.session import SessionRecord
+    from engine.core.records.session import SessionRecord
 
     text = (one_scenario_run / CANCEL / "session.json").read_text(encoding="utf-8")
     record = SessionRecord.from_json(json.loads(text))

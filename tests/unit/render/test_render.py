@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import cli
+from engine.core.render import outline, render, render_agent_prompt, render_user_prompt, spell, tool_schemas
 from engine.domains.registry import load_domain
-from engine.errors import SpecError
-from engine.render import outline, render, render_agent_prompt, render_user_prompt, spell, tool_schemas
-from engine.specs import LoadedDomain
+from engine.spec.loader import LoadedDomain
+from engine.util.errors import SpecError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 
@@ -169,8 +169,7 @@ def test_template_runtime_error_is_a_spec_problem(tmp_path: Path, line: str, exp
 def test_a_prompt_is_rendered_once_per_scenario(loaded: LoadedDomain, monkeypatch) -> None:
     """A run asks for each prompt when it checks its specs, for its sessions and for every result
     folder: the template runs once per (scenario, side); extra variables always render anew."""
-    from engine import render as render_module
-
+    from engine.core import render as render_module
     calls: list[str] = []
     real = render_module._render
 
@@ -193,8 +192,7 @@ def test_a_prompt_is_rendered_once_per_scenario(loaded: LoadedDomain, monkeypatc
 
 
 def test_kept_prompts_stay_within_their_budget(loaded: LoadedDomain, monkeypatch) -> None:
-    from engine import render as render_module
-
+    from engine.core import render as render_module
     monkeypatch.setattr(render_module, "_RENDERED", type(render_module._RENDERED)())
     monkeypatch.setattr(render_module, "_rendered_chars", 0)
     one = len(render_agent_prompt(loaded.scenario("mock__cancel_order")))
@@ -209,8 +207,7 @@ def test_kept_prompts_go_with_their_scenario(monkeypatch) -> None:
     import gc
     import weakref
 
-    from engine import render as render_module
-
+    from engine.core import render as render_module
     monkeypatch.setattr(render_module, "_RENDERED", type(render_module._RENDERED)())
     monkeypatch.setattr(render_module, "_rendered_chars", 0)
     scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cli import main
-from engine.compare import compare_runs, render_text
-from engine.runner import run_cli
+from engine.results.compare import compare_runs, render_text
+from engine.run.runner import run_cli
 from tests.conftest import MOCK_DATA_ROOT
 from tests.mock_domain.sample_run import ALTERED, MODELLED, REPLAYED
 from tests.runtime_helpers import run_options
@@ -114,11 +114,11 @@ def test_json_and_html_outputs(clean_run: Path, mock_sample_run_dir: Path, tmp_p
 async def test_a_voice_run_against_a_text_run_is_one_warning_line(tmp_path: Path, capsys) -> None:
     """Two small runs of one mock scenario, one of them an audio session (``--voice``, the tone
     stand-in): compare says so in one WARNING line, either way round; two text runs say nothing."""
-    from engine.runner import run
-    from engine.voice.link import VoiceConfig
-    from engine.voice.run import VoiceRun
-    from engine.voice.side import VoiceStyle
-    from engine.voice.tts import ToneVoice
+    from engine.run.runner import run
+    from engine.session.voice.link import VoiceConfig
+    from engine.session.voice.run import VoiceRun
+    from engine.session.voice.side import VoiceStyle
+    from engine.session.voice.tts import ToneVoice
     from tests.conftest import MOCK_SPEC_DIR
 
     async def one(out: Path, voice: bool) -> Path:

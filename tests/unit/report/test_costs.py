@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from cli import main
-from engine.costs import Price, PriceTable, load_prices, money, run_costs
-from engine.errors import SpecError
-from engine.records.metrics import Usage
-from engine.results import load_run_metrics
-from engine.runner import run_cli
+from engine.core.records.metrics import Usage
+from engine.results.costs import Price, PriceTable, load_prices, money, run_costs
+from engine.results.scoring_stage import load_run_metrics
+from engine.run.runner import run_cli
+from engine.util.errors import SpecError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.sample_run import AGENT_TOKENS, JUDGE_TOKENS, MODELLED, PRICES_YAML
 from tests.record_helpers import metrics_row

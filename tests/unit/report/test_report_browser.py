@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.costs import load_prices
 from engine.report_html import write_report
+from engine.results.costs import load_prices
 from tests import browser as chromium
 from tests.mock_domain.sample_run import ALTERED, HOSTILE, MODELLED, PRICES_YAML, REPLAYED, hostile_run
 

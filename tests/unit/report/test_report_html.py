@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from cli import main
-from engine.costs import load_prices
+from engine.core.grouping import GroupRule, parse_rule
 from engine.domains.registry import load_domain
-from engine.errors import SpecError
-from engine.grouping import GroupRule, parse_rule
 from engine.report_html import write_report
 from engine.report_html.collect import GroupRate, collect
 from engine.report_html.transcript import ELIDED, ITEM_MAX, MAX_LINES, Budget, chat_entries
+from engine.results.costs import load_prices
+from engine.util.errors import SpecError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.sample_run import (
     ALTERED,

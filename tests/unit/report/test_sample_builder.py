@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from engine.results import load_run_metrics
+from engine.results.scoring_stage import load_run_metrics
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.sample_run import ALTERED, MOCK_SAMPLE, NOT_THEIRS
 from tests.report_helpers import AGENT_TOKENS, JUDGE_TOKENS, Sample, build_sample_run

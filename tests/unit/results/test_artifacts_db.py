@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from engine.artifacts import FolderWrite, db_json_bytes, dumps_json
+from engine.util.artifacts import FolderWrite, db_json_bytes, dumps_json
 from tests.json_strategies import json_values
 
 
@@ -86,7 +86,7 @@ def test_files_get_the_users_permissions(tmp_path: Path, umask: int) -> None:
     markers) are created 0o666 less the umask, as any file the user makes."""
     import os
 
-    from engine.artifacts import write_json
+    from engine.util.artifacts import write_json
 
     old = os.umask(umask)
     try:
@@ -106,8 +106,8 @@ def test_files_get_the_users_permissions(tmp_path: Path, umask: int) -> None:
 
 def test_a_db_read_back_from_its_file_hashes_as_the_db() -> None:
     """A rescore hashes ``final_db.json``: NaN and the infinities must come back as they were."""
-    from engine.dbhash import db_hash
-    from engine.model import HashRules
+    from engine.core.dbhash import db_hash
+    from engine.core.model import HashRules
 
     db = {"orders": {"O1": {"total": float("nan"), "credit": float("inf"), "note": None, "n": 1.5}}}
     rules = HashRules()

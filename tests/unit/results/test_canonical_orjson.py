@@ -1,4 +1,4 @@
-"""The orjson path of the canonical DB text (engine.canonical_orjson) gives the slow, obvious
+"""The orjson path of the canonical DB text (engine.util.canonical_orjson) gives the slow, obvious
 text (normalise a copy, then dump) or nothing: on generated DBs, on the values it must refuse,
 and on every float kind. The eva facts (all 100 DBs take this path) are in
 tests/domains/eva_airline/test_dbhash.py."""
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.canonical_orjson import orjson_canonical_text
-from engine.dbhash import canonical_json, db_hash, reference_canonical_json
-from engine.model import HashRules
+from engine.core.dbhash import canonical_json, db_hash, reference_canonical_json
+from engine.core.model import HashRules
+from engine.util.canonical_orjson import orjson_canonical_text
 
 RULES = HashRules(excluded_keys=("session",), unordered_lists=("bookings", "standby_list"))
 

@@ -1,4 +1,4 @@
-"""The fast canonical text (engine.canonical_text) equals the slow, obvious one (normalise a copy,
+"""The fast canonical text (engine.util.canonical_text) equals the slow, obvious one (normalise a copy,
 then dump) on every DB, including the ones made to trip its text edits; the eva facts are in
 tests/domains/eva_airline/test_dbhash.py."""
 
@@ -12,9 +12,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.canonical_text import fast_canonical_text
-from engine.dbhash import canonical_json, db_hash, reference_canonical_json
-from engine.model import HashRules
+from engine.core.dbhash import canonical_json, db_hash, reference_canonical_json
+from engine.core.model import HashRules
+from engine.util.canonical_text import fast_canonical_text
 
 RULES = HashRules(excluded_keys=("session",), unordered_lists=("bookings", "standby_list"))
 
@@ -73,7 +73,7 @@ def test_fast_path_takes_plain_dbs_itself(db: dict[str, Any]) -> None:
 @given(dbs)
 def test_fast_text_equals_the_reference(db: dict[str, Any]) -> None:
     expected = reference_canonical_json(db, RULES)
-    # this path on its own (engine.dbhash tries the orjson path first)
+    # this path on its own (engine.core.dbhash tries the orjson path first)
     fast = fast_canonical_text({k: v for k, v in db.items() if k != "session"}, RULES.unordered_lists)
     assert fast is None or fast == expected
     assert canonical_json(db, RULES) == expected

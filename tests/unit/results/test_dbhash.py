@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from engine.dbdiff import DiffLine, db_diff
-from engine.dbhash import canonical_json, db_hash, normalize_db
-from engine.model import HashRules
+from engine.core.dbdiff import DiffLine, db_diff
+from engine.core.dbhash import canonical_json, db_hash, normalize_db
+from engine.core.model import HashRules
 
 RULES = HashRules(excluded_keys=("session",), unordered_lists=("bookings", "standby_list"))
 

@@ -34,7 +34,7 @@ def _imports_deepdiff(code: str, tmp_path: Path) -> bool:
 
 def test_a_passing_replay_run_does_not_import_deepdiff(tmp_path: Path) -> None:
     code = (
-        "from engine import runner\n"
+        "from engine.run import runner\n"
         "from tests.runtime_helpers import run_options\n"
         "opts = run_options(SPEC, DATA, scenarios=('mock__cancel_order', 'mock__late_delivery_credit'),\n"
         "                   output_dir=TMP / 'run', quiet=True)\n"
@@ -48,7 +48,7 @@ def test_a_gold_replay_imports_deepdiff_only_for_a_mismatch(tmp_path: Path) -> N
     replay = (
         "from dataclasses import replace\n"
         "from engine.domains.registry import load_domain\n"
-        "from engine.replay import replay_gold\n"
+        "from engine.spec.gold_replay import replay_gold\n"
         "scenario = load_domain(SPEC, DATA).scenario('mock__cancel_order')\n"
     )
     passing = replay + "assert replay_gold(scenario).ok\n"

@@ -10,14 +10,15 @@ from dataclasses import replace
 
 import pytest
 
-from engine import artifacts, results
-from engine.dbhash import db_hash
-from engine.model import SIGNALS
-from engine.options import ScoringOptions
-from engine.records.metrics import METRICS_SCHEMA
-from engine.render import render_agent_prompt
-from engine.results import finish_run, finish_session, is_complete, scenario_dir
-from engine.specs import load_domain
+from engine.core.dbhash import db_hash
+from engine.core.model import SIGNALS
+from engine.core.options import ScoringOptions
+from engine.core.records.metrics import METRICS_SCHEMA
+from engine.core.render import render_agent_prompt
+from engine.results import scoring_stage as results
+from engine.results.scoring_stage import finish_run, finish_session, is_complete, scenario_dir
+from engine.spec.loader import load_domain
+from engine.util import artifacts
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.diagnostics import NAMES, plugins_with_diagnostics
 from tests.mock_domain.eva_fixtures import expected_copy, session
@@ -328,7 +329,7 @@ async def test_rescoring_a_slot_drops_files_of_the_earlier_attempt(tmp_path, sc)
     ],
 )
 def test_failure_reason_names_signals_stall_and_side_errors(failed, expected):
-    from engine.records.summary import FailedResult
+    from engine.core.records.summary import FailedResult
     from engine.scoring.summary import failure_reason
 
     record = FailedResult("a", 1, (), False, None, None)

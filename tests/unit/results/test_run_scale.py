@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from engine import artifacts, runner
+from engine.core.options import ScoringOptions
+from engine.core.records.summary import SummaryRecord
 from engine.domains.registry import load_domain
-from engine.options import ScoringOptions
-from engine.records.summary import SummaryRecord
-from engine.results import load_run_metrics, run_totals, store_and_score
+from engine.results.scoring_stage import load_run_metrics, run_totals, store_and_score
+from engine.results.session_files import load_session, scenario_dir, slot
+from engine.run import runner
 from engine.scoring.summary import build_summary
-from engine.session_files import load_session, scenario_dir, slot
+from engine.util import artifacts
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.eva_fixtures import expected_copy, session
 from tests.runtime_helpers import run_options

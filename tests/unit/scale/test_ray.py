@@ -15,21 +15,22 @@ from pathlib import Path
 import pytest
 
 import cli
-from engine.errors import UsageError
+from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import SHOP_RUN, hashes, verdicts
 
 
 def test_the_core_never_imports_ray() -> None:
-    code = ("import sys, cli, engine.runner, engine.commands.run, engine.workers, engine.merge; "
+    code = ("import sys, cli, engine.run.runner, engine.commands.run, engine.run.workers, "
+            "engine.results.merge; "
             "cli.main(['run', '--help']); print('ray' in sys.modules)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"
 
 
 def test_a_missing_ray_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from engine.ray_run import run_on_ray
+    from engine.run.ray_run import run_on_ray
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     message = r"^--ray needs Ray, which is not installed: pip install 'evalctl\[ray\]'$"
@@ -40,8 +41,8 @@ def test_a_missing_ray_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 def test_an_unreachable_ray_cluster_is_exit_3_at_once(tmp_path: Path) -> None:
     # Before, ray.init retried a closed address for minutes (over 5 min with --ray 127.0.0.1:PORT).
     pytest.importorskip("ray")
-    from engine.errors import InfrastructureError
-    from engine.ray_run import run_on_ray
+    from engine.run.ray_run import run_on_ray
+    from engine.util.errors import InfrastructureError
 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))

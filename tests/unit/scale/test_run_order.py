@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from websockets.protocol import State
 
-from engine import heap
-from engine.backends.replay import ReplayFactory
 from engine.domains.registry import load_domain
-from engine.resume import Job, longest_first, plan_jobs
-from engine.run_setup import session_setup
-from engine.session import SessionLimits, run_session
-from engine.sides import SideLink, SideServer, builtin_side, link
+from engine.results.resume import Job, longest_first, plan_jobs
+from engine.session.backends.replay import ReplayFactory
+from engine.session.conversation import SessionLimits, run_session
+from engine.session.setup import session_setup
+from engine.session.sides import SideLink, SideServer, builtin_side, link
+from engine.util import heap
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import SHOP
 

@@ -9,9 +9,9 @@ import pytest
 
 import cli
 from engine.domains.registry import load_domain
-from engine.errors import UsageError
-from engine.runner import run
-from engine.shard import Shard, parse_shard, shard_names, shard_scenarios, split
+from engine.run.runner import run
+from engine.run.shard import Shard, parse_shard, shard_names, shard_scenarios, split
+from engine.util.errors import UsageError
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import NAMES, SHOP, SHOP_RUN, hashes
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import workers
-from engine.errors import UsageError
-from engine.runner import run
-from engine.shard import split
+from engine.run import workers
+from engine.run.runner import run
+from engine.run.shard import split
+from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import NAMES, SHOP, hashes, verdicts

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from engine import results, worker_child, workers
-from engine.runner import run
+from engine.results import scoring_stage as results
+from engine.run import worker_child, workers
+from engine.run.runner import run
 from tests.conftest import REPO
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import NAMES, SHOP, SHOP_RUN, hashes, verdicts
@@ -158,9 +159,9 @@ async def test_a_dead_workers_stored_conversations_are_kept(tmp_path: Path) -> N
     import json as _json
 
     from engine.domains.registry import load_domain as load
-    from engine.progress import Progress
-    from engine.resume import plan_jobs
-    from engine.run_report import RunReport
+    from engine.results.resume import plan_jobs
+    from engine.results.run_report import RunReport
+    from engine.run.progress import Progress
 
     out = tmp_path / "run"
     await run(run_options(*SHOP, scenarios=NAMES, output_dir=out, workers=1, progress=False))
@@ -201,7 +202,7 @@ async def test_a_dead_workers_stored_conversations_are_kept(tmp_path: Path) -> N
 
 def test_the_concurrency_is_shared_not_multiplied() -> None:
     from engine.domains.registry import load_domain as load
-    from engine.resume import Job
+    from engine.results.resume import Job
 
     opts = run_options(*SHOP, workers=4, concurrency=3)
     assert workers.worker_count(opts, 10_000, None) == 3  # never more workers than sessions at once
@@ -213,8 +214,8 @@ def test_the_concurrency_is_shared_not_multiplied() -> None:
 
 
 def test_a_session_not_scored_shows_as_error_not_fail() -> None:
-    from engine.model import SessionResult
-    from engine.progress import Finished
+    from engine.core.model import SessionResult
+    from engine.run.progress import Finished
 
     fin = Finished.of(SessionResult("s", 1, "exit"), None)
     assert fin.verdict == "ERROR" and not fin.ok and "not scored" in fin.note

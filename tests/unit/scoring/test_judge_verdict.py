@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cli import main
-from engine.options import ScoringOptions
+from engine.core.options import ScoringOptions
 from engine.scoring.judge import parse_judge_reply, run_judge
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.eva_fixtures import session

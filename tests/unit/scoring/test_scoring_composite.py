@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.gold import GoldTrace, actions_trace, events_trace
+from engine.core.gold import GoldTrace, actions_trace, events_trace
 from engine.scoring.composite import compute_composite, normalize_verdict, stalled_threshold
 
 ALL_NA = {

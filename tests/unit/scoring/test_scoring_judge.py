@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from engine.core.options import ScoringOptions
 from engine.domains.registry import load_domain
-from engine.options import ScoringOptions
-from engine.results import finish_session
+from engine.results.scoring_stage import finish_session
 from engine.scoring.judge import parse_judge_reply, render_judge_prompt, run_judge
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.eva_fixtures import expected_copy, session
@@ -236,7 +236,7 @@ def test_pathological_judge_reply_fails_fast_with_a_value_error(reply: str) -> N
 
 @pytest.mark.parametrize("usage", [{"prompt_tokens": "12", "completion_tokens": None}, "junk"])
 async def test_judge_verdict_survives_odd_usage_fields(usage: Any) -> None:
-    from engine.options import ScoringOptions
+    from engine.core.options import ScoringOptions
     from engine.scoring.judge import run_judge
     from tests.mock_domain.eva_fixtures import session
 
@@ -252,7 +252,7 @@ async def test_judge_verdict_survives_odd_usage_fields(usage: Any) -> None:
 
 
 async def test_judge_error_is_one_line() -> None:
-    from engine.options import ScoringOptions
+    from engine.core.options import ScoringOptions
     from engine.scoring.judge import run_judge
     from tests.mock_domain.eva_fixtures import session
 

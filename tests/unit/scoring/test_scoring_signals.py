@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from engine.dbhash import db_hash
+from engine.core.dbhash import db_hash
+from engine.core.model import SIGNALS
 from engine.domains.registry import load_domain
-from engine.model import SIGNALS
 from engine.scoring.judge import JudgeOutcome
 from engine.scoring.predicates import evaluate_db_state_assertion
 from engine.scoring.signals import (
@@ -238,8 +238,8 @@ def test_compute_signals_returns_contract_fields(sc):
 def test_predicate_values_are_compared_as_json(
     monkeypatch: pytest.MonkeyPatch, returned: Any, assert_value: Any, passed: bool, error: str | None
 ) -> None:
-    from engine.artifacts import dumps_json
     from engine.scoring import predicates
+    from engine.util.artifacts import dumps_json
 
     verdict = predicates.evaluate_db_state_assertion(
         {"odd": lambda db: returned}, {"func_name": "odd", "arguments": {}, "assert_value": assert_value}, {}

@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from engine.commands.report import report
-from engine.records.metrics import Breakdown, Usage
+from engine.core.records.metrics import Breakdown, Usage
 from engine.scoring.summary import build_summary, headline_not_applicable, render_summary_text
 from tests.record_helpers import metrics_row
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import websockets
 
+from engine.core.gold import GoldStep
 from engine.domains.registry import load_domain
-from engine.gold import GoldStep
-from engine.runner import run
+from engine.run.runner import run
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options, session_between
 
@@ -163,7 +163,7 @@ async def test_the_minimal_agent_in_docs_protocol_md_runs() -> None:
     scenario = load_domain(*SHOP).scenario("mock__cancel_order")
     async with websockets.serve(namespace["session"], "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
-        from engine.backends.replay import ReplayFactory
+        from engine.session.backends.replay import ReplayFactory
 
         result = await session_between(
             scenario, f"ws://127.0.0.1:{port}", ReplayFactory({scenario.name: scenario})
@@ -173,8 +173,8 @@ async def test_the_minimal_agent_in_docs_protocol_md_runs() -> None:
 
 
 async def test_external_user_side_and_a_side_of_the_wrong_role(tmp_path: Path) -> None:
-    from engine.backends.replay import ReplayFactory
-    from engine.sides import builtin_side
+    from engine.session.backends.replay import ReplayFactory
+    from engine.session.sides import builtin_side
 
     loaded = load_domain(*SHOP)
     factory = ReplayFactory({s.name: s for s in loaded.scenarios})

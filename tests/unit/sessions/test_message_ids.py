@@ -1,7 +1,7 @@
 """A side's message ids are unique on its connection (docs/protocol.md, Envelope): the engine refuses
 a repeated id from an external side as a protocol error of that side (``unexpected_message`` sent
 back, stop reason ``error``, the side blamed), and skips the check for the sides a run serves
-itself, as it skips their schema check (engine/sides/link.py)."""
+itself, as it skips their schema check (engine/session/sides/link.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import websockets
 
-from engine.backends.replay import ReplayFactory
 from engine.domains.registry import load_domain
-from engine.sides.link import SideFailure, SideLink
+from engine.session.backends.replay import ReplayFactory
+from engine.session.sides.link import SideFailure, SideLink
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import session_between
 

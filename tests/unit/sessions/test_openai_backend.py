@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from engine.backends import BackendError, SessionInfo, TurnInfo
-from engine.backends.openai_chat import OpenAIFactory
-from engine.backends.replay import ReplayFactory
 from engine.domains.registry import load_domain
-from engine.errors import UsageError
-from engine.runner import run
-from engine.specs import LoadedDomain
+from engine.run.runner import run
+from engine.session.backends import BackendError, SessionInfo, TurnInfo
+from engine.session.backends.openai_chat import OpenAIFactory
+from engine.session.backends.replay import ReplayFactory
+from engine.spec.loader import LoadedDomain
+from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, raw_server, run_options, session_between
 
@@ -176,7 +176,7 @@ async def test_run_with_openai_agent_end_to_end(tmp_path: Path) -> None:
 
 
 async def test_tool_rounds_per_turn_are_capped(loaded: LoadedDomain) -> None:
-    from engine.session import SessionLimits
+    from engine.session.conversation import SessionLimits
 
     scenario = loaded.scenario(SCENARIO)
     looping = [Step(completion(None, [("c", "get_order", '{"order_id": "O-100"}')]))]
@@ -193,7 +193,7 @@ async def test_tool_rounds_per_turn_are_capped(loaded: LoadedDomain) -> None:
 async def test_engine_turn_timeout_cancels_the_model_request(loaded: LoadedDomain) -> None:
     import time
 
-    from engine.session import SessionLimits
+    from engine.session.conversation import SessionLimits
 
     scenario = loaded.scenario(SCENARIO)
     limits = SessionLimits(max_duration_s=10, turn_timeout_s=0.3)
@@ -210,7 +210,7 @@ async def test_engine_turn_timeout_cancels_the_model_request(loaded: LoadedDomai
 async def test_unreachable_endpoint_names_the_url(api_key: None) -> None:
     import socket
 
-    from engine.backends import BackendError, SessionInfo, TurnInfo
+    from engine.session.backends import BackendError, SessionInfo, TurnInfo
 
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -229,7 +229,7 @@ async def test_unreachable_endpoint_names_the_url(api_key: None) -> None:
 async def test_diff_says_where_a_model_left_the_gold_path(tmp_path: Path, loaded: LoadedDomain) -> None:
     """Against the replay caller, a model agent that deviates hears gold lines that no longer fit:
     evalctl diff says where the conversation left the gold path (issue #10 §4)."""
-    from engine.diff import diff_run, render_text
+    from engine.results.diff import diff_run, render_text
 
     first = loaded.scenario(SCENARIO).gold_trace.tool_calls()[0]
     assert (first.tool, dict(first.arguments)) == ("get_order", {"order_id": "O-100"})
@@ -354,8 +354,8 @@ async def test_a_refusal_is_what_the_model_said(monkeypatch: pytest.MonkeyPatch)
 async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from engine.backends.replay import ReplayFactory
     from engine.domains.registry import load_domain
+    from engine.session.backends.replay import ReplayFactory
     from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
     from tests.runtime_helpers import session_between
 

@@ -7,9 +7,7 @@ import json
 import jsonschema
 import pytest
 
-from engine.backends import BackendSpec, parse_backend_spec
-from engine.errors import UsageError
-from engine.protocol import (
+from engine.core.protocol import (
     MESSAGE_TYPES,
     PROTOCOL_SCHEMA_DIR,
     ProtocolError,
@@ -18,6 +16,8 @@ from engine.protocol import (
     end_call_schema,
     make,
 )
+from engine.session.backends import BackendSpec, parse_backend_spec
+from engine.util.errors import UsageError
 
 EXAMPLES = {
     "session.start": make(
@@ -159,7 +159,7 @@ def test_bad_frames_give_short_typed_errors(frame: str, code: str, needle: str) 
 
 
 def test_a_frame_with_a_lone_surrogate_escape_is_bad_json() -> None:
-    from engine.protocol import ProtocolError, decode
+    from engine.core.protocol import ProtocolError, decode
 
     # before: decoded fine, then the engine could not forward it (UnicodeEncodeError in websockets:
     # 'agent side disconnected') and the session's metrics.json was never written

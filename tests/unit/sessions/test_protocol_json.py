@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.protocol import encode
+from engine.core.protocol import encode
 from tests.json_strategies import json_values
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.backends import SessionInfo
-from engine.backends.replay import ReplayFactory, split_trace
-from engine.dbhash import db_hash
+from engine.core.dbhash import db_hash
+from engine.core.gold import actions_trace
 from engine.domains.registry import load_domain
-from engine.gold import actions_trace
-from engine.runner import run
-from engine.specs import LoadedDomain
+from engine.run.runner import run
+from engine.session.backends import SessionInfo
+from engine.session.backends.replay import ReplayFactory, split_trace
+from engine.spec.loader import LoadedDomain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import run_options
 
@@ -105,7 +105,7 @@ def test_split_trace_cuts_turns_by_user_lines(loaded: LoadedDomain) -> None:
 async def test_replay_agent_ends_after_the_last_line_and_user_hangs_up_past_the_end(
     loaded: LoadedDomain,
 ) -> None:
-    from engine.backends import TurnInfo
+    from engine.session.backends import TurnInfo
 
     scenario = loaded.scenario("mock__shipped_refusal")
     factory = ReplayFactory({scenario.name: scenario})

@@ -8,13 +8,13 @@ import dataclasses
 
 import pytest
 
-from engine.backends import BackendReply, SessionInfo, TurnInfo
-from engine.backends.replay import ReplayBackend, ReplayFactory, split_trace
-from engine.dbhash import db_hash
+from engine.core.dbhash import db_hash
+from engine.core.model import Scenario
 from engine.domains.registry import load_domain
-from engine.model import Scenario
-from engine.session import SessionLimits
-from engine.specs import LoadedDomain
+from engine.session.backends import BackendReply, SessionInfo, TurnInfo
+from engine.session.backends.replay import ReplayBackend, ReplayFactory, split_trace
+from engine.session.conversation import SessionLimits
+from engine.spec.loader import LoadedDomain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import say, scripted_factory, session_between
 
@@ -211,12 +211,12 @@ async def test_backend_crash_is_an_error_with_its_message(loaded: LoadedDomain) 
 async def test_an_engine_fault_fails_only_that_session(
     loaded: LoadedDomain, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import engine.session
+    import engine.session.conversation
 
     def broken(self: object, name: str, arguments: object) -> None:
         raise KeyError("tool table bug")
 
-    monkeypatch.setattr(engine.session.ToolRuntime, "call", broken)
+    monkeypatch.setattr(engine.session.conversation.ToolRuntime, "call", broken)
     scenario = loaded.scenario("mock__cancel_order")
     replay = ReplayFactory({scenario.name: scenario})
     result = await session_between(scenario, replay, replay)
@@ -238,7 +238,7 @@ async def test_an_agent_looping_on_tool_calls_is_stopped_by_the_engine(loaded: L
 
 async def test_two_silent_sides_end_the_session_after_empty_turns() -> None:
     from engine.domains.registry import load_domain
-    from engine.session import SessionLimits
+    from engine.session.conversation import SessionLimits
     from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
     from tests.runtime_helpers import scripted_factory, session_between
 

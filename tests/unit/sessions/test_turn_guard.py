@@ -9,7 +9,7 @@ import contextlib
 
 import pytest
 
-from engine.sides.server import TurnGuard, _SessionEnded
+from engine.session.sides.server import TurnGuard, _SessionEnded
 
 
 class _Conn:

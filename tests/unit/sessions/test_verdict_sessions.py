@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 import websockets
 
-import engine.sides.link as link
+import engine.session.sides.link as link
 from cli import main
-from engine.backends import BackendReply, ToolCallRequest, TurnInfo, Usage
-from engine.backends.replay import ReplayFactory
+from engine.core.model import Scenario
 from engine.domains.registry import load_domain
-from engine.model import Scenario
-from engine.session import SessionLimits
+from engine.session.backends import BackendReply, ToolCallRequest, TurnInfo, Usage
+from engine.session.backends.replay import ReplayFactory
+from engine.session.conversation import SessionLimits
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, say, scripted_factory, session_between
 
@@ -67,8 +67,8 @@ class _Recorder:
 
 
 async def test_a_tool_result_is_recorded_as_it_was_sent(scenario: Scenario, tmp_path: Path) -> None:
-    from engine.options import ScoringOptions
-    from engine.results import finish_session
+    from engine.core.options import ScoringOptions
+    from engine.results.scoring_stage import finish_session
 
     live = {"status": "success", "order_id": "O-100", "seats_left": 22}
 
@@ -219,7 +219,7 @@ def test_an_endpoint_that_refuses_the_key_or_hangs_is_named(tmp_path: Path, caps
 
 
 async def test_provider_fields_of_a_tool_call_go_back_in_the_history(scenario: Scenario) -> None:
-    from engine.backends.openai_chat import OpenAIFactory
+    from engine.session.backends.openai_chat import OpenAIFactory
 
     signed = completion(None, [("call_1", "get_order", '{"order_id": "O-100"}')])
     message = signed["choices"][0]["message"]
@@ -263,7 +263,7 @@ async def test_a_conversation_that_goes_nowhere_ends_early(
 
 
 def test_the_idle_turn_rule() -> None:
-    from engine.stuck import is_idle
+    from engine.session.stuck import is_idle
 
     assert is_idle("", 0, None) and is_idle("Bye!", 0, None) and is_idle("Have a nice day.", 0, "x")
     assert is_idle("Sorry, what?", 0, "sorry... WHAT") and not is_idle("Sorry, what?", 0, None)

@@ -16,18 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from engine.backends import BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
-from engine.backends.replay import ReplayFactory
-from engine.errors import SpecError
-from engine.render import render_agent_prompt
-from engine.specs import load_domain
-from engine.validate import validate_specs
+from engine.core.render import render_agent_prompt
+from engine.session.backends import BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
+from engine.session.backends.replay import ReplayFactory
+from engine.spec.loader import load_domain
+from engine.spec.validate import validate_specs
+from engine.util.errors import SpecError
 from tests.runtime_helpers import session_between
 
 PLUGIN_CODE = """
-from engine.gold import events_trace
-from engine.plugin import DomainPlugin
-from engine.tools.context import error
+from engine.core.gold import events_trace
+from engine.core.plugin import DomainPlugin
+from engine.core.tools.context import error
 
 
 def sell(db, args, ctx):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.domains.registry import plugins
-from engine.validate import validate_specs
+from engine.spec.validate import validate_specs
 
 DOMAIN = """
 name: shop

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from engine.domains.registry import load_domain
-from engine.errors import SpecError
-from engine.yamlload import parse_yaml
+from engine.util.errors import SpecError
+from engine.util.yamlload import parse_yaml
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 
 
@@ -137,7 +137,7 @@ def test_reference_answers_name_real_tools_and_arguments(mock_copy, old, new, wh
 )
 def test_validate_scores_each_gold_on_its_own_signals(mock_copy, old, new, note) -> None:
     from engine.domains.registry import plugins
-    from engine.validate import validate_specs
+    from engine.spec.validate import validate_specs
 
     _edit(mock_copy / "scenarios" / "cancel.yaml", old, new)
     report = validate_specs(mock_copy, MOCK_DATA, plugins=plugins())
@@ -148,8 +148,8 @@ def test_validate_scores_each_gold_on_its_own_signals(mock_copy, old, new, note)
 
 
 def test_scenarios_are_chosen_by_name_or_record_id() -> None:
-    from engine.errors import UsageError
-    from engine.rundir import select_scenarios
+    from engine.results.rundir import select_scenarios
+    from engine.util.errors import UsageError
 
     loaded = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
     chosen = select_scenarios(loaded.scenarios, ("M1", "mock__shipped_refusal", "M1"), None)
@@ -165,8 +165,8 @@ def test_scenarios_are_chosen_by_name_or_record_id() -> None:
 
 
 def test_diff_paths_are_positions_in_the_files() -> None:
-    from engine.dbdiff import db_diff
-    from engine.model import HashRules
+    from engine.core.dbdiff import db_diff
+    from engine.core.model import HashRules
 
     rules = HashRules(("session",), ("bookings",))
     a = {"journey_id": "A", "status": "confirmed", "seat": "21A"}
@@ -188,7 +188,7 @@ def test_predicate_on_the_user_side_is_a_spec_problem(tmp_path: Path) -> None:
     import shutil
 
     from engine.domains.registry import load_domain
-    from engine.errors import SpecError
+    from engine.util.errors import SpecError
 
     mock = REPO / "tests" / "mock_domain"
     spec = tmp_path / "spec"

@@ -13,8 +13,8 @@ import pytest
 
 import cli
 from engine.domains.registry import load_domain
-from engine.errors import DataRootError, SpecError, UsageError
-from engine.specs import LoadedDomain
+from engine.spec.loader import LoadedDomain
+from engine.util.errors import DataRootError, SpecError, UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 
@@ -55,7 +55,7 @@ def _object_schemas(node: object, path: str = "$"):
 def test_schemas_closed_and_documented(kind: str) -> None:
     import jsonschema
 
-    from engine.model import SCHEMA_DIR
+    from engine.core.model import SCHEMA_DIR
 
     schema = json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -72,9 +72,9 @@ def test_schemas_closed_and_documented(kind: str) -> None:
 
 
 def test_validation_report_lines() -> None:
-    from engine.errors import Problem
-    from engine.replay import ReplayOutcome
-    from engine.validate import ValidationReport
+    from engine.spec.gold_replay import ReplayOutcome
+    from engine.spec.validate import ValidationReport
+    from engine.util.errors import Problem
 
     ok = ValidationReport("specs/x", scenarios=2, prompts=4)
     ok.replay = [ReplayOutcome("x__a", True, "h", "h")] * 2
@@ -108,7 +108,7 @@ def test_validate_claims_judge_prompts_only_for_a_judged_domain(tmp_path: Path) 
     Without judge_passed (nl_assertion gating no claims is no judge either) the domain is scored
     without a judge, and the line says so instead of counting judge prompts."""
     from engine.domains.registry import plugins
-    from engine.validate import validate_specs
+    from engine.spec.validate import validate_specs
 
     spec = _spec_copy(tmp_path)
     judged = validate_specs(spec, MOCK_DATA_ROOT, replay=False, plugins=plugins())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.yamlload import YamlSyntaxError, format_json_path, load_yaml, parse_yaml
+from engine.util.yamlload import YamlSyntaxError, format_json_path, load_yaml, parse_yaml
 
 BOMB = "\n".join(
     [
@@ -93,7 +93,7 @@ def test_non_utf8_spec_names_the_line(tmp_path: Path) -> None:
     ],
 )
 def test_yaml_11_surprises_are_problems(line: str, message: str) -> None:
-    from engine.yamlload import parse_yaml
+    from engine.util.yamlload import parse_yaml
 
     # before: reference_answer {zip: 02134} held 1116 and {departs: 12:30} held 750, silently:
     # an agent sending "02134" or "12:30" could never match
@@ -104,7 +104,7 @@ def test_yaml_11_surprises_are_problems(line: str, message: str) -> None:
 
 
 def test_plain_yaml_values_stay_quiet() -> None:
-    from engine.yamlload import parse_yaml
+    from engine.util.yamlload import parse_yaml
 
     text = "a: '02134'\nb: \"12:30\"\nc: true\nd: False\ne: 0\nf: -2.5\ng: 1e3\n"
     text += "h: '2026-01-05'\ni: 08\nj: |\n  yes\n"

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from engine.tools.arguments import ArgumentChecker, FieldRule
+from engine.core.tools.arguments import ArgumentChecker, FieldRule
 
 PY_TYPES = {"integer": int, "number": float, "boolean": bool, "string": str}
 ALPHABET = "0123456789+-_.eEinfatrueyonsNIF \t\n١٢٣xXb"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def test_tool_arguments_with_a_lone_surrogate_are_invalid_arguments() -> None:
-    from engine.tools.arguments import parse_arguments
+    from engine.core.tools.arguments import parse_arguments
 
     args, err = parse_arguments('{"confirmation_number": "\\udc00"}')
     assert args is None and err is not None and err["error_type"] == "invalid_arguments"
@@ -14,7 +14,7 @@ def test_tool_arguments_with_a_lone_surrogate_are_invalid_arguments() -> None:
 
 def test_a_generic_domain_keeps_argument_case() -> None:
     # the runtime itself changes no values: only a handler's field rules do (the mock shop has none)
-    from engine.tools.arguments import ArgumentChecker
+    from engine.core.tools.arguments import ArgumentChecker
 
     checker = ArgumentChecker(
         {"type": "object", "properties": {"confirmation_number": {"type": "string"}}}, {}
@@ -23,7 +23,7 @@ def test_a_generic_domain_keeps_argument_case() -> None:
 
 
 def test_arguments_are_coerced_inside_arrays_and_objects() -> None:
-    from engine.tools.arguments import ArgumentChecker
+    from engine.core.tools.arguments import ArgumentChecker
 
     line = {"type": "object", "properties": {"price": {"type": "number"}, "qty": {"type": "integer"}}}
     schema = {

@@ -1,4 +1,4 @@
-"""The quick yes of engine.tools.fastcheck never says yes where jsonschema finds an error (that it
+"""The quick yes of engine.core.tools.fastcheck never says yes where jsonschema finds an error (that it
 says yes to the eva gold calls is in tests/domains/eva_airline/test_eva_fastcheck.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from engine.tools.fastcheck import compile_object, compile_value
+from engine.core.tools.fastcheck import compile_object, compile_value
 
 simple = st.one_of(
     st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "number", "boolean", "null"])}),

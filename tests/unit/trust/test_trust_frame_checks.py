@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from engine import protocol, runner
-from engine.protocol import MESSAGE_TYPES
-from engine.sides.link import SideFailure, SideLink
+from engine.core import protocol
+from engine.core.protocol import MESSAGE_TYPES
+from engine.run import runner
+from engine.session.sides.link import SideFailure, SideLink
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import run_options
 

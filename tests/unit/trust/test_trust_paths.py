@@ -25,11 +25,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.datasources import DataFiles
+from engine.core.datasources import DataFiles
 from engine.domains.registry import load_domain
-from engine.errors import SpecError
-from engine.provenance import hash_tree, run_provenance
-from engine.specs import LoadedDomain
+from engine.results.provenance import hash_tree, run_provenance
+from engine.spec.loader import LoadedDomain
+from engine.util.errors import SpecError
 from tests.conftest import REPO
 
 MOCK = REPO / "tests" / "mock_domain"
@@ -155,7 +155,7 @@ def test_a_link_to_dev_zero_is_refused_without_reading(shop: tuple[Path, Path, P
     code = (
         "import resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
-        "from engine.errors import SpecError\nfrom engine.domains.registry import load_domain\n"
+        "from engine.util.errors import SpecError\nfrom engine.domains.registry import load_domain\n"
         "try:\n    load_domain(sys.argv[1], sys.argv[2])\n"
         "except SpecError as err:\n    print('\\n'.join(str(p) for p in err.problems))\n"
     )
@@ -268,7 +268,7 @@ def test_provenance_says_when_it_stops_hashing(tmp_path: Path, shop: tuple[Path,
 
 
 def test_devices_are_refused_without_reading() -> None:
-    from engine.safepaths import read_contained
+    from engine.util.safepaths import read_contained
 
     for name in ("zero", "null", "urandom"):
         with pytest.raises(OSError, match="is a device or socket, not a regular file"):

@@ -23,24 +23,24 @@ from typing import Any
 import pytest
 import websockets
 
-from engine.backends import BackendReply, Usage
-from engine.backends.replay import ReplayFactory
 from engine.commands.run import print_outcome
+from engine.core.model import Scenario
+from engine.core.protocol import MAX_FRAME_BYTES
+from engine.core.records.fields import RecordError
+from engine.core.records.metrics import MetricsRecord
+from engine.core.records.metrics import Usage as UsageRecord
 from engine.domains.registry import load_domain, plugins
-from engine.model import Scenario
-from engine.protocol import MAX_FRAME_BYTES
-from engine.records.fields import RecordError
-from engine.records.metrics import MetricsRecord
-from engine.records.metrics import Usage as UsageRecord
-from engine.results import finish_run
-from engine.runner import run, session_setup
+from engine.results.scoring_stage import finish_run
+from engine.run.runner import run, session_setup
 from engine.scoring.summary import build_summary, render_summary_text
-from engine.session import SessionLimits, run_session
-from engine.sides import builtin_side
-from engine.sides.link import SideLink
-from engine.sides.standalone import serve_side
-from engine.specs import LoadedDomain
-from engine.untrusted import MAX_COUNT, one_line
+from engine.session.backends import BackendReply, Usage
+from engine.session.backends.replay import ReplayFactory
+from engine.session.conversation import SessionLimits, run_session
+from engine.session.sides import builtin_side
+from engine.session.sides.link import SideLink
+from engine.session.sides.standalone import serve_side
+from engine.spec.loader import LoadedDomain
+from engine.util.untrusted import MAX_COUNT, one_line
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.record_helpers import metrics_row
 from tests.runtime_helpers import run_options, say, scripted_factory, session_between
@@ -413,7 +413,7 @@ def test_who_is_blamed_for_each_failure_of_a_side() -> None:
     counts against the agent. A built-in side is evalctl's code: its closing the connection,
     refusing a frame or breaking the protocol is the engine's failure (it used to be the agent's,
     so an engine bug could surface as an agent FAIL); an external agent answers for itself."""
-    from engine.sides.link import blame
+    from engine.session.sides.link import blame
 
     table = {
         (role, what, builtin): blame(role, what, builtin)

@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cli
+from engine.core.model import Scenario
+from engine.core.render import context, render
 from engine.domains.registry import load_domain
-from engine.errors import SpecError
-from engine.model import Scenario
-from engine.render import context, render
-from engine.specs import LoadedDomain
+from engine.spec.loader import LoadedDomain
+from engine.util.errors import SpecError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 SECRET_NAME = "secret.txt"

@@ -1,4 +1,4 @@
-"""Spoken-form checks (engine.voice.spoken) that need no domain: spelled runs, agent lines, count
+"""Spoken-form checks (engine.session.voice.spoken) that need no domain: spelled runs, agent lines, count
 diagnostics in the summary. eva_airline's rules and diagnostics on its gold conversations, hand-made
 lines and a replay run: tests/domains/eva_airline/test_spoken_eva.py."""
 
@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from engine.records.fields import RecordError
-from engine.records.metrics import Breakdown, MetricsRecord
-from engine.records.summary import SummaryRecord
+from engine.core.records.fields import RecordError
+from engine.core.records.metrics import Breakdown, MetricsRecord
+from engine.core.records.summary import SummaryRecord
 from engine.scoring.summary import build_summary, render_summary_text
-from engine.voice.spoken import agent_lines, spelled_runs
+from engine.session.voice.spoken import agent_lines, spelled_runs
 from tests.record_helpers import metrics_row
 
 

@@ -1,5 +1,5 @@
 """The synthesiser's programs end with their step: a step cancelled (Ctrl-C, or the engine closing
-the voice side's connection mid-turn: engine.sides.server.TurnGuard) kills and reaps its program
+the voice side's connection mid-turn: engine.session.sides.server.TurnGuard) kills and reaps its program
 instead of leaving it running and its pipes to be closed after the event loop."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from engine.voice import tts
+from engine.session.voice import tts
 
 
 async def test_a_cancelled_synthesis_step_ends_its_program(monkeypatch: pytest.MonkeyPatch) -> None:

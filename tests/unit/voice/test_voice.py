@@ -16,21 +16,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import cli
-from engine.backends.replay import ReplayFactory
+from engine.core.protocol import PROTOCOL_SCHEMA_DIR, ProtocolError, decode, schema_path
+from engine.core.records.fields import RecordError
+from engine.core.records.metrics import MetricsRecord
 from engine.domains.registry import load_domain
-from engine.errors import UsageError
-from engine.protocol import PROTOCOL_SCHEMA_DIR, ProtocolError, decode, schema_path
-from engine.records.fields import RecordError
-from engine.records.metrics import MetricsRecord
-from engine.runner import run
-from engine.sides import builtin_side
-from engine.voice.asr import ASR_ENV, edit_distance, normalize, recognizer_from_env, wer
-from engine.voice.frames import AudioFrame, FrameError, pack, split, unpack
-from engine.voice.link import VoiceConfig
-from engine.voice.pcm import read_wav, silence, speech_bounds, tone, trim
-from engine.voice.run import VoiceRun
-from engine.voice.side import VoiceStyle
-from engine.voice.tts import ToneVoice, TTSError
+from engine.run.runner import run
+from engine.session.backends.replay import ReplayFactory
+from engine.session.sides import builtin_side
+from engine.session.voice.asr import ASR_ENV, edit_distance, normalize, recognizer_from_env, wer
+from engine.session.voice.frames import AudioFrame, FrameError, pack, split, unpack
+from engine.session.voice.link import VoiceConfig
+from engine.session.voice.pcm import read_wav, silence, speech_bounds, tone, trim
+from engine.session.voice.run import VoiceRun
+from engine.session.voice.side import VoiceStyle
+from engine.session.voice.tts import ToneVoice, TTSError
+from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import cli
-from engine.voice.link import VoiceConfig
-from engine.voice.pcm import read_wav, speech_bounds
-from engine.voice.run import VoiceRun
-from engine.voice.side import VoiceStyle
-from engine.voice.tts import EspeakNG, missing_tts
+from engine.session.voice.link import VoiceConfig
+from engine.session.voice.pcm import read_wav, speech_bounds
+from engine.session.voice.run import VoiceRun
+from engine.session.voice.side import VoiceStyle
+from engine.session.voice.tts import EspeakNG, missing_tts
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.unit.voice.test_voice import THREE, _run, _voice
 

@@ -1,0 +1,139 @@
+"""Data-root file access for one spec load: every file is read and parsed at most once.
+
+Datasets are large (eva 2.1.0's is 2 MB), so ``load_domain`` shares one :class:`DataFiles` across
+all scenarios of a load.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.core.gold import resolve_pointer
+from engine.core.tools.writeset import changed_outside
+from engine.util.safepaths import MAX_DATA_BYTES, read_text
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _jsonl(text: str) -> list[Any]:
+    """Records of a JSON Lines text; a bad record raises JSONDecodeError with its line in the file."""
+    records, offset = [], 0
+    for line in text.splitlines(keepends=True):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise json.JSONDecodeError(err.msg, text, offset + err.pos) from None
+        offset += len(line)
+    return records
+
+
+class DataFiles:
+    """Parsed data-root files by relative path (JSON, JSONL or YAML), cached per instance."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._files: dict[tuple[str, str], Any] = {}
+        self._datasets: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._watched: dict[int, tuple[str, Any, str]] = {}
+
+    def file(self, rel: str, fmt: str | None = None) -> Any:
+        """Parsed content of ``root/rel``; ``fmt`` is json, jsonl, yaml, toml or text (default: from
+        the extension; ``.md`` and ``.txt`` are text, returned as a str).
+
+        ``rel`` (after any ``{eva_id}`` substitution) must resolve, symlinks included, inside the data
+        root to a regular file of at most MAX_DATA_BYTES (engine.util.safepaths). Raises FileNotFoundError /
+        OSError (UnsafePathError) when unreadable, ValueError or yaml.YAMLError for bad content.
+        """
+        if fmt is None:
+            fmt = format_of(rel)
+        if (rel, fmt) not in self._files:
+            text = read_text(self.root, rel, MAX_DATA_BYTES)  # inside the root, a regular file, bounded
+            if fmt == "yaml":
+                content = yaml.load(text, Loader=_YAML_LOADER)
+            elif fmt == "jsonl":
+                content = _jsonl(text)
+            elif fmt == "toml":
+                content = tomllib.loads(text)  # TOMLDecodeError is a ValueError
+            elif fmt == "text":
+                content = text
+            else:
+                content = json.loads(text)
+            self._files[(rel, fmt)] = content
+        return self._files[(rel, fmt)]
+
+    def watch(self, rel: str, value: Any) -> None:
+        """Remember ``value`` (a DB parsed from ``rel``, shared by every session that starts from it)
+        as it is now, so :meth:`changed` can tell whether anything wrote into it."""
+        if isinstance(value, dict) and id(value) not in self._watched:
+            self._watched[id(value)] = (rel, value, json.dumps(value, sort_keys=True, default=str))
+
+    def changed(self) -> list[tuple[str, list[str]]]:
+        """``(file, changed paths)`` of every watched DB that is no longer as it was parsed: a tool
+        changed a part of a shared DB its ``writes`` do not declare (sessions would see each other's
+        changes, and an expected DB replayed from it would drift with them)."""
+        out = []
+        for rel, value, text in self._watched.values():
+            if json.dumps(value, sort_keys=True, default=str) != text:
+                out.append((rel, changed_outside(json.loads(text), value, [])[:5]))
+        return out
+
+    def dataset(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """``{record key value (as str): record}`` for a dataset spec ``{path, format?, key?,
+        pointer?}`` (``pointer``: where the records sit inside the file, e.g. ``/scenarios``).
+
+        A file may hold a list of records or one record. Raises like :meth:`file`, and
+        ValueError when the file holds no records or nothing at ``pointer``.
+        """
+        rel, key, pointer = spec["path"], spec.get("key", "id"), spec.get("pointer", "")
+        if (rel, key, pointer) not in self._datasets:
+            records = self.file(rel, spec.get("format"))
+            if pointer:
+                try:
+                    records = resolve_pointer(records, pointer)
+                except KeyError:
+                    raise ValueError(f"{rel} has nothing at {pointer}") from None
+            if isinstance(records, dict):
+                records = [records]
+            if not isinstance(records, list):
+                raise ValueError(f"{rel} does not hold a list of records")
+            self._datasets[(rel, key, pointer)] = {str(r.get(key)): r for r in records if isinstance(r, dict)}
+        return self._datasets[(rel, key, pointer)]
+
+
+def format_of(rel: str) -> str:
+    """The parse format a data-root file name implies: yaml, jsonl, toml, text (.md, .txt) or json."""
+    for suffixes, fmt in (
+        ((".yaml", ".yml"), "yaml"),
+        ((".jsonl",), "jsonl"),
+        ((".toml",), "toml"),
+        ((".md", ".txt"), "text"),
+    ):
+        if rel.endswith(suffixes):
+            return fmt
+    return "json"
+
+
+def read_error(rel: str, root: Path, err: BaseException) -> str:
+    """One-line message for a data-root file that could not be used (missing, unreadable, bad content)."""
+    if isinstance(err, FileNotFoundError):
+        return f"{rel} not found in data root {root}"
+    if isinstance(err, OSError):
+        return f"cannot read {rel} in data root {root}: {err.strerror or err}"
+    kind = "content"
+    if isinstance(err, json.JSONDecodeError):
+        kind = "JSON"
+    elif isinstance(err, yaml.YAMLError):
+        kind = "YAML"
+    elif isinstance(err, tomllib.TOMLDecodeError):
+        kind = "TOML"
+    elif isinstance(err, UnicodeDecodeError):
+        kind = "UTF-8"
+    detail = " ".join(str(err).split())  # one line, even for YAML's multi-line marks
+    return f"{rel} in data root {root} is not valid {kind}: {detail}"

@@ -1,0 +1,92 @@
+"""Option records shared by the run verb and the library that carries it out.
+
+``RunOptions`` is what ``evalctl run`` takes; ``ScoringOptions`` the part of it that scoring reads.
+They sit below their users (``engine.run.runner``, ``engine.results.scoring_stage``,
+``engine.scoring.judge`` and
+``engine.commands``), so no library module needs the command layer to know its options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.core.plugin import Plugins
+
+
+@dataclass(frozen=True)
+class ScoringOptions:
+    """Run-level scoring settings (the run verb fills them from CLI flags).
+
+    ``min_agent_turns``: stalled rule, ``--min-agent-turns`` (default 3, spoken agent turns);
+    ``strict_match``: ``--strict-match`` (no extra list items at any level in ``is_action_match``);
+    ``judge_model``: ``--judge-model`` (None = judge off); ``judge_base_url``: ``--judge-base-url``
+    (OpenAI-compatible, e.g. ``http://127.0.0.1:8000/v1``); ``judge_api_key_env``: environment
+    variable holding the key (a placeholder is sent when unset); ``judge_threshold``:
+    ``--judge-threshold`` (``judge_passed`` = score >= it, default 0.9); ``judge_retries``: extra
+    attempts after a failed judge call; ``judge_retry_delay_s`` / ``judge_timeout_s``: seconds.
+    """
+
+    min_agent_turns: int = 3
+    strict_match: bool = False
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+    judge_api_key_env: str = "OPENAI_API_KEY"
+    judge_threshold: float = 0.9
+    judge_retries: int = 2
+    judge_retry_delay_s: float = 0.5
+    judge_timeout_s: float = 60.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything ``evalctl run`` takes. Times in seconds; ``agent`` / ``user`` are backend specs
+        (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
+        ``resume`` reuses that run directory and its settings (``engine.session.settings``) and runs only what
+        has no verdict there (``keep_errors``: not the results whose verdict is ``error``);
+        ``replay_latency_s`` is a benchmark knob (sleep per replay model step); ``progress`` None =
+        live display on a terminal, else one line per session (False) / live (True); ``quiet`` = none;
+        ``voice`` = audio sessions with the agent (``--voice``; their settings, the TTS engine and the
+        recogniser, are an ``engine.session.voice.run.VoiceRun`` given to ``engine.run.runner.run``);
+        ``shard``
+    ``"I/N"`` runs one slice of the selection (``engine.run.shard``); ``workers`` the processes that run
+    the sessions (``engine.run.workers``; the CLI's default is the machine's cores, this record's is 1).
+
+        The field order is the key order of ``args`` in ``run.json`` (see ``engine.run.runner``)."""
+
+    spec_dir: Path
+    data_root: Path | None = None
+    plugins: Plugins = field(default_factory=dict)
+    scenarios: tuple[str, ...] = ()
+    domain_prefix: str | None = None
+    agent: str = "replay"
+    user: str = "replay"
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 8
+    output_dir: Path | None = None
+    max_turns: int | None = None
+    trials: int = 1
+    resume: Path | None = None
+    turn_timeout_s: float = 300.0
+    max_tool_rounds: int = 10
+    max_tool_calls_per_turn: int = 50
+    request_timeout_s: float = 60.0
+    max_retries: int = 4
+    replay_latency_s: float = 0.0
+    progress: bool | None = None
+    quiet: bool = False
+    scoring: ScoringOptions = field(default_factory=ScoringOptions)
+    #: Settings given on the command line (``agent``, ``scoring.judge_model``... see
+    #: ``engine.session.settings``): a resume refuses those that differ from the run's.
+    explicit: frozenset[str] = frozenset()
+    #: Results whose verdict is ``error`` are run again by a resume unless this is set.
+    keep_errors: bool = False
+    voice: bool = False
+    #: ``--shard I/N``: run only that slice of the selection (``engine.run.shard``); a setting, so a
+    #: resume of a shard run keeps it.
+    shard: str | None = None
+    #: Worker processes sharing the run (``--workers``; ``engine.run.workers``): 1 runs in this process.
+    workers: int = 1

@@ -1,0 +1,210 @@
+"""The session wire protocol: JSON text frames over WebSockets (documented in ``docs/protocol.md``).
+
+Every frame is one JSON object ``{"v": 1, "type": ..., "id": ..., ...}``; replies carry
+``reply_to`` (the id they answer). Each message type has its JSON Schema (draft 2020-12,
+``additionalProperties: false``) in ``schemas/protocol/<type>.json``. :func:`decode` checks, in
+order: JSON text, object, known major version, known type, schema; and raises
+:class:`ProtocolError` with a typed ``code`` on the first failure.
+
+Version 2 (:data:`AUDIO_PROTOCOL_VERSION`) is the audio session: the same messages, with audio
+fields (schemas in ``schemas/protocol/v2/``), plus binary audio frames (``engine.session.voice.frames``).
+A connection speaks one version, chosen by the engine's ``session.start``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import orjson
+
+from engine.core.model import SCHEMA_DIR
+from engine.util.untrusted import one_line
+
+#: Major protocol version. Additive changes (new optional fields) keep it; anything else bumps it.
+PROTOCOL_VERSION = 1
+
+#: The audio session (binary audio frames beside the JSON messages); text sessions stay version 1.
+AUDIO_PROTOCOL_VERSION = 2
+
+MESSAGE_TYPES: tuple[str, ...] = (
+    "session.start",
+    "session.ready",
+    "turn.request",
+    "tool.call",
+    "tool.result",
+    "turn.response",
+    "session.end",
+    "error",
+)
+
+ErrorCode = Literal[
+    "bad_json",
+    "bad_message",
+    "unsupported_version",
+    "unexpected_message",
+    "unknown_scenario",
+    "backend_error",
+    "backend_timeout",
+    "internal_error",
+]
+
+PROTOCOL_SCHEMA_DIR = SCHEMA_DIR / "protocol"
+
+#: Frames larger than this (bytes) are refused by both ends.
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+
+
+class ProtocolError(Exception):
+    """A frame that breaks the protocol. ``code`` is an :data:`ErrorCode`, ``message`` one line."""
+
+    def __init__(self, code: ErrorCode, message: str, reply_to: str | None = None):
+        super().__init__(f"{code}: {message}")
+        self.code: ErrorCode = code
+        self.message = message
+        self.reply_to = reply_to
+
+
+def schema_path(message_type: str, version: int = PROTOCOL_VERSION) -> Path:
+    """``schemas/protocol/<type>.json`` (version 1) or ``schemas/protocol/v<N>/<type>.json``."""
+    folder = PROTOCOL_SCHEMA_DIR if version == PROTOCOL_VERSION else PROTOCOL_SCHEMA_DIR / f"v{version}"
+    return folder / f"{message_type}.json"
+
+
+@cache
+def validator(message_type: str, version: int = PROTOCOL_VERSION) -> jsonschema.protocols.Validator:
+    """The compiled validator of ``message_type`` in protocol ``version`` (cached)."""
+    schema = json.loads(schema_path(message_type, version).read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+MAX_MESSAGE_CHARS = 2000
+"""Longest message text from or about a side that the engine keeps (results, progress lines)."""
+
+
+def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` on one line (runs of control characters — newlines of an HTML error page, ANSI
+    escapes — become one space; bidi and zero-width characters are shown as ``<U+XXXX>``) cut to
+    ``limit`` characters, noting the full length: a side's 5 MB error message (or a schema error
+    quoting a 16 MiB value) must not flood the results and the terminal, and a progress or summary
+    line must stay one line (engine.util.untrusted.one_line)."""
+    return one_line(text, limit)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _has_lone_surrogate(msg: dict[str, Any]) -> bool:
+    """True when a string in ``msg`` holds a lone surrogate (it cannot be encoded as UTF-8, so it
+    could be neither forwarded to the other side nor written to the results)."""
+    try:
+        json.dumps(msg, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOCOL_VERSION) -> dict[str, Any]:
+    """Parse and validate one frame of a ``version`` connection; returns the message dict.
+
+    Raises :class:`ProtocolError`: ``bad_json`` (not a JSON object in a text frame),
+    ``unsupported_version`` (``v`` is not ``version``), ``bad_message`` (unknown type
+    or schema violation; the message names the JSON path); ``bad_json`` also for a lone surrogate
+    escape (``\\ud800``), valid JSON syntax but not Unicode text. ``check_schema=False`` skips the schema
+    (the costly part): for frames from a trusted peer, i.e. the engine talking to a built-in side.
+    """
+    if isinstance(raw, bytes):
+        raise ProtocolError("bad_json", "binary frames are not part of the protocol; send JSON text")
+    try:
+        msg = json.loads(raw)
+    except ValueError as err:
+        raise ProtocolError("bad_json", f"frame is not JSON: {err}") from None
+    except RecursionError:
+        raise ProtocolError("bad_json", "frame is nested too deeply") from None
+    if not isinstance(msg, dict):
+        raise ProtocolError("bad_json", f"frame is JSON {type(msg).__name__}, expected an object")
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(msg):
+        raise ProtocolError(
+            "bad_json", "frame holds a lone UTF-16 surrogate escape (e.g. \\ud800), which is not text"
+        )
+    reply_to = msg.get("id") if isinstance(msg.get("id"), str) and len(msg["id"]) <= 200 else None
+    got = msg.get("v")
+    if got != version or isinstance(got, bool):
+        raise ProtocolError(
+            "unsupported_version",
+            f"protocol version {clip(repr(got), 80)} is not supported on this connection "
+            f"(it speaks v{version})",
+            reply_to,
+        )
+    mtype = msg.get("type")
+    if mtype not in MESSAGE_TYPES:
+        raise ProtocolError("bad_message", f"unknown message type {clip(repr(mtype), 200)}", reply_to)
+    if not check_schema:
+        return msg
+    error = jsonschema.exceptions.best_match(validator(mtype, version).iter_errors(msg))
+    if error is not None:
+        detail = clip(f"{mtype}: {error.json_path}: {error.message}")
+        raise ProtocolError("bad_message", detail, reply_to)
+    return msg
+
+
+def encode(msg: dict[str, Any]) -> str:
+    """Serialise one message as compact JSON text (non-ASCII kept as is): by orjson, the text of
+    ``json.dumps(msg, ensure_ascii=False, separators=(",", ":"), default=str)`` but for floats in
+    exponent form (``1e-7``) and NaN / infinities (``null``: JSON has no such numbers); what orjson
+    refuses (non-string keys, integers beyond 64 bits, lone surrogates) goes to the standard
+    library."""
+    try:
+        return orjson.dumps(msg, default=str, option=ORJSON_OPTIONS).decode("utf-8")
+    except TypeError:
+        return json.dumps(msg, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+#: orjson's options for a frame: dataclasses and datetimes go to ``default=str``, as with json.dumps.
+ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+class Ids:
+    """Message ids for one sender on one connection: ``<prefix>1``, ``<prefix>2``, ..."""
+
+    def __init__(self, prefix: str):
+        self._prefix = prefix
+        self._count = itertools.count(1)
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._count)}"
+
+
+def make(message_type: str, msg_id: str, *, v: int = PROTOCOL_VERSION, **fields: Any) -> dict[str, Any]:
+    """Build a message dict: the envelope (``v``, ``type``, ``id``) plus ``fields``."""
+    return {"v": v, "type": message_type, "id": msg_id, **fields}
+
+
+def error_message(
+    msg_id: str, code: ErrorCode, message: str, reply_to: str | None = None, *, v: int = PROTOCOL_VERSION
+) -> dict[str, Any]:
+    """An ``error`` message."""
+    return make("error", msg_id, v=v, code=code, message=message[:4000], reply_to=reply_to)
+
+
+#: The one tool of the user side. The engine runs it (it touches no DB): it hangs up the call.
+END_CALL_TOOL = "end_call"
+
+
+def end_call_schema() -> dict[str, Any]:
+    """The OpenAI function schema of :data:`END_CALL_TOOL`, sent to the user side in session.start."""
+    return {
+        "type": "function",
+        "function": {
+            "name": END_CALL_TOOL,
+            "description": "Hang up: end the phone call once you are done or want to stop.",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+        },
+    }

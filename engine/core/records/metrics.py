@@ -1,0 +1,365 @@
+"""``metrics.json``: the record of one scored (scenario, trial), and the signal names.
+
+:class:`Signal` is the one definition of the six signal names; the composite, the summary, the
+signal table and the JSON Schemas' enums refer to it (tests/unit/records/test_records.py checks the schemas).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from engine.core.records.common import ERROR_VERDICT as ERROR_VERDICT
+from engine.core.records.common import ErrorCause, SpentUsage, usage_table
+from engine.core.records.common import Usage as Usage  # re-exported: the metrics record's usage entries
+from engine.core.records.fields import RecordError, exact_keys, get, objects, strings
+from engine.core.records.voice import VoiceSummary
+
+METRICS_SCHEMA = "evalctl.metrics/2"
+#: The first version (no ``error_cause``, no ``superseded_usage``, no ``error`` verdict), still read.
+METRICS_SCHEMA_V1 = "evalctl.metrics/1"
+
+#: What ``is_successful`` / ``is_task_successful`` and a signal hold when nothing was measurable.
+NOT_APPLICABLE = "N/A"
+
+
+class Signal(StrEnum):
+    """The six success signals of the scoring contract, in its order (members are plain strings)."""
+
+    IS_ACTION_MATCH = "is_action_match"
+    DB_STATE_MATCH = "db_state_match"
+    DB_STATE_ASSERTION = "db_state_assertion"
+    NL_ASSERTION = "nl_assertion"
+    JUDGE_PASSED = "judge_passed"
+    CLEAN_EXIT = "clean_exit"
+
+
+#: The signal names in the contract's order.
+SIGNALS: tuple[str, ...] = tuple(Signal)
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """``success_breakdown``: signal names by outcome. The first three lists follow the scenario's
+    whitelist order; ``excluded`` (computed but not gating) follows the signal order."""
+
+    passed: tuple[str, ...]
+    failed: tuple[str, ...]
+    not_applicable: tuple[str, ...]
+    excluded: tuple[str, ...]
+
+    FIELDS = ("passed", "failed", "not_applicable", "excluded")
+
+    def names(self) -> tuple[str, ...]:
+        return (*self.passed, *self.failed, *self.not_applicable, *self.excluded)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {k: list(getattr(self, k)) for k in self.FIELDS}
+
+    @classmethod
+    def from_json(cls, body: Any) -> Breakdown:
+        if not isinstance(body, dict):
+            raise RecordError("success_breakdown: not an object")
+        exact_keys(body, cls.FIELDS, "success_breakdown")
+        return cls(*(strings(body, k) for k in cls.FIELDS))
+
+
+@dataclass(frozen=True)
+class SignalFields:
+    """What the signals write into ``metrics.json`` (keys as named here, in this order).
+
+    ``is_action_match`` True / False / ``"N/A"`` (no reference answer); ``db_state_match`` None
+    without an expected DB; ``*_pass_rate`` 0–1, None when the scenario has no predicates / claims
+    (or the judge did not answer); ``*_verdicts`` one object per predicate / claim;
+    ``judge_passed`` / ``judge_score`` (0–1) None when the judge is off or failed; ``judge_error``
+    the judge's last failure (written only when there is one); ``diagnostics`` the domain plugin's
+    diagnostic values by name (bool, number, string, None = not applicable; see
+    ``engine.core.plugin.Diagnostic``), written after ``clean_exit``.
+    """
+
+    is_action_match: bool | str | None
+    db_state_match: bool | None
+    db_state_assertion_pass_rate: float | None
+    db_state_assertion_verdicts: tuple[dict[str, Any], ...]
+    nl_assertion_pass_rate: float | None
+    nl_assertion_verdicts: tuple[dict[str, Any], ...]
+    judge_passed: bool | None
+    judge_score: float | None
+    judge_error: str | None
+    clean_exit: bool
+    diagnostics: Mapping[str, bool | int | float | str | None]
+
+    KEYS = (
+        "is_action_match",
+        "db_state_match",
+        "db_state_assertion_pass_rate",
+        "db_state_assertion_verdicts",
+        "nl_assertion_pass_rate",
+        "nl_assertion_verdicts",
+        "judge_passed",
+        "judge_score",
+        "clean_exit",
+    )
+    OPTIONAL = ("judge_error",)
+
+    def value(self, name: str) -> Any:
+        """The composite's input for signal or diagnostic ``name`` (a rate for the two
+        assertion signals)."""
+        if name in (Signal.DB_STATE_ASSERTION, Signal.NL_ASSERTION):
+            return getattr(self, f"{name}_pass_rate")
+        if name in SIGNALS:
+            return getattr(self, name)
+        return self.diagnostics[name]
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "is_action_match": self.is_action_match,
+            "db_state_match": self.db_state_match,
+            "db_state_assertion_pass_rate": self.db_state_assertion_pass_rate,
+            "db_state_assertion_verdicts": list(self.db_state_assertion_verdicts),
+            "nl_assertion_pass_rate": self.nl_assertion_pass_rate,
+            "nl_assertion_verdicts": list(self.nl_assertion_verdicts),
+            "judge_passed": self.judge_passed,
+            "judge_score": self.judge_score,
+        }
+        if self.judge_error is not None:
+            body["judge_error"] = self.judge_error
+        body["clean_exit"] = self.clean_exit
+        body.update(self.diagnostics)
+        return body
+
+    @classmethod
+    def from_outputs(cls, fields: Mapping[str, Any], diagnostics: tuple[str, ...]) -> SignalFields:
+        """The record of what the signal functions wrote (``fields``: exactly the keys above and
+        the ``diagnostics`` named); raises RecordError for a key the record does not define."""
+        exact_keys(fields, (*cls.KEYS, *diagnostics), "signal fields", cls.OPTIONAL)
+        return cls.from_json(fields, diagnostics)
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any], diagnostics: tuple[str, ...]) -> SignalFields:
+        """Read the signal keys of ``body`` and the diagnostics named (other keys are ignored)."""
+        rate = (int, float, None)
+        return cls(
+            is_action_match=get(body, "is_action_match", bool, str, None),
+            db_state_match=get(body, "db_state_match", bool, None),
+            db_state_assertion_pass_rate=get(body, "db_state_assertion_pass_rate", *rate),
+            db_state_assertion_verdicts=objects(body, "db_state_assertion_verdicts"),
+            nl_assertion_pass_rate=get(body, "nl_assertion_pass_rate", *rate),
+            nl_assertion_verdicts=objects(body, "nl_assertion_verdicts"),
+            judge_passed=get(body, "judge_passed", bool, None),
+            judge_score=get(body, "judge_score", *rate),
+            judge_error=get(body, "judge_error", str) if "judge_error" in body else None,
+            clean_exit=get(body, "clean_exit", bool),
+            diagnostics={name: get(body, name, bool, int, float, str, None) for name in diagnostics},
+        )
+
+
+#: The keys around the signal fields, in the order written (``record_id`` under its key).
+_HEAD = (
+    "schema",
+    "scenario_name",
+    "<record_id>",
+    "domain",
+    "trial",
+    "is_successful",
+    "is_task_successful",
+    "error_cause",
+    "success_breakdown",
+    "success_signals",
+    "stalled",
+    "min_agent_turns",
+    "stop_reason",
+)
+_TAIL = (
+    "db_hash",
+    "expected_db_hash",
+    "agent_turns",
+    "user_turns",
+    "num_actions",
+    "num_tool_calls",
+    "started_at",
+    "duration_s",
+    "engine_time_s",
+    "agent_backend",
+    "user_backend",
+    "usage",
+    "superseded_usage",
+    "judge_model",
+    "judge_prompt_sha256",
+    "error",
+    "evalctl_version",
+)
+#: Keys a scenario's dataset record id may be written under (eva specs say ``eva_id``).
+RECORD_ID_KEYS = ("eva_id", "record_id")
+
+
+@dataclass(frozen=True)
+class MetricsRecord:
+    """One scored (scenario, trial): the body of its ``metrics.json``.
+
+    ``is_successful`` / ``is_task_successful`` True, False, ``"N/A"`` (nothing gating was
+    measurable) or ``"error"`` (infrastructure kept a session or a gating signal from being
+    measured: ``error_cause`` says which and why, None otherwise); ``stalled`` the
+    min-agent-turns rule forced False (``min_agent_turns`` the effective threshold); ``db_hash`` /
+    ``expected_db_hash`` SHA-256 hex (None without a final / expected DB); ``started_at`` ISO 8601;
+    ``duration_s`` / ``engine_time_s`` seconds (6 decimals); ``usage`` by role; ``judge_model`` /
+    ``judge_prompt_sha256`` None with the judge off; ``error`` the session's error message;
+    ``superseded_usage`` the model use of earlier attempts this result replaced (reruns, re-judging).
+    ``record_id`` is written under ``record_id_key``. ``voice_run``: the session was an audio
+    session (``evalctl run --voice``); only then is ``voice`` written, last: the session's
+    :class:`~engine.core.records.voice.VoiceSummary`, null when the agent side never agreed on audio.
+    Version 1 files (no ``error_cause`` nor ``superseded_usage``) are read too.
+    """
+
+    scenario_name: str
+    record_id: str
+    domain: str
+    trial: int
+    is_successful: bool | str
+    is_task_successful: bool | str
+    error_cause: ErrorCause | None
+    success_breakdown: Breakdown
+    success_signals: tuple[str, ...]
+    stalled: bool
+    min_agent_turns: int
+    stop_reason: str | None
+    signals: SignalFields
+    db_hash: str | None
+    expected_db_hash: str | None
+    agent_turns: int
+    user_turns: int
+    num_actions: int
+    num_tool_calls: int
+    started_at: str
+    duration_s: float
+    engine_time_s: float
+    agent_backend: str
+    user_backend: str
+    usage: Mapping[str, Usage]
+    judge_model: str | None
+    judge_prompt_sha256: str | None
+    error: str | None
+    evalctl_version: str
+    record_id_key: str = "eva_id"
+    superseded_usage: tuple[SpentUsage, ...] = ()
+    voice_run: bool = False
+    voice: VoiceSummary | None = None
+
+    def __post_init__(self) -> None:
+        if self.voice is not None and not self.voice_run:
+            raise ValueError("MetricsRecord: a voice summary outside a voice run")
+
+    @property
+    def diagnostic_names(self) -> tuple[str, ...]:
+        return tuple(self.signals.diagnostics)
+
+    @property
+    def is_error(self) -> bool:
+        """The verdict is ``error``: no verdict could be measured."""
+        return self.is_successful == ERROR_VERDICT
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "schema": METRICS_SCHEMA,
+            "scenario_name": self.scenario_name,
+            self.record_id_key: self.record_id,
+            "domain": self.domain,
+            "trial": self.trial,
+            "is_successful": self.is_successful,
+            "is_task_successful": self.is_task_successful,
+            "error_cause": None if self.error_cause is None else self.error_cause.to_json(),
+            "success_breakdown": self.success_breakdown.to_json(),
+            "success_signals": list(self.success_signals),
+            "stalled": self.stalled,
+            "min_agent_turns": self.min_agent_turns,
+            "stop_reason": self.stop_reason,
+            **self.signals.to_json(),
+            "db_hash": self.db_hash,
+            "expected_db_hash": self.expected_db_hash,
+            "agent_turns": self.agent_turns,
+            "user_turns": self.user_turns,
+            "num_actions": self.num_actions,
+            "num_tool_calls": self.num_tool_calls,
+            "started_at": self.started_at,
+            "duration_s": self.duration_s,
+            "engine_time_s": self.engine_time_s,
+            "agent_backend": self.agent_backend,
+            "user_backend": self.user_backend,
+            "usage": {role: u.to_json() for role, u in self.usage.items()},
+            "superseded_usage": [s.to_json() for s in self.superseded_usage],
+            "judge_model": self.judge_model,
+            "judge_prompt_sha256": self.judge_prompt_sha256,
+            "error": self.error,
+            "evalctl_version": self.evalctl_version,
+        }
+        if self.voice_run:
+            body["voice"] = None if self.voice is None else self.voice.to_json()
+        return body
+
+    @classmethod
+    def from_json(cls, body: Any) -> MetricsRecord:
+        """Parse a ``metrics.json`` body. Its diagnostics are the breakdown's names that are not
+        signals. Raises RecordError for anything else than what :meth:`to_json` writes."""
+        if not isinstance(body, dict):
+            raise RecordError(f"not an evalctl metrics record: JSON {type(body).__name__}, not an object")
+        if "schema" not in body or body["schema"] not in (METRICS_SCHEMA, METRICS_SCHEMA_V1):
+            raise RecordError(f"not an evalctl metrics record: schema is not {METRICS_SCHEMA}")
+        v1 = body["schema"] == METRICS_SCHEMA_V1
+        id_keys = [k for k in RECORD_ID_KEYS if k in body]
+        if len(id_keys) != 1:
+            raise RecordError(f"metrics: not exactly one of {', '.join(RECORD_ID_KEYS)}")
+        breakdown = Breakdown.from_json(get(body, "success_breakdown", dict))
+        diagnostics = tuple(n for n in dict.fromkeys(breakdown.names()) if n not in SIGNALS)
+        head = tuple(id_keys[0] if k == "<record_id>" else k for k in _HEAD)
+        keys = (*head, *SignalFields.KEYS, *diagnostics, *_TAIL)
+        if v1:
+            keys = tuple(k for k in keys if k not in ("error_cause", "superseded_usage"))
+        exact_keys(body, keys, "metrics", (*SignalFields.OPTIONAL, "voice"))
+        verdict = (bool, str)
+        seconds = (int, float)
+        record = cls(
+            scenario_name=get(body, "scenario_name", str),
+            record_id=get(body, id_keys[0], str),
+            domain=get(body, "domain", str),
+            trial=get(body, "trial", int),
+            is_successful=get(body, "is_successful", *verdict),
+            is_task_successful=get(body, "is_task_successful", *verdict),
+            error_cause=None if v1 else ErrorCause.from_json(get(body, "error_cause", dict, None)),
+            success_breakdown=breakdown,
+            success_signals=strings(body, "success_signals"),
+            stalled=get(body, "stalled", bool),
+            min_agent_turns=get(body, "min_agent_turns", int),
+            stop_reason=get(body, "stop_reason", str, None),
+            signals=SignalFields.from_json(body, diagnostics),
+            db_hash=get(body, "db_hash", str, None),
+            expected_db_hash=get(body, "expected_db_hash", str, None),
+            agent_turns=get(body, "agent_turns", int),
+            user_turns=get(body, "user_turns", int),
+            num_actions=get(body, "num_actions", int),
+            num_tool_calls=get(body, "num_tool_calls", int),
+            started_at=get(body, "started_at", str),
+            duration_s=get(body, "duration_s", *seconds),
+            engine_time_s=get(body, "engine_time_s", *seconds),
+            agent_backend=get(body, "agent_backend", str),
+            user_backend=get(body, "user_backend", str),
+            usage=usage_table(get(body, "usage", dict)),
+            judge_model=get(body, "judge_model", str, None),
+            judge_prompt_sha256=get(body, "judge_prompt_sha256", str, None),
+            error=get(body, "error", str, None),
+            evalctl_version=get(body, "evalctl_version", str),
+            record_id_key=id_keys[0],
+            superseded_usage=()
+            if v1
+            else tuple(SpentUsage.from_json(e) for e in get(body, "superseded_usage", list)),
+            voice_run="voice" in body,
+            voice=VoiceSummary.from_json(body["voice"]) if body.get("voice") is not None else None,
+        )
+        for key in ("is_successful", "is_task_successful"):
+            value = getattr(record, key)
+            if isinstance(value, str) and value not in (NOT_APPLICABLE, ERROR_VERDICT):
+                raise RecordError(f"{key}: {value!r} is not a verdict")
+        if record.is_error != (record.error_cause is not None):
+            raise RecordError("metrics: is_successful is 'error' exactly when error_cause is set")
+        return record

@@ -1,0 +1,402 @@
+"""``summary.json``: the record of a run's aggregate (written by ``engine.results.scoring_stage.finish_run``).
+
+Rates are fractions in 0–1 (None when nothing counted). ``pass_hat_k`` is there only for runs of
+more than one trial; its k keys are strings (``"1"``, ``"2"``...), as in the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.core.records.common import ErrorCause
+from engine.core.records.fields import RecordError, exact_keys, get, strings
+
+_RATE = (int, float, None)
+_SECONDS = (int, float)
+
+
+def _object(body: Mapping[str, Any], key: str) -> dict[str, Any]:
+    return get(body, key, dict)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Composite verdicts counted: ``total`` = passed + failed (``N/A`` and ``error`` results left
+    out, counted in ``not_applicable`` / ``errors``); ``rate`` 0–1."""
+
+    passed: int
+    failed: int
+    not_applicable: int
+    errors: int
+    total: int
+    rate: float | None
+
+    KEYS = ("passed", "failed", "not_applicable", "errors", "total", "rate")
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.KEYS}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any], what: str) -> Tally:
+        exact_keys(body, cls.KEYS, what)
+        return cls(
+            get(body, "passed", int),
+            get(body, "failed", int),
+            get(body, "not_applicable", int),
+            get(body, "errors", int),
+            get(body, "total", int),
+            get(body, "rate", *_RATE),
+        )
+
+
+#: ``SignalRate.kind`` of a diagnostic that counts findings per result (0 = clean).
+COUNT = "count"
+
+
+@dataclass(frozen=True)
+class SignalRate:
+    """One signal's (or diagnostic's) pass rate over its own ``unit`` (scenarios, sessions,
+    predicates, assertions); ``role`` gating, informational or diagnostic; ``errors_left_out`` the
+    results with the verdict ``error`` not counted.
+
+    A count diagnostic (``kind`` = :data:`COUNT`, a number of findings per result) counts its
+    clean results (0 findings) as ``passed``; ``sum`` / ``max`` are the findings over the results
+    and the most in one result. The three keys are written for count diagnostics only (None
+    otherwise), so every other rate keeps its six keys."""
+
+    passed: int
+    total: int
+    rate: float | None
+    unit: str
+    role: str
+    errors_left_out: int = 0
+    kind: str | None = None
+    sum: int | float | None = None
+    max: int | float | None = None
+
+    KEYS = ("passed", "total", "rate", "unit", "role", "errors_left_out")
+    COUNT_KEYS = ("kind", "sum", "max")
+
+    def __post_init__(self) -> None:
+        unset = self.sum is None and self.max is None
+        if self.kind not in (None, COUNT) or (self.kind is None) != unset:
+            raise ValueError(f"SignalRate: kind {self.kind!r} with sum {self.sum!r}, max {self.max!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {k: getattr(self, k) for k in self.KEYS}
+        if self.kind is not None:
+            body.update(kind=self.kind, sum=self.sum, max=self.max)
+        return body
+
+    @classmethod
+    def from_json(cls, body: Any, what: str) -> SignalRate:
+        if not isinstance(body, dict):
+            raise RecordError(f"{what}: not an object")
+        counted = any(k in body for k in cls.COUNT_KEYS)
+        exact_keys(body, (*cls.KEYS, *cls.COUNT_KEYS) if counted else cls.KEYS, what)
+        kind = get(body, "kind", str) if counted else None
+        if counted and kind != COUNT:
+            raise RecordError(f"{what}: kind {kind!r} is not {COUNT!r}")
+        return cls(
+            get(body, "passed", int),
+            get(body, "total", int),
+            get(body, "rate", *_RATE),
+            get(body, "unit", str),
+            get(body, "role", str),
+            get(body, "errors_left_out", int),
+            kind,
+            get(body, "sum", int, float) if counted else None,
+            get(body, "max", int, float) if counted else None,
+        )
+
+
+@dataclass(frozen=True)
+class Stalled:
+    """Results stalled by the min-agent-turns rule: ``scenarios`` as ``name`` (one trial) or
+    ``name#trial_k``; ``min_agent_turns`` the run's setting (None when unknown)."""
+
+    count: int
+    scenarios: tuple[str, ...]
+    min_agent_turns: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "scenarios": list(self.scenarios),
+            "min_agent_turns": self.min_agent_turns,
+        }
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Stalled:
+        exact_keys(body, ("count", "scenarios", "min_agent_turns"), "stalled")
+        return cls(
+            get(body, "count", int), strings(body, "scenarios"), get(body, "min_agent_turns", int, None)
+        )
+
+
+@dataclass(frozen=True)
+class UsageTotal:
+    """Model use of one role over the run: the ``models`` seen (first-seen order), token sums and
+    model requests."""
+
+    models: tuple[str, ...]
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "models": list(self.models),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "calls": self.calls,
+        }
+
+    @classmethod
+    def from_json(cls, body: Any, what: str) -> UsageTotal:
+        if not isinstance(body, dict):
+            raise RecordError(f"{what}: not an object")
+        exact_keys(body, ("models", "prompt_tokens", "completion_tokens", "calls"), what)
+        return cls(
+            strings(body, "models"),
+            get(body, "prompt_tokens", int),
+            get(body, "completion_tokens", int),
+            get(body, "calls", int),
+        )
+
+
+@dataclass(frozen=True)
+class SessionTimes:
+    """Session durations in seconds: sum, mean (0 without sessions) and longest."""
+
+    total: float
+    mean: float
+    max: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "mean": self.mean, "max": self.max}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> SessionTimes:
+        exact_keys(body, ("total", "mean", "max"), "session_time_s")
+        return cls(get(body, "total", *_SECONDS), get(body, "mean", *_SECONDS), get(body, "max", *_SECONDS))
+
+
+@dataclass(frozen=True)
+class FailedResult:
+    """One result that is not successful: its ``verdict`` (false, ``"N/A"`` or ``"error"``), the
+    gating signals that failed, whether it stalled, how the session stopped (``error`` its
+    message, None when it ended normally) and, for the verdict ``error``, its ``error_cause``."""
+
+    scenario: str
+    trial: int
+    failed_signals: tuple[str, ...]
+    stalled: bool
+    stop_reason: str | None
+    error: str | None
+    verdict: bool | str = False
+    error_cause: ErrorCause | None = None
+
+    KEYS = (
+        "scenario",
+        "trial",
+        "verdict",
+        "failed_signals",
+        "stalled",
+        "stop_reason",
+        "error",
+        "error_cause",
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        body = {k: getattr(self, k) for k in self.KEYS}
+        body["failed_signals"] = list(self.failed_signals)
+        body["error_cause"] = None if self.error_cause is None else self.error_cause.to_json()
+        return body
+
+    @classmethod
+    def from_json(cls, body: Any) -> FailedResult:
+        if not isinstance(body, dict):
+            raise RecordError("failed: not a list of objects")
+        exact_keys(body, cls.KEYS, "failed")
+        return cls(
+            get(body, "scenario", str),
+            get(body, "trial", int),
+            strings(body, "failed_signals"),
+            get(body, "stalled", bool),
+            get(body, "stop_reason", str, None),
+            get(body, "error", str, None),
+            get(body, "verdict", bool, str),
+            ErrorCause.from_json(get(body, "error_cause", dict, None)),
+        )
+
+
+def _k_table(body: Any, what: str) -> dict[str, float]:
+    if not isinstance(body, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in body.values()
+    ):
+        raise RecordError(f"{what}: not an object of numbers")
+    return dict(body)
+
+
+@dataclass(frozen=True)
+class PassHatK:
+    """pass^k (0–1) for k = 1..trials: per scenario, and the mean over scenarios."""
+
+    per_scenario: Mapping[str, Mapping[str, float]]
+    overall: Mapping[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "per_scenario": {name: dict(row) for name, row in self.per_scenario.items()},
+            "overall": dict(self.overall),
+        }
+
+    @classmethod
+    def from_json(cls, body: Any) -> PassHatK:
+        if not isinstance(body, dict):
+            raise RecordError("pass_hat_k: not an object")
+        exact_keys(body, ("per_scenario", "overall"), "pass_hat_k")
+        per = _object(body, "per_scenario")
+        return cls(
+            {name: _k_table(row, f"pass_hat_k.per_scenario.{name}") for name, row in per.items()},
+            _k_table(body["overall"], "pass_hat_k.overall"),
+        )
+
+
+#: The keys every summary has (the first check of a file that may not be a summary at all).
+CORE_KEYS = ("unit", "results", "scenarios", "trials", "signals", "stalled", "failed")
+
+_KEYS = (
+    "run_dir",
+    "evalctl_version",
+    "results",
+    "scenarios",
+    "trials",
+    "unit",
+    "missing",
+    "interrupted",
+    "overall",
+    "task",
+    "signals",
+    "stalled",
+    "stop_reasons",
+    "errors",
+    "first_error",
+    "judge_errors",
+    "first_judge_error",
+    "usage",
+    "invocations",
+    "wall_time_s",
+    "session_time_s",
+    "failed",
+)
+
+
+@dataclass(frozen=True)
+class SummaryRecord:
+    """A run's aggregate over its complete results (one per (scenario, trial)).
+
+    ``unit`` is ``scenarios`` (one trial) or ``sessions``; ``missing`` the planned results not
+    there (``name`` or ``name#trial_k``); ``overall`` / ``task`` the composite tallies (task leaves
+    ``clean_exit`` out); ``signals`` one rate per signal then per diagnostic (stalled results left
+    out); ``stop_reasons`` counts by reason; ``errors`` the results with the verdict ``error``
+    (``first_error`` the first one's ``scenario: source: message``); ``judge_errors`` results whose
+    judge failed (gating or not); ``usage`` every model request of the run, superseded attempts
+    included; ``invocations`` the run's invocations so far (run, resumes, rescores);
+    ``wall_time_s`` their seconds summed (None when unknown); ``pass_hat_k`` only when ``trials`` > 1.
+    """
+
+    run_dir: str
+    evalctl_version: str
+    results: int
+    scenarios: int
+    trials: int
+    unit: str
+    missing: tuple[str, ...]
+    interrupted: bool
+    overall: Tally
+    task: Tally
+    signals: Mapping[str, SignalRate]
+    stalled: Stalled
+    stop_reasons: Mapping[str, int]
+    errors: int
+    first_error: str | None
+    judge_errors: int
+    first_judge_error: str | None
+    usage: Mapping[str, UsageTotal]
+    invocations: int
+    wall_time_s: float | None
+    session_time_s: SessionTimes
+    failed: tuple[FailedResult, ...]
+    pass_hat_k: PassHatK | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "run_dir": self.run_dir,
+            "evalctl_version": self.evalctl_version,
+            "results": self.results,
+            "scenarios": self.scenarios,
+            "trials": self.trials,
+            "unit": self.unit,
+            "missing": list(self.missing),
+            "interrupted": self.interrupted,
+            "overall": self.overall.to_json(),
+            "task": self.task.to_json(),
+            "signals": {name: s.to_json() for name, s in self.signals.items()},
+            "stalled": self.stalled.to_json(),
+            "stop_reasons": dict(self.stop_reasons),
+            "errors": self.errors,
+            "first_error": self.first_error,
+            "judge_errors": self.judge_errors,
+            "first_judge_error": self.first_judge_error,
+            "usage": {role: u.to_json() for role, u in self.usage.items()},
+            "invocations": self.invocations,
+            "wall_time_s": self.wall_time_s,
+            "session_time_s": self.session_time_s.to_json(),
+            "failed": [f.to_json() for f in self.failed],
+        }
+        if self.pass_hat_k is not None:
+            body["pass_hat_k"] = self.pass_hat_k.to_json()
+        return body
+
+    @classmethod
+    def from_json(cls, body: Any) -> SummaryRecord:
+        """Parse a ``summary.json`` body; raises RecordError for anything :meth:`to_json` would
+        not write."""
+        if not isinstance(body, dict):
+            raise RecordError(f"not an evalctl summary: JSON {type(body).__name__}, not an object")
+        missing = sorted(set(CORE_KEYS) - body.keys())
+        if missing:
+            raise RecordError(f"not an evalctl summary: no {', '.join(missing)}")
+        exact_keys(body, _KEYS, "summary", ("pass_hat_k",))
+        stop_reasons = _object(body, "stop_reasons")
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in stop_reasons.values()):
+            raise RecordError("stop_reasons: not an object of counts")
+        return cls(
+            run_dir=get(body, "run_dir", str),
+            evalctl_version=get(body, "evalctl_version", str),
+            results=get(body, "results", int),
+            scenarios=get(body, "scenarios", int),
+            trials=get(body, "trials", int),
+            unit=get(body, "unit", str),
+            missing=strings(body, "missing"),
+            interrupted=get(body, "interrupted", bool),
+            overall=Tally.from_json(_object(body, "overall"), "overall"),
+            task=Tally.from_json(_object(body, "task"), "task"),
+            signals={n: SignalRate.from_json(s, f"signals.{n}") for n, s in _object(body, "signals").items()},
+            stalled=Stalled.from_json(_object(body, "stalled")),
+            stop_reasons=stop_reasons,
+            errors=get(body, "errors", int),
+            first_error=get(body, "first_error", str, None),
+            judge_errors=get(body, "judge_errors", int),
+            first_judge_error=get(body, "first_judge_error", str, None),
+            usage={r: UsageTotal.from_json(u, f"usage.{r}") for r, u in _object(body, "usage").items()},
+            invocations=get(body, "invocations", int),
+            wall_time_s=get(body, "wall_time_s", *_RATE),
+            session_time_s=SessionTimes.from_json(_object(body, "session_time_s")),
+            failed=tuple(FailedResult.from_json(f) for f in get(body, "failed", list)),
+            pass_hat_k=PassHatK.from_json(body["pass_hat_k"]) if "pass_hat_k" in body else None,
+        )

@@ -1,0 +1,3 @@
+"""Stored sessions and their scores: result folders, scoring stage, summaries, provenance, diff,
+compare, merge, rescore, resume.
+"""

@@ -1,0 +1,379 @@
+"""``evalctl compare RUN_A RUN_B``: what changed from run A to run B.
+
+Reads only the two run directories: every complete result (``metrics.json``, as
+``engine.results.scoring_stage.scored_dirs`` finds them), the summaries (``summary.json``) and the provenance
+(``run.json``). Results are paired by (scenario, trial); a pair whose composite verdict went from
+True to False flipped pass→fail, False to True fail→pass; a verdict to or from ``"N/A"`` or
+``"error"`` is listed as another change. Two runs are *comparable* when their spec files,
+templates and data-root files hash alike (``run.json``); every file that differs is listed, and
+other differences (evalctl version, git commit, models, trials, scenario selection) are noted
+without making the runs incomparable. A voice run (``--voice``: ``run.json`` ``settings.voice``, or
+a result that was an audio session, ``metrics.json`` ``voice``) compared with a text run gets one
+warning: the agent was spoken to in one run and written to in the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.core.records.metrics import MetricsRecord
+from engine.core.records.run import RunRecord
+from engine.core.records.summary import SignalRate, SummaryRecord, Tally
+from engine.results.costs import PriceTable, RunCost, money, run_costs
+from engine.results.provenance import read_run_record
+from engine.results.scoring_stage import load_summary, scored_dirs
+from engine.session.settings import FLAGS
+from engine.util.errors import UsageError
+from engine.util.untrusted import one_line
+
+#: run.json's hash tables that must agree for two runs to be comparable, with their names.
+HASHED = (("spec_files", "spec"), ("templates", "template"), ("data_root_files", "data"))
+
+
+@dataclass(frozen=True)
+class Change:
+    """One (scenario, trial) whose verdict differs: ``before`` / ``after`` True, False or ``"N/A"``,
+    with the gating signals that failed in each run."""
+
+    scenario: str
+    trial: int
+    before: bool | str
+    after: bool | str
+    failed_before: tuple[str, ...]
+    failed_after: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "trial": self.trial,
+            "before": self.before,
+            "after": self.after,
+            "failed_before": list(self.failed_before),
+            "failed_after": list(self.failed_after),
+        }
+
+
+@dataclass(frozen=True)
+class RateChange:
+    """A rate in both runs (None where the run lacks it) and ``delta`` = after - before (None when
+    either rate is None)."""
+
+    name: str
+    before: SignalRate | Tally | None
+    after: SignalRate | Tally | None
+
+    @property
+    def delta(self) -> float | None:
+        a = self.before.rate if self.before else None
+        b = self.after.rate if self.after else None
+        return None if a is None or b is None else b - a
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "before": None if self.before is None else self.before.to_json(),
+            "after": None if self.after is None else self.after.to_json(),
+            "delta": self.delta,
+        }
+
+
+@dataclass(frozen=True)
+class FileDifference:
+    """A hashed input that differs: ``kind`` spec / template / data, its ``path`` and ``change``
+    (``changed``, ``only in A``, ``only in B``)."""
+
+    kind: str
+    path: str
+    change: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "path": self.path, "change": self.change}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Run A against run B (see the module docstring)."""
+
+    run_a: str
+    run_b: str
+    comparable: bool
+    differences: tuple[FileDifference, ...]
+    notes: tuple[str, ...]
+    #: Differences that make the rates hard to read side by side (a voice run against a text run).
+    warnings: tuple[str, ...]
+    headline: tuple[RateChange, ...]
+    signals: tuple[RateChange, ...]
+    pass_to_fail: tuple[Change, ...]
+    fail_to_pass: tuple[Change, ...]
+    other_changes: tuple[Change, ...]
+    unchanged_pass: int
+    unchanged_fail: int
+    only_in_a: tuple[str, ...]
+    only_in_b: tuple[str, ...]
+    cost_a: RunCost
+    cost_b: RunCost
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_a": self.run_a,
+            "run_b": self.run_b,
+            "comparable": self.comparable,
+            "differences": [d.to_json() for d in self.differences],
+            "notes": list(self.notes),
+            "warnings": list(self.warnings),
+            "headline": [r.to_json() for r in self.headline],
+            "signals": [r.to_json() for r in self.signals],
+            "pass_to_fail": [c.to_json() for c in self.pass_to_fail],
+            "fail_to_pass": [c.to_json() for c in self.fail_to_pass],
+            "other_changes": [c.to_json() for c in self.other_changes],
+            "unchanged_pass": self.unchanged_pass,
+            "unchanged_fail": self.unchanged_fail,
+            "only_in_a": list(self.only_in_a),
+            "only_in_b": list(self.only_in_b),
+            "usage_a": self.cost_a.to_json(),
+            "usage_b": self.cost_b.to_json(),
+        }
+
+
+def _results(run_dir: Path) -> dict[tuple[str, int], MetricsRecord]:
+    if not Path(run_dir).is_dir():
+        raise UsageError(f"{run_dir}: no such run directory")
+    rows = {(m.scenario_name, m.trial): m for _, m in scored_dirs(Path(run_dir))}
+    if not rows:
+        raise UsageError(f"{run_dir}: no scored scenarios (not a run directory?)")
+    return rows
+
+
+def _file_differences(a: RunRecord, b: RunRecord) -> list[FileDifference]:
+    out: list[FileDifference] = []
+    for key, kind in HASHED:
+        ha: Mapping[str, str] = getattr(a, key)
+        hb: Mapping[str, str] = getattr(b, key)
+        for path in sorted(ha.keys() | hb.keys()):
+            if path not in hb:
+                out.append(FileDifference(kind, path, "only in A"))
+            elif path not in ha:
+                out.append(FileDifference(kind, path, "only in B"))
+            elif ha[path] != hb[path]:
+                out.append(FileDifference(kind, path, "changed"))
+    return out
+
+
+def _models(run: RunRecord) -> str:
+    return ", ".join(f"{role}: {model}" for role, model in sorted((run.models or {}).items())) or "none"
+
+
+def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> list[str]:
+    notes = []
+    pairs: list[tuple[str, Any, Any]] = [
+        ("evalctl version", a.evalctl_version, b.evalctl_version),
+        ("git commit", a.git.commit if a.git else None, b.git.commit if b.git else None),
+        ("models", _models(a), _models(b)),
+        ("trials", sa.trials, sb.trials),
+    ]
+    changed = _setting_changes(a.settings, b.settings)
+    pairs += [(FLAGS.get(key, key), _unset(va), _unset(vb)) for key, va, vb in changed]
+    for what, va, vb in pairs:
+        if va != vb:
+            notes.append(one_line(f"{what}: A {va}, B {vb}", 400))
+    for which, s in (("A", sa), ("B", sb)):
+        if s.missing:
+            notes.append(f"run {which} is incomplete: {len(s.missing)} results missing")
+    return notes
+
+
+#: Settings in run.json said elsewhere (models, trials, the voice warning) or that cannot change a
+#: verdict (where the key is read from, the shard of a merged run).
+_SAID_ELSEWHERE = frozenset({"agent", "user", "trials", "voice", "api_key_env", "shard", "judge_api_key_env"})
+
+
+def _unset(value: Any) -> Any:
+    """A setting as a note shows it: ``not set`` for one left unset (not ``None``)."""
+    return "not set" if value is None else value
+
+
+def _setting_changes(
+    a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = ""
+) -> list[tuple[str, Any, Any]]:
+    """``(key, value in A, value in B)`` of every run setting that differs (``scoring.`` ones by their
+    own key: ``scoring.min_agent_turns``), e.g. ``--max-turns``, a turn timeout, a judge threshold."""
+    out: list[tuple[str, Any, Any]] = []
+    for key in sorted(set(a) | set(b)):
+        if key in _SAID_ELSEWHERE:
+            continue
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, Mapping) and isinstance(vb, Mapping):
+            out += _setting_changes(va, vb, f"{prefix}{key}.")
+        elif va != vb:
+            out.append((f"{prefix}{key}", va, vb))
+    return out
+
+
+def _is_voice(record: RunRecord | None, results: Mapping[tuple[str, int], MetricsRecord]) -> bool:
+    """True for a voice run: its ``run.json`` settings say ``voice``, or one of its results was an
+    audio session (a run.json that is missing or predates the setting)."""
+    said = record.settings.get("voice") if record is not None else None  # free-form settings
+    return said is True or any(m.voice_run for m in results.values())
+
+
+def _voice_warning(voice_a: bool, voice_b: bool) -> list[str]:
+    if voice_a == voice_b:
+        return []
+    which = ("A", "B") if voice_a else ("B", "A")
+    return [
+        f"run {which[0]} is a voice run (--voice) and run {which[1]} a text run: the agent heard "
+        "speech in one and read text in the other, so a rate change may come from that alone"
+    ]
+
+
+def _verdict_changes(
+    ra: Mapping[tuple[str, int], MetricsRecord], rb: Mapping[tuple[str, int], MetricsRecord]
+) -> tuple[list[Change], list[Change], list[Change], int, int]:
+    down: list[Change] = []
+    up: list[Change] = []
+    other: list[Change] = []
+    same_pass = same_fail = 0
+    for key in sorted(ra.keys() & rb.keys()):
+        a, b = ra[key], rb[key]
+        before, after = a.is_successful, b.is_successful
+        if before == after:
+            same_pass += before is True
+            same_fail += before is False
+            continue
+        change = Change(*key, before, after, a.success_breakdown.failed, b.success_breakdown.failed)
+        if before is True and after is False:
+            down.append(change)
+        elif before is False and after is True:
+            up.append(change)
+        else:
+            other.append(change)
+    return down, up, other, same_pass, same_fail
+
+
+def _names(keys: set[tuple[str, int]], trials: int) -> tuple[str, ...]:
+    return tuple(n if trials == 1 else f"{n}#trial_{t}" for n, t in sorted(keys))
+
+
+def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> Comparison:
+    """Compare run B with run A. Raises UsageError when either is not a finished run directory
+    (no scored results or no readable ``summary.json``)."""
+    ra, rb = _results(run_a), _results(run_b)
+    sa, sb = load_summary(run_a), load_summary(run_b)
+    pa, pb = read_run_record(run_a), read_run_record(run_b)
+    if pa is None or pb is None:
+        missing = " and ".join(str(r) for r, p in ((run_a, pa), (run_b, pb)) if p is None)
+        differences: list[FileDifference] = []
+        notes = [f"no readable run.json in {missing}: inputs unknown"]
+        comparable = False
+    else:
+        differences = _file_differences(pa, pb)
+        notes = _notes(pa, pb, sa, sb)
+        comparable = not differences
+    down, up, other, same_pass, same_fail = _verdict_changes(ra, rb)
+    if ra.keys() != rb.keys():
+        notes.append(
+            f"the runs hold different results ({len(ra.keys() - rb.keys())} only in A, "
+            f"{len(rb.keys() - ra.keys())} only in B): each rate is over its own run's results"
+        )
+    headline = (
+        RateChange("overall", sa.overall, sb.overall),
+        RateChange("task (excl. clean_exit)", sa.task, sb.task),
+    )
+    names = list(dict.fromkeys([*sa.signals, *sb.signals]))
+    signals = tuple(RateChange(n, sa.signals.get(n), sb.signals.get(n)) for n in names)
+    trials = max(sa.trials, sb.trials)
+    return Comparison(
+        run_a=str(run_a),
+        run_b=str(run_b),
+        comparable=comparable,
+        differences=tuple(differences),
+        notes=tuple(notes),
+        warnings=tuple(_voice_warning(_is_voice(pa, ra), _is_voice(pb, rb))),
+        headline=headline,
+        signals=signals,
+        pass_to_fail=tuple(down),
+        fail_to_pass=tuple(up),
+        other_changes=tuple(other),
+        unchanged_pass=same_pass,
+        unchanged_fail=same_fail,
+        only_in_a=_names(ra.keys() - rb.keys(), trials),
+        only_in_b=_names(rb.keys() - ra.keys(), trials),
+        cost_a=run_costs(list(ra.values()), prices),
+        cost_b=run_costs(list(rb.values()), prices),
+    )
+
+
+def _pct(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{100 * rate:.1f}%"
+
+
+def rate_text(r: SignalRate | Tally | None) -> str:
+    """``72.0% (36/50 scenarios)``; ``-`` when the run lacks the rate."""
+    if r is None:
+        return "-"
+    unit = f" {r.unit}" if isinstance(r, SignalRate) else ""
+    return f"{_pct(r.rate)} ({r.passed}/{r.total}{unit})"
+
+
+def delta_text(delta: float | None) -> str:
+    """``+4.0 pt`` / ``-2.5 pt`` / ``0.0 pt``; ``n/a`` without both rates."""
+    return "n/a" if delta is None else f"{100 * delta:+.1f} pt"
+
+
+def _label(c: Change, trials: bool) -> str:
+    return f"{c.scenario}{f' trial {c.trial}' if trials else ''}"
+
+
+def _verdict(v: bool | str) -> str:
+    return {True: "pass", False: "fail"}.get(v, str(v))  # type: ignore[call-overload]
+
+
+def render_text(c: Comparison) -> str:
+    """The comparison as readable text, one item per line."""
+    trials = any(ch.trial != 1 for ch in (*c.pass_to_fail, *c.fail_to_pass, *c.other_changes))
+    out = [f"A: {c.run_a}", f"B: {c.run_b}"]
+    if c.comparable:
+        out.append("comparable: yes (same spec, template and data hashes)")
+    else:
+        out.append(
+            f"comparable: NO ({len(c.differences)} input files differ)" if c.differences else "comparable: NO"
+        )
+        out.extend(f"  {d.kind} {d.path}: {d.change}" for d in c.differences)
+    out.extend(f"WARNING: {w}" for w in c.warnings)
+    out.extend(f"note: {n}" for n in c.notes)
+    out.append("rates (A -> B):")
+    for r in (*c.headline, *c.signals):
+        out.append(f"  {r.name}: {rate_text(r.before)} -> {rate_text(r.after)}  {delta_text(r.delta)}")
+    for title, changes in (("pass -> fail", c.pass_to_fail), ("fail -> pass", c.fail_to_pass)):
+        out.append(f"{title} ({len(changes)}):" if changes else f"{title}: none")
+        for ch in changes:
+            failed = ch.failed_after if ch.after is False else ch.failed_before
+            out.append(f"  {_label(ch, trials)}" + (f"  [{', '.join(failed)}]" if failed else ""))
+    if c.other_changes:
+        out.append(f"other verdict changes ({len(c.other_changes)}):")
+        out.extend(
+            f"  {_label(ch, trials)}: {_verdict(ch.before)} -> {_verdict(ch.after)}" for ch in c.other_changes
+        )
+    out.append(f"unchanged: {c.unchanged_pass} passing, {c.unchanged_fail} failing")
+    for which, names in (("A", c.only_in_a), ("B", c.only_in_b)):
+        if names:
+            out.append(f"only in {which} ({len(names)}): {', '.join(names)}")
+    if c.cost_a.roles or c.cost_b.roles:
+        out.append("tokens (A -> B):")
+        for role in dict.fromkeys([*c.cost_a.roles, *c.cost_b.roles]):
+            parts = []
+            for cost in (c.cost_a, c.cost_b):
+                rc = cost.roles.get(role)
+                if rc is None:
+                    parts.append("-")
+                    continue
+                priced = f", {money(rc.cost)}" if cost.priced else ""
+                parts.append(f"{rc.prompt_tokens}+{rc.completion_tokens}{priced}")
+            out.append(f"  {role}: {parts[0]} -> {parts[1]}")
+        if c.cost_a.priced:
+            out.append(f"  total cost: {money(c.cost_a.cost)} -> {money(c.cost_b.cost)}")
+    # names and messages come from the runs: each entry stays one visible line
+    return "\n".join(one_line(line, None) for line in out) + "\n"

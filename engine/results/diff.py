@@ -1,0 +1,325 @@
+"""``evalctl diff RUN_DIR [SCENARIO]``: why each failed scenario failed, field by field.
+
+Reads only the run directory: ``metrics.json`` (failing signals), ``expected_db.json`` and
+``final_db.json`` (compared by ``engine.core.dbdiff.db_diff`` — DeepDiff after the hash's own
+normalisation, with the hash rules saved in ``scenario_config/metadata.json``), ``actions.json``
+and the per-predicate verdicts. Old runs stay explainable without reloading any spec.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.core.dbdiff import DiffLine, db_diff
+from engine.core.model import HashRules
+from engine.core.records.metrics import MetricsRecord
+from engine.core.validation import did_you_mean
+from engine.results.provenance import read_run_record
+from engine.results.scoring_stage import scored_dirs
+from engine.scoring.action_match import unmatched_reference_items
+from engine.util.artifacts import read_json
+from engine.util.errors import UsageError
+from engine.util.untrusted import one_line
+
+
+@dataclass
+class ScenarioDiff:
+    """One (scenario, trial) explained.
+
+    ``failed_signals`` the whitelisted signals that failed; ``fields`` the changed DB fields (and
+    list items added/removed inside a record); ``records_added`` / ``records_removed`` whole
+    entries of a top-level collection (``refunds.REF-ZK3FFW-001``); ``db_note`` says why no DB
+    comparison was possible; ``assertions`` failed ``db_state_assertion`` verdicts.
+    """
+
+    scenario: str
+    trial: int
+    is_successful: Any
+    failed_signals: list[str]
+    stop_reason: str | None
+    stalled: bool
+    agent_turns: int | None
+    min_agent_turns: int | None
+    error: str | None
+    db_state_match: Any
+    fields: list[DiffLine] = field(default_factory=list)
+    records_added: list[DiffLine] = field(default_factory=list)
+    records_removed: list[DiffLine] = field(default_factory=list)
+    db_note: str | None = None
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    assertions: list[dict[str, Any]] = field(default_factory=list)
+    judge: dict[str, Any] | None = None
+    #: When is_action_match failed: the reference items no action satisfies, as text.
+    unmatched_reference: list[str] = field(default_factory=list)
+    gold_path: str | None = None
+    #: ``source: message`` when the verdict is ``error`` (infrastructure, not the agent).
+    error_cause: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The diff as JSON: each DB line ``{path, kind, expected, actual, text}``, plus
+        ``final_path`` when the entry sits elsewhere in final_db.json."""
+        body = asdict(self)
+        for key in ("fields", "records_added", "records_removed"):
+            body[key] = [_line_json(line) for line in getattr(self, key)]
+        return body
+
+
+def _is_record(line: DiffLine) -> bool:
+    """A whole entry of a top-level collection: ``collection.key`` (one dot, no index)."""
+    return line.kind in ("added", "removed") and line.path.count(".") == 1 and "[" not in line.path
+
+
+def _rules(sdir: Path) -> HashRules:
+    try:
+        raw = read_json(sdir / "scenario_config" / "metadata.json").get("hash_rules") or {}
+    except (OSError, ValueError, AttributeError):
+        raw = {}
+    if not raw:
+        return HashRules()
+    return HashRules(tuple(raw.get("excluded_keys", ())), tuple(raw.get("unordered_lists", ())))
+
+
+def _load_optional(path: Path) -> Any:
+    try:
+        return read_json(path)
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def _left_gold_path(sdir: Path) -> str | None:
+    """Against the built-in replay caller (which plays the gold's lines whatever the agent does):
+    where the agent's tool calls first left the gold's, and that later caller lines were out of
+    step. None when the run had no replay caller or no gold (no ``gold_path.json``)."""
+    gold = _load_optional(sdir / "scenario_config" / "gold_path.json")
+    made = _load_optional(sdir / "tool_calls.json")
+    if not isinstance(gold, dict) or not isinstance(made, list):
+        return None
+    ending = set(gold.get("ending_tools") or ())  # hanging up is not a step of the gold path
+    ours = [
+        c
+        for c in made
+        if isinstance(c, dict) and c.get("side", "agent") == "agent" and c.get("name") not in ending
+    ]
+    gold_calls = [c for c in gold["tool_calls"] if c.get("name") not in ending]
+    for i, want in enumerate(gold_calls):
+        got = ours[i] if i < len(ours) else None
+        if got is None or got.get("name") != want["name"] or _args(got.get("arguments")) != want["arguments"]:
+            shown = f"{got.get('name')}({_args_text(got.get('arguments'))})" if got else "no call"
+            when = _turn_of(got, want)
+            return (
+                f"left the gold path at tool call {i + 1} ({when}): gold "
+                f"{want['name']}({_args_text(want['arguments'])}), got {shown}; the replay caller's later "
+                "lines were the gold's, not answers to this agent (a replay-caller run is a conformance "
+                "check, not a score of a model)"
+            )
+    extra = ours[len(gold_calls) :]
+    if extra:
+        return f"followed the gold's {len(gold_calls)} tool calls, then made {len(extra)} more"
+    return "followed the gold path (every gold tool call, in order)"
+
+
+def _turn_of(got: dict[str, Any] | None, want: dict[str, Any]) -> str:
+    """Which agent turn (counted from 1, as a reader counts) a divergence is in: the agent's own
+    call's turn, or the gold's when the agent made no such call."""
+    turn = got.get("turn") if got else None
+    if isinstance(turn, int) and not isinstance(turn, bool):
+        return f"the agent's turn {turn + 1}"
+    gold = want.get("turn")
+    if isinstance(gold, int) and not isinstance(gold, bool):
+        return f"the gold makes it in agent turn {gold + 1}"
+    return "agent turn unknown"
+
+
+def _args(raw: Any) -> Any:
+    """A call's arguments parsed from JSON text; text that does not parse (malformed, or nested
+    beyond Python's recursion limit: a side chooses what it sends) is kept as text."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            return raw
+    return raw
+
+
+#: Characters of a call's arguments shown in a diff line.
+ARGS_SHOWN = 300
+
+
+def _args_text(raw: Any) -> str:
+    value = _args(raw)
+    try:
+        text = ", ".join(f"{k}={v!r}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+    except (RecursionError, ValueError):  # a value nested too deeply to print, an int too long
+        text = str(raw)
+    return text if len(text) <= ARGS_SHOWN else f"{text[:ARGS_SHOWN]}... ({len(text)} chars)"
+
+
+def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
+    """Build the :class:`ScenarioDiff` of one scored (scenario, trial) directory."""
+    signals = metrics.signals
+    out = ScenarioDiff(
+        scenario=metrics.scenario_name,
+        trial=metrics.trial,
+        is_successful=metrics.is_successful,
+        failed_signals=list(metrics.success_breakdown.failed),
+        stop_reason=metrics.stop_reason,
+        stalled=metrics.stalled,
+        agent_turns=metrics.agent_turns,
+        min_agent_turns=metrics.min_agent_turns,
+        error=metrics.error,
+        db_state_match=signals.db_state_match,
+        actions=_load_optional(sdir / "actions.json") or [],
+        assertions=[v for v in signals.db_state_assertion_verdicts if not v["passed"]],
+        error_cause=str(metrics.error_cause) if metrics.error_cause is not None else None,
+    )
+    if metrics.judge_model:
+        out.judge = {
+            "judge_score": signals.judge_score,
+            "judge_passed": signals.judge_passed,
+            "judge_error": signals.judge_error,
+        }
+    out.gold_path = _left_gold_path(sdir)
+    if "is_action_match" in out.failed_signals:
+        meta = _load_optional(sdir / "scenario_config" / "metadata.json") or {}
+        reference = meta.get("reference_answer") if isinstance(meta, dict) else None
+        options = meta.get("match_options") or {} if isinstance(meta, dict) else {}
+        missing = unmatched_reference_items(reference, out.actions, options)
+        out.unmatched_reference = [
+            f"reference item {i + 1}: {_action_text(r) if isinstance(r, dict) else repr(r)}"
+            for i, r in missing
+        ] or ["every reference item has a matching action: the pairing or the number of actions failed"]
+    expected, actual = _load_optional(sdir / "expected_db.json"), _load_optional(sdir / "final_db.json")
+    damaged = [
+        n
+        for n, v in (("expected_db.json", expected), ("final_db.json", actual))
+        if v is None and (sdir / n).exists()
+    ]
+    if damaged:
+        out.db_note = f"{' and '.join(damaged)} unreadable (damaged file?); no DB diff"
+    elif expected is None:
+        out.db_note = "no expected DB for this scenario (db_state_match not applicable)"
+    elif actual is None:
+        out.db_note = "no final DB: the session never reached the tools (see error / stop reason)"
+    else:
+        for line in db_diff(expected, actual, _rules(sdir)):
+            if _is_record(line):
+                (out.records_added if line.kind == "added" else out.records_removed).append(line)
+            else:
+                out.fields.append(line)
+    return out
+
+
+def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
+    """Explain every failed (scenario, trial) of ``run_dir``, or every trial of ``scenario``.
+
+    Raises UsageError when ``run_dir`` holds no scored results or ``scenario`` is not in it.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such run directory")
+    rows = scored_dirs(run_dir)
+    if not rows:
+        raise UsageError(f"{run_dir}: no scored scenarios (not a run directory?)")
+    if scenario is not None:
+        chosen = [(d, m) for d, m in rows if m.scenario_name == scenario]
+        if not chosen:
+            names = sorted({m.scenario_name for _, m in rows})
+            raise UsageError(f"no scenario named {scenario!r} in {run_dir}{did_you_mean(scenario, names)}")
+    else:
+        chosen = [(d, m) for d, m in rows if m.is_successful is False or m.is_error]
+    return [explain(d, m) for d, m in chosen]
+
+
+def missing_results(run_dir: Path) -> int:
+    """How many (scenario, trial) results the run planned (``run.json``: its scenarios times its
+    trials) hold no scored result: the run was interrupted or killed before them. 0 when
+    ``run.json`` is missing or unreadable."""
+    record = read_run_record(Path(run_dir))
+    if record is None or not record.scenarios:
+        return 0
+    trials = max(1, record.trials or 1)
+    done = {(m.scenario_name, m.trial) for _, m in scored_dirs(Path(run_dir))}
+    return sum(1 for n in record.scenarios for t in range(1, trials + 1) if (n, t) not in done)
+
+
+def _action_text(action: dict[str, Any]) -> str:
+    name = action.get("action_type") or action.get("name") or "?"
+    args = ", ".join(
+        f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
+        for k, v in action.items()
+        if k != "action_type"
+    )
+    return f"{name}({args})"
+
+
+def db_lines(d: ScenarioDiff) -> list[str]:
+    """What ``evalctl diff`` says about the DB of one result, line by line: why there is no
+    comparison, that the DBs match, or ``DB differences (n):`` then one indented line per changed
+    field and record added or removed; then one line per failed ``db_state_assertion``. Lines
+    are not yet made one-line safe (see :func:`render_text`)."""
+    out: list[str] = []
+    if d.db_note:
+        out.append(f"DB: {d.db_note}")
+    elif not (d.fields or d.records_added or d.records_removed):
+        out.append("DB: final DB matches the expected DB")
+    else:
+        n = len(d.fields) + len(d.records_added) + len(d.records_removed)
+        out.append(f"DB differences ({n}):")
+        out.extend(f"  {line}" for line in d.fields)
+        out.extend(f"  + record {line.path} (not expected)" for line in d.records_added)
+        out.extend(f"  - record {line.path} (expected, missing)" for line in d.records_removed)
+    for v in d.assertions:
+        err = f" error: {v['error']}" if v.get("error") else ""
+        out.append(
+            f"assertion {v['func_name']}({v.get('arguments')}) [{v.get('side')}]: "
+            f"expected {v.get('assert_value')!r}, got {v.get('actual')!r}{err}"
+        )
+    return out
+
+
+def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
+    """Readable report: per scenario the failing signals, the DB difference, then the actions."""
+    if not diffs:
+        return f"{run_dir}: no failed scenarios.\n"
+    out: list[str] = []
+    for d in diffs:
+        trial = f" (trial {d.trial})" if d.trial != 1 or any(x.trial != 1 for x in diffs) else ""
+        verdict = {True: "PASS", False: "FAIL"}.get(d.is_successful, str(d.is_successful).upper())
+        out.append(f"== {d.scenario}{trial}: {verdict}")
+        if d.error_cause:
+            out.append(f"no verdict: {d.error_cause} (infrastructure, not the agent; resume or rescore)")
+        why = ", ".join(d.failed_signals) or "none"
+        stall = (
+            f"  [stalled: {d.agent_turns} agent turn{'' if d.agent_turns == 1 else 's'}, "
+            f"fewer than {d.min_agent_turns}]"
+            if d.stalled
+            else ""
+        )
+        # an error result has no verdict: what its signals say is not held against the agent
+        label = "signals not met (not a verdict)" if d.error_cause else "failing signals"
+        out.append(f"{label}: {why}{stall}")
+        out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
+        if d.gold_path and not d.error_cause:  # a session cut short by infrastructure left no path
+            out.append(f"conversation: {d.gold_path}")
+        out.extend(db_lines(d))
+        if d.judge:
+            out.append(
+                f"judge: score {d.judge.get('judge_score')}, passed {d.judge.get('judge_passed')}"
+                + (f", error {d.judge['judge_error']}" if d.judge.get("judge_error") else "")
+            )
+        if d.unmatched_reference:
+            out.append("is_action_match: no action matches")
+            out.extend(f"  {line}" for line in d.unmatched_reference)
+        out.append(f"actions ({len(d.actions)}):" if d.actions else "actions: none")
+        out.extend(f"  {i}. {_action_text(a)}" for i, a in enumerate(d.actions, 1))
+        out.append("")
+    # argument values and errors come from the sides: each entry stays one visible line
+    return "\n".join(one_line(line, None) for line in out)
+
+
+def _line_json(line: DiffLine) -> dict[str, Any]:
+    body = {k: v for k, v in asdict(line).items() if k != "final_path" or v is not None}
+    return {**body, "text": str(line)}

@@ -1,0 +1,86 @@
+"""What a run did (``RunReport``): the small record of each finished session, the summary's running
+totals, the summary once written, and the exit code that follows from them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.core.model import SessionResult
+from engine.core.records.metrics import MetricsRecord
+from engine.core.records.summary import SummaryRecord
+from engine.results.outcomes import Outcome, outcome, stored_results
+from engine.scoring.summary import SummaryTotals
+from engine.util.errors import INFRASTRUCTURE_EXIT
+
+
+@dataclass
+class RunReport:
+    """What a run did: ``outcomes`` holds a small record per finished session
+    (``engine.results.outcomes.Outcome``: never its DB or transcript; ``scored`` False when scoring
+    failed, see ``scoring_errors``) and ``totals`` the summary's running totals of the results
+    scored; :meth:`results` reads the whole sessions back from the run folder (laid out for
+    ``trials``). ``skipped`` were already complete (``--resume``)."""
+
+    run_dir: Path
+    outcomes: list[Outcome] = field(default_factory=list, repr=False)
+    scoring_errors: dict[str, str] = field(default_factory=dict)
+    summary: SummaryRecord | None = None
+    interrupted: bool = False
+    skipped: int = 0
+    wall_s: float = 0.0
+    trials: int = 1
+    totals: SummaryTotals = field(default_factory=SummaryTotals, repr=False)
+    #: Ctrl-C presses the run took (``engine.run.runner.CtrlC``): the outcome is printed counting on.
+    ctrl_c_presses: int = 0
+
+    def add(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
+        """Keep what the report needs of a finished session (its small record, and its metrics in
+        the running totals); the session itself is let go."""
+        self.outcomes.append(outcome(result, metrics))
+        if metrics is not None:
+            self.totals.add(metrics)
+
+    def results(self) -> Iterator[tuple[SessionResult, MetricsRecord | None]]:
+        """Each finished session and its metrics as stored, read back one at a time (in the order
+        of ``outcomes``; ``engine.results.outcomes.stored_results``)."""
+        return stored_results(self.run_dir, self.outcomes, self.trials)
+
+    def overall_rate(self) -> float | None:
+        """The composite success rate over the run directory (0..1), None when not applicable."""
+        if self.summary is None:
+            return None
+        rate = self.summary.overall.rate
+        return None if rate is None else float(rate)
+
+    @property
+    def errors(self) -> int:
+        """Results of the run directory with the verdict ``error`` (no verdict: infrastructure)."""
+        return self.summary.errors if self.summary is not None else 0
+
+    @property
+    def missing(self) -> int:
+        """Planned results of the run directory that have no ``metrics.json`` (never run, or not
+        scored: a stored session that could not be read back)."""
+        return len(self.summary.missing) if self.summary is not None else 0
+
+    def exit_code(self, fail_under: float | None = None, allow_errors: bool = False) -> int:
+        """130 when interrupted; 3 (``INFRASTRUCTURE_EXIT``) when some planned result is missing
+        or could not be scored (whatever ``allow_errors``), or has the verdict ``error`` unless
+        ``allow_errors``; 1 when ``fail_under`` (0..1) is set and the overall rate (over the
+        results with a verdict) is below it or not applicable; else 0."""
+        if self.interrupted:
+            return 130
+        if self.missing or self.scoring_errors or (self.errors and not allow_errors):
+            return INFRASTRUCTURE_EXIT
+        if fail_under is not None:
+            rate = self.overall_rate()
+            if rate is None or rate < fail_under:
+                return 1
+        return 0
+
+    def summary_text(self) -> str:
+        """The run's ``all_summary.txt`` (empty when it was not written)."""
+        path = self.run_dir / "all_summary.txt"
+        return path.read_text(encoding="utf-8") if path.is_file() else ""

@@ -1,0 +1,379 @@
+"""Scoring a stored session, and the run's summaries.
+
+- ``score_session(run_dir, scenario, result, trials, options, judge, superseded) -> MetricsRecord``
+  — the signals, the composite and ``metrics.json`` of a session whose artifacts are stored
+  (``engine.results.session_files.write_session``), given the judge's outcome (asked by
+  ``engine.results.scorer.Scorer``, which runs this stage for the runner and ``evalctl rescore``);
+- ``await finish_session(run_dir, scenario, result, trials, options) -> MetricsRecord`` — store,
+  judge and score one session in one call (tests, benchmarks);
+- ``finish_run(run_dir, run_info) -> SummaryRecord`` — at the end of a run, also after Ctrl-C;
+  ``run_totals(run_dir) -> SummaryTotals`` — the summary's running totals of a run folder's
+  stored metrics (small rows only), which it builds the summary from.
+
+Per (scenario, trial) directory (``engine.results.session_files.scenario_dir``) scoring writes
+``judge_result.json`` (judge on) and LAST ``metrics.json``: its presence (parsing as an
+``engine.core.records.metrics.MetricsRecord`` that names this scenario and trial) marks the result
+complete.
+
+``run_info`` (a plain dict from the runner; every key optional) — what ``run.json`` and the
+summary need: ``argv`` (list of str), ``args`` (dict of parsed options), ``spec_dir`` (str),
+``data_root`` (str), ``models`` (``{agent, user, judge}`` → model or backend string),
+``trials`` (int), ``scenarios`` (planned scenario names, to report missing ones),
+``min_agent_turns`` (int), ``started_at`` / ``finished_at`` (ISO 8601), ``wall_time_s``
+(seconds), ``interrupted`` (bool, True after Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from engine import __version__
+from engine.core.model import Scenario, SessionResult
+from engine.core.options import ScoringOptions
+from engine.core.records.common import ErrorCause, ErrorSource, SpentUsage
+from engine.core.records.metrics import SIGNALS, Breakdown, MetricsRecord, SignalFields, Usage
+from engine.core.records.run import RunRecord
+from engine.core.records.session import SessionRecord
+from engine.core.records.summary import SummaryRecord
+from engine.core.records.voice import VoiceSummary
+from engine.results.provenance import run_provenance
+from engine.results.session_files import (
+    JUDGE_RESULT,
+    METRICS,
+    db_hashes,
+    open_folder,
+    read_metrics,
+    read_session,
+    stage_session,
+    stored_voice,
+    write_session,
+)
+from engine.results.session_files import is_complete as is_complete  # re-exported (older callers)
+from engine.results.session_files import scenario_dir as scenario_dir  # re-exported (older callers)
+from engine.scoring.composite import compute_composite, stalled_threshold
+from engine.scoring.judge import JudgeOutcome, judge_gates, run_judge
+from engine.scoring.signals import SignalInputs, compute_signals
+from engine.scoring.summary import SummaryTotals, render_summary_text
+from engine.scoring.summary_rows import SummaryRow
+from engine.spec.gold_replay import gold_replay
+from engine.util.artifacts import FolderWrite, read_json, write_json, write_text
+from engine.util.errors import UsageError
+from engine.util.untrusted import one_line
+
+log = logging.getLogger(__name__)
+
+
+def gold_db(scenario: Scenario) -> dict[str, Any] | None:
+    """The DB the scenario's gold trace ends with (for domain diagnostics), replayed once per
+    scenario (``engine.spec.gold_replay.gold_replay``); None without a gold trace or when the replay fails."""
+    if scenario.gold_trace is None:
+        return None
+    try:
+        return gold_replay(scenario).db
+    except Exception as exc:  # diagnostics are optional: never let them break scoring
+        log.debug("gold replay for %s failed: %s", scenario.name, exc)
+        return None
+
+
+def verdict_error(scenario: Scenario, result: SessionResult, judge: JudgeOutcome | None) -> ErrorCause | None:
+    """Why this result can have no verdict, or None: the session's infrastructure failure
+    (``result.error_source``), else a judge that was asked and failed while one of its signals
+    gates the scenario (``nl_assertion`` only when the scenario has claims)."""
+    if result.error_source:
+        return ErrorCause(result.error_source, one_line(result.error or "session error"))
+    if judge is None or not judge.error:
+        return None
+    if judge_gates(scenario):
+        return ErrorCause(ErrorSource.JUDGE, one_line(judge.error))
+    return None
+
+
+def score_session(
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    options: ScoringOptions,
+    judge: JudgeOutcome | None = None,
+    superseded: tuple[SpentUsage, ...] = (),
+) -> MetricsRecord:
+    """Score a stored session and write ``judge_result.json`` (when ``judge``) and, last,
+    ``metrics.json`` (one durable sync for both); returns the metrics. ``judge`` is the judge's
+    outcome (None: judge off); ``superseded`` the model use this result replaced (see
+    ``engine.results.session_files.spent_before``). An audio session's voice summary is read from its
+    stored ``voice.json``. Raises OSError only when the folder cannot be written."""
+    sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
+    with FolderWrite(sdir) as batch:
+        metrics = stage_metrics(batch, scenario, result, options, judge, superseded)
+        batch.commit()
+    return metrics
+
+
+def stage_metrics(
+    batch: FolderWrite,
+    scenario: Scenario,
+    result: SessionResult,
+    options: ScoringOptions,
+    judge: JudgeOutcome | None = None,
+    superseded: tuple[SpentUsage, ...] = (),
+    hashes: tuple[str | None, str | None] | None = None,
+) -> MetricsRecord:
+    """Score the session whose folder ``batch`` writes: ``judge_result.json`` (when ``judge``) and
+    ``metrics.json`` as a marker (it lands when the batch is committed); returns the metrics.
+    ``hashes``: the final and expected DB hashes when already known
+    (``engine.results.session_files.db_hashes``)."""
+    sdir = batch.folder
+    voice_run, voice = stored_voice(sdir)
+    (sdir / METRICS).unlink(missing_ok=True)  # incomplete until the new verdict lands
+    actual_hash, expected_hash = hashes or db_hashes(scenario, result)
+    inputs = SignalInputs(
+        scenario, result, options.strict_match, actual_hash, expected_hash, judge, gold_db(scenario)
+    )
+    values, fields = compute_signals(inputs)
+    cause = verdict_error(scenario, result, judge)
+    min_turns = stalled_threshold(options.min_agent_turns, scenario.gold_trace)
+    stalled = cause is None and result.agent_turns < min_turns
+    comp = compute_composite(values, scenario.success_signals, stalled, error=cause is not None)
+    usage = {role: dict(u) for role, u in result.usage.items()}
+    if judge is not None:
+        batch.put_json(JUDGE_RESULT, judge.to_json())
+        usage["judge"] = dict(judge.usage)
+    else:
+        (sdir / JUDGE_RESULT).unlink(missing_ok=True)
+    metrics = MetricsRecord(
+        scenario_name=scenario.name,
+        record_id=scenario.record_id,
+        domain=scenario.domain.name,
+        trial=result.trial,
+        is_successful=comp.is_successful,
+        is_task_successful=comp.is_task_successful,
+        error_cause=cause,
+        success_breakdown=Breakdown.from_json(comp.breakdown),
+        success_signals=tuple(scenario.success_signals),
+        stalled=comp.stalled,
+        min_agent_turns=min_turns,
+        stop_reason=result.stop_reason,
+        signals=SignalFields.from_outputs(fields, tuple(n for n in values if n not in SIGNALS)),
+        db_hash=actual_hash,
+        expected_db_hash=expected_hash,
+        agent_turns=result.agent_turns,
+        user_turns=result.user_turns,
+        num_actions=len(result.actions),
+        num_tool_calls=len(result.tool_calls),
+        started_at=result.started_at,
+        duration_s=round(result.duration_s, 6),
+        engine_time_s=round(result.engine_time_s, 6),
+        agent_backend=result.agent_backend,
+        user_backend=result.user_backend,
+        usage={role: Usage.from_json(u) for role, u in usage.items() if u},
+        judge_model=judge.model if judge else None,
+        judge_prompt_sha256=judge.prompt_sha256 if judge else None,
+        error=result.error,
+        evalctl_version=__version__,
+        record_id_key=scenario.record_id_key,
+        superseded_usage=superseded,
+        voice_run=voice_run,
+        voice=voice,
+    )
+    batch.put_json(METRICS, metrics.to_json(), marker=True)
+    return metrics
+
+
+def store_and_score(
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    options: ScoringOptions,
+    invocation: str,
+    superseded: tuple[SpentUsage, ...] = (),
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
+) -> tuple[SessionRecord, MetricsRecord | None, Exception | None]:
+    """Store a session that just ended and score it without a judge, all in ONE write of its
+    folder (one durable sync; ``session.json`` then ``metrics.json`` land last). Returns the
+    session record, the metrics and None, or the record, None and the exception scoring raised
+    (the session is then stored unscored: a ``--resume`` scores it). Raises OSError only when the
+    folder cannot be written."""
+    hashes = db_hashes(scenario, result)
+    with open_folder(run_dir, scenario.name, result.trial, trials) as batch:
+        record = stage_session(batch, scenario, result, invocation, superseded, voice, hashes)
+        metrics: MetricsRecord | None = None
+        failure: Exception | None = None
+        try:
+            metrics = stage_metrics(batch, scenario, result, options, None, superseded, hashes)
+        except Exception as err:  # scoring trouble: the session is still stored
+            failure = err
+        batch.commit()
+    return record, metrics, failure
+
+
+async def finish_session(
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    options: ScoringOptions,
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
+) -> MetricsRecord:
+    """Store, judge (when ``options.judge_model``) and score one session in one call; returns its
+    metrics. ``voice`` writes an audio session's artifacts (``engine.session.voice.run.VoiceRun.artifacts``).
+    Judge failures are recorded, never raised. Raises OSError only when the run directory cannot
+    be written."""
+    write_session(run_dir, scenario, result, trials, invocation="", voice=voice)
+    judge = await run_judge(scenario, result, options) if options.judge_model else None
+    return score_session(run_dir, scenario, result, trials, options, judge)
+
+
+def scored_dirs(run_dir: Path) -> list[tuple[Path, MetricsRecord]]:
+    """``(directory, metrics)`` of every complete result under ``run_dir`` (``<name>/`` and
+    ``<name>/trial_<k>/``), one per (scenario, trial), sorted by name then trial. Torn or foreign
+    ``metrics.json`` files, and copies in the wrong directory, are skipped."""
+    run_dir = Path(run_dir)
+    seen: dict[tuple[str, int], tuple[Path, MetricsRecord]] = {}
+    for path in sorted([*run_dir.glob(f"*/{METRICS}"), *run_dir.glob(f"*/trial_*/{METRICS}")]):
+        record = read_metrics(path)
+        if record is None:
+            continue
+        nested = path.parent.parent != run_dir
+        if scenario_dir(run_dir, record.scenario_name, record.trial, 2 if nested else 1) != path.parent:
+            continue  # a copy in the wrong place must not count twice
+        seen[(record.scenario_name, record.trial)] = (path.parent, record)
+    return [seen[k] for k in sorted(seen)]
+
+
+def load_run_metrics(run_dir: Path) -> list[MetricsRecord]:
+    """The metrics records of :func:`scored_dirs`."""
+    return [m for _, m in scored_dirs(run_dir)]
+
+
+def run_totals(run_dir: Path, known: SummaryTotals | None = None, trials: int | None = None) -> SummaryTotals:
+    """The summary's running totals of every complete result under ``run_dir`` (the results of
+    :func:`scored_dirs`), read one ``metrics.json`` at a time and kept as small rows. ``known``:
+    totals already counted by the caller for results it wrote itself into this run (laid out for
+    ``trials``); their folders are not read again, and the totals returned are ``known`` itself,
+    completed. The scale-out paths (``--workers``, shards, merge) build a run's summary from its
+    folder with this."""
+    run_dir = Path(run_dir)
+    totals = known if known is not None else SummaryTotals()
+    counted = set()
+    if known is not None and trials is not None:
+        counted = {scenario_dir(run_dir, *key, trials) for key in known}
+    for path in sorted([*run_dir.glob(f"*/{METRICS}"), *run_dir.glob(f"*/trial_*/{METRICS}")]):
+        if path.parent in counted:
+            continue
+        record = read_metrics(path)
+        if record is None:
+            continue
+        nested = path.parent.parent != run_dir
+        if scenario_dir(run_dir, record.scenario_name, record.trial, 2 if nested else 1) != path.parent:
+            continue  # a copy in the wrong place must not count twice
+        totals.add(record)  # a later path of the same key replaces the row, as in scored_dirs
+    return totals
+
+
+def _with_defaults(run_dir: Path, rows: list[SummaryRow], run_info: dict[str, Any]) -> dict[str, Any]:
+    """Fill what the runner left out from the results themselves: spec dir and data root (from a
+    scenario's metadata.json), ``wall_time_s`` (alias ``wall_s``), ``models`` (from ``agent`` /
+    ``user`` backend strings and the usage records), ``min_agent_turns`` (from metrics)."""
+    info = dict(run_info)
+    if info.get("wall_time_s") is None and info.get("wall_s") is not None:
+        info["wall_time_s"] = info["wall_s"]
+    if not info.get("spec_dir") or not info.get("data_root"):
+        found = [
+            *run_dir.glob("*/scenario_config/metadata.json"),
+            *run_dir.glob("*/trial_*/scenario_config/metadata.json"),
+        ]
+        with contextlib.suppress(OSError, ValueError, IndexError, AttributeError):
+            meta = read_json(sorted(found)[0])
+            info["spec_dir"] = info.get("spec_dir") or meta.get("spec_dir")
+            info["data_root"] = info.get("data_root") or meta.get("data_root")
+    if not info.get("models"):
+        models: dict[str, Any] = {r: info[r] for r in ("agent", "user") if info.get(r)}
+        for row in rows:
+            for role, model in row.models:
+                if role not in models or role == "judge":
+                    models[role] = model
+        info["models"] = models
+    if info.get("min_agent_turns") is None and rows:
+        info["min_agent_turns"] = rows[0].min_agent_turns
+    return info
+
+
+def _instant(text: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+def wall_time(run_dir: Path, record: RunRecord) -> float | None:
+    """Seconds of every invocation of the run, summed: each one's ``wall_time_s``; for one that was
+    killed (none recorded), from its start to the end of the last session it stored (its
+    ``session.json`` records name it; read only when some invocation was killed). None when no
+    invocation says."""
+    ends: dict[str, datetime] = {}
+    if any(inv.wall_time_s is None for inv in record.invocations):
+        for path in [*run_dir.glob("*/session.json"), *run_dir.glob("*/trial_*/session.json")]:
+            session = read_session(path.parent)
+            end = _instant(session.ended_at) if session is not None else None
+            if session is not None and end is not None:
+                ends[session.invocation] = max(end, ends.get(session.invocation, end))
+    total, known = 0.0, False
+    for inv in record.invocations:
+        if inv.wall_time_s is not None:
+            total, known = total + inv.wall_time_s, True
+            continue
+        start = _instant(inv.started_at)
+        if start is not None and inv.id in ends:
+            total, known = total + max(0.0, (ends[inv.id] - start).total_seconds()), True
+    return round(total, 3) if known else None
+
+
+def finish_run(
+    run_dir: Path, run_info: dict[str, Any], known: SummaryTotals | None = None, trials: int | None = None
+) -> SummaryRecord:
+    """Recompute the run summary over every scenario directory in ``run_dir`` and write
+    ``all_summary.txt``, ``summary.json`` and ``run.json``; returns the summary.
+
+    Safe to call repeatedly (after a resume, after Ctrl-C): results are read from disk one at a
+    time (:func:`run_totals`), each (scenario, trial) counted once; ``known`` / ``trials``: the
+    running totals of the results this process wrote itself (not read again). The summary's wall
+    time covers every invocation of the run (:func:`wall_time`). Nothing but the summary's small
+    per-result rows is held.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    counted = run_totals(run_dir, known, trials)
+    rows = counted.rows()
+    run_info = _with_defaults(run_dir, rows, run_info)
+    record = run_provenance(run_dir, run_info)
+    write_json(run_dir / "run.json", record.to_json())
+    totals = {"wall_time_s": wall_time(run_dir, record), "invocations": len(record.invocations)}
+    summary = counted.summary({**run_info, **totals}, run_dir=str(run_dir))
+    write_json(run_dir / "summary.json", summary.to_json())
+    write_text(run_dir / "all_summary.txt", render_summary_text(summary, title=str(run_dir)))
+    return summary
+
+
+def load_summary(run_dir: Path) -> SummaryRecord:
+    """The ``summary.json`` of a run; raises UsageError when ``run_dir`` is not a finished run."""
+    path = Path(run_dir) / "summary.json"
+    try:
+        return SummaryRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        if not (Path(run_dir) / "run.json").is_file():
+            raise UsageError(f"{run_dir}: not an evalctl run directory (no run.json)") from None
+        raise UsageError(
+            f"{run_dir}: no summary.json yet: the run is still going (its summary comes at its end), "
+            f"or it stopped before writing one (`evalctl run ... --resume {run_dir}` completes it)"
+        ) from None
+    except ValueError as exc:  # bad JSON, or not the record (RecordError)
+        raise UsageError(
+            f"{path}: unreadable ({exc}); `evalctl run ... --resume {run_dir}` rewrites it"
+        ) from None

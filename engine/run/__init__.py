@@ -1,0 +1,1 @@
+"""Running many sessions: the runner, worker processes, shards, Ray, progress."""

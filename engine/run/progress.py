@@ -1,0 +1,130 @@
+"""Run progress: a live rich display on a terminal, one plain line per scenario otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+
+from engine.core.model import SessionResult
+from engine.core.records.metrics import MetricsRecord
+
+
+def passed(metrics: MetricsRecord | None, result: SessionResult) -> bool:
+    """Whether a finished session counts as passing: its composite verdict is True (False when
+    scoring failed: ``metrics`` None)."""
+    return metrics is not None and metrics.is_successful is True
+
+
+class Sink(Protocol):
+    """Where a run's finished sessions go: a :class:`Progress`, or a worker's pipe to its run."""
+
+    def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None: ...
+
+
+class Progress:
+    """Counts done / passing / failing sessions out of ``total``; a context manager.
+
+    ``enabled`` None = live display when stderr is a terminal, plain lines on stderr otherwise;
+    False = plain lines; True = live display. ``quiet`` shows nothing.
+    """
+
+    def __init__(self, total: int, enabled: bool | None = None, quiet: bool = False, trials: int = 1):
+        self.total = total
+        self.trials = trials
+        self.done_count = self.passing = self.failing = 0
+        self.t0 = time.perf_counter()
+        self.console = Console(stderr=True)
+        live = self.console.is_terminal if enabled is None else enabled
+        self.quiet = quiet
+        self._bar: RichProgress | None = None
+        if live and not quiet:
+            self._bar = RichProgress(
+                TextColumn("[bold]run"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("[green]{task.fields[passing]} passing [red]{task.fields[failing]} failing"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=False,
+            )
+            self._task = self._bar.add_task("run", total=total, passing=0, failing=0)
+
+    def __enter__(self) -> Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
+        """Record one finished session and show it."""
+        self.show(Finished.of(result, metrics))
+
+    def show(self, fin: Finished) -> None:
+        """Record one finished session (from this process or a worker's) and show it."""
+        self.done_count += 1
+        if fin.ok:
+            self.passing += 1
+        else:
+            self.failing += 1
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, passing=self.passing, failing=self.failing)
+            return
+        if self.quiet:
+            return
+        elapsed = time.perf_counter() - self.t0
+        label = fin.scenario_name + (f"#{fin.trial}" if self.trials > 1 else "")
+        print(
+            f"[{self.done_count}/{self.total} {elapsed:6.1f}s] {fin.verdict} {label}"
+            f" stop={fin.stop_reason} turns={fin.agent_turns} {fin.duration_s:.2f}s{fin.note}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What the progress display shows of one finished session (small: worker processes send it
+    to the run's process). ``verdict`` PASS / FAIL / ERROR; ``note`` the error, with a leading
+    space, or ""."""
+
+    scenario_name: str
+    trial: int
+    ok: bool
+    verdict: str
+    stop_reason: str
+    agent_turns: int
+    duration_s: float
+    note: str
+
+    @classmethod
+    def of(cls, result: SessionResult, metrics: MetricsRecord | None) -> Finished:
+        ok = passed(metrics, result)
+        note = f" ({result.error})" if result.error else ""
+        cause = metrics.error_cause if metrics is not None else None
+        if cause is not None and cause.source == "judge":
+            note = f" (judge: {cause.message})"
+        verdict = "PASS" if ok else "ERROR" if cause is not None else "FAIL"
+        if metrics is None:  # stored but not scored (or not even stored): no verdict to show
+            verdict, note = "ERROR", f"{note} (not scored: see the end of the run)"
+        return cls(
+            result.scenario_name,
+            result.trial,
+            ok,
+            verdict,
+            str(result.stop_reason),
+            result.agent_turns,
+            result.duration_s,
+            note,
+        )

@@ -1,0 +1,398 @@
+"""Run many scenarios: built-in sides, bounded concurrency, the scoring stage, progress, Ctrl-C.
+
+``evalctl run`` calls :func:`run_cli`. Before anything is written the run checks its input, the
+open-file limit against its concurrency (``engine.util.oslimits``) and each ``openai:`` endpoint
+(``engine.session.backends.probe``); then it locks its directory for its whole life
+(``engine.results.rundir.lock_run_dir``). One built-in side server per role serves every session of the
+run (127.0.0.1, ephemeral port); an external side is given as ``ws://host:port``. Each (scenario,
+trial) is one session with its own DB; a failing session never stops the others. As soon as a
+session ends its artifacts are stored, then the scoring stage (``engine.results.scorer.Scorer``, the judge
+included, with the run's concurrency) gives its verdict; at the end, also after Ctrl-C,
+``engine.results.scoring_stage.finish_run`` writes the summary. A resume reuses the run's settings
+(``engine.session.settings``) and does only what has no verdict. ``--shard I/N`` runs one slice of the
+selection (``engine.run.shard``); ``--workers N`` runs the sessions in N processes sharing the run
+folder (``engine.run.workers``; small runs stay in this process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.core.model import Scenario, SessionResult
+from engine.core.options import RunOptions
+from engine.results import scoring_stage as results
+from engine.results.provenance import new_invocation_id
+from engine.results.resume import Job, plan_jobs, resumed
+from engine.results.run_report import RunReport
+from engine.results.rundir import (
+    check_run_dir,
+    fresh_default_dir,
+    holds_a_run,
+    lock_run_dir,
+    open_run_dir,
+    recorded_selection,
+    select_scenarios,
+)
+from engine.results.scorer import Scorer, off_loop
+from engine.results.session_files import load_session, scenario_dir
+from engine.run import workers
+from engine.run.progress import Progress, Sink
+from engine.run.shard import parse_shard, shard_scenarios
+from engine.session.backends import BackendFactory, BackendSpec, parse_backend_spec
+from engine.session.backends.probe import PROBE_TIMEOUT_S, check_endpoints
+from engine.session.conversation import SessionLimits, SessionSetup, run_session
+from engine.session.settings import check_judge_key, run_info, with_resolved_base_url
+from engine.session.setup import check_counts, close_sides, endpoints, session_setup, side_for
+from engine.session.sides import builtin_side
+from engine.spec.loader import load_domain
+from engine.util import heap
+from engine.util.errors import OutputError, UsageError
+from engine.util.oslimits import check_open_files, files_needed
+
+if TYPE_CHECKING:
+    from engine.session.voice.run import VoiceRun
+
+
+async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
+    """Run the selected scenarios; returns the report. Ctrl-C (task cancellation) stops the
+    sessions in flight, keeps the finished ones and still writes the summary (``interrupted``).
+    ``voice``: the audio settings of an ``opts.voice`` run (default ``VoiceRun.create()``: the
+    local TTS engine and ``$EVALCTL_ASR``'s recogniser); given for a text run, a ValueError.
+
+    Raises SpecError / UsageError / DataRootError before anything runs when the input is bad
+    (UsageError also for a voice run without a TTS engine), and InfrastructureError when a model
+    endpoint fails its check.
+    """
+    check_counts(opts)
+    with contextlib.ExitStack() as held:
+        if opts.resume is not None:
+            if not opts.resume.is_dir():
+                raise UsageError(f"--resume: no run directory at {opts.resume}")
+            if not holds_a_run(opts.resume):  # before the lock file is written into it
+                raise UsageError(
+                    f"--resume: {opts.resume} is not an evalctl run directory (no run.json, no results)"
+                )
+            held.enter_context(lock_run_dir(opts.resume, choice=""))
+            opts = resumed(opts, opts.resume)
+        opts = with_resolved_base_url(opts)
+        agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
+        loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
+        held.enter_context(heap.settled())
+        chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
+        if opts.shard is not None:
+            shard = parse_shard(opts.shard)
+            if opts.resume is None:  # a resumed shard run keeps the slice its run.json records
+                chosen = shard_scenarios(chosen, shard)
+        by_name = {s.name: s for s in loaded.scenarios}
+        specs = {"agent": agent_spec, "user": user_spec}
+        sides = {role: side_for(spec, opts, by_name) for role, spec in specs.items()}
+        check_judge_key(opts.scoring)
+        voice = _voice(opts, voice)
+        kinds = {role: spec.kind for role, spec in specs.items()}
+        at_once = min(opts.concurrency, len(chosen) * opts.trials)
+        needed = files_needed(at_once, kinds, bool(opts.scoring.judge_model))
+        check_open_files(needed, opts.concurrency, at_once)
+        if opts.resume is None and opts.output_dir is not None:  # a usage error before any probe
+            check_run_dir(opts.output_dir, False, opts.trials)
+        await check_endpoints(
+            endpoints(opts, agent_spec, user_spec), min(PROBE_TIMEOUT_S, opts.request_timeout_s)
+        )
+        run_dir = opts.resume
+        if run_dir is None:
+            run_dir = opts.output_dir or fresh_default_dir()
+            try:
+                run_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                why = err.strerror or err
+                raise OutputError(f"cannot write the run directory {run_dir}: {why}") from None
+            held.enter_context(lock_run_dir(run_dir))
+        return await _run_locked(opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec), voice)
+
+
+async def _run_locked(
+    opts: RunOptions,
+    run_dir: Path,
+    loaded: Any,
+    chosen: list[Scenario],
+    sides: dict[str, BackendFactory | str],
+    specs: tuple[BackendSpec, BackendSpec],
+    voice: VoiceRun | None = None,
+) -> RunReport:
+    """The run once its directory is locked: check it, plan, run the jobs, write the summary."""
+    agent_spec, user_spec = specs
+    selected = check_run_dir(run_dir, opts.resume is not None, opts.trials)
+    planned = chosen
+    if selected:  # resuming: the run keeps its own selection; --scenarios / --domain may narrow it
+        planned = recorded_selection(loaded, selected, run_dir)
+        if opts.scenarios or opts.domain_prefix:
+            outside = [s.name for s in chosen if s.name not in selected]
+            if outside:
+                raise UsageError(
+                    f"--resume: {outside[0]} is not part of the run in {run_dir} "
+                    f"({len(outside)} such scenario(s)); a resumed run keeps its own selection"
+                )
+        else:
+            chosen = planned
+    started = datetime.now(UTC).isoformat(timespec="milliseconds")
+    invocation = new_invocation_id()
+    base_info = {
+        **run_info(opts, loaded, planned, agent_spec, user_spec),
+        "started_at": started,
+        "invocation": invocation,
+        "command": "resume" if opts.resume is not None else "run",
+    }
+    open_run_dir(run_dir, opts.resume is not None, base_info)
+    report = RunReport(run_dir, trials=opts.trials)
+    jobs = plan_jobs(chosen, opts, run_dir)
+    report.skipped = len(chosen) * opts.trials - len(jobs)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet, trials=opts.trials)
+    try:
+        with progress:
+            count = workers.worker_count(opts, len(jobs), voice)
+            if count > 1:
+                try:
+                    await workers.run_in_workers(
+                        jobs, count, opts, run_dir, invocation, voice, progress, report, loaded
+                    )
+                finally:
+                    await close_sides(sides)
+            else:
+                await run_here(jobs, opts, run_dir, invocation, sides, agent_spec, voice, progress, report)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        report.interrupted = True
+    report.wall_s = loop.time() - t0
+    info = {**base_info, "wall_time_s": round(report.wall_s, 3), "interrupted": report.interrupted}
+    try:
+        report.summary = results.finish_run(run_dir, info, report.totals, opts.trials)
+    except OSError as err:
+        unwritten = f"; {len(report.scoring_errors)} session(s) not written" if report.scoring_errors else ""
+        raise OutputError(
+            f"cannot write the run summary in {run_dir}: {err.strerror or err}{unwritten}; "
+            f"results written so far are kept (`evalctl run ... --resume {run_dir}` completes the run)"
+        ) from None
+    return report
+
+
+async def run_here(
+    jobs: list[Job],
+    opts: RunOptions,
+    run_dir: Path,
+    invocation: str,
+    sides: dict[str, BackendFactory | str],
+    agent_spec: BackendSpec,
+    voice: VoiceRun | None,
+    progress: Sink,
+    report: RunReport,
+) -> None:
+    """Run ``jobs`` in this process: serve the built-in ``sides`` on loopback (closed at the end),
+    then each session, stored and scored in ``run_dir`` (as invocation ``invocation``); each
+    finished one goes to ``progress``. Cancellation stops the sessions in flight."""
+    scenarios = {job.scenario.name: job.scenario for job in jobs}  # once per scenario, not per trial
+    setups = {name: session_setup(scenario) for name, scenario in scenarios.items()}
+    scorer = Scorer(run_dir, opts.trials, opts.scoring, opts.concurrency, invocation)
+    builtin = frozenset(role for role, side in sides.items() if not isinstance(side, str))
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(scorer.aclose)
+        uris = {}
+        for role, side in sides.items():
+            if isinstance(side, str):
+                uris[role] = side
+                continue
+            if hasattr(side, "aclose"):
+                stack.push_async_callback(side.aclose)
+            if role == "agent" and voice is not None:
+                uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
+                continue
+            uris[role] = await stack.enter_async_context(builtin_side(side, role, local=True))
+        await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress, voice)
+
+
+def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:
+    """The run's audio settings (None: a text run)."""
+    if not opts.voice:
+        if given is not None:
+            raise ValueError("audio settings for a text run (set RunOptions.voice)")
+        return None
+    if given is not None:
+        return given
+    from engine.session.voice.run import VoiceRun  # the audio modules load for voice runs only
+
+    return VoiceRun.create()
+
+
+async def _run_jobs(
+    jobs: list[Job],
+    setups: dict[str, SessionSetup],
+    uris: dict[str, str],
+    builtin: frozenset[str],
+    opts: RunOptions,
+    scorer: Scorer,
+    report: RunReport,
+    progress: Sink,
+    voice: VoiceRun | None,
+) -> None:
+    """Run every job: at most ``opts.concurrency`` sessions at once; each session's artifacts are
+    stored as soon as it ends, after its slot is freed, then it is scored (the scorer has its own
+    bound). At most twice ``opts.concurrency`` sessions are held at once (running, or waiting for
+    their folder to be written or judged): memory does not grow with the number of jobs."""
+    gate = asyncio.Semaphore(opts.concurrency)
+    held = asyncio.Semaphore(2 * opts.concurrency)
+
+    async def one(job: Job) -> None:
+        scenario, trial = job.scenario, job.trial
+        key = f"{scenario.name}#{trial}"
+        try:
+            async with held:
+                if job.action == "score":
+                    sdir = scenario_dir(scorer.run_dir, scenario.name, trial, opts.trials)
+                    _, result = await off_loop(load_session, sdir)
+                    metrics, failure = await scorer.finish(scenario, result, job.superseded, stored=True)
+                else:
+                    call = voice.call(scenario) if voice is not None else None
+                    async with gate:
+                        wrap = call.wrap if call is not None else None
+                        result = await _session(
+                            scenario, trial, setups[scenario.name], uris, builtin, opts, wrap
+                        )
+                    audio = voice.artifacts(call) if voice is not None and call is not None else None
+                    metrics, failure = await scorer.finish(scenario, result, job.superseded, audio)
+        except (OSError, ValueError) as err:  # the folder cannot be written (or read back)
+            report.scoring_errors[key] = f"{type(err).__name__}: {err}"
+            return
+        if failure is not None:  # scoring trouble is recorded, the run goes on
+            report.scoring_errors[key] = failure
+        report.add(result, metrics)
+        progress.done(result, metrics)
+
+    tasks = [asyncio.create_task(one(job)) for job in jobs]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _session(
+    scenario: Scenario,
+    trial: int,
+    setup: SessionSetup,
+    uris: dict[str, str],
+    builtin: frozenset[str],
+    opts: RunOptions,
+    wrap_agent: Any = None,
+) -> SessionResult:
+    """One conversation; an engine bug becomes that session's ``error`` (source ``engine``).
+    ``wrap_agent``: an audio session's link (``engine.session.voice.link.VoiceCall.wrap``)."""
+    limits = SessionLimits(
+        max_duration_s=scenario.max_duration,
+        turn_timeout_s=opts.turn_timeout_s,
+        max_turns=opts.max_turns,
+        max_tool_rounds=opts.max_tool_rounds,
+        max_tool_calls_per_turn=opts.max_tool_calls_per_turn,
+    )
+    try:
+        return await run_session(
+            scenario,
+            setup,
+            uris["agent"],
+            uris["user"],
+            limits,
+            trial,
+            wrap_agent=wrap_agent,
+            builtin=builtin,
+        )
+    except Exception as err:  # an engine bug in one session must not stop the others
+        return SessionResult(
+            scenario.name, trial, "error", error=f"engine error: {err!r}", error_source="engine"
+        )
+
+
+class CtrlC:
+    """What each Ctrl-C does to a run (the ``task`` running it): the first cancels it (the sessions
+    in flight stop, the finished ones and the summary are written) and says so; the second only
+    says the summary is coming (it used to quit without one); the third quits at once
+    (KeyboardInterrupt), the results written so far kept."""
+
+    FIRST = "stopping: the sessions in flight are cut; the finished ones are kept"
+    SECOND = "still writing; Ctrl-C once more quits without the summary (the results written so far are kept)"
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.presses = 0
+
+    def press(self) -> None:
+        self.presses += 1
+        if self.presses > 2:
+            raise KeyboardInterrupt
+        if self.presses == 1:
+            self.task.cancel()
+        print(f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}", file=sys.stderr, flush=True)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def while_printing(report: RunReport) -> Iterator[None]:
+        """Ctrl-C while the outcome of an interrupted run is printed (the run's loop and its
+        handler are gone by then) counts on from the run's presses: a second only says the rest is
+        coming, a third quits. Before, the default handler quit at once and cut the table and the
+        resume hint (``interrupted; finished results kept in ...``)."""
+        if not report.interrupted:
+            yield
+            return
+        presses = max(report.ctrl_c_presses, 1)
+
+        def press(signum: int, frame: Any) -> None:
+            nonlocal presses
+            presses += 1
+            if presses > 2:
+                raise KeyboardInterrupt
+            print(f"evalctl: {CtrlC.SECOND}", file=sys.stderr, flush=True)
+
+        try:
+            previous = signal.signal(signal.SIGINT, press)
+        except ValueError:  # not the main thread
+            yield
+            return
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
+    """Run from a synchronous caller (the CLI); Ctrl-C or SIGTERM (a CI timeout, ``kill``) yields
+    an ``interrupted`` report with the summary written; before the sessions start it raises
+    KeyboardInterrupt. Repeated Ctrl-C: :class:`CtrlC`."""
+
+    async def main() -> RunReport:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        ctrl_c = CtrlC(task)
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+            loop.add_signal_handler(signal.SIGINT, ctrl_c.press)
+        try:
+            report = await run(opts, voice)
+            report.ctrl_c_presses = ctrl_c.presses
+            return report
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signal.SIGTERM)
+                loop.remove_signal_handler(signal.SIGINT)
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None

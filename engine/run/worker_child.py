@@ -1,0 +1,109 @@
+"""One worker process of a ``--workers`` run (``engine.run.workers``): load the specs, serve its own
+built-in sides, run its share of the jobs into the shared run folder, and report each finished
+session to the run's process over a pipe. SIGTERM stops it the way Ctrl-C stops a run: the
+sessions in flight are cancelled, the finished ones are kept.
+
+Messages (``(kind, body)`` tuples): ``("done", [(Finished, Outcome, SummaryRow or None), ...])`` for
+finished sessions (their progress line, their ``engine.results.outcomes.Outcome`` and, when scored, their
+row of the summary's running totals: the run's process reads no result folder back),
+``("scoring_error", (key, message))`` per session that could not be stored or scored, and
+``("end", None)`` last, when the worker ran or was stopped without crashing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from multiprocessing.connection import Connection
+from typing import Any
+
+from engine.core.model import SessionResult
+from engine.core.records.metrics import MetricsRecord
+from engine.results.outcomes import Outcome, outcome
+from engine.results.resume import Job
+from engine.results.run_report import RunReport
+from engine.run.progress import Finished
+from engine.run.runner import run_here
+from engine.run.workers import WorkerTask
+from engine.scoring.summary_rows import SummaryRow, summary_row
+from engine.session.backends import parse_backend_spec
+from engine.session.setup import side_for
+from engine.spec.loader import load_domain
+from engine.util import heap
+
+#: Seconds a finished session's progress line may wait to be sent with the next ones (a message per
+#: session wakes the run's process once per session; on a busy machine that costs the worker time).
+FLUSH_S = 0.1
+
+
+class _Pipe:
+    """The worker's progress sink: finished sessions, sent to the run in small batches (at most
+    :data:`FLUSH_S` late). A session not yet sent when the worker dies is found on disk by the run."""
+
+    def __init__(self, conn: Connection, report: RunReport, main: asyncio.Task[Any] | None):
+        self.conn = conn
+        self.report = report
+        self.main = main
+        self.batch: list[tuple[Finished, Outcome, SummaryRow | None]] = []
+        self.timer: asyncio.TimerHandle | None = None
+
+    def send(self, message: tuple[str, Any]) -> None:
+        """Send ``message``; when the run's process is gone (the pipe is broken), stop this worker:
+        nobody holds the run folder's lock any more."""
+        try:
+            self.conn.send(message)
+        except OSError:
+            if self.main is not None:
+                self.main.cancel()
+
+    def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
+        key = f"{result.scenario_name}#{result.trial}"
+        error = self.report.scoring_errors.pop(key, None)
+        if error is not None:
+            self.send(("scoring_error", (key, error)))
+        row = summary_row(metrics) if metrics is not None else None
+        self.batch.append((Finished.of(result, metrics), outcome(result, metrics), row))
+        self.report.outcomes.clear()  # kept by the run's process
+        if self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(FLUSH_S, self.flush)
+
+    def flush(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.batch:
+            self.send(("done", self.batch))
+            self.batch = []
+
+
+async def _work(task: WorkerTask, conn: Connection) -> None:
+    opts = task.opts
+    loaded = task.loaded or load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
+    by_name = {s.name: s for s in loaded.scenarios}
+    jobs = [Job(by_name[name], trial, action, superseded) for name, trial, action, superseded in task.jobs]
+    agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
+    sides = {
+        "agent": side_for(agent_spec, opts, by_name),
+        "user": side_for(user_spec, opts, by_name),
+    }
+    report = RunReport(task.run_dir)
+    loop, me = asyncio.get_running_loop(), asyncio.current_task()
+    pipe = _Pipe(conn, report, me)
+    if me is not None:
+        loop.add_signal_handler(signal.SIGTERM, me.cancel)
+    with heap.settled(), contextlib.suppress(asyncio.CancelledError):
+        await run_here(jobs, opts, task.run_dir, task.invocation, sides, agent_spec, task.voice, pipe, report)
+    pipe.flush()
+    for key, message in report.scoring_errors.items():  # stores that failed before scoring
+        pipe.send(("scoring_error", (key, message)))
+
+
+def main(task: WorkerTask, conn: Connection) -> Any:
+    """Run ``task``; the last message is ``("end", None)``."""
+    try:
+        asyncio.run(_work(task, conn))
+        with contextlib.suppress(OSError):
+            conn.send(("end", None))
+    finally:
+        conn.close()

@@ -1,0 +1,337 @@
+"""``--workers N``: a run's sessions in N worker processes sharing its run folder, its progress
+display and its one summary.
+
+The run's process loads the specs, plans the jobs, holds the folder's lock and deals the jobs
+round-robin among the workers (``engine.run.shard.split``). Each worker (``engine.run.worker_child``)
+starts with the specs: forked (Linux, while the run's process has no other thread: the specs are
+already loaded) or spawned (a fresh interpreter that loads them again; :func:`start_method`). It
+serves its own built-in sides, runs its share of the concurrency C (the shares add up to C),
+writes the scenario folders and sends the finished sessions' progress lines
+(``engine.run.progress.Finished``) through a pipe, with each one's small outcome record and summary
+row. The run's process shows progress,
+keeps the outcomes and running totals as a one-process run does, and writes the summary at the
+end without reading the result folders back.
+
+- Small runs stay in one process: a spawned worker costs about a second to start (interpreter,
+  imports, specs; a forked one a few milliseconds), so a run uses at most one worker per
+  :data:`MIN_JOBS_PER_WORKER` jobs, and none when that makes one. A run whose plugins or voice
+  settings cannot be sent to another process runs in one process too (a UsageError when
+  ``--workers`` was given explicitly).
+- Ctrl-C / SIGTERM: the run's process asks every worker to stop (SIGTERM; workers ignore SIGINT,
+  the run's process decides), waits :data:`STOP_GRACE_S` for their finished writes, kills what is
+  left, and writes the summary; the sessions that did not finish are missing, as in one process.
+- When the run's process itself is killed (``kill -9``), its workers get SIGTERM from the kernel
+  (Linux) and stop as after Ctrl-C; forked workers share the run's lock, so it stays held until
+  they have (a spawned worker does not hold it).
+- A worker that dies (a crash, the OOM killer, ``kill -9``) fails its own unfinished sessions
+  only: each gets the verdict ``error`` (source ``engine``, the message names the worker's exit
+  code), written by the run's process; ``--resume`` runs them again. A session whose
+  ``metrics.json`` was already written counts as done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import dataclasses
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.core.model import SessionResult
+from engine.core.options import RunOptions
+from engine.core.records.common import SpentUsage
+from engine.results.resume import Job
+from engine.results.scorer import Scorer, off_loop, release_threads
+from engine.results.session_files import METRICS, read_metrics, read_session, scenario_dir
+from engine.run.progress import Finished, Progress
+from engine.run.shard import split
+from engine.util.errors import UsageError
+
+if TYPE_CHECKING:
+    from engine.session.voice.run import VoiceRun
+
+#: A worker per this many jobs at most (fewer jobs: fewer workers; under 2 x this: one process).
+MIN_JOBS_PER_WORKER = 40
+#: Seconds the run's process waits for stopped workers to finish their writes before killing them.
+STOP_GRACE_S = 20.0
+#: The module a worker runs (``main(task, conn)``); named, not imported: it imports the runner.
+CHILD = "engine.run.worker_child"
+
+
+@dataclass(frozen=True)
+class WorkerTask:
+    """One worker's share: the run's options (its concurrency already divided), folder,
+    invocation id, voice settings, its jobs as ``(scenario name, trial, action, superseded)``,
+    and (forked workers only) the run's loaded specs (``engine.spec.loader.load_domain``'s result)."""
+
+    opts: RunOptions
+    run_dir: Path
+    invocation: str
+    voice: Any
+    jobs: tuple[tuple[str, int, str, tuple[SpentUsage, ...]], ...]
+    number: int = 1
+    loaded: Any = None  # the run's loaded specs, for a forked worker (never pickled)
+
+
+@dataclass
+class _Worker:
+    task: WorkerTask
+    process: Any
+    conn: Connection
+    reported: set[tuple[str, int]] = field(default_factory=set)
+    ended: bool = False  # sent its last message (it finished or was stopped)
+    closed: asyncio.Future[None] | None = None
+
+
+def worker_count(opts: RunOptions, jobs: int, voice: VoiceRun | None) -> int:
+    """How many worker processes the run uses: ``opts.workers``, at most one per
+    :data:`MIN_JOBS_PER_WORKER` jobs and at most ``opts.concurrency``; 1 (this process) for small
+    runs and for runs whose plugins or voice settings cannot be sent to a worker (UsageError then
+    when ``--workers`` was explicit)."""
+    if opts.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    count = min(opts.workers, jobs // MIN_JOBS_PER_WORKER, opts.concurrency)  # every worker runs one at least
+    if count <= 1:
+        return 1
+    for what, value in (("domain plugins", opts), ("voice settings", voice)):
+        try:
+            pickle.dumps(value)
+        except Exception as err:
+            if "workers" not in opts.explicit:
+                return 1
+            raise UsageError(
+                f"--workers {opts.workers}: the run's {what} cannot be sent to worker processes "
+                f"({type(err).__name__}); leave --workers out or give --workers 1"
+            ) from None
+    return count
+
+
+def start_method() -> str:
+    """How workers start: ``fork`` on Linux while this process runs no other thread (a worker then
+    starts in milliseconds with the specs already loaded and frozen: no interpreter start, imports
+    or spec loading, about a second of CPU per worker), else ``spawn`` (a fresh interpreter; the
+    only safe way once threads run, and the only one on macOS and Windows)."""
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
+def _stop_with_parent(parent: int) -> None:
+    """On Linux, ask for SIGTERM when the run's process ends (``PR_SET_PDEATHSIG``): a worker of a
+    run killed with SIGKILL stops at once, as after Ctrl-C, instead of running on until it next
+    reports. When the run's process (pid ``parent``) is already gone, end at once. Call it once the
+    process's own SIGTERM action is in place (a forked worker's inherited one is the run's loop's)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the request: nothing was done yet, end now
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _bootstrap(module: str, task: WorkerTask, conn: Connection, parent: int = 0) -> None:
+    """A worker process's entry: ``module.main(task, conn)`` (SIGINT ignored: the run's process
+    stops its workers with SIGTERM). A forked worker first leaves the run's event loop behind:
+    no running loop, no signal wake-up descriptor, SIGTERM's default action until its own loop
+    handles it (Python 3.12 does the first two itself at fork)."""
+    import importlib
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if task.loaded is not None:
+        asyncio._set_running_loop(None)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _stop_with_parent(parent)
+    importlib.import_module(module).main(task, conn)
+
+
+def _tasks(
+    jobs: list[Job], count: int, opts: RunOptions, run_dir: Path, invocation: str, voice: Any
+) -> list[WorkerTask]:
+    """The jobs dealt round-robin into ``count`` shares (``count`` at most the run's concurrency
+    C), each with the run's options for one worker: no display of its own, and a share of C (the
+    shares differ by one at most and add up to C: ``--concurrency`` bounds the whole run)."""
+    share_of_c = [opts.concurrency // count + (n < opts.concurrency % count) for n in range(count)]
+    shares = split(jobs, count)
+    return [
+        WorkerTask(
+            dataclasses.replace(opts, concurrency=c, progress=False, quiet=True, workers=1),
+            run_dir,
+            invocation,
+            voice,
+            tuple((j.scenario.name, j.trial, j.action, j.superseded) for j in share),
+            number=n,
+        )
+        for n, (share, c) in enumerate(zip(shares, share_of_c, strict=True), start=1)
+    ]
+
+
+async def run_in_workers(
+    jobs: list[Job],
+    count: int,
+    opts: RunOptions,
+    run_dir: Path,
+    invocation: str,
+    voice: Any,
+    progress: Progress,
+    report: Any,
+    loaded: Any = None,
+) -> None:
+    """Run ``jobs`` in ``count`` worker processes (module docstring); each finished session goes
+    to ``progress``, its outcome to ``report.outcomes`` and its summary row to ``report.totals``;
+    scoring errors the workers report go to ``report.scoring_errors``.
+    Cancellation stops the workers (then re-raises); a worker that dies fails its own sessions."""
+    loop = asyncio.get_running_loop()
+    release_threads()  # idle write threads would make forking unsafe
+    method = start_method()
+    ctx = multiprocessing.get_context(method)
+    workers: list[_Worker] = []
+    by_key = {(j.scenario.name, j.trial): j for j in jobs}
+    try:
+        for task in _tasks(jobs, count, opts, run_dir, invocation, voice):
+            if method == "fork":  # the worker starts with this process's loaded specs
+                task = dataclasses.replace(task, loaded=loaded)
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(
+                target=_bootstrap,
+                args=(CHILD, task, send, os.getpid()),
+                name=f"evalctl-worker-{task.number}",
+                daemon=True,
+            )
+            proc.start()
+            send.close()  # the worker holds the only writing end: its exit closes the pipe
+            worker = _Worker(task, proc, recv, closed=loop.create_future())
+            loop.add_reader(recv.fileno(), _reader(worker, progress, report))
+            workers.append(worker)
+        await asyncio.gather(*(asyncio.shield(w.closed) for w in workers if w.closed is not None))
+    except asyncio.CancelledError:
+        await _stop(workers)
+        raise
+    finally:
+        for w in workers:
+            with contextlib.suppress(Exception):
+                loop.remove_reader(w.conn.fileno())
+    for w in workers:
+        await off_loop(w.process.join, STOP_GRACE_S)
+        if not w.ended:
+            await _fail_unfinished(w, by_key, opts, run_dir, invocation, progress, report)
+
+
+def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], None]:
+    """The pipe's read callback: one message per call; EOF closes the worker."""
+
+    def read() -> None:
+        try:
+            kind, body = worker.conn.recv()
+        except (EOFError, OSError):
+            asyncio.get_running_loop().remove_reader(worker.conn.fileno())
+            if worker.closed is not None and not worker.closed.done():
+                worker.closed.set_result(None)
+            return
+        if kind == "done":
+            for fin, done, row in body:
+                worker.reported.add((fin.scenario_name, fin.trial))
+                report.outcomes.append(done)
+                if row is not None:
+                    report.totals.add_row(row)
+                progress.show(fin)
+        elif kind == "scoring_error":
+            key, message = body
+            report.scoring_errors[key] = message
+        elif kind == "end":
+            worker.ended = True
+
+    return read
+
+
+async def _stop(workers: list[_Worker]) -> None:
+    """Ask every live worker to stop (SIGTERM), wait for them (:data:`STOP_GRACE_S`), kill the rest."""
+    for w in workers:
+        if w.process.is_alive():
+            with contextlib.suppress(OSError):
+                w.process.terminate()
+    waiting = [w.closed for w in workers if w.closed is not None and not w.closed.done()]
+    if waiting:
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.gather(*waiting), STOP_GRACE_S)
+    for w in workers:
+        if w.process.is_alive():
+            w.process.kill()
+        await off_loop(w.process.join, STOP_GRACE_S)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "did not end"
+    return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+
+async def _fail_unfinished(
+    worker: _Worker,
+    by_key: dict[tuple[str, int], Job],
+    opts: RunOptions,
+    run_dir: Path,
+    invocation: str,
+    progress: Progress,
+    report: Any,
+) -> None:
+    """The sessions of a worker that died without finishing: this run's stored verdict counts as
+    done; a folder holding a stored conversation (an earlier attempt's, or this run's not yet
+    scored) is left as it is and the session counts as not scored (``--resume`` completes it);
+    the others get the verdict ``error`` (source ``engine``). A folder that cannot be written is
+    counted as not scored too: the run still writes its summary."""
+    proc = worker.process
+    why = f"worker process {worker.task.number} (pid {proc.pid}) {_exit_text(proc.exitcode)}"
+    scoring = dataclasses.replace(opts.scoring, judge_model=None)  # nothing to judge
+    scorer = Scorer(run_dir, opts.trials, scoring, 1, invocation)
+    for name, trial, _, superseded in worker.task.jobs:
+        if (name, trial) in worker.reported:
+            continue
+        job = by_key[(name, trial)]
+        key = f"{name}#{trial}"
+        sdir = scenario_dir(run_dir, name, trial, opts.trials)
+        metrics = read_metrics(sdir / METRICS)
+        stored = read_session(sdir)
+        lost = f"{why} before this session finished"
+        if stored is not None and metrics is not None and stored.invocation == invocation:
+            result = SessionResult(name, trial, metrics.stop_reason, error=metrics.error)  # it had
+        elif stored is not None:  # a stored conversation (an earlier attempt's, or unscored): kept
+            result = SessionResult(name, trial, "error", error=lost, error_source="engine")
+            report.scoring_errors[key] = f"{lost}; the conversation stored in its folder is kept"
+            progress.show(Finished.of(result, None))
+            continue
+        else:
+            result = SessionResult(name, trial, "error", error=lost, error_source="engine")
+            try:
+                await scorer.store(job.scenario, result, superseded)
+                metrics = await scorer.score(job.scenario, result, superseded)
+            except OSError as err:  # e.g. the disk is full: the run still ends with its summary
+                report.scoring_errors[key] = f"{lost}; its error could not be written: {err}"
+                progress.show(Finished.of(result, None))
+                continue
+        report.add(result, metrics)
+        progress.show(Finished.of(result, metrics))
+
+
+def cpu_count() -> int:
+    """The CLI's default ``--workers``: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

@@ -1,0 +1,84 @@
+"""What a run sets up before its sessions: each side (a backend factory, or an external side's
+URI), each scenario's session setup (prompts and tool schemas), the model endpoints to check.
+Used by the runner and by each worker process of a ``--workers`` run (``engine.run.worker_child``).
+"""
+
+from __future__ import annotations
+
+from engine.core import render
+from engine.core.model import Scenario
+from engine.core.options import RunOptions
+from engine.core.protocol import end_call_schema
+from engine.session.backends import BackendFactory, BackendSpec
+from engine.session.backends.factory import make_factory
+from engine.session.backends.probe import Endpoint
+from engine.session.conversation import SessionSetup
+from engine.util.errors import UsageError
+
+
+def side_for(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -> BackendFactory | str:
+    """An external side's URI, or the backend factory of a built-in side (raises UsageError for
+    a missing API key before anything is written)."""
+    if spec.kind == "external":
+        return str(spec.uri)
+    return make_factory(
+        spec,
+        scenarios=scenarios,
+        base_url=opts.base_url,
+        api_key_env=opts.api_key_env,
+        request_timeout_s=opts.request_timeout_s,
+        max_retries=opts.max_retries,
+        replay_latency_s=opts.replay_latency_s,
+    )
+
+
+def session_setup(scenario: Scenario) -> SessionSetup:
+    """The prompts and tool schemas of ``scenario`` as the sides receive them."""
+    return SessionSetup(
+        agent_prompt=render.render_agent_prompt(scenario),
+        user_prompt=render.render_user_prompt(scenario),
+        agent_tools=render.tool_schemas(scenario),
+        user_tools=[
+            end_call_schema(),
+            *(scenario.user_tools.openai_schemas() if scenario.user_tools else []),
+        ],
+    )
+
+
+def check_counts(opts: RunOptions) -> None:
+    """UsageError for a concurrency or trial count below 1."""
+    if opts.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    if opts.trials < 1:
+        raise UsageError("--trials must be at least 1")
+
+
+def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[Endpoint]:
+    """The ``openai:`` endpoints and external ``ws://`` sides of the run, to check before the
+    first session."""
+    found = [
+        Endpoint(f"{role} model endpoint", opts.base_url, opts.api_key_env)
+        for role, spec in (("agent", agent), ("user", user))
+        if spec.kind == "openai"
+    ]
+    found += [
+        Endpoint(f"{role} side", None, "", side_uri=str(spec.uri))
+        for role, spec in (("agent", agent), ("user", user))
+        if spec.kind == "external"
+    ]
+    if opts.scoring.judge_model:
+        judge = opts.scoring
+        found.append(
+            Endpoint(
+                "judge endpoint", judge.judge_base_url, judge.judge_api_key_env, url_option="--judge-base-url"
+            )
+        )
+    return found
+
+
+async def close_sides(sides: dict[str, BackendFactory | str]) -> None:
+    """Close the built-in side factories of ``sides`` (a process that made them but did not serve
+    them: its workers did)."""
+    for side in sides.values():
+        if hasattr(side, "aclose"):
+            await side.aclose()

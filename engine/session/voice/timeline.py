@@ -1,0 +1,129 @@
+"""The media timeline of one audio session: where each side's speech sits, in ms of session time.
+
+Media time is the session's own clock, shared by the engine and the voice side: 0 is the start of
+the session, and a frame's ``t_ms`` says where its first sample plays. In a turn-based session
+nobody plays audio in real time, so media time is not wall time: the engine places each caller
+utterance right after all audio so far, and a side places its reply where it says it starts
+(``t_ms``), typically the end of the caller's audio plus the time it took to answer. A side's
+frames within a turn never overlap each other: a frame stamped earlier than the end of the
+side's audio so far is appended at that end; a later one leaves silence before it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.session.voice.pcm import duration_ms, speech_bounds
+
+
+class TimelineError(ValueError):
+    """Audio that cannot be placed (past the session's length)."""
+
+
+@dataclass
+class Utterance:
+    """One side's audio in one turn. ``role`` user (the caller, voiced by the engine) or agent;
+    ``turn`` the stream number; ``start_ms`` media time of its first sample (None before any);
+    ``pcm`` the samples from ``start_ms`` on; ``text`` what the side says it said; ``frames``
+    received or sent; ``requested_at`` / ``first_audio_at``: the engine's clock (seconds, a
+    monotonic counter) when the turn was handed over and when its first frame arrived."""
+
+    role: str
+    turn: int
+    rate: int
+    start_ms: float | None = None
+    pcm: bytearray = field(default_factory=bytearray)
+    text: str = ""
+    frames: int = 0
+    requested_at: float | None = None
+    first_audio_at: float | None = None
+    _speech: tuple[float, float] | bool | None = field(default=False, repr=False)
+
+    @property
+    def end_ms(self) -> float | None:
+        """Media time just after the last sample (None when it has no audio)."""
+        if self.start_ms is None:
+            return None
+        return self.start_ms + 1000.0 * (len(self.pcm) // 2) / self.rate
+
+    def place(self, t_ms: float, pcm: bytes, floor_ms: float = 0.0) -> None:
+        """Add ``pcm`` stamped ``t_ms``: at its stamp (not before ``floor_ms`` for the first
+        frame), else after the audio so far, with silence filling any gap."""
+        self._speech = False
+        if self.start_ms is None:
+            self.start_ms = max(float(t_ms), floor_ms)
+        else:
+            gap = round((t_ms - (self.end_ms or 0.0)) * self.rate / 1000.0)
+            if gap > 0:
+                self.pcm.extend(bytes(2 * gap))
+        self.pcm.extend(pcm)
+        self.frames += 1
+
+    def speech(self) -> tuple[float, float] | None:
+        """``(start_ms, end_ms)`` of its speech on the media timeline (energy above the
+        threshold, engine.session.voice.pcm.speech_bounds); None when it holds none."""
+        if self._speech is False:
+            bounds = speech_bounds(bytes(self.pcm), self.rate) if self.start_ms is not None else None
+            start = self.start_ms or 0.0
+            self._speech = None if bounds is None else (start + bounds[0], start + bounds[1])
+        return self._speech  # type: ignore[return-value]
+
+
+@dataclass
+class Timeline:
+    """The utterances of a session in order, at ``rate`` Hz; ``limit_ms`` bounds media time."""
+
+    rate: int
+    limit_ms: float
+    utterances: list[Utterance] = field(default_factory=list)
+
+    @property
+    def end_ms(self) -> float:
+        """Media time just after the last sample of any side (0 when silent so far)."""
+        return max((u.end_ms for u in self.utterances if u.end_ms is not None), default=0.0)
+
+    def caller(self, turn: int, pcm: bytes, text: str) -> Utterance:
+        """Place the caller's utterance of ``turn`` right after all audio so far."""
+        utt = Utterance("user", turn, self.rate, text=text)
+        if pcm:
+            start = self.end_ms
+            if start + duration_ms(pcm, self.rate) > self.limit_ms:
+                raise TimelineError(f"caller audio would pass the session's {self.limit_ms / 1000:g} s")
+            utt.place(start, pcm)
+            utt.frames = 0  # counted as they are sent
+        self.utterances.append(utt)
+        return utt
+
+    def agent_turn(self, turn: int, requested_at: float) -> Utterance:
+        """Open the side's utterance of ``turn``, handed over at ``requested_at``."""
+        utt = Utterance("agent", turn, self.rate, requested_at=requested_at)
+        self.utterances.append(utt)
+        return utt
+
+    def agent_frame(self, utt: Utterance, t_ms: int, pcm: bytes, now: float) -> None:
+        """Add one frame of the side's ``utt``, arrived at ``now``. Its first frame may start
+        before the caller's audio ends (talking over the caller) but not before the side's own
+        earlier audio ends. Raises TimelineError past ``limit_ms``."""
+        if utt.first_audio_at is None:
+            utt.first_audio_at = now
+        floor = max(
+            (u.end_ms or 0.0 for u in self.utterances if u.role == "agent" and u is not utt), default=0.0
+        )
+        at = max(float(t_ms), floor) if utt.start_ms is None else max(float(t_ms), utt.end_ms or 0.0)
+        if at + duration_ms(pcm, self.rate) > self.limit_ms:
+            raise TimelineError(
+                f"audio frame at media time {t_ms} ms would pass the session's {self.limit_ms / 1000:g} s"
+            )
+        utt.place(t_ms, pcm, floor)
+
+    def track(self, role: str) -> bytes:
+        """One side's samples over the whole timeline (silence where it does not speak)."""
+        total = round(self.end_ms * self.rate / 1000.0)
+        out = bytearray(2 * total)
+        for u in self.utterances:
+            if u.role != role or u.start_ms is None:
+                continue
+            at = 2 * round(u.start_ms * self.rate / 1000.0)
+            chunk = bytes(u.pcm[: max(0, len(out) - at)])
+            out[at : at + len(chunk)] = chunk
+        return bytes(out)

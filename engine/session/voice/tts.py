@@ -1,0 +1,133 @@
+"""Speech synthesis from local programs: nothing is downloaded, no model is fetched.
+
+:class:`EspeakNG` runs the OS packages ``espeak-ng`` (formant synthesis, its voices are built in)
+and ``sox`` (to the session's sample rate) as subprocesses; install them with
+``apt-get install espeak-ng sox``. :class:`ToneVoice` is a stand-in that needs nothing: one tone
+per word, for tests of the audio plumbing and metrics (it says nothing a recogniser could read).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.session.voice.pcm import silence, tone
+
+#: Longest text synthesised at once (characters); the rest is cut (a runaway model's reply).
+MAX_TTS_CHARS = 20_000
+
+
+class TTSError(RuntimeError):
+    """The synthesiser failed (a program missing, crashed or timed out)."""
+
+
+class Synthesizer(Protocol):
+    """Text to speech: ``synthesize(text, rate)`` returns mono s16le samples at ``rate`` Hz
+    (empty bytes for empty text). Raises TTSError."""
+
+    name: str
+
+    async def synthesize(self, text: str, rate: int) -> bytes: ...
+
+
+async def _run(argv: list[str], data: bytes, timeout_s: float) -> bytes:
+    # its own session (process group): a terminal's Ctrl-C goes to the foreground group, and the
+    # synthesiser killed by it failed its turn with a traceback ("side session crashed") before the
+    # run's own cancellation came; the run ends the program itself (_end)
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        async with asyncio.timeout(timeout_s):
+            out, err = await proc.communicate(data)
+    except TimeoutError:
+        await _end(proc)
+        raise TTSError(f"{argv[0]} did not finish within {timeout_s:g} s") from None
+    except BaseException:  # cancelled (Ctrl-C, a session closed mid-turn): the program goes too
+        await _end(proc)
+        raise
+    if proc.returncode != 0:
+        raise TTSError(f"{argv[0]} exited with {proc.returncode}: {err.decode(errors='replace')[:300]}")
+    return out
+
+
+async def _end(proc: asyncio.subprocess.Process) -> None:
+    """Kill ``proc`` and wait for it (a second cancellation cuts only the wait short): a program
+    left behind would run on, and its pipes would be closed after the event loop (a traceback
+    at exit)."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    try:
+        with contextlib.suppress(asyncio.CancelledError):
+            await proc.wait()
+    finally:
+        # the program's end does not close its pipes: that waits for their EOF on a later turn of
+        # the loop, which a run ending at once never takes ('Exception ignored ... Event loop is
+        # closed' at exit); closing the transport here closes them while the loop still runs
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
+
+
+@dataclass(frozen=True)
+class EspeakNG:
+    """espeak-ng speaking ``voice`` at ``words_per_minute``, resampled by sox to the asked rate."""
+
+    voice: str = "en-us"
+    words_per_minute: int = 175
+    timeout_s: float = 60.0
+    name: str = "espeak-ng"
+
+    async def synthesize(self, text: str, rate: int) -> bytes:
+        text = " ".join(text.split())[:MAX_TTS_CHARS]  # one line: espeak-ng pauses at line ends
+        if not text:
+            return b""
+        wav = await _run(
+            ["espeak-ng", "--stdin", "--stdout", "-v", self.voice, "-s", str(self.words_per_minute)],
+            text.encode("utf-8"),
+            self.timeout_s,
+        )
+        sox = ["sox", "-q", "-t", "wav", "-", "-t", "raw", "-r", str(rate), "-e", "signed", "-b", "16"]
+        return await _run([*sox, "-c", "1", "-L", "-"], wav, self.timeout_s)
+
+
+@dataclass(frozen=True)
+class ToneVoice:
+    """A stand-in voice: ``lead_ms`` of silence, then per word a ``word_ms`` tone and a ``gap_ms``
+    pause, then ``tail_ms`` of silence. Deterministic and instant; needs no program."""
+
+    word_ms: int = 120
+    gap_ms: int = 40
+    lead_ms: int = 30
+    tail_ms: int = 50
+    name: str = "tone"
+
+    async def synthesize(self, text: str, rate: int) -> bytes:
+        words = text.split()
+        if not words:
+            return b""
+        word = tone(self.word_ms, rate, hz=300.0) + silence(self.gap_ms, rate)
+        return silence(self.lead_ms, rate) + word * len(words) + silence(self.tail_ms, rate)
+
+
+def missing_tts() -> str | None:
+    """Why the local TTS engine cannot run here (one line), or None when it can."""
+    missing = [p for p in ("espeak-ng", "sox") if shutil.which(p) is None]
+    if missing:
+        return f"{' and '.join(missing)} not installed (apt-get install espeak-ng sox)"
+    return None
+
+
+def local_tts() -> Synthesizer:
+    """The local TTS engine (espeak-ng). Raises TTSError naming what is missing."""
+    reason = missing_tts()
+    if reason:
+        raise TTSError(f"voice runs need a local text-to-speech engine: {reason}")
+    return EspeakNG()

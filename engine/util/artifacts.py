@@ -1,0 +1,332 @@
+"""Atomic artifact writes: every file lands whole or not at all.
+
+Each writer puts the bytes in a temporary file in the target's own directory, then
+``os.replace``s it over the target (atomic on POSIX within one filesystem). A reader — or a
+resumed run after SIGKILL — therefore sees either the old file or the new one, never a torn one.
+
+Durability (after an OS crash or a power loss):
+
+- :func:`write_bytes` and the single-file writers fsync the file and its directory (two syncs per
+  file; for the few run-level files: ``summary.json``, ``run.json``...);
+- :class:`FolderWrite` writes the many files of one result folder with ONE durable sync for them
+  all (:func:`durable_sync`), then renames its marker files (``session.json``, ``metrics.json``)
+  into place in order: a marker is only ever visible over files whose bytes are on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+
+def _fsync_dir(directory: Path) -> None:
+    """fsync a directory so a rename in it survives a crash (no-op where unsupported)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Atomically write ``data`` to ``path`` (parents created). Returns ``path``.
+
+    Raises OSError when the directory cannot be written; the target is then left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _temp_beside(path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Atomically write UTF-8 ``text`` to ``path``; a lone surrogate (not encodable) becomes ``?``
+    rather than losing the whole file."""
+    return write_bytes(path, text.encode("utf-8", "replace"))
+
+
+def json_bytes(obj: Any) -> bytes:
+    """:func:`dumps_json`'s text as UTF-8 bytes (a lone surrogate becomes ``?``)."""
+    try:
+        return orjson.dumps(obj, default=str, option=_ORJSON_INDENT)
+    except TypeError:
+        return _stdlib_text(obj).encode("utf-8", "replace")
+
+
+def dumps_json(obj: Any) -> str:
+    """Stable, readable JSON: 2-space indent, keys in insertion order, non-ASCII kept, ``default=str``.
+
+    The text of ``json.dumps(obj, indent=2, ensure_ascii=False, default=str)`` plus a newline,
+    written by orjson (about 25x faster than the standard library's indenting encoder, which has
+    no C implementation). Two differences, both in floats: one in exponent form is written without
+    a leading zero in its exponent (``1e-7``, not ``1e-07``: the same value), and NaN or an infinity,
+    which JSON cannot hold, is written ``null`` (as the protocol's frames carry it; the standard
+    library writes ``NaN``, which JSON readers refuse). A DB's file keeps them:
+    :func:`db_json_bytes`. What orjson refuses (keys that are not strings, integers beyond 64 bits,
+    lone surrogates) is written by the standard library.
+    """
+    try:
+        return orjson.dumps(obj, default=str, option=_ORJSON_INDENT).decode("utf-8")
+    except TypeError:
+        return _stdlib_text(obj)
+
+
+def db_json_bytes(db: Any) -> bytes:
+    """A DB's file: :func:`json_bytes`, except that a DB holding NaN or an infinity is written as
+    the standard library writes it (``NaN``, ``Infinity``), so the DB read back from its file (a
+    rescore, a resume's scoring) is the session's DB and has its hash."""
+    data = json_bytes(db)
+    if b"null" in data and not _all_finite(db):
+        return _stdlib_text(db).encode("utf-8", "replace")
+    return data
+
+
+def _stdlib_text(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def _all_finite(obj: Any) -> bool:
+    """False when a float in ``obj`` is NaN or infinite: the standard library's C encoder (compact,
+    fast) refuses those with ``allow_nan=False``. Only asked when orjson's text holds a ``null``."""
+    try:
+        json.dumps(obj, allow_nan=False, default=str, separators=(",", ":"))
+    except ValueError:
+        return False
+    return True
+
+
+#: Types the standard library writes with ``default=str`` go to ``default=str`` in orjson too.
+_ORJSON_INDENT = (
+    orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_INDENT_2
+    | orjson.OPT_APPEND_NEWLINE
+)
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    """Atomically write ``obj`` as indented JSON (see :func:`dumps_json`)."""
+    return write_text(path, dumps_json(obj))
+
+
+#: ``json.dumps(row, ensure_ascii=False, default=str)`` made once (json.dumps builds an encoder
+#: on every call given options).
+_JSONL_ROW = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
+def dumps_jsonl(rows: Iterable[Any]) -> str:
+    """One compact JSON object per line (``default=str``)."""
+    encode = _JSONL_ROW.encode
+    return "".join(encode(r) + "\n" for r in rows)
+
+
+def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
+    """Atomically write one compact JSON object per line (:func:`dumps_jsonl`)."""
+    return write_text(path, dumps_jsonl(rows))
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; raises OSError / json.JSONDecodeError as is (callers decide)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    """Parse a JSON-lines file (blank lines skipped)."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _load_syncfs() -> Any:
+    """libc's ``syncfs`` (Linux), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        func = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    func.argtypes = [ctypes.c_int]
+    func.restype = ctypes.c_int
+    return func
+
+
+_SYNCFS = _load_syncfs()
+
+
+def _syncfs(fd: int) -> bool:
+    """syncfs(2) of the filesystem holding ``fd`` (the GIL is released meanwhile); True when done,
+    False where it is missing or failed (the caller then fsyncs file by file)."""
+    return _SYNCFS is not None and _SYNCFS(fd) == 0
+
+
+def _temp_beside(path: Path) -> tuple[int, Path]:
+    """A new temporary file next to ``path`` (``.<name>.<random>.tmp``), open for writing, with
+    the permissions of any file the user creates (0o666 less the umask: ``tempfile.mkstemp``'s
+    0o600 would hide a run's summary from the user's group). Returns (descriptor, path)."""
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` in place (created or truncated; mode 0o666 less the umask)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def durable_sync(folder: Path, files: Iterable[Path], dirs: Iterable[Path]) -> None:
+    """Make the bytes of ``files`` and the entries of ``dirs`` durable with one sync: on Linux one
+    syncfs(2) of the filesystem holding ``folder`` (it also writes out whatever else is pending on
+    that filesystem, so it waits for other programs' large writes there too); elsewhere, or when
+    it fails, an fsync of each file then of each directory. Raises OSError when ``folder`` cannot
+    be opened."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if _syncfs(fd):
+            return
+    finally:
+        os.close(fd)
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    for directory in dirs:
+        _fsync_dir(directory)
+
+
+class FolderWrite:
+    """The files of one result folder (and its sub-folders), made durable together.
+
+    A ``marker`` file (``session.json``, ``metrics.json``: its presence says the folder is
+    complete) is written under a temporary name (``.<name>.tmp``) and stays there until
+    :meth:`commit`, which makes every file durable with ONE sync (:func:`durable_sync`) and only
+    then renames the markers into place, in the order they were put. A crash at any point
+    therefore never leaves a marker over a missing or torn file; a marker renamed after the last
+    sync may be lost by a power cut (the folder then reads as incomplete and is redone).
+
+    The other files: in a folder the caller made ``incomplete`` (no marker in it:
+    ``engine.results.session_files.open_folder``), each is written in place, since only a folder that
+    reads as incomplete can hold a torn one and such a folder is redone; otherwise (a complete
+    folder getting a new file, e.g. a rescore's ``judge_result.json``) each goes to a temporary file
+    renamed over the target, so it is never torn.
+
+    Use as a context manager: leaving it by an exception (or without :meth:`commit`) removes the
+    markers' temporary files. Paths given to ``put_*`` are relative to ``folder``. One batch per
+    folder at a time (the run's lock keeps other runs out).
+    """
+
+    def __init__(self, folder: Path, incomplete: bool = False) -> None:
+        self.folder = Path(folder)
+        self.incomplete = incomplete
+        self._files: list[Path] = []
+        self._dirs: dict[Path, None] = {self.folder.parent: None}
+        self._markers: list[tuple[Path, Path]] = []
+
+    def __enter__(self) -> FolderWrite:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.abandon()
+
+    def _dir_of(self, path: Path) -> None:
+        if path.parent not in self._dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._dirs[path.parent] = None
+
+    def put_bytes(self, name: str | Path, data: bytes, marker: bool = False) -> Path:
+        """Write ``folder/name`` (parents created); a ``marker`` lands at :meth:`commit`. Returns
+        the target path. Raises OSError when it cannot be written."""
+        path = self.folder / name
+        self._dir_of(path)
+        if marker:
+            tmp = path.with_name(f".{path.name}.tmp")
+            _write_new(tmp, data)
+            self._markers.append((tmp, path))
+            self._files.append(tmp)
+            return path
+        if self.incomplete:
+            _write_new(path, data)
+        else:
+            fd, tmp = _temp_beside(path)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        self._files.append(path)
+        return path
+
+    def put_text(self, name: str | Path, text: str, marker: bool = False) -> Path:
+        """UTF-8 ``text`` (a lone surrogate becomes ``?``), as :func:`write_text`."""
+        return self.put_bytes(name, text.encode("utf-8", "replace"), marker)
+
+    def put_json(self, name: str | Path, obj: Any, marker: bool = False) -> Path:
+        """``obj`` as :func:`dumps_json` writes it."""
+        return self.put_bytes(name, json_bytes(obj), marker)
+
+    def put_db_json(self, name: str | Path, db: Any) -> Path:
+        """A DB as :func:`db_json_bytes` writes it."""
+        return self.put_bytes(name, db_json_bytes(db))
+
+    def put_jsonl(self, name: str | Path, rows: Iterable[Any]) -> Path:
+        """One compact JSON object per line, as :func:`write_jsonl`."""
+        return self.put_text(name, dumps_jsonl(rows))
+
+    def commit(self) -> None:
+        """One durable sync for every file put, then the markers renamed into place in order.
+        Raises OSError; the markers not yet in place are then dropped."""
+        try:
+            durable_sync(self.folder, self._files, self._dirs)
+            while self._markers:
+                tmp, path = self._markers[0]
+                os.replace(tmp, path)
+                self._markers.pop(0)
+        finally:
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Drop the markers not yet in place (their temporary files)."""
+        for tmp, _ in self._markers:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        self._markers.clear()
