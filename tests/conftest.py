@@ -5,7 +5,9 @@ tests/unit/ use only the mock domain; the ones that read the real data live unde
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,24 @@ MOCK_DATA_ROOT = REPO / "tests" / "mock_domain" / "dataroot"
 
 
 UNIT_DIR = REPO / "tests" / "unit"
+
+#: Where the test session's distribution of the mock shop lives (tests/mock_domain/register.py).
+_MOCK_SITE: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the mock shop as a third party would (an ``evalctl.domains`` entry point of an
+    installed distribution) for this process and every ``evalctl`` it starts."""
+    from tests.mock_domain.register import register
+
+    site = Path(tempfile.mkdtemp(prefix="evalctl-mock-site-"))
+    register(site)
+    _MOCK_SITE.append(site)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for site in _MOCK_SITE:
+        shutil.rmtree(site, ignore_errors=True)
 
 
 def only_unit_tests(config: pytest.Config) -> bool:

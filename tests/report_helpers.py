@@ -30,9 +30,9 @@ import pytest
 
 import engine.run.runner as runner
 from engine.core.options import ScoringOptions
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.results.scoring_stage import finish_run
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, alter_gold_call, completion, run_options
 
@@ -101,7 +101,7 @@ def blocks(page: str) -> dict[str, Any]:
 
 
 def _altered(sample: Sample, spec_dir: Path, data_root: Path) -> LoadedDomain:
-    loaded = load_domain(spec_dir, data_root)
+    loaded = load_domain(spec_dir, data_root, plugins=plugins())
 
     def change(scenario):
         tool, args, _ = sample.altered[scenario.name]

@@ -2,7 +2,9 @@
 
 A third-party package registers its plugin under the ``evalctl.domains`` entry-point group
 (``[project.entry-points."evalctl.domains"] bakery = "bakery_domain:PLUGIN"``); built-in names win
-over installed ones. Only the command layer imports this module.
+over installed ones (the tests register their ``mock`` shop that way: tests/mock_domain/register.py).
+Only the command layer imports this module; it hands :func:`plugins` to the one loader,
+``engine.spec.loader.load_domain(spec_dir, data_root, plugins=plugins())``.
 """
 
 from __future__ import annotations
@@ -10,18 +12,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
-from pathlib import Path
 
 from engine.core.plugin import DomainPlugin, Plugins
-from engine.spec import loader as specs
-from engine.spec.loader import LoadedDomain
 
 #: The built-in plugins by name (a domain spec's ``plugin:``, default its ``name``): the package
 #: whose ``PLUGIN`` it is, imported when the name is first looked up (a run of one domain does not
 #: pay for importing the others: about 0.2 s).
 BUILTIN: dict[str, str] = {
     "eva_airline": "engine.domains.eva_airline",
-    "mock": "engine.domains.mock",
     "restaurant": "engine.domains.restaurant",
     "customer_service": "engine.domains.customer_service",
     "qa": "engine.domains.qa",
@@ -59,7 +57,7 @@ def installed() -> dict[str, DomainPlugin]:
 class _Plugins(Mapping[str, DomainPlugin]):
     """The built-in plugins, then installed ones (built-in names win). Installed packages are
     looked up only when a name is not built in or the whole list is asked for: scanning the entry
-    points of every installed distribution costs about 0.3 s."""
+    points means reading the metadata of every installed distribution."""
 
     def __init__(self) -> None:
         self._installed: dict[str, DomainPlugin] | None = None
@@ -84,8 +82,3 @@ class _Plugins(Mapping[str, DomainPlugin]):
 def plugins() -> Plugins:
     """Every plugin: the built-in ones, then installed ones (scanned only when needed)."""
     return _Plugins()
-
-
-def load_domain(spec_dir: str | Path, data_root: str | Path | None = None) -> LoadedDomain:
-    """:func:`engine.spec.loader.load_domain` with every registered plugin (for scripts and tests)."""
-    return specs.load_domain(spec_dir, data_root, plugins=plugins())

@@ -12,7 +12,8 @@ from pathlib import Path
 from engine.core.dataroot import resolve_data_root
 from engine.core.toolruntime import ToolRuntime
 from engine.core.tools.writeset import json_copy
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
+from engine.spec.loader import load_domain
 
 SPEC_DIR = Path(__file__).resolve().parent.parent.parent / "specs" / "tau2_airline"
 READ = ("get_reservation_details", {"reservation_id": "4WQ150"})
@@ -39,7 +40,7 @@ def _per_call(runtime_factory, name: str, args: dict, n: int) -> float:
 
 
 def run() -> None:
-    loaded = load_domain(SPEC_DIR, resolve_data_root(None))
+    loaded = load_domain(SPEC_DIR, resolve_data_root(None), plugins=plugins())
     scenario = loaded.scenarios[0]
     tools = scenario.tools
     size = len(json.dumps(scenario.initial_db)) / 2**20

@@ -19,9 +19,10 @@ from pathlib import Path
 from engine.core.dataroot import resolve_data_root
 from engine.core.model import REPO_ROOT, SessionResult
 from engine.core.options import ScoringOptions
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.results.diff import diff_run, render_text
 from engine.results.scoring_stage import finish_run, finish_session
+from engine.spec.loader import load_domain
 
 
 def _broken(db: dict) -> dict:
@@ -32,7 +33,7 @@ def _broken(db: dict) -> dict:
 
 
 def run() -> None:
-    loaded = load_domain(REPO_ROOT / "specs" / "eva_airline", resolve_data_root(None))
+    loaded = load_domain(REPO_ROOT / "specs" / "eva_airline", resolve_data_root(None), plugins=plugins())
     scenarios = loaded.scenarios
     sessions = [
         SessionResult(

@@ -39,8 +39,9 @@ def run() -> None:
         )
         print(f"  last line: {last}")
     sys.path.insert(0, str(REPO))
-    from engine.domains.registry import load_domain
+    from engine.domains.registry import plugins
+    from engine.spec.loader import load_domain
 
     start = time.perf_counter()
-    load_domain(REPO / "specs" / "eva_airline")
+    load_domain(REPO / "specs" / "eva_airline", plugins=plugins())
     print(f"load_domain in-process (warm imports): {time.perf_counter() - start:.3f} s")

@@ -29,8 +29,9 @@ from engine.core.model import Scenario
 from engine.core.toolruntime import ToolRuntime, checker_for
 from engine.core.tools.context import CallContext
 from engine.core.tools.writeset import json_copy, session_view
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.spec.gold_replay import replay_trace
+from engine.spec.loader import load_domain
 
 SPEC_DIR = Path(__file__).resolve().parent.parent.parent / "specs" / "eva_airline"
 NEMO_PORT_S = 0.038  # issue #18: the NeMo port of eva's tools, replay + hash of all 50
@@ -90,7 +91,7 @@ def _per_call(one_round: Callable[[], tuple[float, int]]) -> tuple[float, float,
 
 
 def run() -> None:
-    loaded = load_domain(SPEC_DIR, resolve_data_root(None))
+    loaded = load_domain(SPEC_DIR, resolve_data_root(None), plugins=plugins())
     scenarios = list(loaded.scenarios)
     rules = loaded.domain.hash_rules
     calls = sum(len(s.gold_trace.tool_calls()) for s in scenarios if s.gold_trace)

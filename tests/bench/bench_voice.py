@@ -25,11 +25,12 @@ from engine.core.options import ScoringOptions
 from engine.core.plugin import DiagnosticInputs
 from engine.domains.eva_airline import spoken
 from engine.domains.eva_airline.spoken import DIAGNOSTICS
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.results.scoring_stage import finish_session
 from engine.run import runner
 from engine.session.voice.run import VoiceRun
 from engine.session.voice.tts import ToneVoice, missing_tts
+from engine.spec.loader import load_domain
 from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import run_options
 
@@ -87,7 +88,7 @@ def _score_all(run_dir: Path, pairs: list[tuple[Scenario, SessionResult]]) -> fl
 
 
 def bench_spoken_overhead() -> None:
-    scenarios = load_domain(SPEC_DIR, REPO / "data").scenarios
+    scenarios = load_domain(SPEC_DIR, REPO / "data", plugins=plugins()).scenarios
     shipped = [(sc, _session(sc)) for sc in scenarios]
     bare = [(_without_spoken(sc), r) for sc, r in shipped]
     with_spoken, without = [], []

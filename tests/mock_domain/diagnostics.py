@@ -1,8 +1,9 @@
 """The mock shop's plugin with two diagnostics, for the tests of what the engine does with a domain's
 diagnostics (metrics.json, summary.json, the report) without the eva data.
 
-The built-in ``mock`` plugin has none; ``plugins_with_diagnostics()`` is the registry's plugins with
-``mock`` replaced by this one (pass it as ``RunOptions.plugins`` or ``load_domain(plugins=...)``):
+The shop's own plugin (:mod:`tests.mock_domain.mock_shop`) has none; ``plugins_with_diagnostics()``
+is the registry's plugins with ``mock`` replaced by this one (pass it as ``RunOptions.plugins`` or
+``load_domain(plugins=...)``):
 
 - ``looked_up`` (bool): the agent called ``get_order`` before its first write (eva's
   ``authenticated`` is the same kind of check);
@@ -16,8 +17,8 @@ import dataclasses
 from collections.abc import Mapping
 
 from engine.core.model import DiagnosticInputs, DomainPlugin
-from engine.domains import mock
 from engine.domains.registry import plugins
+from tests.mock_domain import mock_shop
 
 LONG_LINE = 60
 WRITES = ("cancel_order", "issue_credit")
@@ -44,7 +45,7 @@ def long_agent_lines(inputs: DiagnosticInputs) -> int:
 
 
 PLUGIN = dataclasses.replace(
-    mock.PLUGIN,
+    mock_shop.PLUGIN,
     diagnostics={"looked_up": looked_up, "long_agent_lines": long_agent_lines},
     count_diagnostics=frozenset({"long_agent_lines"}),
 )

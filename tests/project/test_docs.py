@@ -161,9 +161,10 @@ def test_guide_examples_validate_and_run(workspace: Path, guide_blocks: list[Blo
 
 def test_guide_handler_refuses_a_past_date(workspace: Path) -> None:
     from engine.core.toolruntime import ToolRuntime
-    from engine.domains.registry import load_domain
+    from engine.domains.registry import plugins
+    from engine.spec.loader import load_domain
 
-    scenario = load_domain("specs/bakery", "bakery-data").scenario("bakery__move_pickup")
+    scenario = load_domain("specs/bakery", "bakery-data", plugins=plugins()).scenario("bakery__move_pickup")
     db = scenario.fresh_db()
     runtime = ToolRuntime(scenario.tools, db)
     outcome = runtime.call("change_pickup", {"order_id": "K-9", "new_date": "2026-05-01"})

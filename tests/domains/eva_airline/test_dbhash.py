@@ -13,16 +13,16 @@ from engine.core.dbhash import db_hash, reference_canonical_json
 from engine.core.model import HashRules
 from engine.core.toolruntime import ToolRuntime
 from engine.core.tools.writeset import session_view
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.spec.gold_replay import replay_trace
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from engine.util.canonical_orjson import orjson_canonical_text
 from tests.conftest import SPEC_DIR
 
 
 @pytest.fixture(scope="module")
 def domain(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
+    return load_domain(SPEC_DIR, data_root, plugins=plugins())
 
 
 def test_rules_come_from_the_domain_spec(domain: LoadedDomain) -> None:

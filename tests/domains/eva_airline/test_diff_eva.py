@@ -14,9 +14,9 @@ import pytest
 
 import engine.run.runner as runner
 from cli import main
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.results.diff import diff_run, render_text
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import alter_gold_call, run_options
 
@@ -42,7 +42,7 @@ RIGHT = ("eva_airline__4_1_1", "eva_airline__7_2_8")
 
 @pytest.fixture(scope="module")
 def wrong_run(data_root, tmp_path_factory):
-    loaded = load_domain(SPEC_DIR, data_root)
+    loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
     altered = tuple(
         replace(s, gold_trace=_mutate(s.gold_trace, *WRONG[s.name][:2])) if s.name in WRONG else s
         for s in loaded.scenarios
@@ -139,7 +139,7 @@ async def test_diff_reports_records_added_and_removed(data_root, tmp_path):
     from engine.results.scoring_stage import finish_session
     from tests.mock_domain.eva_fixtures import expected_copy, session
 
-    loaded = load_domain(SPEC_DIR, data_root)
+    loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
     extra, missing = (
         loaded.scenario("eva_airline__5_1_2"),
         loaded.scenario("eva_airline__cancellation_refund"),

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.core.toolruntime import checker_for
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
+from engine.spec.loader import load_domain
 from tests.conftest import SPEC_DIR
 
 
 def test_eva_gold_calls_get_the_quick_yes(data_root: Path) -> None:
-    loaded = load_domain(SPEC_DIR, data_root)
+    loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
     calls = 0
     for scenario in loaded.scenarios:
         assert scenario.gold_trace is not None

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.run import runner
 from engine.session.backends import replay as replay_backend
 from engine.spec import gold_replay as replay
+from engine.spec.loader import load_domain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import run_options
 
@@ -66,7 +67,7 @@ def test_an_eva_run_replays_each_gold_once(
 
 
 def test_kept_replays_do_not_keep_their_scenarios_alive(data_root: Path) -> None:
-    loaded = load_domain(SPEC_DIR, data_root)
+    loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
     traces = [weakref.ref(s.gold_trace) for s in loaded.scenarios[:3]]
     for scenario in loaded.scenarios[:3]:
         assert replay.gold_replay(scenario) is replay.gold_replay(scenario)

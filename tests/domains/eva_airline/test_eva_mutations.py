@@ -24,9 +24,9 @@ from engine.core.gold import GoldTrace
 from engine.core.toolruntime import ToolRuntime
 from engine.core.tools.writeset import session_view
 from engine.domains.eva_airline.common import FIELD_RULES
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.spec.gold_replay import replay_trace
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from tests.conftest import SPEC_DIR
 
 IDS = ("confirmation_number", "passenger_id", "journey_id", "new_journey_id", "flight_number")
@@ -34,7 +34,7 @@ IDS = ("confirmation_number", "passenger_id", "journey_id", "new_journey_id", "f
 
 @pytest.fixture(scope="module")
 def domain(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
+    return load_domain(SPEC_DIR, data_root, plugins=plugins())
 
 
 def _mutations(params: dict[str, Any], schema: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], str]]:

@@ -14,7 +14,8 @@ from engine.core.dbhash import db_hash
 from engine.core.model import Scenario
 from engine.core.toolruntime import ToolRuntime
 from engine.core.tools.writeset import deep_copy, json_copy
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
+from engine.spec.loader import load_domain
 from tests.conftest import SPEC_DIR
 
 CONF = "ZK3FFW"
@@ -22,7 +23,9 @@ CONF = "ZK3FFW"
 
 @pytest.fixture(scope="module")
 def scenario(data_root: Path) -> Scenario:
-    return next(s for s in load_domain(SPEC_DIR, data_root).scenarios if s.eva_id == "1.1.2")
+    return next(
+        s for s in load_domain(SPEC_DIR, data_root, plugins=plugins()).scenarios if s.eva_id == "1.1.2"
+    )
 
 
 def _containers(value: Any, path: str = "") -> dict[str, int]:

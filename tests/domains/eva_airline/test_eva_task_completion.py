@@ -14,9 +14,10 @@ import pytest
 from engine.core.options import ScoringOptions
 from engine.core.plugin import DiagnosticInputs
 from engine.domains.eva_airline.diagnostics import authenticated
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.results.scoring_stage import finish_session
 from engine.session.backends.replay import ReplayFactory
+from engine.spec.loader import load_domain
 from engine.util.errors import SpecError
 from tests.conftest import SPEC_DIR
 from tests.mock_domain.eva_fixtures import eva_scenario, expected_copy, session
@@ -43,7 +44,7 @@ def _spec(tmp_path: Path, gate: bool) -> Path:
 async def test_an_empty_last_name_matches_the_hash_but_fails_the_gate(
     tmp_path: Path, data_root: Path, gate: bool, passes: bool
 ) -> None:
-    scenario = load_domain(_spec(tmp_path, gate), data_root).scenario(NAME)
+    scenario = load_domain(_spec(tmp_path, gate), data_root, plugins=plugins()).scenario(NAME)
     # the agent authenticates with last_name "" (eva accepts it without a name check)
     unnamed = alter_gold_call(
         scenario.gold_trace,
@@ -64,7 +65,7 @@ def test_a_gate_must_be_a_diagnostic_of_the_domain(tmp_path: Path, data_root: Pa
     scenario = spec / "scenarios" / "1.1.2.yaml"
     scenario.write_text(scenario.read_text().replace("[authenticated]", "[authenticatd]"))
     with pytest.raises(SpecError) as info:
-        load_domain(spec, data_root)
+        load_domain(spec, data_root, plugins=plugins())
     (problem,) = info.value.problems
     assert problem.json_path == "$.gate_diagnostics[0]"
     assert problem.message == (
@@ -78,7 +79,7 @@ def test_a_count_diagnostic_cannot_gate(tmp_path: Path, data_root: Path) -> None
     scenario = spec / "scenarios" / "1.1.2.yaml"
     scenario.write_text(scenario.read_text().replace("[authenticated]", "[authenticated, leaked_tool_text]"))
     with pytest.raises(SpecError) as info:
-        load_domain(spec, data_root)
+        load_domain(spec, data_root, plugins=plugins())
     (problem,) = info.value.problems
     assert problem.json_path == "$.gate_diagnostics[1]"
     assert problem.message == (

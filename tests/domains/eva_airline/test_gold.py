@@ -12,7 +12,8 @@ import pytest
 
 from engine.core.gold import resolve_pointer
 from engine.domains.eva_airline.gold import eva_trace, placeholder_values, resolve_placeholders
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
+from engine.spec.loader import load_domain
 from engine.util.errors import SpecError
 from tests.conftest import SPEC_DIR
 
@@ -29,7 +30,7 @@ def test_language_without_person_values_is_a_spec_problem(tmp_path: Path, data_r
     domain = spec / "domain.yaml"
     domain.write_text(domain.read_text(encoding="utf-8").replace("language: en", "language: xx"))
     with pytest.raises(SpecError) as info:
-        load_domain(spec, data_root)
+        load_domain(spec, data_root, plugins=plugins())
     (problem,) = info.value.problems
     assert problem.json_path == "$.language" and problem.file.endswith("domain.yaml")
     assert problem.message == "language 'xx' has no person values in the gold dataset (en, fr, fr-CA)"
@@ -39,7 +40,7 @@ def test_french_is_a_language_of_the_dataset(tmp_path: Path, data_root: Path) ->
     spec = _spec_copy(tmp_path)
     domain = spec / "domain.yaml"
     domain.write_text(domain.read_text(encoding="utf-8").replace("language: en", "language: fr"))
-    assert len(load_domain(spec, data_root).scenarios) == 50
+    assert len(load_domain(spec, data_root, plugins=plugins()).scenarios) == 50
 
 
 RECORD = {
@@ -100,7 +101,7 @@ def test_record_is_not_mutated() -> None:
 
 
 def test_real_traces_have_no_placeholders_left(data_root: Path) -> None:
-    loaded = load_domain(SPEC_DIR, data_root)
+    loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
     tool_calls = 0
     for s in loaded.scenarios:
         assert s.gold_trace, s.name
@@ -118,12 +119,13 @@ def test_gold_db_comes_from_the_gold_replay(data_root: Path) -> None:
     """Moved from tests/unit/results/test_results.py (the mock version stays there)."""
     from dataclasses import replace
 
-    from engine.domains.registry import load_domain
+    from engine.domains.registry import plugins
     from engine.results import scoring_stage as results
+    from engine.spec.loader import load_domain
     from tests.conftest import SPEC_DIR
 
     # eva 7.4.1's expected DB holds an empty session although its gold trace authenticates
-    scenario = load_domain(SPEC_DIR, data_root).scenario("eva_airline__7_4_1")
+    scenario = load_domain(SPEC_DIR, data_root, plugins=plugins()).scenario("eva_airline__7_4_1")
     assert scenario.expected_db["session"] == {}
     assert results.gold_db(scenario)["session"] == {"confirmation_number": "383S8U", "last_name": "park"}
     assert results.gold_db(scenario) is results.gold_db(scenario)  # replayed once per scenario

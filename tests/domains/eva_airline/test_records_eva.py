@@ -18,8 +18,9 @@ import pytest
 
 from engine import __version__
 from engine.core.dbhash import db_hash
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.run.runner import run_cli
+from engine.spec.loader import load_domain
 from engine.util.artifacts import dumps_json
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import run_options
@@ -113,7 +114,7 @@ def one_scenario_run(data_root: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Path) -> None:
     name = "eva_airline__3_1_5"
-    scenario = load_domain(SPEC_DIR, data_root).scenario(name)
+    scenario = load_domain(SPEC_DIR, data_root, plugins=plugins()).scenario(name)
     expected_hash = db_hash(scenario.expected_db, scenario.domain.hash_rules)
     body = _read(one_scenario_run / name / "metrics.json")
     assert list(body) == METRICS_KEYS

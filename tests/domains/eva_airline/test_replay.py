@@ -18,9 +18,9 @@ from engine.core.dbhash import db_hash, normalize_db
 from engine.core.gold import GoldTrace
 from engine.core.model import ToolTable
 from engine.core.toolruntime import ToolRuntime
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.spec.gold_replay import replay_gold, replay_trace
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from engine.util.errors import SpecError
 from tests.conftest import SPEC_DIR
 
@@ -31,7 +31,7 @@ NAME_FIELDS = frozenset({"first_name", "last_name", "email"})
 
 @pytest.fixture(scope="module")
 def domain(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
+    return load_domain(SPEC_DIR, data_root, plugins=plugins())
 
 
 def _scenario_names() -> list[str]:
@@ -177,7 +177,7 @@ def no_restore_root(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -
 def test_carry_over_passes_without_post_rebook_restores(no_restore_root: tuple[Path, list[str]]) -> None:
     root, affected = no_restore_root
     assert len(affected) == 19
-    loaded = load_domain(SPEC_DIR, root)
+    loaded = load_domain(SPEC_DIR, root, plugins=plugins())
     assert loaded.domain.tools.get("rebook_flight").options["carry_over_fields"] == [
         "bags_checked",
         "meal_request",
@@ -190,7 +190,7 @@ def test_upstream_reset_fails_without_restores(no_restore_root: tuple[Path, list
     """``carry_over_fields: []`` is eva's reset: only the 2 scenarios whose old booking had no bags
     and no meal still land on the expected DB."""
     root, affected = no_restore_root
-    loaded = load_domain(SPEC_DIR, root)
+    loaded = load_domain(SPEC_DIR, root, plugins=plugins())
     table = _with_options(loaded.domain.tools, "rebook_flight", carry_over_fields=[])
     rules = loaded.domain.hash_rules
     failing = []
@@ -305,7 +305,7 @@ def test_carry_over_field_typo_is_a_spec_problem(tmp_path: Path, data_root: Path
         text.replace("[bags_checked, meal_request]", "[bag_checked, meal_request]"), encoding="utf-8"
     )
     with pytest.raises(SpecError) as info:
-        load_domain(spec, data_root)
+        load_domain(spec, data_root, plugins=plugins())
     (problem,) = info.value.problems
     assert problem.json_path == "$.tools[rebook_flight].options.carry_over_fields[0]"
     assert "'bag_checked' is not one of ['seat', 'bags_checked', 'meal_request']" in problem.message

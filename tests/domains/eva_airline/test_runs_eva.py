@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 import cli
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.results.rundir import select_scenarios
+from engine.spec.loader import load_domain
 from engine.util.errors import UsageError
 from tests.conftest import SPEC_DIR
 
 
 def test_select_scenarios(data_root: Path) -> None:
-    scenarios = load_domain(SPEC_DIR, data_root).scenarios
+    scenarios = load_domain(SPEC_DIR, data_root, plugins=plugins()).scenarios
     assert len(select_scenarios(scenarios, (), None)) == 50
     picked = select_scenarios(scenarios, ("eva_airline__7_2_8", "eva_airline__3_1_5"), None)
     assert [s.name for s in picked] == ["eva_airline__7_2_8", "eva_airline__3_1_5"]

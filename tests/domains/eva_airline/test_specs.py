@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.domains.registry import load_domain
-from engine.spec.loader import LoadedDomain
+from engine.domains.registry import plugins
+from engine.spec.loader import LoadedDomain, load_domain
 from tests.conftest import SPEC_DIR
 
 SEEDS = {
@@ -24,7 +24,7 @@ SEEDS = {
 
 @pytest.fixture(scope="module")
 def loaded(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root)
+    return load_domain(SPEC_DIR, data_root, plugins=plugins())
 
 
 def _dataset(data_root: Path) -> list[dict]:
@@ -156,7 +156,7 @@ def test_scenarios_are_chosen_by_name_or_record_id(data_root: Path) -> None:
     from engine.results.rundir import select_scenarios
     from engine.util.errors import UsageError
 
-    loaded = load_domain(SPEC_DIR, data_root)
+    loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
     chosen = select_scenarios(loaded.scenarios, ("1.1.2", "eva_airline__3_1_5", "1.1.2"), None)
     assert [s.name for s in chosen] == ["eva_airline__voluntary_date_change", "eva_airline__3_1_5"]
     assert loaded.scenario("1.1.2").name == "eva_airline__voluntary_date_change"

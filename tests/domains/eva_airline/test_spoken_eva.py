@@ -12,9 +12,10 @@ import pytest
 from engine.core.model import SessionResult
 from engine.core.plugin import DiagnosticInputs
 from engine.domains.eva_airline.spoken import RULES
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.run.runner import run
 from engine.session.voice.spoken import agent_lines, session_check
+from engine.spec.loader import load_domain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import run_options
 
@@ -28,7 +29,7 @@ LEAKED_CODES = {"3.1.3": "EPXYEK", "3.3.4": "1QTFVX", "4.2.5": "NTJBNE", "7.2.2"
 @pytest.fixture(scope="module")
 def eva(data_root: Path) -> dict:
     """eva_airline's scenarios by record id."""
-    return {s.record_id: s for s in load_domain(SPEC_DIR, data_root).scenarios}
+    return {s.record_id: s for s in load_domain(SPEC_DIR, data_root, plugins=plugins()).scenarios}
 
 
 def _check(scenario, *extra):
@@ -123,7 +124,7 @@ def test_the_initial_db_codes_kept_per_scenario_go_with_it(data_root: Path) -> N
 
     from engine.domains.eva_airline import spoken
 
-    scenario = load_domain(SPEC_DIR, data_root).scenarios[0]
+    scenario = load_domain(SPEC_DIR, data_root, plugins=plugins()).scenarios[0]
     base = spoken._base(scenario)
     assert spoken._base(scenario) is base and base[0]  # collected once; eva's DB holds codes
     key, gone = id(scenario), weakref.ref(scenario)

@@ -9,7 +9,8 @@ import pytest
 
 from engine.core.model import Scenario
 from engine.core.toolruntime import ToolRuntime
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
+from engine.spec.loader import load_domain
 from tests.conftest import SPEC_DIR
 
 CONF, OLD, NEW = "ZK3FFW", "FL_SK621_20260320", "FL_SK703_20260325"
@@ -17,7 +18,7 @@ CONF, OLD, NEW = "ZK3FFW", "FL_SK621_20260320", "FL_SK703_20260325"
 
 @pytest.fixture(scope="module")
 def scenario(data_root: Path) -> Scenario:
-    loaded = load_domain(SPEC_DIR, data_root)
+    loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
     return next(s for s in loaded.scenarios if s.eva_id == "1.1.2")
 
 

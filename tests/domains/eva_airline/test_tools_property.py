@@ -21,8 +21,9 @@ from engine.core.dbhash import db_hash
 from engine.core.gold import GoldTrace
 from engine.core.model import HashRules, ToolTable
 from engine.core.toolruntime import ToolRuntime, json_copy
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.spec.gold_replay import replay_trace
+from engine.spec.loader import load_domain
 from tests.conftest import SPEC_DIR
 
 # Fields whose values have a format or an enum: text ending in "!" never matches either.
@@ -43,7 +44,7 @@ class Start:
 
 @pytest.fixture(scope="module")
 def starts(data_root: Path) -> tuple[ToolTable, HashRules, dict[str, Start]]:
-    loaded = load_domain(SPEC_DIR, data_root)
+    loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
     found: dict[str, Start] = {}
     for s in loaded.scenarios:
         calls = s.gold_trace.tool_calls() if s.gold_trace else ()

@@ -17,8 +17,8 @@ from engine.core.tools.arguments import ArgumentChecker
 from engine.core.tools.context import CallContext
 from engine.domains import customer_service, qa, restaurant
 from engine.domains.nemo_common import END_TOOL, RELEASE, domain_of, load_records
-from engine.domains.registry import load_domain
-from engine.spec.loader import LoadedDomain
+from engine.domains.registry import plugins
+from engine.spec.loader import LoadedDomain, load_domain
 from engine.util.errors import DataRootError
 
 # TODO(lead): remove this fallback once `make data` installs nemo-1a83139 into ./data.
@@ -54,7 +54,7 @@ def data_root() -> Path:
 @cache
 def loaded(domain: str) -> LoadedDomain:
     """``specs/<domain>`` through the real loader (registry plugins, the release's data root)."""
-    return load_domain(REPO / "specs" / domain, data_root())
+    return load_domain(REPO / "specs" / domain, data_root(), plugins=plugins())
 
 
 def tool_spec(pkg: ModuleType, tool: str) -> ToolSpec:

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.spec import gold_replay as replay
+from engine.spec.loader import load_domain
 from tests.conftest import REPO
 
 
@@ -31,7 +32,7 @@ def replays(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
 def test_a_scenario_built_from_its_gold_is_not_replayed_again(data_root: Path, replays: Counter[str]) -> None:
     spec = REPO / "specs" / "tau2_retail"
-    loaded = load_domain(spec, data_root)
+    loaded = load_domain(spec, data_root, plugins=plugins())
     assert loaded.scenarios and set(replays.values()) == {1}  # each expected DB came from one replay
     first = loaded.scenarios[0]
     assert replay.gold_replay(first).db is first.expected_db  # the load's own replay, kept

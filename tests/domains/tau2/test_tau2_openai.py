@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from engine.core.render import render_user_prompt
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.run import runner
 from engine.session.backends import user_stop
 from engine.session.backends.openai_chat import OpenAIFactory
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from tests.conftest import REPO
 from tests.runtime_helpers import (
     ScriptedOpenAI,
@@ -37,7 +37,7 @@ THANKS = "Thanks, that is all I needed."
 
 @pytest.fixture(scope="module")
 def retail(data_root: Path) -> LoadedDomain:
-    return load_domain(REPO / "specs" / "tau2_retail", data_root)
+    return load_domain(REPO / "specs" / "tau2_retail", data_root, plugins=plugins())
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +66,7 @@ async def test_an_openai_agent_and_user_run_a_task_end_to_end(
 ) -> None:
     oracle = tau2_oracle[name][task]
     spec = REPO / "specs" / f"tau2_{name}"
-    scenario = load_domain(spec, data_root).scenario(f"tau2_{name}__{task}")
+    scenario = load_domain(spec, data_root, plugins=plugins()).scenario(f"tau2_{name}__{task}")
     gold = scenario.record["evaluation_criteria"]["actions"]
     words = "All done: " + ", ".join(scenario.record["evaluation_criteria"]["communicate_info"] or ["ok"])
     with ScriptedOpenAI(_script(gold, words)) as server:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.domains.registry import load_domain, plugins
+from engine.domains.registry import plugins
+from engine.spec.loader import load_domain
 from engine.spec.validate import validate_specs
 from engine.util.errors import SpecError
 from tests.conftest import REPO
@@ -32,7 +33,7 @@ def underdeclared(tmp_path: Path) -> Path:
 def test_writing_into_the_shared_db_is_refused(underdeclared: Path, data_root: Path) -> None:
     # before: 1 of the 7 scenarios that cancel was flagged, and a run passed on a drifting expected DB
     with pytest.raises(SpecError) as info:
-        load_domain(underdeclared, data_root)
+        load_domain(underdeclared, data_root, plugins=plugins())
     (problem,) = info.value.problems
     assert problem.json_path == "$.tool_table"
     assert "the shared DB tau2-17e07b1/data/tau2/domains/airline/db.json changed" in problem.message
@@ -42,7 +43,7 @@ def test_writing_into_the_shared_db_is_refused(underdeclared: Path, data_root: P
 
 
 def test_the_shipped_spec_leaves_the_shared_db_alone(data_root: Path) -> None:
-    loaded = load_domain(SPEC, data_root)
+    loaded = load_domain(SPEC, data_root, plugins=plugins())
     assert loaded.data is not None and loaded.data.changed() == []
     report = validate_specs(SPEC, data_root, plugins=plugins())
     assert report.ok and loaded.shared_db_problems() == []
@@ -58,4 +59,4 @@ def test_a_writes_placeholder_must_be_an_argument(tmp_path: Path, data_root: Pat
         )
     )
     with pytest.raises(SpecError, match=r"writes names \{resv\}, not an argument of '\w+'"):
-        load_domain(spec, data_root)
+        load_domain(spec, data_root, plugins=plugins())

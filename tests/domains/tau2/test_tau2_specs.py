@@ -17,14 +17,14 @@ import pytest
 
 import cli
 from engine.core.render import render_agent_prompt, render_user_prompt
-from engine.domains.registry import load_domain, plugins
+from engine.domains.registry import plugins
 from engine.domains.tau2_common.plugin import result_text
 from engine.results.session_files import scenario_dir
 from engine.run import runner
 from engine.run.runner import RunReport
 from engine.session.backends.noop import GREETING
 from engine.spec.gold_replay import replay_scenario
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from engine.spec.validate import ValidationReport, validate_specs
 from engine.util.artifacts import read_json, read_jsonl
 from tests.conftest import REPO
@@ -40,7 +40,7 @@ NOOP_FLOOR = {"airline": 24, "retail": 11}
 
 @pytest.fixture(scope="module")
 def loaded(data_root: Path) -> dict[str, LoadedDomain]:
-    return {name: load_domain(SPECS[name], data_root) for name in DOMAINS}
+    return {name: load_domain(SPECS[name], data_root, plugins=plugins()) for name in DOMAINS}
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from engine.core.dataroot import ENV_VAR, resolve_data_root
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.domains.tau2_telecom import data
 from engine.domains.tau2_telecom.replay import Replay, replay_gold
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = Path("/work/shared")
@@ -92,4 +92,7 @@ WORKFLOW_SPEC = REPO / "specs" / "tau2_telecom_workflow"
 @pytest.fixture(scope="package")
 def specs(telecom: Telecom) -> Specs:
     """specs/tau2_telecom and its workflow variant, loaded once for the package."""
-    return Specs(load_domain(MANUAL_SPEC, telecom.root), load_domain(WORKFLOW_SPEC, telecom.root))
+    return Specs(
+        load_domain(MANUAL_SPEC, telecom.root, plugins=plugins()),
+        load_domain(WORKFLOW_SPEC, telecom.root, plugins=plugins()),
+    )

@@ -12,8 +12,8 @@ import pytest
 
 import engine.run.runner as runner
 from cli import main
-from engine.domains.registry import load_domain
-from engine.spec.loader import LoadedDomain
+from engine.domains.registry import plugins
+from engine.spec.loader import LoadedDomain, load_domain
 from tests.mock_domain.judge_server import scripted_judge
 from tests.runtime_helpers import alter_gold_call
 
@@ -112,7 +112,7 @@ def _alter(scenario, tool, params):
 
 @pytest.fixture(scope="module")
 def wrong_run(tmp_path_factory):
-    loaded = load_domain(SPEC, DATA)
+    loaded = load_domain(SPEC, DATA, plugins=plugins())
     by = {s.name: s for s in loaded.scenarios}
     altered = (
         _alter(by["mock__cancel_order"], "cancel_order", {"order_id": "O-101"}),
@@ -161,7 +161,7 @@ def test_wrong_actions_fail_their_signals(wrong_run):
 
 
 def test_fail_under_gates_the_exit_code(wrong_run, tmp_path, capsys):
-    loaded = load_domain(SPEC, DATA)
+    loaded = load_domain(SPEC, DATA, plugins=plugins())
     with scripted_judge([JUDGE_OK]) as (url, _):
         assert _run(tmp_path / "a", url, "--scenarios", "mock__shipped_refusal", "--fail-under", "1.0") == 0
     capsys.readouterr()

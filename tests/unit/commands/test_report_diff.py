@@ -109,8 +109,9 @@ def test_diff_and_html_report_cope_with_deeply_nested_call_arguments(
 ) -> None:
     # before: `evalctl diff` and `evalctl report --html` died with RecursionError (json.loads in
     # engine/results/diff.py _args, reached from _left_gold_path) on arguments a side nested 100,000 deep
-    from engine.domains.registry import load_domain
+    from engine.domains.registry import plugins
     from engine.results.session_files import gold_path
+    from engine.spec.loader import load_domain
     from engine.util.artifacts import read_json, write_json
 
     out = tmp_path / "run"
@@ -118,7 +119,7 @@ def test_diff_and_html_report_cope_with_deeply_nested_call_arguments(
     sdir = out / ONE
     write_json(
         sdir / "scenario_config" / "gold_path.json",
-        gold_path(load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario(ONE)),
+        gold_path(load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario(ONE)),
     )
     nested = "[" * 100_000 + "]" * 100_000
     calls = read_json(sdir / "tool_calls.json")
@@ -137,15 +138,16 @@ def test_diff_counts_turns_from_one_and_says_whose_turn_it_names(tmp_path: Path)
     """A divergence names the agent's own turn when the agent made a call there, and the gold's
     turn when it made none; turns are counted from 1 (tool_calls.json and gold_path.json count
     from 0)."""
-    from engine.domains.registry import load_domain
+    from engine.domains.registry import plugins
     from engine.results.diff import _left_gold_path
     from engine.results.session_files import gold_path
+    from engine.spec.loader import load_domain
     from engine.util.artifacts import read_json, write_json
 
     out = tmp_path / "run"
     assert _run("--output-dir", str(out), "--no-progress") == 0
     sdir = out / ONE
-    gold = gold_path(load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario(ONE))
+    gold = gold_path(load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario(ONE))
     write_json(sdir / "scenario_config" / "gold_path.json", gold)
     assert _left_gold_path(sdir) == "followed the gold path (every gold tool call, in order)"
     calls = read_json(sdir / "tool_calls.json")

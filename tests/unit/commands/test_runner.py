@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 import cli
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.run.runner import run, select_scenarios
+from engine.spec.loader import load_domain
 from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
@@ -27,7 +28,7 @@ SHOP_RUN = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
 
 
 def test_select_scenarios() -> None:
-    scenarios = load_domain(*SHOP).scenarios
+    scenarios = load_domain(*SHOP, plugins=plugins()).scenarios
     assert len(select_scenarios(scenarios, (), None)) == len(scenarios) == 3
     picked = select_scenarios(scenarios, ("mock__shipped_refusal", "mock__cancel_order"), None)
     assert [s.name for s in picked] == ["mock__shipped_refusal", "mock__cancel_order"]

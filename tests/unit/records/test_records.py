@@ -24,9 +24,10 @@ from engine.core.records.fields import RecordError
 from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal, Usage
 from engine.core.records.run import RunRecord
 from engine.core.records.summary import SummaryRecord
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.run.runner import run_cli
 from engine.scoring.signals import SIGNAL_FUNCS
+from engine.spec.loader import load_domain
 from engine.util.artifacts import dumps_json
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.mock_domain.diagnostics import LONG_LINE, plugins_with_diagnostics
@@ -73,7 +74,7 @@ def _gold(name: str) -> dict[str, Any]:
     """Figures of a mock scenario's gold conversation as the replay sides play it: one agent turn per
     caller line; each run of consecutive tool calls is one more agent model call; the replay agent
     adds an end_conversation call."""
-    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario(name)
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario(name)
     trace = scenario.record["trace"]
     kinds = [e["event_type"] for e in trace]
     turns = kinds.count("user_utterance")

@@ -12,15 +12,15 @@ import pytest
 
 import cli
 from engine.core.render import outline, render, render_agent_prompt, render_user_prompt, spell, tool_schemas
-from engine.domains.registry import load_domain
-from engine.spec.loader import LoadedDomain
+from engine.domains.registry import plugins
+from engine.spec.loader import LoadedDomain, load_domain
 from engine.util.errors import SpecError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 
 @pytest.fixture(scope="module")
 def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
 
 
 def test_agent_prompt_is_policy_then_notes(loaded: LoadedDomain) -> None:
@@ -101,7 +101,7 @@ def test_sandbox_blocks_unsafe_attribute_access(loaded: LoadedDomain, tmp_path: 
 
 
 def test_cli_render_sides(capsys) -> None:
-    s = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    s = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order")
     base = ["render", str(MOCK_SPEC_DIR), "--scenario", s.name, "--data-root", str(MOCK_DATA_ROOT)]
     assert cli.main(base) == 0
     out = capsys.readouterr().out
@@ -117,7 +117,7 @@ def test_cli_render_sides(capsys) -> None:
 def test_cli_list(capsys) -> None:
     assert cli.main(["list", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    scenarios = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenarios
+    scenarios = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenarios
     assert [line.split()[:2] for line in lines] == [[s.name, s.record_id] for s in scenarios]
 
 
@@ -161,7 +161,7 @@ def test_template_runtime_error_is_a_spec_problem(tmp_path: Path, line: str, exp
     template = (spec / "mock_agent.md.j2").read_text(encoding="utf-8")
     (spec / "mock_agent.md.j2").write_text(template + line + "\n", encoding="utf-8")
     with pytest.raises(SpecError) as info:
-        load_domain(spec, MOCK_DATA_ROOT)
+        load_domain(spec, MOCK_DATA_ROOT, plugins=plugins())
     lines = [str(p) for p in info.value.problems]
     assert any("agent.md.j2:" in s and expected in s for s in lines), lines
 
@@ -170,6 +170,7 @@ def test_a_prompt_is_rendered_once_per_scenario(loaded: LoadedDomain, monkeypatc
     """A run asks for each prompt when it checks its specs, for its sessions and for every result
     folder: the template runs once per (scenario, side); extra variables always render anew."""
     from engine.core import render as render_module
+
     calls: list[str] = []
     real = render_module._render
 
@@ -193,6 +194,7 @@ def test_a_prompt_is_rendered_once_per_scenario(loaded: LoadedDomain, monkeypatc
 
 def test_kept_prompts_stay_within_their_budget(loaded: LoadedDomain, monkeypatch) -> None:
     from engine.core import render as render_module
+
     monkeypatch.setattr(render_module, "_RENDERED", type(render_module._RENDERED)())
     monkeypatch.setattr(render_module, "_rendered_chars", 0)
     one = len(render_agent_prompt(loaded.scenario("mock__cancel_order")))
@@ -208,9 +210,10 @@ def test_kept_prompts_go_with_their_scenario(monkeypatch) -> None:
     import weakref
 
     from engine.core import render as render_module
+
     monkeypatch.setattr(render_module, "_RENDERED", type(render_module._RENDERED)())
     monkeypatch.setattr(render_module, "_rendered_chars", 0)
-    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order")
     render_agent_prompt(scenario)
     assert len(render_module._RENDERED) >= 1
     gone = weakref.ref(scenario)

@@ -16,11 +16,12 @@ import pytest
 
 from cli import main
 from engine.core.grouping import GroupRule, parse_rule
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.report_html import write_report
 from engine.report_html.collect import GroupRate, collect
 from engine.report_html.transcript import ELIDED, ITEM_MAX, MAX_LINES, Budget, chat_entries
 from engine.results.costs import load_prices
+from engine.spec.loader import load_domain
 from engine.util.errors import SpecError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.sample_run import (
@@ -184,7 +185,7 @@ def test_a_bad_group_rule_is_a_spec_problem_at_its_line(tmp_path: Path) -> None:
     domain.write_text(text, encoding="utf-8")
     line = text.splitlines().index("  pattern: '^(\\d+'") + 1
     with pytest.raises(SpecError) as err:
-        load_domain(spec, MOCK_DATA_ROOT)
+        load_domain(spec, MOCK_DATA_ROOT, plugins=plugins())
     assert f"domain.yaml:{line}: $.report_group.pattern: not a regular expression: missing )" in str(
         err.value
     )

@@ -47,9 +47,9 @@ def test_a_passing_replay_run_does_not_import_deepdiff(tmp_path: Path) -> None:
 def test_a_gold_replay_imports_deepdiff_only_for_a_mismatch(tmp_path: Path) -> None:
     replay = (
         "from dataclasses import replace\n"
-        "from engine.domains.registry import load_domain\n"
+        "from engine.domains.registry import plugins\nfrom engine.spec.loader import load_domain\n"
         "from engine.spec.gold_replay import replay_gold\n"
-        "scenario = load_domain(SPEC, DATA).scenario('mock__cancel_order')\n"
+        "scenario = load_domain(SPEC, DATA, plugins=plugins()).scenario('mock__cancel_order')\n"
     )
     passing = replay + "assert replay_gold(scenario).ok\n"
     assert _imports_deepdiff(passing, tmp_path) is False

@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 from websockets.protocol import State
 
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.results.resume import Job, longest_first, plan_jobs
 from engine.session.backends.replay import ReplayFactory
 from engine.session.conversation import SessionLimits, run_session
 from engine.session.setup import session_setup
 from engine.session.sides import SideLink, SideServer, builtin_side, link
+from engine.spec.loader import load_domain
 from engine.util import heap
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import SHOP
@@ -28,7 +29,7 @@ from tests.unit.scale.helpers import SHOP
 
 @pytest.fixture(scope="module")
 def shop():
-    return load_domain(*SHOP)
+    return load_domain(*SHOP, plugins=plugins())
 
 
 def test_jobs_start_longest_conversation_first(shop, tmp_path: Path) -> None:

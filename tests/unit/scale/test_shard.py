@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 import cli
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.run.runner import run
 from engine.run.shard import Shard, parse_shard, shard_names, shard_scenarios, split
+from engine.spec.loader import load_domain
 from engine.util.errors import UsageError
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import NAMES, SHOP, SHOP_RUN, hashes
@@ -36,7 +37,7 @@ def test_shards_are_disjoint_and_cover_the_selection(count: int) -> None:
 
 
 def test_shard_scenarios_slices_the_loaded_scenarios() -> None:
-    scenarios = load_domain(*SHOP).scenarios
+    scenarios = load_domain(*SHOP, plugins=plugins()).scenarios
     parts = [[s.name for s in shard_scenarios(scenarios, Shard(i, 2))] for i in (1, 2)]
     assert parts == [["mock__cancel_order", "mock__shipped_refusal"], ["mock__late_delivery_credit"]]
     with pytest.raises(UsageError, match=r"--shard 4/4: the selection has 3 scenario\(s\)"):

@@ -158,10 +158,11 @@ async def test_a_dead_workers_stored_conversations_are_kept(tmp_path: Path) -> N
     verdict counts as done; a folder holding nothing gets the verdict error."""
     import json as _json
 
-    from engine.domains.registry import load_domain as load
+    from engine.domains.registry import plugins
     from engine.results.resume import plan_jobs
     from engine.results.run_report import RunReport
     from engine.run.progress import Progress
+    from engine.spec.loader import load_domain as load
 
     out = tmp_path / "run"
     await run(run_options(*SHOP, scenarios=NAMES, output_dir=out, workers=1, progress=False))
@@ -172,7 +173,7 @@ async def test_a_dead_workers_stored_conversations_are_kept(tmp_path: Path) -> N
     for name in (empty,):
         for path in sorted((out / name).rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()
-    loaded = load(*SHOP)
+    loaded = load(*SHOP, plugins=plugins())
     opts = run_options(*SHOP, scenarios=NAMES, output_dir=out, progress=False)
     jobs = plan_jobs([s for s in loaded.scenarios if s.name in NAMES], opts, out)
     task = workers.WorkerTask(
@@ -201,12 +202,13 @@ async def test_a_dead_workers_stored_conversations_are_kept(tmp_path: Path) -> N
 
 
 def test_the_concurrency_is_shared_not_multiplied() -> None:
-    from engine.domains.registry import load_domain as load
+    from engine.domains.registry import plugins
     from engine.results.resume import Job
+    from engine.spec.loader import load_domain as load
 
     opts = run_options(*SHOP, workers=4, concurrency=3)
     assert workers.worker_count(opts, 10_000, None) == 3  # never more workers than sessions at once
-    jobs = [Job(s, k, "run") for s in load(*SHOP).scenarios for k in (1, 2)]
+    jobs = [Job(s, k, "run") for s in load(*SHOP, plugins=plugins()).scenarios for k in (1, 2)]
     for c, n in ((3, 2), (8, 3), (2, 2), (200, 2)):
         tasks = workers._tasks(jobs, n, run_options(*SHOP, concurrency=c), Path("r"), "i", None)
         shares = [t.opts.concurrency for t in tasks]

@@ -24,10 +24,12 @@ VERDICT = {"score": 0.1, "reason": "wrong flight", "nl_assertion_verdicts": []}
 
 @pytest.fixture(scope="module")
 def sc() -> Any:
-    from engine.domains.registry import load_domain
+    from engine.domains.registry import plugins
+    from engine.spec.loader import load_domain
 
     return replace(
-        load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__late_delivery_credit"), nl_assertions=()
+        load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__late_delivery_credit"),
+        nl_assertions=(),
     )
 
 

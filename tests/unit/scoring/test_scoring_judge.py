@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from engine.core.options import ScoringOptions
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.results.scoring_stage import finish_session
 from engine.scoring.judge import parse_judge_reply, render_judge_prompt, run_judge
+from engine.spec.loader import load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.eva_fixtures import expected_copy, session
 from tests.mock_domain.judge_server import scripted_judge
@@ -31,7 +32,7 @@ GOOD = {
 
 @pytest.fixture(scope="module")
 def sc():
-    base = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    base = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order")
     # no judge template of the domain's own: the repository's judge.md.j2 is the one rendered
     domain = replace(base.domain, templates={k: v for k, v in base.domain.templates.items() if k != "judge"})
     return replace(
@@ -241,7 +242,7 @@ async def test_judge_verdict_survives_odd_usage_fields(usage: Any) -> None:
     from tests.mock_domain.eva_fixtures import session
 
     # before: a TypeError on the token counts discarded the valid score: retried, then N/A
-    sc = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    sc = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order")
     body = completion(json.dumps({"score": 1.0, "reason": "ok"}))
     body["usage"] = usage
     with raw_server(json.dumps(body).encode()) as url:
@@ -256,7 +257,7 @@ async def test_judge_error_is_one_line() -> None:
     from engine.scoring.judge import run_judge
     from tests.mock_domain.eva_fixtures import session
 
-    sc = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    sc = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order")
     body = {"error": {"message": "bad request:\n  field 'messages'\n" + "x" * 5000}}
     with ScriptedOpenAI([Step(body, status=400)]) as server:
         options = ScoringOptions(

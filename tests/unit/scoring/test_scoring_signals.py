@@ -10,7 +10,7 @@ import pytest
 
 from engine.core.dbhash import db_hash
 from engine.core.model import SIGNALS
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.scoring.judge import JudgeOutcome
 from engine.scoring.predicates import evaluate_db_state_assertion
 from engine.scoring.signals import (
@@ -23,6 +23,7 @@ from engine.scoring.signals import (
     judge_passed_signal,
     nl_assertion_signal,
 )
+from engine.spec.loader import load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.eva_fixtures import expected_copy, session
 
@@ -33,7 +34,8 @@ def sc():
     from dataclasses import replace
 
     return replace(
-        load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order"), db_state_assertions=()
+        load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order"),
+        db_state_assertions=(),
     )
 
 

@@ -13,8 +13,9 @@ from typing import Any
 import websockets
 
 from engine.core.gold import GoldStep
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.run.runner import run
+from engine.spec.loader import load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options, session_between
 
@@ -105,7 +106,7 @@ class ExternalAgent:
 
 
 async def test_external_agent_and_misbehaving_sides(tmp_path: Path) -> None:
-    loaded = load_domain(*SHOP)
+    loaded = load_domain(*SHOP, plugins=plugins())
     scripts = {name: turns_of(list(loaded.scenario(name).gold_trace)) for name in GOOD}
     agent = ExternalAgent(scripts)
     async with websockets.serve(agent.handler, "127.0.0.1", 0) as server:
@@ -144,7 +145,7 @@ async def test_external_agent_and_misbehaving_sides(tmp_path: Path) -> None:
 
 
 async def test_unreachable_side_is_an_error() -> None:
-    scenario = load_domain(*SHOP).scenario("mock__cancel_order")
+    scenario = load_domain(*SHOP, plugins=plugins()).scenario("mock__cancel_order")
     server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     server.close()
@@ -160,7 +161,7 @@ async def test_the_minimal_agent_in_docs_protocol_md_runs() -> None:
     code = text.split("## A minimal agent", 1)[1].split("```python", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
     exec(code.replace("asyncio.run(main())", ""), namespace)  # the doc's own code, minus its main()
-    scenario = load_domain(*SHOP).scenario("mock__cancel_order")
+    scenario = load_domain(*SHOP, plugins=plugins()).scenario("mock__cancel_order")
     async with websockets.serve(namespace["session"], "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         from engine.session.backends.replay import ReplayFactory
@@ -176,7 +177,7 @@ async def test_external_user_side_and_a_side_of_the_wrong_role(tmp_path: Path) -
     from engine.session.backends.replay import ReplayFactory
     from engine.session.sides import builtin_side
 
-    loaded = load_domain(*SHOP)
+    loaded = load_domain(*SHOP, plugins=plugins())
     factory = ReplayFactory({s.name: s for s in loaded.scenarios})
     async with builtin_side(factory, role="user") as user_uri:
         ok = await run(

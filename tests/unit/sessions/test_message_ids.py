@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import websockets
 
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.session.backends.replay import ReplayFactory
 from engine.session.sides.link import SideFailure, SideLink
+from engine.spec.loader import load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import session_between
 
@@ -86,7 +87,7 @@ async def _agent_reusing(reused: str) -> AsyncIterator[str]:
 
 
 async def test_a_session_with_an_agent_reusing_an_id_stops_with_error_on_the_agent() -> None:
-    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__shipped_refusal")
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__shipped_refusal")
     async with _agent_reusing("a1") as uri:
         result = await session_between(scenario, uri, ReplayFactory({scenario.name: scenario}))
     assert result.stop_reason == "error" and result.error_source is None  # the agent's own conduct

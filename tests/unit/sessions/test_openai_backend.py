@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.run.runner import run
 from engine.session.backends import BackendError, SessionInfo, TurnInfo
 from engine.session.backends.openai_chat import OpenAIFactory
 from engine.session.backends.replay import ReplayFactory
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, raw_server, run_options, session_between
@@ -27,7 +27,7 @@ SCENARIO = "mock__cancel_order"
 
 @pytest.fixture(scope="module")
 def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
 
 
 @pytest.fixture(autouse=True)
@@ -354,13 +354,14 @@ async def test_a_refusal_is_what_the_model_said(monkeypatch: pytest.MonkeyPatch)
 async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from engine.domains.registry import load_domain
+    from engine.domains.registry import plugins
     from engine.session.backends.replay import ReplayFactory
+    from engine.spec.loader import load_domain
     from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
     from tests.runtime_helpers import session_between
 
     monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
-    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order")
     body = {"error": {"message": "upstream failed:\r\n  Traceback (most recent call last)\n\x1b[31mboom"}}
     with ScriptedOpenAI([Step(body, status=400)]) as server:
         factory = OpenAIFactory("m", base_url=server.base_url, api_key_env="EVALCTL_TEST_KEY", max_retries=0)

@@ -10,18 +10,18 @@ import pytest
 
 from engine.core.dbhash import db_hash
 from engine.core.model import Scenario
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.session.backends import BackendReply, SessionInfo, TurnInfo
 from engine.session.backends.replay import ReplayBackend, ReplayFactory, split_trace
 from engine.session.conversation import SessionLimits
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import say, scripted_factory, session_between
 
 
 @pytest.fixture(scope="module")
 def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
 
 
 def _user_saying(scenario: Scenario, lines: list[str]):
@@ -237,12 +237,13 @@ async def test_an_agent_looping_on_tool_calls_is_stopped_by_the_engine(loaded: L
 
 
 async def test_two_silent_sides_end_the_session_after_empty_turns() -> None:
-    from engine.domains.registry import load_domain
+    from engine.domains.registry import plugins
     from engine.session.conversation import SessionLimits
+    from engine.spec.loader import load_domain
     from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
     from tests.runtime_helpers import scripted_factory, session_between
 
-    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order")
     agents: list = []
     users: list = []
     result = await session_between(

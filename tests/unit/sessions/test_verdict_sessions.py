@@ -20,10 +20,11 @@ import websockets
 import engine.session.sides.link as link
 from cli import main
 from engine.core.model import Scenario
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.session.backends import BackendReply, ToolCallRequest, TurnInfo, Usage
 from engine.session.backends.replay import ReplayFactory
 from engine.session.conversation import SessionLimits
+from engine.spec.loader import load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, say, scripted_factory, session_between
 
@@ -36,7 +37,7 @@ PATIENCE_S = 60.0
 
 @pytest.fixture(scope="module")
 def scenario() -> Scenario:
-    return load_domain(SPEC, DATA).scenario(CANCEL)
+    return load_domain(SPEC, DATA, plugins=plugins()).scenario(CANCEL)
 
 
 @pytest.fixture(autouse=True)

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 import cli
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
+from engine.spec.loader import load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 
 EXAMPLES = REPO / "tests" / "examples"
@@ -113,7 +114,7 @@ def test_adding_a_scenario_is_yaml_only(tmp_path: Path) -> None:
         "agent_notes: [Offer to keep the order on hold first.]\n",
         encoding="utf-8",
     )
-    seeds = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenarios
+    seeds = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenarios
     n = len(seeds) + 1
     env = {**os.environ, "EVAL_DATA_ROOT": str(MOCK_DATA_ROOT)}
     exe = [sys.executable, "-c", "import sys, cli; sys.exit(cli.main())"]

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
+from engine.spec.loader import load_domain
 from engine.util.errors import SpecError
 from engine.util.yamlload import parse_yaml
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
@@ -37,7 +38,7 @@ def test_a_yes_no_decision_tree_fails_validation(tmp_path: Path) -> None:
     scenario.write_text(text + "user:\n  decision_tree:\n    yes: accept the refund\n    no: ask again\n")
     first = text.count("\n") + 3
     with pytest.raises(SpecError) as info:
-        load_domain(spec, MOCK_DATA_ROOT)
+        load_domain(spec, MOCK_DATA_ROOT, plugins=plugins())
     found = [p for p in info.value.problems if "decision_tree" in p.json_path]
     assert [p.line for p in found] == [first, first + 1] and all(
         "is not text in YAML" in p.message for p in found
@@ -52,7 +53,7 @@ def test_single_brace_placeholders_of_context_variables_are_problems(tmp_path: P
     lines = body.count("\n")
     (spec / "mock_agent.md.j2").write_text(body + f'Today: {{{name}}}. JSON: {{"a": {{b}}, "x": 1}}\n')
     with pytest.raises(SpecError) as info:
-        load_domain(spec, MOCK_DATA_ROOT)
+        load_domain(spec, MOCK_DATA_ROOT, plugins=plugins())
     (problem,) = info.value.problems
     assert problem.file.endswith("agent.md.j2") and problem.line == lines + 1
     assert f"'{{{name}}}' is a single-brace placeholder, rendered literally" in problem.message
@@ -115,7 +116,7 @@ MOCK_DATA = REPO / "tests" / "mock_domain" / "dataroot"
 def test_reference_answers_name_real_tools_and_arguments(mock_copy, old, new, where, message) -> None:
     _edit(mock_copy / "scenarios" / "cancel.yaml", old, new)
     with pytest.raises(SpecError) as info:
-        load_domain(mock_copy, MOCK_DATA)
+        load_domain(mock_copy, MOCK_DATA, plugins=plugins())
     (problem,) = info.value.problems
     assert (problem.json_path, problem.message) == (where, message)
 
@@ -151,7 +152,7 @@ def test_scenarios_are_chosen_by_name_or_record_id() -> None:
     from engine.results.rundir import select_scenarios
     from engine.util.errors import UsageError
 
-    loaded = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+    loaded = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
     chosen = select_scenarios(loaded.scenarios, ("M1", "mock__shipped_refusal", "M1"), None)
     assert [s.name for s in chosen] == ["mock__cancel_order", "mock__shipped_refusal"]
     assert loaded.scenario("M1").name == "mock__cancel_order"
@@ -187,7 +188,8 @@ def test_diff_paths_are_positions_in_the_files() -> None:
 def test_predicate_on_the_user_side_is_a_spec_problem(tmp_path: Path) -> None:
     import shutil
 
-    from engine.domains.registry import load_domain
+    from engine.domains.registry import plugins
+    from engine.spec.loader import load_domain
     from engine.util.errors import SpecError
 
     mock = REPO / "tests" / "mock_domain"
@@ -198,7 +200,7 @@ def test_predicate_on_the_user_side_is_a_spec_problem(tmp_path: Path) -> None:
     cancel.write_text(text.replace("side: agent}", "side: user}"), encoding="utf-8")
     # before: valid; every run failed the assertion with 'no user DB for this session'
     with pytest.raises(SpecError) as info:
-        load_domain(spec, mock / "dataroot")
+        load_domain(spec, mock / "dataroot", plugins=plugins())
     (problem,) = info.value.problems
     assert problem.json_path == "$.db_state_assertions[credit_balance].side"
     assert "domain mock has no user-side DB" in problem.message

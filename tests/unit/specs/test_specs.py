@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 import cli
-from engine.domains.registry import load_domain
-from engine.spec.loader import LoadedDomain
+from engine.domains.registry import plugins
+from engine.spec.loader import LoadedDomain, load_domain
 from engine.util.errors import DataRootError, SpecError, UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 
 @pytest.fixture(scope="module")
 def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
 
 
 def test_unknown_scenario_suggests(loaded: LoadedDomain) -> None:
@@ -30,7 +30,7 @@ def test_unknown_scenario_suggests(loaded: LoadedDomain) -> None:
 
 def test_missing_data_root_is_a_data_root_error(tmp_path: Path) -> None:
     with pytest.raises(DataRootError, match="make data"):
-        load_domain(MOCK_SPEC_DIR, tmp_path / "nowhere")
+        load_domain(MOCK_SPEC_DIR, tmp_path / "nowhere", plugins=plugins())
 
 
 def _object_schemas(node: object, path: str = "$"):
@@ -131,7 +131,7 @@ def test_scenario_file_that_would_be_skipped_is_reported(tmp_path: Path, moved: 
     (spec / moved).parent.mkdir(parents=True, exist_ok=True)
     (spec / "scenarios/cancel.yaml").rename(spec / moved)
     with pytest.raises(SpecError) as info:
-        load_domain(spec, MOCK_DATA_ROOT)
+        load_domain(spec, MOCK_DATA_ROOT, plugins=plugins())
     (problem,) = info.value.problems
     assert problem.file.endswith(moved) and "not loaded" in problem.message
 
@@ -142,7 +142,7 @@ def test_nan_max_duration_fails_validation(tmp_path: Path) -> None:
     domain = spec / "domain.yaml"
     domain.write_text(domain.read_text(encoding="utf-8").replace("max_duration: 60", "max_duration: .nan"))
     with pytest.raises(SpecError) as info:
-        load_domain(spec, MOCK_DATA_ROOT)
+        load_domain(spec, MOCK_DATA_ROOT, plugins=plugins())
     assert [p.json_path for p in info.value.problems] == ["$.max_duration"]
 
 

@@ -17,21 +17,24 @@ import pytest
 from engine.core.dbhash import db_hash
 from engine.core.model import Scenario
 from engine.core.toolruntime import ToolRuntime
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
+from engine.spec.loader import load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 
 @pytest.fixture(scope="module")
 def shop() -> Scenario:
     """The mock shop's late-delivery caller: customer C-2 (credit 5), order O-200."""
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__late_delivery_credit")
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario(
+        "mock__late_delivery_credit"
+    )
 
 
 @pytest.fixture(scope="module")
 def declared() -> Scenario:
     """The mock shop's cancel caller (order O-100, placed) with cancel_order declaring that it writes
     the order it is given."""
-    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order")
     tools = tuple(
         dataclasses.replace(t, writes=("/orders/{order_id}",)) if t.name == "cancel_order" else t
         for t in scenario.tools.tools

@@ -26,9 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.core.datasources import DataFiles
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.results.provenance import hash_tree, run_provenance
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from engine.util.errors import SpecError
 from tests.conftest import REPO
 
@@ -53,7 +53,7 @@ def shop(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def _problems(spec: Path, root: Path) -> str:
     with pytest.raises(SpecError) as info:
-        load_domain(spec, root)
+        load_domain(spec, root, plugins=plugins())
     text = "\n".join(str(p) for p in info.value.problems)
     assert SECRET not in text
     return text
@@ -120,7 +120,7 @@ def test_a_symlink_inside_the_data_root_still_works(shop: tuple[Path, Path, Path
     spec, root, _ = shop
     (root / "mock_shop/dbs/M1.json").rename(root / "m1_real.json")
     (root / "mock_shop/dbs/M1.json").symlink_to(root / "m1_real.json")
-    loaded: LoadedDomain = load_domain(spec, root)
+    loaded: LoadedDomain = load_domain(spec, root, plugins=plugins())
     assert loaded.scenario("mock__cancel_order").initial_db["customers"]["C-1"]["name"] == "Ada Lane"
 
 
@@ -155,8 +155,10 @@ def test_a_link_to_dev_zero_is_refused_without_reading(shop: tuple[Path, Path, P
     code = (
         "import resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
-        "from engine.util.errors import SpecError\nfrom engine.domains.registry import load_domain\n"
-        "try:\n    load_domain(sys.argv[1], sys.argv[2])\n"
+        "from engine.util.errors import SpecError\n"
+        "from engine.domains.registry import plugins\n"
+        "from engine.spec.loader import load_domain\n"
+        "try:\n    load_domain(sys.argv[1], sys.argv[2], plugins=plugins())\n"
         "except SpecError as err:\n    print('\\n'.join(str(p) for p in err.problems))\n"
     )
     done = subprocess.run(

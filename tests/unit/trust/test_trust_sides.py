@@ -29,7 +29,7 @@ from engine.core.protocol import MAX_FRAME_BYTES
 from engine.core.records.fields import RecordError
 from engine.core.records.metrics import MetricsRecord
 from engine.core.records.metrics import Usage as UsageRecord
-from engine.domains.registry import load_domain, plugins
+from engine.domains.registry import plugins
 from engine.results.scoring_stage import finish_run
 from engine.run.runner import run, session_setup
 from engine.scoring.summary import build_summary, render_summary_text
@@ -39,7 +39,7 @@ from engine.session.conversation import SessionLimits, run_session
 from engine.session.sides import builtin_side
 from engine.session.sides.link import SideLink
 from engine.session.sides.standalone import serve_side
-from engine.spec.loader import LoadedDomain
+from engine.spec.loader import LoadedDomain, load_domain
 from engine.util.untrusted import MAX_COUNT, one_line
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.record_helpers import metrics_row
@@ -54,7 +54,7 @@ Reply = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 @pytest.fixture(scope="module")
 def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
 
 
 @contextlib.asynccontextmanager
@@ -357,7 +357,7 @@ async def test_serve_checks_frames_against_the_schemas(
 
 @pytest.fixture(scope="module")
 def shop() -> Scenario:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order")
 
 
 def _agent_sending(frame: str) -> Callable[[Any], Awaitable[None]]:

@@ -19,7 +19,7 @@ import cli
 from engine.core.protocol import PROTOCOL_SCHEMA_DIR, ProtocolError, decode, schema_path
 from engine.core.records.fields import RecordError
 from engine.core.records.metrics import MetricsRecord
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.run.runner import run
 from engine.session.backends.replay import ReplayFactory
 from engine.session.sides import builtin_side
@@ -30,6 +30,7 @@ from engine.session.voice.pcm import read_wav, silence, speech_bounds, tone, tri
 from engine.session.voice.run import VoiceRun
 from engine.session.voice.side import VoiceStyle
 from engine.session.voice.tts import ToneVoice, TTSError
+from engine.spec.loader import load_domain
 from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
@@ -257,7 +258,7 @@ async def test_a_recogniser_gives_the_agents_word_error_rate(tmp_path: Path) -> 
 
 
 async def test_a_version_1_side_refuses_an_audio_session(tmp_path: Path) -> None:
-    loaded = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
+    loaded = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
     async with builtin_side(ReplayFactory({s.name: s for s in loaded.scenarios}), role="agent") as uri:
         metrics = await _run(tmp_path, THREE[:1], agent=uri, voice=voice_run())
     m = metrics[THREE[0]]
@@ -448,7 +449,7 @@ async def test_a_side_that_asks_for_text_gets_the_callers_words(tmp_path: Path) 
             reply = {"v": 2, "type": "turn.response", "id": "r", "reply_to": msg["id"], "text": ""}
             await ws.send(json.dumps({**reply, "audio": {"frames": 0}}))
 
-    sc = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario(THREE[0])
+    sc = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario(THREE[0])
     async with websockets.serve(session, "127.0.0.1", 0) as server:
         uri = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
         metrics = await _run(tmp_path, THREE[:1], agent=uri, voice=voice_run())

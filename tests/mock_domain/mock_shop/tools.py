@@ -1,4 +1,4 @@
-"""Handlers of the tiny ``mock`` domain used by the tests (``tests/mock_domain/``): a shop with
+"""Handlers and predicates of the tiny ``mock`` shop of the tests (``tests/mock_domain/``): a shop with
 orders and store credit. DB shape: ``{_current_date, customers: {id: {name, credit}},
 orders: {id: {customer_id, status, total}}, credits: [{customer_id, credit_amount, reason}]}``.
 Amounts are dollars.
