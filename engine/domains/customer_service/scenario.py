@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.domains.customer_service.handlers import REFUND_PREFIX, RETURN_STATUS, parse_money
-from engine.domains.nemo_common import steps as st
+from engine.domains.nemo_common import gold as st
 from engine.domains.nemo_common.records import offered_tools, tool_arguments
 
 #: The operation tools; a scenario offers at most one of them.
@@ -249,7 +249,7 @@ def _order_to_check(record: Mapping[str, Any], op: tuple[str, dict[str, Any]] | 
 
 
 def gold_steps(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """evalctl's gold conversation (:data:`~engine.domains.nemo_common.steps.GOLD_SOURCE`): the
+    """evalctl's gold conversation (:data:`~engine.domains.nemo_common.gold.GOLD_SOURCE`): the
     quoted greeting, the caller's instructions (the one naming the account becomes "My account ID
     is ..."), LookupAccountTool and CheckOrderStatusTool once the ID is given, then the operation
     and ResolveTicketTool with the reference texts, the resolution read out, the caller's quoted

@@ -2,6 +2,7 @@
 ``nemo-1a83139`` release, the prompt variables (one structure for all three) and the gold-step
 shape. Domain behaviour (handlers, DB shapes, references) lives in each domain's own package."""
 
+from engine.domains.nemo_common.gold import GOLD_SOURCE, to_gold_events
 from engine.domains.nemo_common.prompts import SCRIPTED_PROMPTS, prompt_variables, script_lines
 from engine.domains.nemo_common.records import (
     AGENT_KICKOFF,
@@ -15,7 +16,6 @@ from engine.domains.nemo_common.records import (
     offered_tools,
     tool_arguments,
 )
-from engine.domains.nemo_common.steps import GOLD_SOURCE, to_gold_events
 
 __all__ = [
     "AGENT_KICKOFF",

@@ -15,9 +15,9 @@ from typing import Any
 
 from engine.core.gold import GoldTrace, events_trace
 from engine.core.plugin import DeriveFunc, Diagnostic, DomainPlugin, Handler, Predicate
+from engine.domains.nemo_common.gold import to_gold_events
 from engine.domains.nemo_common.prompts import prompt_variables
 from engine.domains.nemo_common.records import evalctl_name, offered_tools
-from engine.domains.nemo_common.steps import to_gold_events
 
 #: The gold format name of these domains (``gold_trace.format`` in their domain.yaml).
 GOLD_FORMAT = "nemo_gold"

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.core.plugin import DiagnosticInputs
-from engine.domains.nemo_common import steps as st
+from engine.domains.nemo_common import gold as st
 from engine.domains.nemo_common.prompts import script_lines
 from engine.domains.nemo_common.records import offered_tools
 
@@ -128,7 +128,7 @@ def _lines(record: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def gold_steps(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """evalctl's gold conversation (:data:`~engine.domains.nemo_common.steps.GOLD_SOURCE`): the
+    """evalctl's gold conversation (:data:`~engine.domains.nemo_common.gold.GOLD_SOURCE`): the
     quoted greeting, the caller's quoted question, the weather call for a weather question (when
     the tool is offered), SaveQuestionAnswerTool with the reference question and answer, the answer
     spoken, the caller's quoted goodbye and EndConversationTool. ValueError when a line is missing."""

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from engine.domains.nemo_common import steps as st
+from engine.domains.nemo_common import gold as st
 from engine.domains.nemo_common.records import offered_tools, tool_arguments, upstream_truthy
 
 WAITLIST_TOOLS = ("JoinWaitListTool", "DropWaitListTool", "GetWaitlistTool")
@@ -209,7 +209,7 @@ def _waitlist_steps(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def gold_steps(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """evalctl's gold conversation (:data:`~engine.domains.nemo_common.steps.GOLD_SOURCE`): the
+    """evalctl's gold conversation (:data:`~engine.domains.nemo_common.gold.GOLD_SOURCE`): the
     agent greets with the quoted line of its first instruction, the caller speaks its instructions,
     the agent calls the tools with the reference arguments, both close, and the agent hangs up with
     EndConversationTool. Raises ValueError when the record lacks what the conversation needs."""

@@ -49,7 +49,7 @@ HANDLERS: dict[str, Handler] = {
     "get_flight_status": read.get_flight_status,
 }
 
-#: What each tool may change (see engine.domains.tau2_common.replay for the path forms). A ``/-``
+#: What each tool may change (see engine.domains.tau2_common.gold for the path forms). A ``/-``
 #: container may get entries added, removed or replaced by updated copies, never changed in place.
 WRITES: dict[str, tuple[str, ...]] = {
     "book_reservation": ("/users/{user_id}", "/reservations/-", "/flights/-"),

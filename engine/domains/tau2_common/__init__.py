@@ -10,7 +10,7 @@
 """
 
 from engine.domains.tau2_common.dbhash import Tau2Hasher, tau2_db_hash, with_null_defaults
-from engine.domains.tau2_common.replay import Replay, Session, replay_actions
+from engine.domains.tau2_common.gold import Replay, Session, replay_actions
 from engine.domains.tau2_common.results import ToolFailure, fail, ok, tau2_tool
 
 __all__ = [

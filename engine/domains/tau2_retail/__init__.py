@@ -51,7 +51,7 @@ HANDLERS: dict[str, Handler] = {
     "transfer_to_human_agents": generic.transfer_to_human_agents,
 }
 
-#: What each tool may change (see engine.domains.tau2_common.replay for the path forms). A ``/-``
+#: What each tool may change (see engine.domains.tau2_common.gold for the path forms). A ``/-``
 #: container may get entries added, removed or replaced by updated copies, never changed in place.
 WRITES: dict[str, tuple[str, ...]] = {
     "calculate": (),

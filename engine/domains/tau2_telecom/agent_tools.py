@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.core.tools.context import CallContext
 from engine.domains.tau2_telecom.common import REQUIRED, Result, ToolError, success, tau2_tool, today
-from engine.domains.tau2_telecom.model import record_view
+from engine.domains.tau2_telecom.shapes import record_view
 
 _OWNER = "TelecomTools"
 _CUSTOMER_LINE = {"customer_id": REQUIRED, "line_id": REQUIRED}

@@ -17,7 +17,7 @@ from engine.domains.tau2_telecom import agent_tools as carrier
 from engine.domains.tau2_telecom import device as phone
 from engine.domains.tau2_telecom import user_apps, user_tools
 from engine.domains.tau2_telecom.common import TODAY, ToolError
-from engine.domains.tau2_telecom.model import normalise, record_view
+from engine.domains.tau2_telecom.shapes import normalise, record_view
 
 Init = Callable[..., Any]
 

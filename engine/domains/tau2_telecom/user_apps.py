@@ -10,7 +10,7 @@ from typing import Any
 from engine.core.tools.context import CallContext
 from engine.domains.tau2_telecom import device as phone
 from engine.domains.tau2_telecom.common import REQUIRED, Result, success, tau2_tool
-from engine.domains.tau2_telecom.model import PERMISSIONS
+from engine.domains.tau2_telecom.shapes import PERMISSIONS
 
 _OWNER = "TelecomUserTools"
 _NONE: dict[str, Any] = {}

@@ -17,7 +17,7 @@ import pytest
 from engine.core.dataroot import ENV_VAR, resolve_data_root
 from engine.domains.registry import plugins
 from engine.domains.tau2_telecom import data
-from engine.domains.tau2_telecom.replay import Replay, replay_gold
+from engine.domains.tau2_telecom.gold import Replay, replay_gold
 from engine.spec.loader import LoadedDomain, load_domain
 
 REPO = Path(__file__).resolve().parents[3]

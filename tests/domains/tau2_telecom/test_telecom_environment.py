@@ -19,8 +19,8 @@ from engine.domains.tau2_telecom import (
     tau2_hash,
 )
 from engine.domains.tau2_telecom.common import json_copy
-from engine.domains.tau2_telecom.model import Side
-from engine.domains.tau2_telecom.replay import Replay, run_call
+from engine.domains.tau2_telecom.gold import Replay, run_call
+from engine.domains.tau2_telecom.shapes import Side
 from tests.domains.tau2_telecom.conftest import Telecom
 from tests.domains.tau2_telecom.helpers import call, ok
 

@@ -1,6 +1,6 @@
 """Gold parity of the tau2 telecom domain against what tau2 17e07b1's own code computed (the oracle).
 
-Two replays of every base task (see ``engine.domains.tau2_telecom.replay``):
+Two replays of every base task (see ``engine.domains.tau2_telecom.gold``):
 
 - ``evaluator``: init, gold actions with no sync between them. Before its final sync this is
   tau2's gold environment itself: its hashes are the oracle's ``gold_end_state_tau2_hash`` and
@@ -28,7 +28,7 @@ from engine.domains.tau2_telecom import (
     tau2_hash,
 )
 from engine.domains.tau2_telecom.common import json_copy
-from engine.domains.tau2_telecom.replay import Replay
+from engine.domains.tau2_telecom.gold import Replay
 from tests.domains.tau2_telecom.conftest import Telecom
 from tests.domains.tau2_telecom.test_telecom_agent_tools import AGENT_TOOLS_TESTED
 from tests.domains.tau2_telecom.test_telecom_user_tools import USER_TOOLS_TESTED

@@ -22,7 +22,7 @@ from engine.core.model import Scenario
 from engine.core.render import render_agent_prompt, render_user_prompt
 from engine.domains.registry import plugins
 from engine.domains.tau2_telecom import AGENT_WRITES, USER_WRITES, tau2_content, tau2_hash
-from engine.domains.tau2_telecom.plugin import action_reference, env_assertions, nl_assertions
+from engine.domains.tau2_telecom.scenario import action_reference, env_assertions, nl_assertions
 from engine.spec.gold_replay import replay_scenario, replay_trace
 from engine.spec.validate import validate_specs
 from engine.util.yamlload import load_yaml

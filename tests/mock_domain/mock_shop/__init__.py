@@ -6,15 +6,15 @@ registers a domain, through an ``evalctl.domains`` entry point of a distribution
 from __future__ import annotations
 
 from engine.core.plugin import DomainPlugin
-from tests.mock_domain.mock_shop import tools
+from tests.mock_domain.mock_shop import handlers
 
 PLUGIN = DomainPlugin(
     name="mock",
     description="a tiny shop: orders and store credit",
     handlers={
-        "mock_get_order": tools.get_order,
-        "mock_cancel_order": tools.cancel_order,
-        "mock_issue_credit": tools.issue_credit,
+        "mock_get_order": handlers.get_order,
+        "mock_cancel_order": handlers.cancel_order,
+        "mock_issue_credit": handlers.issue_credit,
     },
-    predicates={"order_status": tools.mock_order_status, "credit_balance": tools.mock_credit_balance},
+    predicates={"order_status": handlers.mock_order_status, "credit_balance": handlers.mock_credit_balance},
 )
