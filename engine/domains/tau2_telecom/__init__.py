@@ -27,11 +27,11 @@ from typing import Any
 
 from engine.core.plugin import DomainPlugin, Predicate
 from engine.domains.tau2_telecom.agent_tools import AGENT_HANDLERS, AGENT_WRITES
-from engine.domains.tau2_telecom.assertions import PREDICATE_SIDES, PREDICATES, check_assertion
 from engine.domains.tau2_telecom.common import tau2_content
 from engine.domains.tau2_telecom.diagnostics import user_db_state_match
 from engine.domains.tau2_telecom.environment import INIT_FUNCTIONS, initialise, sync
 from engine.domains.tau2_telecom.gold import replay_gold
+from engine.domains.tau2_telecom.predicates import PREDICATE_SIDES, PREDICATES, check_assertion
 from engine.domains.tau2_telecom.scenario import action_reference, env_assertions, nl_assertions
 from engine.domains.tau2_telecom.shapes import normalise, tau2_hash
 from engine.domains.tau2_telecom.user_tools import USER_HANDLERS, USER_WRITES

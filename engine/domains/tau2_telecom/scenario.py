@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.domains.tau2_telecom.assertions import PREDICATE_SIDES
 from engine.domains.tau2_telecom.environment import SIDES
+from engine.domains.tau2_telecom.predicates import PREDICATE_SIDES
 
 #: tau2's reward-basis names that make evalctl fields applicable.
 ACTION, NL_ASSERTION = "ACTION", "NL_ASSERTION"
