@@ -245,3 +245,59 @@ def test_docs_links_resolve() -> None:
             if anchor and dest.suffix == ".md":
                 headings = re.findall(r"^#+ (.+)$", dest.read_text(encoding="utf-8"), re.M)
                 assert anchor in {_slug(h) for h in headings}, f"{doc.name}: no heading for #{anchor}"
+
+
+def _layout_block() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```\n", 2)[1]
+
+
+def test_readme_layout_names_every_engine_package_once() -> None:
+    """The README's "Layout" block has one line per package of engine/, and names no other."""
+    named = re.findall(r"^engine/(\w+)/", _layout_block(), re.M)
+    packages = {p.name for p in (REPO / "engine").iterdir() if (p / "__init__.py").is_file()}
+    assert len(named) == len(set(named)), f"a package named twice: {named}"
+    assert set(named) - packages == set(), "the README names packages engine/ does not have"
+    assert packages - set(named) == set(), "engine/ packages the README's layout block leaves out"
+
+
+_MODULE_PATH = re.compile(r"\b(engine/[\w/]*\.py)\b")
+_DOTTED = re.compile(r"(?<![\w.])(engine(?:\.\w+)+)")
+
+
+def _exists(dotted: str) -> bool:
+    """A dotted name under engine: a package or module, or an attribute of one."""
+    parts = dotted.split(".")
+    for n in range(len(parts), 1, -1):
+        path = REPO.joinpath(*parts[:n])
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            return True
+    return False
+
+
+def test_docs_name_only_real_engine_modules() -> None:
+    """Every ``engine/...py`` path and ``engine.x.y`` name in the docs and tests/README.md exists."""
+    stale = []
+    for doc in [*DOC_FILES, *sorted((REPO / "docs" / "domains").glob("*.md")), REPO / "tests" / "README.md"]:
+        text = doc.read_text(encoding="utf-8")
+        stale += [f"{doc.name}: {p}" for p in _MODULE_PATH.findall(text) if not (REPO / p).is_file()]
+        stale += [f"{doc.name}: {d}" for d in _DOTTED.findall(text) if not _exists(d)]
+    assert not stale, "stale module names:\n" + "\n".join(stale)
+
+
+def test_tests_readme_names_real_code_under_test() -> None:
+    """The "code under test" column of tests/README.md's table names paths that exist (under
+    engine/, or at the top for ``cli.py`` and ``specs/``)."""
+    missing = []
+    for line in (REPO / "tests" / "README.md").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("| `") or line.count(" | ") < 2:
+            continue
+        for path in re.findall(r"`([\w*./<>-]+)`", line.rsplit(" | ", 1)[1]):
+            if path == "the repository":
+                continue
+            base = REPO if path.startswith(("cli.py", "specs/")) else REPO / "engine"
+            pattern = path.replace("<name>", "*")
+            if not list(base.glob(pattern.rstrip("/"))):
+                missing.append(path)
+    assert not missing, f"tests/README.md names code that does not exist: {missing}"

@@ -7,8 +7,12 @@ inside functions and under ``TYPE_CHECKING``, so a cycle hidden by a late import
 from __future__ import annotations
 
 import itertools
+import shutil
+import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grimp
 import pytest
@@ -106,3 +110,70 @@ def test_import_linter_contracts_hold(monkeypatch: pytest.MonkeyPatch) -> None:
     modules and packages directly under engine import each other without a cycle."""
     monkeypatch.chdir(REPO)
     assert lint_imports(config_filename=str(REPO / "pyproject.toml"), no_cache=True, no_logo=True) == 0
+
+
+# --- the structure the contracts rely on ---------------------------------------------------------
+
+ENGINE = REPO / "engine"
+#: Files allowed directly in engine/: the package marker and data files.
+DATA_SUFFIXES = {".json"}
+
+
+def _contracts() -> list[dict[str, Any]]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    return config["tool"]["importlinter"]["contracts"]
+
+
+def _top_level_packages() -> set[str]:
+    return {p.name for p in ENGINE.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+
+
+def test_engine_top_level_holds_only_packages() -> None:
+    stray = sorted(
+        p.name
+        for p in ENGINE.iterdir()
+        if p.name != "__pycache__"
+        and not (p.is_dir() and (p / "__init__.py").is_file())
+        and not (p.is_file() and (p.name == "__init__.py" or p.suffix in DATA_SUFFIXES))
+    )
+    assert not stray, f"engine/ holds packages only (move these into one): {stray}"
+
+
+def test_the_layers_contract_names_every_package_but_domains() -> None:
+    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
+    assert layers["containers"] == ["engine"]
+    named = {name.strip() for layer in layers["layers"] for name in layer.split("|")}
+    assert named == _top_level_packages() - {"domains"}
+    assert layers.get("exhaustive") is True and layers.get("exhaustive_ignores") == ["domains"]
+
+
+def test_no_contract_ignores_imports() -> None:
+    assert _contracts(), "pyproject.toml has no import-linter contracts"
+    assert [c["name"] for c in _contracts() if "ignore_imports" in c] == []
+
+
+def _lint_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant: str | None) -> int:
+    """``lint_imports`` on a copy of engine/ (and pyproject.toml) in ``tmp_path``, with ``plant``
+    (a line of Python) appended to engine/util/heap.py when given."""
+    shutil.copytree(ENGINE, tmp_path / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    if plant is not None:
+        with (tmp_path / "engine" / "util" / "heap.py").open("a", encoding="utf-8") as f:
+            f.write(f"\n{plant}\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m == "engine" or m.startswith("engine.")]:
+        monkeypatch.delitem(sys.modules, name)  # grimp finds the package through the import system
+    return lint_imports(config_filename=str(tmp_path / "pyproject.toml"), no_cache=True, no_logo=True)
+
+
+def test_an_upward_import_breaks_the_layers_contract(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The contract still works: the copy passes as it is, and fails once util imports results."""
+    assert _lint_copy(tmp_path / "clean", monkeypatch, None) == 0
+    capsys.readouterr()
+    assert _lint_copy(tmp_path / "planted", monkeypatch, "import engine.results.rundir  # noqa") == 1
+    out = capsys.readouterr().out
+    assert "The engine's layers, top to bottom BROKEN" in " ".join(out.split())
+    assert "engine.util.heap -> engine.results.rundir" in out
