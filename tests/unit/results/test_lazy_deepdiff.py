@@ -19,7 +19,8 @@ def _imports_deepdiff(code: str, tmp_path: Path) -> bool:
         f"SPEC, DATA = Path({str(MOCK_SPEC_DIR)!r}), Path({str(MOCK_DATA_ROOT)!r})\n"
         f"TMP = Path({str(tmp_path)!r})\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # the repository first, then what the session put there (the mock shop's distribution)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-c", prelude + code + "\nprint('deepdiff' in sys.modules)"],
         cwd=REPO,
