@@ -402,8 +402,10 @@ def load_domain(
 ) -> LoadedDomain:
     """Load, validate and cross-check ``spec_dir`` against the data root; render every prompt.
 
-    ``data_root``: ``--data-root`` value, else ``$EVAL_DATA_ROOT``, else ``./data``; ``plugins``:
-    the domain plugins by name (the command layer passes ``engine.domains.registry.plugins()``).
+    The one loader of a spec folder. ``data_root``: ``--data-root`` value, else
+    ``$EVAL_DATA_ROOT``, else ``./data``; ``plugins``: the domain plugins by name (the command
+    layer, scripts and tests pass ``engine.domains.registry.plugins()``; the engine below the
+    command layer gets them from its options).
     Raises DataRootError for a missing data root, SpecError carrying every problem otherwise
     (schema errors, YAML syntax errors, unknown eva_id, missing fixtures, bad success_signals,
     unregistered handlers, duplicate scenario names, template errors). Warns once on stderr when
