@@ -176,7 +176,6 @@ def stage_metrics(
         judge_prompt_sha256=judge.prompt_sha256 if judge else None,
         error=result.error,
         evalctl_version=__version__,
-        record_id_key=scenario.record_id_key,
         superseded_usage=superseded,
         voice_run=voice_run,
         voice=voice,

@@ -194,7 +194,7 @@ def config_files(scenario: Scenario, expected_hash: str | None) -> tuple[tuple[s
 def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str | None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "scenario_name": scenario.name,
-        scenario.record_id_key: scenario.record_id,
+        "record_id": scenario.record_id,
         "domain": scenario.domain.name,
         "group": scenario.group,
         "description": scenario.description,

@@ -22,7 +22,7 @@ CONF = "ZK3FFW"
 
 @pytest.fixture(scope="module")
 def scenario(data_root: Path) -> Scenario:
-    return next(s for s in load_domain(SPEC_DIR, data_root).scenarios if s.eva_id == "1.1.2")
+    return next(s for s in load_domain(SPEC_DIR, data_root).scenarios if s.record_id == "1.1.2")
 
 
 def _containers(value: Any, path: str = "") -> dict[str, int]:
