@@ -240,7 +240,10 @@ def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path) -> N
         (lambda b: b.update(trial=True), "trial: True is not int"),
         (lambda b: b.pop("looked_up"), "metrics: no looked_up"),
         (lambda b: b.update(eva_id="M1"), "metrics: unknown key(s) eva_id"),
-        (lambda b: b.update(schema="evalctl.metrics/4"), "of a newer evalctl (this one reads evalctl.metrics/1 to /3)"),
+        (
+            lambda b: b.update(schema="evalctl.metrics/4"),
+            "newer evalctl (this one reads evalctl.metrics/1 to /3)",
+        ),
         (lambda b: b.update(is_successful="error"), "is_successful is 'error' exactly when error_cause"),
         (lambda b: b.update(is_successful="maybe"), "is_successful: 'maybe' is not a verdict"),
         (lambda b: b.update(error_cause={"source": "moon", "message": ""}), "error_cause.source: 'moon'"),
