@@ -167,7 +167,7 @@ def merge_runs(
     with watching() as found:
         readable = sum(len(results.scored_dirs(s)) for s in sources)
     if not readable and len(found):
-        raise UsageError(f"merge: no readable results in the runs ({records_text(len(found))}, warned above)")
+        raise UsageError(f"merge: no readable results ({records_text(len(found))}, warned above) in the runs")
     if out.exists() and holds_a_run(out):
         raise UsageError(f"merge: {out} already holds a run; give another --output-dir")
     t0 = time.perf_counter()
