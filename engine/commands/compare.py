@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from engine.commands.console import warning_of_unreadable
 from engine.report_html.compare_page import write_compare
 from engine.results.compare import compare_runs, render_text
 from engine.results.costs import PriceTable
@@ -23,8 +24,10 @@ def compare(
 ) -> int:
     """Print how run B differs from run A (text, or with ``as_json`` one JSON object); with
     ``html`` write the page there and print its path. ``prices`` adds the cost per role. Returns
-    0 (whatever changed); raises UsageError when either folder is not a finished run."""
-    comparison = compare_runs(run_a, run_b, prices)
+    0 (whatever changed; a record that does not read is a warning line on stderr and a note);
+    raises UsageError when either folder is not a finished run or has no readable result."""
+    with warning_of_unreadable():
+        comparison = compare_runs(run_a, run_b, prices)
     if html is not None:
         size = write_compare(comparison, html)
         click.echo(f"compare: {html} ({size / 1e6:.1f} MB)")

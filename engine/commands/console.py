@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
+import click
 from rich.console import Console
+
+from engine.results.unreadable import UnreadableLog, watching
 
 #: Columns of a verb's tables when its output is not a terminal (a pipe, a file, a CI log) and
 #: ``$COLUMNS`` does not say: rich's default of 80 wraps the signal table's longer rows.
@@ -27,3 +32,12 @@ def _columns() -> int | None:
     """``$COLUMNS`` when it is a positive whole number, else None."""
     raw = os.environ.get("COLUMNS", "").strip()
     return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
+@contextlib.contextmanager
+def warning_of_unreadable() -> Iterator[UnreadableLog]:
+    """Run a verb that reads run folders: each record file it cannot read is printed at once on
+    stderr as ``warning: PATH: REASON`` and counted in the log yielded (the verb shows the count
+    in its output; ``engine.results.unreadable``)."""
+    with watching(lambda item: click.echo(item.line(), err=True)) as log:
+        yield log

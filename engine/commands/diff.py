@@ -7,21 +7,32 @@ from pathlib import Path
 
 import click
 
+from engine.commands.console import warning_of_unreadable
 from engine.results.diff import diff_run, missing_results, render_text
+from engine.results.unreadable import records_text
 
 
 def diff(run_dir: Path, scenario: str | None = None, *, as_json: bool = False) -> int:
     """Print the explanation of every failed (scenario, trial) of ``run_dir`` (or of every trial
     of ``scenario``, failed or not; see ``engine.results.diff.diff_run``): readable text, or with
     ``as_json`` a JSON list with one object per (scenario, trial); then, on stderr, how many planned
-    results are missing when the run did not finish. Returns 0; raises UsageError
-    when ``run_dir`` holds no scored results or not ``scenario``."""
-    diffs = diff_run(run_dir, scenario)
+    results are missing when the run did not finish. A record that does not read is a warning on
+    stderr and a ``note:`` line with the count (in the text; on stderr with ``as_json``: JSON stays
+    JSON). Returns 0; raises UsageError when ``run_dir`` holds no (readable) scored results or not
+    ``scenario``."""
+    with warning_of_unreadable() as found:
+        diffs = diff_run(run_dir, scenario)
+        missing = missing_results(run_dir) if scenario is None else 0
     if as_json:
         click.echo(json.dumps([d.to_json() for d in diffs], indent=2, ensure_ascii=False, default=str))
     else:
         click.echo(render_text(diffs, run_dir), nl=False)
-    missing = missing_results(run_dir) if scenario is None else 0
+    if len(found):  # "no failed scenarios" must not read as "all passed"
+        click.echo(
+            f"note: {records_text(len(found))} (warned above): left out of this diff; "
+            f"`evalctl rescore {run_dir}` scores a stored session again",
+            err=as_json,
+        )
     if missing:  # "no failed scenarios" must not read as "all passed" (on stderr: JSON stays JSON)
         click.echo(
             f"note: {missing} planned result{'s are' if missing != 1 else ' is'} missing (the run did not "

@@ -23,7 +23,7 @@ def list_scenarios(spec_dir: Path, data_root: Path | None = None, *, as_json: bo
         rows = [
             {
                 "name": s.name,
-                "eva_id" if s.record_id_key == "eva_id" else "id": s.record_id,
+                "eva_id" if s.spec_id_key == "eva_id" else "id": s.record_id,
                 "description": s.description,
             }
             for s in loaded.scenarios

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine.commands.console import warning_of_unreadable
 from engine.commands.run import print_outcome
 from engine.results.merge import merge_runs
 from engine.results.run_report import RunReport
@@ -20,7 +21,9 @@ def merge(
 ) -> int:
     """Merge ``sources`` into ``out`` and print the outcome; returns the exit code of
     ``evalctl run`` over the merged results (3 when a result has the verdict ``error`` unless
-    ``allow_errors``, 1 under ``fail_under``, else 0). Raises UsageError (one line) for sources
-    that do not make one run, before anything is written."""
-    summary = merge_runs(sources, out, argv)
-    return print_outcome(RunReport(Path(out), summary=summary), fail_under, allow_errors=allow_errors)
+    ``allow_errors``, 1 under ``fail_under``, else 0; a source's record that does not read is a
+    warning line on stderr, counted in the merged run's report). Raises UsageError (one line) for
+    sources that do not make one run or hold no readable result, before anything is written."""
+    with warning_of_unreadable():  # the report of the merged run counts them
+        summary = merge_runs(sources, out, argv)
+        return print_outcome(RunReport(Path(out), summary=summary), fail_under, allow_errors=allow_errors)

@@ -2,8 +2,10 @@
 the cost) per role and per scenario, failures by name, a diff hint; with ``--html`` one
 self-contained HTML file instead (``engine.report_html``).
 
-Reads ``summary.json`` (written by ``finish_run``) and, for tokens and cost, every result's
-``metrics.json`` (``engine.results.costs``); nothing else is recomputed here.
+Reads ``summary.json`` (written by ``finish_run``) and every result's ``metrics.json`` (for tokens
+and cost, ``engine.results.costs``, and to say which no longer read); nothing else is recomputed
+here. A record that does not read is a warning on stderr and a count in the report (exit 0); a
+run with no readable result at all is bad input (UsageError, exit 2).
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from engine.commands.console import text_console
+from engine.commands.console import text_console, warning_of_unreadable
 from engine.core.records.summary import COUNT, SummaryRecord
 from engine.results.costs import PriceTable, RunCost, money, run_costs
 from engine.results.scoring_stage import load_run_metrics, load_summary
+from engine.results.unreadable import records_text, watching
 from engine.scoring.summary import failure_reason, headline_not_applicable
+from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
 
 
@@ -109,27 +113,42 @@ def report(
 ) -> int:
     """Print the report of ``run_dir`` on ``console`` (default: stdout, long lines unwrapped);
     with ``prices`` also the cost per role and per scenario; with ``html`` write the HTML report
-    there instead and print its path and size. Returns 0. Raises UsageError when ``run_dir`` has
-    no readable ``summary.json``, OSError when ``html`` cannot be written.
+    there instead and print its path and size. Each record that does not read is a warning line
+    on stderr and counted in the report. Returns 0. Raises UsageError when ``run_dir`` has no
+    readable ``summary.json`` or no readable result, OSError when ``html`` cannot be written.
     """
     console = console or text_console()
-    if html is not None:
-        from engine.report_html import write_report  # only for --html: it imports the diff machinery
+    with warning_of_unreadable():
+        if html is not None:
+            return _html(run_dir, html, prices, console)
+        return _text(run_dir, prices, console)
 
-        written = write_report(run_dir, html, prices)
-        console.print(
-            f"report: {written.path} ({written.results} results, {written.size / 1e6:.1f} MB)",
-            markup=False,
-            highlight=False,
-        )
-        return 0
-    summary = load_summary(run_dir)
+
+def _html(run_dir: Path, html: Path, prices: PriceTable | None, console: Console) -> int:
+    from engine.report_html import write_report  # only for --html: it imports the diff machinery
+
+    written = write_report(run_dir, html, prices)
+    bad = f", {records_text(written.unreadable)}" if written.unreadable else ""
+    console.print(
+        f"report: {written.path} ({written.results} results{bad}, {written.size / 1e6:.1f} MB)",
+        markup=False,
+        highlight=False,
+    )
+    return 0
+
+
+def _text(run_dir: Path, prices: PriceTable | None, console: Console) -> int:
+    with watching() as found:
+        summary = load_summary(run_dir)
+        metrics = load_run_metrics(run_dir)
+    if not metrics and len(found):
+        raise UsageError(f"{run_dir}: no readable results ({records_text(len(found))}, warned above)")
     console.print(summary_table(summary))
     if (why := headline_not_applicable(summary)) is not None:
         console.print(f"overall success not applicable: {why}", markup=False, highlight=False)
-    # replay sides spend no tokens: nothing to show, and every result's metrics need not be read
+    # replay sides spend no tokens: no table to show
     if prices is not None or any(u.prompt_tokens or u.completion_tokens for u in summary.usage.values()):
-        cost = run_costs(load_run_metrics(run_dir), prices)
+        cost = run_costs(metrics, prices)
         if cost.tokens or prices is not None:
             console.print(usage_table(cost))
         if prices is not None:
@@ -149,6 +168,11 @@ def report(
         console.print(
             f"[yellow]missing:[/] {len(summary.missing)} results; "
             f"`evalctl run ... --resume {escape(str(run_dir))}` completes them"
+        )
+    if len(found):
+        console.print(
+            f"[red]warning:[/] {records_text(len(found))} (warned above): left out of the tokens and "
+            "costs read here; summary.json's rates count them only if it was written before they broke"
         )
     reasons = ", ".join(f"{k} {v}" for k, v in summary.stop_reasons.items())
     console.print(f"stop reasons: {reasons}", markup=False, highlight=False)

@@ -244,9 +244,9 @@ class Scenario:
     tool_names: tuple[str, ...] | None = None
     user_speaks_first: bool = True
     kickoff: str | None = None
-    #: The key the record id is written under in metrics.json and the session's metadata
-    #: (``eva_id`` for specs that say ``eva_id``).
-    record_id_key: str = "record_id"
+    #: The key the scenario spec wrote ``record_id`` under: ``eva_id`` (the eva specs' name, an
+    #: accepted alias) or ``id``. Records always write ``record_id``; ``evalctl list`` keeps the spec's word.
+    spec_id_key: str = "id"
     #: What the LLM judge compares the agent's answer with (None: ``reference_answer``).
     judge_reference: Any = None
     #: Extra variables of each side's prompt template (side -> name -> value), from the domain
@@ -259,11 +259,6 @@ class Scenario:
         declares none; see :mod:`engine.core.grouping`)."""
         rule = self.domain.report_group
         return None if rule is None else rule.group_of(self.record_id, self.name)
-
-    @property
-    def eva_id(self) -> str:
-        """The record id under its eva name (eva specs say ``eva_id``)."""
-        return self.record_id
 
     @property
     def tools(self) -> ToolTable:

@@ -22,11 +22,13 @@ from engine.results.costs import PriceTable
 
 @dataclass(frozen=True)
 class Written:
-    """A written report: ``path``, ``size`` in bytes, ``results`` shown."""
+    """A written report: ``path``, ``size`` in bytes, ``results`` shown, ``unreadable`` the
+    record files left out because they could not be read."""
 
     path: Path
     size: int
     results: int
+    unreadable: int = 0
 
 
 def _options(values: list[str], every: str) -> str:
@@ -73,8 +75,9 @@ def render(model: ReportModel) -> str:
 
 def write_report(run_dir: Path, out: Path, prices: PriceTable | None = None) -> Written:
     """Write the report of ``run_dir`` to ``out`` (atomically). Raises UsageError when
-    ``run_dir`` is not a finished run, OutputError when ``out`` cannot be written."""
+    ``run_dir`` is not a finished run or has no readable result, OutputError when ``out`` cannot
+    be written."""
     model = collect(Path(run_dir), Path(out), prices)
     data = render(model).encode("utf-8")
     write_page(Path(out), data)
-    return Written(Path(out), len(data), len(model.rows))
+    return Written(Path(out), len(data), len(model.rows), len(model.unreadable))

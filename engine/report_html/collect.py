@@ -31,7 +31,9 @@ from engine.results.costs import PriceTable, RunCost, run_costs
 from engine.results.diff import db_lines, explain
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
+from engine.results.unreadable import Unreadable, records_text, watching
 from engine.util.artifacts import read_json
+from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
 
 DETAIL_BUDGET = 15_000_000
@@ -81,6 +83,8 @@ class ReportModel:
     details: list[dict[str, Any]]
     groups: list[GroupRate]
     grouped: bool
+    #: The record files of the run that could not be read (left out of ``rows``; warned of).
+    unreadable: tuple[Unreadable, ...] = ()
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -232,10 +236,15 @@ def _detail(
 def collect(run_dir: Path, out_path: Path, prices: PriceTable | None = None) -> ReportModel:
     """Read ``run_dir`` for a report written to ``out_path`` (links are relative to its folder).
     Raises UsageError when ``run_dir`` is not a finished run (see
-    ``engine.results.scoring_stage.load_summary``)."""
+    ``engine.results.scoring_stage.load_summary``) or has no readable result at all (its
+    unreadable records are noted: ``engine.results.unreadable``)."""
     run_dir = Path(run_dir)
-    summary = load_summary(run_dir)
-    scored = scored_dirs(run_dir)
+    with watching() as found:
+        summary = load_summary(run_dir)
+        scored = scored_dirs(run_dir)
+        run = read_run_record(run_dir)
+    if not scored and len(found):
+        raise UsageError(f"{run_dir}: no readable results ({records_text(len(found))}, warned above)")
     cost = run_costs([m for _, m in scored], prices)
     costs = {(c.scenario, c.trial): c.to_json() for c in cost.scenarios}
     base = Path(out_path).resolve().parent
@@ -275,4 +284,4 @@ def collect(run_dir: Path, out_path: Path, prices: PriceTable | None = None) -> 
         )
         details.append(_detail(sdir, m, description, base, c, share))
     rates = [GroupRate(name, *t) for name, t in sorted(groups.items(), key=lambda kv: natural_key(kv[0]))]
-    return ReportModel(str(run_dir), summary, read_run_record(run_dir), cost, rows, details, rates, grouped)
+    return ReportModel(str(run_dir), summary, run, cost, rows, details, rates, grouped, found.items)

@@ -15,6 +15,7 @@ from engine.core.records.summary import COUNT, SignalRate, SummaryRecord, Tally
 from engine.report_html.charts import Bar, Dot, rate_bars, scatter
 from engine.report_html.collect import ReportModel
 from engine.results.costs import RunCost, money
+from engine.results.unreadable import records_text
 from engine.scoring.summary import headline_not_applicable
 from engine.util.untrusted import one_line
 
@@ -64,6 +65,8 @@ def headline(model: ReportModel) -> str:
     if s.pass_hat_k is not None and s.pass_hat_k.overall:
         k, v = list(s.pass_hat_k.overall.items())[-1]
         cards.append(_card(f"pass^{k}", f"{v:.3f}", f"over {s.trials} trials"))
+    if model.unreadable:
+        cards.append(_card("Unreadable records", str(len(model.unreadable)), "left out: see below", "bad"))
     wall = "n/a" if s.wall_time_s is None else f"{s.wall_time_s:.1f} s"
     cards.append(_card("Wall time", wall, f"sessions: mean {s.session_time_s.mean:.1f} s"))
     tokens = f"{model.cost.tokens:,} tokens"
@@ -78,6 +81,13 @@ def headline(model: ReportModel) -> str:
         warn.append(f"INCOMPLETE: {len(s.missing)} results missing (resume the run to complete it).")
     if s.interrupted:
         warn.append("The run was interrupted before all scenarios finished.")
+    if model.unreadable:
+        listed = "\n".join(f"{u.path}: {u.reason}" for u in model.unreadable[:20])
+        more = f"\n... and {len(model.unreadable) - 20} more" if len(model.unreadable) > 20 else ""
+        warn.append(
+            f"{records_text(len(model.unreadable))}: left out of the results below (the summary's rates "
+            f"were computed when they were written):\n{listed}{more}"
+        )
     notes = "".join(f'<p class="warn">{h(w)}</p>' for w in warn)
     return f'<section id="headline"><div class="cards">{"".join(cards)}</div>{notes}</section>'
 

@@ -25,6 +25,7 @@ from engine.core.records.summary import SignalRate, SummaryRecord, Tally
 from engine.results.costs import PriceTable, RunCost, money, run_costs
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
+from engine.results.unreadable import records_text, watching
 from engine.session.settings import FLAGS
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
@@ -115,12 +116,17 @@ class Comparison:
     only_in_b: tuple[str, ...]
     cost_a: RunCost
     cost_b: RunCost
+    #: Record files of each run that could not be read (warned of; their results left out).
+    unreadable_a: int = 0
+    unreadable_b: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "run_a": self.run_a,
             "run_b": self.run_b,
             "comparable": self.comparable,
+            "unreadable_a": self.unreadable_a,
+            "unreadable_b": self.unreadable_b,
             "differences": [d.to_json() for d in self.differences],
             "notes": list(self.notes),
             "warnings": list(self.warnings),
@@ -138,13 +144,17 @@ class Comparison:
         }
 
 
-def _results(run_dir: Path) -> dict[tuple[str, int], MetricsRecord]:
+def _results(run_dir: Path) -> tuple[dict[tuple[str, int], MetricsRecord], int]:
+    """The run's results by (scenario, trial), and how many of its records did not read."""
     if not Path(run_dir).is_dir():
         raise UsageError(f"{run_dir}: no such run directory")
-    rows = {(m.scenario_name, m.trial): m for _, m in scored_dirs(Path(run_dir))}
+    with watching() as found:
+        rows = {(m.scenario_name, m.trial): m for _, m in scored_dirs(Path(run_dir))}
+    if not rows and len(found):
+        raise UsageError(f"{run_dir}: no readable results ({records_text(len(found))}, warned above)")
     if not rows:
         raise UsageError(f"{run_dir}: no scored scenarios (not a run directory?)")
-    return rows
+    return rows, len(found)
 
 
 def _file_differences(a: RunRecord, b: RunRecord) -> list[FileDifference]:
@@ -259,10 +269,14 @@ def _names(keys: set[tuple[str, int]], trials: int) -> tuple[str, ...]:
 
 def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> Comparison:
     """Compare run B with run A. Raises UsageError when either is not a finished run directory
-    (no scored results or no readable ``summary.json``)."""
-    ra, rb = _results(run_a), _results(run_b)
+    (no (readable) scored results or no readable ``summary.json``). A record of either run that
+    does not read is noted (``engine.results.unreadable``), counted and named in the notes."""
+    (ra, bad_a), (rb, bad_b) = _results(run_a), _results(run_b)
     sa, sb = load_summary(run_a), load_summary(run_b)
-    pa, pb = read_run_record(run_a), read_run_record(run_b)
+    with watching() as found:
+        pa, pb = read_run_record(run_a), read_run_record(run_b)
+    bad_a += found.under(Path(run_a))
+    bad_b += found.under(Path(run_b))
     if pa is None or pb is None:
         missing = " and ".join(str(r) for r, p in ((run_a, pa), (run_b, pb)) if p is None)
         differences: list[FileDifference] = []
@@ -278,6 +292,12 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
             f"the runs hold different results ({len(ra.keys() - rb.keys())} only in A, "
             f"{len(rb.keys() - ra.keys())} only in B): each rate is over its own run's results"
         )
+    for which, bad in (("A", bad_a), ("B", bad_b)):
+        if bad:
+            notes.append(
+                f"run {which} has {records_text(bad)} (warned above): left out of the verdicts compared; "
+                "the rates are its summary.json's"
+            )
     headline = (
         RateChange("overall", sa.overall, sb.overall),
         RateChange("task (excl. clean_exit)", sa.task, sb.task),
@@ -303,6 +323,8 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
         only_in_b=_names(rb.keys() - ra.keys(), trials),
         cost_a=run_costs(list(ra.values()), prices),
         cost_b=run_costs(list(rb.values()), prices),
+        unreadable_a=bad_a,
+        unreadable_b=bad_b,
     )
 
 

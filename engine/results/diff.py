@@ -19,6 +19,8 @@ from engine.core.records.metrics import MetricsRecord
 from engine.core.validation import did_you_mean
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import scored_dirs
+from engine.results.session_files import METRICS, scenario_dir
+from engine.results.unreadable import records_text, watching
 from engine.scoring.action_match import unmatched_reference_items
 from engine.util.artifacts import read_json
 from engine.util.errors import UsageError
@@ -215,12 +217,16 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
 def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
     """Explain every failed (scenario, trial) of ``run_dir``, or every trial of ``scenario``.
 
-    Raises UsageError when ``run_dir`` holds no scored results or ``scenario`` is not in it.
+    Raises UsageError when ``run_dir`` holds no scored results (none that read: say so, their
+    files are noted by ``engine.results.unreadable``) or ``scenario`` is not in it.
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run directory")
-    rows = scored_dirs(run_dir)
+    with watching() as found:
+        rows = scored_dirs(run_dir)
+    if not rows and len(found):
+        raise UsageError(f"{run_dir}: no readable results ({records_text(len(found))}, warned above)")
     if not rows:
         raise UsageError(f"{run_dir}: no scored scenarios (not a run directory?)")
     if scenario is not None:
@@ -235,14 +241,19 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
 
 def missing_results(run_dir: Path) -> int:
     """How many (scenario, trial) results the run planned (``run.json``: its scenarios times its
-    trials) hold no scored result: the run was interrupted or killed before them. 0 when
-    ``run.json`` is missing or unreadable."""
+    trials) hold no ``metrics.json`` at all: the run was interrupted or killed before them (one
+    that does not read is unreadable, not missing). 0 when ``run.json`` is missing or unreadable."""
     record = read_run_record(Path(run_dir))
     if record is None or not record.scenarios:
         return 0
     trials = max(1, record.trials or 1)
     done = {(m.scenario_name, m.trial) for _, m in scored_dirs(Path(run_dir))}
-    return sum(1 for n in record.scenarios for t in range(1, trials + 1) if (n, t) not in done)
+    return sum(
+        1
+        for n in record.scenarios
+        for t in range(1, trials + 1)
+        if (n, t) not in done and not (scenario_dir(Path(run_dir), n, t, trials) / METRICS).exists()
+    )
 
 
 def _action_text(action: dict[str, Any]) -> str:

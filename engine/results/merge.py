@@ -30,6 +30,7 @@ from engine.core.records.summary import SummaryRecord
 from engine.results import scoring_stage as results
 from engine.results.provenance import new_invocation_id, read_run_record, run_provenance
 from engine.results.rundir import LOCK_FILE, holds_a_run, lock_run_dir
+from engine.results.unreadable import records_text, watching
 from engine.session.settings import FLAGS, OVERRIDABLE
 from engine.util.artifacts import write_json
 from engine.util.errors import OutputError, UsageError
@@ -150,8 +151,9 @@ def merge_runs(
     sources (default: their paths).
 
     Raises UsageError (one line) for fewer than one source, a source that is not a run, mismatched
-    sources, or an ``out`` that already holds a run or is a source; EvalctlError when ``out``
-    cannot be written."""
+    sources, sources without a readable result, or an ``out`` that already holds a run or is a
+    source; EvalctlError when ``out`` cannot be written. A source's record that does not read is
+    noted (``engine.results.unreadable``) and left out of the merged summary, as a run leaves it."""
     sources = [Path(s) for s in sources]
     out = Path(out)
     if not sources:
@@ -162,6 +164,10 @@ def merge_runs(
         raise UsageError(f"merge: --output-dir {out} is one of the runs merged; give a new folder")
     records = [_record(s) for s in sources]
     check_sources(sources, records)
+    with watching() as found:
+        readable = sum(len(results.scored_dirs(s)) for s in sources)
+    if not readable and len(found):
+        raise UsageError(f"merge: no readable results ({records_text(len(found))}, warned above) in the runs")
     if out.exists() and holds_a_run(out):
         raise UsageError(f"merge: {out} already holds a run; give another --output-dir")
     t0 = time.perf_counter()

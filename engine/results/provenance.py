@@ -25,6 +25,7 @@ from engine.core.dataroot import pins, sha256_file
 from engine.core.model import REPO_ROOT, TEMPLATE_DIR
 from engine.core.records.fields import RecordError
 from engine.core.records.run import Git, Invocation, RunRecord
+from engine.results.unreadable import note_failure
 from engine.util.artifacts import read_json
 from engine.util.safepaths import check_regular, contained
 
@@ -148,10 +149,13 @@ def parse_run_record(body: Any) -> RunRecord | None:
 
 
 def read_run_record(run_dir: Path) -> RunRecord | None:
-    """The ``run.json`` of ``run_dir``; None when it is missing, unreadable or not a run record."""
+    """The ``run.json`` of ``run_dir``; None when it is missing, unreadable or not a run record
+    (the last two noted: ``engine.results.unreadable``)."""
+    path = Path(run_dir) / "run.json"
     try:
-        return parse_run_record(read_json(Path(run_dir) / "run.json"))
-    except (OSError, ValueError):
+        return RunRecord.from_json(read_json(path))
+    except (OSError, ValueError) as err:  # RecordError is a ValueError
+        note_failure(path, err)
         return None
 
 

@@ -29,6 +29,7 @@ from engine.results.run_report import RunReport
 from engine.results.rundir import lock_run_dir
 from engine.results.scorer import Scorer, off_loop
 from engine.results.session_files import load_session, rescored_spent, scenario_dir, slot
+from engine.results.unreadable import records_text, watching
 from engine.session.backends.probe import PROBE_TIMEOUT_S, Endpoint, check_endpoints
 from engine.session.settings import check_judge_key, scoring_from, scoring_settings
 from engine.spec.loader import load_domain
@@ -61,6 +62,8 @@ class RescoreReport:
     rescored: int = 0
     kept: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Record files found unreadable (warned of): a result whose session reads was scored again.
+    unreadable: int = 0
 
 
 def _recorded(run_dir: Path) -> RunRecord:
@@ -86,8 +89,10 @@ def new_scoring(record: RunRecord, changes: Mapping[str, Any]) -> ScoringOptions
 
 async def rescore_run(opts: RescoreOptions) -> RescoreReport:
     """Rescore the run in ``opts.run_dir`` (see the module doc); returns what it did. Raises
-    UsageError for a folder that is not a run or is in use, SpecError / DataRootError when the
-    run's specs no longer load, InfrastructureError when the judge endpoint fails its check."""
+    UsageError for a folder that is not a run or is in use, or whose results all fail to read
+    (nothing rewritten), SpecError / DataRootError when the run's specs no longer load,
+    InfrastructureError when the judge endpoint fails its check. A ``metrics.json`` that does
+    not read is noted (``engine.results.unreadable``) and its stored session scored again."""
     run_dir = Path(opts.run_dir)
     record = _recorded(run_dir)
     with lock_run_dir(run_dir, choice=""):
@@ -117,9 +122,13 @@ async def rescore_run(opts: RescoreOptions) -> RescoreReport:
         t0 = asyncio.get_running_loop().time()
         scorer = Scorer(run_dir, trials, scoring, concurrency, invocation)
         try:
-            await _rescore_all(loaded, record, trials, opts.only_errors, scorer, out)
+            with watching() as found:
+                await _rescore_all(loaded, record, trials, opts.only_errors, scorer, out)
         finally:
             await scorer.aclose()
+        out.unreadable = len(found)
+        if len(found) and not (out.rescored or out.kept or out.report.scoring_errors):
+            raise UsageError(f"{run_dir}: no readable results ({records_text(len(found))}, warned above)")
         out.report.wall_s = asyncio.get_running_loop().time() - t0
         settings = {**record.settings, "scoring": scoring_settings(scoring)}
         models = {**(record.models or {}), "judge": scoring.judge_model}

@@ -56,6 +56,7 @@ from engine.results.session_files import (
 )
 from engine.results.session_files import is_complete as is_complete  # re-exported (older callers)
 from engine.results.session_files import scenario_dir as scenario_dir  # re-exported (older callers)
+from engine.results.unreadable import note
 from engine.scoring.composite import compute_composite, stalled_threshold
 from engine.scoring.judge import JudgeOutcome, judge_gates, run_judge
 from engine.scoring.signals import SignalInputs, compute_signals
@@ -176,7 +177,6 @@ def stage_metrics(
         judge_prompt_sha256=judge.prompt_sha256 if judge else None,
         error=result.error,
         evalctl_version=__version__,
-        record_id_key=scenario.record_id_key,
         superseded_usage=superseded,
         voice_run=voice_run,
         voice=voice,
@@ -240,11 +240,19 @@ def scored_dirs(run_dir: Path) -> list[tuple[Path, MetricsRecord]]:
         record = read_metrics(path)
         if record is None:
             continue
-        nested = path.parent.parent != run_dir
-        if scenario_dir(run_dir, record.scenario_name, record.trial, 2 if nested else 1) != path.parent:
+        if _misplaced(run_dir, path, record):
             continue  # a copy in the wrong place must not count twice
         seen[(record.scenario_name, record.trial)] = (path.parent, record)
     return [seen[k] for k in sorted(seen)]
+
+
+def _misplaced(run_dir: Path, path: Path, record: MetricsRecord) -> bool:
+    """Whether ``path`` is not where the result it records is written (noted when so)."""
+    nested = path.parent.parent != run_dir
+    if scenario_dir(run_dir, record.scenario_name, record.trial, 2 if nested else 1) == path.parent:
+        return False
+    note(path, f"records {record.scenario_name} trial {record.trial}, not this folder's result (a copy?)")
+    return True
 
 
 def load_run_metrics(run_dir: Path) -> list[MetricsRecord]:
@@ -270,8 +278,7 @@ def run_totals(run_dir: Path, known: SummaryTotals | None = None, trials: int | 
         record = read_metrics(path)
         if record is None:
             continue
-        nested = path.parent.parent != run_dir
-        if scenario_dir(run_dir, record.scenario_name, record.trial, 2 if nested else 1) != path.parent:
+        if _misplaced(run_dir, path, record):
             continue  # a copy in the wrong place must not count twice
         totals.add(record)  # a later path of the same key replaces the row, as in scored_dirs
     return totals

@@ -31,6 +31,7 @@ from engine.core.records.common import ErrorCause, ErrorSource, SpentUsage, Usag
 from engine.core.records.metrics import MetricsRecord
 from engine.core.records.session import SessionRecord
 from engine.core.records.voice import VoiceSummary
+from engine.results.unreadable import note_failure
 from engine.util.artifacts import FolderWrite, db_json_bytes, dumps_json, read_json, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -49,18 +50,22 @@ def scenario_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> 
 
 
 def read_metrics(path: Path) -> MetricsRecord | None:
-    """Parse a ``metrics.json``; None when it is missing, torn or not ours (RecordError)."""
+    """Parse a ``metrics.json``; None when it is missing, torn or not ours (RecordError): a file
+    there that does not read is noted (``engine.results.unreadable``)."""
     try:
         return MetricsRecord.from_json(read_json(path))
-    except (OSError, ValueError):  # RecordError is a ValueError
+    except (OSError, ValueError) as err:  # RecordError is a ValueError
+        note_failure(path, err)
         return None
 
 
 def read_session(sdir: Path) -> SessionRecord | None:
-    """Parse the ``session.json`` of a result folder; None when it is missing, torn or not ours."""
+    """Parse the ``session.json`` of a result folder; None when it is missing, torn or not ours
+    (noted, as :func:`read_metrics`)."""
     try:
         return SessionRecord.from_json(read_json(Path(sdir) / SESSION))
-    except (OSError, ValueError):
+    except (OSError, ValueError) as err:
+        note_failure(Path(sdir) / SESSION, err)
         return None
 
 
@@ -194,7 +199,7 @@ def config_files(scenario: Scenario, expected_hash: str | None) -> tuple[tuple[s
 def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str | None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "scenario_name": scenario.name,
-        scenario.record_id_key: scenario.record_id,
+        "record_id": scenario.record_id,
         "domain": scenario.domain.name,
         "group": scenario.group,
         "description": scenario.description,

@@ -22,7 +22,7 @@ from engine.util.yamlload import JsonPath, YamlDoc
 FILE_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial_db: Any) -> Any:
+def _source(ctx: BuildContext, path: JsonPath, record_id: str, record: Any, initial_db: Any) -> Any:
     """Resolve the domain ``source`` spec at ``path`` of domain.yaml (file / from+pointer / value /
     derive) for one scenario; raises LookupError (``fields.Reported`` when already recorded).
 
@@ -32,14 +32,14 @@ def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial
     if "value" in spec:
         return spec["value"]
     if "derive" in spec:
-        return fields.derive(ctx, (*path, "derive"), spec["derive"], record, eva_id)
+        return fields.derive(ctx, (*path, "derive"), spec["derive"], record, record_id)
     if "file" in spec:
-        if ("{id}" in spec["file"] or "{eva_id}" in spec["file"]) and not FILE_SAFE_ID.match(eva_id):
+        if ("{id}" in spec["file"] or "{eva_id}" in spec["file"]) and not FILE_SAFE_ID.match(record_id):
             raise LookupError(
-                f"{key} file: record id {eva_id!r} cannot name a file (letters, digits, '.', '_' and '-', "
+                f"{key} file: record id {record_id!r} cannot name a file (letters, digits, '.', '_' and '-', "
                 "starting with a letter or digit)"
             )
-        rel = spec["file"].replace("{eva_id}", eva_id).replace("{id}", eva_id)
+        rel = spec["file"].replace("{eva_id}", record_id).replace("{id}", record_id)
         try:
             base = ctx.data.file(rel)
         except (OSError, ValueError) as err:
@@ -49,7 +49,7 @@ def _source(ctx: BuildContext, path: JsonPath, eva_id: str, record: Any, initial
     try:
         value = resolve_pointer(base, spec.get("pointer", ""))
     except KeyError:
-        raise LookupError(f"{key}: nothing at {spec.get('pointer')} for eva_id {eva_id!r}") from None
+        raise LookupError(f"{key}: nothing at {spec.get('pointer')} for record {record_id!r}") from None
     if "file" in spec and path[0] in ("initial_db", "user_db"):
         ctx.data.watch(rel, value)  # sessions share it: nothing may write into it
     return value
@@ -91,7 +91,7 @@ def _user(ctx: BuildContext, record: Any, override: dict[str, Any], subject: str
 
 
 def _gold(
-    ctx: BuildContext, doc: YamlDoc, records: dict[str, Any], eva_id: str, name: str
+    ctx: BuildContext, doc: YamlDoc, records: dict[str, Any], record_id: str, name: str
 ) -> GoldTrace | None:
     """The scenario's gold trace read by the adapter of ``gold_trace.format``; problems collected."""
     domain, dspec = ctx.domain, ctx.ddoc.data
@@ -107,7 +107,7 @@ def _gold(
         return None
     try:
         grecords = ctx.data.dataset(gspec["dataset"]) if "dataset" in gspec else records
-        grecord = grecords[eva_id]
+        grecord = grecords[record_id]
         raw = resolve_pointer(grecord, gspec["pointer"])
     except (OSError, ValueError) as err:
         if "gold" not in ctx.reported:
@@ -119,7 +119,9 @@ def _gold(
         return None
     except (KeyError, TypeError):
         ctx.problems.append(
-            problem_at(doc, _id_key(doc), f"no gold trace for record {eva_id!r} at {gspec['pointer']}", name)
+            problem_at(
+                doc, _id_key(doc), f"no gold trace for record {record_id!r} at {gspec['pointer']}", name
+            )
         )
         return None
     try:
@@ -131,7 +133,7 @@ def _gold(
     except (KeyError, TypeError) as err:
         ctx.problems.append(
             problem_at(
-                doc, _id_key(doc), f"gold trace of record {eva_id!r} is not in format {fmt!r}: {err}", name
+                doc, _id_key(doc), f"gold trace of record {record_id!r} is not in format {fmt!r}: {err}", name
             )
         )
     return None
@@ -179,7 +181,7 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     before = len(ctx.problems)
     dspec = ctx.ddoc.data
     id_key = _id_key(doc)
-    eva_id = s[id_key[0]]
+    record_id = s[id_key[0]]
     if not name.startswith(f"{domain.name}__"):
         ctx.problems.append(
             problem_at(doc, ("name",), f"scenario names must start with '{domain.name}__'", name)
@@ -197,19 +199,19 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
                 )
             )
         return None
-    record = records.get(eva_id)
+    record = records.get(record_id)
     if record is None:
         ctx.problems.append(
             problem_at(
                 doc,
                 id_key,
-                f"{id_key[0]} {eva_id!r} not found in dataset "
-                f"{dspec['dataset']['path']}{did_you_mean(eva_id, records)}",
+                f"{id_key[0]} {record_id!r} not found in dataset "
+                f"{dspec['dataset']['path']}{did_you_mean(record_id, records)}",
                 name,
             )
         )
         return None
-    derived = fields.record_fields(ctx, s, record, eva_id, name)
+    derived = fields.record_fields(ctx, s, record, record_id, name)
     s = {**(derived or {}), **s}  # the scenario file's own keys win
     signals = s.get("success_signals", list(domain.success_signals))
     gates = [*dspec.get("gate_diagnostics", []), *s.get("gate_diagnostics", [])]
@@ -233,15 +235,19 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         if dspec[key].get("from") == "gold_replay":
             continue
         try:
-            values[key] = _source(ctx, (key,), eva_id, record, values.get("initial_db"))
+            values[key] = _source(ctx, (key,), record_id, record, values.get("initial_db"))
         except fields.Reported:
             continue
         except LookupError as err:
             ctx.problems.append(problem_at(doc, id_key, str(err), name))
     variables = fields.template_variables(
-        ctx, record, eva_id, name, lambda path: _source(ctx, path, eva_id, record, values.get("initial_db"))
+        ctx,
+        record,
+        record_id,
+        name,
+        lambda path: _source(ctx, path, record_id, record, values.get("initial_db")),
     )
-    trace = _gold(ctx, doc, records, eva_id, name) if "gold_trace" in dspec else None
+    trace = _gold(ctx, doc, records, record_id, name) if "gold_trace" in dspec else None
     from_gold = dspec.get("expected_db", {}).get("from") == "gold_replay"
     if from_gold and trace is None:
         ctx.problems.append(problem_at(doc, id_key, "expected_db from gold_replay needs a gold trace", name))
@@ -250,8 +256,8 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         return None
     scenario = Scenario(
         name=name,
-        record_id=eva_id,
-        record_id_key="eva_id" if id_key[0] == "eva_id" else "record_id",
+        record_id=record_id,
+        spec_id_key=id_key[0],
         description=s["description"],
         domain=domain,
         initial_db=values.get("initial_db") or {},

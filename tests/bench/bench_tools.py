@@ -151,7 +151,7 @@ def _hash_pairs(dbs: list[Any], rules: Any, rounds: int = 3 * ROUNDS) -> tuple[f
 
 def _details(scenarios: list[Scenario]) -> None:
     """Where one get_reservation call's time goes (µs), best of a few rounds of 2000 calls."""
-    s = next(x for x in scenarios if x.eva_id == "1.1.2")
+    s = next(x for x in scenarios if x.record_id == "1.1.2")
     args = {"confirmation_number": "ZK3FFW", "last_name": "Rodriguez"}
     spec = s.tools.get("get_reservation")
     assert spec is not None and spec.run is not None

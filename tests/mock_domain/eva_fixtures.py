@@ -62,7 +62,7 @@ def eva_scenario(data_root: Path, eva_id: str, **overrides: Any) -> Scenario:
     fields: dict[str, Any] = {
         "name": "eva_airline__" + eva_id.replace(".", "_"),
         "record_id": eva_id,
-        "record_id_key": "eva_id",
+        "spec_id_key": "eva_id",
         "description": f"eva scenario {eva_id}",
         "domain": eva_domain(data_root),
         "initial_db": initial,

@@ -50,3 +50,26 @@ def exact_keys(
     unknown = [k for k in body if k not in required and k not in optional]
     if unknown:
         raise RecordError(f"{what}: unknown key(s) {', '.join(unknown)}")
+
+
+def schema_version(body: Mapping[str, Any], family: str, current: int, unversioned: int | None) -> int:
+    """The version ``N`` of a record body's ``"schema": "evalctl.<family>/N"`` (1..``current``).
+
+    A body without ``schema`` is ``unversioned`` (the version written before the record carried
+    one; None: a ``schema`` is required). Raises RecordError for another schema string, a version
+    of a newer evalctl or one never written."""
+    name = f"evalctl.{family}"
+    if "schema" not in body:
+        if unversioned is None:
+            raise RecordError(f"not an evalctl {family} record: no schema")
+        return unversioned
+    schema = body["schema"]
+    prefix, _, number = schema.partition("/") if isinstance(schema, str) else ("", "", "")
+    if prefix != name or not number.isdigit() or number.startswith("0"):
+        raise RecordError(f"not an evalctl {family} record: schema {schema!r} is not {name}/N")
+    version = int(number)
+    if version > current:
+        raise RecordError(
+            f"schema {schema} is of a newer evalctl (this one reads {name}/1 to /{current}); upgrade evalctl"
+        )
+    return version

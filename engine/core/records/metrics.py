@@ -14,12 +14,16 @@ from typing import Any
 from engine.core.records.common import ERROR_VERDICT as ERROR_VERDICT
 from engine.core.records.common import ErrorCause, SpentUsage, usage_table
 from engine.core.records.common import Usage as Usage  # re-exported: the metrics record's usage entries
-from engine.core.records.fields import RecordError, exact_keys, get, objects, strings
+from engine.core.records.fields import RecordError, exact_keys, get, objects, schema_version, strings
 from engine.core.records.voice import VoiceSummary
 
-METRICS_SCHEMA = "evalctl.metrics/2"
-#: The first version (no ``error_cause``, no ``superseded_usage``, no ``error`` verdict), still read.
+#: The version written. Every earlier one is read (``tests/records/`` holds a run of each):
+#: 1 no ``error_cause``, no ``superseded_usage``, no ``error`` verdict; 2 the record id under the
+#: scenario spec's key (``eva_id`` or ``record_id``); 3 always ``record_id``.
+METRICS_VERSION = 3
+METRICS_SCHEMA = f"evalctl.metrics/{METRICS_VERSION}"
 METRICS_SCHEMA_V1 = "evalctl.metrics/1"
+METRICS_SCHEMA_V2 = "evalctl.metrics/2"
 
 #: What ``is_successful`` / ``is_task_successful`` and a signal hold when nothing was measurable.
 NOT_APPLICABLE = "N/A"
@@ -156,11 +160,11 @@ class SignalFields:
         )
 
 
-#: The keys around the signal fields, in the order written (``record_id`` under its key).
+#: The keys around the signal fields, in the order written.
 _HEAD = (
     "schema",
     "scenario_name",
-    "<record_id>",
+    "record_id",
     "domain",
     "trial",
     "is_successful",
@@ -191,8 +195,8 @@ _TAIL = (
     "error",
     "evalctl_version",
 )
-#: Keys a scenario's dataset record id may be written under (eva specs say ``eva_id``).
-RECORD_ID_KEYS = ("eva_id", "record_id")
+#: Keys versions 1 and 2 wrote the scenario's dataset record id under (eva specs said ``eva_id``).
+LEGACY_RECORD_ID_KEYS = ("eva_id", "record_id")
 
 
 @dataclass(frozen=True)
@@ -207,10 +211,12 @@ class MetricsRecord:
     ``duration_s`` / ``engine_time_s`` seconds (6 decimals); ``usage`` by role; ``judge_model`` /
     ``judge_prompt_sha256`` None with the judge off; ``error`` the session's error message;
     ``superseded_usage`` the model use of earlier attempts this result replaced (reruns, re-judging).
-    ``record_id`` is written under ``record_id_key``. ``voice_run``: the session was an audio
-    session (``evalctl run --voice``); only then is ``voice`` written, last: the session's
+    ``record_id`` the scenario's dataset record id (eva specs name it ``eva_id``). ``voice_run``:
+    the session was an audio session (``evalctl run --voice``); only then is ``voice`` written,
+    last: the session's
     :class:`~engine.core.records.voice.VoiceSummary`, null when the agent side never agreed on audio.
-    Version 1 files (no ``error_cause`` nor ``superseded_usage``) are read too.
+    Every earlier version is read (:data:`METRICS_VERSION`): version 1 files have no
+    ``error_cause`` nor ``superseded_usage``; versions 1 and 2 may say ``eva_id`` for ``record_id``.
     """
 
     scenario_name: str
@@ -242,7 +248,6 @@ class MetricsRecord:
     judge_prompt_sha256: str | None
     error: str | None
     evalctl_version: str
-    record_id_key: str = "eva_id"
     superseded_usage: tuple[SpentUsage, ...] = ()
     voice_run: bool = False
     voice: VoiceSummary | None = None
@@ -264,7 +269,7 @@ class MetricsRecord:
         body: dict[str, Any] = {
             "schema": METRICS_SCHEMA,
             "scenario_name": self.scenario_name,
-            self.record_id_key: self.record_id,
+            "record_id": self.record_id,
             "domain": self.domain,
             "trial": self.trial,
             "is_successful": self.is_successful,
@@ -304,15 +309,17 @@ class MetricsRecord:
         signals. Raises RecordError for anything else than what :meth:`to_json` writes."""
         if not isinstance(body, dict):
             raise RecordError(f"not an evalctl metrics record: JSON {type(body).__name__}, not an object")
-        if "schema" not in body or body["schema"] not in (METRICS_SCHEMA, METRICS_SCHEMA_V1):
-            raise RecordError(f"not an evalctl metrics record: schema is not {METRICS_SCHEMA}")
-        v1 = body["schema"] == METRICS_SCHEMA_V1
-        id_keys = [k for k in RECORD_ID_KEYS if k in body]
-        if len(id_keys) != 1:
-            raise RecordError(f"metrics: not exactly one of {', '.join(RECORD_ID_KEYS)}")
+        version = schema_version(body, "metrics", METRICS_VERSION, None)
+        v1 = version == 1
+        id_key = "record_id"
+        if version < 3:
+            id_keys = [k for k in LEGACY_RECORD_ID_KEYS if k in body]
+            if len(id_keys) != 1:
+                raise RecordError(f"metrics: not exactly one of {', '.join(LEGACY_RECORD_ID_KEYS)}")
+            id_key = id_keys[0]
         breakdown = Breakdown.from_json(get(body, "success_breakdown", dict))
         diagnostics = tuple(n for n in dict.fromkeys(breakdown.names()) if n not in SIGNALS)
-        head = tuple(id_keys[0] if k == "<record_id>" else k for k in _HEAD)
+        head = tuple(id_key if k == "record_id" else k for k in _HEAD)
         keys = (*head, *SignalFields.KEYS, *diagnostics, *_TAIL)
         if v1:
             keys = tuple(k for k in keys if k not in ("error_cause", "superseded_usage"))
@@ -321,7 +328,7 @@ class MetricsRecord:
         seconds = (int, float)
         record = cls(
             scenario_name=get(body, "scenario_name", str),
-            record_id=get(body, id_keys[0], str),
+            record_id=get(body, id_key, str),
             domain=get(body, "domain", str),
             trial=get(body, "trial", int),
             is_successful=get(body, "is_successful", *verdict),
@@ -349,7 +356,6 @@ class MetricsRecord:
             judge_prompt_sha256=get(body, "judge_prompt_sha256", str, None),
             error=get(body, "error", str, None),
             evalctl_version=get(body, "evalctl_version", str),
-            record_id_key=id_keys[0],
             superseded_usage=()
             if v1
             else tuple(SpentUsage.from_json(e) for e in get(body, "superseded_usage", list)),

@@ -3,6 +3,11 @@
 Hashes are SHA-256 hex of file bytes, keyed by the file's path relative to its folder; times are
 ISO 8601 (seconds, UTC); ``args`` are the parsed options as JSON values (free-form: the run
 options record of the evalctl version that wrote it).
+
+Versions (``"schema": "evalctl.run/N"``; ``tests/records/`` holds a run of each): 1 and 2 were
+written without ``schema`` (1: no ``settings``, invocations without ``id`` / ``command``, the
+earliest without ``hash_notes``; 2: those added); 3 says its schema. A file without ``schema`` is
+read as version 2 when it has ``settings``, else as version 1, into today's record (:func:`upgrade`).
 """
 
 from __future__ import annotations
@@ -11,7 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.core.records.fields import RecordError, exact_keys, get, strings
+from engine.core.records.fields import RecordError, exact_keys, get, schema_version, strings
+
+#: The version written.
+RUN_VERSION = 3
+RUN_SCHEMA = f"evalctl.run/{RUN_VERSION}"
 
 
 def _hashes(body: Mapping[str, Any], key: str) -> dict[str, str]:
@@ -122,6 +131,7 @@ class RunRecord:
     invocations: tuple[Invocation, ...]
 
     KEYS = (
+        "schema",
         "evalctl_version",
         "git",
         "python",
@@ -144,6 +154,7 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "schema": RUN_SCHEMA,
             "evalctl_version": self.evalctl_version,
             "git": None if self.git is None else self.git.to_json(),
             "python": self.python,
@@ -170,6 +181,7 @@ class RunRecord:
         write."""
         if not isinstance(body, dict):
             raise RecordError(f"not an evalctl run record: JSON {type(body).__name__}, not an object")
+        body = upgrade(body)
         exact_keys(body, cls.KEYS, "run")
         git = get(body, "git", dict, None)
         return cls(
@@ -192,3 +204,34 @@ class RunRecord:
             scenarios=strings(body, "scenarios"),
             invocations=tuple(Invocation.from_json(i) for i in get(body, "invocations", list)),
         )
+
+
+def run_version(body: Mapping[str, Any]) -> int:
+    """The version of a ``run.json`` body (module docstring); RecordError for a schema that is
+    not a run record's or is of a newer evalctl."""
+    if "schema" not in body:
+        return 2 if "settings" in body else 1
+    return schema_version(body, "run", RUN_VERSION, None)
+
+
+def upgrade(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``run.json`` body of any version as today's writer would lay it out. Version 1 lacks
+    what it did not record: ``settings`` empty (unknown: a resume or merge of such a run compares
+    nothing), ``hash_notes`` empty, each invocation's ``id`` ``v1-<k>`` (k from 1) and
+    ``command`` ``run`` for the first, ``resume`` after. RecordError as :func:`run_version`."""
+    version = run_version(body)
+    out = {"schema": RUN_SCHEMA, **body}
+    out["schema"] = RUN_SCHEMA
+    if version >= 2:
+        return out
+    out.setdefault("settings", {})
+    out.setdefault("hash_notes", [])
+    invocations = out.get("invocations")
+    if isinstance(invocations, list):
+        out["invocations"] = [
+            {"id": f"v1-{k}", "command": "run" if k == 1 else "resume", **inv}
+            if isinstance(inv, dict)
+            else inv
+            for k, inv in enumerate(invocations, 1)
+        ]
+    return out

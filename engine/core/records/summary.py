@@ -2,6 +2,12 @@
 
 Rates are fractions in 0–1 (None when nothing counted). ``pass_hat_k`` is there only for runs of
 more than one trial; its k keys are strings (``"1"``, ``"2"``...), as in the file.
+
+Versions (``"schema": "evalctl.summary/N"``; ``tests/records/`` holds a run of each): 1 and 2 were
+written without ``schema`` (1: no ``first_error``, ``invocations``, tallies' ``errors``, rates'
+``errors_left_out``, failed results' ``verdict`` / ``error_cause``; 2: those added); 3 says its
+schema. A file without ``schema`` is read as version 2 when it has version 2's ``first_error``,
+else as version 1; an older version is read into today's record (:func:`upgrade`).
 """
 
 from __future__ import annotations
@@ -11,7 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.core.records.common import ErrorCause
-from engine.core.records.fields import RecordError, exact_keys, get, strings
+from engine.core.records.fields import RecordError, exact_keys, get, schema_version, strings
+
+#: The version written.
+SUMMARY_VERSION = 3
+SUMMARY_SCHEMA = f"evalctl.summary/{SUMMARY_VERSION}"
 
 _RATE = (int, float, None)
 _SECONDS = (int, float)
@@ -270,6 +280,7 @@ class PassHatK:
 CORE_KEYS = ("unit", "results", "scenarios", "trials", "signals", "stalled", "failed")
 
 _KEYS = (
+    "schema",
     "run_dir",
     "evalctl_version",
     "results",
@@ -335,6 +346,7 @@ class SummaryRecord:
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
+            "schema": SUMMARY_SCHEMA,
             "run_dir": self.run_dir,
             "evalctl_version": self.evalctl_version,
             "results": self.results,
@@ -371,6 +383,7 @@ class SummaryRecord:
         missing = sorted(set(CORE_KEYS) - body.keys())
         if missing:
             raise RecordError(f"not an evalctl summary: no {', '.join(missing)}")
+        body = upgrade(body)
         exact_keys(body, _KEYS, "summary", ("pass_hat_k",))
         stop_reasons = _object(body, "stop_reasons")
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in stop_reasons.values()):
@@ -400,3 +413,43 @@ class SummaryRecord:
             failed=tuple(FailedResult.from_json(f) for f in get(body, "failed", list)),
             pass_hat_k=PassHatK.from_json(body["pass_hat_k"]) if "pass_hat_k" in body else None,
         )
+
+
+def summary_version(body: Mapping[str, Any]) -> int:
+    """The version of a ``summary.json`` body (module docstring); RecordError for a schema that
+    is not a summary's or is of a newer evalctl."""
+    if "schema" not in body:
+        return 2 if "first_error" in body else 1
+    return schema_version(body, "summary", SUMMARY_VERSION, None)
+
+
+def upgrade(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``summary.json`` body of any version as today's writer would lay it out.
+
+    Version 1 lacks what it did not record: ``first_error`` None, ``invocations`` 0 (not
+    recorded), every tally's and rate's error count 0 (version 1 had no ``error`` verdict), a
+    failed result's ``verdict`` False when a signal failed, it stalled or its session erred,
+    else ``"N/A"`` (version 1 listed both), ``error_cause`` None. RecordError as
+    :func:`summary_version`."""
+    version = summary_version(body)
+    out = dict(body)
+    out["schema"] = SUMMARY_SCHEMA
+    if version >= 2:
+        return out
+    out.setdefault("first_error", None)
+    out.setdefault("invocations", 0)
+    for key in ("overall", "task"):
+        if isinstance(out.get(key), dict):
+            out[key] = {**out[key], "errors": 0}
+    if isinstance(out.get("signals"), dict):
+        out["signals"] = {
+            n: {**r, "errors_left_out": 0} if isinstance(r, dict) else r for n, r in out["signals"].items()
+        }
+    if isinstance(out.get("failed"), list):
+        out["failed"] = [_failed_v1(f) if isinstance(f, dict) else f for f in out["failed"]]
+    return out
+
+
+def _failed_v1(body: dict[str, Any]) -> dict[str, Any]:
+    failed = bool(body.get("failed_signals") or body.get("stalled") or body.get("error"))
+    return {**body, "verdict": False if failed else "N/A", "error_cause": None}

@@ -24,7 +24,7 @@ CONF = "ZK3FFW"
 @pytest.fixture(scope="module")
 def scenario(data_root: Path) -> Scenario:
     return next(
-        s for s in load_domain(SPEC_DIR, data_root, plugins=plugins()).scenarios if s.eva_id == "1.1.2"
+        s for s in load_domain(SPEC_DIR, data_root, plugins=plugins()).scenarios if s.record_id == "1.1.2"
     )
 
 

@@ -62,7 +62,7 @@ SPOKEN = ("unspelled_codes", "internal_ids_spoken", "leaked_tool_text")
 METRICS_KEYS = [
     "schema",
     "scenario_name",
-    "eva_id",
+    "record_id",
     "domain",
     "trial",
     "is_successful",
@@ -124,9 +124,9 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
     assert times["engine_time_s"] <= times["duration_s"]
     replay_usage = {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0}
     assert body == {
-        "schema": "evalctl.metrics/2",
+        "schema": "evalctl.metrics/3",
         "scenario_name": name,
-        "eva_id": "3.1.5",
+        "record_id": "3.1.5",
         "domain": "eva_airline",
         "trial": 1,
         "is_successful": True,
@@ -179,6 +179,7 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
 
 
 SUMMARY_KEYS = [
+    "schema",
     "run_dir",
     "evalctl_version",
     "results",
@@ -255,6 +256,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "error_cause": None,
     }
     assert body == {
+        "schema": "evalctl.summary/3",
         "run_dir": str(two_trial_run),
         "evalctl_version": __version__,
         "results": 4,

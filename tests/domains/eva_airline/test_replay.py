@@ -93,7 +93,7 @@ def _response_pairs(domain: LoadedDomain) -> list[tuple[str, str, Any, Any]]:
         for (event, _), mine, theirs in zip(run.responses, ours, recorded, strict=True):
             a = normalize_db({"r": mine}, rules)["r"]
             b = normalize_db({"r": theirs}, rules)["r"]
-            pairs.append((scenario.eva_id, event.tool, a, b))
+            pairs.append((scenario.record_id, event.tool, a, b))
     return pairs
 
 
@@ -197,7 +197,7 @@ def test_upstream_reset_fails_without_restores(no_restore_root: tuple[Path, list
     for s in loaded.scenarios:
         run = replay_trace(table, s.initial_db, s.gold_trace)
         if db_hash(run.db, rules) != db_hash(s.expected_db or {}, rules):
-            failing.append(s.eva_id)
+            failing.append(s.record_id)
     assert len(failing) == 17 and set(failing) <= set(affected)
     assert sorted(set(affected) - set(failing)) == ["2.1.1", "2.4.1"]
 
@@ -211,7 +211,7 @@ def test_upstream_reset_still_passes_the_shipped_gold(domain: LoadedDomain) -> N
 
 
 def test_carry_over_copies_bags_and_meal_to_new_segments(domain: LoadedDomain) -> None:
-    scenario = next(s for s in domain.scenarios if s.eva_id == "1.1.3")
+    scenario = next(s for s in domain.scenarios if s.record_id == "1.1.3")
     calls = scenario.gold_trace.tool_calls()
     upto = GoldTrace(calls[: next(i for i, e in enumerate(calls) if e.tool == "rebook_flight") + 1])
     new_id = upto.steps[-1].arguments["new_journey_id"]

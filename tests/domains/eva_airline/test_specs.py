@@ -35,9 +35,9 @@ def _dataset(data_root: Path) -> list[dict]:
 def test_fifty_scenarios_one_per_eva_id(loaded: LoadedDomain, data_root: Path) -> None:
     records = _dataset(data_root)
     assert len(loaded.scenarios) == 50
-    assert sorted(s.eva_id for s in loaded.scenarios) == sorted(r["id"] for r in records)
+    assert sorted(s.record_id for s in loaded.scenarios) == sorted(r["id"] for r in records)
     for s in loaded.scenarios:
-        expected = SEEDS.get(s.eva_id, "eva_airline__" + s.eva_id.replace(".", "_"))
+        expected = SEEDS.get(s.record_id, "eva_airline__" + s.record_id.replace(".", "_"))
         assert s.name == expected
 
 

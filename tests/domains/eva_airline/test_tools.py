@@ -19,7 +19,7 @@ CONF, OLD, NEW = "ZK3FFW", "FL_SK621_20260320", "FL_SK703_20260325"
 @pytest.fixture(scope="module")
 def scenario(data_root: Path) -> Scenario:
     loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
-    return next(s for s in loaded.scenarios if s.eva_id == "1.1.2")
+    return next(s for s in loaded.scenarios if s.record_id == "1.1.2")
 
 
 @pytest.fixture

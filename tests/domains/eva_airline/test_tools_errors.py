@@ -26,7 +26,7 @@ Tweak = Callable[[dict[str, Any]], None]
 @pytest.fixture(scope="module")
 def scenario(data_root: Path) -> Scenario:
     loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
-    return next(s for s in loaded.scenarios if s.eva_id == "1.1.2")
+    return next(s for s in loaded.scenarios if s.record_id == "1.1.2")
 
 
 def _rebook(**over: Any) -> dict[str, Any]:

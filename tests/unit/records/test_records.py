@@ -95,7 +95,7 @@ def _gold(name: str) -> dict[str, Any]:
 METRICS_KEYS = [
     "schema",
     "scenario_name",
-    "eva_id",
+    "record_id",
     "domain",
     "trial",
     "is_successful",
@@ -168,9 +168,9 @@ def test_metrics_json_of_one_mock_scenario(one_scenario_run: Path) -> None:
     assert times["engine_time_s"] <= times["duration_s"]
     replay_usage = {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0}
     assert body == {
-        "schema": "evalctl.metrics/2",
+        "schema": "evalctl.metrics/3",
         "scenario_name": CANCEL,
-        "eva_id": scenario.record_id,
+        "record_id": scenario.record_id,
         "domain": "mock",
         "trial": 1,
         "is_successful": True,
@@ -240,8 +240,11 @@ def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path) -> N
         (lambda b: b.update(trial="1"), "trial: str is not int"),
         (lambda b: b.update(trial=True), "trial: True is not int"),
         (lambda b: b.pop("looked_up"), "metrics: no looked_up"),
-        (lambda b: b.update(record_id="M1"), "not exactly one of eva_id, record_id"),
-        (lambda b: b.update(schema="evalctl.metrics/3"), "schema is not evalctl.metrics/2"),
+        (lambda b: b.update(eva_id="M1"), "metrics: unknown key(s) eva_id"),
+        (
+            lambda b: b.update(schema="evalctl.metrics/4"),
+            "newer evalctl (this one reads evalctl.metrics/1 to /3)",
+        ),
         (lambda b: b.update(is_successful="error"), "is_successful is 'error' exactly when error_cause"),
         (lambda b: b.update(is_successful="maybe"), "is_successful: 'maybe' is not a verdict"),
         (lambda b: b.update(error_cause={"source": "moon", "message": ""}), "error_cause.source: 'moon'"),
@@ -298,6 +301,7 @@ def test_the_json_schemas_name_the_signals_of_the_record() -> None:
 
 
 SUMMARY_KEYS = [
+    "schema",
     "run_dir",
     "evalctl_version",
     "results",
@@ -390,6 +394,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
     assert long_lines > 0
     # Stalled results are left out of the signal rates: the rates are the two shipped sessions'.
     assert body == {
+        "schema": "evalctl.summary/3",
         "run_dir": str(two_trial_run),
         "evalctl_version": __version__,
         "results": 4,
@@ -461,6 +466,7 @@ def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path)
     text = (two_trial_run / "run.json").read_text(encoding="utf-8")
     body = json.loads(text)
     assert list(body) == [
+        "schema",
         "evalctl_version",
         "git",
         "python",
