@@ -54,7 +54,8 @@ def write_schemas(signals: Iterable[str], schema_dir: Path = SCHEMA_DIR) -> None
     """Rewrite the domain and scenario schemas' signal enums with ``signals`` (``make schemas``
     passes the built-in signals' gating names, ``engine.scoring.signals.BUILTIN_REGISTRY``)."""
     names = tuple(signals)
-    texts = {kind: schema_text(kind, names, schema_dir) for kind in ("domain", "scenario")}
+    kinds: tuple[SpecKind, ...] = ("domain", "scenario")
+    texts = {kind: schema_text(kind, names, schema_dir) for kind in kinds}
     for kind, text in texts.items():
         (schema_dir / f"{kind}.schema.json").write_text(text, encoding="utf-8")
 

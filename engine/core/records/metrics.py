@@ -382,7 +382,8 @@ class MetricsRecord:
         if len(id_keys) != 1:
             raise RecordError(f"metrics: not exactly one of {', '.join(RECORD_ID_KEYS)}")
         breakdown = Breakdown.from_json(get(body, "success_breakdown", dict))
-        extra = body.get(EXTRA_SIGNALS) if isinstance(body.get(EXTRA_SIGNALS), dict) else {}
+        written = body.get(EXTRA_SIGNALS)
+        extra: dict[str, Any] = written if isinstance(written, dict) else {}
         diagnostics = tuple(
             n for n in dict.fromkeys(breakdown.names()) if n not in SIGNALS and n not in extra
         )
