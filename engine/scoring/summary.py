@@ -4,11 +4,11 @@ Rates are fractions in 0–1 in ``summary.json`` and percentages in the text. Ea
 has its own denominator and unit: scenarios for the boolean signals, predicates for
 ``db_state_assertion``, assertions for ``nl_assertion`` (a registered signal's ``unit``,
 ``engine.core.signals.SignalDef``). The signals are those the results hold: the six, then the
-other registered ones in display order, then the domain's diagnostics. Stalled scenarios stay in the composite
-denominators (as failures) and are left out of every per-signal rate. ``"N/A"`` composites are left
-out of the composite denominator and counted separately; so are ``"error"`` results (no verdict:
-infrastructure failed), which are also left out of every per-signal rate, their number shown next
-to each rate. A diagnostic's string value (a label) is not applicable.
+other registered ones in display order, then the domain's diagnostics. Stalled scenarios stay in
+the composite denominators (as failures) and are left out of every per-signal rate. ``"N/A"``
+composites are left out of the composite denominator and counted separately; so are ``"error"``
+results (no verdict: infrastructure failed), which are also left out of every per-signal rate,
+their number shown next to each rate. A diagnostic's string value (a label) is not applicable.
 
 The overall (headline) rate, and pass^k, need a verdict-bearing result: one whose task verdict
 (every gating signal but ``clean_exit``, or the stalled rule) is measured. When no result of a run

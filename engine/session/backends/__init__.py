@@ -3,10 +3,10 @@
 A side server (``engine.session.sides``) holds the conversation as OpenAI chat ``messages`` (its own
 system prompt first; the other party's lines as ``user``, its own as ``assistant``, tool results as
 ``tool``) and asks its backend for the next step with :meth:`Backend.respond`. Backends are
-selected by a spec string, see :func:`parse_backend_spec`: ``replay``, ``noop`` (a baseline
-that does nothing), ``openai:MODEL``, an external ``ws://host:port`` side (which is not a backend:
-the runner connects to it directly), or a scheme an installed package registers. Each scheme is
-one class in the registry (``engine.session.backends.registry``).
+selected by a spec string (``engine.session.backends.registry.parse_backend_spec``):
+``replay``, ``noop`` (a baseline that does nothing), ``openai:MODEL``, an external
+``ws://host:port`` side (which is not a backend: the runner connects to it directly), or a
+scheme an installed package registers. Each scheme is one class in that registry.
 This package module holds the shared types only; :func:`engine.session.backends.factory.make_factory`
 builds a built-in side's backend (it imports the backends, which import these types).
 """
@@ -155,14 +155,3 @@ class BackendSpec:
         if self.kind == "external":
             return str(self.uri)
         return names.get(self.kind) or self.text or self.kind
-
-
-def parse_backend_spec(text: str) -> BackendSpec:
-    """Parse ``replay``, ``noop``, ``openai:MODEL``, ``ws://host:port`` (also ``wss://``) or an
-    installed ``scheme[:ARGS]`` (``engine.session.backends.registry.parse_backend``).
-
-    Raises ``UsageError`` for anything else (one line, with the closest scheme).
-    """
-    from engine.session.backends.registry import parse_backend
-
-    return parse_backend(text)

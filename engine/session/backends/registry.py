@@ -217,7 +217,7 @@ def backend_scheme(name: str) -> type[BackendScheme]:
     raise UsageError(f"unknown backend scheme {name!r}: {expected()}{did_you_mean(name, _schemes())}")
 
 
-def parse_backend(text: str) -> BackendSpec:
+def parse_backend_spec(text: str) -> BackendSpec:
     """Parse ``--agent`` / ``--user`` (``replay``, ``noop``, ``openai:MODEL``, ``ws://host:port``,
     or an installed ``scheme[:ARGS]``). Raises UsageError (one line, ``unknown backend 'X':
     expected ...`` with the closest scheme) for anything else."""

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.core.plugin import Plugins
-from engine.session.backends import parse_backend_spec
 from engine.session.backends.factory import make_factory
-from engine.session.backends.registry import scheme_of
+from engine.session.backends.registry import parse_backend_spec, scheme_of
 from engine.session.sides.server import server_uri, start_side_server
 from engine.spec.loader import load_domain
 from engine.util.errors import UsageError
