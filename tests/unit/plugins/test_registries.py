@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -93,6 +94,7 @@ def scripted_run(
         *("--agent", f"scripted:{LONG_LINE}", "--no-progress"),
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+    (out.parent / "stdout.txt").write_text(proc.stdout, encoding="utf-8")
     return out
 
 
@@ -133,6 +135,8 @@ def test_the_signal_is_in_the_summary(scripted_run: Path) -> None:
         "clean_exit",
         "concise_agent",
     ]
+    printed = (scripted_run.parent / "stdout.txt").read_text(encoding="utf-8")  # the run's own table
+    assert re.search(r"│ concise_agent +│ +0\.0% │ +0/3 scenarios │ gating +│", printed), printed
     text = (scripted_run / "all_summary.txt").read_text(encoding="utf-8")
     assert "  concise_agent: 0.0% (0/3 scenarios) [gating]\n" in text
     assert f"  {GATED}: concise_agent\n" in text  # its DB is right: only the signal failed
