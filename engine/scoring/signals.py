@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.core.model import Scenario, SessionResult
 from engine.core.plugin import DiagnosticInputs
 from engine.core.records.metrics import EXTRA_SIGNALS, SIGNALS, Signal
 from engine.core.signals import SignalDef, SignalRegistry, signal
 from engine.scoring.action_match import is_action_match
-from engine.scoring.judge import JudgeOutcome
 from engine.scoring.predicates import evaluate_db_state_assertion
+
+if TYPE_CHECKING:  # the judge module (asyncio, the HTTP client) is not needed to load a spec
+    from engine.scoring.judge import JudgeOutcome
 
 
 @dataclass(frozen=True)
