@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 EVA_SOURCE ?= ../shared
 DATA_ROOT ?= data
 
-.PHONY: setup bytecode data test lint bench screenshot clean
+.PHONY: setup bytecode data test lint schemas bench screenshot clean
 
 setup: $(BIN)/evalctl data bytecode
 
@@ -32,6 +32,11 @@ test: $(BIN)/evalctl
 lint: $(BIN)/evalctl
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
+
+# the success_signals enums of the spec schemas, from the signal registry's built-in signals
+schemas: $(BIN)/evalctl
+	$(BIN)/python -c "from engine.core.validation import write_schemas; \
+	from engine.scoring.signals import BUILTIN_REGISTRY; write_schemas(BUILTIN_REGISTRY.gating_names())"
 
 bench: bytecode
 	$(BIN)/python -m tests.bench

@@ -10,6 +10,7 @@ import difflib
 import json
 from collections.abc import Iterable
 from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
@@ -22,10 +23,53 @@ from engine.util.yamlload import JsonPath, YamlDoc, format_json_path
 SpecKind = Literal["domain", "tools", "scenario", "prices"]
 
 
+def with_signal_enum(schema: Any, signals: Iterable[str]) -> Any:
+    """A copy of ``schema`` whose ``success_signals`` item enums list ``signals`` (the signal
+    registry's gating names, ``engine.scoring.registry.signal_names``): the committed schemas hold
+    the built-in ones (``make schemas`` writes them; a test checks), a run's validator every
+    registered one."""
+    names = list(signals)
+
+    def walk(node: Any, key: str | None = None) -> Any:
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: walk(v, k) for k, v in node.items()}
+        if key == "success_signals" and isinstance(out.get("items"), dict) and "enum" in out["items"]:
+            out["items"] = {**out["items"], "enum": names}
+        return out
+
+    return walk(schema)
+
+
+def schema_text(kind: SpecKind, signals: Iterable[str], schema_dir: Path = SCHEMA_DIR) -> str:
+    """The text of ``schemas/<kind>.schema.json`` with the signal enums of ``signals``, as the
+    committed file is written (2-space JSON and a final newline)."""
+    schema = json.loads((schema_dir / f"{kind}.schema.json").read_text(encoding="utf-8"))
+    return json.dumps(with_signal_enum(schema, signals), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_schemas(signals: Iterable[str], schema_dir: Path = SCHEMA_DIR) -> None:
+    """Rewrite the domain and scenario schemas' signal enums with ``signals`` (``make schemas``
+    passes the built-in signals' gating names, ``engine.scoring.signals.BUILTIN_REGISTRY``)."""
+    names = tuple(signals)
+    kinds: tuple[SpecKind, ...] = ("domain", "scenario")
+    texts = {kind: schema_text(kind, names, schema_dir) for kind in kinds}
+    for kind, text in texts.items():
+        (schema_dir / f"{kind}.schema.json").write_text(text, encoding="utf-8")
+
+
 @cache
-def schema_validator(kind: SpecKind) -> jsonschema.Draft202012Validator:
-    """The compiled validator of ``schemas/<kind>.schema.json`` (draft 2020-12), built once."""
+def schema_validator(
+    kind: SpecKind, signals: tuple[str, ...] | None = None
+) -> jsonschema.Draft202012Validator:
+    """The compiled validator of ``schemas/<kind>.schema.json`` (draft 2020-12), built once per
+    ``signals``: the names ``success_signals`` may list (None: the committed file's, the built-in
+    ones)."""
     schema = json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text(encoding="utf-8"))
+    if signals is not None:
+        schema = with_signal_enum(schema, signals)
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -55,8 +99,11 @@ def _error_location(err: ValidationError) -> tuple[JsonPath, str]:
     return path, err.message
 
 
-def schema_problems(doc: YamlDoc, kind: SpecKind, subject: str | None = None) -> list[Problem]:
-    """Validate ``doc.data`` against the ``kind`` schema; one Problem per error, best first.
+def schema_problems(
+    doc: YamlDoc, kind: SpecKind, subject: str | None = None, signals: tuple[str, ...] | None = None
+) -> list[Problem]:
+    """Validate ``doc.data`` against the ``kind`` schema (``signals``: the signal names
+    ``success_signals`` may list, see :func:`schema_validator`); one Problem per error, best first.
 
     Errors under ``oneOf``/``anyOf`` are reduced to their most relevant sub-error
     (``jsonschema.exceptions.best_match``). Duplicate YAML keys found while parsing come first.
@@ -64,7 +111,7 @@ def schema_problems(doc: YamlDoc, kind: SpecKind, subject: str | None = None) ->
     problems = list(doc.problems)
     if doc.data is None:
         return [*problems, Problem(doc.file, 1, "$", f"empty file: expected a {kind} spec mapping", subject)]
-    errors = sorted(schema_validator(kind).iter_errors(doc.data), key=relevance)
+    errors = sorted(schema_validator(kind, signals).iter_errors(doc.data), key=relevance)
     for err in errors:
         if err.context:
             err = best_match([err]) or err

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 from engine.core.records.judge import JudgeRecord
-from engine.core.records.metrics import SIGNALS, MetricsRecord
+from engine.core.records.metrics import MetricsRecord
 from engine.core.records.run import RunRecord
 from engine.core.records.summary import SummaryRecord
 from engine.report_html.transcript import Budget, chat_entries
@@ -138,7 +138,7 @@ def _is_count(m: MetricsRecord, name: str) -> bool:
     reads it (``engine.scoring.summary``)."""
     value = m.signals.value(name)
     return (
-        name not in SIGNALS
+        name not in m.signal_names
         and name not in m.success_signals
         and isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -160,7 +160,7 @@ def _signals(m: MetricsRecord) -> list[list[Any]]:
     breakdown's: passed, failed, n/a (not applicable) or excluded (computed, not gating)."""
     bd = m.success_breakdown
     out = []
-    for name in (*SIGNALS, *m.diagnostic_names):
+    for name in (*m.signal_names, *m.diagnostic_names):
         status = (
             "passed"
             if name in bd.passed
@@ -270,7 +270,7 @@ def collect(run_dir: Path, out_path: Path, prices: PriceTable | None = None) -> 
                 "group": group,
                 "verdict": verdict,
                 "failed": list(m.success_breakdown.failed),
-                "bad": [n for n in (*SIGNALS, *m.diagnostic_names) if _is_bad(m, n)],
+                "bad": [n for n in (*m.signal_names, *m.diagnostic_names) if _is_bad(m, n)],
                 "stop": str(m.stop_reason),
                 "stalled": m.stalled,
                 "error": None if m.error is None else one_line(m.error, 300),

@@ -37,7 +37,7 @@ from engine import __version__
 from engine.core.model import Scenario, SessionResult
 from engine.core.options import ScoringOptions
 from engine.core.records.common import ErrorCause, ErrorSource, SpentUsage
-from engine.core.records.metrics import SIGNALS, Breakdown, MetricsRecord, SignalFields, Usage
+from engine.core.records.metrics import EXTRA_SIGNALS, SIGNALS, Breakdown, MetricsRecord, SignalFields, Usage
 from engine.core.records.run import RunRecord
 from engine.core.records.session import SessionRecord
 from engine.core.records.summary import SummaryRecord
@@ -59,6 +59,7 @@ from engine.results.session_files import scenario_dir as scenario_dir  # re-expo
 from engine.results.unreadable import note
 from engine.scoring.composite import compute_composite, stalled_threshold
 from engine.scoring.judge import JudgeOutcome, judge_gates, run_judge
+from engine.scoring.registry import signals
 from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import SummaryTotals, render_summary_text
 from engine.scoring.summary_rows import SummaryRow
@@ -136,7 +137,7 @@ def stage_metrics(
     inputs = SignalInputs(
         scenario, result, options.strict_match, actual_hash, expected_hash, judge, gold_db(scenario)
     )
-    values, fields = compute_signals(inputs)
+    values, fields = compute_signals(inputs, signals())
     cause = verdict_error(scenario, result, judge)
     min_turns = stalled_threshold(options.min_agent_turns, scenario.gold_trace)
     stalled = cause is None and result.agent_turns < min_turns
@@ -160,7 +161,9 @@ def stage_metrics(
         stalled=comp.stalled,
         min_agent_turns=min_turns,
         stop_reason=result.stop_reason,
-        signals=SignalFields.from_outputs(fields, tuple(n for n in values if n not in SIGNALS)),
+        signals=SignalFields.from_outputs(
+            fields, tuple(n for n in values if n not in SIGNALS and n not in fields.get(EXTRA_SIGNALS, {}))
+        ),
         db_hash=actual_hash,
         expected_db_hash=expected_hash,
         agent_turns=result.agent_turns,

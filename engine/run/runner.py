@@ -45,8 +45,9 @@ from engine.results.session_files import load_session, scenario_dir
 from engine.run import workers
 from engine.run.progress import Progress, Sink
 from engine.run.shard import parse_shard, shard_scenarios
-from engine.session.backends import BackendFactory, BackendSpec, parse_backend_spec
+from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.probe import PROBE_TIMEOUT_S, check_endpoints
+from engine.session.backends.registry import parse_backend_spec
 from engine.session.conversation import SessionLimits, SessionSetup, run_session
 from engine.session.settings import check_judge_key, run_info, with_resolved_base_url
 from engine.session.setup import check_counts, close_sides, endpoints, session_setup, side_for

@@ -27,7 +27,7 @@ from engine.run.progress import Finished
 from engine.run.runner import run_here
 from engine.run.workers import WorkerTask
 from engine.scoring.summary_rows import SummaryRow, summary_row
-from engine.session.backends import parse_backend_spec
+from engine.session.backends.registry import parse_backend_spec
 from engine.session.setup import side_for
 from engine.spec.loader import load_domain
 from engine.util import heap

@@ -1,1 +1,1 @@
-"""Scoring: the six signals of the scoring model, the composite verdict, summaries."""
+"""Scoring: the registered success signals (the six built in), the composite verdict, summaries."""

@@ -1,23 +1,29 @@
-"""The six success signals (and the diagnostics) as a table of plain functions.
+"""The built-in success signals, each one function registered with ``@signal``, and
+:func:`compute_signals`, which runs every registered signal and the domain's diagnostics.
 
 Each function takes the :class:`SignalInputs` of one session and returns a :class:`SignalOutcome`:
 ``value`` is what the composite sees (bool, a 0–1 pass rate, ``None`` or ``"N/A"`` = not
-applicable) and ``fields`` are the keys it contributes to ``metrics.json`` (the contract's names,
-checked against ``engine.core.records.metrics.SignalFields`` when the record is built).
+applicable) and ``fields`` are the keys it contributes to ``metrics.json`` (its ``@signal``
+``fields``; the six contract signals' keys are checked against
+``engine.core.records.metrics.SignalFields`` when the record is built). Which signals run is the
+registry's (``engine.scoring.registry``: :data:`BUILTIN` below, then installed packages').
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.core.model import Scenario, SessionResult
 from engine.core.plugin import DiagnosticInputs
-from engine.core.records.metrics import Signal
+from engine.core.records.metrics import EXTRA_SIGNALS, SIGNALS, Signal
+from engine.core.signals import SignalDef, SignalRegistry, signal
 from engine.scoring.action_match import is_action_match
-from engine.scoring.judge import JudgeOutcome
 from engine.scoring.predicates import evaluate_db_state_assertion
+
+if TYPE_CHECKING:  # the judge module (asyncio, the HTTP client) is not needed to load a spec
+    from engine.scoring.judge import JudgeOutcome
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class SignalOutcome:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
+@signal(Signal.IS_ACTION_MATCH, fields=("is_action_match",), order=10)
 def action_match_signal(inp: SignalInputs) -> SignalOutcome:
     """``is_action_match``: reference answer vs recorded actions; ``"N/A"`` without a reference."""
     sc = inp.scenario
@@ -53,6 +60,7 @@ def action_match_signal(inp: SignalInputs) -> SignalOutcome:
     return SignalOutcome(value, {"is_action_match": value})
 
 
+@signal(Signal.DB_STATE_MATCH, fields=("db_state_match",), order=20)
 def db_state_match_signal(inp: SignalInputs) -> SignalOutcome:
     """``db_state_match``: final DB hash == expected hash; False without a final DB; None without
     an expected DB."""
@@ -63,6 +71,13 @@ def db_state_match_signal(inp: SignalInputs) -> SignalOutcome:
     return SignalOutcome(value, {"db_state_match": value})
 
 
+@signal(
+    Signal.DB_STATE_ASSERTION,
+    fields=("db_state_assertion_pass_rate", "db_state_assertion_verdicts"),
+    unit="predicates",
+    verdicts="db_state_assertion_verdicts",
+    order=30,
+)
 def db_state_assertion_signal(inp: SignalInputs) -> SignalOutcome:
     """``db_state_assertion``: pass rate over the scenario's predicates (None when it has none)."""
     assertions = inp.scenario.db_state_assertions
@@ -80,6 +95,13 @@ def db_state_assertion_signal(inp: SignalInputs) -> SignalOutcome:
     )
 
 
+@signal(
+    Signal.NL_ASSERTION,
+    fields=("nl_assertion_pass_rate", "nl_assertion_verdicts"),
+    unit="assertions",
+    verdicts="nl_assertion_verdicts",
+    order=40,
+)
 def nl_assertion_signal(inp: SignalInputs) -> SignalOutcome:
     """``nl_assertion``: the judge's per-claim pass rate; None without claims or a judge verdict."""
     judge = inp.judge
@@ -88,6 +110,12 @@ def nl_assertion_signal(inp: SignalInputs) -> SignalOutcome:
     return SignalOutcome(rate, {"nl_assertion_pass_rate": rate, "nl_assertion_verdicts": verdicts})
 
 
+@signal(
+    Signal.JUDGE_PASSED,
+    fields=("judge_passed", "judge_score", "judge_error"),
+    optional=("judge_error",),
+    order=50,
+)
 def judge_passed_signal(inp: SignalInputs) -> SignalOutcome:
     """``judge_passed``: judge score >= threshold; None when the judge is off or failed."""
     judge = inp.judge
@@ -98,6 +126,7 @@ def judge_passed_signal(inp: SignalInputs) -> SignalOutcome:
     return SignalOutcome(value, fields)
 
 
+@signal(Signal.CLEAN_EXIT, fields=("clean_exit",), order=60)
 def clean_exit_signal(inp: SignalInputs) -> SignalOutcome:
     """``clean_exit``: the session stopped with ``exit`` or ``transfer``."""
     value = inp.result.clean_exit
@@ -106,29 +135,62 @@ def clean_exit_signal(inp: SignalInputs) -> SignalOutcome:
 
 SignalFunc = Callable[[SignalInputs], SignalOutcome]
 
-#: The six signals, keyed by the name written to ``success_breakdown``, in the contract's order.
-SIGNAL_FUNCS: dict[str, SignalFunc] = {
-    Signal.IS_ACTION_MATCH: action_match_signal,
-    Signal.DB_STATE_MATCH: db_state_match_signal,
-    Signal.DB_STATE_ASSERTION: db_state_assertion_signal,
-    Signal.NL_ASSERTION: nl_assertion_signal,
-    Signal.JUDGE_PASSED: judge_passed_signal,
-    Signal.CLEAN_EXIT: clean_exit_signal,
-}
+#: The built-in signals, in display order: the one list of them (``engine.scoring.registry``
+#: registers these, then the installed packages' ones).
+BUILTIN: tuple[SignalDef, ...] = (
+    action_match_signal,
+    db_state_match_signal,
+    db_state_assertion_signal,
+    nl_assertion_signal,
+    judge_passed_signal,
+    clean_exit_signal,
+)
+#: The built-in signals alone (``engine.scoring.registry.signals`` adds the installed ones).
+BUILTIN_REGISTRY = SignalRegistry(BUILTIN)
 
 
-def compute_signals(inp: SignalInputs) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run every signal, then the domain plugin's diagnostics (computed and saved, reported in
+def _checked(definition: SignalDef, out: Any) -> SignalOutcome:
+    """``out`` when it is the outcome ``definition`` promised; ValueError naming the signal else."""
+    if not isinstance(out, SignalOutcome):
+        raise ValueError(f"signal {definition.name}: returned {type(out).__name__}, not a SignalOutcome")
+    keys = set(out.fields)
+    unknown = keys - set(definition.fields)
+    missing = set(definition.fields) - set(definition.optional) - keys
+    if unknown or missing or "value" in keys or "role" in keys or "unit" in keys:
+        raise ValueError(
+            f"signal {definition.name}: fields {sorted(keys)} are not its declared {list(definition.fields)}"
+        )
+    return out
+
+
+def compute_signals(
+    inp: SignalInputs, registry: SignalRegistry | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run every signal of ``registry`` (default the built-in ones; a run passes
+    ``engine.scoring.registry.signals()``, which adds the installed ones)
+    in display order, then the domain plugin's diagnostics (computed and saved, reported in
     ``success_breakdown.excluded`` unless a spec whitelists them). Returns ``(values, fields)``:
-    name → composite value, and the merged ``metrics.json`` fields. A diagnostic that raises is
-    recorded as None (not applicable): it never breaks scoring. A diagnostic's string value (a
-    label) is written as is and is not applicable to the composite."""
+    name → composite value, and the merged ``metrics.json`` fields: the six contract signals' keys
+    at the top level, the other signals' objects under ``extra_signals`` (only when there is
+    one; see ``engine.core.records.metrics.SignalFields``). A diagnostic that raises is recorded
+    as None (not applicable): it never breaks scoring. A diagnostic's string value (a label) is
+    written as is and is not applicable to the composite. Raises ValueError when a signal returns
+    other fields than it declared (a signal that raises is a bug and propagates)."""
+    if registry is None:
+        registry = BUILTIN_REGISTRY
     values: dict[str, Any] = {}
     fields: dict[str, Any] = {}
-    for name, func in SIGNAL_FUNCS.items():
-        out = func(inp)
+    extra: dict[str, dict[str, Any]] = {}
+    for name, definition in registry.items():
+        out = _checked(definition, definition(inp))
         values[name] = out.value
-        fields.update(out.fields)
+        if name in SIGNALS:
+            fields.update(out.fields)
+            continue
+        entry: dict[str, Any] = {"value": out.value, "role": definition.role}
+        if definition.unit is not None:
+            entry["unit"] = definition.unit
+        extra[name] = {**entry, **out.fields}
     plugin = inp.scenario.domain.plugin
     if plugin is not None and plugin.diagnostics:
         diag_in = DiagnosticInputs(inp.scenario, inp.result, inp.gold_db)
@@ -139,4 +201,6 @@ def compute_signals(inp: SignalInputs) -> tuple[dict[str, Any], dict[str, Any]]:
                 value = None
             values[name] = None if isinstance(value, str) else value  # a label gates nothing
             fields[name] = value
+    if extra:
+        fields[EXTRA_SIGNALS] = extra
     return values, fields

@@ -2,11 +2,13 @@
 
 Rates are fractions in 0–1 in ``summary.json`` and percentages in the text. Each per-signal rate
 has its own denominator and unit: scenarios for the boolean signals, predicates for
-``db_state_assertion``, assertions for ``nl_assertion``. Stalled scenarios stay in the composite
-denominators (as failures) and are left out of every per-signal rate. ``"N/A"`` composites are left
-out of the composite denominator and counted separately; so are ``"error"`` results (no verdict:
-infrastructure failed), which are also left out of every per-signal rate, their number shown next
-to each rate. A diagnostic's string value (a label) is not applicable.
+``db_state_assertion``, assertions for ``nl_assertion`` (a registered signal's ``unit``,
+``engine.core.signals.SignalDef``). The signals are those the results hold: the six, then the
+other registered ones in display order, then the domain's diagnostics. Stalled scenarios stay in
+the composite denominators (as failures) and are left out of every per-signal rate. ``"N/A"``
+composites are left out of the composite denominator and counted separately; so are ``"error"``
+results (no verdict: infrastructure failed), which are also left out of every per-signal rate,
+their number shown next to each rate. A diagnostic's string value (a label) is not applicable.
 
 The overall (headline) rate, and pass^k, need a verdict-bearing result: one whose task verdict
 (every gating signal but ``clean_exit``, or the stalled rule) is measured. When no result of a run
@@ -57,28 +59,37 @@ def _diagnostics(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for m in rows for name in m.diagnostic_names))
 
 
+def _signal_names(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
+    """The signals the rows hold: the six, then the others in first-seen order."""
+    return tuple(dict.fromkeys((*SIGNALS, *(n for m in rows for n in m.signal_names))))
+
+
 def _signal_rates(rows: Sequence[SummaryRow], unit: str) -> dict[str, SignalRate]:
     live = [m for m in rows if not m.stalled and not m.is_error]
     errors = sum(1 for m in rows if m.is_error)
     gating = {s for m in rows for s in m.success_signals}
     diagnostics = _diagnostics(rows)
+    signals = _signal_names(rows)
+    reported = {n for m in rows for n in m.reported_signals}
     out: dict[str, SignalRate] = {}
-    for name in (*SIGNALS, *diagnostics):
-        if name in (Signal.DB_STATE_ASSERTION, Signal.NL_ASSERTION):
-            passed = sum(m.assertions[name][0] for m in live)
-            total = sum(m.assertions[name][1] for m in live)
-            this_unit = "predicates" if name == Signal.DB_STATE_ASSERTION else "assertions"
+    for name in (*signals, *diagnostics):
+        units = {m.units[name] for m in rows if name in m.units}
+        if units:
+            passed = sum(m.assertions[name][0] for m in live if name in m.assertions)
+            total = sum(m.assertions[name][1] for m in live if name in m.assertions)
+            this_unit = min(units)
         elif name in diagnostics and name not in gating and _is_count(values := _diagnostic(live, name)):
             out[name] = _count_rate(values, unit, errors)
             continue
         else:
-            read = normalize_verdict if name in SIGNALS else diagnostic_verdict
-            shown = (m.values[name] for m in live if name in SIGNALS or name in m.diagnostic_names)
+            read = normalize_verdict if name in signals else diagnostic_verdict
+            held = (m.signal_names if name in signals else m.diagnostic_names for m in live)
+            shown = (m.values[name] for m, names in zip(live, held, strict=True) if name in names)
             t = _tally(shown, read=read)
             passed, total, this_unit = t.passed, t.total, unit
         role = (
             "diagnostic"
-            if name in diagnostics and name not in gating
+            if (name in diagnostics or name in reported) and name not in gating
             else ("gating" if name in gating else "informational")
         )
         out[name] = SignalRate(passed, total, _rate(passed, total), this_unit, role, errors)

@@ -7,19 +7,22 @@ running totals however many results it has.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.records.common import ErrorCause, spent
-from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal
+from engine.core.records.metrics import SIGNALS, MetricsRecord
 from engine.util.untrusted import bounded_count, one_line
 
 
 @dataclass(frozen=True)
 class SummaryRow:
     """One result as the summary counts it (fields as in ``engine.core.records.metrics.MetricsRecord``):
-    ``values`` maps each boolean signal and each diagnostic to its value; ``assertions`` maps
-    ``db_state_assertion`` / ``nl_assertion`` to (passed, total) of its verdicts; ``usage`` is
+    ``values`` maps each signal with one value per result and each diagnostic to its value;
+    ``assertions`` maps each signal whose rate counts items (``db_state_assertion``,
+    ``nl_assertion``, ...) to (passed, total) of its verdicts and ``units`` to what they are;
+    ``signal_names`` the signals the record holds (the six, then the registered others),
+    ``reported_signals`` those among them that are reported only (role ``diagnostic``); ``usage`` is
     (role, model on one line or None, prompt tokens, completion tokens, calls) per usage entry,
     the superseded attempts' included, counts bounded (``engine.util.untrusted.bounded_count``)."""
 
@@ -43,25 +46,28 @@ class SummaryRow:
     #: (role, model) of the result's own usage entries that name a model (as written)
     models: tuple[tuple[str, str], ...] = ()
     min_agent_turns: int = 0
+    signal_names: tuple[str, ...] = SIGNALS
+    units: dict[str, str] = field(default_factory=dict)
+    reported_signals: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, int]:
         return self.scenario_name, self.trial
 
 
-_ASSERTIONS = (Signal.DB_STATE_ASSERTION, Signal.NL_ASSERTION)
-
-
 def summary_row(m: MetricsRecord) -> SummaryRow:
     """The row of one metrics record."""
     names = m.diagnostic_names
-    values = {n: m.signals.value(n) for n in (*SIGNALS, *names) if n not in _ASSERTIONS}
-    assertions = {}
-    for name, verdicts in (
-        (Signal.DB_STATE_ASSERTION, m.signals.db_state_assertion_verdicts),
-        (Signal.NL_ASSERTION, m.signals.nl_assertion_verdicts),
-    ):
-        assertions[str(name)] = (sum(1 for v in verdicts if v["passed"]), len(verdicts))
+    values: dict[str, Any] = {}
+    assertions: dict[str, tuple[int, int]] = {}
+    units: dict[str, str] = {}
+    for name in (*m.signal_names, *names):
+        items = m.signals.item_verdicts(name)
+        if items is None:
+            values[name] = m.signals.value(name)
+            continue
+        units[name], verdicts = items
+        assertions[name] = (sum(1 for v in verdicts if v.get("passed") is True), len(verdicts))
     usage = tuple(
         (
             role,
@@ -92,4 +98,7 @@ def summary_row(m: MetricsRecord) -> SummaryRow:
         usage=usage,
         models=tuple((role, u.model) for role, u in m.usage.items() if u.model),
         min_agent_turns=m.min_agent_turns,
+        signal_names=m.signal_names,
+        units=units,
+        reported_signals=tuple(n for n in m.signal_names if m.signals.role(n) == "diagnostic"),
     )

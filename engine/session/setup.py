@@ -12,6 +12,7 @@ from engine.core.protocol import end_call_schema
 from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.factory import make_factory
 from engine.session.backends.probe import Endpoint
+from engine.session.backends.registry import scheme_of
 from engine.session.conversation import SessionSetup
 from engine.util.errors import UsageError
 
@@ -19,7 +20,7 @@ from engine.util.errors import UsageError
 def side_for(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -> BackendFactory | str:
     """An external side's URI, or the backend factory of a built-in side (raises UsageError for
     a missing API key before anything is written)."""
-    if spec.kind == "external":
+    if scheme_of(spec).external:
         return str(spec.uri)
     return make_factory(
         spec,
@@ -59,12 +60,12 @@ def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[E
     found = [
         Endpoint(f"{role} model endpoint", opts.base_url, opts.api_key_env)
         for role, spec in (("agent", agent), ("user", user))
-        if spec.kind == "openai"
+        if scheme_of(spec).model_endpoint
     ]
     found += [
         Endpoint(f"{role} side", None, "", side_uri=str(spec.uri))
         for role, spec in (("agent", agent), ("user", user))
-        if spec.kind == "external"
+        if scheme_of(spec).external
     ]
     if opts.scoring.judge_model:
         judge = opts.scoring

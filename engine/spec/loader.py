@@ -23,6 +23,7 @@ from engine.core.plugin import DomainPlugin, Plugins
 from engine.core.render import check_templates
 from engine.core.tools.harness import HARNESS_HANDLERS
 from engine.core.validation import check_signals, did_you_mean, problem_at, schema_problems
+from engine.scoring.registry import signal_names
 from engine.spec.scenario_build import BuildContext, build_scenario
 from engine.spec.scenario_gen import generated_docs
 from engine.spec.toolspecs import build_tool_table, function_schemas
@@ -92,7 +93,7 @@ def _load(path: Path, kind: str, problems: list[Problem]) -> tuple[YamlDoc | Non
     subject = None
     if kind == "scenario" and isinstance(doc.data, dict) and isinstance(doc.data.get("name"), str):
         subject = doc.data["name"]
-    found = schema_problems(doc, kind, subject)  # type: ignore[arg-type]
+    found = schema_problems(doc, kind, subject, signal_names())  # type: ignore[arg-type]
     problems.extend(found)
     return doc, not found
 
@@ -250,7 +251,7 @@ def _domain_doc(spec_dir: Path, problems: list[Problem]) -> tuple[YamlDoc | None
         problems.append(err.problem)
         return None, False, ()
     if not isinstance(doc.data, dict) or "extends" not in doc.data:
-        found = schema_problems(doc, "domain")
+        found = schema_problems(doc, "domain", signals=signal_names())
         problems.extend(found)
         return doc, not found, ()
     ref = doc.data["extends"]
@@ -276,7 +277,7 @@ def _domain_doc(spec_dir: Path, problems: list[Problem]) -> tuple[YamlDoc | None
     lines = {p: at for p in parent.lines if p and p[0] not in doc.data}
     lines.update(doc.lines)
     merged_doc = YamlDoc(doc.file, merged, lines, doc.problems)
-    found = schema_problems(merged_doc, "domain")
+    found = schema_problems(merged_doc, "domain", signals=signal_names())
     problems.extend(found)
     return merged_doc, not found, (parent_dir,)
 

@@ -18,6 +18,7 @@ from engine.core.datasources import DataFiles
 from engine.core.gold import resolve_pointer
 from engine.core.model import Domain
 from engine.core.validation import check_signals, did_you_mean, problem_at, schema_problems
+from engine.scoring.registry import signal_names
 from engine.util.errors import Problem
 from engine.util.yamlload import JsonPath, YamlDoc
 
@@ -129,7 +130,7 @@ def check_fields(ctx: BuildContext, fields: Mapping[str, Any], name: str, record
     doc = _as_doc(ctx, fields)
     # the scenario schema needs its required keys: give it harmless ones, then check the rest
     probe = YamlDoc(doc.file, {"name": "x__y", "id": "x", "description": "x", **fields}, doc.lines)
-    found = [_relocate(p, record_id) for p in schema_problems(probe, "scenario", name)]
+    found = [_relocate(p, record_id) for p in schema_problems(probe, "scenario", name, signal_names())]
     signals = check_signals(doc, ("success_signals",), fields.get("success_signals"), name)
     found += [_relocate(p, record_id) for p in signals]
     ctx.problems.extend(found)

@@ -13,6 +13,7 @@ from engine.core.datasources import DataFiles, read_error
 from engine.core.gold import resolve_pointer
 from engine.core.plugin import DomainPlugin
 from engine.core.validation import did_you_mean, problem_at, schema_problems
+from engine.scoring.registry import signal_names
 from engine.util.errors import Problem
 from engine.util.yamlload import YamlDoc
 
@@ -109,7 +110,7 @@ def generated_docs(
         # A dataset's ids may hold any character (tau2: '[service_issue]a|b[PERSONA:None]'): the
         # schema's file-safe id pattern is checked where an id would name a file (scenario_build).
         checked = YamlDoc(ddoc.file, {**doc.data, "id": "generated"}, {(): at})
-        found = schema_problems(checked, "scenario", name)
+        found = schema_problems(checked, "scenario", name, signal_names())
         problems.extend(found)
         if not found:
             out.append(doc)

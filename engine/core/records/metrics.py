@@ -1,13 +1,16 @@
-"""``metrics.json``: the record of one scored (scenario, trial), and the signal names.
+"""``metrics.json``: the record of one scored (scenario, trial), and the contract signals' names.
 
-:class:`Signal` is the one definition of the six signal names; the composite, the summary, the
-signal table and the JSON Schemas' enums refer to it (tests/unit/records/test_records.py checks the schemas).
+:data:`SIGNALS` names the six signals of the scoring contract, whose fields are top-level keys of
+``metrics.json`` under the reference harness's names. Every signal is registered
+(``engine.core.signals``; the built-in ones in ``engine.scoring.registry``); a signal outside the
+six writes its fields under ``extra_signals`` (see :class:`SignalFields`), so a record reads
+whether or not the package that registered the signal is installed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -30,7 +33,8 @@ NOT_APPLICABLE = "N/A"
 
 
 class Signal(StrEnum):
-    """The six success signals of the scoring contract, in its order (members are plain strings)."""
+    """The six success signals of the scoring contract, in its order (members are plain strings):
+    the signals whose fields are top-level keys of ``metrics.json``."""
 
     IS_ACTION_MATCH = "is_action_match"
     DB_STATE_MATCH = "db_state_match"
@@ -42,6 +46,14 @@ class Signal(StrEnum):
 
 #: The signal names in the contract's order.
 SIGNALS: tuple[str, ...] = tuple(Signal)
+
+#: The contract signals whose rate counts items, not results: signal -> (unit, verdicts key).
+ITEM_SIGNALS: dict[str, tuple[str, str]] = {
+    Signal.DB_STATE_ASSERTION: ("predicates", "db_state_assertion_verdicts"),
+    Signal.NL_ASSERTION: ("assertions", "nl_assertion_verdicts"),
+}
+#: The key of the other registered signals' values in ``metrics.json``.
+EXTRA_SIGNALS = "extra_signals"
 
 
 @dataclass(frozen=True)
@@ -81,6 +93,12 @@ class SignalFields:
     the judge's last failure (written only when there is one); ``diagnostics`` the domain plugin's
     diagnostic values by name (bool, number, string, None = not applicable; see
     ``engine.core.plugin.Diagnostic``), written after ``clean_exit``.
+
+    ``extra``: the registered signals outside the six (``engine.core.signals``), by name in
+    display order, each ``{"value": <the composite's input>, "role": "gating" | "diagnostic",
+    "unit"?: <what its rate counts, with its "verdicts" among the fields>, **<its fields>}``;
+    written as ``extra_signals`` after the diagnostics, and only when there is one (a run of the
+    six alone writes the record as before).
     """
 
     is_action_match: bool | str | None
@@ -94,6 +112,7 @@ class SignalFields:
     judge_error: str | None
     clean_exit: bool
     diagnostics: Mapping[str, bool | int | float | str | None]
+    extra: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     KEYS = (
         "is_action_match",
@@ -115,7 +134,27 @@ class SignalFields:
             return getattr(self, f"{name}_pass_rate")
         if name in SIGNALS:
             return getattr(self, name)
+        if name in self.extra:
+            return self.extra[name]["value"]
         return self.diagnostics[name]
+
+    def item_verdicts(self, name: str) -> tuple[str, tuple[dict[str, Any], ...]] | None:
+        """``(unit, verdicts)`` of a signal whose rate counts items (predicates, assertions...),
+        None for a signal with one value per result or a diagnostic."""
+        if name in ITEM_SIGNALS:
+            unit, key = ITEM_SIGNALS[name]
+            return unit, tuple(getattr(self, key))
+        body = self.extra.get(name)
+        if body is None or "unit" not in body:
+            return None
+        return str(body["unit"]), tuple(body.get("verdicts") or ())
+
+    def role(self, name: str) -> str:
+        """``gating`` (may gate), ``diagnostic`` (reported only) for a signal; ``diagnostic`` for a
+        domain diagnostic."""
+        if name in SIGNALS:
+            return "gating"
+        return str(self.extra[name]["role"]) if name in self.extra else "diagnostic"
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -132,13 +171,16 @@ class SignalFields:
             body["judge_error"] = self.judge_error
         body["clean_exit"] = self.clean_exit
         body.update(self.diagnostics)
+        if self.extra:
+            body[EXTRA_SIGNALS] = {name: dict(v) for name, v in self.extra.items()}
         return body
 
     @classmethod
     def from_outputs(cls, fields: Mapping[str, Any], diagnostics: tuple[str, ...]) -> SignalFields:
-        """The record of what the signal functions wrote (``fields``: exactly the keys above and
-        the ``diagnostics`` named); raises RecordError for a key the record does not define."""
-        exact_keys(fields, (*cls.KEYS, *diagnostics), "signal fields", cls.OPTIONAL)
+        """The record of what the signal functions wrote (``fields``: exactly the keys above, the
+        ``diagnostics`` named and, when other signals ran, ``extra_signals``); raises RecordError
+        for a key the record does not define."""
+        exact_keys(fields, (*cls.KEYS, *diagnostics), "signal fields", (*cls.OPTIONAL, EXTRA_SIGNALS))
         return cls.from_json(fields, diagnostics)
 
     @classmethod
@@ -157,7 +199,31 @@ class SignalFields:
             judge_error=get(body, "judge_error", str) if "judge_error" in body else None,
             clean_exit=get(body, "clean_exit", bool),
             diagnostics={name: get(body, name, bool, int, float, str, None) for name in diagnostics},
+            extra=_extra(body),
         )
+
+
+def _extra(body: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``extra_signals`` object of ``body`` (empty without one), each entry checked."""
+    if EXTRA_SIGNALS not in body:
+        return {}
+    extra = get(body, EXTRA_SIGNALS, dict)
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in extra.items():
+        what = f"{EXTRA_SIGNALS}.{name}"
+        if not isinstance(entry, dict):
+            raise RecordError(f"{what}: not an object")
+        if name in SIGNALS:
+            raise RecordError(f"{what}: a contract signal is written at the top level")
+        get(entry, "value", bool, int, float, str, None)
+        if get(entry, "role", str) not in ("gating", "diagnostic"):
+            raise RecordError(f"{what}.role: {entry['role']!r} is not gating or diagnostic")
+        if "unit" in entry:
+            get(entry, "unit", str)
+            if not all(isinstance(v, dict) for v in get(entry, "verdicts", list)):
+                raise RecordError(f"{what}.verdicts: not a list of objects")
+        out[name] = entry
+    return out
 
 
 #: The keys around the signal fields, in the order written.
@@ -261,6 +327,11 @@ class MetricsRecord:
         return tuple(self.signals.diagnostics)
 
     @property
+    def signal_names(self) -> tuple[str, ...]:
+        """The signals the record holds: the six, then the others in display order."""
+        return (*SIGNALS, *self.signals.extra)
+
+    @property
     def is_error(self) -> bool:
         """The verdict is ``error``: no verdict could be measured."""
         return self.is_successful == ERROR_VERDICT
@@ -318,12 +389,16 @@ class MetricsRecord:
                 raise RecordError(f"metrics: not exactly one of {', '.join(LEGACY_RECORD_ID_KEYS)}")
             id_key = id_keys[0]
         breakdown = Breakdown.from_json(get(body, "success_breakdown", dict))
-        diagnostics = tuple(n for n in dict.fromkeys(breakdown.names()) if n not in SIGNALS)
+        written = body.get(EXTRA_SIGNALS)
+        extra: dict[str, Any] = written if isinstance(written, dict) else {}
+        diagnostics = tuple(
+            n for n in dict.fromkeys(breakdown.names()) if n not in SIGNALS and n not in extra
+        )
         head = tuple(id_key if k == "record_id" else k for k in _HEAD)
         keys = (*head, *SignalFields.KEYS, *diagnostics, *_TAIL)
         if v1:
             keys = tuple(k for k in keys if k not in ("error_cause", "superseded_usage"))
-        exact_keys(body, keys, "metrics", (*SignalFields.OPTIONAL, "voice"))
+        exact_keys(body, keys, "metrics", (*SignalFields.OPTIONAL, EXTRA_SIGNALS, "voice"))
         verdict = (bool, str)
         seconds = (int, float)
         record = cls(

@@ -3,9 +3,10 @@
 A side server (``engine.session.sides``) holds the conversation as OpenAI chat ``messages`` (its own
 system prompt first; the other party's lines as ``user``, its own as ``assistant``, tool results as
 ``tool``) and asks its backend for the next step with :meth:`Backend.respond`. Backends are
-selected by a spec string, see :func:`parse_backend_spec`: ``replay``, ``noop`` (a baseline
-that does nothing), ``openai:MODEL`` or an external ``ws://host:port`` side (which is not a backend:
-the runner connects to it directly).
+selected by a spec string (``engine.session.backends.registry.parse_backend_spec``):
+``replay``, ``noop`` (a baseline that does nothing), ``openai:MODEL``, an external
+``ws://host:port`` side (which is not a backend: the runner connects to it directly), or a
+scheme an installed package registers. Each scheme is one class in that registry.
 This package module holds the shared types only; :func:`engine.session.backends.factory.make_factory`
 builds a built-in side's backend (it imports the backends, which import these types).
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from engine.util.errors import UsageError
 from engine.util.untrusted import bounded_count
 
 
@@ -134,37 +134,24 @@ class BackendFactory(Protocol):
 
 @dataclass(frozen=True)
 class BackendSpec:
-    """A parsed ``--agent`` / ``--user`` value: ``kind`` replay, noop, openai or external;
-    ``model`` for openai; ``uri`` for external."""
+    """A parsed ``--agent`` / ``--user`` value: ``kind`` replay, noop, openai, external (``ws://``,
+    ``wss://``) or an installed scheme's name; ``model`` for openai; ``uri`` for external;
+    ``scheme`` the registry key (``engine.session.backends.registry``), ``args`` what follows
+    ``scheme:``, ``text`` the value as given (stripped)."""
 
-    kind: Literal["replay", "noop", "openai", "external"]
+    kind: str
     model: str | None = None
     uri: str | None = None
+    scheme: str = field(default="", compare=False)
+    args: str = field(default="", compare=False)
+    text: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.scheme:
+            object.__setattr__(self, "scheme", "ws" if self.kind == "external" else self.kind)
 
     def __str__(self) -> str:
         names = {"replay": "replay", "noop": "noop", "openai": f"openai:{self.model}"}
-        return names.get(self.kind, str(self.uri))
-
-
-def parse_backend_spec(text: str) -> BackendSpec:
-    """Parse ``replay``, ``noop``, ``openai:MODEL`` or ``ws://host:port`` (also ``wss://``).
-
-    Raises ``UsageError`` for anything else.
-    """
-    value = text.strip()
-    if value in ("replay", "noop"):
-        return BackendSpec(value)  # type: ignore[arg-type]
-    if value.startswith("openai:") and value[len("openai:") :].strip():
-        return BackendSpec("openai", model=value[len("openai:") :].strip())
-    if value.startswith(("ws://", "wss://")) and len(value.split("://", 1)[1]) > 0:
-        from urllib.parse import urlsplit
-
-        try:
-            parts = urlsplit(value)
-            port = parts.port  # a port out of range or not a number raises ValueError
-        except ValueError as err:
-            raise UsageError(f"backend {text!r}: not a usable ws:// URL ({err})") from None
-        if not parts.hostname or port == 0:
-            raise UsageError(f"backend {text!r}: not a usable ws:// URL (expected ws://host:port)")
-        return BackendSpec("external", uri=value)
-    raise UsageError(f"unknown backend {text!r}: expected replay, noop, openai:MODEL or ws://host:port")
+        if self.kind == "external":
+            return str(self.uri)
+        return names.get(self.kind) or self.text or self.kind

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.session.backends import BackendFactory, BackendSpec
-from engine.session.backends.noop import NoopFactory
-from engine.session.backends.replay import ReplayFactory
-from engine.util.errors import UsageError
+from engine.session.backends.registry import BackendOptions, scheme_of
 
 
 def make_factory(
@@ -20,22 +18,16 @@ def make_factory(
     max_retries: int = 4,
     replay_latency_s: float = 0.0,
 ) -> BackendFactory:
-    """The backend factory of a built-in side. ``scenarios`` (name -> Scenario) is needed by
+    """The backend factory of a built-in side, built by the class registered under the spec's
+    scheme (``engine.session.backends.registry``). ``scenarios`` (name -> Scenario) is needed by
     ``replay`` (and tells ``noop`` each scenario's hang-up tool). Raises UsageError for an external
     spec (no built-in side) or a missing API key."""
-    if spec.kind == "replay":
-        return ReplayFactory(scenarios or {}, latency_s=replay_latency_s)
-    if spec.kind == "noop":
-        return NoopFactory(scenarios or {})
-    if spec.kind == "openai":
-        # imported here, not at the top: the openai client takes ~0.4 s to import, replay never needs it
-        from engine.session.backends.openai_chat import OpenAIFactory
-
-        return OpenAIFactory(
-            model=str(spec.model),
-            base_url=base_url,
-            api_key_env=api_key_env,
-            request_timeout_s=request_timeout_s,
-            max_retries=max_retries,
-        )
-    raise UsageError(f"{spec} is an external side, not a backend a built-in side can run")
+    options = BackendOptions(
+        scenarios=scenarios or {},
+        base_url=base_url,
+        api_key_env=api_key_env,
+        request_timeout_s=request_timeout_s,
+        max_retries=max_retries,
+        replay_latency_s=replay_latency_s,
+    )
+    return scheme_of(spec).factory(spec, options)

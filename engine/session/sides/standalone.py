@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.core.plugin import Plugins
-from engine.session.backends import parse_backend_spec
 from engine.session.backends.factory import make_factory
+from engine.session.backends.registry import parse_backend_spec, scheme_of
 from engine.session.sides.server import server_uri, start_side_server
 from engine.spec.loader import load_domain
 from engine.util.errors import UsageError
@@ -41,9 +41,9 @@ async def serve_side(
     """
     spec = parse_backend_spec(backend)
     scenarios = None
-    if spec.kind == "replay":
+    if scheme_of(spec).gold_side:
         if spec_dir is None:
-            raise UsageError("serve --backend replay needs --spec-dir (the scenarios whose gold it plays)")
+            raise UsageError(f"serve --backend {spec} needs --spec-dir (the scenarios whose gold it plays)")
         scenarios = {s.name: s for s in load_domain(spec_dir, data_root, plugins=plugins or {}).scenarios}
     factory = make_factory(
         spec,

@@ -23,6 +23,7 @@ from pathlib import Path
 from engine.core.model import Scenario
 from engine.core.records.voice import VoiceSummary
 from engine.session.backends import BackendFactory, BackendSpec
+from engine.session.backends.registry import scheme_of
 from engine.session.voice.asr import recognizer_from_env
 from engine.session.voice.link import VoiceCall, VoiceConfig
 from engine.session.voice.metrics import session_metrics, turn_metrics
@@ -58,7 +59,7 @@ class VoiceRun:
         """Serve a built-in agent as a voice side; yields its URI. A model backend is given the
         caller's words as text (it has no ears)."""
         style = self.style
-        if spec.kind != "replay":
+        if not scheme_of(spec).gold_side:
             style = VoiceStyle(style.tts, style.delay_ms, style.sleep, style.frame_ms, listen_text=True)
         return voice_agent_side(factory, style)
 

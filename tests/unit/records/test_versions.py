@@ -145,8 +145,9 @@ def test_rescore_and_merge_read_every_version(
         assert MetricsRecord.from_json(_body(copy / name / "metrics.json")).is_successful == verdict
     assert _body(copy / "summary.json")["schema"] == SUMMARY_SCHEMA
     assert _body(copy / "run.json")["schema"] == RUN_SCHEMA
-    merged = tmp_path / "merged"
-    code, out, err = _cli(capsys, "merge", str(folder), "--output-dir", str(merged))
+    merged, source = tmp_path / "merged", tmp_path / "source"
+    shutil.copytree(folder, source)  # merge locks its sources: the frozen folder stays as committed
+    code, out, err = _cli(capsys, "merge", str(source), "--output-dir", str(merged))
     assert code == 0 and "warning" not in err, err
     summary = SummaryRecord.from_json(_body(merged / "summary.json"))
     assert (summary.results, summary.overall.passed, summary.overall.failed) == (2, 1, 1)
@@ -156,9 +157,10 @@ def test_rescore_and_merge_read_every_version(
 
 #: Paths whose keys are data (role, signal, file, scenario names), shown as ``*``; the free-form
 #: ones (``settings``, ``args``, ``models``) are not descended into.
-_KEYED = {"usage", "signals", "stop_reasons", "spec_files", "templates", "data_root_files"}
+_KEYED = {"usage", "extra_signals", "signals", "stop_reasons", "spec_files", "templates", "data_root_files"}
 _KEYED_PATHS = {"pass_hat_k.per_scenario", "pass_hat_k.per_scenario.*", "pass_hat_k.overall"}
 _OPAQUE = {
+    "extra_signals.*",  # a registered signal's own entry: its value, role and fields, its own to define
     "settings",
     "args",
     "models",
@@ -195,7 +197,7 @@ def _usage() -> Usage:
 
 def _full_metrics() -> dict[str, Any]:
     """A metrics record with every optional field set (judge error, error verdict, superseded
-    usage, a voice summary with WER turns)."""
+    usage, a voice summary with WER turns, a registered signal outside the six)."""
     base = MetricsRecord.from_json(_body(VERSIONS[-1] / CANCEL / "metrics.json"))
     stats = TurnStats(1, 1.0, 1.0, 1.0, 1.0)
     voice = VoiceSummary(16000, 1.0, 1, stats, stats, 0.0, 0, 1.0, 1.0, 0.1, "espeak-ng", 0.5, "whisper", 2)
@@ -204,7 +206,12 @@ def _full_metrics() -> dict[str, Any]:
         is_successful="error",
         is_task_successful="error",
         error_cause=ErrorCause("judge", "x"),
-        signals=replace(base.signals, judge_error="x", judge_passed=None),
+        signals=replace(
+            base.signals,
+            judge_error="x",
+            judge_passed=None,
+            extra={"latency_ok": {"value": True, "role": "gating", "latency_ok": True}},
+        ),
         usage={"agent": _usage(), "judge": _usage()},
         superseded_usage=(SpentUsage("judge", _usage()),),
         voice_run=True,
@@ -245,7 +252,8 @@ PINNED = {
     "evalctl.metrics/3": """
         agent_backend agent_turns clean_exit db_hash db_state_assertion_pass_rate
         db_state_assertion_verdicts db_state_match domain duration_s engine_time_s error error_cause
-        error_cause.message error_cause.source evalctl_version expected_db_hash is_action_match
+        error_cause.message error_cause.source evalctl_version expected_db_hash extra_signals
+        extra_signals.* is_action_match
         is_successful is_task_successful judge_error judge_model judge_passed judge_prompt_sha256
         judge_score min_agent_turns nl_assertion_pass_rate nl_assertion_verdicts num_actions
         num_tool_calls record_id scenario_name schema stalled started_at stop_reason

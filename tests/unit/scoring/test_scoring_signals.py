@@ -14,7 +14,7 @@ from engine.domains.registry import plugins
 from engine.scoring.judge import JudgeOutcome
 from engine.scoring.predicates import evaluate_db_state_assertion
 from engine.scoring.signals import (
-    SIGNAL_FUNCS,
+    BUILTIN_REGISTRY,
     SignalInputs,
     clean_exit_signal,
     compute_signals,
@@ -51,7 +51,8 @@ def _inputs(sc, final_db, **kw):
 
 
 def test_signal_table_covers_the_six_signals_in_order():
-    assert tuple(SIGNAL_FUNCS) == SIGNALS
+    assert tuple(BUILTIN_REGISTRY) == SIGNALS
+    assert [d.order for d in BUILTIN_REGISTRY.values()] == [10, 20, 30, 40, 50, 60]
 
 
 def test_db_state_match_expected_db_passes(sc):

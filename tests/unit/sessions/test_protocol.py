@@ -16,7 +16,8 @@ from engine.core.protocol import (
     end_call_schema,
     make,
 )
-from engine.session.backends import BackendSpec, parse_backend_spec
+from engine.session.backends import BackendSpec
+from engine.session.backends.registry import parse_backend_spec
 from engine.util.errors import UsageError
 
 EXAMPLES = {

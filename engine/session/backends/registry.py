@@ -1,0 +1,233 @@
+"""The backend registry: one class per ``--agent`` / ``--user`` scheme, looked up by the scheme.
+
+A spec string names its scheme before the first ``:`` (``openai:gpt-4.1`` -> ``openai``,
+``ws://127.0.0.1:9000`` -> ``ws``) or is the scheme alone (``replay``). Each scheme is one
+subclass of :class:`BackendScheme`: it parses the rest of the string (:meth:`BackendScheme.parse`)
+and builds the built-in side's backend factory (:meth:`BackendScheme.factory`); an ``external``
+scheme (``ws://``) has no factory: the runner connects to the side at ``spec.uri``.
+
+The built-in schemes are :data:`BUILTIN`. A third-party package adds one under the
+``evalctl.backends`` entry-point group, its name the scheme and its value the class::
+
+    [project.entry-points."evalctl.backends"]
+    scripted = "scripted_backend:ScriptedScheme"
+
+Built-in schemes cannot be replaced. docs/authoring.md, "Adding a backend", has a complete example.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+from engine.core.validation import did_you_mean
+from engine.session.backends import BackendFactory, BackendSpec
+from engine.util.errors import UsageError
+
+ENTRY_POINT_GROUP = "evalctl.backends"
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """What a built-in side's backend may be built with: ``scenarios`` (name -> Scenario, for
+    backends that read a scenario's gold or tools), the ``openai`` endpoint's ``base_url`` (None:
+    ``$OPENAI_BASE_URL``), the environment variable holding its key, its request timeout in
+    seconds and retries, and the replay backend's latency per step in seconds."""
+
+    scenarios: Mapping[str, Any] = field(default_factory=dict)
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    request_timeout_s: float = 60.0
+    max_retries: int = 4
+    replay_latency_s: float = 0.0
+
+
+class BackendScheme:
+    """One ``--agent`` / ``--user`` scheme. Subclasses set the class attributes and override
+    :meth:`factory` (and :meth:`parse` when the part after ``scheme:`` needs checking).
+
+    ``scheme``: the name before ``:`` (the registry key); ``usage``: how to write it, for
+    messages (``openai:MODEL``); ``takes_args``: the scheme is written ``scheme:ARGS`` with
+    non-empty ARGS (else alone); ``external``: a side the runner connects to, not a backend
+    (``spec.uri`` is its URL); ``model_endpoint``: the side calls the OpenAI-compatible endpoint
+    (checked once before the first session); ``gold_side``: the side plays the scenario's gold
+    (a voice run then speaks its lines; ``evalctl serve`` then needs ``--spec-dir``);
+    ``files_per_session``: file descriptors one session's side holds.
+    """
+
+    scheme: ClassVar[str] = ""
+    usage: ClassVar[str] = ""
+    takes_args: ClassVar[bool] = True
+    external: ClassVar[bool] = False
+    model_endpoint: ClassVar[bool] = False
+    gold_side: ClassVar[bool] = False
+    files_per_session: ClassVar[int] = 2
+
+    @classmethod
+    def parse(cls, text: str) -> BackendSpec:
+        """The spec of ``text`` (stripped, starting with this scheme). Raises UsageError for
+        arguments the scheme cannot use."""
+        args = text[len(cls.scheme) + 1 :].strip() if ":" in text else ""
+        if cls.takes_args and not args:
+            raise UsageError(f"unknown backend {text!r}: {expected()}")
+        if not cls.takes_args and text != cls.scheme:
+            raise UsageError(f"backend {text!r}: {cls.scheme} takes no arguments (expected {cls.usage})")
+        return BackendSpec(cls.scheme, scheme=cls.scheme, args=args, text=text)
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        """The factory of the built-in side's backends (one backend per session). Raises
+        UsageError for what is missing (an API key)."""
+        raise UsageError(f"{spec} is an external side, not a backend a built-in side can run")
+
+
+class ReplayScheme(BackendScheme):
+    """``replay``: the scenario's gold conversation played back."""
+
+    scheme = "replay"
+    usage = "replay"
+    takes_args = False
+    gold_side = True
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.replay import ReplayFactory
+
+        return ReplayFactory(options.scenarios, latency_s=options.replay_latency_s)
+
+
+class NoopScheme(BackendScheme):
+    """``noop``: a baseline that does nothing but hang up."""
+
+    scheme = "noop"
+    usage = "noop"
+    takes_args = False
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.noop import NoopFactory
+
+        return NoopFactory(options.scenarios)
+
+
+class OpenAIScheme(BackendScheme):
+    """``openai:MODEL``: an OpenAI-compatible chat-completions endpoint."""
+
+    scheme = "openai"
+    usage = "openai:MODEL"
+    model_endpoint = True
+    files_per_session = 3
+
+    @classmethod
+    def parse(cls, text: str) -> BackendSpec:
+        spec = super().parse(text)
+        return BackendSpec("openai", model=spec.args, scheme=cls.scheme, args=spec.args, text=text)
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        # imported here: the openai client takes ~0.4 s to import, and replay never needs it
+        from engine.session.backends.openai_chat import OpenAIFactory
+
+        return OpenAIFactory(
+            model=str(spec.model),
+            base_url=options.base_url,
+            api_key_env=options.api_key_env,
+            request_timeout_s=options.request_timeout_s,
+            max_retries=options.max_retries,
+        )
+
+
+class ExternalScheme(BackendScheme):
+    """``ws://host:port`` (also ``wss://``): a side of your own, speaking docs/protocol.md."""
+
+    scheme = "ws"
+    usage = "ws://host:port"
+    external = True
+    files_per_session = 1
+
+    @classmethod
+    def parse(cls, text: str) -> BackendSpec:
+        from urllib.parse import urlsplit
+
+        if not text.startswith(("ws://", "wss://")) or not text.split("://", 1)[1]:
+            raise UsageError(f"unknown backend {text!r}: {expected()}")
+        try:
+            parts = urlsplit(text)
+            port = parts.port  # a port out of range or not a number raises ValueError
+        except ValueError as err:
+            raise UsageError(f"backend {text!r}: not a usable ws:// URL ({err})") from None
+        if not parts.hostname or port == 0:
+            raise UsageError(f"backend {text!r}: not a usable ws:// URL (expected ws://host:port)")
+        return BackendSpec("external", uri=text, scheme=text.split(":", 1)[0], text=text)
+
+
+class SecureExternalScheme(ExternalScheme):
+    """``wss://host:port``: an external side over TLS."""
+
+    scheme = "wss"
+    usage = ""  # said by ws://host:port
+
+
+#: The built-in schemes (the registry's first entries; their names cannot be registered again).
+BUILTIN: dict[str, type[BackendScheme]] = {
+    cls.scheme: cls for cls in (ReplayScheme, NoopScheme, OpenAIScheme, ExternalScheme, SecureExternalScheme)
+}
+
+
+@cache
+def installed() -> dict[str, type[BackendScheme]]:
+    """The schemes installed packages register under ``evalctl.backends`` (scanned once per
+    process, only when a spec names a scheme that is not built in). An entry point that does not
+    load, is not a BackendScheme subclass, is named otherwise than its ``scheme`` or takes a
+    built-in name is left out (a spec naming it is then an unknown backend)."""
+    found: dict[str, type[BackendScheme]] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in BUILTIN:
+            continue
+        try:
+            cls = ep.load()
+        except Exception:  # a third party's import error: its scheme is unknown
+            continue
+        if isinstance(cls, type) and issubclass(cls, BackendScheme) and cls.scheme == ep.name:
+            found[ep.name] = cls
+    return found
+
+
+def _schemes() -> dict[str, type[BackendScheme]]:
+    return {**BUILTIN, **installed()}
+
+
+def expected() -> str:
+    """``expected replay, noop, openai:MODEL or ws://host:port`` (and the installed schemes)."""
+    usages = [cls.usage for cls in _schemes().values() if cls.usage]
+    return f"expected {', '.join(usages[:-1])} or {usages[-1]}"
+
+
+def backend_scheme(name: str) -> type[BackendScheme]:
+    """The class of scheme ``name``: built in, else installed. Raises UsageError (unknown
+    backend, with the schemes there are and the closest one)."""
+    if name in BUILTIN:
+        return BUILTIN[name]
+    found = installed()
+    if name in found:
+        return found[name]
+    raise UsageError(f"unknown backend scheme {name!r}: {expected()}{did_you_mean(name, _schemes())}")
+
+
+def parse_backend_spec(text: str) -> BackendSpec:
+    """Parse ``--agent`` / ``--user`` (``replay``, ``noop``, ``openai:MODEL``, ``ws://host:port``,
+    or an installed ``scheme[:ARGS]``). Raises UsageError (one line, ``unknown backend 'X':
+    expected ...`` with the closest scheme) for anything else."""
+    value = text.strip()
+    name = value.split(":", 1)[0]
+    if name not in BUILTIN and name not in installed():
+        raise UsageError(f"unknown backend {text!r}: {expected()}{did_you_mean(name, _schemes())}")
+    return backend_scheme(name).parse(value)
+
+
+def scheme_of(spec: BackendSpec) -> type[BackendScheme]:
+    """The class of a parsed spec's scheme."""
+    return backend_scheme(spec.scheme)
