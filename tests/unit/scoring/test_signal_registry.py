@@ -11,11 +11,12 @@ import pytest
 from engine.core.records.fields import RecordError
 from engine.core.records.metrics import SIGNALS, MetricsRecord
 from engine.core.signals import SignalDef, SignalRegistry, signal
-from engine.domains.registry import load_domain
+from engine.domains.registry import plugins
 from engine.scoring.registry import build_registry
 from engine.scoring.signals import BUILTIN, BUILTIN_REGISTRY, SignalInputs, SignalOutcome, compute_signals
 from engine.scoring.summary import build_summary
 from engine.scoring.summary_rows import summary_row
+from engine.spec.loader import load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.eva_fixtures import session
 from tests.record_helpers import metrics_row
@@ -23,7 +24,7 @@ from tests.record_helpers import metrics_row
 
 @pytest.fixture(scope="module")
 def sc() -> Any:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__shipped_refusal")
+    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__shipped_refusal")
 
 
 @signal("short_call", fields=("agent_turns",), order=100)
