@@ -1,7 +1,13 @@
 """``summary.json``: the record of a run's aggregate (written by ``engine.results.scoring_stage.finish_run``).
 
-Rates are fractions in 0–1 (None when nothing counted). ``pass_hat_k`` is there only for runs of
-more than one trial; its k keys are strings (``"1"``, ``"2"``...), as in the file.
+Rates are fractions in 0–1 (None when nothing counted), each with its 95 % interval ``ci``
+(``engine.core.records.intervals.Interval``; None when nothing counted). ``pass_hat_k`` and
+``noise`` are there only for runs of more than one trial; pass^k's k keys are strings (``"1"``,
+``"2"``...), as in the file; ``adaptive`` only for ``--trials auto``.
+
+Schema :data:`SUMMARY_SCHEMA` (version 2: ``schema``, the ``ci`` of every rate, pass^k's ``ci`` /
+``scenarios`` / ``errors_left_out``, ``noise``, ``adaptive``). Version 1 files (no ``schema``
+key, no intervals) are still read; their intervals are None.
 """
 
 from __future__ import annotations
@@ -12,6 +18,11 @@ from typing import Any
 
 from engine.core.records.common import ErrorCause
 from engine.core.records.fields import RecordError, exact_keys, get, strings
+from engine.core.records.intervals import Adaptive, Interval, Noise, interval_json
+
+SUMMARY_SCHEMA = "evalctl.summary/2"
+#: The first version: no ``schema`` key, no intervals, no noise floor; still read.
+SUMMARY_SCHEMA_V1 = "evalctl.summary/1"
 
 _RATE = (int, float, None)
 _SECONDS = (int, float)
@@ -24,7 +35,7 @@ def _object(body: Mapping[str, Any], key: str) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Tally:
     """Composite verdicts counted: ``total`` = passed + failed (``N/A`` and ``error`` results left
-    out, counted in ``not_applicable`` / ``errors``); ``rate`` 0–1."""
+    out, counted in ``not_applicable`` / ``errors``); ``rate`` 0–1 and its 95 % interval ``ci``."""
 
     passed: int
     failed: int
@@ -32,15 +43,18 @@ class Tally:
     errors: int
     total: int
     rate: float | None
+    ci: Interval | None = None
 
-    KEYS = ("passed", "failed", "not_applicable", "errors", "total", "rate")
+    KEYS = ("passed", "failed", "not_applicable", "errors", "total", "rate", "ci")
 
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.KEYS}
+        body = {k: getattr(self, k) for k in self.KEYS}
+        body["ci"] = interval_json(self.ci)
+        return body
 
     @classmethod
-    def from_json(cls, body: Mapping[str, Any], what: str) -> Tally:
-        exact_keys(body, cls.KEYS, what)
+    def from_json(cls, body: Mapping[str, Any], what: str, v1: bool = False) -> Tally:
+        exact_keys(body, cls.KEYS[:-1] if v1 else cls.KEYS, what)
         return cls(
             get(body, "passed", int),
             get(body, "failed", int),
@@ -48,6 +62,7 @@ class Tally:
             get(body, "errors", int),
             get(body, "total", int),
             get(body, "rate", *_RATE),
+            None if v1 else Interval.from_json(body["ci"], f"{what}.ci"),
         )
 
 
@@ -59,12 +74,12 @@ COUNT = "count"
 class SignalRate:
     """One signal's (or diagnostic's) pass rate over its own ``unit`` (scenarios, sessions,
     predicates, assertions); ``role`` gating, informational or diagnostic; ``errors_left_out`` the
-    results with the verdict ``error`` not counted.
+    results with the verdict ``error`` not counted; ``ci`` the rate's 95 % interval.
 
     A count diagnostic (``kind`` = :data:`COUNT`, a number of findings per result) counts its
     clean results (0 findings) as ``passed``; ``sum`` / ``max`` are the findings over the results
     and the most in one result. The three keys are written for count diagnostics only (None
-    otherwise), so every other rate keeps its six keys."""
+    otherwise), so every other rate keeps its seven keys."""
 
     passed: int
     total: int
@@ -75,8 +90,9 @@ class SignalRate:
     kind: str | None = None
     sum: int | float | None = None
     max: int | float | None = None
+    ci: Interval | None = None
 
-    KEYS = ("passed", "total", "rate", "unit", "role", "errors_left_out")
+    KEYS = ("passed", "total", "rate", "unit", "role", "errors_left_out", "ci")
     COUNT_KEYS = ("kind", "sum", "max")
 
     def __post_init__(self) -> None:
@@ -86,16 +102,18 @@ class SignalRate:
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {k: getattr(self, k) for k in self.KEYS}
+        body["ci"] = interval_json(self.ci)
         if self.kind is not None:
             body.update(kind=self.kind, sum=self.sum, max=self.max)
         return body
 
     @classmethod
-    def from_json(cls, body: Any, what: str) -> SignalRate:
+    def from_json(cls, body: Any, what: str, v1: bool = False) -> SignalRate:
         if not isinstance(body, dict):
             raise RecordError(f"{what}: not an object")
         counted = any(k in body for k in cls.COUNT_KEYS)
-        exact_keys(body, (*cls.KEYS, *cls.COUNT_KEYS) if counted else cls.KEYS, what)
+        keys = cls.KEYS[:-1] if v1 else cls.KEYS
+        exact_keys(body, (*keys, *cls.COUNT_KEYS) if counted else keys, what)
         kind = get(body, "kind", str) if counted else None
         if counted and kind != COUNT:
             raise RecordError(f"{what}: kind {kind!r} is not {COUNT!r}")
@@ -109,6 +127,7 @@ class SignalRate:
             kind,
             get(body, "sum", int, float) if counted else None,
             get(body, "max", int, float) if counted else None,
+            None if v1 else Interval.from_json(body["ci"], f"{what}.ci"),
         )
 
 
@@ -243,33 +262,51 @@ def _k_table(body: Any, what: str) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class PassHatK:
-    """pass^k (0–1) for k = 1..trials: per scenario, and the mean over scenarios."""
+    """pass^k (0–1) for k = 1..trials: per scenario, and the mean over scenarios; per k its
+    denominator ``scenarios`` (those with at least k trials with a verdict) and its 95 % interval
+    ``ci`` (the bootstrap over scenarios); ``errors_left_out`` the trials with the verdict
+    ``error`` not counted."""
 
     per_scenario: Mapping[str, Mapping[str, float]]
     overall: Mapping[str, float]
+    scenarios: Mapping[str, int] | None = None
+    ci: Mapping[str, Interval | None] | None = None
+    errors_left_out: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "per_scenario": {name: dict(row) for name, row in self.per_scenario.items()},
             "overall": dict(self.overall),
+            "scenarios": dict(self.scenarios or {}),
+            "ci": {k: interval_json(ci) for k, ci in (self.ci or {}).items()},
+            "errors_left_out": self.errors_left_out,
         }
 
     @classmethod
-    def from_json(cls, body: Any) -> PassHatK:
+    def from_json(cls, body: Any, v1: bool = False) -> PassHatK:
         if not isinstance(body, dict):
             raise RecordError("pass_hat_k: not an object")
-        exact_keys(body, ("per_scenario", "overall"), "pass_hat_k")
+        keys = ("per_scenario", "overall", "scenarios", "ci", "errors_left_out")
+        exact_keys(body, keys[:2] if v1 else keys, "pass_hat_k")
         per = _object(body, "per_scenario")
-        return cls(
+        table = cls(
             {name: _k_table(row, f"pass_hat_k.per_scenario.{name}") for name, row in per.items()},
             _k_table(body["overall"], "pass_hat_k.overall"),
         )
+        if v1:
+            return table
+        counts = _object(body, "scenarios")
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values()):
+            raise RecordError("pass_hat_k.scenarios: not an object of counts")
+        cis = {k: Interval.from_json(v, f"pass_hat_k.ci.{k}") for k, v in _object(body, "ci").items()}
+        return cls(table.per_scenario, table.overall, counts, cis, get(body, "errors_left_out", int))
 
 
 #: The keys every summary has (the first check of a file that may not be a summary at all).
 CORE_KEYS = ("unit", "results", "scenarios", "trials", "signals", "stalled", "failed")
 
 _KEYS = (
+    "schema",
     "run_dir",
     "evalctl_version",
     "results",
@@ -306,7 +343,9 @@ class SummaryRecord:
     (``first_error`` the first one's ``scenario: source: message``); ``judge_errors`` results whose
     judge failed (gating or not); ``usage`` every model request of the run, superseded attempts
     included; ``invocations`` the run's invocations so far (run, resumes, rescores);
-    ``wall_time_s`` their seconds summed (None when unknown); ``pass_hat_k`` only when ``trials`` > 1.
+    ``wall_time_s`` their seconds summed (None when unknown); ``pass_hat_k`` and ``noise`` (the
+    per-scenario pass rates over trials, the flaky share, the minimum detectable difference) only
+    when ``trials`` > 1; ``adaptive`` only for ``--trials auto``.
     """
 
     run_dir: str
@@ -332,9 +371,12 @@ class SummaryRecord:
     session_time_s: SessionTimes
     failed: tuple[FailedResult, ...]
     pass_hat_k: PassHatK | None = None
+    noise: Noise | None = None
+    adaptive: Adaptive | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
+            "schema": SUMMARY_SCHEMA,
             "run_dir": self.run_dir,
             "evalctl_version": self.evalctl_version,
             "results": self.results,
@@ -360,6 +402,10 @@ class SummaryRecord:
         }
         if self.pass_hat_k is not None:
             body["pass_hat_k"] = self.pass_hat_k.to_json()
+        if self.noise is not None:
+            body["noise"] = self.noise.to_json()
+        if self.adaptive is not None:
+            body["adaptive"] = self.adaptive.to_json()
         return body
 
     @classmethod
@@ -371,7 +417,14 @@ class SummaryRecord:
         missing = sorted(set(CORE_KEYS) - body.keys())
         if missing:
             raise RecordError(f"not an evalctl summary: no {', '.join(missing)}")
-        exact_keys(body, _KEYS, "summary", ("pass_hat_k",))
+        schema = body.get("schema", SUMMARY_SCHEMA_V1)
+        if schema not in (SUMMARY_SCHEMA, SUMMARY_SCHEMA_V1):
+            raise RecordError(f"not an evalctl summary: schema {schema!r} is not {SUMMARY_SCHEMA}")
+        v1 = schema == SUMMARY_SCHEMA_V1
+        if v1:
+            exact_keys(body, _KEYS[1:], "summary", ("pass_hat_k",))
+        else:
+            exact_keys(body, _KEYS, "summary", ("pass_hat_k", "noise", "adaptive"))
         stop_reasons = _object(body, "stop_reasons")
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in stop_reasons.values()):
             raise RecordError("stop_reasons: not an object of counts")
@@ -384,9 +437,11 @@ class SummaryRecord:
             unit=get(body, "unit", str),
             missing=strings(body, "missing"),
             interrupted=get(body, "interrupted", bool),
-            overall=Tally.from_json(_object(body, "overall"), "overall"),
-            task=Tally.from_json(_object(body, "task"), "task"),
-            signals={n: SignalRate.from_json(s, f"signals.{n}") for n, s in _object(body, "signals").items()},
+            overall=Tally.from_json(_object(body, "overall"), "overall", v1),
+            task=Tally.from_json(_object(body, "task"), "task", v1),
+            signals={
+                n: SignalRate.from_json(s, f"signals.{n}", v1) for n, s in _object(body, "signals").items()
+            },
             stalled=Stalled.from_json(_object(body, "stalled")),
             stop_reasons=stop_reasons,
             errors=get(body, "errors", int),
@@ -398,5 +453,7 @@ class SummaryRecord:
             wall_time_s=get(body, "wall_time_s", *_RATE),
             session_time_s=SessionTimes.from_json(_object(body, "session_time_s")),
             failed=tuple(FailedResult.from_json(f) for f in get(body, "failed", list)),
-            pass_hat_k=PassHatK.from_json(body["pass_hat_k"]) if "pass_hat_k" in body else None,
+            pass_hat_k=PassHatK.from_json(body["pass_hat_k"], v1) if "pass_hat_k" in body else None,
+            noise=Noise.from_json(body["noise"]) if "noise" in body else None,
+            adaptive=Adaptive.from_json(body["adaptive"]) if "adaptive" in body else None,
         )
