@@ -9,7 +9,8 @@ Every interval is a 95 % interval of a rate in 0–1 (:data:`CONFIDENCE`):
   than one item (trials, predicates, assertions): the scenario is the unit that is resampled, the
   statistic the pooled rate sum(passed) / sum(total). When every scenario has the same rate the
   bootstrap has nothing to resample from; the interval is then Wilson's over the scenarios
-  (``wilson-scenarios``: the scenario count as the sample size), never a zero-width one.
+  (``wilson-scenarios``: the scenario count as the sample size) when that rate is 0 or 1, else
+  Wilson's over the pooled items; never a zero-width one.
 
 Paired tests between two runs over the same scenarios: exact McNemar on the discordant scenarios
 (``scipy.stats.binomtest(b, b + c, 0.5)``) when each scenario has one verdict per run, else a paired
@@ -99,7 +100,9 @@ def _bootstrap_ratio(pairs: Sequence[tuple[int, int]]) -> Interval | None:
     total = np.array([t for _, t in pairs], dtype=float)
     rates = passed / total
     if len(pairs) < 2 or np.all(rates == rates[0]):
-        return _scenario_wilson(float(rates.mean()), len(pairs))
+        if rates[0] in (0.0, 1.0):
+            return _scenario_wilson(float(rates[0]), len(pairs))
+        return wilson(int(passed.sum()), int(total.sum()))  # no spread between scenarios to resample
 
     def pooled(p: np.ndarray, t: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.sum(p, axis=axis) / np.sum(t, axis=axis)
@@ -122,7 +125,7 @@ def mean_interval(values: Sequence[float]) -> Interval | None:
 
 def _scenario_wilson(rate: float, scenarios: int) -> Interval | None:
     """Wilson's interval with the scenario count as the sample size (no spread to resample)."""
-    ci = wilson(round(rate * scenarios), scenarios)
+    ci = wilson(math.floor(rate * scenarios + 0.5), scenarios)
     return None if ci is None else Interval(ci.low, ci.high, WILSON_SCENARIOS)
 
 
