@@ -176,7 +176,7 @@ def paired_permutation(a: Sequence[float], b: Sequence[float]) -> float:
     x, y = np.array(a, dtype=float), np.array(b, dtype=float)
     if len(x) != len(y):
         raise ValueError(f"paired samples of {len(x)} and {len(y)} scenarios")
-    if not np.any(x != y):
+    if not np.any(x != y) or len(x) < 2:  # one scenario: both labellings are as extreme
         return 1.0
 
     def mean_difference(u: np.ndarray, v: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -196,7 +196,8 @@ def paired_permutation(a: Sequence[float], b: Sequence[float]) -> float:
 def difference_interval(a: Sequence[float], b: Sequence[float]) -> Interval | None:
     """The 95 % interval of the mean per-scenario difference ``b`` − ``a`` (−1..1): the bootstrap
     over scenarios (BCa, seeded); when every scenario differs by the same amount the interval is
-    that amount (``method`` ``"constant"``: nothing varies to resample). None when empty."""
+    that amount (``method`` ``"constant"``: nothing varies to resample). None when empty, or for
+    one scenario that differs (nothing to resample)."""
     import numpy as np
 
     d = np.array(b, dtype=float) - np.array(a, dtype=float)
@@ -204,6 +205,8 @@ def difference_interval(a: Sequence[float], b: Sequence[float]) -> Interval | No
         return None
     if np.all(d == d[0]):
         return Interval(float(d[0]), float(d[0]), "constant")
+    if len(d) < 2:
+        return None
     stats = _scipy_stats()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
