@@ -15,10 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from engine.commands.console import text_console
+from engine.core.records.intervals import Interval
 from engine.core.records.summary import COUNT, SummaryRecord
 from engine.results.costs import PriceTable, RunCost, money, run_costs
 from engine.results.scoring_stage import load_run_metrics, load_summary
-from engine.core.records.intervals import Interval
 from engine.scoring.summary import failure_reason, headline_not_applicable, noise_lines
 from engine.util.untrusted import one_line
 
@@ -66,7 +66,11 @@ def summary_table(summary: SummaryRecord) -> Table:
             if n is None:  # a version 1 summary
                 n = sum(1 for row in per.values() if k in row) if per else summary.scenarios
             table.add_row(
-                f"pass^{k}", f"{v:.3f}", _ci(cis.get(k)), f"{n} scenarios{_errors(phk.errors_left_out)}", "trials"
+                f"pass^{k}",
+                f"{v:.3f}",
+                _ci(cis.get(k)),
+                f"{n} scenarios{_errors(phk.errors_left_out)}",
+                "trials",
             )
     return table
 

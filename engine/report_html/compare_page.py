@@ -8,8 +8,8 @@ from pathlib import Path
 from engine.report_html.page import asset, document, write_page
 from engine.report_html.sections import h
 from engine.results.compare import Change, Comparison, RateChange, delta_text, rate_text
-from engine.results.paired import PairedRate
 from engine.results.costs import money
+from engine.results.paired import PairedRate
 
 
 def _changes(title: str, changes: tuple[Change, ...], trials: bool, cls: str) -> str:
@@ -42,7 +42,7 @@ def _paired_row(p: PairedRate) -> str:
     disc = f" ({p.discordant[0]} vs {p.discordant[1]})" if p.discordant else ""
     return (
         f"<tr><td>{h(p.name)}</td><td>{p.scenarios}</td><td>{h(diff)}</td><td>{h(ci)}</td>"
-        f"<td>{h(p.test)}{h(disc)}</td><td>{h(pv)}</td><td class=\"{cls}\">{h(p.verdict)}</td></tr>"
+        f'<td>{h(p.test)}{h(disc)}</td><td>{h(pv)}</td><td class="{cls}">{h(p.verdict)}</td></tr>'
     )
 
 

@@ -144,7 +144,9 @@ def paired_rate(name: str, a: Mapping[str, tuple[int, int]], b: Mapping[str, tup
     names = sorted(a.keys() & b.keys())
     n = len(names)
     if not n:
-        return PairedRate(name, 0, 0, None, None, "none", None, None, None, "no scenario with a verdict in both runs")
+        return PairedRate(
+            name, 0, 0, None, None, "none", None, None, None, "no scenario with a verdict in both runs"
+        )
     ra = [a[s][0] / a[s][1] for s in names]
     rb = [b[s][0] / b[s][1] for s in names]
     counted = sum(a[s][1] + b[s][1] for s in names)
@@ -167,7 +169,16 @@ def paired_rate(name: str, a: Mapping[str, tuple[int, int]], b: Mapping[str, tup
         below = "n/a" if detectable is None else f"{100 * detectable:.0f}"
         verdict = f"no detectable difference at n = {n}; a difference below ~{below} pt cannot be seen"
     return PairedRate(
-        name, n, round(trials, 3), difference, difference_interval(ra, rb), test, p, discordant, detectable, verdict
+        name,
+        n,
+        round(trials, 3),
+        difference,
+        difference_interval(ra, rb),
+        test,
+        p,
+        discordant,
+        detectable,
+        verdict,
     )
 
 
@@ -181,7 +192,8 @@ def paired_rates(ra: Results, rb: Results, signals: Iterable[str]) -> tuple[Pair
         *((name, _signal(name)) for name in signals),
     ]
     return tuple(
-        paired_rate(name, _per_scenario(rows_a, count), _per_scenario(rows_b, count)) for name, count in counters
+        paired_rate(name, _per_scenario(rows_a, count), _per_scenario(rows_b, count))
+        for name, count in counters
     )
 
 

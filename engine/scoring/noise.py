@@ -40,7 +40,10 @@ def noise_floor(outcomes: Mapping[str, Sequence[bool]]) -> Noise:
     within-scenario variance (0 when no scenario is flaky: then the exact test's resolution)."""
     per = {
         name: ScenarioTrials(
-            sum(trials), len(trials), sum(trials) / len(trials) if trials else None, 0 < sum(trials) < len(trials)
+            sum(trials),
+            len(trials),
+            sum(trials) / len(trials) if trials else None,
+            0 < sum(trials) < len(trials),
         )
         for name, trials in sorted(outcomes.items())
     }

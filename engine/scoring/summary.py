@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import __version__
-from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal
 from engine.core.records.intervals import Adaptive
+from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal
 from engine.core.records.summary import (
     COUNT,
     FailedResult,
@@ -409,7 +409,8 @@ def pass_hat_k_line(summary: SummaryRecord) -> str:
         return ""
     counts, cis = phk.scenarios or {}, phk.ci or {}
     ks = ", ".join(
-        f"pass^{k} = {v:.3f}{ci_text(cis.get(k))} ({counts.get(k, '?')} scenarios)" for k, v in phk.overall.items()
+        f"pass^{k} = {v:.3f}{ci_text(cis.get(k))} ({counts.get(k, '?')} scenarios)"
+        for k, v in phk.overall.items()
     )
     ks = ks or "n/a (no trial had a verdict)"
     return f"pass^k over {summary.trials} trials: {ks}{_left_out(phk.errors_left_out)}"

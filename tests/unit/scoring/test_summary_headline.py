@@ -76,7 +76,9 @@ def test_one_verdict_bearing_result_keeps_the_rate() -> None:
     summary = build_summary([_clean_exit_only("qa__a"), judged], {})
     assert (summary.overall.passed, summary.overall.total, summary.overall.rate) == (2, 2, 1.0)
     assert headline_not_applicable(summary) is None
-    assert "Overall Success Rate: 100.0% (2/2 scenarios) [95% CI 34.2-100.0%]\n" in render_summary_text(summary)
+    assert "Overall Success Rate: 100.0% (2/2 scenarios) [95% CI 34.2-100.0%]\n" in render_summary_text(
+        summary
+    )
 
 
 def test_a_db_gated_run_is_unchanged() -> None:
