@@ -62,6 +62,7 @@ from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import SummaryTotals, render_summary_text
 from engine.scoring.summary_rows import SummaryRow
 from engine.spec.gold_replay import gold_replay
+from engine.results.adaptive_record import read_adaptive
 from engine.util.artifacts import FolderWrite, read_json, write_json, write_text
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
@@ -352,6 +353,9 @@ def finish_run(
     counted = run_totals(run_dir, known, trials)
     rows = counted.rows()
     run_info = _with_defaults(run_dir, rows, run_info)
+    adaptive = read_adaptive(run_dir)
+    if adaptive is not None:  # an adaptive-trials run: its spend, and which trials it planned
+        run_info = {**run_info, "adaptive": adaptive}
     record = run_provenance(run_dir, run_info)
     write_json(run_dir / "run.json", record.to_json())
     totals = {"wall_time_s": wall_time(run_dir, record), "invocations": len(record.invocations)}

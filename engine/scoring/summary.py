@@ -218,10 +218,16 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
     names = sorted({m.scenario_name for m in rows})
     planned = list(run_info.get("scenarios") or [])
     done = {(m.scenario_name, m.trial) for m in rows}
+    adaptive = run_info.get("adaptive")
+    adaptive = adaptive if isinstance(adaptive, Adaptive) else None
+    upto = dict.fromkeys(planned, trials)
+    if adaptive is not None:  # every scenario's first two trials, then the ones started on it
+        highest = {n: t for n, t in sorted(done)}
+        upto = {n: max(min(2, trials), highest.get(n, 0)) for n in planned}
     missing = [
         f"{n}" if trials == 1 else f"{n}#trial_{t}"
         for n in planned
-        for t in range(1, trials + 1)
+        for t in range(1, upto[n] + 1)
         if (n, t) not in done
     ]
     stalled = [
@@ -258,7 +264,6 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
                 outcomes.setdefault(m.scenario_name, []).append(m.is_successful)
         pass_hat_k = pass_hat_k_record(outcomes, trials, len(errored))
         noise = noise_floor(outcomes)
-    adaptive = run_info.get("adaptive")
     judge_errors = [m.judge_error for m in rows if m.judge_error]
     first_error = None
     if errored:
@@ -292,7 +297,7 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         failed=tuple(failed),
         pass_hat_k=pass_hat_k,
         noise=noise,
-        adaptive=adaptive if isinstance(adaptive, Adaptive) else None,
+        adaptive=adaptive,
     )
 
 
