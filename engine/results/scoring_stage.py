@@ -42,6 +42,7 @@ from engine.core.records.run import RunRecord
 from engine.core.records.session import SessionRecord
 from engine.core.records.summary import SummaryRecord
 from engine.core.records.voice import VoiceSummary
+from engine.results.adaptive_record import read_adaptive
 from engine.results.provenance import run_provenance
 from engine.results.session_files import (
     JUDGE_RESULT,
@@ -62,7 +63,6 @@ from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import SummaryTotals, render_summary_text
 from engine.scoring.summary_rows import SummaryRow
 from engine.spec.gold_replay import gold_replay
-from engine.results.adaptive_record import read_adaptive
 from engine.util.artifacts import FolderWrite, read_json, write_json, write_text
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line

@@ -41,12 +41,12 @@ from engine.results.rundir import (
     select_scenarios,
 )
 from engine.results.scorer import Scorer, off_loop
-from engine.scoring import stats
 from engine.results.session_files import load_session, scenario_dir
 from engine.run import workers
 from engine.run.adaptive import FIRST_TRIALS, AdaptiveRounds
 from engine.run.progress import Progress, Sink
 from engine.run.shard import parse_shard, shard_scenarios
+from engine.scoring import stats
 from engine.session.backends import BackendFactory, BackendSpec, parse_backend_spec
 from engine.session.backends.probe import PROBE_TIMEOUT_S, check_endpoints
 from engine.session.conversation import SessionLimits, SessionSetup, run_session

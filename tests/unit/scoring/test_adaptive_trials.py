@@ -67,7 +67,7 @@ async def test_extra_trials_go_only_to_the_flaky_scenario(tmp_path: Path) -> Non
     assert noise["per_scenario"][STEADY[0]] == {"passed": 2, "trials": 2, "rate": 1.0, "flaky": False}
     text = (tmp_path / "run" / "all_summary.txt").read_text(encoding="utf-8")
     assert "Adaptive trials: 9 sessions in 3 extra round(s), up to 5 trials per scenario" in text
-    assert f"Noise floor: 1/3 scenarios flaky (33.3%" in text and f"flaky: {FLAKY}" in text
+    assert "Noise floor: 1/3 scenarios flaky (33.3%" in text and f"flaky: {FLAKY}" in text
 
 
 async def test_a_wide_target_stops_after_the_first_two_trials(tmp_path: Path) -> None:
