@@ -19,6 +19,7 @@ from typing import Any
 from engine.core.records.common import ErrorCause
 from engine.core.records.fields import RecordError, exact_keys, get, strings
 from engine.core.records.intervals import Adaptive, Interval, Noise, interval_json
+from engine.core.records.intervals import PassHatK as PassHatK  # re-exported: the summary's pass^k
 
 SUMMARY_SCHEMA = "evalctl.summary/2"
 #: The first version: no ``schema`` key, no intervals, no noise floor; still read.
@@ -250,56 +251,6 @@ class FailedResult:
             get(body, "verdict", bool, str),
             ErrorCause.from_json(get(body, "error_cause", dict, None)),
         )
-
-
-def _k_table(body: Any, what: str) -> dict[str, float]:
-    if not isinstance(body, dict) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in body.values()
-    ):
-        raise RecordError(f"{what}: not an object of numbers")
-    return dict(body)
-
-
-@dataclass(frozen=True)
-class PassHatK:
-    """pass^k (0–1) for k = 1..trials: per scenario, and the mean over scenarios; per k its
-    denominator ``scenarios`` (those with at least k trials with a verdict) and its 95 % interval
-    ``ci`` (the bootstrap over scenarios); ``errors_left_out`` the trials with the verdict
-    ``error`` not counted."""
-
-    per_scenario: Mapping[str, Mapping[str, float]]
-    overall: Mapping[str, float]
-    scenarios: Mapping[str, int] | None = None
-    ci: Mapping[str, Interval | None] | None = None
-    errors_left_out: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "per_scenario": {name: dict(row) for name, row in self.per_scenario.items()},
-            "overall": dict(self.overall),
-            "scenarios": dict(self.scenarios or {}),
-            "ci": {k: interval_json(ci) for k, ci in (self.ci or {}).items()},
-            "errors_left_out": self.errors_left_out,
-        }
-
-    @classmethod
-    def from_json(cls, body: Any, v1: bool = False) -> PassHatK:
-        if not isinstance(body, dict):
-            raise RecordError("pass_hat_k: not an object")
-        keys = ("per_scenario", "overall", "scenarios", "ci", "errors_left_out")
-        exact_keys(body, keys[:2] if v1 else keys, "pass_hat_k")
-        per = _object(body, "per_scenario")
-        table = cls(
-            {name: _k_table(row, f"pass_hat_k.per_scenario.{name}") for name, row in per.items()},
-            _k_table(body["overall"], "pass_hat_k.overall"),
-        )
-        if v1:
-            return table
-        counts = _object(body, "scenarios")
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values()):
-            raise RecordError("pass_hat_k.scenarios: not an object of counts")
-        cis = {k: Interval.from_json(v, f"pass_hat_k.ci.{k}") for k, v in _object(body, "ci").items()}
-        return cls(table.per_scenario, table.overall, counts, cis, get(body, "errors_left_out", int))
 
 
 #: The keys every summary has (the first check of a file that may not be a summary at all).
