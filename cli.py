@@ -162,7 +162,8 @@ RUN_SETTINGS: dict[str, tuple[str, ...]] = {
     "user": ("user",),
     "base_url": ("base_url",),
     "api_key_env": ("api_key_env", "scoring.judge_api_key_env"),
-    "trials": ("trials",),
+    "trials": ("trials", "adaptive_target_width"),
+    "target_width": ("adaptive_target_width",),
     "max_turns": ("max_turns",),
     "turn_timeout": ("turn_timeout_s",),
     "max_tool_rounds": ("max_tool_rounds",),
@@ -256,7 +257,21 @@ def _prices(value: str | None) -> Any:
     help="Agent turns before a timeout stop (default: no limit; max_duration still applies).",
 )
 @click.option(
-    "--trials", default=1, show_default=True, type=click.IntRange(min=1), help="Sessions per scenario."
+    "--trials",
+    default="1",
+    show_default=True,
+    metavar="K|auto[:MAX]",
+    help="Sessions per scenario; auto (at most 8) or auto:MAX runs each scenario twice, then more "
+    "trials only on the scenarios whose verdicts disagree, until the overall rate's 95% interval is "
+    "--target-width wide or MAX is reached.",
+)
+@click.option(
+    "--target-width",
+    default=None,
+    type=click.FloatRange(0, 1, min_open=True),
+    metavar="WIDTH",
+    help="With --trials auto: stop when the overall rate's 95% interval is this wide (0-1; default "
+    "0.10, i.e. 10 points).",
 )
 @click.option(
     "--resume",
@@ -372,7 +387,8 @@ def run_cmd(
     output_dir: str | None,
     data_root: str | None,
     max_turns: int | None,
-    trials: int,
+    trials: str,
+    target_width: float | None,
     resume: str | None,
     min_agent_turns: int,
     strict_match: bool,
@@ -413,9 +429,18 @@ def run_cmd(
       evalctl run specs/eva_airline --shard 2/4 --output-dir runs/part2
     """
     from engine.commands.run import run
+    from engine.run.adaptive import DEFAULT_TARGET_WIDTH, parse_trials
     from engine.run.shard import parse_shard
     from engine.run.workers import cpu_count
 
+    trial_count, adaptive = parse_trials(trials)
+    if target_width is not None and not adaptive:
+        raise UsageError("--target-width goes with --trials auto (or auto:MAX)")
+    if adaptive and (shard is not None or ray_address is not None):
+        raise UsageError(
+            "--trials auto decides each round from the whole run: not with --shard or --ray "
+            "(give a number of trials)"
+        )
     if shard is not None:
         shard = str(parse_shard(shard))
     if scenarios is not None and not _csv(scenarios):
@@ -440,7 +465,8 @@ def run_cmd(
         concurrency=concurrency,
         output_dir=_path(output_dir),
         max_turns=max_turns,
-        trials=trials,
+        trials=trial_count,
+        adaptive_target_width=(target_width or DEFAULT_TARGET_WIDTH) if adaptive else None,
         resume=_path(resume),
         turn_timeout_s=turn_timeout,
         max_tool_rounds=max_tool_rounds,
@@ -623,9 +649,7 @@ def merge_cmd(runs: tuple[str, ...], output_dir: str, fail_under: float | None, 
     """
     from engine.commands.merge import merge
 
-    return merge(
-        [Path(r) for r in runs], Path(output_dir), tuple(sys.argv[1:]), fail_under, allow_errors
-    )
+    return merge([Path(r) for r in runs], Path(output_dir), tuple(sys.argv[1:]), fail_under, allow_errors)
 
 
 @group.command("diff")

@@ -17,11 +17,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from engine.commands.console import text_console, warning_of_unreadable
+from engine.core.records.intervals import Interval
 from engine.core.records.summary import COUNT, SummaryRecord
 from engine.results.costs import PriceTable, RunCost, money, run_costs
 from engine.results.scoring_stage import load_run_metrics, load_summary
 from engine.results.unreadable import records_text, watching
-from engine.scoring.summary import failure_reason, headline_not_applicable
+from engine.scoring.summary import failure_reason, headline_not_applicable, noise_lines
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
 
@@ -30,35 +31,51 @@ def _pct(rate: float | None) -> str:
     return "n/a" if rate is None else f"{100 * rate:.1f}%"
 
 
+def _ci(ci: Interval | None) -> str:
+    return "-" if ci is None else f"{100 * ci.low:.1f}-{100 * ci.high:.1f}%"
+
+
 def _errors(n: int) -> str:
     return f" ({n} error{'' if n == 1 else 's'} left out)" if n else ""
 
 
 def summary_table(summary: SummaryRecord) -> Table:
-    """Headline rates then per-signal rates, each with its own count and unit."""
+    """Headline rates then per-signal rates, each with its 95 % interval, its own count and unit
+    (the errors left out), then pass^k with its interval and the scenarios it is over."""
     unit = summary.unit
     table = Table(title=f"evalctl run: {escape(summary.run_dir)}", title_justify="left")
     for col, justify in (
         ("metric", "left"),
         ("rate", "right"),
+        ("95% CI", "right"),
         ("passed / total", "right"),
         ("role", "left"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for label, t in (("Overall success", summary.overall), ("Task success (excl. clean_exit)", summary.task)):
         na = f" (+{t.not_applicable} N/A)" if t.not_applicable else ""
-        table.add_row(label, _pct(t.rate), f"{t.passed}/{t.total} {unit}{na}{_errors(t.errors)}", "composite")
+        counts = f"{t.passed}/{t.total} {unit}{na}{_errors(t.errors)}"
+        table.add_row(label, _pct(t.rate), _ci(t.ci), counts, "composite")
     table.add_section()
     for name, s in summary.signals.items():
         label = f"{name} (clean; {s.sum:g} found)" if s.kind == COUNT else name
         out = _errors(s.errors_left_out)
-        table.add_row(label, _pct(s.rate), f"{s.passed}/{s.total} {s.unit}{out}", s.role)
-    if summary.pass_hat_k is not None:
+        table.add_row(label, _pct(s.rate), _ci(s.ci), f"{s.passed}/{s.total} {s.unit}{out}", s.role)
+    phk = summary.pass_hat_k
+    if phk is not None:
         table.add_section()
-        per = summary.pass_hat_k.per_scenario
-        for k, v in summary.pass_hat_k.overall.items():
-            n = sum(1 for row in per.values() if k in row) if per else summary.scenarios
-            table.add_row(f"pass^{k}", f"{v:.3f}", f"{n} scenarios", "trials")
+        per, cis = phk.per_scenario, phk.ci or {}
+        for k, v in phk.overall.items():
+            n = (phk.scenarios or {}).get(k)
+            if n is None:  # a version 1 summary
+                n = sum(1 for row in per.values() if k in row) if per else summary.scenarios
+            table.add_row(
+                f"pass^{k}",
+                f"{v:.3f}",
+                _ci(cis.get(k)),
+                f"{n} scenarios{_errors(phk.errors_left_out)}",
+                "trials",
+            )
     return table
 
 
@@ -174,6 +191,8 @@ def _text(run_dir: Path, prices: PriceTable | None, console: Console) -> int:
             f"[red]warning:[/] {records_text(len(found))} (warned above): left out of the tokens and "
             "costs read here; summary.json's rates count them only if it was written before they broke"
         )
+    for line in noise_lines(summary):  # the noise floor of a run with trials, adaptive trials' spend
+        console.print(one_line(line, None), markup=False, highlight=False)
     reasons = ", ".join(f"{k} {v}" for k, v in summary.stop_reasons.items())
     console.print(f"stop reasons: {reasons}", markup=False, highlight=False)
     if summary.judge_errors:

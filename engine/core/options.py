@@ -90,3 +90,7 @@ class RunOptions:
     shard: str | None = None
     #: Worker processes sharing the run (``--workers``; ``engine.run.workers``): 1 runs in this process.
     workers: int = 1
+    #: ``--trials auto[:MAX]``: the width (0–1) of the overall rate's 95 % interval at which an
+    #: adaptive run stops spending trials (``engine.run.adaptive``; ``trials`` is then MAX); None:
+    #: every scenario runs ``trials`` times.
+    adaptive_target_width: float | None = None

@@ -9,6 +9,7 @@ from engine.report_html.page import asset, document, write_page
 from engine.report_html.sections import h
 from engine.results.compare import Change, Comparison, RateChange, delta_text, rate_text
 from engine.results.costs import money
+from engine.results.paired import PairedRate
 
 
 def _changes(title: str, changes: tuple[Change, ...], trials: bool, cls: str) -> str:
@@ -30,6 +31,34 @@ def _rate_row(r: RateChange) -> str:
     return (
         f"<tr><td>{h(r.name)}</td><td>{h(rate_text(r.before))}</td><td>{h(rate_text(r.after))}</td>"
         f'<td class="{cls}">{h(delta_text(delta))}</td></tr>'
+    )
+
+
+def _paired_row(p: PairedRate) -> str:
+    cls = {"better": "up", "worse": "down"}.get(p.verdict, "")
+    diff = "n/a" if p.difference is None else f"{100 * p.difference:+.1f} pt"
+    ci = "-" if p.ci is None else f"{100 * p.ci.low:+.1f} to {100 * p.ci.high:+.1f} pt"
+    pv = "-" if p.p_value is None else f"{p.p_value:.3g}"
+    disc = f" ({p.discordant[0]} vs {p.discordant[1]})" if p.discordant else ""
+    return (
+        f"<tr><td>{h(p.name)}</td><td>{p.scenarios}</td><td>{h(diff)}</td><td>{h(ci)}</td>"
+        f'<td>{h(p.test)}{h(disc)}</td><td>{h(pv)}</td><td class="{cls}">{h(p.verdict)}</td></tr>'
+    )
+
+
+def _significance(c: Comparison) -> str:
+    rows = "".join(_paired_row(p) for p in c.paired if p.scenarios)
+    noise = ""
+    if c.noise is not None:
+        noise = (
+            f"<p>Changed scenarios: {len(c.noise.consistent)} consistent across trials "
+            f"({h(', '.join(c.noise.consistent) or 'none')}), {len(c.noise.within_noise)} within their "
+            f"own noise ({h(', '.join(c.noise.within_noise) or 'none')}).</p>"
+        )
+    return (
+        '<section id="significance"><h2>Is the difference real?</h2><table class="paired"><thead><tr>'
+        "<th>rate</th><th>paired scenarios</th><th>B − A</th><th>95% CI</th><th>test</th><th>p</th>"
+        f"<th>verdict</th></tr></thead><tbody>{rows}</tbody></table>{noise}</section>"
     )
 
 
@@ -89,6 +118,7 @@ def render(c: Comparison) -> str:
         "<th>B</th><th>change</th></tr></thead><tbody>"
         + "".join(_rate_row(r) for r in (*c.headline, *c.signals))
         + "</tbody></table></section>",
+        _significance(c),
         '<section id="flips"><h2>Verdicts that changed</h2>'
         + _changes("pass → fail", c.pass_to_fail, trials, "down")
         + _changes("fail → pass", c.fail_to_pass, trials, "up")

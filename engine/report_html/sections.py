@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
+from engine.core.records.intervals import Interval
 from engine.core.records.run import RunRecord
 from engine.core.records.summary import COUNT, SignalRate, SummaryRecord, Tally
 from engine.report_html.charts import Bar, Dot, rate_bars, scatter
@@ -27,6 +28,11 @@ def h(value: Any) -> str:
 
 def _pct(rate: float | None) -> str:
     return "n/a" if rate is None else f"{100 * rate:.1f}%"
+
+
+def _ci(ci: Interval | None) -> str:
+    """``95% CI 44.2-71.0%``; ``no interval`` without one."""
+    return "no interval" if ci is None else f"95% CI {100 * ci.low:.1f}-{100 * ci.high:.1f}%"
 
 
 def _table(head: Iterable[str], rows: Iterable[Iterable[Any]], cls: str = "") -> str:
@@ -49,7 +55,7 @@ def _card(label: str, value: str, detail: str, cls: str = "") -> str:
 def _tally_detail(t: Tally, unit: str) -> str:
     na = f", +{t.not_applicable} n/a" if t.not_applicable else ""
     errors = f", {t.errors} error(s) left out" if t.errors else ""
-    return f"{t.passed}/{t.total} {unit}{na}{errors}"
+    return f"{t.passed}/{t.total} {unit}{na}{errors}; {_ci(t.ci)}"
 
 
 def headline(model: ReportModel) -> str:
@@ -64,7 +70,21 @@ def headline(model: ReportModel) -> str:
     ]
     if s.pass_hat_k is not None and s.pass_hat_k.overall:
         k, v = list(s.pass_hat_k.overall.items())[-1]
-        cards.append(_card(f"pass^{k}", f"{v:.3f}", f"over {s.trials} trials"))
+        n = (s.pass_hat_k.scenarios or {}).get(k, s.scenarios)
+        ci = (s.pass_hat_k.ci or {}).get(k)
+        cards.append(_card(f"pass^{k}", f"{v:.3f}", f"over {s.trials} trials, {n} scenarios; {_ci(ci)}"))
+    if s.noise is not None:
+        mdd = s.noise.minimum_detectable_difference
+        share = "n/a" if s.noise.flaky_share is None else f"{100 * s.noise.flaky_share:.1f}%"
+        cards.append(
+            _card(
+                "Flaky scenarios",
+                f"{s.noise.flaky}/{s.noise.scenarios}",
+                f"{share}; detectable difference ~{'n/a' if mdd is None else f'{100 * mdd:.1f} pt'}",
+            )
+        )
+    if s.adaptive is not None:
+        cards.append(_card("Adaptive trials", f"{s.adaptive.sessions} sessions", s.adaptive.stopped))
     if model.unreadable:
         cards.append(_card("Unreadable records", str(len(model.unreadable)), "left out: see below", "bad"))
     wall = "n/a" if s.wall_time_s is None else f"{s.wall_time_s:.1f} s"
@@ -133,9 +153,14 @@ def _signal_label(name: str, r: SignalRate) -> str:
     return f"{name} (clean; {r.sum:g} found)" if r.kind == COUNT else name
 
 
+def _signal_counts(r: SignalRate) -> str:
+    out = f", {r.errors_left_out} error(s) left out" if r.errors_left_out else ""
+    return f"{r.passed}/{r.total} {r.unit}{out}"
+
+
 def rates(summary: SummaryRecord) -> str:
     rows = [
-        [_signal_label(name, r), _pct(r.rate), f"{r.passed}/{r.total} {r.unit}", r.role]
+        [_signal_label(name, r), _pct(r.rate), _ci(r.ci), _signal_counts(r), r.role]
         for name, r in summary.signals.items()
     ]
     stops = [[reason, n] for reason, n in summary.stop_reasons.items()]
@@ -162,7 +187,7 @@ def rates(summary: SummaryRecord) -> str:
         )
     return (
         '<section id="rates"><h2>Signals</h2><div class="cols"><div>'
-        + _table(("signal", "rate", "passed / total", "role"), rows, "rates")
+        + _table(("signal", "rate", "95% CI", "passed / total", "role"), rows, "rates")
         + "</div><div>"
         + _table(("stop reason", "results"), stops, "stops")
         + f"</div></div>{extra}</section>"

@@ -23,9 +23,11 @@ from engine.core.records.metrics import MetricsRecord
 from engine.core.records.run import RunRecord
 from engine.core.records.summary import SignalRate, SummaryRecord, Tally
 from engine.results.costs import PriceTable, RunCost, money, run_costs
+from engine.results.paired import NoiseSplit, PairedRate, noise_split, paired_rates, set_differences
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import records_text, watching
+from engine.scoring.stats import ci_text
 from engine.session.settings import FLAGS
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
@@ -119,6 +121,10 @@ class Comparison:
     #: Record files of each run that could not be read (warned of; their results left out).
     unreadable_a: int = 0
     unreadable_b: int = 0
+    #: Per rate (overall, task, each signal) the paired difference, its interval, test and verdict.
+    paired: tuple[PairedRate, ...] = ()
+    #: With trials: the changed scenarios split by their own noise (``engine.results.paired``).
+    noise: NoiseSplit | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -141,6 +147,8 @@ class Comparison:
             "only_in_b": list(self.only_in_b),
             "usage_a": self.cost_a.to_json(),
             "usage_b": self.cost_b.to_json(),
+            "paired": [p.to_json() for p in self.paired],
+            "changed_by_noise": None if self.noise is None else self.noise.to_json(),
         }
 
 
@@ -305,13 +313,14 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
     names = list(dict.fromkeys([*sa.signals, *sb.signals]))
     signals = tuple(RateChange(n, sa.signals.get(n), sb.signals.get(n)) for n in names)
     trials = max(sa.trials, sb.trials)
+    warnings = [*_voice_warning(_is_voice(pa, ra), _is_voice(pb, rb)), *set_differences(ra, rb, trials)]
     return Comparison(
         run_a=str(run_a),
         run_b=str(run_b),
         comparable=comparable,
         differences=tuple(differences),
         notes=tuple(notes),
-        warnings=tuple(_voice_warning(_is_voice(pa, ra), _is_voice(pb, rb))),
+        warnings=tuple(warnings),
         headline=headline,
         signals=signals,
         pass_to_fail=tuple(down),
@@ -325,6 +334,8 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
         cost_b=run_costs(list(rb.values()), prices),
         unreadable_a=bad_a,
         unreadable_b=bad_b,
+        paired=paired_rates(ra, rb, names),
+        noise=noise_split(ra, rb),
     )
 
 
@@ -333,11 +344,14 @@ def _pct(rate: float | None) -> str:
 
 
 def rate_text(r: SignalRate | Tally | None) -> str:
-    """``72.0% (36/50 scenarios)``; ``-`` when the run lacks the rate."""
+    """``72.0% (36/50 scenarios; 2 errors left out) [95% CI 58.3-82.5%]``; ``-`` when the run
+    lacks the rate."""
     if r is None:
         return "-"
     unit = f" {r.unit}" if isinstance(r, SignalRate) else ""
-    return f"{_pct(r.rate)} ({r.passed}/{r.total}{unit})"
+    errors = r.errors_left_out if isinstance(r, SignalRate) else r.errors
+    out = f"; {errors} error{'' if errors == 1 else 's'} left out" if errors else ""
+    return f"{_pct(r.rate)} ({r.passed}/{r.total}{unit}{out}){ci_text(r.ci)}"
 
 
 def delta_text(delta: float | None) -> str:
@@ -369,6 +383,17 @@ def render_text(c: Comparison) -> str:
     out.append("rates (A -> B):")
     for r in (*c.headline, *c.signals):
         out.append(f"  {r.name}: {rate_text(r.before)} -> {rate_text(r.after)}  {delta_text(r.delta)}")
+    if c.paired:
+        out.append("is the difference real? (paired over the scenarios with a verdict in both runs)")
+        out.extend(f"  {p.name}: {p.text()}" for p in c.paired if p.scenarios)
+    if c.noise is not None:
+        out.append(
+            f"changed scenarios: {len(c.noise.consistent)} consistent across trials, "
+            f"{len(c.noise.within_noise)} within their own noise (verdicts disagree across trials)"
+        )
+        for what, names in (("consistent", c.noise.consistent), ("within noise", c.noise.within_noise)):
+            if names:
+                out.append(f"  {what}: {', '.join(names)}")
     for title, changes in (("pass -> fail", c.pass_to_fail), ("fail -> pass", c.fail_to_pass)):
         out.append(f"{title} ({len(changes)}):" if changes else f"{title}: none")
         for ch in changes:

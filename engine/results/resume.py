@@ -40,20 +40,25 @@ class Job:
     superseded: tuple[SpentUsage, ...] = ()
 
 
-def plan_jobs(chosen: list[Scenario], opts: RunOptions, run_dir: Path) -> list[Job]:
+def plan_jobs(chosen: list[Scenario], opts: RunOptions, run_dir: Path, upto: int | None = None) -> list[Job]:
     """What to do per (scenario, trial). A fresh run runs everything. A resume skips results with
     a verdict (and, with ``keep_errors``, those with the verdict ``error``); scores a stored
     session that has no verdict yet (the run stopped while judging it) or whose ``error`` came
-    from the judge, when its artifacts read back whole; runs the rest again.
+    from the judge, when its artifacts read back whole; runs the rest again. ``upto`` (an
+    adaptive-trials run, ``engine.run.adaptive``): trials past it are planned only where the run
+    already started them; the adaptive rounds decide the rest.
 
     The jobs come longest first (:func:`longest_first`)."""
     jobs: list[Job] = []
     for s in chosen:
         for k in range(1, opts.trials + 1):
             if opts.resume is None:
-                jobs.append(Job(s, k, "run"))
+                if upto is None or k <= upto:
+                    jobs.append(Job(s, k, "run"))
                 continue
             found = slot(run_dir, s.name, k, opts.trials)
+            if upto is not None and k > upto and found.state == "missing":
+                continue
             metrics = found.metrics
             if metrics is not None and (not metrics.is_error or opts.keep_errors):
                 continue

@@ -42,6 +42,7 @@ from engine.core.records.run import RunRecord
 from engine.core.records.session import SessionRecord
 from engine.core.records.summary import SummaryRecord
 from engine.core.records.voice import VoiceSummary
+from engine.results.adaptive_record import read_adaptive
 from engine.results.provenance import run_provenance
 from engine.results.session_files import (
     JUDGE_RESULT,
@@ -362,6 +363,9 @@ def finish_run(
     counted = run_totals(run_dir, known, trials)
     rows = counted.rows()
     run_info = _with_defaults(run_dir, rows, run_info)
+    adaptive = read_adaptive(run_dir)
+    if adaptive is not None:  # an adaptive-trials run: its spend, and which trials it planned
+        run_info = {**run_info, "adaptive": adaptive}
     record = run_provenance(run_dir, run_info)
     write_json(run_dir / "run.json", record.to_json())
     totals = {"wall_time_s": wall_time(run_dir, record), "invocations": len(record.invocations)}

@@ -67,6 +67,14 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
 
+    def grow(self, more: int) -> None:
+        """``more`` sessions were added to the run (a round of adaptive trials)."""
+        if more <= 0:
+            return
+        self.total += more
+        if self._bar is not None:
+            self._bar.update(self._task, total=self.total)
+
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         """Record one finished session and show it."""
         self.show(Finished.of(result, metrics))

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,8 +43,10 @@ from engine.results.rundir import (
 from engine.results.scorer import Scorer, off_loop
 from engine.results.session_files import load_session, scenario_dir
 from engine.run import workers
+from engine.run.adaptive import FIRST_TRIALS, AdaptiveRounds
 from engine.run.progress import Progress, Sink
 from engine.run.shard import parse_shard, shard_scenarios
+from engine.scoring import stats
 from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.probe import PROBE_TIMEOUT_S, check_endpoints
 from engine.session.backends.registry import parse_backend_spec
@@ -151,8 +153,15 @@ async def _run_locked(
     }
     open_run_dir(run_dir, opts.resume is not None, base_info)
     report = RunReport(run_dir, trials=opts.trials)
-    jobs = plan_jobs(chosen, opts, run_dir)
-    report.skipped = len(chosen) * opts.trials - len(jobs)
+    rounds = None
+    if opts.adaptive_target_width is not None:  # --trials auto: more trials only where verdicts disagree
+        rounds = AdaptiveRounds(opts, run_dir, chosen, report, base_info)
+        jobs = rounds.first()
+        report.skipped = max(0, len(chosen) * min(FIRST_TRIALS, opts.trials) - len(jobs))
+    else:
+        jobs = plan_jobs(chosen, opts, run_dir)
+        report.skipped = len(chosen) * opts.trials - len(jobs)
+    more = rounds.next_round if rounds is not None else None
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet, trials=opts.trials)
@@ -161,13 +170,20 @@ async def _run_locked(
             count = workers.worker_count(opts, len(jobs), voice)
             if count > 1:
                 try:
-                    await workers.run_in_workers(
-                        jobs, count, opts, run_dir, invocation, voice, progress, report, loaded
-                    )
+                    batch = jobs
+                    while batch:
+                        await workers.run_in_workers(
+                            batch, count, opts, run_dir, invocation, voice, progress, report, loaded
+                        )
+                        batch = more() if more is not None else []
+                        progress.grow(len(batch))
                 finally:
                     await close_sides(sides)
             else:
-                await run_here(jobs, opts, run_dir, invocation, sides, agent_spec, voice, progress, report)
+                stats.preload()  # the summary's statistics load while the sessions run (no fork here)
+                await run_here(
+                    jobs, opts, run_dir, invocation, sides, agent_spec, voice, progress, report, more
+                )
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:
@@ -196,10 +212,12 @@ async def run_here(
     voice: VoiceRun | None,
     progress: Sink,
     report: RunReport,
+    more: Callable[[], list[Job]] | None = None,
 ) -> None:
     """Run ``jobs`` in this process: serve the built-in ``sides`` on loopback (closed at the end),
     then each session, stored and scored in ``run_dir`` (as invocation ``invocation``); each
-    finished one goes to ``progress``. Cancellation stops the sessions in flight."""
+    finished one goes to ``progress``. ``more``: called when every job is done, the next jobs
+    (adaptive trials' rounds; none ends the run). Cancellation stops the sessions in flight."""
     scenarios = {job.scenario.name: job.scenario for job in jobs}  # once per scenario, not per trial
     setups = {name: session_setup(scenario) for name, scenario in scenarios.items()}
     scorer = Scorer(run_dir, opts.trials, opts.scoring, opts.concurrency, invocation)
@@ -217,7 +235,15 @@ async def run_here(
                 uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
                 continue
             uris[role] = await stack.enter_async_context(builtin_side(side, role, local=True))
-        await _run_jobs(jobs, setups, uris, builtin, opts, scorer, report, progress, voice)
+        batch = jobs
+        while batch:
+            for job in batch:  # a later round's scenario that the first round did not run (a resume)
+                if job.scenario.name not in setups:
+                    setups[job.scenario.name] = session_setup(job.scenario)
+            await _run_jobs(batch, setups, uris, builtin, opts, scorer, report, progress, voice)
+            batch = more() if more is not None else []
+            if isinstance(progress, Progress):
+                progress.grow(len(batch))
 
 
 def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:

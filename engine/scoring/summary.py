@@ -24,11 +24,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import __version__
+from engine.core.records.intervals import Adaptive
 from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal
 from engine.core.records.summary import (
     COUNT,
     FailedResult,
-    PassHatK,
     SessionTimes,
     SignalRate,
     Stalled,
@@ -37,7 +37,8 @@ from engine.core.records.summary import (
     UsageTotal,
 )
 from engine.scoring.composite import diagnostic_verdict, normalize_verdict
-from engine.scoring.passk import pass_hat_k_table
+from engine.scoring.noise import noise_floor, pass_hat_k_record
+from engine.scoring.stats import ci_text, rate_interval
 from engine.scoring.summary_rows import SummaryRow, summary_row
 from engine.util.untrusted import one_line
 
@@ -46,12 +47,33 @@ def _rate(passed: int, total: int) -> float | None:
     return passed / total if total else None
 
 
-def _tally(values: Iterable[Any], errors: int = 0, read: Any = normalize_verdict) -> Tally:
-    """Count verdicts (``read`` maps a value to True / False / None); ``errors`` results with the
-    verdict ``error``, left out before."""
-    counts = Counter(read(v) for v in values)
-    passed, failed, na = counts[True], counts[False], counts[None]
-    return Tally(passed, failed, na, errors, passed + failed, _rate(passed, passed + failed))
+def _tally(values: Iterable[tuple[str, Any]], errors: int = 0, read: Any = normalize_verdict) -> Tally:
+    """Count verdicts, given as (scenario, value) (``read`` maps a value to True / False / None);
+    ``errors`` results with the verdict ``error``, left out before. The interval treats the
+    scenario as the unit (``engine.scoring.stats.rate_interval``)."""
+    per: dict[str, list[int]] = {}
+    na = 0
+    for name, value in values:
+        verdict = read(value)
+        if verdict is None:
+            na += 1
+            continue
+        counts = per.setdefault(name, [0, 0])
+        counts[0] += verdict is True
+        counts[1] += 1
+    passed, total = sum(c[0] for c in per.values()), sum(c[1] for c in per.values())
+    ci = rate_interval([(c[0], c[1]) for c in per.values()])
+    return Tally(passed, total - passed, na, errors, total, _rate(passed, total), ci)
+
+
+def _pooled(pairs: Iterable[tuple[str, int, int]]) -> list[tuple[int, int]]:
+    """(passed, total) per scenario of (scenario, passed, total) counts."""
+    per: dict[str, list[int]] = {}
+    for name, passed, total in pairs:
+        counts = per.setdefault(name, [0, 0])
+        counts[0] += passed
+        counts[1] += total
+    return [(c[0], c[1]) for c in per.values()]
 
 
 def _diagnostics(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
@@ -75,43 +97,54 @@ def _signal_rates(rows: Sequence[SummaryRow], unit: str) -> dict[str, SignalRate
     for name in (*signals, *diagnostics):
         units = {m.units[name] for m in rows if name in m.units}
         if units:
-            passed = sum(m.assertions[name][0] for m in live if name in m.assertions)
-            total = sum(m.assertions[name][1] for m in live if name in m.assertions)
+            pairs = _pooled((m.scenario_name, *m.assertions[name]) for m in live if name in m.assertions)
+            passed, total = sum(p for p, _ in pairs), sum(t for _, t in pairs)
             this_unit = min(units)
+            ci = rate_interval(pairs)
         elif name in diagnostics and name not in gating and _is_count(values := _diagnostic(live, name)):
             out[name] = _count_rate(values, unit, errors)
             continue
         else:
             read = normalize_verdict if name in signals else diagnostic_verdict
             held = (m.signal_names if name in signals else m.diagnostic_names for m in live)
-            shown = (m.values[name] for m, names in zip(live, held, strict=True) if name in names)
+            shown = (
+                (m.scenario_name, m.values[name])
+                for m, names in zip(live, held, strict=True)
+                if name in names
+            )
             t = _tally(shown, read=read)
-            passed, total, this_unit = t.passed, t.total, unit
+            passed, total, this_unit, ci = t.passed, t.total, unit, t.ci
         role = (
             "diagnostic"
             if (name in diagnostics or name in reported) and name not in gating
             else ("gating" if name in gating else "informational")
         )
-        out[name] = SignalRate(passed, total, _rate(passed, total), this_unit, role, errors)
+        out[name] = SignalRate(passed, total, _rate(passed, total), this_unit, role, errors, ci=ci)
     return out
 
 
-def _diagnostic(rows: Sequence[SummaryRow], name: str) -> list[Any]:
-    """The values of diagnostic ``name`` in the rows that hold it."""
-    return [m.values[name] for m in rows if name in m.diagnostic_names]
+def _diagnostic(rows: Sequence[SummaryRow], name: str) -> list[tuple[str, Any]]:
+    """(scenario, value) of diagnostic ``name`` in the rows that hold it."""
+    return [(m.scenario_name, m.values[name]) for m in rows if name in m.diagnostic_names]
 
 
-def _is_count(values: Iterable[Any]) -> bool:
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _is_count(values: Iterable[tuple[str, Any]]) -> bool:
     """True when a diagnostic's values are numbers (not booleans): counts of findings."""
-    return any(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    return any(_number(v) for _, v in values)
 
 
-def _count_rate(values: Sequence[Any], unit: str, errors: int = 0) -> SignalRate:
+def _count_rate(values: Sequence[tuple[str, Any]], unit: str, errors: int = 0) -> SignalRate:
     """A count diagnostic (findings per result, 0 = clean): ``passed`` / ``rate`` are the clean
     results, ``sum`` / ``max`` the findings; values that are not numbers are not applicable."""
-    counts = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    numbers = [(name, float(v)) for name, v in values if _number(v)]
+    counts = [v for _, v in numbers]
     clean = sum(1 for v in counts if v == 0)
     total = sum(counts)
+    ci = rate_interval(_pooled((name, int(v == 0), 1) for name, v in numbers))
     return SignalRate(
         clean,
         len(counts),
@@ -122,6 +155,7 @@ def _count_rate(values: Sequence[Any], unit: str, errors: int = 0) -> SignalRate
         kind=COUNT,
         sum=int(total) if total.is_integer() else total,
         max=max(counts, default=0),
+        ci=ci,
     )
 
 
@@ -195,10 +229,16 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
     names = sorted({m.scenario_name for m in rows})
     planned = list(run_info.get("scenarios") or [])
     done = {(m.scenario_name, m.trial) for m in rows}
+    adaptive = run_info.get("adaptive")
+    adaptive = adaptive if isinstance(adaptive, Adaptive) else None
+    upto = dict.fromkeys(planned, trials)
+    if adaptive is not None:  # every scenario's first two trials, then the ones started on it
+        highest = {n: t for n, t in sorted(done)}
+        upto = {n: max(min(2, trials), highest.get(n, 0)) for n in planned}
     missing = [
         f"{n}" if trials == 1 else f"{n}#trial_{t}"
         for n in planned
-        for t in range(1, trials + 1)
+        for t in range(1, upto[n] + 1)
         if (n, t) not in done
     ]
     stalled = [
@@ -220,12 +260,12 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         if m.is_successful is not True
     ]
     errored = [m for m in rows if m.is_error]
-    overall = _tally((m.is_successful for m in rows if not m.is_error), len(errored))
-    task = _tally((m.is_task_successful for m in rows if not m.is_error), len(errored))
+    overall = _tally(((m.scenario_name, m.is_successful) for m in rows if not m.is_error), len(errored))
+    task = _tally(((m.scenario_name, m.is_task_successful) for m in rows if not m.is_error), len(errored))
     verdicts = task.total > 0  # some result says something of the task, not only of the hang-up
     if not verdicts and overall.total:
         overall = Tally(0, 0, overall.not_applicable + overall.total, overall.errors, 0, None)
-    pass_hat_k = None
+    pass_hat_k = noise = None
     if trials > 1:
         # an "N/A" trial (nothing gating was measurable, e.g. the judge failed) is left out, as in
         # the composite rate: it must not count as the agent's failure
@@ -233,8 +273,8 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         for m in rows:
             if verdicts and isinstance(m.is_successful, bool):
                 outcomes.setdefault(m.scenario_name, []).append(m.is_successful)
-        table = pass_hat_k_table(outcomes, trials)
-        pass_hat_k = PassHatK(table["per_scenario"], table["overall"])
+        pass_hat_k = pass_hat_k_record(outcomes, trials, len(errored))
+        noise = noise_floor(outcomes)
     judge_errors = [m.judge_error for m in rows if m.judge_error]
     first_error = None
     if errored:
@@ -267,6 +307,8 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         ),
         failed=tuple(failed),
         pass_hat_k=pass_hat_k,
+        noise=noise,
+        adaptive=adaptive,
     )
 
 
@@ -307,10 +349,11 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     lines = [
         f"evalctl run summary{': ' + title if title else ''}",
         f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na}{_left_out(ov.errors)})"
+        + ci_text(ov.ci)
         + (f": {why}" if why else "")
         + (f" - INCOMPLETE: {len(summary.missing)} results missing" if summary.missing else ""),
         f"Task Success Rate (excl. clean_exit): {_pct(task.rate)} ({task.passed}/{task.total} {unit}"
-        f"{_left_out(task.errors)})",
+        f"{_left_out(task.errors)}){ci_text(task.ci)}",
         f"Scenarios: {summary.scenarios}, trials: {summary.trials}, results: {summary.results}",
     ]
     if summary.errors:
@@ -330,10 +373,12 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
         elif s.kind == COUNT:
             lines.append(
                 f"  {name}: {s.sum:g} found in {s.total - s.passed}/{s.total} {s.unit}{out}, "
-                f"{_pct(s.rate)} clean [{s.role}]"
+                f"{_pct(s.rate)} clean{ci_text(s.ci)} [{s.role}]"
             )
         else:
-            lines.append(f"  {name}: {_pct(s.rate)} ({s.passed}/{s.total} {s.unit}{out}) [{s.role}]")
+            lines.append(
+                f"  {name}: {_pct(s.rate)} ({s.passed}/{s.total} {s.unit}{out}){ci_text(s.ci)} [{s.role}]"
+            )
     st = summary.stalled
     if st.count:
         lines.append(
@@ -341,9 +386,8 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
             f"counted as failures and left out of per-signal rates: {', '.join(st.scenarios)}"
         )
     if summary.pass_hat_k is not None:
-        ks = ", ".join(f"pass^{k} = {v:.3f}" for k, v in summary.pass_hat_k.overall.items())
-        ks = ks or "n/a (no trial had a verdict)"
-        lines.append(f"pass^k over {summary.trials} trials: {ks}")
+        lines.append(pass_hat_k_line(summary))
+    lines.extend(noise_lines(summary))
     lines.append("Stop reasons: " + ", ".join(f"{k} {v}" for k, v in summary.stop_reasons.items()))
     if summary.judge_errors:
         lines.append(
@@ -371,6 +415,45 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
             lines.append(f"  {f.scenario}{trial}: {failure_reason(f)}")
     # every line stays one line whatever a side sent (a model name must not forge a rate line)
     return "\n".join(one_line(line, None) for line in lines) + "\n"
+
+
+def pass_hat_k_line(summary: SummaryRecord) -> str:
+    """``pass^k over 3 trials: pass^1 = 0.800 [95% CI 70.0-88.0%] (50 scenarios), ...``, with the
+    error trials left out."""
+    phk = summary.pass_hat_k
+    if phk is None:
+        return ""
+    counts, cis = phk.scenarios or {}, phk.ci or {}
+    ks = ", ".join(
+        f"pass^{k} = {v:.3f}{ci_text(cis.get(k))} ({counts.get(k, '?')} scenarios)"
+        for k, v in phk.overall.items()
+    )
+    ks = ks or "n/a (no trial had a verdict)"
+    return f"pass^k over {summary.trials} trials: {ks}{_left_out(phk.errors_left_out)}"
+
+
+def noise_lines(summary: SummaryRecord) -> list[str]:
+    """The noise floor (runs with trials) and what an adaptive run spent, one line each."""
+    lines = []
+    nf = summary.noise
+    if nf is not None:
+        share = "n/a" if nf.flaky_share is None else f"{100 * nf.flaky_share:.1f}%"
+        mdd = nf.minimum_detectable_difference
+        lines.append(
+            f"Noise floor: {nf.flaky}/{nf.scenarios} scenarios flaky ({share}: their verdicts disagree "
+            f"across trials); minimum detectable difference at 80% power: "
+            + ("n/a" if mdd is None else f"~{100 * mdd:.1f} pt")
+            + (f"; flaky: {', '.join(nf.flaky_scenarios)}" if nf.flaky_scenarios else "")
+        )
+    ad = summary.adaptive
+    if ad is not None:
+        width = "n/a" if ad.width is None else f"{100 * ad.width:.1f} pt"
+        lines.append(
+            f"Adaptive trials: {ad.sessions} sessions in {ad.rounds} extra round(s), up to {ad.max_trials} "
+            f"trials per scenario; overall interval width {width} (target {100 * ad.target_width:.1f} pt); "
+            f"stopped: {ad.stopped}"
+        )
+    return lines
 
 
 def _left_out(errors: int) -> str:

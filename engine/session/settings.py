@@ -38,6 +38,7 @@ SESSION_SETTINGS = (
     "max_retries",
     "voice",
     "shard",
+    "adaptive_target_width",
 )
 #: ScoringOptions fields that are settings (under ``scoring`` in the record).
 SCORING_SETTINGS = (
@@ -69,6 +70,7 @@ FLAGS: dict[str, str] = {
     "max_retries": "model request retries",
     "voice": "--voice",
     "shard": "--shard",
+    "adaptive_target_width": "--target-width",
     "scoring.min_agent_turns": "--min-agent-turns",
     "scoring.strict_match": "--strict-match",
     "scoring.judge_model": "--judge-model",

@@ -149,6 +149,7 @@ def test_guide_examples_validate_and_run(workspace: Path, guide_blocks: list[Blo
         "errors": 0,
         "total": 2,
         "rate": 1.0,
+        "ci": {"low": pytest.approx(0.3423802275), "high": 1.0, "method": "wilson"},  # Wilson of 2/2
     }
     move = _metrics(bakery, "bakery__move_pickup")
     assert move["is_action_match"] is True and move["db_state_match"] is True

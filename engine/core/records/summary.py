@@ -1,13 +1,17 @@
 """``summary.json``: the record of a run's aggregate (written by ``engine.results.scoring_stage.finish_run``).
 
-Rates are fractions in 0–1 (None when nothing counted). ``pass_hat_k`` is there only for runs of
-more than one trial; its k keys are strings (``"1"``, ``"2"``...), as in the file.
+Rates are fractions in 0–1 (None when nothing counted), each with its 95 % interval ``ci``
+(``engine.core.records.intervals.Interval``; None when nothing counted). ``pass_hat_k`` and
+``noise`` are there only for runs of more than one trial; pass^k's k keys are strings (``"1"``,
+``"2"``...), as in the file; ``adaptive`` only for ``--trials auto``.
 
 Versions (``"schema": "evalctl.summary/N"``; ``tests/records/`` holds a run of each): 1 and 2 were
 written without ``schema`` (1: no ``first_error``, ``invocations``, tallies' ``errors``, rates'
 ``errors_left_out``, failed results' ``verdict`` / ``error_cause``; 2: those added); 3 says its
-schema. A file without ``schema`` is read as version 2 when it has version 2's ``first_error``,
-else as version 1; an older version is read into today's record (:func:`upgrade`).
+schema; 4 adds the ``ci`` of every rate, pass^k's ``ci`` / ``scenarios`` / ``errors_left_out``,
+``noise`` and ``adaptive``. A file without ``schema`` is read as version 2 when it has version 2's
+``first_error``, else as version 1; an older version is read into today's record (:func:`upgrade`;
+its intervals are None).
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from typing import Any
 
 from engine.core.records.common import ErrorCause
 from engine.core.records.fields import RecordError, exact_keys, get, schema_version, strings
+from engine.core.records.intervals import Adaptive, Interval, Noise, interval_json
+from engine.core.records.intervals import PassHatK as PassHatK  # re-exported: the summary's pass^k
 
 #: The version written.
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 SUMMARY_SCHEMA = f"evalctl.summary/{SUMMARY_VERSION}"
 
 _RATE = (int, float, None)
@@ -34,7 +40,7 @@ def _object(body: Mapping[str, Any], key: str) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Tally:
     """Composite verdicts counted: ``total`` = passed + failed (``N/A`` and ``error`` results left
-    out, counted in ``not_applicable`` / ``errors``); ``rate`` 0–1."""
+    out, counted in ``not_applicable`` / ``errors``); ``rate`` 0–1 and its 95 % interval ``ci``."""
 
     passed: int
     failed: int
@@ -42,15 +48,18 @@ class Tally:
     errors: int
     total: int
     rate: float | None
+    ci: Interval | None = None
 
-    KEYS = ("passed", "failed", "not_applicable", "errors", "total", "rate")
+    KEYS = ("passed", "failed", "not_applicable", "errors", "total", "rate", "ci")
 
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.KEYS}
+        body = {k: getattr(self, k) for k in self.KEYS}
+        body["ci"] = interval_json(self.ci)
+        return body
 
     @classmethod
-    def from_json(cls, body: Mapping[str, Any], what: str) -> Tally:
-        exact_keys(body, cls.KEYS, what)
+    def from_json(cls, body: Mapping[str, Any], what: str, legacy: bool = False) -> Tally:
+        exact_keys(body, cls.KEYS[:-1] if legacy else cls.KEYS, what)
         return cls(
             get(body, "passed", int),
             get(body, "failed", int),
@@ -58,6 +67,7 @@ class Tally:
             get(body, "errors", int),
             get(body, "total", int),
             get(body, "rate", *_RATE),
+            None if legacy else Interval.from_json(body["ci"], f"{what}.ci"),
         )
 
 
@@ -69,12 +79,12 @@ COUNT = "count"
 class SignalRate:
     """One signal's (or diagnostic's) pass rate over its own ``unit`` (scenarios, sessions,
     predicates, assertions); ``role`` gating, informational or diagnostic; ``errors_left_out`` the
-    results with the verdict ``error`` not counted.
+    results with the verdict ``error`` not counted; ``ci`` the rate's 95 % interval.
 
     A count diagnostic (``kind`` = :data:`COUNT`, a number of findings per result) counts its
     clean results (0 findings) as ``passed``; ``sum`` / ``max`` are the findings over the results
     and the most in one result. The three keys are written for count diagnostics only (None
-    otherwise), so every other rate keeps its six keys."""
+    otherwise), so every other rate keeps its seven keys."""
 
     passed: int
     total: int
@@ -85,8 +95,9 @@ class SignalRate:
     kind: str | None = None
     sum: int | float | None = None
     max: int | float | None = None
+    ci: Interval | None = None
 
-    KEYS = ("passed", "total", "rate", "unit", "role", "errors_left_out")
+    KEYS = ("passed", "total", "rate", "unit", "role", "errors_left_out", "ci")
     COUNT_KEYS = ("kind", "sum", "max")
 
     def __post_init__(self) -> None:
@@ -96,16 +107,18 @@ class SignalRate:
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {k: getattr(self, k) for k in self.KEYS}
+        body["ci"] = interval_json(self.ci)
         if self.kind is not None:
             body.update(kind=self.kind, sum=self.sum, max=self.max)
         return body
 
     @classmethod
-    def from_json(cls, body: Any, what: str) -> SignalRate:
+    def from_json(cls, body: Any, what: str, legacy: bool = False) -> SignalRate:
         if not isinstance(body, dict):
             raise RecordError(f"{what}: not an object")
         counted = any(k in body for k in cls.COUNT_KEYS)
-        exact_keys(body, (*cls.KEYS, *cls.COUNT_KEYS) if counted else cls.KEYS, what)
+        keys = cls.KEYS[:-1] if legacy else cls.KEYS
+        exact_keys(body, (*keys, *cls.COUNT_KEYS) if counted else keys, what)
         kind = get(body, "kind", str) if counted else None
         if counted and kind != COUNT:
             raise RecordError(f"{what}: kind {kind!r} is not {COUNT!r}")
@@ -119,6 +132,7 @@ class SignalRate:
             kind,
             get(body, "sum", int, float) if counted else None,
             get(body, "max", int, float) if counted else None,
+            None if legacy else Interval.from_json(body["ci"], f"{what}.ci"),
         )
 
 
@@ -243,39 +257,6 @@ class FailedResult:
         )
 
 
-def _k_table(body: Any, what: str) -> dict[str, float]:
-    if not isinstance(body, dict) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in body.values()
-    ):
-        raise RecordError(f"{what}: not an object of numbers")
-    return dict(body)
-
-
-@dataclass(frozen=True)
-class PassHatK:
-    """pass^k (0–1) for k = 1..trials: per scenario, and the mean over scenarios."""
-
-    per_scenario: Mapping[str, Mapping[str, float]]
-    overall: Mapping[str, float]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "per_scenario": {name: dict(row) for name, row in self.per_scenario.items()},
-            "overall": dict(self.overall),
-        }
-
-    @classmethod
-    def from_json(cls, body: Any) -> PassHatK:
-        if not isinstance(body, dict):
-            raise RecordError("pass_hat_k: not an object")
-        exact_keys(body, ("per_scenario", "overall"), "pass_hat_k")
-        per = _object(body, "per_scenario")
-        return cls(
-            {name: _k_table(row, f"pass_hat_k.per_scenario.{name}") for name, row in per.items()},
-            _k_table(body["overall"], "pass_hat_k.overall"),
-        )
-
-
 #: The keys every summary has (the first check of a file that may not be a summary at all).
 CORE_KEYS = ("unit", "results", "scenarios", "trials", "signals", "stalled", "failed")
 
@@ -317,7 +298,9 @@ class SummaryRecord:
     (``first_error`` the first one's ``scenario: source: message``); ``judge_errors`` results whose
     judge failed (gating or not); ``usage`` every model request of the run, superseded attempts
     included; ``invocations`` the run's invocations so far (run, resumes, rescores);
-    ``wall_time_s`` their seconds summed (None when unknown); ``pass_hat_k`` only when ``trials`` > 1.
+    ``wall_time_s`` their seconds summed (None when unknown); ``pass_hat_k`` and ``noise`` (the
+    per-scenario pass rates over trials, the flaky share, the minimum detectable difference) only
+    when ``trials`` > 1; ``adaptive`` only for ``--trials auto``.
     """
 
     run_dir: str
@@ -343,6 +326,8 @@ class SummaryRecord:
     session_time_s: SessionTimes
     failed: tuple[FailedResult, ...]
     pass_hat_k: PassHatK | None = None
+    noise: Noise | None = None
+    adaptive: Adaptive | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -372,6 +357,10 @@ class SummaryRecord:
         }
         if self.pass_hat_k is not None:
             body["pass_hat_k"] = self.pass_hat_k.to_json()
+        if self.noise is not None:
+            body["noise"] = self.noise.to_json()
+        if self.adaptive is not None:
+            body["adaptive"] = self.adaptive.to_json()
         return body
 
     @classmethod
@@ -383,8 +372,9 @@ class SummaryRecord:
         missing = sorted(set(CORE_KEYS) - body.keys())
         if missing:
             raise RecordError(f"not an evalctl summary: no {', '.join(missing)}")
+        legacy = summary_version(body) < 4  # no intervals, no noise floor, no pass^k extras
         body = upgrade(body)
-        exact_keys(body, _KEYS, "summary", ("pass_hat_k",))
+        exact_keys(body, _KEYS, "summary", ("pass_hat_k", "noise", "adaptive"))
         stop_reasons = _object(body, "stop_reasons")
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in stop_reasons.values()):
             raise RecordError("stop_reasons: not an object of counts")
@@ -397,9 +387,12 @@ class SummaryRecord:
             unit=get(body, "unit", str),
             missing=strings(body, "missing"),
             interrupted=get(body, "interrupted", bool),
-            overall=Tally.from_json(_object(body, "overall"), "overall"),
-            task=Tally.from_json(_object(body, "task"), "task"),
-            signals={n: SignalRate.from_json(s, f"signals.{n}") for n, s in _object(body, "signals").items()},
+            overall=Tally.from_json(_object(body, "overall"), "overall", legacy),
+            task=Tally.from_json(_object(body, "task"), "task", legacy),
+            signals={
+                n: SignalRate.from_json(s, f"signals.{n}", legacy)
+                for n, s in _object(body, "signals").items()
+            },
             stalled=Stalled.from_json(_object(body, "stalled")),
             stop_reasons=stop_reasons,
             errors=get(body, "errors", int),
@@ -411,7 +404,9 @@ class SummaryRecord:
             wall_time_s=get(body, "wall_time_s", *_RATE),
             session_time_s=SessionTimes.from_json(_object(body, "session_time_s")),
             failed=tuple(FailedResult.from_json(f) for f in get(body, "failed", list)),
-            pass_hat_k=PassHatK.from_json(body["pass_hat_k"]) if "pass_hat_k" in body else None,
+            pass_hat_k=PassHatK.from_json(body["pass_hat_k"], legacy) if "pass_hat_k" in body else None,
+            noise=Noise.from_json(body["noise"]) if "noise" in body else None,
+            adaptive=Adaptive.from_json(body["adaptive"]) if "adaptive" in body else None,
         )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import scipy.stats
 
 from engine import __version__
 from engine.core.dbhash import db_hash
@@ -203,7 +204,11 @@ SUMMARY_KEYS = [
     "session_time_s",
     "failed",
     "pass_hat_k",
+    "noise",
 ]
+#: Two scenarios, one passing every trial and one failing every trial: the bootstrap over
+#: scenarios resamples {0, 1} and its 95 % interval spans everything.
+EVERYTHING = {"low": 0.0, "high": 1.0, "method": "bootstrap"}
 
 
 @pytest.fixture
@@ -230,9 +235,12 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
             "errors": 0,
             "total": total,
             "rate": passed / total,
+            "ci": EVERYTHING,
         }
 
     def rate(passed: int, total: int, unit: str, role: str) -> dict[str, Any]:
+        # the two passing sessions are one scenario's: Wilson's interval over that one scenario
+        wilson = scipy.stats.binomtest(1, 1).proportion_ci(0.95, method="wilson")
         return {
             "passed": passed,
             "total": total,
@@ -240,6 +248,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
             "unit": unit,
             "role": role,
             "errors_left_out": 0,
+            "ci": {"low": wilson.low, "high": wilson.high, "method": "wilson-scenarios"} if total else None,
         }
 
     def count_rate(clean: int, total: int, unit: str, found: int, most: float) -> dict[str, Any]:
@@ -256,7 +265,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "error_cause": None,
     }
     assert body == {
-        "schema": "evalctl.summary/3",
+        "schema": "evalctl.summary/4",
         "run_dir": str(two_trial_run),
         "evalctl_version": __version__,
         "results": 4,
@@ -296,6 +305,20 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
                 "eva_airline__5_1_5": {"1": 1.0, "2": 1.0},
             },
             "overall": {"1": 0.5, "2": 0.5},
+            "scenarios": {"1": 2, "2": 2},
+            "ci": {"1": EVERYTHING, "2": EVERYTHING},
+            "errors_left_out": 0,
+        },
+        "noise": {
+            "scenarios": 2,
+            "flaky": 0,
+            "flaky_share": 0.0,
+            "flaky_scenarios": [],
+            "minimum_detectable_difference": 1.0,  # 4 sessions cannot show any difference
+            "per_scenario": {
+                "eva_airline__3_1_5": {"passed": 0, "trials": 2, "rate": 0.0, "flaky": False},
+                "eva_airline__5_1_5": {"passed": 2, "trials": 2, "rate": 1.0, "flaky": False},
+            },
         },
     }
     assert [list(f) for f in body["failed"]] == [
@@ -308,5 +331,6 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "unit",
         "role",
         "errors_left_out",
+        "ci",
     ]
-    assert list(body["overall"]) == ["passed", "failed", "not_applicable", "errors", "total", "rate"]
+    assert list(body["overall"]) == ["passed", "failed", "not_applicable", "errors", "total", "rate", "ci"]

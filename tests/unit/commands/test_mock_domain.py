@@ -100,8 +100,8 @@ def test_gold_run_passes_every_signal(gold_run):
 def test_gold_run_summary_units(gold_run):
     text = (gold_run / "all_summary.txt").read_text()
     assert "Overall Success Rate: 100.0% (3/3 scenarios)" in text
-    assert "db_state_assertion: 100.0% (2/2 predicates) [gating]" in text
-    assert "nl_assertion: 100.0% (2/2 assertions) [gating]" in text
+    assert "db_state_assertion: 100.0% (2/2 predicates) [95% CI" in text
+    assert "nl_assertion: 100.0% (2/2 assertions) [95% CI" in text
     assert "judge (judge-1): 300 prompt + 60 completion tokens, 3 calls" in text
 
 

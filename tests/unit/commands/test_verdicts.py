@@ -66,6 +66,7 @@ def test_a_gating_judge_that_fails_is_an_error_not_a_pass(tmp_path: Path, capsys
         "errors": 1,
         "total": 2,
         "rate": 1.0,
+        "ci": {"low": pytest.approx(0.3423802275), "high": 1.0, "method": "wilson"},  # Wilson of 2/2
     }
     assert summary["signals"]["db_state_match"]["errors_left_out"] == 1
     text = (out / "all_summary.txt").read_text()
@@ -109,7 +110,7 @@ def test_a_string_diagnostic_is_reported_and_counted_as_not_applicable() -> None
     # before: a plugin diagnostic's string value raised TypeError in the summary
     summary = build_summary(labelled, {"trials": 1})
     assert summary.signals["tier"].passed == 1 and summary.signals["tier"].total == 1
-    assert "tier: 100.0% (1/1 scenarios) [diagnostic]" in render_summary_text(summary)
+    assert "tier: 100.0% (1/1 scenarios) [95% CI 20.7-100.0%] [diagnostic]" in render_summary_text(summary)
 
 
 def _route(state: dict[str, Any]) -> Any:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import scipy.stats
 
 from engine import __version__
 from engine.core.dbhash import db_hash
@@ -329,7 +330,19 @@ SUMMARY_KEYS = [
     "session_time_s",
     "failed",
     "pass_hat_k",
+    "noise",
 ]
+
+
+def _wilson(passed: int, total: int, method: str = "wilson") -> dict[str, Any]:
+    """scipy's Wilson interval, as summary.json writes it."""
+    ci = scipy.stats.binomtest(passed, total).proportion_ci(0.95, method="wilson")
+    return {"low": ci.low, "high": ci.high, "method": method}
+
+
+#: Two scenarios, one passing every trial and one failing every trial: the bootstrap over
+#: scenarios resamples {0, 1} and its 95 % interval spans everything.
+EVERYTHING = {"low": 0.0, "high": 1.0, "method": "bootstrap"}
 
 
 @pytest.fixture
@@ -367,9 +380,11 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
             "errors": 0,
             "total": total,
             "rate": passed / total,
+            "ci": EVERYTHING,
         }
 
     def rate(passed: int, total: int, unit: str, role: str) -> dict[str, Any]:
+        # the two shipped sessions are one scenario: the scenario is the unit of the interval
         return {
             "passed": passed,
             "total": total,
@@ -377,6 +392,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
             "unit": unit,
             "role": role,
             "errors_left_out": 0,
+            "ci": _wilson(passed // 2, 1, "wilson-scenarios") if total else None,
         }
 
     def count_rate(clean: int, total: int, unit: str, found: int, most: float) -> dict[str, Any]:
@@ -398,7 +414,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
     assert long_lines > 0
     # Stalled results are left out of the signal rates: the rates are the two shipped sessions'.
     assert body == {
-        "schema": "evalctl.summary/3",
+        "schema": "evalctl.summary/4",
         "run_dir": str(two_trial_run),
         "evalctl_version": __version__,
         "results": 4,
@@ -438,6 +454,21 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
                 SHIPPED: {"1": 1.0, "2": 1.0},
             },
             "overall": {"1": 0.5, "2": 0.5},
+            "scenarios": {"1": 2, "2": 2},
+            "ci": {"1": EVERYTHING, "2": EVERYTHING},
+            "errors_left_out": 0,
+        },
+        "noise": {
+            "scenarios": 2,
+            "flaky": 0,
+            "flaky_share": 0.0,
+            "flaky_scenarios": [],
+            # 4 sessions cannot show any difference (6 discordant scenarios are the fewest a test sees)
+            "minimum_detectable_difference": 1.0,
+            "per_scenario": {
+                CANCEL: {"passed": 0, "trials": 2, "rate": 0.0, "flaky": False},
+                SHIPPED: {"passed": 2, "trials": 2, "rate": 1.0, "flaky": False},
+            },
         },
     }
     assert [list(f) for f in body["failed"]] == [
@@ -450,8 +481,9 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "unit",
         "role",
         "errors_left_out",
+        "ci",
     ]
-    assert list(body["overall"]) == ["passed", "failed", "not_applicable", "errors", "total", "rate"]
+    assert list(body["overall"]) == ["passed", "failed", "not_applicable", "errors", "total", "rate", "ci"]
 
 
 def test_summary_is_read_back_through_the_record_unchanged(two_trial_run: Path) -> None:

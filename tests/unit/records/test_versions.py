@@ -16,6 +16,7 @@ import pytest
 
 import cli
 from engine.core.records.common import ErrorCause, SpentUsage, Usage
+from engine.core.records.intervals import Adaptive, Interval, Noise, ScenarioTrials
 from engine.core.records.metrics import METRICS_SCHEMA, SIGNALS, MetricsRecord
 from engine.core.records.run import RUN_SCHEMA, Git, RunRecord
 from engine.core.records.session import SESSION_SCHEMA, SessionRecord
@@ -158,7 +159,14 @@ def test_rescore_and_merge_read_every_version(
 #: Paths whose keys are data (role, signal, file, scenario names), shown as ``*``; the free-form
 #: ones (``settings``, ``args``, ``models``) are not descended into.
 _KEYED = {"usage", "extra_signals", "signals", "stop_reasons", "spec_files", "templates", "data_root_files"}
-_KEYED_PATHS = {"pass_hat_k.per_scenario", "pass_hat_k.per_scenario.*", "pass_hat_k.overall"}
+_KEYED_PATHS = {
+    "pass_hat_k.per_scenario",
+    "pass_hat_k.per_scenario.*",
+    "pass_hat_k.overall",
+    "pass_hat_k.ci",
+    "pass_hat_k.scenarios",
+    "noise.per_scenario",
+}
 _OPAQUE = {
     "extra_signals.*",  # a registered signal's own entry: its value, role and fields, its own to define
     "settings",
@@ -228,7 +236,15 @@ def _full_summary() -> dict[str, Any]:
         base,
         signals={**base.signals, "unspelled_codes": count},
         failed=(*base.failed, failed),
-        pass_hat_k=PassHatK({"s": {"1": 1.0, "2": 0.5}}, {"1": 1.0, "2": 0.5}),
+        pass_hat_k=PassHatK(
+            {"s": {"1": 1.0, "2": 0.5}},
+            {"1": 1.0, "2": 0.5},
+            {"1": 1, "2": 1},
+            {"1": Interval(0.2, 1.0, "wilson"), "2": None},
+            0,
+        ),
+        noise=Noise(1, 1, 1.0, ("s",), 0.4, {"s": ScenarioTrials(1, 2, 0.5, True)}),
+        adaptive=Adaptive(6, 2, 8, 0.1, 0.3, "max trials"),
     )
     return record.to_json()
 

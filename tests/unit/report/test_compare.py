@@ -66,7 +66,14 @@ def test_flips_both_ways_and_rate_changes(clean_run: Path, mock_sample_run_dir: 
     assert [c.scenario for c in better.fail_to_pass] == FAILING and better.pass_to_fail == ()
     text = render_text(worse)
     assert "comparable: yes (same spec, template and data hashes)" in text
-    assert "  db_state_match: 100.0% (6/6 scenarios) -> 33.3% (2/6 scenarios)  -66.7 pt" in text
+    assert (
+        "  db_state_match: 100.0% (6/6 scenarios) [95% CI 61.0-100.0%] -> 33.3% (2/6 scenarios) "
+        "[95% CI 9.7-70.0%]  -66.7 pt"
+    ) in text
+    assert (
+        "  overall: -66.7 pt [95% CI -100.0 to -16.7 pt], exact McNemar p = 0.125 (4 vs 0 discordant): "
+        in text
+    )
     assert "pass -> fail (4):\n  mock__cancel_by_model  [db_state_match]\n" in text
     assert "fail -> pass: none" in text
     # the model agent and the judge of the sample run: tokens per role, A -> B

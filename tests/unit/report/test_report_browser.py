@@ -150,3 +150,24 @@ def test_compare_page_opens_clean(driver, mock_sample_run_dir: Path, tmp_path: P
         "Comparable: the same spec, template and data hashes." in driver.find_element("id", "comparable").text
     )
     assert chromium.console_problems(driver) == []
+
+
+def test_the_report_shows_each_rate_with_its_interval(
+    driver, report_file: Path, mock_sample_run_dir: Path
+) -> None:
+    import scipy.stats
+
+    summary = json.loads((mock_sample_run_dir / "summary.json").read_text(encoding="utf-8"))
+    chromium.open_page(driver, report_file)
+    ov = summary["overall"]
+    ci = scipy.stats.binomtest(ov["passed"], ov["total"]).proportion_ci(0.95, method="wilson")
+    detail = driver.find_element("css selector", "#headline .card .detail").text
+    assert detail == f"{ov['passed']}/{ov['total']} scenarios; 95% CI {100 * ci.low:.1f}-{100 * ci.high:.1f}%"
+    rows = {
+        r.find_elements("tag name", "td")[0].text: [td.text for td in r.find_elements("tag name", "td")]
+        for r in driver.find_elements("css selector", "#rates table.rates tbody tr")
+    }
+    db = summary["signals"]["db_state_match"]
+    ci = scipy.stats.binomtest(db["passed"], db["total"]).proportion_ci(0.95, method="wilson")
+    assert rows["db_state_match"][2] == f"95% CI {100 * ci.low:.1f}-{100 * ci.high:.1f}%"
+    assert chromium.console_problems(driver) == []

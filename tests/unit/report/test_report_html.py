@@ -206,7 +206,10 @@ def test_session_errors_and_signal_rates_are_listed(tmp_path: Path) -> None:
     rates = page[
         page.index('<section id="rates">') : page.index("</section>", page.index('<section id="rates">'))
     ]
-    assert "<td>db_state_match</td><td>n/a</td><td>0/0 scenarios</td><td>gating</td>" in rates  # stalled
+    assert (
+        "<td>db_state_match</td><td>n/a</td><td>no interval</td><td>0/0 scenarios</td><td>gating</td>"
+        in rates
+    )  # stalled
     assert "<h3>Session errors</h3>" in rates
     assert "<td>mock__shipped_refusal</td><td>timeout</td><td>max turns (1 agent turns) reached</td>" in rates
 

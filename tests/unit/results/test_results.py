@@ -153,7 +153,9 @@ async def test_trials_nest_and_pass_hat_k(tmp_path, sc, loaded):
         "errors": 0,
         "total": 6,
         "rate": 5 / 6,
+        "ci": s["overall"]["ci"],  # the bootstrap over the two scenarios (tests/unit/scoring/test_stats.py)
     }
+    assert s["overall"]["ci"]["method"] == "bootstrap" and s["overall"]["ci"]["low"] <= 5 / 6
     assert s["pass_hat_k"]["per_scenario"][sc.name] == {
         "1": pytest.approx(2 / 3),
         "2": pytest.approx(1 / 3),
@@ -176,8 +178,8 @@ async def test_finish_run_headlines_stalled_and_denominators(tmp_path, loaded):
     assert "Overall Success Rate: 33.3% (1/3 scenarios)" in text
     assert "Task Success Rate (excl. clean_exit): 33.3% (1/3 scenarios)" in text
     # the stalled scenario is left out of the per-signal rates but stays in the composite's
-    assert "db_state_match: 50.0% (1/2 scenarios) [gating]" in text
-    assert "clean_exit: 50.0% (1/2 scenarios) [gating]" in text
+    assert "db_state_match: 50.0% (1/2 scenarios) [95% CI 9.5-90.5%] [gating]" in text
+    assert "clean_exit: 50.0% (1/2 scenarios) [95% CI 9.5-90.5%] [gating]" in text
     assert "WARNING: 1 stalled scenarios (fewer than 3 agent turns)" in text and c.name in text
     assert "Wall time: 2.5 s" in text and "agent (replay)" in text
     assert s["signals"]["db_state_match"] == {
@@ -187,6 +189,7 @@ async def test_finish_run_headlines_stalled_and_denominators(tmp_path, loaded):
         "unit": "scenarios",
         "role": "gating",
         "errors_left_out": 0,
+        "ci": {"low": pytest.approx(0.0945312057), "high": pytest.approx(0.9054687943), "method": "wilson"},
     }
     assert json.loads((tmp_path / "summary.json").read_text()) == s
 
@@ -211,7 +214,7 @@ async def test_predicate_and_assertion_denominators(tmp_path, sc):
     assert m["db_state_assertion_pass_rate"] == 0.5
     finish_run(tmp_path, {})
     assert (
-        "db_state_assertion: 50.0% (1/2 predicates) [informational]"
+        "db_state_assertion: 50.0% (1/2 predicates) [95% CI 9.5-90.5%] [informational]"
         in (tmp_path / "all_summary.txt").read_text()
     )
 
@@ -357,6 +360,9 @@ def test_headline_of_an_incomplete_run_says_so():
 
     rows = [metrics_row("a")]
     text = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a", "b", "c"]}))
-    assert "Overall Success Rate: 100.0% (1/1 scenarios) - INCOMPLETE: 2 results missing" in text
+    assert (
+        "Overall Success Rate: 100.0% (1/1 scenarios) [95% CI 20.7-100.0%] - INCOMPLETE: 2 results missing"
+        in text
+    )
     complete = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a"]}))
     assert "INCOMPLETE" not in complete

@@ -37,7 +37,7 @@ def test_no_verdict_bearing_result_makes_the_headline_not_applicable(tmp_path: P
     rows = [_clean_exit_only("qa__a"), _clean_exit_only("qa__b"), _clean_exit_only("qa__c", clean=False)]
     summary = build_summary(rows, {})
     assert summary.overall.to_json() == {
-        "passed": 0, "failed": 0, "not_applicable": 3, "errors": 0, "total": 0, "rate": None
+        "passed": 0, "failed": 0, "not_applicable": 3, "errors": 0, "total": 0, "rate": None, "ci": None
     }  # fmt: skip
     why = headline_not_applicable(summary)
     assert why == (
@@ -76,7 +76,9 @@ def test_one_verdict_bearing_result_keeps_the_rate() -> None:
     summary = build_summary([_clean_exit_only("qa__a"), judged], {})
     assert (summary.overall.passed, summary.overall.total, summary.overall.rate) == (2, 2, 1.0)
     assert headline_not_applicable(summary) is None
-    assert "Overall Success Rate: 100.0% (2/2 scenarios)\n" in render_summary_text(summary)
+    assert "Overall Success Rate: 100.0% (2/2 scenarios) [95% CI 34.2-100.0%]\n" in render_summary_text(
+        summary
+    )
 
 
 def test_a_db_gated_run_is_unchanged() -> None:

@@ -32,6 +32,7 @@ from engine.core.records.metrics import Usage as UsageRecord
 from engine.domains.registry import plugins
 from engine.results.scoring_stage import finish_run
 from engine.run.runner import run, session_setup
+from engine.scoring.stats import ci_text
 from engine.scoring.summary import build_summary, render_summary_text
 from engine.session.backends import BackendReply, Usage
 from engine.session.backends.replay import ReplayFactory
@@ -168,6 +169,7 @@ async def test_a_model_name_cannot_forge_report_lines(
     # the other scenario's agent side reported its backend failed: no verdict, left out of the rate
     assert overall.errors == 1 and overall.total == 1
     real = f"Overall Success Rate: {100 * overall.rate:.1f}% ({overall.passed}/1 scenarios; 1 error left out)"
+    real += ci_text(overall.ci)  # its 95 % interval
     for shown in (text, printed):
         assert [line for line in shown.splitlines() if line.startswith("Overall Success Rate")] == [real], (
             shown
@@ -197,7 +199,7 @@ def test_a_summary_from_older_metrics_is_one_line_per_entry() -> None:
     ]  # fmt: skip
     text = render_summary_text(build_summary(rows, {"trials": 1}))
     assert [line for line in text.splitlines() if line.startswith("Overall")] == [
-        "Overall Success Rate: 0.0% (0/1 scenarios)"
+        "Overall Success Rate: 0.0% (0/1 scenarios) [95% CI 0.0-79.3%]"
     ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import scipy.stats
 
 from engine.core.records.fields import RecordError
 from engine.core.records.metrics import Breakdown, MetricsRecord
@@ -36,7 +37,7 @@ def test_summary_reports_count_diagnostics() -> None:
     s = summary.signals["leaked_tool_text"]
     assert (s.passed, s.total, s.sum, s.max, s.kind) == (1, 3, 3, 2.0, "count")
     text = render_summary_text(summary)
-    assert "  leaked_tool_text: 3 found in 2/3 scenarios, 33.3% clean [diagnostic]" in text
+    assert "  leaked_tool_text: 3 found in 2/3 scenarios, 33.3% clean [95% CI 6.1-79.2%] [diagnostic]" in text
     body = summary.to_json()
     assert body["signals"]["leaked_tool_text"] == {
         "passed": 1,
@@ -45,11 +46,13 @@ def test_summary_reports_count_diagnostics() -> None:
         "unit": "scenarios",
         "role": "diagnostic",
         "errors_left_out": 0,
+        "ci": {"low": pytest.approx(0.0614919447), "high": pytest.approx(0.7923403992), "method": "wilson"},
         "kind": "count",
         "sum": 3,
         "max": 2.0,
     }
-    # a boolean diagnostic keeps the six keys of a rate
+    # a boolean diagnostic keeps the seven keys of a rate
+    wilson = scipy.stats.binomtest(3, 4).proportion_ci(0.95, method="wilson")
     assert body["signals"]["authenticated"] == {
         "passed": 3,
         "total": 4,
@@ -57,6 +60,7 @@ def test_summary_reports_count_diagnostics() -> None:
         "unit": "scenarios",
         "role": "diagnostic",
         "errors_left_out": 0,
+        "ci": {"low": wilson.low, "high": wilson.high, "method": "wilson"},
     }
     assert SummaryRecord.from_json(json.loads(json.dumps(body))) == summary
     half = {k: v for k, v in body["signals"]["leaked_tool_text"].items() if k != "max"}

@@ -1,0 +1,179 @@
+"""The statistics of the summaries and of compare (engine/scoring/stats.py) equal scipy's for the
+same counts, computed here independently: Wilson over scenarios, the bootstrap over scenarios with
+trials (same seed and resamples, as documented), exact McNemar, the paired permutation test, the
+minimum detectable difference; and a version 1 summary.json is still read."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from engine.core.records.summary import SUMMARY_SCHEMA, SummaryRecord
+from engine.results.paired import paired_rate
+from engine.scoring import stats
+from engine.scoring.summary import build_summary, render_summary_text
+from tests.record_helpers import metrics_row
+
+SEED, RESAMPLES = 20250125, 9999  # the documented seed and resamples of every resampling
+
+
+def _wilson(k: int, n: int) -> tuple[float, float]:
+    ci = scipy.stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
+    return ci.low, ci.high
+
+
+def _cluster_bootstrap(pairs: list[tuple[int, int]]) -> tuple[float, float]:
+    """The BCa bootstrap over scenarios of the pooled rate sum(passed) / sum(total)."""
+    passed = np.array([p for p, _ in pairs], dtype=float)
+    total = np.array([t for _, t in pairs], dtype=float)
+    res = scipy.stats.bootstrap(
+        (passed, total),
+        lambda p, t, axis=-1: p.sum(axis=axis) / t.sum(axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=RESAMPLES,
+        method="BCa",
+        rng=np.random.default_rng(SEED),
+    )
+    return res.confidence_interval.low, res.confidence_interval.high
+
+
+def _flaky_outcomes(scenarios: int = 40, trials: int = 3) -> dict[str, list[bool]]:
+    rng = random.Random(7)  # seeded: a third of the scenarios flaky, the rest always pass or fail
+    out = {}
+    for i in range(scenarios):
+        p = (0.5, 1.0, 0.0)[i % 3]
+        out[f"s{i:02d}"] = [rng.random() < p for _ in range(trials)]
+    return out
+
+
+@pytest.mark.parametrize(("k", "n"), [(29, 50), (50, 50), (0, 12), (1, 3)])
+def test_a_one_trial_rate_has_wilsons_interval(k: int, n: int) -> None:
+    rows = [metrics_row(f"s{i:02d}", is_successful=i < k) for i in range(n)]
+    summary = build_summary(rows, {"trials": 1})
+    body = json.loads(json.dumps(summary.to_json()))
+    assert body["schema"] == SUMMARY_SCHEMA
+    for rate in (body["overall"], body["task"], body["signals"]["clean_exit"]):
+        if rate is body["signals"]["clean_exit"]:
+            continue  # every helper row exits cleanly: its own Wilson, below
+        assert rate["ci"]["method"] == "wilson"
+        assert (rate["ci"]["low"], rate["ci"]["high"]) == pytest.approx(_wilson(k, n), abs=1e-12)
+    clean = body["signals"]["clean_exit"]
+    assert (clean["ci"]["low"], clean["ci"]["high"]) == pytest.approx(_wilson(n, n), abs=1e-12)
+    low, high = _wilson(k, n)
+    text = render_summary_text(summary)
+    shown = f"[95% CI {100 * low:.1f}-{100 * high:.1f}%]"
+    assert f"Overall Success Rate: {100 * k / n:.1f}% ({k}/{n} scenarios) {shown}" in text
+
+
+def test_with_trials_the_interval_is_the_bootstrap_over_scenarios() -> None:
+    outcomes = _flaky_outcomes()
+    rows = [metrics_row(name, t, ok) for name, trials in outcomes.items() for t, ok in enumerate(trials, 1)]
+    summary = build_summary(rows, {"trials": 3})
+    ci = summary.overall.ci
+    assert ci is not None and ci.method == "bootstrap"
+    pairs = [(sum(v), len(v)) for v in outcomes.values()]
+    assert (ci.low, ci.high) == pytest.approx(_cluster_bootstrap(pairs), abs=1e-12)
+    # wider than Wilson's over the 120 sessions taken as independent: the scenario is the unit
+    passed = sum(p for p, _ in pairs)
+    assert ci.high - ci.low > _wilson(passed, 120)[1] - _wilson(passed, 120)[0]
+    # pass^k: the mean over scenarios, with its denominator and the bootstrap of that mean
+    phk = summary.pass_hat_k
+    assert phk is not None and phk.scenarios == {"1": 40, "2": 40, "3": 40} and phk.errors_left_out == 0
+    per = [phk.per_scenario[name]["2"] for name in sorted(outcomes)]
+    res = scipy.stats.bootstrap(
+        (np.array(per),), np.mean, vectorized=True, n_resamples=RESAMPLES, rng=np.random.default_rng(SEED)
+    )
+    assert phk.ci is not None and phk.ci["2"] is not None
+    assert (phk.ci["2"].low, phk.ci["2"].high) == pytest.approx(
+        (res.confidence_interval.low, res.confidence_interval.high), abs=1e-12
+    )
+    # the noise floor: the flaky share and the detectable difference from the within-scenario variance
+    noise = summary.noise
+    assert noise is not None
+    flaky = sorted(name for name, v in outcomes.items() if 0 < sum(v) < len(v))
+    assert list(noise.flaky_scenarios) == flaky and noise.flaky_share == pytest.approx(len(flaky) / 40)
+    variance = np.mean([(sum(v) / 3) * (1 - sum(v) / 3) * 3 / 2 for v in outcomes.values()])
+    z = scipy.stats.norm.ppf(0.975) + scipy.stats.norm.ppf(0.8)
+    assert noise.minimum_detectable_difference == pytest.approx(z * np.sqrt(2 * variance / 120))
+    assert "Noise floor: " in render_summary_text(summary)
+
+
+def test_all_alike_scenarios_fall_back_to_wilson_over_the_scenarios() -> None:
+    ci = stats.rate_interval([(3, 3)] * 10)
+    assert ci is not None and ci.method == "wilson-scenarios"
+    assert (ci.low, ci.high) == pytest.approx(_wilson(10, 10))
+    half = stats.rate_interval([(1, 2)] * 10)  # no spread: Wilson over the pooled items
+    assert half is not None and (half.low, half.high) == pytest.approx(_wilson(10, 20))
+
+
+def test_mcnemar_and_the_permutation_test_are_scipys() -> None:
+    assert (
+        stats.mcnemar(10, 0) == pytest.approx(scipy.stats.binomtest(10, 10, 0.5).pvalue)
+        and stats.mcnemar(10, 0) < 0.01
+    )
+    assert stats.mcnemar(7, 3) == pytest.approx(scipy.stats.binomtest(7, 10, 0.5).pvalue)
+    assert stats.mcnemar(0, 0) == 1.0
+    a = [1.0, 0.5, 0.0, 1.0, 2 / 3, 1 / 3, 1.0, 0.0]
+    b = [1.0, 1.0, 0.5, 1.0, 1.0, 2 / 3, 1.0, 1 / 3]
+    res = scipy.stats.permutation_test(
+        (np.array(a), np.array(b)),
+        lambda x, y, axis=-1: np.mean(y - x, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=RESAMPLES,
+        rng=np.random.default_rng(SEED),
+    )
+    assert stats.paired_permutation(a, b) == pytest.approx(res.pvalue)
+
+
+def test_a_paired_rate_says_whether_the_difference_is_real() -> None:
+    same = {f"s{i:02d}": (int(i < 40), 1) for i in range(50)}
+    none = paired_rate("overall", same, same)
+    assert none.p_value == 1.0 and none.difference == 0.0 and none.discordant == (0, 0)
+    assert none.verdict.startswith("no detectable difference at n = 50; a difference below ~")
+    flipped = {name: (0, 1) if i < 10 else same[name] for i, name in enumerate(sorted(same))}
+    worse = paired_rate("overall", same, flipped)
+    assert (
+        worse.verdict == "worse" and worse.discordant == (10, 0) and worse.difference == pytest.approx(-0.2)
+    )
+    assert worse.p_value == pytest.approx(scipy.stats.binomtest(10, 10, 0.5).pvalue)
+    d = np.array([flipped[n][0] - same[n][0] for n in sorted(same)], dtype=float)
+    res = scipy.stats.bootstrap(
+        (d,), np.mean, vectorized=True, n_resamples=RESAMPLES, rng=np.random.default_rng(SEED)
+    )
+    assert worse.ci is not None
+    assert (worse.ci.low, worse.ci.high) == pytest.approx(
+        (res.confidence_interval.low, res.confidence_interval.high)
+    )
+    assert paired_rate("overall", flipped, same).verdict == "better"
+
+
+def test_the_minimum_detectable_difference() -> None:
+    z = scipy.stats.norm.ppf(0.975) + scipy.stats.norm.ppf(0.8)
+    assert stats.minimum_detectable_difference(50, 0.8 * 0.2) == pytest.approx(z * np.sqrt(2 * 0.16 / 50))
+    assert stats.smallest_significant_count() == 6  # 2 * 0.5**6 < 0.05 <= 2 * 0.5**5
+    assert stats.minimum_detectable_difference(50, 0.0) == pytest.approx(
+        6 / 50
+    )  # the exact test's resolution
+    assert stats.minimum_detectable_difference(3, 0.25) == 1.0
+    assert stats.minimum_detectable_difference(0, 0.25) is None
+
+
+def test_a_version_1_summary_is_still_read() -> None:
+    rows = [metrics_row("a"), metrics_row("b", is_successful=False)]
+    body = build_summary(rows, {"trials": 1}).to_json()
+    del body["schema"]
+    for rate in (body["overall"], body["task"], *body["signals"].values()):
+        del rate["ci"]
+    record = SummaryRecord.from_json(body)
+    assert record.overall.ci is None and record.overall.rate == 0.5
+    body["overall"]["ci"] = None  # a version 1 file has no interval key
+    with pytest.raises(ValueError, match="unknown key"):
+        SummaryRecord.from_json(body)
+    with pytest.raises(ValueError, match="schema"):
+        SummaryRecord.from_json({**body, "schema": "evalctl.summary/9"})
