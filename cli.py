@@ -280,7 +280,8 @@ def _prices(value: str | None) -> Any:
     default=None,
     type=click.FloatRange(0, 1),
     metavar="RATE",
-    help="Exit 1 below this rate (0..1).",
+    help="Exit 1 when the strict success rate (errors count as failures; with --allow-errors the "
+    "overall rate, errors left out) is below this rate (0..1).",
 )
 @click.option("--judge-model", default=None, metavar="MODEL", help="LLM judge model (default: judge off).")
 @click.option(
@@ -326,7 +327,8 @@ def _prices(value: str | None) -> Any:
 @click.option(
     "--allow-errors",
     is_flag=True,
-    help="Exit 0 (or by --fail-under) even when results have the verdict error (default: exit 3).",
+    help="Exit 0 (or by --fail-under, judged on the overall rate with errors left out) even when "
+    "results have the verdict error (default: exit 3).",
 )
 @click.option(
     "--voice",
@@ -401,9 +403,9 @@ def run_cmd(
     external side as ws://host:port (protocol: docs/protocol.md). Ctrl-C stops cleanly and keeps
     the finished results; --resume RUN_DIR completes the rest with the run's own settings.
 
-    Exit codes: 0 done; 1 below --fail-under; 2 bad input; 3 some result has the verdict error
-    (infrastructure failed: no verdict; see --allow-errors), or a model endpoint failed its check;
-    130 interrupted.
+    Exit codes: 0 done; 1 below --fail-under (the strict rate: errors count as failures); 2 bad
+    input; 3 some result has the verdict error (infrastructure failed: no verdict; see
+    --allow-errors), or a model endpoint failed its check; 130 interrupted.
 
     \b
     Example:
@@ -541,7 +543,11 @@ def serve_cmd(
 )
 @data_root_option
 @click.option(
-    "--fail-under", default=None, type=click.FloatRange(0, 1), metavar="RATE", help="Exit 1 below this rate."
+    "--fail-under",
+    default=None,
+    type=click.FloatRange(0, 1),
+    metavar="RATE",
+    help="Exit 1 below this strict rate (errors count as failures; --allow-errors: errors left out).",
 )
 @click.option("--allow-errors", is_flag=True, help="Exit 0 (or by --fail-under) even with error verdicts.")
 def rescore_cmd(
@@ -604,7 +610,11 @@ def rescore_cmd(
     "--output-dir", required=True, type=click.Path(file_okay=False), help="The merged run's folder (new)."
 )
 @click.option(
-    "--fail-under", default=None, type=click.FloatRange(0, 1), metavar="RATE", help="Exit 1 below this rate."
+    "--fail-under",
+    default=None,
+    type=click.FloatRange(0, 1),
+    metavar="RATE",
+    help="Exit 1 below this strict rate (errors count as failures; --allow-errors: errors left out).",
 )
 @click.option("--allow-errors", is_flag=True, help="Exit 0 (or by --fail-under) even with error verdicts.")
 def merge_cmd(runs: tuple[str, ...], output_dir: str, fail_under: float | None, allow_errors: bool) -> int:
@@ -623,9 +633,7 @@ def merge_cmd(runs: tuple[str, ...], output_dir: str, fail_under: float | None, 
     """
     from engine.commands.merge import merge
 
-    return merge(
-        [Path(r) for r in runs], Path(output_dir), tuple(sys.argv[1:]), fail_under, allow_errors
-    )
+    return merge([Path(r) for r in runs], Path(output_dir), tuple(sys.argv[1:]), fail_under, allow_errors)
 
 
 @group.command("diff")

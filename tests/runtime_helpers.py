@@ -74,7 +74,9 @@ async def session_between(
     as a run serves them) or ws:// URIs (external sides)."""
     limits = limits or SessionLimits(max_duration_s=30, turn_timeout_s=5)
     setup = session_setup(scenario)
-    builtin = frozenset(role for role, side in (("agent", agent), ("user", user)) if not isinstance(side, str))
+    builtin = frozenset(
+        role for role, side in (("agent", agent), ("user", user)) if not isinstance(side, str)
+    )
     if isinstance(agent, str) and isinstance(user, str):
         return await run_session(scenario, setup, agent, user, limits)
     if isinstance(agent, str):

@@ -216,14 +216,18 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         overall = Tally(0, 0, overall.not_applicable + overall.total, overall.errors, 0, None)
     pass_hat_k = None
     if trials > 1:
-        # an "N/A" trial (nothing gating was measurable, e.g. the judge failed) is left out, as in
-        # the composite rate: it must not count as the agent's failure
+        # an "N/A" or "error" trial (nothing gating was measurable, e.g. the judge failed) is left
+        # out, as in the composite rate; how many is said beside each value (PassHatK.left_out)
         outcomes: dict[str, list[bool]] = {}
         for m in rows:
             if verdicts and isinstance(m.is_successful, bool):
                 outcomes.setdefault(m.scenario_name, []).append(m.is_successful)
         table = pass_hat_k_table(outcomes, trials)
-        pass_hat_k = PassHatK(table["per_scenario"], table["overall"])
+        per: Mapping[str, Mapping[str, float]] = table["per_scenario"]  # type: ignore[assignment]
+        counts = {str(k): sum(1 for row in per.values() if str(k) in row) for k in range(1, trials + 1)}
+        counted = sum(len(v) for v in outcomes.values())
+        left_out = {"errors": len(errored), "not_applicable": len(rows) - len(errored) - counted}
+        pass_hat_k = PassHatK(per, table["overall"], {k: n for k, n in counts.items() if n}, left_out)
     judge_errors = [m.judge_error for m in rows if m.judge_error]
     first_error = None
     if errored:
@@ -293,11 +297,14 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     ov, task = summary.overall, summary.task
     na = f"; {ov.not_applicable} N/A" if ov.not_applicable else ""
     why = headline_not_applicable(summary)
+    strict = summary.strict_tally
     lines = [
         f"evalctl run summary{': ' + title if title else ''}",
-        f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na}{_left_out(ov.errors)})"
+        f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na}{_errors(ov.errors)})"
         + (f": {why}" if why else "")
         + (f" - INCOMPLETE: {len(summary.missing)} results missing" if summary.missing else ""),
+        f"Strict Success Rate (errors count as failures): {_pct(strict.rate)} ({strict.passed}/"
+        f"{strict.total} {unit}{na}; {strict.errors} error{'' if strict.errors == 1 else 's'})",
         f"Task Success Rate (excl. clean_exit): {_pct(task.rate)} ({task.passed}/{task.total} {unit}"
         f"{_left_out(task.errors)})",
         f"Scenarios: {summary.scenarios}, trials: {summary.trials}, results: {summary.results}",
@@ -330,9 +337,7 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
             f"counted as failures and left out of per-signal rates: {', '.join(st.scenarios)}"
         )
     if summary.pass_hat_k is not None:
-        ks = ", ".join(f"pass^{k} = {v:.3f}" for k, v in summary.pass_hat_k.overall.items())
-        ks = ks or "n/a (no trial had a verdict)"
-        lines.append(f"pass^k over {summary.trials} trials: {ks}")
+        lines.append(pass_hat_k_line(summary.pass_hat_k, summary.trials))
     lines.append("Stop reasons: " + ", ".join(f"{k} {v}" for k, v in summary.stop_reasons.items()))
     if summary.judge_errors:
         lines.append(
@@ -364,6 +369,29 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
 
 def _left_out(errors: int) -> str:
     return f"; {errors} error{'' if errors == 1 else 's'} left out" if errors else ""
+
+
+def _errors(errors: int) -> str:
+    """The headline's error count, always shown: ``; 0 errors``, ``; 2 errors left out``."""
+    return _left_out(errors) or "; 0 errors"
+
+
+def pass_hat_k_line(p: PassHatK, trials: int) -> str:
+    """``pass^k over 3 trials: pass^1 = 1.000 (1 scenario), ...; trials left out: 2 errors, 0 N/A``:
+    each value with its denominator (the scenarios with at least k trials with a
+    verdict), and the trials without a verdict, never counted. A version 1 summary has no
+    denominators: the values alone."""
+
+    def one(k: str, v: float) -> str:
+        n = p.scenarios.get(k)
+        return f"pass^{k} = {v:.3f}" + ("" if n is None else f" ({n} scenario{'' if n == 1 else 's'})")
+
+    ks = ", ".join(one(k, v) for k, v in p.overall.items()) or "n/a (no trial had a verdict)"
+    line = f"pass^k over {trials} trials: {ks}"
+    if p.left_out:
+        errors, na = p.left_out.get("errors", 0), p.left_out.get("not_applicable", 0)
+        line += f"; trials left out: {errors} error{'' if errors == 1 else 's'}, {na} N/A"
+    return line
 
 
 def failure_reason(failed: FailedResult) -> str:

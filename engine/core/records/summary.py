@@ -2,16 +2,27 @@
 
 Rates are fractions in 0–1 (None when nothing counted). ``pass_hat_k`` is there only for runs of
 more than one trial; its k keys are strings (``"1"``, ``"2"``...), as in the file.
+
+Version 2 (:data:`SUMMARY_SCHEMA`) added ``schema``, ``strict`` (the composite rate with the
+``error`` results counted as failures) and, in ``pass_hat_k``, ``scenarios`` (the denominator of
+each k) and ``left_out`` (the trials without a verdict). Version 1 files (no ``schema`` key) are
+still read: their ``strict`` is derived from ``overall``, their pass^k denominators are unknown
+(empty).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.records.common import ErrorCause
 from engine.core.records.fields import RecordError, exact_keys, get, strings
+
+#: The ``schema`` of the summary files this version writes.
+SUMMARY_SCHEMA = "evalctl.summary/2"
+#: The first version: no ``schema`` key (nor ``strict``, nor pass^k denominators), still read.
+SUMMARY_SCHEMA_V1 = "evalctl.summary/1"
 
 _RATE = (int, float, None)
 _SECONDS = (int, float)
@@ -45,6 +56,48 @@ class Tally:
             get(body, "passed", int),
             get(body, "failed", int),
             get(body, "not_applicable", int),
+            get(body, "errors", int),
+            get(body, "total", int),
+            get(body, "rate", *_RATE),
+        )
+
+
+@dataclass(frozen=True)
+class StrictTally:
+    """The composite rate with the results that have the verdict ``error`` counted as failures:
+    ``total`` = passed + failed + errors (``N/A`` results left out, as in :class:`Tally`); ``rate``
+    0–1, None when nothing counted or when the overall rate is not applicable (nothing measured a
+    verdict). It is never above the overall rate: the agent cannot raise it by failing in a way
+    that ends as an ``error`` (and ``--fail-under`` judges it unless ``--allow-errors``)."""
+
+    passed: int
+    failed: int
+    errors: int
+    total: int
+    rate: float | None
+
+    KEYS = ("passed", "failed", "errors", "total", "rate")
+
+    @classmethod
+    def of(cls, overall: Tally) -> StrictTally:
+        """The strict tally of ``overall`` (none when ``overall`` has no value because nothing
+        measured a verdict: every result ``N/A``)."""
+        if overall.total == 0 and overall.not_applicable:
+            return cls(0, 0, overall.errors, 0, None)
+        total = overall.total + overall.errors
+        return cls(
+            overall.passed, overall.failed, overall.errors, total, overall.passed / total if total else None
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.KEYS}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> StrictTally:
+        exact_keys(body, cls.KEYS, "strict")
+        return cls(
+            get(body, "passed", int),
+            get(body, "failed", int),
             get(body, "errors", int),
             get(body, "total", int),
             get(body, "rate", *_RATE),
@@ -241,28 +294,49 @@ def _k_table(body: Any, what: str) -> dict[str, float]:
     return dict(body)
 
 
+def _counts(body: Any, what: str) -> dict[str, int]:
+    if not isinstance(body, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in body.values()
+    ):
+        raise RecordError(f"{what}: not an object of counts")
+    return dict(body)
+
+
 @dataclass(frozen=True)
 class PassHatK:
-    """pass^k (0–1) for k = 1..trials: per scenario, and the mean over scenarios."""
+    """pass^k (0–1) for k = 1..trials: per scenario, and the mean over scenarios. ``scenarios``
+    is each k's denominator (the scenarios with at least k trials with a verdict: a k missing
+    from a scenario's row is left out of the mean), ``left_out`` the trials without one
+    (``{"errors": n, "not_applicable": n}``: never counted, so a scenario with one passing trial
+    out of three, two of them ``error``, has pass^1 1.0 over 1 trial). Both are empty when read
+    from a version 1 summary."""
 
     per_scenario: Mapping[str, Mapping[str, float]]
     overall: Mapping[str, float]
+    scenarios: Mapping[str, int] = field(default_factory=dict)
+    left_out: Mapping[str, int] = field(default_factory=dict)
+
+    KEYS = ("per_scenario", "overall", "scenarios", "left_out")
 
     def to_json(self) -> dict[str, Any]:
         return {
             "per_scenario": {name: dict(row) for name, row in self.per_scenario.items()},
             "overall": dict(self.overall),
+            "scenarios": dict(self.scenarios),
+            "left_out": dict(self.left_out),
         }
 
     @classmethod
-    def from_json(cls, body: Any) -> PassHatK:
+    def from_json(cls, body: Any, v1: bool = False) -> PassHatK:
         if not isinstance(body, dict):
             raise RecordError("pass_hat_k: not an object")
-        exact_keys(body, ("per_scenario", "overall"), "pass_hat_k")
+        exact_keys(body, cls.KEYS[:2] if v1 else cls.KEYS, "pass_hat_k")
         per = _object(body, "per_scenario")
         return cls(
             {name: _k_table(row, f"pass_hat_k.per_scenario.{name}") for name, row in per.items()},
             _k_table(body["overall"], "pass_hat_k.overall"),
+            {} if v1 else _counts(body["scenarios"], "pass_hat_k.scenarios"),
+            {} if v1 else _counts(body["left_out"], "pass_hat_k.left_out"),
         )
 
 
@@ -270,6 +344,7 @@ class PassHatK:
 CORE_KEYS = ("unit", "results", "scenarios", "trials", "signals", "stalled", "failed")
 
 _KEYS = (
+    "schema",
     "run_dir",
     "evalctl_version",
     "results",
@@ -279,6 +354,7 @@ _KEYS = (
     "missing",
     "interrupted",
     "overall",
+    "strict",
     "task",
     "signals",
     "stalled",
@@ -306,7 +382,9 @@ class SummaryRecord:
     (``first_error`` the first one's ``scenario: source: message``); ``judge_errors`` results whose
     judge failed (gating or not); ``usage`` every model request of the run, superseded attempts
     included; ``invocations`` the run's invocations so far (run, resumes, rescores);
-    ``wall_time_s`` their seconds summed (None when unknown); ``pass_hat_k`` only when ``trials`` > 1.
+    ``wall_time_s`` their seconds summed (None when unknown); ``pass_hat_k`` only when ``trials`` > 1;
+    ``strict`` the composite with the ``error`` results counted as failures (derived from
+    ``overall`` when not given).
     """
 
     run_dir: str
@@ -332,9 +410,20 @@ class SummaryRecord:
     session_time_s: SessionTimes
     failed: tuple[FailedResult, ...]
     pass_hat_k: PassHatK | None = None
+    strict: StrictTally | None = None
+
+    def __post_init__(self) -> None:
+        if self.strict is None:
+            object.__setattr__(self, "strict", StrictTally.of(self.overall))
+
+    @property
+    def strict_tally(self) -> StrictTally:
+        """:attr:`strict`, never None (it is derived from ``overall`` when not given)."""
+        return self.strict if self.strict is not None else StrictTally.of(self.overall)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
+            "schema": SUMMARY_SCHEMA,
             "run_dir": self.run_dir,
             "evalctl_version": self.evalctl_version,
             "results": self.results,
@@ -344,6 +433,7 @@ class SummaryRecord:
             "missing": list(self.missing),
             "interrupted": self.interrupted,
             "overall": self.overall.to_json(),
+            "strict": self.strict_tally.to_json(),
             "task": self.task.to_json(),
             "signals": {name: s.to_json() for name, s in self.signals.items()},
             "stalled": self.stalled.to_json(),
@@ -371,7 +461,12 @@ class SummaryRecord:
         missing = sorted(set(CORE_KEYS) - body.keys())
         if missing:
             raise RecordError(f"not an evalctl summary: no {', '.join(missing)}")
-        exact_keys(body, _KEYS, "summary", ("pass_hat_k",))
+        schema = body.get("schema", SUMMARY_SCHEMA_V1)
+        if schema not in (SUMMARY_SCHEMA, SUMMARY_SCHEMA_V1):
+            raise RecordError(f"summary: schema {schema!r} is not {SUMMARY_SCHEMA} (nor version 1)")
+        v1 = schema == SUMMARY_SCHEMA_V1
+        keys = tuple(k for k in _KEYS if k not in ("schema", "strict")) if v1 else _KEYS
+        exact_keys(body, keys, "summary", ("pass_hat_k",))
         stop_reasons = _object(body, "stop_reasons")
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in stop_reasons.values()):
             raise RecordError("stop_reasons: not an object of counts")
@@ -398,5 +493,6 @@ class SummaryRecord:
             wall_time_s=get(body, "wall_time_s", *_RATE),
             session_time_s=SessionTimes.from_json(_object(body, "session_time_s")),
             failed=tuple(FailedResult.from_json(f) for f in get(body, "failed", list)),
-            pass_hat_k=PassHatK.from_json(body["pass_hat_k"]) if "pass_hat_k" in body else None,
+            pass_hat_k=PassHatK.from_json(body["pass_hat_k"], v1) if "pass_hat_k" in body else None,
+            strict=None if v1 else StrictTally.from_json(_object(body, "strict")),
         )

@@ -170,6 +170,7 @@ def test_a_prompt_is_rendered_once_per_scenario(loaded: LoadedDomain, monkeypatc
     """A run asks for each prompt when it checks its specs, for its sessions and for every result
     folder: the template runs once per (scenario, side); extra variables always render anew."""
     from engine.core import render as render_module
+
     calls: list[str] = []
     real = render_module._render
 
@@ -193,6 +194,7 @@ def test_a_prompt_is_rendered_once_per_scenario(loaded: LoadedDomain, monkeypatc
 
 def test_kept_prompts_stay_within_their_budget(loaded: LoadedDomain, monkeypatch) -> None:
     from engine.core import render as render_module
+
     monkeypatch.setattr(render_module, "_RENDERED", type(render_module._RENDERED)())
     monkeypatch.setattr(render_module, "_rendered_chars", 0)
     one = len(render_agent_prompt(loaded.scenario("mock__cancel_order")))
@@ -208,6 +210,7 @@ def test_kept_prompts_go_with_their_scenario(monkeypatch) -> None:
     import weakref
 
     from engine.core import render as render_module
+
     monkeypatch.setattr(render_module, "_RENDERED", type(render_module._RENDERED)())
     monkeypatch.setattr(render_module, "_rendered_chars", 0)
     scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT).scenario("mock__cancel_order")
