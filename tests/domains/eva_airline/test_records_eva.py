@@ -178,6 +178,7 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
 
 
 SUMMARY_KEYS = [
+    "schema",  # evalctl.summary/2 (issue #25)
     "run_dir",
     "evalctl_version",
     "results",
@@ -187,6 +188,7 @@ SUMMARY_KEYS = [
     "missing",
     "interrupted",
     "overall",
+    "strict",  # issue #25: errors counted as failures
     "task",
     "signals",
     "stalled",
@@ -254,6 +256,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "error_cause": None,
     }
     assert body == {
+        "schema": "evalctl.summary/2",
         "run_dir": str(two_trial_run),
         "evalctl_version": __version__,
         "results": 4,
@@ -263,6 +266,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "missing": [],
         "interrupted": False,
         "overall": tally(2, 2),
+        "strict": {"passed": 2, "failed": 2, "errors": 0, "total": 4, "rate": 0.5},
         "task": tally(2, 2),
         "signals": {
             "is_action_match": rate(0, 0, "sessions", "informational"),
@@ -293,6 +297,8 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
                 "eva_airline__5_1_5": {"1": 1.0, "2": 1.0},
             },
             "overall": {"1": 0.5, "2": 0.5},
+            "scenarios": {"1": 2, "2": 2},  # the denominators (issue #25)
+            "left_out": {"errors": 0, "not_applicable": 0},
         },
     }
     assert [list(f) for f in body["failed"]] == [
