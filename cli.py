@@ -295,7 +295,8 @@ def _prices(value: str | None) -> Any:
     default=None,
     type=click.FloatRange(0, 1),
     metavar="RATE",
-    help="Exit 1 below this rate (0..1).",
+    help="Exit 1 when the strict success rate (errors count as failures; with --allow-errors the "
+    "overall rate, errors left out) is below this rate (0..1).",
 )
 @click.option("--judge-model", default=None, metavar="MODEL", help="LLM judge model (default: judge off).")
 @click.option(
@@ -341,7 +342,8 @@ def _prices(value: str | None) -> Any:
 @click.option(
     "--allow-errors",
     is_flag=True,
-    help="Exit 0 (or by --fail-under) even when results have the verdict error (default: exit 3).",
+    help="Exit 0 (or by --fail-under, judged on the overall rate with errors left out) even when "
+    "results have the verdict error (default: exit 3).",
 )
 @click.option(
     "--voice",
@@ -417,9 +419,9 @@ def run_cmd(
     external side as ws://host:port (protocol: docs/protocol.md). Ctrl-C stops cleanly and keeps
     the finished results; --resume RUN_DIR completes the rest with the run's own settings.
 
-    Exit codes: 0 done; 1 below --fail-under; 2 bad input; 3 some result has the verdict error
-    (infrastructure failed: no verdict; see --allow-errors), or a model endpoint failed its check;
-    130 interrupted.
+    Exit codes: 0 done; 1 below --fail-under (the strict rate: errors count as failures); 2 bad
+    input; 3 some result has the verdict error (infrastructure failed: no verdict; see
+    --allow-errors), or a model endpoint failed its check; 130 interrupted.
 
     \b
     Example:
@@ -567,7 +569,11 @@ def serve_cmd(
 )
 @data_root_option
 @click.option(
-    "--fail-under", default=None, type=click.FloatRange(0, 1), metavar="RATE", help="Exit 1 below this rate."
+    "--fail-under",
+    default=None,
+    type=click.FloatRange(0, 1),
+    metavar="RATE",
+    help="Exit 1 below this strict rate (errors count as failures; --allow-errors: errors left out).",
 )
 @click.option("--allow-errors", is_flag=True, help="Exit 0 (or by --fail-under) even with error verdicts.")
 def rescore_cmd(
@@ -630,7 +636,11 @@ def rescore_cmd(
     "--output-dir", required=True, type=click.Path(file_okay=False), help="The merged run's folder (new)."
 )
 @click.option(
-    "--fail-under", default=None, type=click.FloatRange(0, 1), metavar="RATE", help="Exit 1 below this rate."
+    "--fail-under",
+    default=None,
+    type=click.FloatRange(0, 1),
+    metavar="RATE",
+    help="Exit 1 below this strict rate (errors count as failures; --allow-errors: errors left out).",
 )
 @click.option("--allow-errors", is_flag=True, help="Exit 0 (or by --fail-under) even with error verdicts.")
 def merge_cmd(runs: tuple[str, ...], output_dir: str, fail_under: float | None, allow_errors: bool) -> int:

@@ -70,19 +70,23 @@ async def session_between(
     user: BackendFactory | str,
     limits: SessionLimits | None = None,
 ) -> SessionResult:
-    """Run one session; ``agent`` / ``user`` are factories (served on loopback) or ws:// URIs."""
+    """Run one session; ``agent`` / ``user`` are factories (served on loopback as built-in sides,
+    as a run serves them) or ws:// URIs (external sides)."""
     limits = limits or SessionLimits(max_duration_s=30, turn_timeout_s=5)
     setup = session_setup(scenario)
+    builtin = frozenset(
+        role for role, side in (("agent", agent), ("user", user)) if not isinstance(side, str)
+    )
     if isinstance(agent, str) and isinstance(user, str):
         return await run_session(scenario, setup, agent, user, limits)
     if isinstance(agent, str):
         async with builtin_side(user) as user_uri:  # type: ignore[arg-type]
-            return await run_session(scenario, setup, agent, user_uri, limits)
+            return await run_session(scenario, setup, agent, user_uri, limits, builtin=builtin)
     if isinstance(user, str):
         async with builtin_side(agent) as agent_uri:
-            return await run_session(scenario, setup, agent_uri, user, limits)
+            return await run_session(scenario, setup, agent_uri, user, limits, builtin=builtin)
     async with builtin_side(agent) as agent_uri, builtin_side(user) as user_uri:
-        return await run_session(scenario, setup, agent_uri, user_uri, limits)
+        return await run_session(scenario, setup, agent_uri, user_uri, limits, builtin=builtin)
 
 
 # --- a scripted OpenAI-compatible chat-completions server -------------------------------------

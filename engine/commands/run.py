@@ -24,8 +24,9 @@ def run(
 ) -> int:
     """Run what ``opts`` selects (see ``engine.run.runner.run``), then print the outcome. Returns the
     exit code (:meth:`engine.results.run_report.RunReport.exit_code`): 130 when interrupted, 3 when a planned
-    result is missing or was not scored, or has the verdict ``error`` (unless ``allow_errors``), 1
-    when ``fail_under`` (0..1) is set and the overall rate is below it or not applicable, else 0.
+    result is missing or was not scored; 1 when ``fail_under`` (0..1) is set and the strict rate
+    (errors counted as failures; with ``allow_errors`` the overall rate) is below it or not
+    applicable; 3 when a result has the verdict ``error`` (unless ``allow_errors``); else 0.
     Raises SpecError / UsageError / DataRootError before anything runs when the input is bad,
     InfrastructureError (exit 3) when a model endpoint fails its check. The run gets every
     registered domain plugin (``opts.plugins`` is replaced; ``engine.run.runner.run_cli`` runs with
@@ -66,7 +67,7 @@ def print_outcome(
     out = text_console()
     err = text_console(stderr=True)
     for line in outcome.summary_text().splitlines():
-        if line.startswith(("Overall Success Rate", "Task Success Rate")):
+        if line.startswith(("Overall Success Rate", "Strict Success Rate", "Task Success Rate")):
             out.print(line, markup=False, highlight=False)
     if (outcome.run_dir / "summary.json").is_file():
         report(outcome.run_dir, out, prices=prices)
@@ -87,7 +88,7 @@ def print_outcome(
             markup=False,
             highlight=False,
         )
-    elif code == INFRASTRUCTURE_EXIT:
+    elif outcome.errors and not allow_errors and code in (1, INFRASTRUCTURE_EXIT):
         summary = outcome.summary
         first = f"; first: {summary.first_error}" if summary is not None and summary.first_error else ""
         err.print(
@@ -98,10 +99,15 @@ def print_outcome(
             highlight=False,
         )
     if code == 1 and fail_under is not None:
-        rate = outcome.overall_rate()
+        rate = outcome.judged_rate(allow_errors)
         got = "not applicable" if rate is None else f"{100 * rate:.1f}%"
+        which = (
+            "overall success rate (errors left out: --allow-errors)"
+            if allow_errors
+            else "strict success rate"
+        )
         err.print(
-            f"evalctl: overall success rate {got} is below --fail-under {100 * fail_under:.1f}%",
+            f"evalctl: {which} {got} is below --fail-under {100 * fail_under:.1f}%",
             markup=False,
             highlight=False,
         )

@@ -36,6 +36,8 @@ StopReason = Literal[
     "user_out_of_scope",
     "timeout",
     "no_progress",
+    "agent_error",
+    "agent_disconnected",
     "error",
 ]
 CLEAN_STOP_REASONS: frozenset[str] = frozenset({"exit", "transfer"})
@@ -304,7 +306,8 @@ class SessionResult:
     """What one conversation produced, handed from the runtime to scoring and artifacts.
 
     ``stop_reason`` is a :data:`StopReason` (exit / transfer / user_hangup / user_stop /
-    user_transfer / user_out_of_scope / timeout / no_progress / error); ``error`` holds the
+    user_transfer / user_out_of_scope / timeout / no_progress / agent_error / agent_disconnected /
+    error); ``error`` holds the
     message when a side failed. ``final_db`` is the engine-owned DB after the last tool call (None
     if the session never started). ``actions`` are the write-tool action records in call order;
     ``tool_calls`` every call ``{name, arguments, result, turn, side}``; ``transcript`` the events

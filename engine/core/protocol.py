@@ -51,6 +51,7 @@ ErrorCode = Literal[
     "unknown_scenario",
     "backend_error",
     "backend_timeout",
+    "backend_rejected",
     "internal_error",
 ]
 

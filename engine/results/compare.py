@@ -21,7 +21,7 @@ from typing import Any
 
 from engine.core.records.metrics import MetricsRecord
 from engine.core.records.run import RunRecord
-from engine.core.records.summary import SignalRate, SummaryRecord, Tally
+from engine.core.records.summary import SignalRate, StrictTally, SummaryRecord, Tally
 from engine.results.costs import PriceTable, RunCost, money, run_costs
 from engine.results.paired import NoiseSplit, PairedRate, noise_split, paired_rates, set_differences
 from engine.results.provenance import read_run_record
@@ -65,8 +65,8 @@ class RateChange:
     either rate is None)."""
 
     name: str
-    before: SignalRate | Tally | None
-    after: SignalRate | Tally | None
+    before: SignalRate | Tally | StrictTally | None
+    after: SignalRate | Tally | StrictTally | None
 
     @property
     def delta(self) -> float | None:
@@ -308,8 +308,14 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
             )
     headline = (
         RateChange("overall", sa.overall, sb.overall),
+        RateChange("strict (errors count as failures)", sa.strict_tally, sb.strict_tally),
         RateChange("task (excl. clean_exit)", sa.task, sb.task),
     )
+    if sa.errors != sb.errors:
+        notes.append(
+            f"the runs left out different numbers of error results (A {sa.errors}, B {sb.errors}): "
+            "the overall rates are over different results; the strict rates count them as failures"
+        )
     names = list(dict.fromkeys([*sa.signals, *sb.signals]))
     signals = tuple(RateChange(n, sa.signals.get(n), sb.signals.get(n)) for n in names)
     trials = max(sa.trials, sb.trials)
@@ -343,15 +349,21 @@ def _pct(rate: float | None) -> str:
     return "n/a" if rate is None else f"{100 * rate:.1f}%"
 
 
-def rate_text(r: SignalRate | Tally | None) -> str:
-    """``72.0% (36/50 scenarios; 2 errors left out) [95% CI 58.3-82.5%]``; ``-`` when the run
+def rate_text(r: SignalRate | Tally | StrictTally | None) -> str:
+    """``72.0% (36/50 scenarios) [95% CI 58.3-82.5%]``, with the ``error`` results beside it: the
+    composite rates always (``72.0% (36/50; 0 errors)``, ``75.0% (36/48; 2 errors left out)``; the
+    strict rate counts them: ``(36/50; 2 errors)``), a signal's when it left some out; ``-`` when the run
     lacks the rate."""
     if r is None:
         return "-"
     unit = f" {r.unit}" if isinstance(r, SignalRate) else ""
     errors = r.errors_left_out if isinstance(r, SignalRate) else r.errors
-    out = f"; {errors} error{'' if errors == 1 else 's'} left out" if errors else ""
-    return f"{_pct(r.rate)} ({r.passed}/{r.total}{unit}{out}){ci_text(r.ci)}"
+    plural = "" if errors == 1 else "s"
+    if isinstance(r, StrictTally) or (isinstance(r, Tally) and not errors):
+        out = f"; {errors} error{plural}"
+    else:
+        out = f"; {errors} error{plural} left out" if errors else ""
+    return f"{_pct(r.rate)} ({r.passed}/{r.total}{unit}{out}){ci_text(getattr(r, 'ci', None))}"
 
 
 def delta_text(delta: float | None) -> str:

@@ -48,11 +48,25 @@ class RunReport:
         return stored_results(self.run_dir, self.outcomes, self.trials)
 
     def overall_rate(self) -> float | None:
-        """The composite success rate over the run directory (0..1), None when not applicable."""
+        """The composite success rate over the run directory (0..1; the ``error`` results left
+        out), None when not applicable."""
         if self.summary is None:
             return None
         rate = self.summary.overall.rate
         return None if rate is None else float(rate)
+
+    def strict_rate(self) -> float | None:
+        """The composite rate with the ``error`` results counted as failures (0..1), None when
+        not applicable (``engine.core.records.summary.StrictTally``)."""
+        if self.summary is None:
+            return None
+        rate = self.summary.strict_tally.rate
+        return None if rate is None else float(rate)
+
+    def judged_rate(self, allow_errors: bool) -> float | None:
+        """The rate ``--fail-under`` judges: the strict rate, or with ``allow_errors`` the overall
+        rate (the ``error`` results left out)."""
+        return self.overall_rate() if allow_errors else self.strict_rate()
 
     @property
     def errors(self) -> int:
@@ -67,17 +81,21 @@ class RunReport:
 
     def exit_code(self, fail_under: float | None = None, allow_errors: bool = False) -> int:
         """130 when interrupted; 3 (``INFRASTRUCTURE_EXIT``) when some planned result is missing
-        or could not be scored (whatever ``allow_errors``), or has the verdict ``error`` unless
-        ``allow_errors``; 1 when ``fail_under`` (0..1) is set and the overall rate (over the
-        results with a verdict) is below it or not applicable; else 0."""
+        or could not be scored (whatever ``allow_errors``); 1 when ``fail_under`` (0..1) is set
+        and the rate it judges (:meth:`judged_rate`: the strict rate, errors counted as failures,
+        unless ``allow_errors``) is below it or not applicable; else 3 when some result has the
+        verdict ``error`` unless ``allow_errors``; else 0. A run below its bar counting its
+        errors as failures is below it whatever they were hiding: errors cannot turn a 1 into a 3."""
         if self.interrupted:
             return 130
-        if self.missing or self.scoring_errors or (self.errors and not allow_errors):
+        if self.missing or self.scoring_errors:
             return INFRASTRUCTURE_EXIT
         if fail_under is not None:
-            rate = self.overall_rate()
+            rate = self.judged_rate(allow_errors)
             if rate is None or rate < fail_under:
                 return 1
+        if self.errors and not allow_errors:
+            return INFRASTRUCTURE_EXIT
         return 0
 
     def summary_text(self) -> str:

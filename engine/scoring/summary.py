@@ -267,8 +267,8 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         overall = Tally(0, 0, overall.not_applicable + overall.total, overall.errors, 0, None)
     pass_hat_k = noise = None
     if trials > 1:
-        # an "N/A" trial (nothing gating was measurable, e.g. the judge failed) is left out, as in
-        # the composite rate: it must not count as the agent's failure
+        # an "N/A" or "error" trial (nothing gating was measurable, e.g. the judge failed) is left
+        # out, as in the composite rate; how many is said beside each value (PassHatK.left_out)
         outcomes: dict[str, list[bool]] = {}
         for m in rows:
             if verdicts and isinstance(m.is_successful, bool):
@@ -346,12 +346,15 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     ov, task = summary.overall, summary.task
     na = f"; {ov.not_applicable} N/A" if ov.not_applicable else ""
     why = headline_not_applicable(summary)
+    strict = summary.strict_tally
     lines = [
         f"evalctl run summary{': ' + title if title else ''}",
-        f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na}{_left_out(ov.errors)})"
+        f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na}{_errors(ov.errors)})"
         + ci_text(ov.ci)
         + (f": {why}" if why else "")
         + (f" - INCOMPLETE: {len(summary.missing)} results missing" if summary.missing else ""),
+        f"Strict Success Rate (errors count as failures): {_pct(strict.rate)} ({strict.passed}/"
+        f"{strict.total} {unit}{na}; {strict.errors} error{'' if strict.errors == 1 else 's'})",
         f"Task Success Rate (excl. clean_exit): {_pct(task.rate)} ({task.passed}/{task.total} {unit}"
         f"{_left_out(task.errors)}){ci_text(task.ci)}",
         f"Scenarios: {summary.scenarios}, trials: {summary.trials}, results: {summary.results}",
@@ -458,6 +461,11 @@ def noise_lines(summary: SummaryRecord) -> list[str]:
 
 def _left_out(errors: int) -> str:
     return f"; {errors} error{'' if errors == 1 else 's'} left out" if errors else ""
+
+
+def _errors(errors: int) -> str:
+    """The headline's error count, always shown: ``; 0 errors``, ``; 2 errors left out``."""
+    return _left_out(errors) or "; 0 errors"
 
 
 def failure_reason(failed: FailedResult) -> str:

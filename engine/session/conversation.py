@@ -15,8 +15,15 @@ successful call of either side. The user side also has ``end_call``. Stop reason
 - ``no_progress``: ``max_idle_turns`` turns in a row, both sides counted, that moved nothing: no
   tool call and nothing said, only a farewell, or the side's previous words again
   (``engine.session.stuck``: two sides trading goodbyes without ending the call);
+- ``agent_error``: an external agent side sent an ``error`` frame (any code: its own model's
+  failure is its own), or a built-in ``openai:`` agent's request was refused with HTTP 4xx;
+- ``agent_disconnected``: an external agent side closed or dropped its connection, or could not
+  be reached;
 - ``error``: a side could not be reached, disconnected, broke the protocol or reported a failure,
   sent a reply too large to forward, or the session's byte budget (``max_session_bytes``) ran out.
+
+Who is to blame (the agent: a FAIL; anything else: the verdict ``error``) is
+``engine.session.sides.link.blame``'s rule.
 """
 
 from __future__ import annotations
@@ -141,8 +148,8 @@ class _Session:
     async def open(self, agent_uri: str, user_uri: str) -> None:
         timeout = self.limits.connect_timeout_s
         agent, user = await asyncio.gather(
-            SideLink.open("agent", agent_uri, timeout),
-            SideLink.open("user", user_uri, timeout),
+            SideLink.open("agent", agent_uri, timeout, "agent" in self.builtin),
+            SideLink.open("user", user_uri, timeout, "user" in self.builtin),
             return_exceptions=True,
         )
         for role, link in (("agent", agent), ("user", user)):
@@ -152,13 +159,8 @@ class _Session:
                 self.links[role] = link
                 link.traffic = self.traffic
                 link.builtin = role in self.builtin
-        for link in (agent, user):
-            if isinstance(link, BaseException):
-                raise link
-        started = await asyncio.gather(self._start("agent"), self._start("user"), return_exceptions=True)
-        for outcome in started:
-            if isinstance(outcome, BaseException):
-                raise outcome
+        _raise_first((agent, user))
+        _raise_first(await asyncio.gather(self._start("agent"), self._start("user"), return_exceptions=True))
 
     async def _start(self, role: str) -> None:
         link = self.links[role]
@@ -337,6 +339,16 @@ class _Session:
 
     async def close(self, stop_reason: str, error: str | None) -> None:
         await asyncio.gather(*(link.close(stop_reason, error) for link in self.links.values()))
+
+
+def _raise_first(outcomes: Any) -> None:
+    """Raise the first exception among ``outcomes`` (the two sides' start, in agent, user order),
+    an infrastructure failure before the agent's own: when both sides failed at once, the agent is
+    not blamed for what the other side's failure may have caused."""
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    failed.sort(key=lambda o: not (isinstance(o, SideFailure) and o.source is not None))
+    if failed:
+        raise failed[0]
 
 
 def as_sent(result: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,9 @@ Versions (``"schema": "evalctl.summary/N"``; ``tests/records/`` holds a run of e
 written without ``schema`` (1: no ``first_error``, ``invocations``, tallies' ``errors``, rates'
 ``errors_left_out``, failed results' ``verdict`` / ``error_cause``; 2: those added); 3 says its
 schema; 4 adds the ``ci`` of every rate, pass^k's ``ci`` / ``scenarios`` / ``errors_left_out``,
-``noise`` and ``adaptive``. A file without ``schema`` is read as version 2 when it has version 2's
+``noise``, ``adaptive`` and ``strict`` (the composite rate
+with the ``error`` results counted as failures; derived from ``overall`` when read from an older
+version). A file without ``schema`` is read as version 2 when it has version 2's
 ``first_error``, else as version 1; an older version is read into today's record (:func:`upgrade`;
 its intervals are None).
 """
@@ -68,6 +70,48 @@ class Tally:
             get(body, "total", int),
             get(body, "rate", *_RATE),
             None if legacy else Interval.from_json(body["ci"], f"{what}.ci"),
+        )
+
+
+@dataclass(frozen=True)
+class StrictTally:
+    """The composite rate with the results that have the verdict ``error`` counted as failures:
+    ``total`` = passed + failed + errors (``N/A`` results left out, as in :class:`Tally`); ``rate``
+    0–1, None when nothing counted or when the overall rate is not applicable (nothing measured a
+    verdict). It is never above the overall rate: the agent cannot raise it by failing in a way
+    that ends as an ``error`` (and ``--fail-under`` judges it unless ``--allow-errors``)."""
+
+    passed: int
+    failed: int
+    errors: int
+    total: int
+    rate: float | None
+
+    KEYS = ("passed", "failed", "errors", "total", "rate")
+
+    @classmethod
+    def of(cls, overall: Tally) -> StrictTally:
+        """The strict tally of ``overall`` (none when ``overall`` has no value because nothing
+        measured a verdict: every result ``N/A``)."""
+        if overall.total == 0 and overall.not_applicable:
+            return cls(0, 0, overall.errors, 0, None)
+        total = overall.total + overall.errors
+        return cls(
+            overall.passed, overall.failed, overall.errors, total, overall.passed / total if total else None
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.KEYS}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> StrictTally:
+        exact_keys(body, cls.KEYS, "strict")
+        return cls(
+            get(body, "passed", int),
+            get(body, "failed", int),
+            get(body, "errors", int),
+            get(body, "total", int),
+            get(body, "rate", *_RATE),
         )
 
 
@@ -271,6 +315,7 @@ _KEYS = (
     "missing",
     "interrupted",
     "overall",
+    "strict",
     "task",
     "signals",
     "stalled",
@@ -301,6 +346,8 @@ class SummaryRecord:
     ``wall_time_s`` their seconds summed (None when unknown); ``pass_hat_k`` and ``noise`` (the
     per-scenario pass rates over trials, the flaky share, the minimum detectable difference) only
     when ``trials`` > 1; ``adaptive`` only for ``--trials auto``.
+    ``strict`` the composite with the ``error`` results counted as failures (derived from
+    ``overall`` when not given).
     """
 
     run_dir: str
@@ -328,6 +375,16 @@ class SummaryRecord:
     pass_hat_k: PassHatK | None = None
     noise: Noise | None = None
     adaptive: Adaptive | None = None
+    strict: StrictTally | None = None
+
+    def __post_init__(self) -> None:
+        if self.strict is None:
+            object.__setattr__(self, "strict", StrictTally.of(self.overall))
+
+    @property
+    def strict_tally(self) -> StrictTally:
+        """:attr:`strict`, never None (it is derived from ``overall`` when not given)."""
+        return self.strict if self.strict is not None else StrictTally.of(self.overall)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -341,6 +398,7 @@ class SummaryRecord:
             "missing": list(self.missing),
             "interrupted": self.interrupted,
             "overall": self.overall.to_json(),
+            "strict": self.strict_tally.to_json(),
             "task": self.task.to_json(),
             "signals": {name: s.to_json() for name, s in self.signals.items()},
             "stalled": self.stalled.to_json(),
@@ -374,7 +432,7 @@ class SummaryRecord:
             raise RecordError(f"not an evalctl summary: no {', '.join(missing)}")
         legacy = summary_version(body) < 4  # no intervals, no noise floor, no pass^k extras
         body = upgrade(body)
-        exact_keys(body, _KEYS, "summary", ("pass_hat_k", "noise", "adaptive"))
+        exact_keys(body, _KEYS, "summary", ("pass_hat_k", "noise", "adaptive", "strict"))
         stop_reasons = _object(body, "stop_reasons")
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in stop_reasons.values()):
             raise RecordError("stop_reasons: not an object of counts")
@@ -407,6 +465,7 @@ class SummaryRecord:
             pass_hat_k=PassHatK.from_json(body["pass_hat_k"], legacy) if "pass_hat_k" in body else None,
             noise=Noise.from_json(body["noise"]) if "noise" in body else None,
             adaptive=Adaptive.from_json(body["adaptive"]) if "adaptive" in body else None,
+            strict=StrictTally.from_json(_object(body, "strict")) if "strict" in body else None,
         )
 
 

@@ -95,11 +95,15 @@ class TurnInfo:
 
 
 class BackendError(Exception):
-    """The backend could not answer. ``timeout`` is True when a request timed out."""
+    """The backend could not answer. ``timeout`` is True when a request timed out; ``rejected``
+    when the model endpoint answered and refused the request (an HTTP 4xx the model's own
+    request caused, e.g. over the context length: ``backend_rejected``, the agent's failure
+    rather than infrastructure's, see ``engine.session.sides.link.blame``)."""
 
-    def __init__(self, message: str, *, timeout: bool = False):
+    def __init__(self, message: str, *, timeout: bool = False, rejected: bool = False):
         super().__init__(message)
         self.timeout = timeout
+        self.rejected = rejected
 
 
 class Backend(Protocol):

@@ -13,7 +13,8 @@ request per step. Tool calls are passed on exactly as the model produced them (m
 arguments or unknown tool names included): the engine answers them with structured error results
 and the conversation goes on. A duplicate call id gets a suffix; ``arguments`` sent as an object
 are re-encoded as JSON text. A reply that is not a chat completion (HTML, bad JSON, a message of
-null) is a BackendError naming the endpoint; 401/403/404 say what to check.
+null) is a BackendError naming the endpoint; 401/403/404 say what to check. A 4xx that refuses the
+request itself (:func:`rejects`: 400, 404, 413, 422, ...) is a ``rejected`` BackendError.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class OpenAIBackend:
         except openai.APITimeoutError:
             raise BackendError(self._no_answer(), timeout=True) from None
         except openai.APIStatusError as err:
-            raise BackendError(self._status_message(err)) from None
+            raise BackendError(self._status_message(err), rejected=rejects(err.status_code)) from None
         except openai.APIConnectionError as err:  # name the endpoint: a wrong or missing --base-url
             raise BackendError(
                 f"{self.name}: cannot reach {self.client.base_url} ({type(err).__name__}: {err}); "
@@ -146,6 +147,20 @@ class OpenAIBackend:
         elif err.status_code == 404:
             text += f" (check the model name {self.model!r} and --base-url {self.client.base_url})"
         return text
+
+
+#: HTTP statuses of the 4xx class that are not the request's fault: the key (401, 403: the
+#: start-up check refuses a key that fails; a key revoked mid-run is configuration, not the model),
+#: and the ones the client retries (408, 409, 429: a server too busy to answer).
+NOT_REJECTIONS = frozenset({401, 403, 408, 409, 429})
+
+
+def rejects(status: int) -> bool:
+    """True when HTTP ``status`` is the endpoint refusing the request itself (400 bad request or
+    over the context length, 404 no such model, 413, 422, any other 4xx but
+    :data:`NOT_REJECTIONS`): what the model under test asked for, so for an agent the agent's
+    failure (stop reason ``agent_error``), never an ``error`` result."""
+    return 400 <= status < 500 and status not in NOT_REJECTIONS
 
 
 def returned_message(response: Any, calls: list[ToolCallRequest]) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import time
 from typing import Any, Literal
@@ -24,49 +25,92 @@ from engine.core.protocol import (
     make,
 )
 
+#: Stop reasons of a side's failure: ``error`` / ``timeout`` (whoever is to blame), and the two that
+#: name an agent's own failure: ``agent_error`` (the agent side said it failed: an ``error`` frame of
+#: an external agent, whatever its code, or the HTTP 4xx refusal of a built-in ``openai:`` agent's
+#: request) and ``agent_disconnected`` (an external agent closed or dropped its connection, or could
+#: not be reached).
+FailureKind = Literal["error", "timeout", "agent_error", "agent_disconnected"]
+
 
 class SideFailure(Exception):
-    """A side failed: ``kind`` is the stop reason it causes (``error`` or ``timeout``); ``source``
+    """A side failed: ``kind`` is the stop reason it causes (:data:`FailureKind`); ``source``
     an ``engine.core.records.common.ErrorSource`` value when the failure is infrastructure's (the result
     then has no verdict), None when it is the agent's own doing (see :func:`blame`)."""
 
-    def __init__(self, kind: Literal["error", "timeout"], message: str, source: str | None = None):
+    def __init__(self, kind: FailureKind, message: str, source: str | None = None):
         super().__init__(message)
-        self.kind: Literal["error", "timeout"] = kind
+        self.kind: FailureKind = kind
         self.message = message
         self.source = source
 
 
-#: Protocol error codes a side uses to say its model backend failed (not its own behaviour).
-BACKEND_CODES = ("backend_error", "backend_timeout")
+#: Protocol error codes a side uses to say its model backend failed (not its own behaviour):
+#: ``backend_rejected`` is the endpoint's refusal of the request (HTTP 4xx: the request the side's
+#: model made was bad, e.g. over the context length), the other two its failure to answer.
+BACKEND_CODES = ("backend_error", "backend_timeout", "backend_rejected")
 
 
 def blame(role: str, what: str, builtin: bool = False) -> str | None:
     """The infrastructure source of a failure ``what`` of the ``role`` side, None when it is the
-    agent's own behaviour. ``what``: ``connect`` (unreachable), ``lost`` (connection broken without
-    a close frame, or closed by a keepalive timeout), ``backend`` (the side reported its model
-    backend failed), ``crash`` (the side reported an internal error), ``silent`` (nothing within
-    the turn timeout), ``closed`` (the side closed the connection), ``refused`` (the side answered
-    with a protocol error: what the engine sent broke the protocol, as that side sees it),
-    ``broke`` (it broke the protocol: a frame that does not parse, a message out of place, a
-    repeated id), ``conduct`` (what its model did: too much text, too many calls). Everything the user
-    side does wrong is the user simulator's failure; a built-in agent side only speaks for its
-    model, so its silence and crashes are the model endpoint's or the engine's, while an external
-    agent's are its own. A built-in side (evalctl's own code) that closes the connection, refuses
-    a frame or breaks the protocol says the engine went wrong, never the agent."""
+    agent's own behaviour (the result is then the agent's FAIL, never ``error``).
+
+    ``what``: ``connect`` (unreachable), ``local`` (this machine could not open a connection: out
+    of file descriptors or memory), ``lost`` (connection broken without a close frame, or closed by
+    a keepalive timeout), ``backend`` (the side reported its model backend failed to answer),
+    ``rejected`` (the side reported its model endpoint refused the request: HTTP 4xx),
+    ``crash`` (the side reported an internal error), ``silent`` (nothing within the turn
+    timeout), ``closed`` (the side closed the connection), ``refused`` (the side answered with a
+    protocol error: what the engine sent broke the protocol, as that side sees it), ``broke`` (it
+    broke the protocol: a frame that does not parse, a message out of place, a repeated id),
+    ``conduct`` (what its model did: too much text, too many calls).
+
+    The system under test cannot make its own failures infrastructure's: everything an
+    **external** agent side does or reports (its ``error`` frames, whatever their code, its closed
+    or dropped connection, its silence) is its own, and so is the 4xx refusal of a built-in
+    ``openai:`` agent's request. Everything the user side does wrong is the user simulator's
+    failure (it is not under test). A built-in agent side only speaks for its model, so its
+    model endpoint's failure to answer and its silence are ``agent_model``, its crashes the
+    engine's; a built-in side (evalctl's own code) that closes the connection, refuses a frame or
+    breaks the protocol says the engine went wrong, never the agent; the transport between
+    built-in sides is ``transport``."""
+    if what == "local":
+        return "transport"
+    if role == "agent" and not builtin:
+        return None
     if what in ("connect", "lost"):
         return "transport"
     if builtin and what in ("closed", "refused", "broke"):
         return "engine"
     if role == "user":
         return "engine" if what == "crash" and builtin else "user_simulator"
-    if what == "backend":
+    if what in ("backend", "silent"):
         return "agent_model"
-    if what == "crash" and builtin:
+    if what == "crash":
         return "engine"
-    if what == "silent" and builtin:
-        return "agent_model"
     return None
+
+
+#: The agent's own failures that have a stop reason of their own (:data:`FailureKind`).
+_AGENT_STOPS: dict[str, FailureKind] = {
+    "backend": "agent_error",
+    "rejected": "agent_error",
+    "crash": "agent_error",
+    "refused": "agent_error",
+    "connect": "agent_disconnected",
+    "lost": "agent_disconnected",
+    "closed": "agent_disconnected",
+}
+
+
+def failure(role: str, kind: FailureKind, message: str, what: str, builtin: bool = False) -> SideFailure:
+    """A :class:`SideFailure` of the ``role`` side blamed as :func:`blame` says; when it is the
+    agent's own failure, its stop reason names the cause (``agent_error``,
+    ``agent_disconnected``) instead of ``kind``."""
+    source = blame(role, what, builtin)
+    if source is None and role == "agent":
+        kind = _AGENT_STOPS.get(what, kind)
+    return SideFailure(kind, message, source)
 
 
 class Traffic:
@@ -107,6 +151,11 @@ class Traffic:
 def other_role(role: str) -> str:
     """The other party of a conversation (``agent`` <-> ``user``)."""
     return "user" if role == "agent" else "agent"
+
+
+#: ``errno`` values of a connection that this machine could not open (out of descriptors, buffers or
+#: memory): the engine's resources, never the side's doing.
+LOCAL_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 #: Seconds between the engine's keepalive pings to a side. They never time out (``ping_timeout``
@@ -180,22 +229,23 @@ class SideLink:
         #: The ids of the messages received from an external side on this connection (each is unique).
         self.seen_ids: set[str] = set()
 
-    def failure(self, kind: Literal["error", "timeout"], message: str, what: str) -> SideFailure:
-        """A :class:`SideFailure` of this side, blamed as :func:`blame` says (the connection is
+    def failure(self, kind: FailureKind, message: str, what: str) -> SideFailure:
+        """A :class:`SideFailure` of this side, blamed as :func:`failure` says (the connection is
         then never used for another session)."""
         self.clean = False
-        return SideFailure(kind, message, blame(self.role, what, self.builtin))
+        return failure(self.role, kind, message, what, self.builtin)
 
     @classmethod
-    async def open(cls, role: str, uri: str, timeout_s: float) -> SideLink:
-        """Connect; raises :class:`SideFailure` (``error``) when the side cannot be reached. A
-        built-in side on a Unix socket (:data:`UNIX_SCHEME`) may give a connection an earlier
-        session left open (:meth:`close`)."""
+    async def open(cls, role: str, uri: str, timeout_s: float, builtin: bool = False) -> SideLink:
+        """Connect; raises :class:`SideFailure` when the side cannot be reached (``error``, or
+        ``agent_disconnected`` for an external agent: see :func:`blame`). A built-in side on a Unix
+        socket (:data:`UNIX_SCHEME`) may give a connection an earlier session left open
+        (:meth:`close`)."""
         idle = _IDLE.get(uri)
         while idle:
             ws = idle.pop()
             if ws.state is State.OPEN:
-                return cls(role, uri, ws)
+                return cls(role, uri, ws, builtin)
         where: dict[str, Any] = {"uri": uri}
         if uri.startswith(UNIX_SCHEME):  # a built-in side of this process (engine.session.sides.server)
             where = {"uri": "ws://localhost/", "unix": True, "path": uri[len(UNIX_SCHEME) :]}
@@ -211,10 +261,10 @@ class SideLink:
                 ping_timeout=None,
             )
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as err:
-            raise SideFailure(
-                "error", f"cannot connect to the {role} side at {uri}: {err}", blame(role, "connect")
-            ) from None
-        return cls(role, uri, ws)
+            what = "local" if isinstance(err, OSError) and err.errno in LOCAL_ERRNOS else "connect"
+            message = f"cannot connect to the {role} side at {uri}: {err}"
+            raise failure(role, "error", message, what, builtin) from None
+        return cls(role, uri, ws, builtin)
 
     async def send(self, message_type: str, **fields: Any) -> str:
         """Send one message; returns its id. Raises :class:`SideFailure` if the side is gone, if the
@@ -239,7 +289,7 @@ class SideLink:
         try:
             await self.ws.send(frame)
         except ConnectionClosed as err:
-            raise self.failure("error", _gone(self.role, err), _how(err)) from None
+            raise self.failure("error", _gone(self.role, err), how(err)) from None
         return msg_id
 
     async def receive(self, timeout_s: float) -> dict[str, Any]:
@@ -255,7 +305,7 @@ class SideLink:
                 silent = f"{self.role} side sent nothing for {timeout_s:g} s"
                 raise self.failure("timeout", silent, "silent") from None
             except ConnectionClosed as err:
-                raise self.failure("error", _gone(self.role, err), _how(err)) from None
+                raise self.failure("error", _gone(self.role, err), how(err)) from None
             if self.traffic is not None:
                 self.traffic.charge(self.role, len(raw))
             if not isinstance(raw, bytes) or not await self._binary(raw):
@@ -276,8 +326,16 @@ class SideLink:
             self.started = True
         if msg["type"] == "error":
             code = msg["code"]
-            kind: Literal["error", "timeout"] = "timeout" if code == "backend_timeout" else "error"
-            what = "backend" if code in BACKEND_CODES else "crash" if code == "internal_error" else "refused"
+            kind: FailureKind = "timeout" if code == "backend_timeout" else "error"
+            what = (
+                "rejected"
+                if code == "backend_rejected"
+                else "backend"
+                if code in BACKEND_CODES
+                else "crash"
+                if code == "internal_error"
+                else "refused"
+            )
             raise self.failure(kind, f"{self.role} side reported {code}: {clip(msg['message'])}", what)
         if not self.builtin:
             await self._check_id(msg)
@@ -360,7 +418,7 @@ class SideLink:
 SIDE_AT_FAULT_CODES = (1002, 1007, 1009)
 
 
-def _how(err: ConnectionClosed) -> str:
+def how(err: ConnectionClosed) -> str:
     """``conduct`` when the engine's end closed the connection first because of what the side
     sent (:data:`SIDE_AT_FAULT_CODES`: the side sent too much or broke the WebSocket protocol; the
     side's own close frame, if any, only answered ours), ``lost`` when the connection broke without
@@ -374,7 +432,7 @@ def _how(err: ConnectionClosed) -> str:
 
 def _gone(role: str, err: ConnectionClosed) -> str:
     """The message of a closed connection to the ``role`` side."""
-    if _how(err) == "conduct" and err.sent is not None and err.sent.code == 1009:
+    if how(err) == "conduct" and err.sent is not None and err.sent.code == 1009:
         return f"{role} side sent a frame over the {MAX_FRAME_BYTES} byte frame limit (close code 1009)"
     return f"{role} side disconnected: {_closed(err)}"
 

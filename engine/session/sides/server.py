@@ -202,7 +202,8 @@ class SideServer:
                 ws, error_message(ids.next(), err.code, err.message, err.reply_to, v=self.version)
             )
         except BackendError as err:
-            code = "backend_timeout" if err.timeout else "backend_error"
+            code = "backend_rejected" if err.rejected else "backend_error"
+            code = "backend_timeout" if err.timeout else code
             await _send_quietly(ws, error_message(ids.next(), code, str(err), v=self.version))
         except (ConnectionClosed, _SessionEnded):
             pass

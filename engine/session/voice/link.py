@@ -23,7 +23,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed
 
 from engine.core.protocol import AUDIO_PROTOCOL_VERSION, ProtocolError
-from engine.session.sides.link import SideFailure, SideLink, other_role
+from engine.session.sides.link import SideFailure, SideLink, how, other_role
 from engine.session.voice.asr import Recognizer
 from engine.session.voice.frames import AudioFrame, FrameError, pack, split, unpack
 from engine.session.voice.pcm import trim
@@ -141,7 +141,7 @@ class AudioLink(SideLink):
         try:
             await self.ws.send(data)
         except ConnectionClosed as err:
-            raise SideFailure("error", f"{self.role} side disconnected: {err}") from None
+            raise self.failure("error", f"{self.role} side disconnected: {err}", how(err)) from None
 
     def binary(self, raw: bytes) -> bool:
         """One audio frame of the side's current turn: checked and placed on the timeline."""

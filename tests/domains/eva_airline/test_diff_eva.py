@@ -76,7 +76,7 @@ def test_exactly_the_wrong_scenarios_fail_db_state_match(wrong_run):
 
 def test_summary_shows_the_right_counts(wrong_run):
     text = (wrong_run / "all_summary.txt").read_text()
-    assert "Overall Success Rate: 33.3% (2/6 scenarios)" in text
+    assert "Overall Success Rate: 33.3% (2/6 scenarios; 0 errors)" in text
     assert "db_state_match: 33.3% (2/6 scenarios) [95% CI 9.7-70.0%] [gating]" in text
     summary = json.loads((wrong_run / "summary.json").read_text())
     assert sorted(f["scenario"] for f in summary["failed"]) == sorted(WRONG)

@@ -190,6 +190,7 @@ SUMMARY_KEYS = [
     "missing",
     "interrupted",
     "overall",
+    "strict",  # issue #25: errors counted as failures
     "task",
     "signals",
     "stalled",
@@ -275,6 +276,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "missing": [],
         "interrupted": False,
         "overall": tally(2, 2),
+        "strict": {"passed": 2, "failed": 2, "errors": 0, "total": 4, "rate": 0.5},
         "task": tally(2, 2),
         "signals": {
             "is_action_match": rate(0, 0, "sessions", "informational"),

@@ -38,7 +38,10 @@ def test_run_verb_prints_the_summary_and_honours_fail_under(
     ok = cli.main([*base, "--scenarios", "eva_airline__3_1_5", "--output-dir", str(tmp_path / "a")])
     out = capsys.readouterr().out
     assert ok == 0
-    assert "Overall Success Rate: 100.0% (1/1 scenarios)" in out and f"results: {tmp_path / 'a'}" in out
+    assert (
+        "Overall Success Rate: 100.0% (1/1 scenarios; 0 errors)" in out
+        and f"results: {tmp_path / 'a'}" in out
+    )
     # piped (as here), the table is wide enough for eva's longest row: rich's 80 columns wrapped it
     rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
     assert "internal_ids_spoken (clean; 0 found)" in rows and "" not in rows

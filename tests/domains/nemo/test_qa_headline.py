@@ -25,7 +25,7 @@ def test_qa_without_a_judge_has_no_headline_rate(tmp_path: Path, capsys) -> None
     assert code == 0
     printed = capsys.readouterr().out
     qa = [r for r in release_records().values() if r["module"] in ("qa", "simple_qa")]
-    line = f"Overall Success Rate: n/a (0/0 scenarios; {len(qa)} N/A): {WHY}"
+    line = f"Overall Success Rate: n/a (0/0 scenarios; {len(qa)} N/A; 0 errors): {WHY}"
     assert line in printed.splitlines(), printed
     assert line in (out / "all_summary.txt").read_text(encoding="utf-8").splitlines()
     summary = load_summary(out)

@@ -99,7 +99,7 @@ def test_gold_run_passes_every_signal(gold_run):
 
 def test_gold_run_summary_units(gold_run):
     text = (gold_run / "all_summary.txt").read_text()
-    assert "Overall Success Rate: 100.0% (3/3 scenarios)" in text
+    assert "Overall Success Rate: 100.0% (3/3 scenarios; 0 errors)" in text
     assert "db_state_assertion: 100.0% (2/2 predicates) [95% CI" in text
     assert "nl_assertion: 100.0% (2/2 assertions) [95% CI" in text
     assert "judge (judge-1): 300 prompt + 60 completion tokens, 3 calls" in text
@@ -169,7 +169,7 @@ def test_fail_under_gates_the_exit_code(wrong_run, tmp_path, capsys):
         assert (
             _run(tmp_path / "b", url, "--scenarios", "mock__late_delivery_credit", "--fail-under", "0.5") == 1
         )
-    assert "evalctl: overall success rate 0.0% is below --fail-under 50.0%" in capsys.readouterr().err
+    assert "evalctl: strict success rate 0.0% is below --fail-under 50.0%" in capsys.readouterr().err
     with scripted_judge([{**JUDGE_OK, "score": 0.1}]) as (url, _):
         assert (
             _run(

@@ -77,7 +77,10 @@ def test_run_verb_prints_the_summary_and_honours_fail_under(
     ok = cli.main([*base, "--scenarios", "mock__cancel_order", "--output-dir", str(tmp_path / "a")])
     out = capsys.readouterr().out
     assert ok == 0
-    assert "Overall Success Rate: 100.0% (1/1 scenarios)" in out and f"results: {tmp_path / 'a'}" in out
+    assert (
+        "Overall Success Rate: 100.0% (1/1 scenarios; 0 errors)" in out
+        and f"results: {tmp_path / 'a'}" in out
+    )
     # a gold conversation of two agent turns: the stalled threshold is min(3, 2), so it passes
     root = tmp_path / "data"
     shutil.copytree(MOCK_DATA_ROOT, root)

@@ -50,8 +50,11 @@ def test_a_gating_judge_that_fails_is_an_error_not_a_pass(tmp_path: Path, capsys
     with scripted_judge([503]) as (url, _):  # reachable (its check passes), every request fails
         code = _cli(out, "--judge-model", "j", "--judge-base-url", url, "--fail-under", "1.0")
     err = capsys.readouterr().err
-    # before: the late-delivery scenario (gated on judge_passed + clean_exit) scored PASS, exit 0
-    assert code == 3
+    # before: the late-delivery scenario (gated on judge_passed + clean_exit) scored PASS, exit 0;
+    # then (issue #9) exit 3; now --fail-under judges the strict rate (the error counts as a
+    # failure: 2/3 is below 1.0), and the error is still said
+    assert code == 1
+    assert "evalctl: strict success rate 66.7% is below --fail-under 100.0%" in err
     m = _metrics(out)
     assert m[LATE]["is_successful"] == "error" and m[LATE]["error_cause"]["source"] == "judge"
     assert "503" in m[LATE]["error_cause"]["message"]
@@ -71,6 +74,8 @@ def test_a_gating_judge_that_fails_is_an_error_not_a_pass(tmp_path: Path, capsys
     assert summary["signals"]["db_state_match"]["errors_left_out"] == 1
     text = (out / "all_summary.txt").read_text()
     assert "Overall Success Rate: 100.0% (2/2 scenarios; 1 error left out)" in text
+    assert "Strict Success Rate (errors count as failures): 66.7% (2/3 scenarios; 1 error)" in text
+    assert summary["strict"] == {"passed": 2, "failed": 0, "errors": 1, "total": 3, "rate": 2 / 3}
     assert "ERRORS: 1 result(s) without a verdict" in text and f"first: {LATE}: judge: " in text
     assert f"{LATE}: ERROR judge: " in text
     assert "1 result(s) have no verdict" in err and "--allow-errors" in err
@@ -85,7 +90,10 @@ def test_allow_errors_and_fail_under_decide_the_exit_code_over_results_with_a_ve
     rows = [metrics_row("a"), metrics_row("b", is_successful=False, failed=("clean_exit",))]
     err = metrics_row("c", is_successful="error", error_cause=_cause())
     report = RunReport(Path("x"), summary=build_summary([*rows, err], {"trials": 1}))
-    assert report.exit_code() == 3 and report.exit_code(fail_under=0.1) == 3
+    assert report.exit_code() == 3 and report.exit_code(fail_under=0.1) == 3  # strict 1/3 meets 0.1
+    # --fail-under judges the strict rate (errors count as failures: 1/3) unless --allow-errors;
+    # a run below its bar that way is below it whatever its errors hide (before: exit 3)
+    assert report.exit_code(fail_under=0.4) == 1
     assert report.exit_code(allow_errors=True) == 0
     assert report.exit_code(fail_under=0.5, allow_errors=True) == 0  # 1/2 with a verdict: 50%
     assert report.exit_code(fail_under=0.6, allow_errors=True) == 1

@@ -24,11 +24,12 @@ from engine.core.options import ScoringOptions
 from engine.core.records.fields import RecordError
 from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal, Usage
 from engine.core.records.run import RunRecord
-from engine.core.records.summary import SummaryRecord
+from engine.core.records.summary import StrictTally, SummaryRecord
 from engine.core.validation import schema_text
 from engine.domains.registry import plugins
 from engine.run.runner import run_cli
 from engine.scoring.signals import BUILTIN_REGISTRY
+from engine.scoring.summary import render_summary_text
 from engine.spec.loader import load_domain
 from engine.util.artifacts import dumps_json
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
@@ -316,6 +317,7 @@ SUMMARY_KEYS = [
     "missing",
     "interrupted",
     "overall",
+    "strict",  # issue #25: errors counted as failures
     "task",
     "signals",
     "stalled",
@@ -424,6 +426,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "missing": [],
         "interrupted": False,
         "overall": tally(2, 2),
+        "strict": {"passed": 2, "failed": 2, "errors": 0, "total": 4, "rate": 0.5},
         "task": tally(2, 2),
         "signals": {
             "is_action_match": rate(2, 2, "sessions", "gating"),
@@ -496,6 +499,22 @@ def test_summary_is_read_back_through_the_record_unchanged(two_trial_run: Path) 
     body["failed"][0]["why"] = "?"
     with pytest.raises(RecordError, match="failed: unknown key"):
         SummaryRecord.from_json(body)
+
+
+def test_a_version_1_summary_is_still_read(two_trial_run: Path) -> None:
+    body = json.loads((two_trial_run / "summary.json").read_text(encoding="utf-8"))
+    v1 = {k: v for k, v in body.items() if k not in ("schema", "strict")}
+    v1["pass_hat_k"] = {k: v for k, v in v1["pass_hat_k"].items() if k in ("per_scenario", "overall")}
+    record = SummaryRecord.from_json(v1)
+    # the strict rate is derived from overall (a version 1 summary has no error left out of it
+    # that it does not count); the pass^k denominators are unknown
+    assert record.strict == StrictTally(2, 2, 0, 4, 0.5)
+    assert record.pass_hat_k is not None and record.pass_hat_k.scenarios == {}
+    assert "pass^1 = 0.500, pass^2 = 0.500\n" in render_summary_text(record)
+    with pytest.raises(RecordError, match="summary: unknown key"):
+        SummaryRecord.from_json({**v1, "strict": body["strict"]})  # version 1 had no strict
+    with pytest.raises(RecordError, match=r"schema 'evalctl\.summary/3'"):
+        SummaryRecord.from_json({**body, "schema": "evalctl.summary/3"})
 
 
 def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path) -> None:

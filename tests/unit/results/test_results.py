@@ -163,7 +163,7 @@ async def test_trials_nest_and_pass_hat_k(tmp_path, sc, loaded):
     }
     assert s["pass_hat_k"]["overall"]["3"] == 0.5
     text = (tmp_path / "all_summary.txt").read_text()
-    assert "Overall Success Rate: 83.3% (5/6 sessions)" in text and "pass^3 = 0.500" in text
+    assert "Overall Success Rate: 83.3% (5/6 sessions; 0 errors)" in text and "pass^3 = 0.500" in text
 
 
 async def test_finish_run_headlines_stalled_and_denominators(tmp_path, loaded):
@@ -175,7 +175,7 @@ async def test_finish_run_headlines_stalled_and_denominators(tmp_path, loaded):
     await finish_session(tmp_path, c, session(c, expected_copy(c), agent_turns=1), 1, OPTS)  # stalled
     s = finish_run(tmp_path, {"trials": 1, "wall_s": 2.5}).to_json()
     text = (tmp_path / "all_summary.txt").read_text()
-    assert "Overall Success Rate: 33.3% (1/3 scenarios)" in text
+    assert "Overall Success Rate: 33.3% (1/3 scenarios; 0 errors)" in text
     assert "Task Success Rate (excl. clean_exit): 33.3% (1/3 scenarios)" in text
     # the stalled scenario is left out of the per-signal rates but stays in the composite's
     assert "db_state_match: 50.0% (1/2 scenarios) [95% CI 9.5-90.5%] [gating]" in text
@@ -361,7 +361,8 @@ def test_headline_of_an_incomplete_run_says_so():
     rows = [metrics_row("a")]
     text = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a", "b", "c"]}))
     assert (
-        "Overall Success Rate: 100.0% (1/1 scenarios) [95% CI 20.7-100.0%] - INCOMPLETE: 2 results missing"
+        "Overall Success Rate: 100.0% (1/1 scenarios; 0 errors) [95% CI 20.7-100.0%]"
+        " - INCOMPLETE: 2 results missing"
         in text
     )
     complete = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a"]}))

@@ -42,7 +42,7 @@ def test_merged_shards_equal_one_run(shards: tuple[Path, list[Path]], tmp_path: 
     assert record["settings"]["shard"] is None and sorted(record["scenarios"]) == sorted(NAMES)
     for part in parts:  # the sources are left as they were
         assert json.loads((part / "summary.json").read_text())["results"] == 2
-    assert "Overall Success Rate: 100.0% (6/6 sessions)" in (out / "all_summary.txt").read_text()
+    assert "Overall Success Rate: 100.0% (6/6 sessions; 0 errors)" in (out / "all_summary.txt").read_text()
 
 
 def _refused(capsys: pytest.CaptureFixture[str], out: Path, *runs: Path) -> str:

@@ -45,7 +45,7 @@ def test_no_verdict_bearing_result_makes_the_headline_not_applicable(tmp_path: P
         "clean_exit alone is no verdict"
     )
     text = render_summary_text(summary)
-    assert f"Overall Success Rate: n/a (0/0 scenarios; 3 N/A): {why}\n" in text, text
+    assert f"Overall Success Rate: n/a (0/0 scenarios; 3 N/A; 0 errors): {why}\n" in text, text
     assert [f.scenario for f in summary.failed] == ["qa__c"]  # the per-result verdicts stay
     (tmp_path / "summary.json").write_text(json.dumps(summary.to_json()), encoding="utf-8")
     console = Console(record=True, width=100, soft_wrap=True)
@@ -76,9 +76,8 @@ def test_one_verdict_bearing_result_keeps_the_rate() -> None:
     summary = build_summary([_clean_exit_only("qa__a"), judged], {})
     assert (summary.overall.passed, summary.overall.total, summary.overall.rate) == (2, 2, 1.0)
     assert headline_not_applicable(summary) is None
-    assert "Overall Success Rate: 100.0% (2/2 scenarios) [95% CI 34.2-100.0%]\n" in render_summary_text(
-        summary
-    )
+    headline = "Overall Success Rate: 100.0% (2/2 scenarios; 0 errors) [95% CI 34.2-100.0%]\n"
+    assert headline in render_summary_text(summary)
 
 
 def test_a_db_gated_run_is_unchanged() -> None:

@@ -134,26 +134,41 @@ async def test_external_agent_and_misbehaving_sides(tmp_path: Path) -> None:
     garbage = outcome[ODD, 1][0]
     assert garbage.stop_reason == "error" and "bad_json" in garbage.error
     gone = outcome[ODD, 2][0]
-    assert gone.stop_reason == "error" and "disconnected" in gone.error
+    # before (issue #25): stop reason `error`; a closed connection is the agent's, and says so
+    assert gone.stop_reason == "agent_disconnected" and "disconnected" in gone.error
+    assert gone.error_source is None
     silent = outcome[ODD, 3][0]
     assert silent.stop_reason == "timeout" and "sent nothing for 0.5 s" in silent.error
     v2 = outcome[ODD, 4][0]
     assert v2.stop_reason == "error" and "unsupported_version" in v2.error
     assert agent.results and all(r["result"]["status"] == "success" for r in agent.results)
     assert report.summary is not None
-    assert report.summary.stop_reasons == {"error": 3, "exit": 2 * len(BEHAVIOUR), "timeout": 1}
+    assert report.summary.stop_reasons == {
+        "agent_disconnected": 1,
+        "error": 2,
+        "exit": 2 * len(BEHAVIOUR),
+        "timeout": 1,
+    }
 
 
-async def test_unreachable_side_is_an_error() -> None:
+async def test_an_unreachable_user_side_is_an_error_an_unreachable_agent_its_failure() -> None:
+    from engine.session.backends.replay import ReplayFactory
+
     scenario = load_domain(*SHOP, plugins=plugins()).scenario("mock__cancel_order")
     server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     server.close()
     await server.wait_closed()
-    result = await session_between(scenario, f"ws://127.0.0.1:{port}", f"ws://127.0.0.1:{port}")
-    assert result.stop_reason == "error"
-    assert f"cannot connect to the agent side at ws://127.0.0.1:{port}" in (result.error or "")
-    assert result.final_db == scenario.fresh_db()
+    uri = f"ws://127.0.0.1:{port}"
+    both = await session_between(scenario, uri, uri)
+    # both unreachable: the user side's failure (infrastructure) is reported, not the agent's
+    # (before issue #25 the agent's came first, and was infrastructure's too)
+    assert (both.stop_reason, both.error_source) == ("error", "transport")
+    assert f"cannot connect to the user side at {uri}" in (both.error or "")
+    assert both.final_db == scenario.fresh_db()
+    agent = await session_between(scenario, uri, ReplayFactory({scenario.name: scenario}))
+    assert (agent.stop_reason, agent.error_source) == ("agent_disconnected", None)
+    assert f"cannot connect to the agent side at {uri}" in (agent.error or "")
 
 
 async def test_the_minimal_agent_in_docs_protocol_md_runs() -> None:
@@ -189,4 +204,6 @@ async def test_external_user_side_and_a_side_of_the_wrong_role(tmp_path: Path) -
     assert sorted(r.stop_reason for r, _ in ok.results()) == ["exit", "exit"]
     assert all(r.user_backend == "replay" for r, _ in ok.results())
     [(bad, _)] = list(wrong.results())
-    assert bad.stop_reason == "error" and "this server is a user side, not agent" in (bad.error or "")
+    # a side given as the agent answers for itself (before issue #25: stop reason `error`)
+    assert bad.stop_reason == "agent_error" and "this server is a user side, not agent" in (bad.error or "")
+    assert bad.error_source is None

@@ -166,9 +166,10 @@ async def test_a_model_name_cannot_forge_report_lines(
     printed = capsys.readouterr().out
     text = (tmp_path / "run" / "all_summary.txt").read_text(encoding="utf-8")
     overall = report.summary.overall
-    # the other scenario's agent side reported its backend failed: no verdict, left out of the rate
-    assert overall.errors == 1 and overall.total == 1
-    real = f"Overall Success Rate: {100 * overall.rate:.1f}% ({overall.passed}/1 scenarios; 1 error left out)"
+    # the other scenario's external agent reported its backend failed: its own failure (before
+    # issue #25: no verdict, left out of the rate)
+    assert overall.errors == 0 and overall.total == 2 and overall.failed >= 1
+    real = f"Overall Success Rate: {100 * overall.rate:.1f}% ({overall.passed}/2 scenarios; 0 errors)"
     real += ci_text(overall.ci)  # its 95 % interval
     for shown in (text, printed):
         assert [line for line in shown.splitlines() if line.startswith("Overall Success Rate")] == [real], (
@@ -199,7 +200,7 @@ def test_a_summary_from_older_metrics_is_one_line_per_entry() -> None:
     ]  # fmt: skip
     text = render_summary_text(build_summary(rows, {"trials": 1}))
     assert [line for line in text.splitlines() if line.startswith("Overall")] == [
-        "Overall Success Rate: 0.0% (0/1 scenarios) [95% CI 0.0-79.3%]"
+        "Overall Success Rate: 0.0% (0/1 scenarios; 0 errors) [95% CI 0.0-79.3%]"
     ]
 
 
@@ -381,18 +382,20 @@ HUGE_ERROR = json.dumps(
 
 
 @pytest.mark.parametrize(
-    ("frame", "expected"),
+    ("frame", "stop", "expected"),
     [
         (
             "[" * 100_000 + "]" * 100_000,
+            "error",
             "agent side broke the protocol: bad_json: frame is nested too deeply",
         ),
-        (HUGE_ERROR, "agent side reported backend_error: EEEE"),
+        # before issue #25: stop reason `error`, source `agent_model` (no verdict)
+        (HUGE_ERROR, "agent_error", "agent side reported backend_error: EEEE"),
     ],
     ids=["deep_json", "huge_error_message"],
 )
 async def test_misbehaving_agent_ends_its_session_with_a_short_error(
-    shop: Scenario, frame: str, expected: str
+    shop: Scenario, frame: str, stop: str, expected: str
 ) -> None:
     async with websockets.serve(_agent_sending(frame), "127.0.0.1", 0, max_size=None) as server:
         port = server.sockets[0].getsockname()[1]
@@ -404,7 +407,7 @@ async def test_misbehaving_agent_ends_its_session_with_a_short_error(
                 user_uri,
                 SessionLimits(max_duration_s=30, turn_timeout_s=5),
             )
-    assert result.stop_reason == "error"
+    assert (result.stop_reason, result.error_source) == (stop, None)
     assert (result.error or "").startswith(expected), result.error
     assert len(result.error or "") < 2100
     assert result.final_db == shop.fresh_db()
@@ -414,19 +417,24 @@ def test_who_is_blamed_for_each_failure_of_a_side() -> None:
     """A verdict must be trustworthy: what only infrastructure or evalctl's own code can cause never
     counts against the agent. A built-in side is evalctl's code: its closing the connection,
     refusing a frame or breaking the protocol is the engine's failure (it used to be the agent's,
-    so an engine bug could surface as an agent FAIL); an external agent answers for itself."""
+    so an engine bug could surface as an agent FAIL); an external agent answers for itself, and
+    cannot turn its own failures into left-out results (issue #25: its `error` frames and its
+    dropped connection used to be `agent_model` / `transport` errors)."""
     from engine.session.sides.link import blame
 
+    whats = ("connect", "local", "lost", "backend", "rejected", "crash", "silent", "closed", "refused")
     table = {
         (role, what, builtin): blame(role, what, builtin)
         for role in ("agent", "user")
-        for what in ("connect", "lost", "backend", "crash", "silent", "closed", "refused", "broke", "conduct")
+        for what in (*whats, "broke", "conduct")
         for builtin in (True, False)
     }
     assert {k: v for k, v in table.items() if k[0] == "agent" and k[2]} == {
         ("agent", "connect", True): "transport",
+        ("agent", "local", True): "transport",
         ("agent", "lost", True): "transport",
         ("agent", "backend", True): "agent_model",
+        ("agent", "rejected", True): None,  # the endpoint refused the model's request (HTTP 4xx)
         ("agent", "crash", True): "engine",
         ("agent", "silent", True): "agent_model",
         ("agent", "closed", True): "engine",
@@ -435,9 +443,11 @@ def test_who_is_blamed_for_each_failure_of_a_side() -> None:
         ("agent", "conduct", True): None,  # the model's own calls (too many, too much text)
     }
     assert {k[1]: v for k, v in table.items() if k[0] == "agent" and not k[2]} == {
-        "connect": "transport",
-        "lost": "transport",
-        "backend": "agent_model",
+        "connect": None,
+        "local": "transport",  # this machine ran out of descriptors: never the agent's doing
+        "lost": None,
+        "backend": None,
+        "rejected": None,
         "crash": None,
         "silent": None,
         "closed": None,
@@ -447,8 +457,8 @@ def test_who_is_blamed_for_each_failure_of_a_side() -> None:
     }
     user_builtin = {k[1]: v for k, v in table.items() if k[0] == "user" and k[2]}
     assert user_builtin == {
-        "connect": "transport", "lost": "transport", "backend": "user_simulator", "crash": "engine",
-        "silent": "user_simulator", "closed": "engine", "refused": "engine", "broke": "engine",
-        "conduct": "user_simulator",
+        "connect": "transport", "local": "transport", "lost": "transport", "backend": "user_simulator",
+        "rejected": "user_simulator", "crash": "engine", "silent": "user_simulator", "closed": "engine",
+        "refused": "engine", "broke": "engine", "conduct": "user_simulator",
     }  # fmt: skip
     assert {v for k, v in table.items() if k[0] == "user" and not k[2]} == {"transport", "user_simulator"}

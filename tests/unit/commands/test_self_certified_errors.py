@@ -1,0 +1,250 @@
+"""Issue #25 §5: the system under test cannot turn its own failures into left-out results. A scripted
+agent plays the mock shop's gold conversations and fails ``mock__cancel_order``: honestly (it hangs
+up without cancelling), or instead by sending an ``error`` frame, dropping its TCP connection,
+closing it, or (an ``openai:`` agent) getting an HTTP 400 from its endpoint. Every variant must
+score the same headline, the same strict rate and the same ``--fail-under`` exit codes. Real runs
+through the CLI on loopback; the agent's server runs in its own thread and event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import websockets
+
+from cli import main
+from engine.domains.registry import plugins
+from engine.spec.loader import load_domain
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.record_helpers import metrics_row
+from tests.runtime_helpers import ScriptedOpenAI, Step, completion
+from tests.unit.sessions.test_external_agent import turns_of
+
+SPEC, DATA = MOCK_SPEC_DIR, MOCK_DATA_ROOT
+FAILED = "mock__cancel_order"
+#: Bound on waits for events a working engine sets within seconds.
+PATIENCE_S = 60.0
+HEADLINES = ("Overall Success Rate", "Strict Success Rate")
+
+
+def _scripts() -> dict[str, list[tuple[list[tuple[str, dict]], str]]]:
+    loaded = load_domain(SPEC, DATA, plugins=plugins())
+    return {s.name: turns_of(list(s.gold_trace)) for s in loaded.scenarios}
+
+
+class WsAgent:
+    """An external agent (``websockets`` + ``json`` only, as docs/protocol.md has it) that plays
+    each scenario's gold turns; on :data:`FAILED` it fails at its first turn the way ``how`` says:
+    ``honest`` (ends the call without doing the task), ``backend_error`` / ``backend_timeout`` /
+    ``internal_error`` (an ``error`` frame), ``drop`` (the TCP connection aborted, no close frame),
+    ``close`` (a close frame)."""
+
+    def __init__(self, how: str):
+        self.how = how
+        self.scripts = _scripts()
+        self.ready = threading.Event()
+        self.uri = ""
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._serve()), daemon=True)
+
+    async def _serve(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.stop = self.loop.create_future()
+        async with websockets.serve(self._handler, "127.0.0.1", 0) as server:
+            self.uri = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+            self.ready.set()
+            await self.stop
+
+    async def _handler(self, ws: Any) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            await self._session(ws)
+
+    async def _session(self, ws: Any) -> None:
+        start = json.loads(await ws.recv())
+        name = start["scenario"]["name"]
+        await ws.send(json.dumps({"v": 1, "type": "session.ready", "id": "a0", "reply_to": start["id"]}))
+        script, n = self.scripts[name], 0
+        async for frame in ws:
+            msg = json.loads(frame)
+            if msg["type"] != "turn.request":
+                return
+            calls, line = script[msg["turn"]] if msg["turn"] < len(script) else ([], "")
+            if name == FAILED and self.how != "honest":
+                if self.how == "drop":
+                    ws.transport.abort()
+                elif self.how == "close":
+                    await ws.close()
+                else:
+                    error = {"v": 1, "type": "error", "id": "a1", "reply_to": msg["id"]}
+                    await ws.send(json.dumps({**error, "code": self.how, "message": "model failed"}))
+                return
+            if name == FAILED:  # honest: goodbye, without the cancellation
+                calls, line = [("end_conversation", {})], "Goodbye."
+            elif msg["turn"] >= len(script) - 1 and not any(c == "transfer_to_agent" for c, _ in calls):
+                calls = [*calls, ("end_conversation", {})]
+            for tool, params in calls:
+                n += 1
+                call = {"v": 1, "type": "tool.call", "id": f"a{n}", "reply_to": msg["id"], "call_id": f"c{n}"}
+                await ws.send(json.dumps({**call, "name": tool, "arguments": json.dumps(params)}))
+                await ws.recv()  # the tool.result
+            n += 1
+            reply = {"v": 1, "type": "turn.response", "id": f"a{n}", "reply_to": msg["id"], "text": line}
+            await ws.send(json.dumps(reply))
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        assert self.ready.wait(PATIENCE_S)
+        return self.uri
+
+    def __exit__(self, *exc: Any) -> None:
+        self.loop.call_soon_threadsafe(self.stop.set_result, None)
+        self.thread.join(PATIENCE_S)
+
+
+def _run(out: Path, agent: tuple[str, ...], *extra: str) -> int:
+    argv = ["run", str(SPEC), "--data-root", str(DATA), "--output-dir", str(out), "--no-progress"]
+    return main([*argv, "--agent", *agent, *extra])
+
+
+def _outcome(tmp_path: Path, agent: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """The headline lines (stdout and all_summary.txt), summary.json's rates and the exit codes of
+    a run, ``--fail-under 0.9`` with and without ``--allow-errors``, and ``--resume`` of it."""
+    codes = {}
+    for label, extra in (("plain", ()), ("fail_under", ("--fail-under", "0.9"))):
+        codes[label] = _run(tmp_path / label, agent, *extra)
+    codes["allow_errors"] = _run(tmp_path / "allow", agent, "--fail-under", "0.9", "--allow-errors")
+    printed = capsys.readouterr().out
+    run = tmp_path / "plain"
+    text = (run / "all_summary.txt").read_text(encoding="utf-8")
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    metrics = json.loads((run / FAILED / "metrics.json").read_text(encoding="utf-8"))
+    before = (run / FAILED / "session.json").read_bytes()
+    codes["resume"] = main(
+        ["run", str(SPEC), "--data-root", str(DATA), "--resume", str(run), "--no-progress"]
+    )
+    capsys.readouterr()
+    return {
+        "stdout": [line for line in printed.splitlines() if line.startswith(HEADLINES)],
+        "text": [line for line in text.splitlines() if line.startswith(HEADLINES)],
+        "overall": summary["overall"],
+        "strict": summary["strict"],
+        "errors": summary["errors"],
+        "codes": codes,
+        "verdict": metrics["is_successful"],
+        "stop_reason": metrics["stop_reason"],
+        "error_cause": metrics["error_cause"],
+        "resumed_again": (run / FAILED / "session.json").read_bytes() != before,
+    }
+
+
+def _same_headline(honest: dict[str, Any], got: dict[str, Any], passed: int = 2) -> None:
+    rate = f"{100 * passed / 3:.1f}% ({passed}/3 scenarios; 0 errors)"
+    expected = [f"Overall Success Rate: {rate}", f"Strict Success Rate (errors count as failures): {rate}"]
+    assert honest["text"] == expected
+    assert got["text"] == expected and got["stdout"] == expected * 3  # three runs printed them
+    for key in ("overall", "strict", "errors", "codes", "verdict", "error_cause", "resumed_again"):
+        assert got[key] == honest[key], key
+    assert got["codes"] == {"plain": 0, "fail_under": 1, "allow_errors": 1, "resume": 0}
+    assert got["verdict"] is False and got["error_cause"] is None and not got["resumed_again"]
+
+
+@pytest.mark.parametrize(
+    ("how", "stop"),
+    [
+        ("backend_error", "agent_error"),
+        ("backend_timeout", "agent_error"),
+        ("internal_error", "agent_error"),
+        ("drop", "agent_disconnected"),
+        ("close", "agent_disconnected"),
+    ],
+)
+def test_an_external_agent_that_errors_instead_of_failing_scores_the_same(
+    how: str, stop: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with WsAgent("honest") as uri:
+        honest = _outcome(tmp_path / "honest", (uri,), capsys)
+    assert honest["stop_reason"] == "exit"
+    with WsAgent(how) as uri:
+        got = _outcome(tmp_path / how, (uri,), capsys)
+    # before: 100.0% (2/2 scenarios; 1 error left out), --allow-errors --fail-under 0.9 exited 0,
+    # and --resume ran the "error" again
+    _same_headline(honest, got)
+    assert got["stop_reason"] == stop
+
+
+def _openai_route(reject: bool) -> Any:
+    """An OpenAI-compatible endpoint whose model plays the gold turns of each scenario (known by
+    its first caller line); on :data:`FAILED` it hangs up at once, or with ``reject`` the
+    endpoint answers HTTP 400 (the context is too long) instead."""
+    scripts = _scripts()
+    first_lines = {s.name: s.gold_trace.lines("user")[0] for s in load_domain(SPEC, DATA, plugins=plugins()).scenarios}
+
+    def route(body: dict[str, Any]) -> Step:
+        messages = body["messages"]
+        said = [m["content"] for m in messages if m["role"] == "user"]
+        name = next(n for n, line in first_lines.items() if said and said[0] == line)
+        turn = len(said) - 1
+        if name == FAILED:
+            if reject:
+                return Step({"error": {"message": "maximum context length exceeded"}}, status=400)
+            return Step(completion("Goodbye.", [("e1", "end_conversation", "{}")]))
+        calls, line = scripts[name][turn] if turn < len(scripts[name]) else ([], "")
+        if turn >= len(scripts[name]) - 1:
+            calls = [*calls, ("end_conversation", {})]
+        if messages[-1]["role"] == "tool" or not calls:  # the calls were made: say the line
+            return Step(completion(line))
+        return Step(completion(None, [(f"t{turn}_{i}", c, json.dumps(a)) for i, (c, a) in enumerate(calls)]))
+
+    return route
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+
+
+def test_an_openai_agent_whose_request_is_refused_scores_as_when_it_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outcomes = {}
+    for reject in (False, True):
+        with ScriptedOpenAI([], route=_openai_route(reject)) as server:
+            agent = ("openai:m", "--base-url", server.base_url)
+            outcomes[reject] = _outcome(tmp_path / str(reject), agent, capsys)
+    # before: the 400 was the agent_model's error, left out of the rate. (The scripted model
+    # plays shipped_refusal in too few turns: stalled, a failure in both variants.)
+    _same_headline(outcomes[False], outcomes[True], passed=1)
+    assert outcomes[True]["stop_reason"] == "agent_error"
+
+
+def test_pass_hat_k_shows_its_denominators_and_the_trials_left_out() -> None:
+    from engine.core.records.common import ErrorCause
+    from engine.scoring.summary import build_summary, render_summary_text
+
+    cause = ErrorCause("judge", "HTTP 503")
+    rows = [
+        metrics_row("a", trial=1),
+        metrics_row("a", trial=2, is_successful="error", error_cause=cause),
+        metrics_row("a", trial=3, is_successful="error", error_cause=cause),
+        metrics_row("b", trial=1, is_successful=False, failed=("clean_exit",)),
+        metrics_row("b", trial=2, is_successful=False, failed=("clean_exit",)),
+        metrics_row("b", trial=3),
+    ]
+    summary = build_summary(rows, {"trials": 3})
+    assert summary.pass_hat_k is not None
+    assert summary.pass_hat_k.scenarios == {"1": 2, "2": 1, "3": 1}
+    assert summary.pass_hat_k.left_out == {"errors": 2, "not_applicable": 0}
+    [line] = [x for x in render_summary_text(summary).splitlines() if x.startswith("pass^k")]
+    # before: "pass^k over 3 trials: pass^1 = 0.667, pass^2 = 0.000, pass^3 = 0.000": a's one
+    # trial with a verdict counted as if it were three
+    assert line == (
+        "pass^k over 3 trials: pass^1 = 0.667 (2 scenarios), pass^2 = 0.000 (1 scenario), "
+        "pass^3 = 0.000 (1 scenario); trials left out: 2 errors, 0 N/A"
+    )
+    assert re.search(r"Strict Success Rate \(errors count as failures\): 33\.3% \(2/6 sessions; 2 errors\)",
+                     render_summary_text(summary))  # fmt: skip
