@@ -38,7 +38,7 @@ from engine.core.records.summary import (
 )
 from engine.scoring.composite import diagnostic_verdict, normalize_verdict
 from engine.scoring.noise import noise_floor, pass_hat_k_record
-from engine.scoring.stats import ci_text, rate_interval
+from engine.scoring.stats import ci_text, rate_interval, wilson
 from engine.scoring.summary_rows import SummaryRow, summary_row
 from engine.util.untrusted import one_line
 
@@ -354,7 +354,8 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
         + (f": {why}" if why else "")
         + (f" - INCOMPLETE: {len(summary.missing)} results missing" if summary.missing else ""),
         f"Strict Success Rate (errors count as failures): {_pct(strict.rate)} ({strict.passed}/"
-        f"{strict.total} {unit}{na}; {strict.errors} error{'' if strict.errors == 1 else 's'})",
+        f"{strict.total} {unit}{na}; {strict.errors} error{'' if strict.errors == 1 else 's'})"
+        + ci_text(wilson(strict.passed, strict.total)),
         f"Task Success Rate (excl. clean_exit): {_pct(task.rate)} ({task.passed}/{task.total} {unit}"
         f"{_left_out(task.errors)}){ci_text(task.ci)}",
         f"Scenarios: {summary.scenarios}, trials: {summary.trials}, results: {summary.results}",

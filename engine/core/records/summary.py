@@ -432,7 +432,8 @@ class SummaryRecord:
             raise RecordError(f"not an evalctl summary: no {', '.join(missing)}")
         legacy = summary_version(body) < 4  # no intervals, no noise floor, no pass^k extras
         body = upgrade(body)
-        exact_keys(body, _KEYS, "summary", ("pass_hat_k", "noise", "adaptive", "strict"))
+        required = tuple(k for k in _KEYS if k != "strict") if legacy else _KEYS
+        exact_keys(body, required, "summary", ("pass_hat_k", "noise", "adaptive", "strict"))
         stop_reasons = _object(body, "stop_reasons")
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in stop_reasons.values()):
             raise RecordError("stop_reasons: not an object of counts")

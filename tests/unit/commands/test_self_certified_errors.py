@@ -182,7 +182,8 @@ def _openai_route(reject: bool) -> Any:
     its first caller line); on :data:`FAILED` it hangs up at once, or with ``reject`` the
     endpoint answers HTTP 400 (the context is too long) instead."""
     scripts = _scripts()
-    first_lines = {s.name: s.gold_trace.lines("user")[0] for s in load_domain(SPEC, DATA, plugins=plugins()).scenarios}
+    scenarios = load_domain(SPEC, DATA, plugins=plugins()).scenarios
+    first_lines = {s.name: s.gold_trace.lines("user")[0] for s in scenarios}
 
     def route(body: dict[str, Any]) -> Step:
         messages = body["messages"]

@@ -501,20 +501,19 @@ def test_summary_is_read_back_through_the_record_unchanged(two_trial_run: Path) 
         SummaryRecord.from_json(body)
 
 
-def test_a_version_1_summary_is_still_read(two_trial_run: Path) -> None:
-    body = json.loads((two_trial_run / "summary.json").read_text(encoding="utf-8"))
-    v1 = {k: v for k, v in body.items() if k not in ("schema", "strict")}
-    v1["pass_hat_k"] = {k: v for k, v in v1["pass_hat_k"].items() if k in ("per_scenario", "overall")}
-    record = SummaryRecord.from_json(v1)
-    # the strict rate is derived from overall (a version 1 summary has no error left out of it
-    # that it does not count); the pass^k denominators are unknown
-    assert record.strict == StrictTally(2, 2, 0, 4, 0.5)
-    assert record.pass_hat_k is not None and record.pass_hat_k.scenarios == {}
-    assert "pass^1 = 0.500, pass^2 = 0.500\n" in render_summary_text(record)
-    with pytest.raises(RecordError, match="summary: unknown key"):
-        SummaryRecord.from_json({**v1, "strict": body["strict"]})  # version 1 had no strict
-    with pytest.raises(RecordError, match=r"schema 'evalctl\.summary/3'"):
-        SummaryRecord.from_json({**body, "schema": "evalctl.summary/3"})
+def test_a_summary_before_version_4_gets_its_strict_rate_from_overall() -> None:
+    # the frozen version 3 run (tests/records/v3): no strict rate, no intervals; the strict rate is
+    # derived from overall (no error result was left out of it), the intervals are None
+    body = json.loads((REPO / "tests/records/v3/summary.json").read_text(encoding="utf-8"))
+    record = SummaryRecord.from_json(body)
+    ov = record.overall
+    assert record.strict == StrictTally(ov.passed, ov.failed, ov.errors, ov.total + ov.errors, ov.rate)
+    assert ov.ci is None and record.task.ci is None
+    assert "Strict Success Rate (errors count as failures): 50.0% (1/2 scenarios; 0 errors)" in (
+        render_summary_text(record)
+    )
+    with pytest.raises(RecordError, match=r"evalctl\.summary/9"):
+        SummaryRecord.from_json({**body, "schema": "evalctl.summary/9"})
 
 
 def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path) -> None:

@@ -284,6 +284,31 @@ PINNED = {
         voice.ttfa_ms voice.ttfa_ms.count voice.ttfa_ms.max voice.ttfa_ms.mean voice.ttfa_ms.p50
         voice.ttfa_ms.p90 voice.tts voice.tts_s voice.turns_with_overlap voice.wer voice.wer_turns
     """,
+    "evalctl.summary/4": """
+        adaptive adaptive.max_trials adaptive.rounds adaptive.sessions adaptive.stopped
+        adaptive.target_width adaptive.width errors evalctl_version failed failed[].error
+        failed[].error_cause failed[].error_cause.message failed[].error_cause.source
+        failed[].failed_signals failed[].scenario failed[].stalled failed[].stop_reason
+        failed[].trial failed[].verdict first_error first_judge_error interrupted invocations
+        judge_errors missing noise noise.flaky noise.flaky_scenarios noise.flaky_share
+        noise.minimum_detectable_difference noise.per_scenario noise.per_scenario.*
+        noise.per_scenario.*.flaky noise.per_scenario.*.passed noise.per_scenario.*.rate
+        noise.per_scenario.*.trials noise.scenarios overall overall.ci overall.ci.high
+        overall.ci.low overall.ci.method overall.errors overall.failed overall.not_applicable
+        overall.passed overall.rate overall.total pass_hat_k pass_hat_k.ci pass_hat_k.ci.*
+        pass_hat_k.ci.*.high pass_hat_k.ci.*.low pass_hat_k.ci.*.method pass_hat_k.errors_left_out
+        pass_hat_k.overall pass_hat_k.overall.* pass_hat_k.per_scenario pass_hat_k.per_scenario.*
+        pass_hat_k.per_scenario.*.* pass_hat_k.scenarios pass_hat_k.scenarios.* results run_dir
+        scenarios schema session_time_s session_time_s.max session_time_s.mean session_time_s.total
+        signals signals.* signals.*.ci signals.*.ci.high signals.*.ci.low signals.*.ci.method
+        signals.*.errors_left_out signals.*.kind signals.*.max signals.*.passed signals.*.rate
+        signals.*.role signals.*.sum signals.*.total signals.*.unit stalled stalled.count
+        stalled.min_agent_turns stalled.scenarios stop_reasons stop_reasons.* strict strict.errors
+        strict.failed strict.passed strict.rate strict.total task task.ci task.ci.high task.ci.low
+        task.ci.method task.errors task.failed task.not_applicable task.passed task.rate task.total
+        trials unit usage usage.* usage.*.calls usage.*.completion_tokens usage.*.models
+        usage.*.prompt_tokens wall_time_s
+    """,
     "evalctl.summary/3": """
         errors evalctl_version failed failed[].error failed[].error_cause failed[].error_cause.message
         failed[].error_cause.source failed[].failed_signals failed[].scenario failed[].stalled
