@@ -32,6 +32,7 @@ test: $(BIN)/evalctl
 lint: $(BIN)/evalctl
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
 
 bench: bytecode
 	$(BIN)/python -m tests.bench
@@ -41,4 +42,4 @@ screenshot: $(BIN)/evalctl
 	$(BIN)/python -m tests.screenshot docs/report.png
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -128,9 +128,11 @@ def chat_entries(path: Path, budget: Budget) -> list[dict[str, Any]]:
             calls[str(content.get("call_id"))] = entry
             out.append(entry)
         elif kind == "tool_result" and isinstance(content, dict):
-            entry = calls.pop(str(content.get("call_id")), None)
+            called = calls.pop(str(content.get("call_id")), None)
             result = content.get("result")
-            if entry is None:  # a result without its call: show it on its own
+            if called is not None:
+                entry = called
+            else:  # a result without its call: show it on its own
                 entry = {
                     "k": "tool",
                     "r": "?",
@@ -143,9 +145,9 @@ def chat_entries(path: Path, budget: Budget) -> list[dict[str, Any]]:
         elif kind == "hangup":
             out.append({"k": "note", "x": "the caller hung up"})
         elif kind == "end" and isinstance(content, dict):
-            err = content.get("error")
+            ended_by = content.get("error")
             text = f"session ended: stop reason {content.get('stop_reason')}"
-            out.append({"k": "note", "x": budget.keep(text + (f"; error: {err}" if err else ""))})
+            out.append({"k": "note", "x": budget.keep(text + (f"; error: {ended_by}" if ended_by else ""))})
         else:
             out.append({"k": "note", "x": budget.keep(f"{role} {kind}")})
     if bad:

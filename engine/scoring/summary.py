@@ -40,7 +40,7 @@ from engine.scoring.summary_rows import SummaryRow, summary_row
 from engine.util.untrusted import one_line
 
 
-def _rate(passed: int, total: int) -> float | None:
+def _rate(passed: float, total: int) -> float | None:
     return passed / total if total else None
 
 
@@ -100,7 +100,7 @@ def _count_rate(values: Sequence[Any], unit: str, errors: int = 0) -> SignalRate
     results, ``sum`` / ``max`` the findings; values that are not numbers are not applicable."""
     counts = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
     clean = sum(1 for v in counts if v == 0)
-    total = sum(counts)
+    total = sum(counts, 0.0)  # a float, so is_integer() exists (int has it from Python 3.12 only)
     return SignalRate(
         clean,
         len(counts),

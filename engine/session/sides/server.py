@@ -34,6 +34,7 @@ from websockets.exceptions import ConnectionClosed
 from engine.core.protocol import (
     MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
+    ErrorCode,
     Ids,
     ProtocolError,
     decode,
@@ -202,7 +203,7 @@ class SideServer:
                 ws, error_message(ids.next(), err.code, err.message, err.reply_to, v=self.version)
             )
         except BackendError as err:
-            code = "backend_timeout" if err.timeout else "backend_error"
+            code: ErrorCode = "backend_timeout" if err.timeout else "backend_error"
             await _send_quietly(ws, error_message(ids.next(), code, str(err), v=self.version))
         except (ConnectionClosed, _SessionEnded):
             pass
