@@ -10,7 +10,6 @@ import pytest
 
 from engine.core.dbhash import db_hash
 from engine.core.gold import actions_trace
-from engine.domains.registry import load_domain
 from engine.run.runner import run
 from engine.session.backends import SessionInfo
 from engine.session.backends.replay import ReplayFactory, split_trace
@@ -19,11 +18,6 @@ from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import run_options
 
 TRIALS = 4
-
-
-@pytest.fixture(scope="module")
-def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT)
 
 
 def _kinds(scenario) -> list[str]:
