@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.results.diff import call_arguments
 from engine.util.untrusted import one_line
 
 #: Longest single value (an utterance, a tool call's arguments or result) kept whole, in characters
@@ -54,17 +55,6 @@ class Budget:
         cut = {ELIDED: text[: min(PREVIEW, max(self.left, 80))], "size": len(text)}
         self.left -= _size(cut)
         return cut
-
-
-def _arguments(raw: Any) -> Any:
-    """Arguments as a JSON value: JSON text is parsed, anything else (malformed JSON, or JSON nested
-    beyond Python's recursion limit) kept as text."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):
-            return raw
-    return raw
 
 
 def _status(result: Any) -> bool | None:
@@ -120,7 +110,7 @@ def chat_entries(path: Path, budget: Budget) -> list[dict[str, Any]]:
                 "k": "tool",
                 "r": role,
                 "n": one_line(content.get("name", "?"), 200),
-                "a": budget.keep(_arguments(content.get("arguments"))),
+                "a": budget.keep(call_arguments(content.get("arguments"))),
                 "res": None,
                 "ok": None,
                 "t": t,
