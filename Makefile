@@ -32,6 +32,7 @@ test: $(BIN)/evalctl
 lint: $(BIN)/evalctl
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
 
 # the success_signals enums of the spec schemas, from the signal registry's built-in signals
 schemas: $(BIN)/evalctl
@@ -46,4 +47,4 @@ screenshot: $(BIN)/evalctl
 	$(BIN)/python -m tests.screenshot docs/report.png
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -9,52 +9,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import click
 
 from engine import __version__
+from engine.commands import cli_options as opt
 from engine.core.options import RunOptions, ScoringOptions
 from engine.util.errors import EvalctlError, UsageError
-
-DATA_ROOT_HELP = (
-    "Folder with the upstream data releases (eva-0.1.3/, tau2-17e07b1/, nemo-1a83139/...; "
-    "`make data` fills ./data). Default: $EVAL_DATA_ROOT, else ./data."
-)
-
-data_root_option = click.option("--data-root", default=None, metavar="DIR", help=DATA_ROOT_HELP)
-
-
-def model_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--base-url, --api-key-env and --request-timeout: how the built-in openai sides connect."""
-    for option in reversed(
-        (
-            click.option(
-                "--base-url",
-                default=None,
-                metavar="URL",
-                help="OpenAI-compatible endpoint. Default: $OPENAI_BASE_URL.",
-            ),
-            click.option(
-                "--api-key-env",
-                default="OPENAI_API_KEY",
-                show_default=True,
-                metavar="VAR",
-                help="Env variable with the API key.",
-            ),
-            click.option(
-                "--request-timeout",
-                default=60.0,
-                show_default=True,
-                type=click.FloatRange(min=0, min_open=True),
-                help="Seconds per model request.",
-            ),
-        )
-    ):
-        f = option(f)
-    return f
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -79,7 +42,7 @@ def group() -> None:
     is_flag=True,
     help="Print a JSON list of {name, id (eva_id in eva specs), description}.",
 )
-@data_root_option
+@opt.data_root()
 def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> int:
     """List the scenarios of SPEC_DIR: one line each, name first, then record id and description.
 
@@ -98,7 +61,7 @@ def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> int:
 @group.command("validate")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option("--no-replay", is_flag=True, help="Skip replaying the gold traces (default: replay them).")
-@data_root_option
+@opt.data_root()
 def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
     """Check SPEC_DIR: schemas, cross-checks, both prompts of every scenario, gold replay.
 
@@ -132,7 +95,7 @@ def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
     show_default=True,
     help="agent: the agent system prompt; user: the user-simulator prompt; tools: the tool JSON schemas.",
 )
-@data_root_option
+@opt.data_root()
 def render_cmd(
     spec_dir: str, scenario_name: str, side: Literal["agent", "user", "tools"], data_root: str | None
 ) -> int:
@@ -189,29 +152,6 @@ def _given(table: dict[str, tuple[str, ...]]) -> frozenset[str]:
     )
 
 
-prices_option = click.option(
-    "--prices",
-    default=None,
-    metavar="FILE",
-    type=click.Path(dir_okay=False),
-    help="YAML price file (model -> {input, output} per million tokens): adds the cost per role and "
-    "per scenario.",
-)
-
-
-def html_option(default_name: str) -> Callable[..., Any]:
-    """``--html [OUT.html]``: an option whose value may be left out (then ``""``)."""
-    return click.option(
-        "--html",
-        "html",
-        is_flag=False,
-        flag_value="",
-        default=None,
-        metavar="[OUT.html]",
-        help=f"Write a self-contained HTML page instead (default file: {default_name}).",
-    )
-
-
 def _prices(value: str | None) -> Any:
     if value is None:
         return None
@@ -242,14 +182,10 @@ def _prices(value: str | None) -> Any:
     metavar="SPEC",
     help="replay | openai:MODEL | ws://host:port",
 )
-@model_options
-@click.option(
-    "--concurrency", default=8, show_default=True, type=click.IntRange(min=1), help="Sessions at once."
-)
-@click.option(
-    "--output-dir", default=None, type=click.Path(file_okay=False), help="Default: runs/<UTC timestamp>."
-)
-@data_root_option
+@opt.model_options()
+@opt.concurrency()
+@opt.output_dir()
+@opt.data_root()
 @click.option(
     "--max-turns",
     default=None,
@@ -281,34 +217,8 @@ def _prices(value: str | None) -> Any:
     help="Complete the run in RUN_DIR with its own settings: run what is missing, and again what "
     "has the verdict error (--keep-errors leaves those).",
 )
-@click.option(
-    "--min-agent-turns",
-    default=3,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="Stalled rule: a scenario whose agent spoke fewer turns (or fewer than its gold conversation, "
-    "if that is shorter) fails and is left out of the per-signal rates.",
-)
-@click.option("--strict-match", is_flag=True, help="Action match: list lengths must agree at every level.")
-@click.option(
-    "--fail-under",
-    default=None,
-    type=click.FloatRange(0, 1),
-    metavar="RATE",
-    help="Exit 1 when the strict success rate (errors count as failures; with --allow-errors the "
-    "overall rate, errors left out) is below this rate (0..1).",
-)
-@click.option("--judge-model", default=None, metavar="MODEL", help="LLM judge model (default: judge off).")
-@click.option(
-    "--judge-base-url", default=None, metavar="URL", help="OpenAI-compatible judge URL. Default: --base-url."
-)
-@click.option(
-    "--judge-threshold",
-    default=0.9,
-    show_default=True,
-    type=click.FloatRange(0, 1),
-    help="judge_passed = judge score >= this.",
-)
+@opt.scoring_options()
+@opt.fail_under()
 @click.option(
     "--turn-timeout",
     default=300.0,
@@ -339,12 +249,7 @@ def _prices(value: str | None) -> Any:
     is_flag=True,
     help="With --resume: leave results whose verdict is error as they are (default: run them again).",
 )
-@click.option(
-    "--allow-errors",
-    is_flag=True,
-    help="Exit 0 (or by --fail-under, judged on the overall rate with errors left out) even when "
-    "results have the verdict error (default: exit 3).",
-)
+@opt.allow_errors()
 @click.option(
     "--voice",
     is_flag=True,
@@ -376,7 +281,7 @@ def _prices(value: str | None) -> Any:
     "Needs `pip install 'evalctl[ray]'`.",
 )
 @click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
-@prices_option
+@opt.prices()
 def run_cmd(
     spec_dir: str,
     scenarios: str | None,
@@ -505,8 +410,8 @@ def run_cmd(
 @click.option(
     "--spec-dir", default=None, type=click.Path(file_okay=False), help="Needed by replay (gold traces)."
 )
-@data_root_option
-@model_options
+@opt.data_root()
+@opt.model_options()
 def serve_cmd(
     role: Literal["agent", "user"],
     port: int,
@@ -544,38 +449,13 @@ def serve_cmd(
 
 @group.command("rescore")
 @click.argument("run_dir", type=click.Path(file_okay=False))
-@click.option(
-    "--judge-model", default=None, metavar="MODEL", help="Judge with this model (default: the run's)."
-)
-@click.option("--no-judge", is_flag=True, help="Score without a judge (its signals not applicable).")
-@click.option(
-    "--judge-base-url",
-    default=None,
-    metavar="URL",
-    help="OpenAI-compatible judge URL. Default: the run's judge URL, else its --base-url.",
-)
-@click.option(
-    "--judge-threshold", default=None, type=click.FloatRange(0, 1), help="judge_passed = score >= this."
-)
-@click.option("--api-key-env", default=None, metavar="VAR", help="Env variable with the judge's API key.")
-@click.option("--min-agent-turns", default=None, type=click.IntRange(min=0), help="Stalled rule threshold.")
-@click.option("--strict-match/--no-strict-match", default=None, help="Action match strictness.")
+@opt.scoring_options(recorded=True)
+@click.option("--no-judge", is_flag=True, help="Score without a judge: its signals are not applicable.")
+@opt.api_key_env(recorded=True)
 @click.option("--only-errors", is_flag=True, help="Rescore only the results whose verdict is error.")
-@click.option(
-    "--concurrency",
-    default=None,
-    type=click.IntRange(min=1),
-    help="Judge requests at once (default: the run's).",
-)
-@data_root_option
-@click.option(
-    "--fail-under",
-    default=None,
-    type=click.FloatRange(0, 1),
-    metavar="RATE",
-    help="Exit 1 below this strict rate (errors count as failures; --allow-errors: errors left out).",
-)
-@click.option("--allow-errors", is_flag=True, help="Exit 0 (or by --fail-under) even with error verdicts.")
+@opt.concurrency(recorded=True)
+@opt.data_root()
+@opt.exit_options()
 def rescore_cmd(
     run_dir: str,
     judge_model: str | None,
@@ -632,17 +512,8 @@ def rescore_cmd(
 
 @group.command("merge")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False))
-@click.option(
-    "--output-dir", required=True, type=click.Path(file_okay=False), help="The merged run's folder (new)."
-)
-@click.option(
-    "--fail-under",
-    default=None,
-    type=click.FloatRange(0, 1),
-    metavar="RATE",
-    help="Exit 1 below this strict rate (errors count as failures; --allow-errors: errors left out).",
-)
-@click.option("--allow-errors", is_flag=True, help="Exit 0 (or by --fail-under) even with error verdicts.")
+@opt.output_dir(required=True)
+@opt.exit_options()
 def merge_cmd(runs: tuple[str, ...], output_dir: str, fail_under: float | None, allow_errors: bool) -> int:
     """Combine shard runs (`evalctl run ... --shard I/N`) of the same specs and settings into one
     run folder with one summary, as one run of all their scenarios would have written. The runs
@@ -683,8 +554,8 @@ def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> int:
 
 @group.command("report")
 @click.argument("run_dir", type=click.Path(file_okay=False))
-@html_option("RUN_DIR/report.html")
-@prices_option
+@opt.html("RUN_DIR/report.html")
+@opt.prices()
 def report_cmd(run_dir: str, html: str | None, prices: str | None) -> int:
     """Print the summary of RUN_DIR as a table, with the unsuccessful scenarios by name; with
     --html write one self-contained HTML report (charts, filterable scenario table, each
@@ -707,8 +578,8 @@ def report_cmd(run_dir: str, html: str | None, prices: str | None) -> int:
 @click.argument("run_a", type=click.Path(file_okay=False))
 @click.argument("run_b", type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@html_option("compare.html")
-@prices_option
+@opt.html("compare.html")
+@opt.prices()
 def compare_cmd(run_a: str, run_b: str, as_json: bool, html: str | None, prices: str | None) -> int:
     """Compare RUN_B with RUN_A: scenarios that flipped pass -> fail and fail -> pass, per-signal
     rate changes, and whether the runs are comparable (same spec, template and data hashes; the

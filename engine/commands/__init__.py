@@ -18,4 +18,6 @@ them to the loader, the validator, the runner and the served sides.
 | report   | :func:`engine.commands.report.report`          |
 | compare  | :func:`engine.commands.compare.compare`        |
 | merge    | :func:`engine.commands.merge.merge`            |
+
+The options that several verbs take are defined once, in :mod:`engine.commands.cli_options`.
 """

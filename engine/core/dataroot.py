@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from engine.util.errors import DataRootError
 from engine.util.safepaths import MAX_DATA_BYTES, check_regular, contained
@@ -42,7 +43,7 @@ def resolve_data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 
 @cache
-def pins() -> dict[str, dict]:
+def pins() -> dict[str, dict[str, Any]]:
     """Pinned upstream releases: ``{release_dir: {repo, commit, files: {relpath: sha256 hex}, ...}}``.
 
     Optional keys: ``tag`` (the upstream tag of ``commit``) and ``not_upstream`` (pinned files that

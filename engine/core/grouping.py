@@ -53,5 +53,5 @@ def parse_rule(raw: Mapping[str, Any]) -> tuple[GroupRule | None, list[tuple[str
     if missing:
         groups = f"{compiled.groups} group{'' if compiled.groups == 1 else 's'}"
         return None, [("label", f"names {{{missing[0]}}} but the pattern has {groups}")]
-    field = "name" if raw.get("field") == "name" else "record_id"
+    field: Literal["record_id", "name"] = "name" if raw.get("field") == "name" else "record_id"
     return GroupRule(pattern, label, field, str(raw.get("other", "other"))), []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -83,7 +83,7 @@ def _error_location(err: ValidationError) -> tuple[JsonPath, str]:
     """Path and message of one schema error; unknown keys point at the key itself."""
     path: JsonPath = tuple(err.absolute_path)
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        known = set(err.schema.get("properties", {}))
+        known = set(err.schema.get("properties", {}) if isinstance(err.schema, Mapping) else ())
         extras = [k for k in err.instance if k not in known]
         if extras:
             key = extras[0]
@@ -95,7 +95,8 @@ def _error_location(err: ValidationError) -> tuple[JsonPath, str]:
     if err.validator == "minItems" and path and path[-1] == "success_signals":
         return path, "success_signals is empty; it must list at least clean_exit"
     if err.validator == "enum" and isinstance(err.instance, str):
-        return path, err.message + did_you_mean(err.instance, [str(x) for x in err.validator_value])
+        allowed: Any = err.validator_value  # an enum error's value is the enum's list
+        return path, err.message + did_you_mean(err.instance, [str(x) for x in allowed])
     return path, err.message
 
 

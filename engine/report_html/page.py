@@ -24,7 +24,7 @@ from engine.util.artifacts import write_bytes
 from engine.util.errors import OutputError
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_ESCAPE_TABLE = str.maketrans(_ESCAPES)  # type: ignore[arg-type]
+_ESCAPE_TABLE = str.maketrans(_ESCAPES)
 
 
 def asset(name: str) -> str:

@@ -235,7 +235,7 @@ def provenance(run: RunRecord | None, summary: SummaryRecord) -> str:
             '<section id="provenance"><h2>Provenance</h2><p class="warn">No readable run.json.</p></section>'
         )
     git = "n/a" if run.git is None else run.git.commit[:12] + (" (dirty)" if run.git.dirty else "")
-    facts = [
+    facts: list[list[Any]] = [
         ["evalctl", run.evalctl_version],
         ["git commit", git],
         ["python", run.python],

@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.results.diff import call_arguments
 from engine.util.untrusted import one_line
 
 #: Longest single value (an utterance, a tool call's arguments or result) kept whole, in characters
@@ -54,17 +55,6 @@ class Budget:
         cut = {ELIDED: text[: min(PREVIEW, max(self.left, 80))], "size": len(text)}
         self.left -= _size(cut)
         return cut
-
-
-def _arguments(raw: Any) -> Any:
-    """Arguments as a JSON value: JSON text is parsed, anything else (malformed JSON, or JSON nested
-    beyond Python's recursion limit) kept as text."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):
-            return raw
-    return raw
 
 
 def _status(result: Any) -> bool | None:
@@ -120,7 +110,7 @@ def chat_entries(path: Path, budget: Budget) -> list[dict[str, Any]]:
                 "k": "tool",
                 "r": role,
                 "n": one_line(content.get("name", "?"), 200),
-                "a": budget.keep(_arguments(content.get("arguments"))),
+                "a": budget.keep(call_arguments(content.get("arguments"))),
                 "res": None,
                 "ok": None,
                 "t": t,
@@ -128,9 +118,11 @@ def chat_entries(path: Path, budget: Budget) -> list[dict[str, Any]]:
             calls[str(content.get("call_id"))] = entry
             out.append(entry)
         elif kind == "tool_result" and isinstance(content, dict):
-            entry = calls.pop(str(content.get("call_id")), None)
+            called = calls.pop(str(content.get("call_id")), None)
             result = content.get("result")
-            if entry is None:  # a result without its call: show it on its own
+            if called is not None:
+                entry = called
+            else:  # a result without its call: show it on its own
                 entry = {
                     "k": "tool",
                     "r": "?",
@@ -143,9 +135,9 @@ def chat_entries(path: Path, budget: Budget) -> list[dict[str, Any]]:
         elif kind == "hangup":
             out.append({"k": "note", "x": "the caller hung up"})
         elif kind == "end" and isinstance(content, dict):
-            err = content.get("error")
+            ended_by = content.get("error")
             text = f"session ended: stop reason {content.get('stop_reason')}"
-            out.append({"k": "note", "x": budget.keep(text + (f"; error: {err}" if err else ""))})
+            out.append({"k": "note", "x": budget.keep(text + (f"; error: {ended_by}" if ended_by else ""))})
         else:
             out.append({"k": "note", "x": budget.keep(f"{role} {kind}")})
     if bad:

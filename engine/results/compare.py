@@ -376,7 +376,9 @@ def _label(c: Change, trials: bool) -> str:
 
 
 def _verdict(v: bool | str) -> str:
-    return {True: "pass", False: "fail"}.get(v, str(v))  # type: ignore[call-overload]
+    if isinstance(v, bool):
+        return "pass" if v else "fail"
+    return str(v)
 
 
 def render_text(c: Comparison) -> str:

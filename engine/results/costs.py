@@ -152,7 +152,7 @@ def _role_order(roles: Sequence[str]) -> list[str]:
 
 def _add(
     acc: RoleCost, model: str | None, prompt: int, completion: int, calls: int, prices: PriceTable | None
-):
+) -> None:
     acc.prompt_tokens += prompt
     acc.completion_tokens += completion
     acc.calls += calls

@@ -108,7 +108,11 @@ def _left_gold_path(sdir: Path) -> str | None:
     gold_calls = [c for c in gold["tool_calls"] if c.get("name") not in ending]
     for i, want in enumerate(gold_calls):
         got = ours[i] if i < len(ours) else None
-        if got is None or got.get("name") != want["name"] or _args(got.get("arguments")) != want["arguments"]:
+        if (
+            got is None
+            or got.get("name") != want["name"]
+            or call_arguments(got.get("arguments")) != want["arguments"]
+        ):
             shown = f"{got.get('name')}({_args_text(got.get('arguments'))})" if got else "no call"
             when = _turn_of(got, want)
             return (
@@ -135,7 +139,7 @@ def _turn_of(got: dict[str, Any] | None, want: dict[str, Any]) -> str:
     return "agent turn unknown"
 
 
-def _args(raw: Any) -> Any:
+def call_arguments(raw: Any) -> Any:
     """A call's arguments parsed from JSON text; text that does not parse (malformed, or nested
     beyond Python's recursion limit: a side chooses what it sends) is kept as text."""
     if isinstance(raw, str):
@@ -151,7 +155,7 @@ ARGS_SHOWN = 300
 
 
 def _args_text(raw: Any) -> str:
-    value = _args(raw)
+    value = call_arguments(raw)
     try:
         text = ", ".join(f"{k}={v!r}" for k, v in value.items()) if isinstance(value, dict) else str(value)
     except (RecursionError, ValueError):  # a value nested too deeply to print, an int too long

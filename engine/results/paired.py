@@ -204,7 +204,8 @@ def noise_split(ra: Results, rb: Results) -> NoiseSplit | None:
     per_b = _verdicts(rb)
     if all(len(v) <= 1 for v in (*per_a.values(), *per_b.values())):
         return None
-    consistent, noisy = [], []
+    consistent: list[str] = []
+    noisy: list[str] = []
     for name in sorted(per_a.keys() & per_b.keys()):
         va, vb = per_a[name], per_b[name]
         if sum(va) / len(va) == sum(vb) / len(vb):
@@ -224,8 +225,12 @@ def _verdicts(results: Results) -> dict[str, list[bool]]:
 def set_differences(ra: Results, rb: Results, trials: int) -> list[str]:
     """One line per kind of result (``error``, stalled) whose set differs between the runs, with
     the counts: a rate over the rest compares different scenarios."""
-    out = []
-    for what, test in (("error", lambda m: m.is_error), ("stalled", lambda m: m.stalled)):
+    out: list[str] = []
+    tests: tuple[tuple[str, Callable[[MetricsRecord], bool]], ...] = (
+        ("error", lambda m: m.is_error),
+        ("stalled", lambda m: m.stalled),
+    )
+    for what, test in tests:
         a = {k for k, m in ra.items() if test(m)}
         b = {k for k, m in rb.items() if test(m)}
         if a != b:

@@ -78,8 +78,8 @@ def _recorded(run_dir: Path) -> RunRecord:
 def new_scoring(record: RunRecord, changes: Mapping[str, Any]) -> ScoringOptions:
     """The run's recorded scoring settings with ``changes``; a judge named anew without a URL
     uses the run's recorded ``--judge-base-url``, else its ``--base-url``."""
-    recorded = record.settings.get("scoring") if isinstance(record.settings.get("scoring"), dict) else {}
-    scoring = scoring_from(recorded, ScoringOptions())
+    recorded = record.settings.get("scoring")
+    scoring = scoring_from(recorded if isinstance(recorded, dict) else {}, ScoringOptions())
     scoring = dataclasses.replace(scoring, **dict(changes))
     if scoring.judge_model and not scoring.judge_base_url:
         base_url = record.settings.get("base_url")

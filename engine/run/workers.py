@@ -45,9 +45,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from engine.core.model import SessionResult
+from engine.core.model import SessionResult, StopReason
 from engine.core.options import RunOptions
 from engine.core.records.common import SpentUsage
 from engine.results.resume import Job
@@ -116,7 +116,7 @@ def worker_count(opts: RunOptions, jobs: int, voice: VoiceRun | None) -> int:
     return count
 
 
-def start_method() -> str:
+def start_method() -> Literal["fork", "spawn"]:
     """How workers start: ``fork`` on Linux while this process runs no other thread (a worker then
     starts in milliseconds with the specs already loaded and frozen: no interpreter start, imports
     or spec loading, about a second of CPU per worker), else ``spawn`` (a fresh interpreter; the
@@ -200,7 +200,8 @@ async def run_in_workers(
     loop = asyncio.get_running_loop()
     release_threads()  # idle write threads would make forking unsafe
     method = start_method()
-    ctx = multiprocessing.get_context(method)
+    # one literal per call: typeshed types a context with Process() only for a literal method name
+    ctx = multiprocessing.get_context("fork") if method == "fork" else multiprocessing.get_context("spawn")
     workers: list[_Worker] = []
     by_key = {(j.scenario.name, j.trial): j for j in jobs}
     try:
@@ -310,7 +311,8 @@ async def _fail_unfinished(
         stored = read_session(sdir)
         lost = f"{why} before this session finished"
         if stored is not None and metrics is not None and stored.invocation == invocation:
-            result = SessionResult(name, trial, metrics.stop_reason, error=metrics.error)  # it had
+            # it had: the reason this run's own session wrote in its metrics.json
+            result = SessionResult(name, trial, cast(StopReason, metrics.stop_reason), error=metrics.error)
         elif stored is not None:  # a stored conversation (an earlier attempt's, or unscored): kept
             result = SessionResult(name, trial, "error", error=lost, error_source="engine")
             report.scoring_errors[key] = f"{lost}; the conversation stored in its folder is kept"

@@ -20,8 +20,8 @@ def pass_hat_k_record(outcomes: Mapping[str, Sequence[bool]], trials: int, error
     mean over and its 95 % interval (``engine.scoring.stats.mean_interval``: the bootstrap over
     scenarios); ``errors`` the error trials left out."""
     table = pass_hat_k_table(outcomes, trials)
-    per: Mapping[str, Mapping[str, float]] = table["per_scenario"]  # type: ignore[assignment]
-    overall: Mapping[str, float] = table["overall"]  # type: ignore[assignment]
+    per: Mapping[str, Mapping[str, float]] = table["per_scenario"]
+    overall: Mapping[str, float] = table["overall"]
     values = {k: [row[k] for row in per.values() if k in row] for k in overall}
     return PassHatK(
         per,

@@ -8,6 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from math import comb
+from typing import TypedDict
+
+
+class PassHatKTable(TypedDict):
+    """pass^k by k (a string key, "1".."max_k"): per scenario, and the mean over scenarios."""
+
+    per_scenario: dict[str, dict[str, float]]
+    overall: dict[str, float]
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float | None:
@@ -22,7 +30,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
     return comb(c, k) / comb(n, k)
 
 
-def pass_hat_k_table(outcomes: Mapping[str, Sequence[bool]], max_k: int) -> dict[str, object]:
+def pass_hat_k_table(outcomes: Mapping[str, Sequence[bool]], max_k: int) -> PassHatKTable:
     """pass^k for k = 1..max_k, per scenario and overall.
 
     ``outcomes`` maps scenario name → per-trial success booleans (the caller leaves ``"N/A"``

@@ -49,7 +49,8 @@ WILSON_SCENARIOS = "wilson-scenarios"
 
 
 def _scipy_stats() -> Any:
-    import scipy.stats  # about half a second: only when a statistic is asked for
+    # about half a second: only when a statistic is asked for; scipy ships no type information
+    import scipy.stats  # type: ignore[import-untyped]
 
     return scipy.stats
 

@@ -43,7 +43,7 @@ from engine.scoring.summary_rows import SummaryRow, summary_row
 from engine.util.untrusted import one_line
 
 
-def _rate(passed: int, total: int) -> float | None:
+def _rate(passed: float, total: int) -> float | None:
     return passed / total if total else None
 
 
@@ -143,7 +143,7 @@ def _count_rate(values: Sequence[tuple[str, Any]], unit: str, errors: int = 0) -
     numbers = [(name, float(v)) for name, v in values if _number(v)]
     counts = [v for _, v in numbers]
     clean = sum(1 for v in counts if v == 0)
-    total = sum(counts)
+    total = sum(counts, 0.0)  # a float, so is_integer() exists (int has it from Python 3.12 only)
     ci = rate_interval(_pooled((name, int(v == 0), 1) for name, v in numbers))
     return SignalRate(
         clean,

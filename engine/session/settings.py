@@ -128,7 +128,8 @@ def resumed_options(opts: RunOptions, recorded: Mapping[str, Any], run_dir: Path
     (:data:`OVERRIDABLE`), which may be given anew."""
     given = settings_of(opts)
     session = {k: v for k, v in recorded.items() if k in SESSION_SETTINGS}
-    scoring_rec = recorded.get("scoring") if isinstance(recorded.get("scoring"), dict) else {}
+    scoring_field = recorded.get("scoring")
+    scoring_rec: dict[str, Any] = scoring_field if isinstance(scoring_field, dict) else {}
     pairs = [(k, session[k], given[k]) for k in session] + [
         (f"scoring.{k}", scoring_rec[k], given["scoring"][k]) for k in scoring_rec if k in SCORING_SETTINGS
     ]

@@ -24,7 +24,8 @@ from engine.core.render import check_templates
 from engine.core.tools.harness import HARNESS_HANDLERS
 from engine.core.validation import check_signals, did_you_mean, problem_at, schema_problems
 from engine.scoring.registry import signal_names
-from engine.spec.scenario_build import BuildContext, build_scenario
+from engine.spec.scenario_build import build_scenario
+from engine.spec.scenario_fields import BuildContext
 from engine.spec.scenario_gen import generated_docs
 from engine.spec.toolspecs import build_tool_table, function_schemas
 from engine.util.errors import DataRootError, Problem, SpecError, UsageError

@@ -11,7 +11,7 @@ from typing import Any
 
 from engine.core.datasources import read_error
 from engine.core.gold import CORE_ADAPTERS, GoldTrace, resolve_pointer
-from engine.core.model import DomainPlugin, Scenario, SourceRef, UserProfile
+from engine.core.model import DomainPlugin, GoldAdapter, Scenario, SourceRef, UserProfile
 from engine.core.validation import did_you_mean, problem_at
 from engine.spec import scenario_fields as fields
 from engine.spec.gold_replay import gold_replay
@@ -97,7 +97,10 @@ def _gold(
     domain, dspec = ctx.domain, ctx.ddoc.data
     gspec = dspec["gold_trace"]
     fmt = gspec.get("format", "events")
-    adapters = {**CORE_ADAPTERS, **(domain.plugin.gold_adapters if domain.plugin else {})}
+    adapters: dict[str, GoldAdapter] = {
+        **CORE_ADAPTERS,
+        **(domain.plugin.gold_adapters if domain.plugin else {}),
+    }
     adapter = adapters.get(fmt)
     if adapter is None:
         if "gold_format" not in ctx.reported:

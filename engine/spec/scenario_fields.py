@@ -111,7 +111,7 @@ def record_fields(
 
 def _as_doc(ctx: BuildContext, scenario_keys: Mapping[str, Any]) -> YamlDoc:
     """The record's values as a scenario document located at their ``record_fields`` lines."""
-    lines = {(key,): ctx.ddoc.line(("record_fields", key)) for key in scenario_keys}
+    lines: dict[JsonPath, int] = {(key,): ctx.ddoc.line(("record_fields", key)) for key in scenario_keys}
     lines[()] = ctx.ddoc.line(("record_fields",))
     return YamlDoc(ctx.ddoc.file, dict(scenario_keys), lines)
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import gc
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from math import copysign
 from typing import Any
 
@@ -53,7 +53,8 @@ _PLAIN = frozenset({dict, list, tuple, str, int, float, bool, type(None)})
 _WHOLE_FLOAT_TAIL = re.compile(rb"\.0(?=[,\]}])")
 _NULL_END = re.compile(rb'n(?:one|ull)[" ]')  # in the lower-cased text
 _NULLS = frozenset({b"none", b"null"})
-_scan_once = json.JSONDecoder().scan_once  # the C scanner: (text, index) -> (value, end)
+# the C scanner: (text, index) -> (value, end); JSONDecoder sets it in __init__, which typeshed omits
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _MARKERS: dict[Collection[str], re.Pattern[bytes]] = {}  # by the rules' unordered_lists
 #: Float values orjson writes exactly as ``float.__repr__`` does, without an exponent (bounded).
 _WRITTEN_ALIKE: set[float] = set()

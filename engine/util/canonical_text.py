@@ -34,13 +34,12 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-try:
-    from _json import make_encoder as _c_make_encoder
-except ImportError:  # pragma: no cover - CPython always has it
-    _c_make_encoder = None
+# the C encoder (``_json.make_encoder``), None where the interpreter lacks it (CPython always has it)
+_c_make_encoder: Callable[..., Any] | None = getattr(json.encoder, "c_make_encoder", None)
 
 _escape = json.encoder.encode_basestring_ascii
-_scan_once = json.JSONDecoder().scan_once  # the C scanner: (text, index) -> (value, end)
+# the C scanner: (text, index) -> (value, end); JSONDecoder sets it in __init__, which typeshed omits
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _NULL_STRINGS = frozenset({"none", "null"})
 _UNSAFE = re.compile(r"\.0[,\]}]|e\+")  # a string holding these could pass for a number edit
 _WHOLE_FLOAT_TAIL = re.compile(r"\.0(?=[,\]}])")

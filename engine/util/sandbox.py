@@ -113,6 +113,11 @@ def plain(value: Any, _memo: dict[int, Any] | None = None) -> Any:
 _RECORDS: dict[int, tuple[weakref.ref[Any], Any]] = {}
 
 
+def _forget(key: int, _ref: object) -> None:
+    """The weak reference's callback: the record at ``key`` is gone."""
+    _RECORDS.pop(key, None)
+
+
 def plain_record(record: Any) -> Any:
     """:func:`plain` of a frozen record (a Scenario), computed once per record object: a scenario's
     data is walked on its first render only."""
@@ -121,7 +126,7 @@ def plain_record(record: Any) -> Any:
     if hit is not None and hit[0]() is record:
         return hit[1]
     value = plain(record, None)
-    _RECORDS[key] = (weakref.ref(record, lambda _ref, key=key: _RECORDS.pop(key, None)), value)
+    _RECORDS[key] = (weakref.ref(record, functools.partial(_forget, key)), value)
     return value
 
 
@@ -252,7 +257,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
     code_generator_class = _CodeGenerator
     template_class = _BudgetedTemplate
     intercepted_binops = frozenset({"*", "**", "+", "%"})
-    concat = staticmethod(_concat)  # type: ignore[assignment]
+    concat = staticmethod(_concat)
 
     def __init__(self, **kwargs: Any):
         kwargs.setdefault("undefined", jinja2.StrictUndefined)

@@ -14,7 +14,7 @@ value is roughly the length of its text (:func:`weight`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, MappingView
+from collections.abc import Callable, ItemsView, KeysView, Mapping, ValuesView
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -96,7 +96,7 @@ def weight(value: Any, limit: int = MAX_UNITS, indent: int = 0) -> int:
             for k, v in item.items():
                 stack.append((k, depth + 1))
                 stack.append((v, depth + 1))
-        elif isinstance(item, MappingView):
+        elif isinstance(item, KeysView | ValuesView | ItemsView):
             total += 2 + len(item) * (4 + indent * (depth + 1))
             stack.extend((v, depth + 1) for v in item)
         elif isinstance(item, range):

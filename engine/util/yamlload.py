@@ -99,7 +99,7 @@ def _refuse(node: yaml.Node, message: str) -> yaml.MarkedYAMLError:
     return yaml.MarkedYAMLError(problem=message, problem_mark=node.start_mark)
 
 
-def _convert(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:
+def _convert(node: yaml.Node, loader: Any, path: JsonPath, doc: dict[str, Any]) -> Any:
     doc["count"] = doc.get("count", 0) + 1
     if doc["count"] > MAX_NODES:
         raise _refuse(node, f"document expands to more than {MAX_NODES} nodes (alias bomb?)")
@@ -145,7 +145,7 @@ def _yaml11_surprise(text: str, value: Any) -> str | None:
     return None
 
 
-def _convert_collection(node: yaml.Node, loader: Any, path: JsonPath, doc: dict) -> Any:
+def _convert_collection(node: yaml.Node, loader: Any, path: JsonPath, doc: dict[str, Any]) -> Any:
     lines: dict[JsonPath, int] = doc["lines"]
     if isinstance(node, yaml.MappingNode | yaml.SequenceNode) and node.tag not in _PLAIN_TAGS:
         return loader.construct_object(node, deep=True)  # the safe constructor refuses unknown tags

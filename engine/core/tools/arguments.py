@@ -246,7 +246,10 @@ def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
 
 def _pydantic_message(err: ValidationError) -> str:
     """The message pydantic would give for this jsonschema failure (best effort)."""
-    kind, expected, instance = err.validator, err.validator_value, err.instance
+    # A validation error always carries these (the stubs also allow jsonschema's unset sentinel).
+    kind: Any = err.validator
+    expected: Any = err.validator_value
+    instance: Any = err.instance
     if kind == "type":
         wanted = expected if isinstance(expected, str) else next(iter(expected), "")
         text = _TYPE_MESSAGES.get(wanted, err.message)

@@ -74,6 +74,12 @@ def _bound(keyword: str, limit: Any) -> Check | None:
     return lambda v: not _is_number(v) or test(v)
 
 
+def _length(size: int, at_least: bool) -> Check:
+    if at_least:
+        return lambda v: not isinstance(v, str) or len(v) >= size
+    return lambda v: not isinstance(v, str) or len(v) <= size
+
+
 def compile_value(schema: Any) -> Check | None:
     """A predicate that is True only for values valid under ``schema``; None when ``schema`` uses
     what this module does not decide."""
@@ -104,10 +110,7 @@ def compile_value(schema: Any) -> Check | None:
             size = schema[keyword]
             if not isinstance(size, int) or isinstance(size, bool):
                 return None
-            if too_short:
-                tests.append(lambda v, n=size: not isinstance(v, str) or len(v) >= n)
-            else:
-                tests.append(lambda v, n=size: not isinstance(v, str) or len(v) <= n)
+            tests.append(_length(size, at_least=too_short))
     for keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         if keyword in schema:
             bound = _bound(keyword, schema[keyword])

@@ -19,9 +19,10 @@ built from the raw argument, so a handler must never write under a normalised ke
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from engine.core.plugin import Handler
 from engine.core.tools.context import CallContext
 from engine.domains.nemo_common.results import error, number, ok, text
 
@@ -235,7 +236,7 @@ def resolve_ticket(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext
     return ok(message="Ticket resolved.", ticket_id=ticket_id)
 
 
-HANDLERS: dict[str, Callable[[dict[str, Any], Mapping[str, Any], CallContext], dict[str, Any]]] = {
+HANDLERS: dict[str, Handler] = {
     "LookupAccountTool": lookup_account,
     "CheckOrderStatusTool": check_order_status,
     "ProcessRefundTool": process_refund,

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.plugin import Predicate
 from engine.domains.customer_service.handlers import REFUND_PREFIX, RETURN_STATUS, parse_money
 from engine.domains.nemo_common import gold as st
 from engine.domains.nemo_common.records import offered_tools, tool_arguments
@@ -181,7 +182,11 @@ def charge_amounts(db: Mapping[str, Any], account_id: str) -> list[Any]:
     return [charge.get("amount") for charge in db["accounts"][account_id].get("recent_charges", [])]
 
 
-PREDICATES = {"account_field": account_field, "order_field": order_field, "charge_amounts": charge_amounts}
+PREDICATES: dict[str, Predicate] = {
+    "account_field": account_field,
+    "order_field": order_field,
+    "charge_amounts": charge_amounts,
+}
 
 
 def _scalar(value: Any) -> bool:

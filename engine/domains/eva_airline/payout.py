@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.core.tools.context import CallContext
-from engine.domains.eva_airline.common import error, find_reservation, reservation_not_found
+from engine.core.tools.context import CallContext, error
+from engine.domains.eva_airline.common import find_reservation, reservation_not_found
 
 Result = dict[str, Any]
 _MEAL_VOUCHER_AMOUNT = {

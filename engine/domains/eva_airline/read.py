@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.core.tools.context import CallContext
+from engine.core.tools.context import CallContext, error
 from engine.core.tools.writeset import deep_copy
 from engine.domains.eva_airline.common import (
     FARE_CLASSES,
-    error,
     find_reservation,
     journey_seats,
     reservation_not_found,

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.core.tools.context import CallContext
+from engine.core.tools.context import CallContext, error
 from engine.core.tools.writeset import deep_copy
 from engine.domains.eva_airline.common import (
     booking_total,
     bump_seats,
-    error,
     find_booking,
     find_reservation,
     find_segments,

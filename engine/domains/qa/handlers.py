@@ -8,9 +8,10 @@ DB shape (built by :func:`engine.domains.qa.scenario.initial_db`)::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from engine.core.plugin import Handler
 from engine.core.tools.context import CallContext
 from engine.domains.nemo_common.results import error, ok, text
 
@@ -44,7 +45,7 @@ def get_city_weather(db: dict[str, Any], args: Mapping[str, Any], ctx: CallConte
     return ok(city=city, **FIXED_WEATHER)
 
 
-HANDLERS: dict[str, Callable[[dict[str, Any], Mapping[str, Any], CallContext], dict[str, Any]]] = {
+HANDLERS: dict[str, Handler] = {
     "SaveQuestionAnswerTool": save_question_answer,
     "GetCityWeatherTool": get_city_weather,
 }

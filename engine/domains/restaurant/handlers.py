@@ -16,9 +16,10 @@ returns an error (``no_menu``, ``no_orders``, ``no_waitlist``).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from engine.core.plugin import Handler
 from engine.core.tools.context import CallContext
 from engine.domains.nemo_common.results import error, number, ok, text
 
@@ -168,7 +169,7 @@ def get_waitlist(db: dict[str, Any], args: Mapping[str, Any], ctx: CallContext) 
     return ok(waitlist=copy.deepcopy(waitlist), total_in_waitlist=len(waitlist))
 
 
-HANDLERS: dict[str, Callable[[dict[str, Any], Mapping[str, Any], CallContext], dict[str, Any]]] = {
+HANDLERS: dict[str, Handler] = {
     "GetMenuTool": get_menu,
     "PlaceOrderTool": place_order,
     "JoinWaitListTool": join_waitlist,

@@ -85,7 +85,8 @@ def render(value: Any, shape: Shape | None) -> Any:
                 out[name] = None
         return out
     if isinstance(shape, Tagged):
-        variant = shape.variants.get(value.get(shape.tag)) if isinstance(value, Mapping) else None
+        tag = value.get(shape.tag) if isinstance(value, Mapping) else None
+        variant = shape.variants.get(tag) if isinstance(tag, str) else None
         return value if variant is None else render(value, variant)
     if isinstance(shape, MapOf):
         if not isinstance(value, Mapping):

@@ -39,15 +39,6 @@ class ToolError(Exception):
         self.message = message
 
 
-def json_copy(value: Any) -> Any:
-    """Deep copy of JSON-shaped data (dicts and lists; leaves shared)."""
-    if isinstance(value, dict):
-        return {k: json_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [json_copy(v) for v in value]
-    return value
-
-
 def success(content: str) -> Result:
     """A success result carrying tau2's exact tool text."""
     return {"status": "success", "content": content}

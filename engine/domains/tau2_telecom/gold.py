@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.core.tools.context import CallContext
+from engine.core.tools.writeset import json_copy
 from engine.domains.tau2_telecom.agent_tools import AGENT_HANDLERS
-from engine.domains.tau2_telecom.common import json_copy
 from engine.domains.tau2_telecom.environment import SIDES, initialise, sync
 from engine.domains.tau2_telecom.user_tools import USER_HANDLERS
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine.domains.tau2_telecom.common import json_copy
+from engine.core.tools.writeset import json_copy
 
 #: A field without a default (tau2 refuses a record without it; materialise leaves it absent).
 _REQUIRED: Any = object()

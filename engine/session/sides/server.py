@@ -34,6 +34,7 @@ from websockets.exceptions import ConnectionClosed
 from engine.core.protocol import (
     MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
+    ErrorCode,
     Ids,
     ProtocolError,
     decode,
@@ -172,6 +173,9 @@ class SideServer:
 
     #: Protocol version of the connections served (the errors it sends carry it).
     version: int = PROTOCOL_VERSION
+    #: Binary frames between turns are the caller's audio, dropped unheard (the voice side); else
+    #: one is a protocol error (``bad_json``), as any frame that is not JSON text.
+    drops_audio: bool = False
 
     def __init__(
         self,
@@ -202,7 +206,7 @@ class SideServer:
                 ws, error_message(ids.next(), err.code, err.message, err.reply_to, v=self.version)
             )
         except BackendError as err:
-            code = "backend_rejected" if err.rejected else "backend_error"
+            code: ErrorCode = "backend_rejected" if err.rejected else "backend_error"
             code = "backend_timeout" if err.timeout else code
             await _send_quietly(ws, error_message(ids.next(), code, str(err), v=self.version))
         except (ConnectionClosed, _SessionEnded):
@@ -217,15 +221,9 @@ class SideServer:
             guard.close()
 
     async def _run(self, ws: ServerConnection, guard: TurnGuard) -> None:
-        start = decode(await ws.recv(), check_schema=self.check_schema)
-        if start["type"] != "session.start":
-            raise ProtocolError(
-                "unexpected_message", f"expected session.start, got {start['type']}", start["id"]
-            )
-        if self.role is not None and start["role"] != self.role:
-            raise ProtocolError(
-                "unexpected_message", f"this server is a {self.role} side, not {start['role']}", start["id"]
-            )
+        """One session: its ``session.start`` (:meth:`_start`), its backend, ``session.ready``
+        (:meth:`_open`), then each ``turn.request`` answered until ``session.end`` or an error."""
+        start = await self._start(ws)
         info = SessionInfo(
             start["role"], dict(start["scenario"]), start["system_prompt"], list(start["tools"])
         )
@@ -233,10 +231,11 @@ class SideServer:
             backend = self.factory(info)
         except LookupError as err:
             raise ProtocolError("unknown_scenario", str(err), start["id"]) from None
-        session = _Session(ws, start, backend, self.check_schema)
-        await session.send("session.ready", reply_to=start["id"], backend=backend.name)
+        session = await self._open(ws, start, backend)
         async for raw in ws:
-            msg = decode(raw, check_schema=self.check_schema)
+            if self.drops_audio and isinstance(raw, bytes):
+                continue
+            msg = decode(raw, check_schema=self.check_schema, version=self.version)
             if msg["type"] == "turn.request":
                 await guard.turn(session.turn(msg))
             elif msg["type"] in ("session.end", "error"):
@@ -245,6 +244,25 @@ class SideServer:
                 raise ProtocolError(
                     "unexpected_message", f"unexpected {msg['type']} between turns", msg["id"]
                 )
+
+    async def _start(self, ws: ServerConnection) -> dict[str, Any]:
+        """The connection's ``session.start``, for this server's role. Raises ProtocolError."""
+        start = decode(await ws.recv(), check_schema=self.check_schema, version=self.version)
+        if start["type"] != "session.start":
+            raise ProtocolError(
+                "unexpected_message", f"expected session.start, got {start['type']}", start["id"]
+            )
+        if self.role is not None and start["role"] != self.role:
+            raise ProtocolError(
+                "unexpected_message", f"this server is a {self.role} side, not {start['role']}", start["id"]
+            )
+        return start
+
+    async def _open(self, ws: ServerConnection, start: dict[str, Any], backend: Backend) -> _Session:
+        """The session of ``start`` with ``backend``, after its ``session.ready`` is sent."""
+        session = _Session(ws, start, backend, self.check_schema)
+        await session.send("session.ready", reply_to=start["id"], backend=backend.name)
+        return session
 
 
 class TurnGuard:

@@ -30,7 +30,8 @@ ASR_ENV = "EVALCTL_ASR"
 class Recognizer(Protocol):
     """Speech to text: ``transcribe(pcm, rate)`` of mono s16le samples; raises RuntimeError."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def transcribe(self, pcm: bytes, rate: int) -> str: ...
 

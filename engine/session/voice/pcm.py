@@ -17,7 +17,7 @@ SPEECH_DBFS = -50.0
 WINDOW_MS = 10
 
 
-def samples(pcm: bytes) -> array:
+def samples(pcm: bytes) -> array[int]:
     """The samples of little-endian s16 ``pcm`` as an ``array('h')`` (a trailing odd byte is dropped)."""
     out = array("h")
     out.frombytes(pcm[: len(pcm) - len(pcm) % 2])
@@ -26,7 +26,7 @@ def samples(pcm: bytes) -> array:
     return out
 
 
-def to_bytes(values: array) -> bytes:
+def to_bytes(values: array[int]) -> bytes:
     """``array('h')`` samples as little-endian s16 bytes."""
     if sys.byteorder == "big":
         values = array("h", values)
@@ -52,7 +52,7 @@ def tone(ms: float, rate: int, hz: float = 440.0, level_dbfs: float = -12.0) -> 
     return to_bytes(array("h", (int(amp * math.sin(step * i)) for i in range(n))))
 
 
-def _loud(window: array, threshold: float) -> bool:
+def _loud(window: array[int], threshold: float) -> bool:
     return sum(map(operator.mul, window, window)) > threshold * len(window)
 
 

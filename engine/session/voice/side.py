@@ -23,8 +23,8 @@ from typing import Any
 from websockets.asyncio.server import Server, ServerConnection, serve
 
 from engine.core.protocol import AUDIO_PROTOCOL_VERSION, MAX_FRAME_BYTES, ProtocolError, decode
-from engine.session.backends import BackendFactory, SessionInfo
-from engine.session.sides.server import SideServer, TurnGuard, _Session, server_uri
+from engine.session.backends import Backend, BackendFactory
+from engine.session.sides.server import SideServer, _Session, server_uri
 from engine.session.voice.frames import pack, split
 from engine.session.voice.pcm import duration_ms, trim
 from engine.session.voice.tts import Synthesizer
@@ -49,7 +49,7 @@ class _VoiceSession(_Session):
     version = AUDIO_PROTOCOL_VERSION
 
     def __init__(
-        self, ws: ServerConnection, start: dict[str, Any], backend: Any, style: VoiceStyle, rate: int
+        self, ws: ServerConnection, start: dict[str, Any], backend: Backend, style: VoiceStyle, rate: int
     ):
         super().__init__(ws, start, backend, check_schema=False)
         self.style = style
@@ -95,22 +95,22 @@ class VoiceSideServer(SideServer):
     ``style`` says how it speaks."""
 
     version = AUDIO_PROTOCOL_VERSION
+    drops_audio = True  # the caller's audio: not listened to (see the module docstring)
 
     def __init__(self, factory: BackendFactory, style: VoiceStyle):
         super().__init__(factory, role="agent")
         self.style = style
 
-    async def _run(self, ws: ServerConnection, guard: TurnGuard) -> None:
+    async def _start(self, ws: ServerConnection) -> dict[str, Any]:
+        # the start frame is checked against its schema: its audio offer is read below
         start = decode(await ws.recv(), version=AUDIO_PROTOCOL_VERSION)
         if start["type"] != "session.start" or start["role"] != "agent":
             raise ProtocolError(
                 "unexpected_message", "expected session.start for the agent role", start["id"]
             )
-        info = SessionInfo("agent", dict(start["scenario"]), start["system_prompt"], list(start["tools"]))
-        try:
-            backend = self.factory(info)
-        except LookupError as err:
-            raise ProtocolError("unknown_scenario", str(err), start["id"]) from None
+        return start
+
+    async def _open(self, ws: ServerConnection, start: dict[str, Any], backend: Backend) -> _VoiceSession:
         rates = start["audio"]["sample_rates"]
         rate = PREFERRED_RATE if PREFERRED_RATE in rates else rates[0]
         session = _VoiceSession(ws, start, backend, self.style, rate)
@@ -118,18 +118,7 @@ class VoiceSideServer(SideServer):
         await session.send(
             "session.ready", reply_to=start["id"], backend=f"voice:{backend.name}", audio=audio
         )
-        async for raw in ws:
-            if isinstance(raw, bytes):
-                continue  # the caller's audio: not listened to (see the module docstring)
-            msg = decode(raw, check_schema=False, version=AUDIO_PROTOCOL_VERSION)
-            if msg["type"] == "turn.request":
-                await guard.turn(session.turn(msg))
-            elif msg["type"] in ("session.end", "error"):
-                return
-            else:
-                raise ProtocolError(
-                    "unexpected_message", f"unexpected {msg['type']} between turns", msg["id"]
-                )
+        return session
 
 
 @contextlib.asynccontextmanager

@@ -28,7 +28,8 @@ class Synthesizer(Protocol):
     """Text to speech: ``synthesize(text, rate)`` returns mono s16le samples at ``rate`` Hz
     (empty bytes for empty text). Raises TTSError."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     async def synthesize(self, text: str, rate: int) -> bytes: ...
 

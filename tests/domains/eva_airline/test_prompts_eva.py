@@ -7,19 +7,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pytest
 import yaml
 
 import cli
 from engine.core.render import render_agent_prompt, render_user_prompt
-from engine.domains.registry import plugins
-from engine.spec.loader import LoadedDomain, load_domain
+from engine.spec.loader import LoadedDomain
 from tests.conftest import SPEC_DIR
-
-
-@pytest.fixture(scope="module")
-def loaded(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root, plugins=plugins())
 
 
 def test_agent_prompt_is_policy_then_notes(loaded: LoadedDomain, data_root: Path) -> None:

@@ -8,18 +8,12 @@ from pathlib import Path
 import pytest
 
 from engine.core.dbhash import db_hash
-from engine.domains.registry import plugins
 from engine.run.runner import run
 from engine.session.backends import SessionInfo
 from engine.session.backends.replay import ReplayFactory, split_trace
-from engine.spec.loader import LoadedDomain, load_domain
+from engine.spec.loader import LoadedDomain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import run_options
-
-
-@pytest.fixture(scope="module")
-def loaded(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root, plugins=plugins())
 
 
 def _transfers(loaded: LoadedDomain) -> set[str]:

@@ -22,11 +22,6 @@ SEEDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def loaded(data_root: Path) -> LoadedDomain:
-    return load_domain(SPEC_DIR, data_root, plugins=plugins())
-
-
 def _dataset(data_root: Path) -> list[dict]:
     path = data_root / "eva-0.1.3/data/airline_dataset.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.core.tools.context import CallContext
+from engine.core.tools.writeset import json_copy
 from engine.domains.tau2_telecom import AGENT_HANDLERS, USER_HANDLERS
-from engine.domains.tau2_telecom.common import json_copy
 
 
 def call(side: str, name: str, db: dict[str, Any], call_index: int = 1, **args: Any) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from engine.core.tools.writeset import json_copy
 from engine.domains.tau2_telecom import normalise, tau2_content
-from engine.domains.tau2_telecom.common import json_copy
 from tests.domains.tau2_telecom.conftest import Telecom
 from tests.domains.tau2_telecom.helpers import call, failed, ok
 

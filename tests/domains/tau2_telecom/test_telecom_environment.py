@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from engine.core.tools.writeset import json_copy
 from engine.domains.tau2_telecom import (
     AGENT_HANDLERS,
     AGENT_WRITES,
@@ -18,7 +19,6 @@ from engine.domains.tau2_telecom import (
     sync,
     tau2_hash,
 )
-from engine.domains.tau2_telecom.common import json_copy
 from engine.domains.tau2_telecom.gold import Replay, run_call
 from engine.domains.tau2_telecom.shapes import Side
 from tests.domains.tau2_telecom.conftest import Telecom

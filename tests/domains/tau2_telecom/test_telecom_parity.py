@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from engine.core.tools.writeset import json_copy
 from engine.domains.tau2_telecom import (
     AGENT_HANDLERS,
     INIT_FUNCTIONS,
@@ -27,7 +28,6 @@ from engine.domains.tau2_telecom import (
     tau2_content,
     tau2_hash,
 )
-from engine.domains.tau2_telecom.common import json_copy
 from engine.domains.tau2_telecom.gold import Replay
 from tests.domains.tau2_telecom.conftest import Telecom
 from tests.domains.tau2_telecom.test_telecom_agent_tools import AGENT_TOOLS_TESTED

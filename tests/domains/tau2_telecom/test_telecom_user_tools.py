@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from engine.core.tools.writeset import json_copy
 from engine.domains.tau2_telecom import normalise
-from engine.domains.tau2_telecom.common import json_copy
 from engine.domains.tau2_telecom.device import network_search
 from tests.domains.tau2_telecom.conftest import Telecom
 from tests.domains.tau2_telecom.helpers import call, failed, ok

@@ -18,11 +18,6 @@ from engine.util.errors import SpecError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 
-@pytest.fixture(scope="module")
-def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
-
-
 def test_agent_prompt_is_policy_then_notes(loaded: LoadedDomain) -> None:
     s = loaded.scenario("mock__cancel_order")
     prompt = render_agent_prompt(s)

@@ -18,12 +18,10 @@ import pytest
 
 from engine.core.options import ScoringOptions
 from engine.core.records.summary import SummaryRecord
-from engine.domains.registry import plugins
 from engine.results.scoring_stage import load_run_metrics, run_totals, store_and_score
 from engine.results.session_files import load_session, scenario_dir, slot
 from engine.run import runner
 from engine.scoring.summary import build_summary
-from engine.spec.loader import load_domain
 from engine.util import artifacts
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.eva_fixtures import expected_copy, session
@@ -32,11 +30,6 @@ from tests.runtime_helpers import run_options
 LINUX = sys.platform.startswith("linux")
 SHOP = ("mock__cancel_order", "mock__late_delivery_credit", "mock__shipped_refusal")
 ONE = "mock__cancel_order"
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
 
 
 def _fd_path(fd: int) -> Path:

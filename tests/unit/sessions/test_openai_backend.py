@@ -25,11 +25,6 @@ from tests.runtime_helpers import ScriptedOpenAI, Step, completion, raw_server, 
 SCENARIO = "mock__cancel_order"
 
 
-@pytest.fixture(scope="module")
-def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
-
-
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
@@ -354,9 +349,7 @@ async def test_a_refusal_is_what_the_model_said(monkeypatch: pytest.MonkeyPatch)
 async def test_a_multi_line_server_error_is_one_line_in_the_session_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from engine.domains.registry import plugins
     from engine.session.backends.replay import ReplayFactory
-    from engine.spec.loader import load_domain
     from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
     from tests.runtime_helpers import session_between
 

@@ -10,20 +10,14 @@ import pytest
 
 from engine.core.dbhash import db_hash
 from engine.core.gold import actions_trace
-from engine.domains.registry import plugins
 from engine.run.runner import run
 from engine.session.backends import SessionInfo
 from engine.session.backends.replay import ReplayFactory, split_trace
-from engine.spec.loader import LoadedDomain, load_domain
+from engine.spec.loader import LoadedDomain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import run_options
 
 TRIALS = 4
-
-
-@pytest.fixture(scope="module")
-def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
 
 
 def _kinds(scenario) -> list[str]:

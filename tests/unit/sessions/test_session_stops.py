@@ -19,11 +19,6 @@ from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import say, scripted_factory, session_between
 
 
-@pytest.fixture(scope="module")
-def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
-
-
 def _user_saying(scenario: Scenario, lines: list[str]):
     """A replay user whose lines after the opening are ``lines`` (then it hangs up)."""
     gold = split_trace(scenario.gold_trace, scenario.user.starting_utterance)
@@ -237,10 +232,7 @@ async def test_an_agent_looping_on_tool_calls_is_stopped_by_the_engine(loaded: L
 
 
 async def test_two_silent_sides_end_the_session_after_empty_turns() -> None:
-    from engine.domains.registry import plugins
     from engine.session.conversation import SessionLimits
-    from engine.spec.loader import load_domain
-    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
     from tests.runtime_helpers import scripted_factory, session_between
 
     scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario("mock__cancel_order")

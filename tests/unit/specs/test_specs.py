@@ -18,11 +18,6 @@ from engine.util.errors import DataRootError, SpecError, UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 
-@pytest.fixture(scope="module")
-def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
-
-
 def test_unknown_scenario_suggests(loaded: LoadedDomain) -> None:
     with pytest.raises(UsageError, match="did you mean 'mock__cancel_order'"):
         loaded.scenario("mock__cancel_ordr")

@@ -53,11 +53,6 @@ HUGE = 10**4299  # 4,300 digits: the most Python turns into text; two of them su
 Reply = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 
-@pytest.fixture(scope="module")
-def loaded() -> LoadedDomain:
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
-
-
 @contextlib.asynccontextmanager
 async def agent_side(reply: Reply, backend: str = "external") -> AsyncIterator[str]:
     """An external agent: ``reply(session.start, turn.request)`` gives the fields of each

@@ -25,19 +25,12 @@ from hypothesis import strategies as st
 import cli
 from engine.core.model import Scenario
 from engine.core.render import context, render
-from engine.domains.registry import plugins
-from engine.spec.loader import LoadedDomain, load_domain
+from engine.spec.loader import LoadedDomain
 from engine.util.errors import SpecError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 
 SECRET_NAME = "secret.txt"
 SECRET = "S3CR3T-" + secrets.token_hex(8)
-
-
-@pytest.fixture(scope="module")
-def loaded() -> LoadedDomain:
-    """The mock shop: its scenarios carry a decision tree, extra caller facts and agent notes."""
-    return load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
 
 
 @pytest.fixture

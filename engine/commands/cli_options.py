@@ -1,0 +1,204 @@
+"""The command-line options that several verbs take, each defined once with one help text.
+
+``cli.py`` applies them. A verb that starts a run from nothing (``run``, ``serve``) gives an option
+its fresh default; a verb that works on a stored run (``rescore``) passes ``recorded=True``: the
+option then defaults to None, "as the run recorded it", and its help says so. Every help text ends
+with the default, after an example where the option takes a value: ``..., e.g. 0.9 (default: never).``
+
+Only click is imported here, so ``evalctl --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+#: A click option decorator (or several applied as one).
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+#: The default of an option of a verb that works on a stored run.
+RECORDED = "the run's"
+
+
+def _default(recorded: bool, fresh: str) -> str:
+    return f"(default: {RECORDED if recorded else fresh})"
+
+
+def stack(*options: Decorator) -> Decorator:
+    """``options`` as one decorator, listed in ``--help`` in the order given."""
+
+    def apply(f: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
+
+
+def data_root() -> Decorator:
+    """``--data-root DIR``: where the upstream data releases are."""
+    return click.option(
+        "--data-root",
+        default=None,
+        metavar="DIR",
+        help="Folder with the upstream data releases (eva-0.1.3/, tau2-17e07b1/, nemo-1a83139/...; "
+        "`make data` fills ./data), e.g. ~/eva-data (default: $EVAL_DATA_ROOT, else ./data).",
+    )
+
+
+def output_dir(required: bool = False) -> Decorator:
+    """``--output-dir DIR``: the run folder a verb writes (``required``: a new one, no default)."""
+    return click.option(
+        "--output-dir",
+        required=required,
+        default=None,
+        type=click.Path(file_okay=False),
+        metavar="DIR",
+        help="The run folder to write, e.g. runs/part1 "
+        + ("(required: a folder that holds no run yet)." if required else "(default: runs/<UTC timestamp>)."),
+    )
+
+
+def fail_under() -> Decorator:
+    """``--fail-under RATE``: exit 1 below that strict success rate (errors count as failures)."""
+    return click.option(
+        "--fail-under",
+        default=None,
+        type=click.FloatRange(0, 1),
+        metavar="RATE",
+        help="Exit 1 when the strict success rate (errors count as failures; with --allow-errors the "
+        "overall rate, errors left out) is below RATE (0..1), e.g. 0.9 (default: never).",
+    )
+
+
+def allow_errors() -> Decorator:
+    """``--allow-errors``: exit 0 although some result has the verdict error."""
+    return click.option(
+        "--allow-errors",
+        is_flag=True,
+        help="Exit 0 (or by --fail-under, judged on the overall rate with errors left out) even when "
+        "results have the verdict error (default: exit 3).",
+    )
+
+
+def exit_options() -> Decorator:
+    """``--fail-under`` and ``--allow-errors``: the exit code of a verb that writes a run summary."""
+    return stack(fail_under(), allow_errors())
+
+
+def concurrency(recorded: bool = False) -> Decorator:
+    """``--concurrency N``: sessions at once in a run; judge requests at once in a rescore."""
+    return click.option(
+        "--concurrency",
+        default=None if recorded else 8,
+        type=click.IntRange(min=1),
+        metavar="N",
+        help=f"Sessions (in a rescore: judge requests) at once, e.g. 4 {_default(recorded, '8')}.",
+    )
+
+
+def model_options() -> Decorator:
+    """``--base-url``, ``--api-key-env``, ``--request-timeout``: how the built-in openai sides connect."""
+    return stack(
+        click.option(
+            "--base-url",
+            default=None,
+            metavar="URL",
+            help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL).",
+        ),
+        api_key_env(),
+        click.option(
+            "--request-timeout",
+            default=60.0,
+            type=click.FloatRange(min=0, min_open=True),
+            metavar="SECONDS",
+            help="Seconds per model request, e.g. 120 (default: 60).",
+        ),
+    )
+
+
+def api_key_env(recorded: bool = False) -> Decorator:
+    """``--api-key-env VAR``: the variable holding the API key of the sides' and the judge's endpoints."""
+    return click.option(
+        "--api-key-env",
+        default=None if recorded else "OPENAI_API_KEY",
+        metavar="VAR",
+        help=f"Environment variable with the model endpoints' API key, e.g. MY_API_KEY "
+        f"{_default(recorded, 'OPENAI_API_KEY')}.",
+    )
+
+
+def scoring_options(recorded: bool = False) -> Decorator:
+    """The scoring settings: ``--min-agent-turns``, ``--strict-match``, ``--judge-model``,
+    ``--judge-base-url``, ``--judge-threshold`` (``engine.core.options.ScoringOptions``)."""
+    return stack(
+        click.option(
+            "--min-agent-turns",
+            default=None if recorded else 3,
+            type=click.IntRange(min=0),
+            metavar="N",
+            help="Stalled rule: a scenario whose agent spoke fewer turns (or fewer than its gold "
+            "conversation, if that is shorter) fails and is left out of the per-signal rates, e.g. 1 "
+            + _default(recorded, "3")
+            + ".",
+        ),
+        click.option(
+            "--strict-match/--no-strict-match",
+            default=None if recorded else False,
+            help="Action match: list lengths must agree at every level, e.g. --strict-match "
+            + _default(recorded, "off")
+            + ".",
+        ),
+        click.option(
+            "--judge-model",
+            default=None,
+            metavar="MODEL",
+            help=f"LLM judge model, e.g. gpt-4.1 {_default(recorded, 'judge off')}.",
+        ),
+        click.option(
+            "--judge-base-url",
+            default=None,
+            metavar="URL",
+            help="OpenAI-compatible judge endpoint, e.g. http://127.0.0.1:8000/v1 "
+            + (
+                "(default: the run's judge URL, else its --base-url)."
+                if recorded
+                else "(default: --base-url)."
+            ),
+        ),
+        click.option(
+            "--judge-threshold",
+            default=None if recorded else 0.9,
+            type=click.FloatRange(0, 1),
+            metavar="SCORE",
+            help=f"judge_passed = judge score >= SCORE (0..1), e.g. 0.8 {_default(recorded, '0.9')}.",
+        ),
+    )
+
+
+def prices() -> Decorator:
+    """``--prices FILE``: a price table for the cost columns."""
+    return click.option(
+        "--prices",
+        default=None,
+        metavar="FILE",
+        type=click.Path(dir_okay=False),
+        help="YAML price file (model -> {input, output} per million tokens): adds the cost per role "
+        "and per scenario, e.g. prices.yaml (default: no costs).",
+    )
+
+
+def html(default_name: str) -> Decorator:
+    """``--html [OUT.html]``: an option whose value may be left out (then ``""``)."""
+    return click.option(
+        "--html",
+        "html",
+        is_flag=False,
+        flag_value="",
+        default=None,
+        metavar="[OUT.html]",
+        help=f"Write a self-contained HTML page instead, e.g. --html /tmp/run.html "
+        f"(default file: {default_name}).",
+    )

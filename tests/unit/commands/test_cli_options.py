@@ -1,0 +1,75 @@
+"""The options several verbs share (engine/commands/cli_options.py): one help text each, which
+names the default (and, for an option with a value, an example); the verbs on a stored run leave
+the recorded settings unless told."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import click
+import pytest
+
+import cli
+
+#: The trailing "(default: ...)" / "(required: ...)" of a help text: what may differ per verb.
+_DEFAULT = re.compile(r" \((?:default|default file|required): [^()]*(?:\([^()]*\)[^()]*)*\)\.?$")
+#: Options whose help describes each verb's own output (the JSON shape), not one setting.
+_PER_VERB = {"--json", "--help"}
+
+
+def _options() -> dict[str, list[tuple[str, click.Option]]]:
+    """Each option name -> the (verb, option) pairs that take it."""
+    by_name: dict[str, list[tuple[str, click.Option]]] = defaultdict(list)
+    for verb, command in cli.group.commands.items():
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden:
+                by_name[param.opts[0]].append((verb, param))
+    return by_name
+
+
+SHARED = {name: uses for name, uses in _options().items() if len(uses) > 1 and name not in _PER_VERB}
+
+
+def test_the_shared_options_are_the_ones_defined_once() -> None:
+    assert set(SHARED) >= {
+        "--data-root", "--fail-under", "--allow-errors", "--output-dir", "--concurrency", "--api-key-env",
+        "--min-agent-turns", "--strict-match", "--judge-model", "--judge-base-url", "--judge-threshold",
+        "--prices", "--html", "--base-url", "--request-timeout",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SHARED))
+def test_a_shared_option_has_one_help_text_with_its_default_and_an_example(name: str) -> None:
+    helps = {verb: option.help or "" for verb, option in SHARED[name]}
+    for verb, text in helps.items():
+        assert _DEFAULT.search(text), f"evalctl {verb} {name}: the help names no default: {text!r}"
+        option = dict(SHARED[name])[verb]
+        if not option.is_flag:
+            assert "e.g. " in text, f"evalctl {verb} {name}: the help gives no example: {text!r}"
+    stems = {_DEFAULT.sub("", text) for text in helps.values()}
+    assert len(stems) == 1, f"{name} is explained in {len(stems)} ways: {sorted(stems)}"
+
+
+def test_rescore_keeps_every_recorded_setting_it_is_not_given() -> None:
+    rescore = {p.name: p.default for p in cli.group.commands["rescore"].params if isinstance(p, click.Option)}
+    run = {p.name: p.default for p in cli.group.commands["run"].params if isinstance(p, click.Option)}
+    settings = ["min_agent_turns", "strict_match", "judge_model", "judge_base_url", "judge_threshold"]
+    assert {k: rescore[k] for k in [*settings, "api_key_env", "concurrency"]} == dict.fromkeys(
+        [*settings, "api_key_env", "concurrency"]
+    )
+    assert [run[k] for k in settings] == [3, False, None, None, 0.9]
+    assert (run["api_key_env"], run["concurrency"]) == ("OPENAI_API_KEY", 8)
+
+
+def test_the_help_output_shows_the_shared_text_with_the_verbs_examples() -> None:
+    from click.testing import CliRunner
+
+    for verb in ("run", "rescore", "merge"):
+        out = CliRunner().invoke(cli.group, [verb, "--help"], terminal_width=100).output
+        flat = " ".join(out.split())
+        assert "Example:" in out, verb
+        assert (
+            "--fail-under RATE Exit 1 when the overall success rate is below RATE (0..1), e.g. 0.9 " in flat
+        )
+        assert "(default: exit 3)" in flat, verb
