@@ -56,6 +56,12 @@ def summary_table(summary: SummaryRecord) -> Table:
         na = f" (+{t.not_applicable} N/A)" if t.not_applicable else ""
         counts = f"{t.passed}/{t.total} {unit}{na}{_errors(t.errors)}"
         table.add_row(label, _pct(t.rate), _ci(t.ci), counts, "composite")
+        if t is summary.overall:  # the errors counted as failures: what --fail-under judges
+            st = summary.strict_tally
+            counts = f"{st.passed}/{st.total} {unit}; {st.errors} error{'' if st.errors == 1 else 's'}"
+            table.add_row(
+                "Strict success (errors count as failures)", _pct(st.rate), _ci(st.ci), counts, "composite"
+            )
     table.add_section()
     for name, s in summary.signals.items():
         label = f"{name} (clean; {s.sum:g} found)" if s.kind == COUNT else name

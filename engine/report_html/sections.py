@@ -64,6 +64,12 @@ def headline(model: ReportModel) -> str:
     cls = "good" if ov.rate == 1 else "bad" if ov.rate is not None and ov.rate < 1 else ""
     cards = [
         _card("Overall success", _pct(ov.rate), _tally_detail(ov, s.unit), cls),
+        _card(
+            "Strict success (errors count as failures)",
+            _pct(s.strict_tally.rate),
+            f"{s.strict_tally.passed}/{s.strict_tally.total} {s.unit}, {s.strict_tally.errors} error(s); "
+            f"{_ci(s.strict_tally.ci)}",
+        ),
         _card("Task success (excl. clean_exit)", _pct(s.task.rate), _tally_detail(s.task, s.unit)),
         _card("Results", str(s.results), f"{s.scenarios} scenarios × {s.trials} trial(s)"),
         _card("Errors", str(s.errors), f"{s.judge_errors} judge errors, {s.stalled.count} stalled"),

@@ -32,13 +32,14 @@ from engine.core.records.summary import (
     SessionTimes,
     SignalRate,
     Stalled,
+    StrictTally,
     SummaryRecord,
     Tally,
     UsageTotal,
 )
 from engine.scoring.composite import diagnostic_verdict, normalize_verdict
 from engine.scoring.noise import noise_floor, pass_hat_k_record
-from engine.scoring.stats import ci_text, rate_interval, wilson
+from engine.scoring.stats import ci_text, rate_interval
 from engine.scoring.summary_rows import SummaryRow, summary_row
 from engine.util.untrusted import one_line
 
@@ -291,6 +292,10 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         missing=tuple(missing),
         interrupted=bool(run_info.get("interrupted", False)),
         overall=overall,
+        # the errors counted as failures, the interval over scenarios as the overall rate's
+        strict=StrictTally.of(
+            overall, _tally((m.scenario_name, False if m.is_error else m.is_successful) for m in rows).ci
+        ),
         task=task,
         signals=_signal_rates(rows, unit),
         stalled=Stalled(len(stalled), tuple(stalled), run_info.get("min_agent_turns")),
@@ -355,7 +360,7 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
         + (f" - INCOMPLETE: {len(summary.missing)} results missing" if summary.missing else ""),
         f"Strict Success Rate (errors count as failures): {_pct(strict.rate)} ({strict.passed}/"
         f"{strict.total} {unit}{na}; {strict.errors} error{'' if strict.errors == 1 else 's'})"
-        + ci_text(wilson(strict.passed, strict.total)),
+        + ci_text(strict.ci),
         f"Task Success Rate (excl. clean_exit): {_pct(task.rate)} ({task.passed}/{task.total} {unit}"
         f"{_left_out(task.errors)}){ci_text(task.ci)}",
         f"Scenarios: {summary.scenarios}, trials: {summary.trials}, results: {summary.results}",
@@ -429,7 +434,8 @@ def pass_hat_k_line(summary: SummaryRecord) -> str:
         return ""
     counts, cis = phk.scenarios or {}, phk.ci or {}
     ks = ", ".join(
-        f"pass^{k} = {v:.3f}{ci_text(cis.get(k))} ({counts.get(k, '?')} scenarios)"
+        f"pass^{k} = {v:.3f}{ci_text(cis.get(k))} ({counts.get(k, '?')} scenario"
+        f"{'' if counts.get(k) == 1 else 's'})"
         for k, v in phk.overall.items()
     )
     ks = ks or "n/a (no trial had a verdict)"

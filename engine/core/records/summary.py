@@ -86,22 +86,32 @@ class StrictTally:
     errors: int
     total: int
     rate: float | None
+    #: The rate's 95 % interval, the scenario the unit as for ``overall`` (None when nothing
+    #: counted, or when derived from a summary written before version 4).
+    ci: Interval | None = None
 
-    KEYS = ("passed", "failed", "errors", "total", "rate")
+    KEYS = ("passed", "failed", "errors", "total", "rate", "ci")
 
     @classmethod
-    def of(cls, overall: Tally) -> StrictTally:
+    def of(cls, overall: Tally, ci: Interval | None = None) -> StrictTally:
         """The strict tally of ``overall`` (none when ``overall`` has no value because nothing
-        measured a verdict: every result ``N/A``)."""
+        measured a verdict: every result ``N/A``), with its interval ``ci`` when known."""
         if overall.total == 0 and overall.not_applicable:
             return cls(0, 0, overall.errors, 0, None)
         total = overall.total + overall.errors
         return cls(
-            overall.passed, overall.failed, overall.errors, total, overall.passed / total if total else None
+            overall.passed,
+            overall.failed,
+            overall.errors,
+            total,
+            overall.passed / total if total else None,
+            ci if total else None,
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.KEYS}
+        body: dict[str, Any] = {k: getattr(self, k) for k in self.KEYS}
+        body["ci"] = interval_json(self.ci)
+        return body
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> StrictTally:
@@ -112,6 +122,7 @@ class StrictTally:
             get(body, "errors", int),
             get(body, "total", int),
             get(body, "rate", *_RATE),
+            Interval.from_json(body["ci"], "strict.ci"),
         )
 
 

@@ -67,9 +67,10 @@ def test_the_help_output_shows_the_shared_text_with_the_verbs_examples() -> None
 
     for verb in ("run", "rescore", "merge"):
         out = CliRunner().invoke(cli.group, [verb, "--help"], terminal_width=100).output
-        flat = " ".join(out.split())
+        flat = " ".join(out.split()).replace("--allow- errors", "--allow-errors")  # a wrap at the hyphen
         assert "Example:" in out, verb
         assert (
-            "--fail-under RATE Exit 1 when the overall success rate is below RATE (0..1), e.g. 0.9 " in flat
+            "--fail-under RATE Exit 1 when the strict success rate (errors count as failures; with "
+            "--allow-errors the overall rate, errors left out) is below RATE (0..1), e.g. 0.9 " in flat
         )
         assert "(default: exit 3)" in flat, verb

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import scipy.stats
 
 from cli import main
 from engine.core.records.summary import SummaryRecord
@@ -75,7 +76,11 @@ def test_a_gating_judge_that_fails_is_an_error_not_a_pass(tmp_path: Path, capsys
     text = (out / "all_summary.txt").read_text()
     assert "Overall Success Rate: 100.0% (2/2 scenarios; 1 error left out)" in text
     assert "Strict Success Rate (errors count as failures): 66.7% (2/3 scenarios; 1 error)" in text
-    assert summary["strict"] == {"passed": 2, "failed": 0, "errors": 1, "total": 3, "rate": 2 / 3}
+    strict = dict(summary["strict"])
+    ci = strict.pop("ci")
+    assert strict == {"passed": 2, "failed": 0, "errors": 1, "total": 3, "rate": 2 / 3}
+    wilson = scipy.stats.binomtest(2, 3).proportion_ci(0.95, method="wilson")  # the error as a failure
+    assert (ci["low"], ci["high"]) == pytest.approx((wilson.low, wilson.high))
     assert "ERRORS: 1 result(s) without a verdict" in text and f"first: {LATE}: judge: " in text
     assert f"{LATE}: ERROR judge: " in text
     assert "1 result(s) have no verdict" in err and "--allow-errors" in err

@@ -137,9 +137,10 @@ def test_the_signal_is_in_the_summary(scripted_run: Path) -> None:
         "concise_agent",
     ]
     printed = (scripted_run.parent / "stdout.txt").read_text(encoding="utf-8")  # the run's own table
-    assert re.search(r"│ concise_agent +│ +0\.0% │ +0/3 scenarios │ gating +│", printed), printed
+    row_re = r"│ concise_agent +│ +0\.0% │ +0\.0-56\.1% │ +0/3 scenarios │ gating +│"
+    assert re.search(row_re, printed), printed
     text = (scripted_run / "all_summary.txt").read_text(encoding="utf-8")
-    assert "  concise_agent: 0.0% (0/3 scenarios) [gating]\n" in text
+    assert "  concise_agent: 0.0% (0/3 scenarios) [95% CI 0.0-56.1%] [gating]\n" in text
     assert f"  {GATED}: concise_agent\n" in text  # its DB is right: only the signal failed
 
 

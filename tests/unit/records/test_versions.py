@@ -303,7 +303,8 @@ PINNED = {
         signals signals.* signals.*.ci signals.*.ci.high signals.*.ci.low signals.*.ci.method
         signals.*.errors_left_out signals.*.kind signals.*.max signals.*.passed signals.*.rate
         signals.*.role signals.*.sum signals.*.total signals.*.unit stalled stalled.count
-        stalled.min_agent_turns stalled.scenarios stop_reasons stop_reasons.* strict strict.errors
+        stalled.min_agent_turns stalled.scenarios stop_reasons stop_reasons.* strict strict.ci strict.ci.high
+        strict.ci.low strict.ci.method strict.errors
         strict.failed strict.passed strict.rate strict.total task task.ci task.ci.high task.ci.low
         task.ci.method task.errors task.failed task.not_applicable task.passed task.rate task.total
         trials unit usage usage.* usage.*.calls usage.*.completion_tokens usage.*.models

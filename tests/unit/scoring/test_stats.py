@@ -67,7 +67,7 @@ def test_a_one_trial_rate_has_wilsons_interval(k: int, n: int) -> None:
     low, high = _wilson(k, n)
     text = render_summary_text(summary)
     shown = f"[95% CI {100 * low:.1f}-{100 * high:.1f}%]"
-    assert f"Overall Success Rate: {100 * k / n:.1f}% ({k}/{n} scenarios) {shown}" in text
+    assert f"Overall Success Rate: {100 * k / n:.1f}% ({k}/{n} scenarios; 0 errors) {shown}" in text
 
 
 def test_with_trials_the_interval_is_the_bootstrap_over_scenarios() -> None:
