@@ -32,7 +32,7 @@ from engine.results.diff import db_lines, explain
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import Unreadable, records_text, watching
-from engine.util.artifacts import read_json
+from engine.util.artifacts import read_json, read_record
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
 
@@ -116,7 +116,7 @@ def _judge(sdir: Path) -> tuple[JudgeRecord | None, str | None]:
     if not path.is_file():
         return None, None
     try:
-        return JudgeRecord.from_json(read_json(path)), None
+        return JudgeRecord.from_json(read_record(path)), None
     except (OSError, ValueError) as err:  # RecordError is a ValueError
         return None, f"judge_result.json unreadable: {err}"
 

@@ -9,6 +9,7 @@ and the per-predicate verdicts. Old runs stay explainable without reloading any 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,7 +257,7 @@ def missing_results(run_dir: Path) -> int:
         1
         for n in record.scenarios
         for t in range(1, trials + 1)
-        if (n, t) not in done and not (scenario_dir(Path(run_dir), n, t, trials) / METRICS).exists()
+        if (n, t) not in done and not os.path.lexists(scenario_dir(Path(run_dir), n, t, trials) / METRICS)
     )
 
 

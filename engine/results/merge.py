@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -30,7 +31,7 @@ from engine.core.records.summary import SummaryRecord
 from engine.results import scoring_stage as results
 from engine.results.provenance import new_invocation_id, read_run_record, run_provenance
 from engine.results.rundir import LOCK_FILE, holds_a_run, lock_run_dir
-from engine.results.unreadable import records_text, watching
+from engine.results.unreadable import note, reason_of, records_text, watching
 from engine.session.settings import FLAGS, OVERRIDABLE
 from engine.util.artifacts import write_json
 from engine.util.errors import OutputError, UsageError
@@ -127,7 +128,12 @@ def _folders(run_dir: Path) -> list[str]:
 
 
 def _link_tree(src: Path, dst: Path) -> None:
-    """``src`` into ``dst`` by hard links (copies where links fail: another filesystem)."""
+    """``src`` into ``dst`` by hard links (copies where links fail: another filesystem). What is
+    not a regular file or a folder (symbolic links followed: a FIFO, a device, a symbolic link that
+    leads nowhere or loops) is never read: the entry itself is hard-linked (the merged run's reader
+    then notes the very file its source's reader noted: one warning), or left out and noted where
+    that fails."""
+    special: list[str] = []
 
     def link(a: str, b: str) -> None:
         try:
@@ -135,7 +141,25 @@ def _link_tree(src: Path, dst: Path) -> None:
         except OSError:
             shutil.copy2(a, b)
 
-    shutil.copytree(src, dst, copy_function=link)
+    def left_out(folder: str, names: list[str]) -> set[str]:
+        skipped = set()
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                mode = os.stat(path).st_mode
+            except OSError:
+                mode = 0
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                skipped.add(name)
+                special.append(os.path.relpath(path, src))
+        return skipped
+
+    shutil.copytree(src, dst, copy_function=link, ignore=left_out)
+    for rel in special:
+        try:
+            os.link(src / rel, dst / rel, follow_symlinks=False)
+        except OSError as err:
+            note(src / rel, f"{reason_of(err)}: left out of the merged run")
 
 
 def merge_runs(

@@ -26,7 +26,7 @@ from engine.core.model import REPO_ROOT, TEMPLATE_DIR
 from engine.core.records.fields import RecordError
 from engine.core.records.run import Git, Invocation, RunRecord
 from engine.results.unreadable import note_failure
-from engine.util.artifacts import read_json
+from engine.util.artifacts import read_record
 from engine.util.safepaths import check_regular, contained
 
 MAX_DATA_FILES = 5000
@@ -153,7 +153,7 @@ def read_run_record(run_dir: Path) -> RunRecord | None:
     (the last two noted: ``engine.results.unreadable``)."""
     path = Path(run_dir) / "run.json"
     try:
-        return RunRecord.from_json(read_json(path))
+        return RunRecord.from_json(read_record(path))
     except (OSError, ValueError) as err:  # RecordError is a ValueError
         note_failure(path, err)
         return None

@@ -26,7 +26,6 @@ summary need: ``argv`` (list of str), ``args`` (dict of parsed options), ``spec_
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -47,10 +46,12 @@ from engine.results.provenance import run_provenance
 from engine.results.session_files import (
     JUDGE_RESULT,
     METRICS,
+    SESSION,
     db_hashes,
     open_folder,
     read_metrics,
     read_session,
+    result_files,
     stage_session,
     stored_voice,
     write_session,
@@ -65,7 +66,7 @@ from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import SummaryTotals, render_summary_text
 from engine.scoring.summary_rows import SummaryRow
 from engine.spec.gold_replay import gold_replay
-from engine.util.artifacts import FolderWrite, read_json, write_json, write_text
+from engine.util.artifacts import FolderWrite, read_json, read_record, write_json, write_text
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
 
@@ -240,7 +241,7 @@ def scored_dirs(run_dir: Path) -> list[tuple[Path, MetricsRecord]]:
     ``metrics.json`` files, and copies in the wrong directory, are skipped."""
     run_dir = Path(run_dir)
     seen: dict[tuple[str, int], tuple[Path, MetricsRecord]] = {}
-    for path in sorted([*run_dir.glob(f"*/{METRICS}"), *run_dir.glob(f"*/trial_*/{METRICS}")]):
+    for path in result_files(run_dir, METRICS):
         record = read_metrics(path)
         if record is None:
             continue
@@ -276,7 +277,7 @@ def run_totals(run_dir: Path, known: SummaryTotals | None = None, trials: int | 
     counted = set()
     if known is not None and trials is not None:
         counted = {scenario_dir(run_dir, *key, trials) for key in known}
-    for path in sorted([*run_dir.glob(f"*/{METRICS}"), *run_dir.glob(f"*/trial_*/{METRICS}")]):
+    for path in result_files(run_dir, METRICS):
         if path.parent in counted:
             continue
         record = read_metrics(path)
@@ -330,7 +331,7 @@ def wall_time(run_dir: Path, record: RunRecord) -> float | None:
     invocation says."""
     ends: dict[str, datetime] = {}
     if any(inv.wall_time_s is None for inv in record.invocations):
-        for path in [*run_dir.glob("*/session.json"), *run_dir.glob("*/trial_*/session.json")]:
+        for path in result_files(run_dir, SESSION):
             session = read_session(path.parent)
             end = _instant(session.ended_at) if session is not None else None
             if session is not None and end is not None:
@@ -379,7 +380,7 @@ def load_summary(run_dir: Path) -> SummaryRecord:
     """The ``summary.json`` of a run; raises UsageError when ``run_dir`` is not a finished run."""
     path = Path(run_dir) / "summary.json"
     try:
-        return SummaryRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
+        return SummaryRecord.from_json(read_record(path))
     except FileNotFoundError:
         if not (Path(run_dir) / "run.json").is_file():
             raise UsageError(f"{run_dir}: not an evalctl run directory (no run.json)") from None
@@ -387,7 +388,7 @@ def load_summary(run_dir: Path) -> SummaryRecord:
             f"{run_dir}: no summary.json yet: the run is still going (its summary comes at its end), "
             f"or it stopped before writing one (`evalctl run ... --resume {run_dir}` completes it)"
         ) from None
-    except ValueError as exc:  # bad JSON, or not the record (RecordError)
+    except (OSError, ValueError) as exc:  # bad JSON, not the record (RecordError), not a file
         raise UsageError(
             f"{path}: unreadable ({exc}); `evalctl run ... --resume {run_dir}` rewrites it"
         ) from None

@@ -32,7 +32,7 @@ from engine.core.records.metrics import MetricsRecord
 from engine.core.records.session import SessionRecord
 from engine.core.records.voice import VoiceSummary
 from engine.results.unreadable import note_failure
-from engine.util.artifacts import FolderWrite, db_json_bytes, dumps_json, read_json, read_jsonl
+from engine.util.artifacts import FolderWrite, db_json_bytes, dumps_json, read_json, read_jsonl, read_record
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +49,20 @@ def scenario_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> 
     return run_dir / scenario_name if trials == 1 else run_dir / scenario_name / f"trial_{trial}"
 
 
+def result_files(run_dir: Path, name: str) -> list[Path]:
+    """The files named ``name`` (``metrics.json``, ``session.json``) in the result folders of
+    ``run_dir`` (``<name>/`` and ``<name>/trial_<k>/``), sorted: every entry there, a symbolic
+    link that leads nowhere or loops included (a glob skips those; their readers note them)."""
+    run_dir = Path(run_dir)
+    folders = [*run_dir.glob("*/"), *run_dir.glob("*/trial_*/")]
+    return sorted(path for path in (folder / name for folder in folders) if os.path.lexists(path))
+
+
 def read_metrics(path: Path) -> MetricsRecord | None:
     """Parse a ``metrics.json``; None when it is missing, torn or not ours (RecordError): a file
     there that does not read is noted (``engine.results.unreadable``)."""
     try:
-        return MetricsRecord.from_json(read_json(path))
+        return MetricsRecord.from_json(read_record(path))
     except (OSError, ValueError) as err:  # RecordError is a ValueError
         note_failure(path, err)
         return None
@@ -63,7 +72,7 @@ def read_session(sdir: Path) -> SessionRecord | None:
     """Parse the ``session.json`` of a result folder; None when it is missing, torn or not ours
     (noted, as :func:`read_metrics`)."""
     try:
-        return SessionRecord.from_json(read_json(Path(sdir) / SESSION))
+        return SessionRecord.from_json(read_record(Path(sdir) / SESSION))
     except (OSError, ValueError) as err:
         note_failure(Path(sdir) / SESSION, err)
         return None
@@ -402,7 +411,7 @@ def readable(sdir: Path) -> bool:
 def load_session(sdir: Path) -> tuple[SessionRecord, SessionResult]:
     """The stored session of a result folder, as scoring takes it. Raises OSError / ValueError
     (RecordError) when the folder does not hold a whole stored session."""
-    record = SessionRecord.from_json(read_json(Path(sdir) / SESSION))
+    record = SessionRecord.from_json(read_record(Path(sdir) / SESSION))
     result = SessionResult(
         scenario_name=record.scenario_name,
         trial=record.trial,

@@ -8,7 +8,9 @@ printed at once as one ``warning: PATH: REASON`` line (on stderr) and counted in
 :class:`UnreadableLog` the verb shows in its output. Outside :func:`watching` (``evalctl run``,
 ``--resume``) nothing is collected: those paths already say what they do with such a folder.
 A file that is missing is not unreadable (a result not run yet); the callers only note files
-that exist.
+that exist (a symbolic link that leads nowhere or loops exists: it is unreadable). What a record
+reader refuses before parsing (not a regular file, too large, too deep, a non-finite number):
+``engine.util.artifacts.read_record``.
 """
 
 from __future__ import annotations
@@ -69,11 +71,15 @@ class UnreadableLog:
 
 def _identity(path: Path) -> str:
     """One file however it is reached: its device and inode (a merged run's hard link to a
-    source's file is that file), else its absolute path."""
+    source's file is that file; of a symbolic link that leads nowhere, the link's own), else its
+    absolute path."""
     try:
         st = os.stat(path)
     except OSError:
-        return os.path.abspath(path)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return os.path.abspath(path)
     return f"{st.st_dev}:{st.st_ino}"
 
 

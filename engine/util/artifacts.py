@@ -18,8 +18,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import math
 import os
 import secrets
+import stat
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -150,14 +152,125 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
     return write_text(path, dumps_jsonl(rows))
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file; raises OSError / json.JSONDecodeError as is (callers decide)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+#: The largest file :func:`read_json` reads (64 MiB): a run's records are kilobytes, a session's
+#: transcript or DB a few megabytes; a larger file (or a device that never ends) is refused.
+MAX_READ_BYTES = 64 * 1024 * 1024
+
+#: The deepest nesting of arrays and objects :func:`read_record` accepts (a record is a few levels
+#: deep; the standard library's parser itself gives up near the interpreter's recursion limit).
+MAX_RECORD_DEPTH = 256
+
+
+class UnreadableFile(ValueError):
+    """A file :func:`read_json` refuses: not a regular file, too large, nested too deeply, holding
+    a non-finite number (:func:`read_record`), a dangling symbolic link. Its message is the
+    reason, in one line."""
+
+
+def read_bytes_bounded(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
+    """The bytes of the regular file at ``path`` (symbolic links followed), at most ``limit``.
+
+    Never blocks and never reads without end: the file is opened non-blocking and checked with
+    fstat, so a FIFO, a device (``/dev/zero``), a socket or a directory is refused
+    (:class:`UnreadableFile`), as is a file larger than ``limit``. A missing file raises
+    FileNotFoundError; a dangling symbolic link raises :class:`UnreadableFile`; other
+    OS failures (a symbolic link loop, no permission) raise OSError."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _O_CLOEXEC)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise UnreadableFile(f"a dangling symbolic link (to {os.readlink(path)})") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableFile(f"not a regular file ({_file_kind(st.st_mode)})")
+        if st.st_size > limit:
+            raise UnreadableFile(f"too large ({st.st_size} bytes; the limit is {limit})")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # grew while read
+                raise UnreadableFile(f"too large (over {limit} bytes)")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def _no_constant(name: str) -> Any:
+    raise UnreadableFile(f"holds a non-finite number ({name})")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise UnreadableFile(f"holds a non-finite number ({text[:40]})")
+    return value
+
+
+def read_json(path: Path, finite: bool = False) -> Any:
+    """Parse a JSON file read by :func:`read_bytes_bounded` (a regular file, at most
+    :data:`MAX_READ_BYTES`); raises OSError / UnicodeDecodeError / json.JSONDecodeError as is
+    (callers decide), :class:`UnreadableFile` (a ValueError) for a file refused or nested beyond
+    what the parser can hold. ``finite``: refuse ``NaN`` / ``Infinity`` and a number beyond a
+    float's range too (a record; a DB's file may hold them, :func:`db_json_bytes`)."""
+    text = read_bytes_bounded(path).decode("utf-8")
+    try:
+        if finite:
+            return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        return json.loads(text)
+    except RecursionError:
+        raise UnreadableFile("nested too deeply") from None
+
+
+def read_record(path: Path) -> Any:
+    """A record file (``metrics.json``, ``session.json``, ``run.json``, ``summary.json``...):
+    :func:`read_json` with ``finite``, and at most :data:`MAX_RECORD_DEPTH` levels of nesting."""
+    body = read_json(path, finite=True)
+    if _depth_over(body, MAX_RECORD_DEPTH):
+        raise UnreadableFile(f"nested too deeply (over {MAX_RECORD_DEPTH} levels)")
+    return body
+
+
+def _depth_over(body: Any, limit: int) -> bool:
+    """Whether arrays / objects in ``body`` nest deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Iterable[Any] = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def read_jsonl(path: Path) -> list[Any]:
     """Parse a JSON-lines file (blank lines skipped)."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = read_bytes_bounded(path).decode("utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 

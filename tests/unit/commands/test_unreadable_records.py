@@ -7,6 +7,7 @@ directory?"."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -33,8 +34,47 @@ def _schema(value: str) -> Callable[[Path], None]:
     return change
 
 
+def _write(text: str) -> Callable[[Path], None]:
+    return lambda path: path.write_text(text, encoding="utf-8")
+
+
+def _replace(make: Callable[[Path], None]) -> Callable[[Path], None]:
+    def change(path: Path) -> None:
+        path.unlink()
+        make(path)
+
+    return change
+
+
+def _nan_duration(path: Path) -> None:
+    body = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**body, "duration_s": float("nan")}), encoding="utf-8")  # NaN
+
+
 #: How a metrics.json gets damaged, and what its warning says.
 DAMAGE = {
+    # a RecursionError traceback in every verb, before
+    "deep-array": (_write("[" * 1_000_000 + "]" * 1_000_000), "nested too deeply"),
+    "deep-object": (_write('{"a":' * 100_000 + "1" + "}" * 100_000), "nested too deeply"),
+    "deep-but-parses": (_write("[" * 300 + "]" * 300), "nested too deeply (over 256 levels)"),
+    # hung every verb / read without end, before
+    "fifo": (_replace(os.mkfifo), "not a regular file (a FIFO)"),
+    "symlink-devzero": (
+        _replace(lambda p: p.symlink_to("/dev/zero")),
+        "not a regular file (a character device)",
+    ),
+    # counted as missing without a word, before (merge: a raw error list)
+    "symlink-dangling": (
+        _replace(lambda p: p.symlink_to("/nonexistent/x.json")),
+        "a dangling symbolic link (to /nonexistent/x.json)",
+    ),
+    "symlink-loop": (_replace(lambda p: p.symlink_to(p)), "Too many levels of symbolic links"),
+    # crashed report --html, accepted by the others, before
+    "nan": (_nan_duration, "holds a non-finite number (NaN)"),
+    "infinity": (
+        _write('{"schema": "evalctl.metrics/3", "duration_s": 1e999}'),
+        "holds a non-finite number (1e999)",
+    ),
     "not-json": (lambda p: p.write_text("<html>502 Bad Gateway</html>"), "not JSON (Expecting value"),
     "truncated": (_truncate, "truncated or damaged?"),
     "wrong-schema": (
