@@ -115,3 +115,13 @@ def test_the_cli_refuses_a_target_width_without_auto(capsys: pytest.CaptureFixtu
     assert main(["run", str(MOCK_SPEC_DIR), "--trials", "2", "--target-width", "0.2"]) == 2
     err = capsys.readouterr().err
     assert "--target-width goes with --trials auto" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("width", ["nan", "NaN", "inf"])
+def test_a_target_width_of_nan_is_bad_input(width: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro 6: click's FloatRange lets NaN through every bound."""
+    from cli import main
+
+    assert main(["run", str(MOCK_SPEC_DIR), "--trials", "auto:3", "--target-width", width]) == 2
+    err = capsys.readouterr().err
+    assert "--target-width" in err and "Traceback" not in err
