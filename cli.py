@@ -204,7 +204,7 @@ def _prices(value: str | None) -> Any:
 @click.option(
     "--target-width",
     default=None,
-    type=click.FloatRange(0, 1, min_open=True),
+    type=opt.FiniteFloatRange(0, 1, min_open=True),
     metavar="WIDTH",
     help="With --trials auto: stop when the overall rate's 95% interval is this wide (0-1; default "
     "0.10, i.e. 10 points).",
@@ -223,7 +223,7 @@ def _prices(value: str | None) -> Any:
     "--turn-timeout",
     default=300.0,
     show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
+    type=opt.FiniteFloatRange(min=0, min_open=True),
     help="Seconds a side may stay silent.",
 )
 @click.option(
@@ -280,7 +280,7 @@ def _prices(value: str | None) -> Any:
     "one-machine cluster) and merge them; --workers N = N shards (default: one per cluster CPU). "
     "Needs `pip install 'evalctl[ray]'`.",
 )
-@click.option("--replay-latency", default=0.0, type=click.FloatRange(min=0), hidden=True)
+@click.option("--replay-latency", default=0.0, type=opt.FiniteFloatRange(min=0), hidden=True)
 @opt.prices()
 def run_cmd(
     spec_dir: str,

@@ -10,6 +10,7 @@ Only click is imported here, so ``evalctl --help`` stays fast.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,17 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 #: The default of an option of a verb that works on a stored run.
 RECORDED = "the run's"
+
+
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses NaN and the infinities (a NaN passes every
+    comparison click makes, so ``--target-width nan`` was accepted): bad input, exit 2."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number is not None and not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 def _default(recorded: bool, fresh: str) -> str:
@@ -66,7 +78,7 @@ def fail_under() -> Decorator:
     return click.option(
         "--fail-under",
         default=None,
-        type=click.FloatRange(0, 1),
+        type=FiniteFloatRange(0, 1),
         metavar="RATE",
         help="Exit 1 when the strict success rate (errors count as failures; with --allow-errors the "
         "overall rate, errors left out) is below RATE (0..1), e.g. 0.9 (default: never).",
@@ -112,7 +124,7 @@ def model_options() -> Decorator:
         click.option(
             "--request-timeout",
             default=60.0,
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloatRange(min=0, min_open=True),
             metavar="SECONDS",
             help="Seconds per model request, e.g. 120 (default: 60).",
         ),
@@ -171,7 +183,7 @@ def scoring_options(recorded: bool = False) -> Decorator:
         click.option(
             "--judge-threshold",
             default=None if recorded else 0.9,
-            type=click.FloatRange(0, 1),
+            type=FiniteFloatRange(0, 1),
             metavar="SCORE",
             help=f"judge_passed = judge score >= SCORE (0..1), e.g. 0.8 {_default(recorded, '0.9')}.",
         ),

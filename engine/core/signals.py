@@ -67,7 +67,7 @@ class SignalDef:
             raise ValueError(f"signal {self.name}: verdicts field {self.verdicts!r} is not one of its fields")
         if self.name not in SIGNALS and self.verdicts not in (None, "verdicts"):
             raise ValueError(f"signal {self.name}: outside the six, the verdicts field is named 'verdicts'")
-        reserved = {"value", "role", "unit"} & set(self.fields)
+        reserved = {"value", "role", "unit", "error"} & set(self.fields)
         if self.name not in SIGNALS and reserved:
             raise ValueError(f"signal {self.name}: fields {sorted(reserved)} are reserved in extra_signals")
 

@@ -37,7 +37,10 @@ def _rate_row(r: RateChange) -> str:
 def _paired_row(p: PairedRate) -> str:
     cls = {"better": "up", "worse": "down"}.get(p.verdict, "")
     diff = "n/a" if p.difference is None else f"{100 * p.difference:+.1f} pt"
-    ci = "-" if p.ci is None else f"{100 * p.ci.low:+.1f} to {100 * p.ci.high:+.1f} pt"
+    if p.ci is not None:
+        ci = f"{100 * p.ci.low:+.1f} to {100 * p.ci.high:+.1f} pt"
+    else:
+        ci = "-" if p.difference is None else "n too small"
     pv = "-" if p.p_value is None else f"{p.p_value:.3g}"
     disc = f" ({p.discordant[0]} vs {p.discordant[1]})" if p.discordant else ""
     return (

@@ -40,6 +40,8 @@ Results = Mapping[tuple[str, int], MetricsRecord]
 Counter = Callable[[SummaryRow], tuple[int, int] | None]
 
 MCNEMAR = "exact McNemar"
+#: Where the interval would be when there is none (below ``stats.MIN_PAIRED`` paired scenarios).
+NO_INTERVAL = " [95% CI: n too small]"
 PERMUTATION = "paired permutation"
 
 
@@ -81,10 +83,8 @@ class PairedRate:
             return f"{self.verdict}"
         disc = f" ({self.discordant[0]} vs {self.discordant[1]} discordant)" if self.discordant else ""
         p = "n/a" if self.p_value is None else f"{self.p_value:.3g}"
-        return (
-            f"{100 * self.difference:+.1f} pt{ci_text(self.ci, points=True)}, {self.test} p = {p}{disc}: "
-            f"{self.verdict}"
-        )
+        ci = ci_text(self.ci, points=True) if self.ci is not None else NO_INTERVAL
+        return f"{100 * self.difference:+.1f} pt{ci}, {self.test} p = {p}{disc}: {self.verdict}"
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,18 @@ def verdict_error(scenario: Scenario, result: SessionResult, judge: JudgeOutcome
     return None
 
 
+def signal_error(scenario: Scenario, fields: dict[str, Any]) -> ErrorCause | None:
+    """A gating installed signal that could not be measured (it raised or returned garbage:
+    its ``extra_signals.<name>.error``) makes the result ``error``, source ``engine`` (the
+    plugin's failure, never the agent's), the message naming the signal; None else."""
+    extra = fields.get(EXTRA_SIGNALS, {})
+    for name in scenario.success_signals:
+        note = extra.get(name, {}).get("error")
+        if note:
+            return ErrorCause(ErrorSource.ENGINE, one_line(note))
+    return None
+
+
 def score_session(
     run_dir: Path,
     scenario: Scenario,
@@ -140,7 +152,7 @@ def stage_metrics(
         scenario, result, options.strict_match, actual_hash, expected_hash, judge, gold_db(scenario)
     )
     values, fields = compute_signals(inputs, signals())
-    cause = verdict_error(scenario, result, judge)
+    cause = verdict_error(scenario, result, judge) or signal_error(scenario, fields)
     min_turns = stalled_threshold(options.min_agent_turns, scenario.gold_trace)
     stalled = cause is None and result.agent_turns < min_turns
     comp = compute_composite(values, scenario.success_signals, stalled, error=cause is not None)

@@ -28,7 +28,7 @@ from engine.core.records.intervals import (
     STOP_TARGET,
     Adaptive,
 )
-from engine.results.adaptive_record import write_adaptive
+from engine.results.adaptive_record import read_adaptive, write_adaptive
 from engine.results.resume import Job, longest_first, plan_jobs
 from engine.results.run_report import RunReport
 from engine.results.scoring_stage import run_totals
@@ -78,13 +78,29 @@ class AdaptiveRounds:
         self.by_name = {s.name: s for s in chosen}
         self.target = opts.adaptive_target_width
         self.rounds = 0
+        self.first_planned = 0
         self.record = Adaptive(0, 0, opts.trials, self.target, None, STOP_INTERRUPTED)
 
     def first(self) -> list[Job]:
         """The first jobs: every scenario's first two trials (a resume: those not done, and the
-        later trials a round had started); records the run as adaptive before anything runs."""
-        self._write(self.record)
-        return plan_jobs(list(self.by_name.values()), self.opts, self.run_dir, upto=FIRST_TRIALS)
+        later trials a round had started); records the run as adaptive before anything runs.
+
+        A resume keeps the spend ``adaptive.json`` recorded (never overwritten with zeros); a
+        round it cut (``stopped`` still ``interrupted``) is decided again, counted once. When
+        nothing of the first trials is left (killed during an extra round), the first jobs are
+        the next round's: the run goes on instead of ending with no session."""
+        recorded = read_adaptive(self.run_dir) if self.opts.resume is not None else None
+        if recorded is None:
+            self._write(self.record)
+        else:
+            cut = recorded.stopped == STOP_INTERRUPTED and recorded.rounds > 0
+            self.rounds = recorded.rounds - 1 if cut else recorded.rounds
+            self.record = recorded
+        jobs = plan_jobs(list(self.by_name.values()), self.opts, self.run_dir, upto=FIRST_TRIALS)
+        self.first_planned = len(jobs)
+        if not jobs and self.opts.resume is not None:
+            return self.next_round()
+        return jobs
 
     def next_round(self) -> list[Job]:
         """The next round's jobs (none: the run stops; the record says why)."""

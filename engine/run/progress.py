@@ -14,6 +14,7 @@ from rich.progress import Progress as RichProgress
 
 from engine.core.model import SessionResult
 from engine.core.records.metrics import MetricsRecord
+from engine.util.untrusted import one_line
 
 
 def passed(metrics: MetricsRecord | None, result: SessionResult) -> bool:
@@ -101,6 +102,10 @@ class Progress:
         )
 
 
+#: The most characters of an error the progress line shows (the full text is in the records).
+NOTE_LIMIT = 200
+
+
 @dataclass(frozen=True)
 class Finished:
     """What the progress display shows of one finished session (small: worker processes send it
@@ -119,10 +124,10 @@ class Finished:
     @classmethod
     def of(cls, result: SessionResult, metrics: MetricsRecord | None) -> Finished:
         ok = passed(metrics, result)
-        note = f" ({result.error})" if result.error else ""
+        note = f" ({one_line(result.error, NOTE_LIMIT)})" if result.error else ""
         cause = metrics.error_cause if metrics is not None else None
-        if cause is not None and cause.source == "judge":
-            note = f" (judge: {cause.message})"
+        if cause is not None and (cause.source == "judge" or not result.error):
+            note = f" ({one_line(cause, NOTE_LIMIT)})"  # the judge, a gating installed signal
         verdict = "PASS" if ok else "ERROR" if cause is not None else "FAIL"
         if metrics is None:  # stored but not scored (or not even stored): no verdict to show
             verdict, note = "ERROR", f"{note} (not scored: see the end of the run)"

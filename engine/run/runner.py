@@ -157,7 +157,7 @@ async def _run_locked(
     if opts.adaptive_target_width is not None:  # --trials auto: more trials only where verdicts disagree
         rounds = AdaptiveRounds(opts, run_dir, chosen, report, base_info)
         jobs = rounds.first()
-        report.skipped = max(0, len(chosen) * min(FIRST_TRIALS, opts.trials) - len(jobs))
+        report.skipped = max(0, len(chosen) * min(FIRST_TRIALS, opts.trials) - rounds.first_planned)
     else:
         jobs = plan_jobs(chosen, opts, run_dir)
         report.skipped = len(chosen) * opts.trials - len(jobs)

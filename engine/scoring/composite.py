@@ -11,6 +11,7 @@ conversation is a conversation that happened.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,24 @@ def normalize_verdict(value: Any) -> bool | None:
     if isinstance(value, int | float):
         return value >= 1.0
     raise TypeError(f"signal value {value!r} is neither bool, rate, None nor 'N/A'")
+
+
+def valid_value(value: Any) -> bool:
+    """True for a signal value the composite reads: bool, a finite rate in 0–1, None or ``"N/A"``."""
+    if value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, str):
+        return value == NOT_APPLICABLE
+    if isinstance(value, int | float):
+        return math.isfinite(value) and 0 <= value <= 1
+    return False
+
+
+def plugin_verdict(value: Any) -> bool | None:
+    """An installed signal's stored value as a verdict: like :func:`normalize_verdict`, except that
+    a value it could not have passed (:func:`valid_value`: a NaN, a rate of 5, a string) is not
+    applicable instead of a TypeError or a failure (a record written before the check)."""
+    return normalize_verdict(value) if valid_value(value) else None
 
 
 def diagnostic_verdict(value: Any) -> bool | None:

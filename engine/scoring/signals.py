@@ -11,6 +11,7 @@ registry's (``engine.scoring.registry``: :data:`BUILTIN` below, then installed p
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,9 @@ from engine.core.plugin import DiagnosticInputs
 from engine.core.records.metrics import EXTRA_SIGNALS, SIGNALS, Signal
 from engine.core.signals import SignalDef, SignalRegistry, signal
 from engine.scoring.action_match import is_action_match
+from engine.scoring.composite import valid_value
 from engine.scoring.predicates import evaluate_db_state_assertion
+from engine.util.untrusted import one_line
 
 if TYPE_CHECKING:  # the judge module (asyncio, the HTTP client) is not needed to load a spec
     from engine.scoring.judge import JudgeOutcome
@@ -150,17 +153,56 @@ BUILTIN_REGISTRY = SignalRegistry(BUILTIN)
 
 
 def _checked(definition: SignalDef, out: Any) -> SignalOutcome:
-    """``out`` when it is the outcome ``definition`` promised; ValueError naming the signal else."""
+    """``out`` when it is the outcome ``definition`` promised; ValueError naming the signal else:
+    not a :class:`SignalOutcome`, other fields than declared, a value that is neither bool, a
+    finite rate in 0–1, None nor ``"N/A"``, or fields that are not JSON plain data."""
     if not isinstance(out, SignalOutcome):
         raise ValueError(f"signal {definition.name}: returned {type(out).__name__}, not a SignalOutcome")
+    if not isinstance(out.fields, dict):
+        raise ValueError(f"signal {definition.name}: fields are a {type(out.fields).__name__}, not a dict")
     keys = set(out.fields)
     unknown = keys - set(definition.fields)
     missing = set(definition.fields) - set(definition.optional) - keys
-    if unknown or missing or "value" in keys or "role" in keys or "unit" in keys:
+    if unknown or missing or RESERVED_FIELDS & keys:
         raise ValueError(
-            f"signal {definition.name}: fields {sorted(keys)} are not its declared {list(definition.fields)}"
+            f"signal {definition.name}: fields {sorted(map(str, keys))} "
+            f"are not its declared {list(definition.fields)}"
         )
+    if not valid_value(out.value):
+        raise ValueError(
+            f"signal {definition.name}: value {_short(out.value)} "
+            "is neither bool, a finite rate in 0-1, None nor 'N/A'"
+        )
+    try:
+        json.dumps(out.fields, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"signal {definition.name}: fields are not JSON plain data ({err})") from None
     return out
+
+
+#: Keys of an ``extra_signals.<name>`` object that evalctl writes (a signal's fields never use them).
+RESERVED_FIELDS = frozenset({"value", "role", "unit", "error"})
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, clipped (a plugin's garbage may be large)."""
+    text = one_line(repr(value))
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _plugin_outcome(definition: SignalDef, inp: SignalInputs) -> tuple[SignalOutcome, str | None]:
+    """Run an installed (third-party) signal: its checked outcome and None, or a not-applicable
+    outcome (None, its declared fields left out but an empty ``verdicts`` list) and the one-line
+    reason (it raised or returned garbage)."""
+    try:
+        return _checked(definition, definition(inp)), None
+    except Exception as err:  # a third party's failure never breaks scoring
+        if isinstance(err, ValueError) and str(err).startswith(f"signal {definition.name}: "):
+            reason = str(err)
+        else:
+            reason = f"signal {definition.name}: raised {type(err).__name__}: {err}"
+    fields: dict[str, Any] = {definition.verdicts: []} if definition.verdicts else {}
+    return SignalOutcome(None, fields), one_line(reason)
 
 
 def compute_signals(
@@ -174,22 +216,29 @@ def compute_signals(
     at the top level, the other signals' objects under ``extra_signals`` (only when there is
     one; see ``engine.core.records.metrics.SignalFields``). A diagnostic that raises is recorded
     as None (not applicable): it never breaks scoring. A diagnostic's string value (a label) is
-    written as is and is not applicable to the composite. Raises ValueError when a signal returns
-    other fields than it declared (a signal that raises is a bug and propagates)."""
+    written as is and is not applicable to the composite. A signal outside the six (an installed
+    package's) that raises or returns garbage (see :func:`_checked`) is recorded as not applicable
+    with its ``error`` note (one line) in ``extra_signals.<name>``; the other signals are untouched.
+    Raises ValueError when a built-in signal returns other fields than it declared (a built-in
+    that raises is a bug and propagates)."""
     if registry is None:
         registry = BUILTIN_REGISTRY
     values: dict[str, Any] = {}
     fields: dict[str, Any] = {}
     extra: dict[str, dict[str, Any]] = {}
     for name, definition in registry.items():
-        out = _checked(definition, definition(inp))
-        values[name] = out.value
         if name in SIGNALS:
+            out = _checked(definition, definition(inp))
+            values[name] = out.value
             fields.update(out.fields)
             continue
+        out, error = _plugin_outcome(definition, inp)
+        values[name] = out.value
         entry: dict[str, Any] = {"value": out.value, "role": definition.role}
         if definition.unit is not None:
             entry["unit"] = definition.unit
+        if error is not None:
+            entry["error"] = error
         extra[name] = {**entry, **out.fields}
     plugin = inp.scenario.domain.plugin
     if plugin is not None and plugin.diagnostics:

@@ -194,20 +194,23 @@ def paired_permutation(a: Sequence[float], b: Sequence[float]) -> float:
     return float(res.pvalue)
 
 
+#: The fewest paired scenarios a difference gets an interval from.
+MIN_PAIRED = 2
+
+
 def difference_interval(a: Sequence[float], b: Sequence[float]) -> Interval | None:
     """The 95 % interval of the mean per-scenario difference ``b`` − ``a`` (−1..1): the bootstrap
     over scenarios (BCa, seeded); when every scenario differs by the same amount the interval is
-    that amount (``method`` ``"constant"``: nothing varies to resample). None when empty, or for
-    one scenario that differs (nothing to resample)."""
+    that amount (``method`` ``"constant"``: nothing varies to resample). None below
+    :data:`MIN_PAIRED` scenarios (one scenario's difference is no interval) or when the bootstrap
+    is degenerate (no finite bound): the caller says "n too small"."""
     import numpy as np
 
     d = np.array(b, dtype=float) - np.array(a, dtype=float)
-    if len(d) == 0:
+    if len(d) < MIN_PAIRED:
         return None
     if np.all(d == d[0]):
         return Interval(float(d[0]), float(d[0]), "constant")
-    if len(d) < 2:
-        return None
     stats = _scipy_stats()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -224,6 +227,8 @@ def difference_interval(a: Sequence[float], b: Sequence[float]) -> Interval | No
             low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
             if not (math.isnan(low) or math.isnan(high)):
                 break
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
     return Interval(low, high, BOOTSTRAP)
 
 

@@ -37,7 +37,7 @@ from engine.core.records.summary import (
     Tally,
     UsageTotal,
 )
-from engine.scoring.composite import diagnostic_verdict, normalize_verdict
+from engine.scoring.composite import diagnostic_verdict, normalize_verdict, plugin_verdict
 from engine.scoring.noise import noise_floor, pass_hat_k_record
 from engine.scoring.stats import ci_text, rate_interval
 from engine.scoring.summary_rows import SummaryRow, summary_row
@@ -106,7 +106,11 @@ def _signal_rates(rows: Sequence[SummaryRow], unit: str) -> dict[str, SignalRate
             out[name] = _count_rate(values, unit, errors)
             continue
         else:
-            read = normalize_verdict if name in signals else diagnostic_verdict
+            read = (
+                (normalize_verdict if name in SIGNALS else plugin_verdict)
+                if name in signals
+                else diagnostic_verdict
+            )
             held = (m.signal_names if name in signals else m.diagnostic_names for m in live)
             shown = (
                 (m.scenario_name, m.values[name])

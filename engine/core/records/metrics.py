@@ -96,7 +96,8 @@ class SignalFields:
 
     ``extra``: the registered signals outside the six (``engine.core.signals``), by name in
     display order, each ``{"value": <the composite's input>, "role": "gating" | "diagnostic",
-    "unit"?: <what its rate counts, with its "verdicts" among the fields>, **<its fields>}``;
+    "unit"?: <what its rate counts, with its "verdicts" among the fields>, "error"?: <one line:
+    the installed signal raised or returned garbage, its value is then None>, **<its fields>}``;
     written as ``extra_signals`` after the diagnostics, and only when there is one (a run of the
     six alone writes the record as before).
     """
@@ -218,6 +219,8 @@ def _extra(body: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         get(entry, "value", bool, int, float, str, None)
         if get(entry, "role", str) not in ("gating", "diagnostic"):
             raise RecordError(f"{what}.role: {entry['role']!r} is not gating or diagnostic")
+        if "error" in entry:
+            get(entry, "error", str)
         if "unit" in entry:
             get(entry, "unit", str)
             if not all(isinstance(v, dict) for v in get(entry, "verdicts", list)):

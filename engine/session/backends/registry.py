@@ -12,11 +12,15 @@ The built-in schemes are :data:`BUILTIN`. A third-party package adds one under t
     [project.entry-points."evalctl.backends"]
     scripted = "scripted_backend:ScriptedScheme"
 
-Built-in schemes cannot be replaced. docs/authoring.md, "Adding a backend", has a complete example.
+Built-in schemes cannot be replaced: an entry point taking a built-in name is refused, as is one that
+does not load, is not a BackendScheme subclass or is named otherwise than its scheme; each refusal is
+one line on stderr naming the entry point (the first time a spec is parsed). docs/authoring.md,
+"Adding a backend", has a complete example.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -177,22 +181,38 @@ BUILTIN: dict[str, type[BackendScheme]] = {
 }
 
 
-@cache
-def installed() -> dict[str, type[BackendScheme]]:
-    """The schemes installed packages register under ``evalctl.backends`` (scanned once per
-    process, only when a spec names a scheme that is not built in). An entry point that does not
-    load, is not a BackendScheme subclass, is named otherwise than its ``scheme`` or takes a
-    built-in name is left out (a spec naming it is then an unknown backend)."""
+def scan() -> tuple[dict[str, type[BackendScheme]], list[str]]:
+    """The schemes installed packages register under ``evalctl.backends``, and one line per entry
+    point refused: it takes a built-in name, does not load, is not a BackendScheme subclass or is
+    named otherwise than its ``scheme``."""
     found: dict[str, type[BackendScheme]] = {}
+    refused: list[str] = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in BUILTIN:
+            refused.append(f"{ep.name} = {ep.value}: {ep.name!r} is a built-in scheme")
             continue
         try:
             cls = ep.load()
-        except Exception:  # a third party's import error: its scheme is unknown
+        except Exception as exc:  # a third party's import error: its scheme is unknown
+            refused.append(f"{ep.name} = {ep.value}: does not load ({type(exc).__name__}: {exc})")
             continue
-        if isinstance(cls, type) and issubclass(cls, BackendScheme) and cls.scheme == ep.name:
+        if not (isinstance(cls, type) and issubclass(cls, BackendScheme)):
+            refused.append(f"{ep.name} = {ep.value}: not a BackendScheme subclass")
+        elif cls.scheme != ep.name:
+            refused.append(f"{ep.name} = {ep.value}: the class's scheme is {cls.scheme!r}")
+        else:
             found[ep.name] = cls
+    return found, refused
+
+
+@cache
+def installed() -> dict[str, type[BackendScheme]]:
+    """The installed schemes (:func:`scan`, once per process, when a spec is parsed); each
+    refused entry point is one line on stderr, as the signal registry's (a spec naming it is then
+    an unknown backend)."""
+    found, refused = scan()
+    for line in refused:
+        print(f"evalctl: backend entry point {ENTRY_POINT_GROUP}: {line}; left out", file=sys.stderr)
     return found
 
 
@@ -223,7 +243,8 @@ def parse_backend_spec(text: str) -> BackendSpec:
     expected ...`` with the closest scheme) for anything else."""
     value = text.strip()
     name = value.split(":", 1)[0]
-    if name not in BUILTIN and name not in installed():
+    plugins = installed()  # scanned (and its refusals printed) whatever the scheme
+    if name not in BUILTIN and name not in plugins:
         raise UsageError(f"unknown backend {text!r}: {expected()}{did_you_mean(name, _schemes())}")
     return backend_scheme(name).parse(value)
 

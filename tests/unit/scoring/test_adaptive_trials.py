@@ -115,3 +115,38 @@ def test_the_cli_refuses_a_target_width_without_auto(capsys: pytest.CaptureFixtu
     assert main(["run", str(MOCK_SPEC_DIR), "--trials", "2", "--target-width", "0.2"]) == 2
     err = capsys.readouterr().err
     assert "--target-width goes with --trials auto" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("width", ["nan", "NaN", "inf"])
+def test_a_target_width_of_nan_is_bad_input(width: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro 6: click's FloatRange lets NaN through every bound."""
+    from cli import main
+
+    assert main(["run", str(MOCK_SPEC_DIR), "--trials", "auto:3", "--target-width", width]) == 2
+    err = capsys.readouterr().err
+    assert "--target-width" in err and "Traceback" not in err
+
+
+async def test_a_resume_killed_during_an_extra_round_finishes_the_cut_round_and_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Repro 5: SIGKILLed during an extra round (every first trial done), the resume ran 0
+    sessions, wrote adaptive.json with zeros and exited 0."""
+    agent = FlakyAgent({FLAKY})
+    run_dir = tmp_path / "run"
+    async with serving(agent) as uri:
+        await run(_options(uri, run_dir, 4))
+        # as if killed during the first extra round: its trial not stored, adaptive.json as
+        # that round's decision wrote it
+        shutil.rmtree(run_dir / FLAKY / "trial_3")
+        shutil.rmtree(run_dir / FLAKY / "trial_4")
+        cut = {"sessions": 6, "rounds": 1, "max_trials": 4, "target_width": 0.1, "width": 0.5}
+        (run_dir / "adaptive.json").write_text(json.dumps({**cut, "stopped": "interrupted"}))
+        (run_dir / "summary.json").unlink()
+        agent.sessions.clear()
+        report = await run(_options(uri, run_dir, 4, resume=run_dir))
+    assert sorted(agent.sessions) == [(FLAKY, 3), (FLAKY, 4)]
+    assert _trials(run_dir)[FLAKY] == [1, 2, 3, 4]
+    adaptive = json.loads((run_dir / "adaptive.json").read_text(encoding="utf-8"))
+    assert (adaptive["sessions"], adaptive["rounds"], adaptive["stopped"]) == (8, 2, STOP_MAX)
+    assert report.summary is not None and report.summary.missing == ()

@@ -4,6 +4,7 @@ and the summary (the same through entry points, end to end: tests/unit/plugins/t
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from engine.core.records.fields import RecordError
 from engine.core.records.metrics import SIGNALS, MetricsRecord
 from engine.core.signals import SignalDef, SignalRegistry, signal
 from engine.domains.registry import plugins
+from engine.results.scoring_stage import signal_error
 from engine.scoring.registry import build_registry
 from engine.scoring.signals import BUILTIN, BUILTIN_REGISTRY, SignalInputs, SignalOutcome, compute_signals
 from engine.scoring.summary import build_summary
@@ -79,13 +81,72 @@ def test_a_built_in_name_or_a_duplicate_is_refused() -> None:
     ]
 
 
-def test_a_signal_returning_undeclared_fields_is_a_bug_named(sc: Any) -> None:
+def test_a_signal_returning_undeclared_fields_is_recorded_not_applicable_with_its_error(sc: Any) -> None:
     wrong = signal("wrong_fields", fields=("a",))(lambda inp: SignalOutcome(True, {"b": 1}))
+    values, fields = compute_signals(SignalInputs(sc, _session(sc)), SignalRegistry([*BUILTIN, wrong]))
+    assert values["wrong_fields"] is None
+    assert fields["extra_signals"]["wrong_fields"]["error"] == (
+        "signal wrong_fields: fields ['b'] are not its declared ['a']"
+    )
+
+
+def _raises(inp: SignalInputs) -> SignalOutcome:
+    raise RuntimeError("evil signal exploded")
+
+
+@pytest.mark.parametrize(
+    ("func", "error"),
+    [
+        (lambda inp: SignalOutcome("yes", {"n": 1}), "value 'yes' is neither bool"),
+        (lambda inp: SignalOutcome({"not": "a verdict"}, {"n": 1}), "value {'not': 'a verdict'} is neither"),
+        (lambda inp: "not an outcome", "returned str, not a SignalOutcome"),
+        (_raises, "raised RuntimeError: evil signal exploded"),
+        (lambda inp: SignalOutcome(5.0, {"n": 1}), "value 5.0 is neither bool, a finite rate in 0-1"),
+        (lambda inp: SignalOutcome(float("nan"), {"n": 1}), "value nan is neither"),
+        (lambda inp: SignalOutcome(True, {"n": float("nan")}), "fields are not JSON plain data"),
+        (lambda inp: SignalOutcome(True, {"n": object()}), "fields are not JSON plain data"),
+    ],
+    ids=["yes", "dict", "not_outcome", "raises", "rate_5", "nan", "nan_field", "object_field"],
+)
+def test_a_plugin_signal_failure_or_garbage_is_not_applicable_noted_and_the_summary_holds(
+    sc: Any, func: Any, error: str
+) -> None:
+    """Repro 13-15: a third-party signal's garbage never crashes scoring or the summary, never
+    counts as a pass or a failure, and leaves the other signals' verdicts alone."""
+    evil = signal("evil_garbage", fields=("n",), order=101)(func)
     inputs = SignalInputs(sc, _session(sc))
-    with pytest.raises(
-        ValueError, match="signal wrong_fields: fields \\['b'\\] are not its declared \\['a'\\]"
-    ):
-        compute_signals(inputs, SignalRegistry([*BUILTIN, wrong]))
+    clean_values, _ = compute_signals(inputs, SignalRegistry([*BUILTIN, short_call]))
+    values, fields = compute_signals(inputs, SignalRegistry([*BUILTIN, short_call, evil]))
+    assert values.pop("evil_garbage") is None
+    assert values == clean_values
+    entry = fields["extra_signals"]["evil_garbage"]
+    assert entry["value"] is None and error in entry["error"] and "n" not in entry
+    base = metrics_row("mock__x")
+    record = MetricsRecord.from_json(
+        replace(base, signals=replace(base.signals, extra=fields["extra_signals"])).to_json()
+    )
+    rate = build_summary([record], {"trials": 1}).signals["evil_garbage"]
+    assert (rate.passed, rate.total) == (0, 0)
+
+
+@pytest.mark.parametrize("value", ["yes", float("nan"), 5.0])
+def test_a_stored_garbage_plugin_value_is_not_applicable_in_the_summary(value: Any) -> None:
+    """A record written before values were checked: no TypeError, no failure counted."""
+    base = metrics_row("mock__x")
+    extra = {"evil_garbage": {"value": value, "role": "gating"}}
+    record = replace(base, signals=replace(base.signals, extra=extra))
+    rate = build_summary([record], {"trials": 1}).signals["evil_garbage"]
+    assert (rate.passed, rate.total) == (0, 0)
+
+
+def test_a_gating_plugin_signal_that_errors_makes_the_result_an_engine_error_naming_it() -> None:
+    gating = SimpleNamespace(success_signals=("clean_exit", "evil_raise"))
+    informational = SimpleNamespace(success_signals=("clean_exit",))
+    note = "signal evil_raise: raised X"
+    fields = {"extra_signals": {"evil_raise": {"value": None, "role": "gating", "error": note}}}
+    cause = signal_error(gating, fields)  # type: ignore[arg-type]
+    assert cause is not None and cause.source == "engine" and "evil_raise" in cause.message
+    assert signal_error(informational, fields) is None  # type: ignore[arg-type]
 
 
 def _session(sc: Any) -> Any:

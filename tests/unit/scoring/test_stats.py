@@ -177,3 +177,12 @@ def test_a_version_1_summary_is_still_read() -> None:
         SummaryRecord.from_json(body)
     with pytest.raises(ValueError, match="schema"):
         SummaryRecord.from_json({**body, "schema": "evalctl.summary/9"})
+
+
+def test_compare_with_one_paired_scenario_prints_no_interval() -> None:
+    """Repro 8: one paired scenario printed "-100.0 pt [95% CI -100.0 to -100.0 pt]"."""
+    one = paired_rate("overall", {"s1": (1, 1)}, {"s1": (0, 1)})
+    assert one.difference == -1.0 and one.ci is None
+    assert one.text().startswith("-100.0 pt [95% CI: n too small], exact McNemar")
+    assert stats.difference_interval([1.0], [0.0]) is None and stats.difference_interval([], []) is None
+    assert stats.difference_interval([1.0, 1.0], [0.0, 0.0]) is not None  # two scenarios agree

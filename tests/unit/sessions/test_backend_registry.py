@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib.metadata import EntryPoint
 
 import pytest
 
-from engine.session.backends import BackendSpec
+from engine.session.backends import BackendSpec, registry
 from engine.session.backends.registry import (
     BUILTIN,
     BackendOptions,
@@ -67,3 +68,37 @@ def test_a_replay_side_never_imports_the_openai_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class _Misnamed(registry.ReplayScheme):
+    scheme = "other"
+
+
+def test_an_entry_point_that_fails_to_load_or_reuses_a_built_in_scheme_is_refused_on_stderr(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Repro 16: each refused backend entry point is one line on stderr, never skipped silently,
+    printed even when the spec names a built-in scheme."""
+    here = "tests.unit.sessions.test_backend_registry"
+    eps = [
+        EntryPoint("replay", f"{here}:_Misnamed", registry.ENTRY_POINT_GROUP),
+        EntryPoint("brokenbe", "evalctl_no_such_module:X", registry.ENTRY_POINT_GROUP),
+        EntryPoint("notascheme", "builtins:int", registry.ENTRY_POINT_GROUP),
+        EntryPoint("misnamed", f"{here}:_Misnamed", registry.ENTRY_POINT_GROUP),
+    ]
+    monkeypatch.setattr(registry, "entry_points", lambda group: eps)
+    registry.installed.cache_clear()
+    try:
+        assert scheme_of(parse_backend_spec("replay")) is registry.ReplayScheme
+        err = capsys.readouterr().err.splitlines()
+        assert parse_backend_spec("noop") and capsys.readouterr().err == ""  # once per process
+    finally:
+        registry.installed.cache_clear()
+    prefix = "evalctl: backend entry point evalctl.backends: "
+    assert err == [
+        f"{prefix}replay = {here}:_Misnamed: 'replay' is a built-in scheme; left out",
+        f"{prefix}brokenbe = evalctl_no_such_module:X: does not load "
+        "(ModuleNotFoundError: No module named 'evalctl_no_such_module'); left out",
+        f"{prefix}notascheme = builtins:int: not a BackendScheme subclass; left out",
+        f"{prefix}misnamed = {here}:_Misnamed: the class's scheme is 'other'; left out",
+    ]
