@@ -178,10 +178,19 @@ def test_an_external_agent_that_errors_instead_of_failing_scores_the_same(
     assert got["stop_reason"] == stop
 
 
-def _openai_route(reject: bool) -> Any:
+#: What an endpoint can answer instead of a chat completion: an HTTP 400, or a 200 whose body is not one.
+REFUSALS: dict[str, Step] = {
+    "400": Step({"error": {"message": "maximum context length exceeded"}}, status=400),
+    "200-no-choices": Step({"choices": []}),
+    "200-error": Step({"error": {"message": "overloaded"}}),
+    "200-null-message": Step({"choices": [{"index": 0, "message": None, "finish_reason": "stop"}]}),
+}
+
+
+def _openai_route(reject: bool | str) -> Any:
     """An OpenAI-compatible endpoint whose model plays the gold turns of each scenario (known by
     its first caller line); on :data:`FAILED` it hangs up at once, or with ``reject`` the
-    endpoint answers HTTP 400 (the context is too long) instead."""
+    endpoint answers HTTP 400 (the context is too long; or ``REFUSALS[reject]``) instead."""
     scripts = _scripts()
     scenarios = load_domain(SPEC, DATA, plugins=plugins()).scenarios
     first_lines = {s.name: s.gold_trace.lines("user")[0] for s in scenarios}
@@ -193,7 +202,7 @@ def _openai_route(reject: bool) -> Any:
         turn = len(said) - 1
         if name == FAILED:
             if reject:
-                return Step({"error": {"message": "maximum context length exceeded"}}, status=400)
+                return REFUSALS[reject if isinstance(reject, str) else "400"]
             return Step(completion("Goodbye.", [("e1", "end_conversation", "{}")]))
         calls, line = scripts[name][turn] if turn < len(scripts[name]) else ([], "")
         if turn >= len(scripts[name]) - 1:
@@ -251,3 +260,17 @@ def test_pass_hat_k_shows_its_denominators_and_the_trials_left_out() -> None:
     )
     assert re.search(r"Strict Success Rate \(errors count as failures\): 33\.3% \(2/6 sessions; 2 errors\)",
                      render_summary_text(summary))  # fmt: skip
+
+
+@pytest.mark.parametrize("refusal", [k for k in REFUSALS if k != "400"])
+def test_an_openai_agent_endpoint_answering_200_with_no_completion_scores_as_when_it_fails(
+    refusal: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outcomes = {}
+    for reject in (False, refusal):
+        with ScriptedOpenAI([], route=_openai_route(reject)) as server:
+            agent = ("openai:m", "--base-url", server.base_url)
+            outcomes[reject] = _outcome(tmp_path / str(reject), agent, capsys)
+    # before: the endpoint answered, yet the result was an agent_model error, left out of the rate
+    _same_headline(outcomes[False], outcomes[refusal], passed=1)
+    assert outcomes[refusal]["stop_reason"] == "agent_error"
