@@ -12,7 +12,9 @@ The built-in schemes are :data:`BUILTIN`. A third-party package adds one under t
     [project.entry-points."evalctl.backends"]
     scripted = "scripted_backend:ScriptedScheme"
 
-Built-in schemes cannot be replaced. docs/authoring.md, "Adding a backend", has a complete example.
+Built-in schemes cannot be replaced. An installed scheme's side is served by evalctl's side server,
+but its failures are blamed like an external side's (:func:`evalctl_own`). docs/authoring.md,
+"Adding a backend", has a complete example.
 """
 
 from __future__ import annotations
@@ -226,6 +228,15 @@ def parse_backend_spec(text: str) -> BackendSpec:
     if name not in BUILTIN and name not in installed():
         raise UsageError(f"unknown backend {text!r}: {expected()}{did_you_mean(name, _schemes())}")
     return backend_scheme(name).parse(value)
+
+
+def evalctl_own(spec: BackendSpec) -> bool:
+    """True when ``spec``'s scheme is built in (:data:`BUILTIN`): evalctl's own code answers for
+    what its side does. A scheme an installed package registers is not: its backend is the
+    package's code, so a built-in side serving it is blamed like an external side
+    (``engine.session.sides.link.blame``: an agent's raise, its ``BackendError``, its silence are
+    the agent's FAIL, never an ``error`` of evalctl's or of a model endpoint)."""
+    return spec.scheme in BUILTIN
 
 
 def scheme_of(spec: BackendSpec) -> type[BackendScheme]:

@@ -73,7 +73,10 @@ def blame(role: str, what: str, builtin: bool = False) -> str | None:
     model endpoint's failure to answer and its silence are ``agent_model``, its crashes the
     engine's; a built-in side (evalctl's own code) that closes the connection, refuses a frame or
     breaks the protocol says the engine went wrong, never the agent; the transport between
-    built-in sides is ``transport``."""
+    built-in sides is ``transport``. ``builtin`` means evalctl's own code answers for the side: a
+    side served here with a scheme an installed package registers is not built in (its backend is
+    third-party code: ``engine.session.backends.registry.evalctl_own``), so an agent's raise,
+    ``BackendError`` or silence there is the agent's FAIL, as an external agent's."""
     if what == "local":
         return "transport"
     if role == "agent" and not builtin:

@@ -274,3 +274,52 @@ def test_an_openai_agent_endpoint_answering_200_with_no_completion_scores_as_whe
     # before: the endpoint answered, yet the result was an agent_model error, left out of the rate
     _same_headline(outcomes[False], outcomes[refusal], passed=1)
     assert outcomes[refusal]["stop_reason"] == "agent_error"
+
+
+class _ThirdPartyAgent:
+    """A third-party backend: the gold conversation replayed, but on :data:`FAILED` it fails
+    the way ``how`` says: ``raise`` (an exception of its own), ``backend`` / ``timeout``
+    (a ``BackendError`` claiming its endpoint failed)."""
+
+    def __init__(self, how: str):
+        self.how, self.name = how, "thirdparty"
+
+    async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: Any) -> Any:
+        from engine.session.backends import BackendError
+
+        if self.how == "raise":
+            raise RuntimeError("the plugin's own bug")
+        raise BackendError("pretend my endpoint failed", timeout=self.how == "timeout")
+
+
+@pytest.mark.parametrize("how", ["raise", "backend", "timeout"])
+def test_a_third_party_agent_scheme_that_raises_scores_as_when_it_fails(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.session.backends import registry
+    from engine.session.backends.replay import ReplayFactory
+
+    class ThirdParty(registry.BackendScheme):
+        scheme = "thirdparty"
+        usage = "thirdparty:HOW"
+        gold_side = True
+
+        @classmethod
+        def factory(cls, spec: Any, options: registry.BackendOptions) -> Any:
+            replay = ReplayFactory(options.scenarios)
+
+            def make(info: Any) -> Any:
+                if info.scenario.get("name") != FAILED:
+                    return replay(info)
+                if spec.args == "honest":  # hangs up without doing the task
+                    return registry.NoopScheme.factory(spec, options)(info)
+                return _ThirdPartyAgent(spec.args)
+
+            return make
+
+    monkeypatch.setattr(registry, "installed", lambda: {"thirdparty": ThirdParty})
+    honest = _outcome(tmp_path / "honest", ("thirdparty:honest", "--concurrency", "1"), capsys)
+    got = _outcome(tmp_path / how, (f"thirdparty:{how}", "--concurrency", "1"), capsys)
+    # before: the plugin's raise was an engine error, its BackendError an agent_model error, left out
+    _same_headline(honest, got)
+    assert got["stop_reason"] == "agent_error"
