@@ -36,13 +36,15 @@ FailureKind = Literal["error", "timeout", "agent_error", "agent_disconnected"]
 class SideFailure(Exception):
     """A side failed: ``kind`` is the stop reason it causes (:data:`FailureKind`); ``source``
     an ``engine.core.records.common.ErrorSource`` value when the failure is infrastructure's (the result
-    then has no verdict), None when it is the agent's own doing (see :func:`blame`)."""
+    then has no verdict), None when it is the agent's own doing (see :func:`blame`); ``what``
+    the failure as :func:`blame` names it (``rejected``, ``backend``, ...), when known."""
 
-    def __init__(self, kind: FailureKind, message: str, source: str | None = None):
+    def __init__(self, kind: FailureKind, message: str, source: str | None = None, what: str | None = None):
         super().__init__(message)
         self.kind: FailureKind = kind
         self.message = message
         self.source = source
+        self.what = what
 
 
 #: Protocol error codes a side uses to say its model backend failed (not its own behaviour):
@@ -113,7 +115,7 @@ def failure(role: str, kind: FailureKind, message: str, what: str, builtin: bool
     source = blame(role, what, builtin)
     if source is None and role == "agent":
         kind = _AGENT_STOPS.get(what, kind)
-    return SideFailure(kind, message, source)
+    return SideFailure(kind, message, source, what)
 
 
 class Traffic:

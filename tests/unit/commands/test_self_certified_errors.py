@@ -43,7 +43,7 @@ class WsAgent:
     each scenario's gold turns; on :data:`FAILED` it fails at its first turn the way ``how`` says:
     ``honest`` (ends the call without doing the task), ``backend_error`` / ``backend_timeout`` /
     ``internal_error`` (an ``error`` frame), ``drop`` (the TCP connection aborted, no close frame),
-    ``close`` (a close frame)."""
+    ``close`` (a close frame), ``talk`` (~300 KB of words every turn)."""
 
     def __init__(self, how: str):
         self.how = how
@@ -74,6 +74,10 @@ class WsAgent:
             if msg["type"] != "turn.request":
                 return
             calls, line = script[msg["turn"]] if msg["turn"] < len(script) else ([], "")
+            if name == FAILED and self.how == "talk":  # ~300 KB of words, to choke the user's model
+                reply = {"v": 1, "type": "turn.response", "id": f"t{msg['turn']}", "reply_to": msg["id"]}
+                await ws.send(json.dumps({**reply, "text": "Let me explain at length. " * 12_000}))
+                continue
             if name == FAILED and self.how != "honest":
                 if self.how == "drop":
                     ws.transport.abort()
@@ -323,3 +327,28 @@ def test_a_third_party_agent_scheme_that_raises_scores_as_when_it_fails(
     # before: the plugin's raise was an engine error, its BackendError an agent_model error, left out
     _same_headline(honest, got)
     assert got["stop_reason"] == "agent_error"
+
+
+def test_an_agent_that_talks_the_user_simulator_over_its_context_fails(tmp_path: Path) -> None:
+    from engine.session.conversation import MAX_USER_FORWARD_CHARS
+
+    def user_model(body: dict[str, Any]) -> Step:
+        longest = max(len(str(m.get("content") or "")) for m in body["messages"])
+        if longest > MAX_USER_FORWARD_CHARS - 1000:  # a model with a small context window
+            return Step({"error": {"message": "maximum context length exceeded"}}, status=400)
+        return Step(completion("Please go on."))
+
+    with WsAgent("talk") as uri, ScriptedOpenAI([], route=user_model) as server:
+        user = ("--user", "openai:u", "--base-url", server.base_url)
+        code = _run(tmp_path / "run", (uri, *user), "--scenarios", FAILED, "--fail-under", "0.9")
+    metrics = json.loads((tmp_path / "run" / FAILED / "metrics.json").read_text(encoding="utf-8"))
+    # before: the user's 400 was a user_simulator error, left out of the rates, rerun by --resume
+    assert metrics["is_successful"] is False and metrics["error_cause"] is None, metrics["error"]
+    assert metrics["stop_reason"] == "error" and "the agent's failure" in metrics["error"]
+    assert code == 1  # a verdict: FAIL, not 3 (an error)
+    sent = [m for _, b in server.requests for m in b["messages"] if m["role"] == "user"]
+    assert max(len(m["content"]) for m in sent) < MAX_USER_FORWARD_CHARS + 100  # clipped, with its marker
+    assert any("[... clipped by evalctl: the agent said 312000 characters]" in m["content"] for m in sent)
+    lines = (tmp_path / "run" / FAILED / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
+    cuts = [json.loads(line) for line in lines if '"clipped"' in line]
+    assert cuts and cuts[0]["content"] == {"turn": 0, "chars": 312000, "forwarded": MAX_USER_FORWARD_CHARS}
