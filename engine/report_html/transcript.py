@@ -134,6 +134,10 @@ def chat_entries(path: Path, budget: Budget) -> list[dict[str, Any]]:
             entry["res"], entry["ok"] = budget.keep(result), _status(result)
         elif kind == "hangup":
             out.append({"k": "note", "x": "the caller hung up"})
+        elif kind == "clipped" and isinstance(content, dict):
+            said, sent = content.get("chars"), content.get("forwarded")
+            cut = f"the agent's {said} characters were cut to {sent} for the caller"
+            out.append({"k": "note", "x": budget.keep(cut)})
         elif kind == "end" and isinstance(content, dict):
             ended_by = content.get("error")
             text = f"session ended: stop reason {content.get('stop_reason')}"

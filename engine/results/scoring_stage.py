@@ -36,7 +36,15 @@ from engine import __version__
 from engine.core.model import Scenario, SessionResult
 from engine.core.options import ScoringOptions
 from engine.core.records.common import ErrorCause, ErrorSource, SpentUsage
-from engine.core.records.metrics import EXTRA_SIGNALS, SIGNALS, Breakdown, MetricsRecord, SignalFields, Usage
+from engine.core.records.metrics import (
+    ERROR_VERDICT,
+    EXTRA_SIGNALS,
+    SIGNALS,
+    Breakdown,
+    MetricsRecord,
+    SignalFields,
+    Usage,
+)
 from engine.core.records.run import RunRecord
 from engine.core.records.session import SessionRecord
 from engine.core.records.summary import SummaryRecord
@@ -154,8 +162,13 @@ def stage_metrics(
     values, fields = compute_signals(inputs, signals())
     cause = verdict_error(scenario, result, judge) or signal_error(scenario, fields)
     min_turns = stalled_threshold(options.min_agent_turns, scenario.gold_trace)
-    stalled = cause is None and result.agent_turns < min_turns
-    comp = compute_composite(values, scenario.success_signals, stalled, error=cause is not None)
+    session_erred = bool(result.error_source)
+    stalled = not session_erred and result.agent_turns < min_turns
+    comp = compute_composite(
+        values, scenario.success_signals, stalled, error=cause is not None, measured_stand=not session_erred
+    )
+    if comp.is_successful != ERROR_VERDICT:
+        cause = None  # a measured failure decided the verdict: the judge's failure is in judge_error
     usage = {role: dict(u) for role, u in result.usage.items()}
     if judge is not None:
         batch.put_json(JUDGE_RESULT, judge.to_json())

@@ -49,7 +49,7 @@ from engine.run.shard import parse_shard, shard_scenarios
 from engine.scoring import stats
 from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.probe import PROBE_TIMEOUT_S, check_endpoints
-from engine.session.backends.registry import parse_backend_spec
+from engine.session.backends.registry import evalctl_own, parse_backend_spec
 from engine.session.conversation import SessionLimits, SessionSetup, run_session
 from engine.session.settings import check_judge_key, run_info, with_resolved_base_url
 from engine.session.setup import check_counts, close_sides, endpoints, session_setup, side_for
@@ -221,7 +221,10 @@ async def run_here(
     scenarios = {job.scenario.name: job.scenario for job in jobs}  # once per scenario, not per trial
     setups = {name: session_setup(scenario) for name, scenario in scenarios.items()}
     scorer = Scorer(run_dir, opts.trials, opts.scoring, opts.concurrency, invocation)
-    builtin = frozenset(role for role, side in sides.items() if not isinstance(side, str))
+    # the roles evalctl's own code answers for: served here with a built-in scheme's backend (an
+    # installed scheme's backend is third-party code, blamed like an external side)
+    own = {"agent": evalctl_own(agent_spec), "user": evalctl_own(parse_backend_spec(opts.user))}
+    builtin = frozenset(role for role, side in sides.items() if not isinstance(side, str) and own[role])
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(scorer.aclose)
         uris = {}

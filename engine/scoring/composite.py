@@ -94,15 +94,25 @@ def _conjunction(verdicts: Sequence[bool]) -> bool | str:
 
 
 def compute_composite(
-    signals: Mapping[str, Any], whitelist: Sequence[str], stalled: bool = False, error: bool = False
+    signals: Mapping[str, Any],
+    whitelist: Sequence[str],
+    stalled: bool = False,
+    error: bool = False,
+    measured_stand: bool = True,
 ) -> Composite:
     """Combine ``signals`` (name → raw value, in the order to report) under ``whitelist``.
 
     Signals not in the whitelist land in ``excluded``; whitelisted names missing from ``signals``
     count as not applicable. An empty whitelist yields ``"N/A"`` (specs reject it before a run).
-    ``error`` (infrastructure kept the session or a gating signal from being measured) makes both
-    verdicts ``"error"`` whatever the signals say, and the stalled rule does not apply; the
-    breakdown still shows what was measured.
+    ``error``: infrastructure kept a gating signal from being measured (its value is then not
+    applicable here). The verdict is ``"error"`` only when it depends on the missing one: a measured
+    gating signal that failed, or the stalled rule, makes it False whatever the missing signal
+    would have said (an agent cannot hide its failure behind a judge it made fail); then
+    ``is_task_successful`` is False when a measured task signal failed (or stalled), else
+    ``"N/A"``. With
+    ``measured_stand`` False (the session itself was cut short by infrastructure, so what was
+    measured is not the agent's outcome) both verdicts are ``"error"`` whatever the signals say,
+    and the stalled rule does not apply. The breakdown always shows what was measured.
     """
     breakdown: dict[str, list[str]] = {"passed": [], "failed": [], "not_applicable": [], "excluded": []}
     gating: list[tuple[str, bool]] = []
@@ -116,8 +126,14 @@ def compute_composite(
     breakdown["excluded"] = [name for name in signals if name not in whitelist]
     overall = _conjunction([v for _, v in gating])
     task = _conjunction([v for n, v in gating if n != Signal.CLEAN_EXIT])
-    if error:
+    if error and not measured_stand:
         return Composite(ERROR_VERDICT, ERROR_VERDICT, breakdown, False)
     if stalled:
-        overall, task = False, False
+        return Composite(False, False, breakdown, True)
+    if error:
+        if overall is not False:
+            return Composite(ERROR_VERDICT, ERROR_VERDICT, breakdown, False)
+        # the call's outcome failed: the result has its verdict; the task verdict, if it waits on
+        # the missing signal, is not measurable ("N/A": a record is "error" as a whole or not at all)
+        task = False if task is False else NOT_APPLICABLE
     return Composite(overall, task, breakdown, stalled)

@@ -93,9 +93,22 @@ def _env() -> SandboxedEnvironment:
     )
 
 
+#: Each spoken turn is shown to the judge cut to this many characters, with a visible marker: an
+#: agent cannot make the judge's request fail (over its context length) by talking at length.
+MAX_JUDGE_UTTERANCE = 4000
+
+
+def clip_utterance(text: str, limit: int = MAX_JUDGE_UTTERANCE) -> str:
+    """``text`` when at most ``limit`` characters, else its first ``limit`` and a marker saying
+    how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... clipped: {len(text)} characters in all]"
+
+
 def _spoken_turns(result: SessionResult) -> list[dict[str, str]]:
     return [
-        {"role": str(ev.get("role")), "content": str(ev.get("content"))}
+        {"role": str(ev.get("role")), "content": clip_utterance(str(ev.get("content")))}
         for ev in result.transcript
         if ev.get("role") in ("user", "agent") and isinstance(ev.get("content"), str) and ev.get("content")
     ]
@@ -135,7 +148,8 @@ def render_judge_prompt(scenario: Scenario, result: SessionResult) -> str:
     The reference shown is ``scenario.judge_reference`` when the scenario has one, else its
     ``reference_answer``. ``tool_calls`` lists every call with its result (the first
     MAX_JUDGE_TOOL_CALLS; ``tool_calls_omitted`` counts the rest): a session without tool calls
-    renders the same prompt as before they were shown.
+    renders the same prompt as before they were shown. Each spoken turn is cut to
+    MAX_JUDGE_UTTERANCE characters (:func:`clip_utterance`).
     Raises SpecError or jinja2 errors on a broken template (the caller records the judge as N/A).
     """
     reference = scenario.judge_reference

@@ -46,6 +46,19 @@ from engine.session.stuck import is_idle
 from engine.util.untrusted import bounded_count, one_line
 
 MAX_SESSION_BYTES = 64 * 1024 * 1024
+#: The agent's words forwarded to the user simulator in one turn are cut to this many characters,
+#: with a visible marker (:func:`clip_for_user`; the transcript keeps them whole and records the
+#: cut): an agent cannot push the user simulator's model request over its context length by
+#: talking at length, and so turn its own failure into a ``user_simulator`` error.
+MAX_USER_FORWARD_CHARS = 16_000
+
+
+def clip_for_user(text: str, limit: int = MAX_USER_FORWARD_CHARS) -> str:
+    """``text`` when at most ``limit`` characters, else its first ``limit`` and a marker saying how
+    long the agent's turn was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... clipped by evalctl: the agent said {len(text)} characters]"
 """Default byte budget of one session (see SessionLimits.max_session_bytes)."""
 
 
@@ -138,6 +151,7 @@ class _Session:
         self.waiting: dict[str, float] = {}
         self.held = {"agent": 0.0, "user": 0.0}
         self.idle_turns = 0  # turns in a row that moved nothing (engine.session.stuck)
+        self.clipped_turns: list[int] = []  # agent turns cut before the user side got them
         self.last_words: dict[str, str] = {}
         self.traffic = Traffic(limits.max_session_bytes)
 
@@ -229,6 +243,8 @@ class _Session:
             ):
                 raise _Stop("timeout", f"max turns ({self.limits.max_turns} agent turns) reached")
             reply = await self.turn(speaker, utterance)
+            if speaker == "agent" and self.ended not in ("exit", "transfer"):
+                reply = {**reply, "text": self._bounded(reply["text"])}
             if self.ended in ("exit", "transfer"):
                 return self.ended
             if speaker == "user" and (reply.get("end") or self.ended == "user_hangup"):
@@ -242,8 +258,36 @@ class _Session:
             utterance = reply["text"]
             speaker = "agent" if speaker == "user" else "user"
 
+    def _bounded(self, text: str) -> str:
+        """The agent's words of its latest turn as the user side gets them: cut to
+        MAX_USER_FORWARD_CHARS (:func:`clip_for_user`), the cut recorded in the transcript
+        (``clipped``: the turn, the characters said and forwarded)."""
+        shown = clip_for_user(text)
+        if shown != text:
+            turn = self.turns["agent"] - 1
+            self.clipped_turns.append(turn)
+            cut = {"turn": turn, "chars": len(text), "forwarded": MAX_USER_FORWARD_CHARS}
+            self.log("agent", "clipped", cut)
+        return shown
+
     async def turn(self, role: str, utterance: str | None, closing: bool = False) -> dict[str, Any]:
-        """One turn of ``role``: run its tool calls until it sends ``turn.response``."""
+        """One turn of ``role``: run its tool calls until it sends ``turn.response``. The user side
+        refusing its model request (``backend_rejected``: HTTP 4xx, e.g. over the context length)
+        after an agent turn over MAX_USER_FORWARD_CHARS is the agent's failure (stop reason
+        ``error``, no error source): the agent made the user simulator's context that long."""
+        try:
+            return await self._turn(role, utterance, closing)
+        except SideFailure as err:
+            if role != "user" or err.what != "rejected" or not self.clipped_turns:
+                raise
+            turns = ", ".join(str(t) for t in self.clipped_turns)
+            raise _Stop(
+                "error",
+                f"{err.message} (after agent turn(s) {turns} over the {MAX_USER_FORWARD_CHARS} characters "
+                "forwarded per turn: the agent's failure)",
+            ) from None
+
+    async def _turn(self, role: str, utterance: str | None, closing: bool = False) -> dict[str, Any]:
         link = self.links[role]
         index = self.turns[role]
         self.turns[role] += 1

@@ -12,9 +12,12 @@ tool-call loop (and its cap on rounds per turn) lives in the side server; this c
 request per step. Tool calls are passed on exactly as the model produced them (malformed JSON
 arguments or unknown tool names included): the engine answers them with structured error results
 and the conversation goes on. A duplicate call id gets a suffix; ``arguments`` sent as an object
-are re-encoded as JSON text. A reply that is not a chat completion (HTML, bad JSON, a message of
-null) is a BackendError naming the endpoint; 401/403/404 say what to check. A 4xx that refuses the
-request itself (:func:`rejects`: 400, 404, 413, 422, ...) is a ``rejected`` BackendError.
+are re-encoded as JSON text. A reply that is not a chat completion (HTML, bad JSON, no choices, a
+200 ``{"error": ...}``, a message of null) is a ``rejected`` BackendError naming the endpoint: the
+endpoint answered, and its answer is the model's (for an agent, the agent's FAIL, stop reason
+``agent_error``; for the user side, the user simulator's ``error``); 401/403/404 say what to check.
+A 4xx that refuses the request itself (:func:`rejects`: 400, 404, 413, 422, ...) is a ``rejected``
+BackendError too.
 """
 
 from __future__ import annotations
@@ -77,14 +80,14 @@ class OpenAIBackend:
                 f"{self.name}: cannot reach {self.client.base_url} ({type(err).__name__}: {err}); "
                 "check --base-url / $OPENAI_BASE_URL"
             ) from None
-        except openai.APIError as err:  # malformed responses
-            raise BackendError(f"{self.name}: {type(err).__name__}: {err}") from None
+        except openai.APIError as err:  # malformed responses: the endpoint answered
+            raise BackendError(f"{self.name}: {type(err).__name__}: {err}", rejected=True) from None
         except json.JSONDecodeError as err:  # a 200 whose body is not JSON
-            raise BackendError(self._malformed(f"the body is not JSON ({err})")) from None
+            raise BackendError(self._malformed(f"the body is not JSON ({err})"), rejected=True) from None
         try:
             reply = self._reply(response)
         except (AttributeError, TypeError, IndexError, KeyError) as err:
-            raise BackendError(self._malformed(f"{type(err).__name__}: {err}")) from None
+            raise BackendError(self._malformed(f"{type(err).__name__}: {err}"), rejected=True) from None
         reply.message = returned_message(response, reply.tool_calls)
         return reply
 
@@ -104,7 +107,7 @@ class OpenAIBackend:
         if isinstance(response, str | bytes | list | dict):  # the client could not parse it as one
             raise TypeError(f"got {type(response).__name__} {str(response)[:200]!r}")
         if not response.choices:
-            raise BackendError(f"{self.name}: the response has no choices")
+            raise BackendError(self._malformed("the response has no choices"), rejected=True)
         message = response.choices[0].message
         calls: list[ToolCallRequest] = []
         for call in message.tool_calls or []:

@@ -14,8 +14,9 @@ The built-in schemes are :data:`BUILTIN`. A third-party package adds one under t
 
 Built-in schemes cannot be replaced: an entry point taking a built-in name is refused, as is one that
 does not load, is not a BackendScheme subclass or is named otherwise than its scheme; each refusal is
-one line on stderr naming the entry point (the first time a spec is parsed). docs/authoring.md,
-"Adding a backend", has a complete example.
+one line on stderr naming the entry point (the first time a spec is parsed). An installed scheme's
+side is served by evalctl's side server, but its failures are blamed like an external side's
+(:func:`evalctl_own`). docs/authoring.md, "Adding a backend", has a complete example.
 """
 
 from __future__ import annotations
@@ -247,6 +248,15 @@ def parse_backend_spec(text: str) -> BackendSpec:
     if name not in BUILTIN and name not in plugins:
         raise UsageError(f"unknown backend {text!r}: {expected()}{did_you_mean(name, _schemes())}")
     return backend_scheme(name).parse(value)
+
+
+def evalctl_own(spec: BackendSpec) -> bool:
+    """True when ``spec``'s scheme is built in (:data:`BUILTIN`): evalctl's own code answers for
+    what its side does. A scheme an installed package registers is not: its backend is the
+    package's code, so a built-in side serving it is blamed like an external side
+    (``engine.session.sides.link.blame``: an agent's raise, its ``BackendError``, its silence are
+    the agent's FAIL, never an ``error`` of evalctl's or of a model endpoint)."""
+    return spec.scheme in BUILTIN
 
 
 def scheme_of(spec: BackendSpec) -> type[BackendScheme]:

@@ -36,13 +36,15 @@ FailureKind = Literal["error", "timeout", "agent_error", "agent_disconnected"]
 class SideFailure(Exception):
     """A side failed: ``kind`` is the stop reason it causes (:data:`FailureKind`); ``source``
     an ``engine.core.records.common.ErrorSource`` value when the failure is infrastructure's (the result
-    then has no verdict), None when it is the agent's own doing (see :func:`blame`)."""
+    then has no verdict), None when it is the agent's own doing (see :func:`blame`); ``what``
+    the failure as :func:`blame` names it (``rejected``, ``backend``, ...), when known."""
 
-    def __init__(self, kind: FailureKind, message: str, source: str | None = None):
+    def __init__(self, kind: FailureKind, message: str, source: str | None = None, what: str | None = None):
         super().__init__(message)
         self.kind: FailureKind = kind
         self.message = message
         self.source = source
+        self.what = what
 
 
 #: Protocol error codes a side uses to say its model backend failed (not its own behaviour):
@@ -73,7 +75,10 @@ def blame(role: str, what: str, builtin: bool = False) -> str | None:
     model endpoint's failure to answer and its silence are ``agent_model``, its crashes the
     engine's; a built-in side (evalctl's own code) that closes the connection, refuses a frame or
     breaks the protocol says the engine went wrong, never the agent; the transport between
-    built-in sides is ``transport``."""
+    built-in sides is ``transport``. ``builtin`` means evalctl's own code answers for the side: a
+    side served here with a scheme an installed package registers is not built in (its backend is
+    third-party code: ``engine.session.backends.registry.evalctl_own``), so an agent's raise,
+    ``BackendError`` or silence there is the agent's FAIL, as an external agent's."""
     if what == "local":
         return "transport"
     if role == "agent" and not builtin:
@@ -110,7 +115,7 @@ def failure(role: str, kind: FailureKind, message: str, what: str, builtin: bool
     source = blame(role, what, builtin)
     if source is None and role == "agent":
         kind = _AGENT_STOPS.get(what, kind)
-    return SideFailure(kind, message, source)
+    return SideFailure(kind, message, source, what)
 
 
 class Traffic:

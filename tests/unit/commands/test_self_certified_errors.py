@@ -43,7 +43,7 @@ class WsAgent:
     each scenario's gold turns; on :data:`FAILED` it fails at its first turn the way ``how`` says:
     ``honest`` (ends the call without doing the task), ``backend_error`` / ``backend_timeout`` /
     ``internal_error`` (an ``error`` frame), ``drop`` (the TCP connection aborted, no close frame),
-    ``close`` (a close frame)."""
+    ``close`` (a close frame), ``talk`` (~300 KB of words every turn)."""
 
     def __init__(self, how: str):
         self.how = how
@@ -74,6 +74,10 @@ class WsAgent:
             if msg["type"] != "turn.request":
                 return
             calls, line = script[msg["turn"]] if msg["turn"] < len(script) else ([], "")
+            if name == FAILED and self.how == "talk":  # ~300 KB of words, to choke the user's model
+                reply = {"v": 1, "type": "turn.response", "id": f"t{msg['turn']}", "reply_to": msg["id"]}
+                await ws.send(json.dumps({**reply, "text": "Let me explain at length. " * 12_000}))
+                continue
             if name == FAILED and self.how != "honest":
                 if self.how == "drop":
                     ws.transport.abort()
@@ -178,10 +182,19 @@ def test_an_external_agent_that_errors_instead_of_failing_scores_the_same(
     assert got["stop_reason"] == stop
 
 
-def _openai_route(reject: bool) -> Any:
+#: What an endpoint can answer instead of a chat completion: an HTTP 400, or a 200 whose body is not one.
+REFUSALS: dict[str, Step] = {
+    "400": Step({"error": {"message": "maximum context length exceeded"}}, status=400),
+    "200-no-choices": Step({"choices": []}),
+    "200-error": Step({"error": {"message": "overloaded"}}),
+    "200-null-message": Step({"choices": [{"index": 0, "message": None, "finish_reason": "stop"}]}),
+}
+
+
+def _openai_route(reject: bool | str) -> Any:
     """An OpenAI-compatible endpoint whose model plays the gold turns of each scenario (known by
     its first caller line); on :data:`FAILED` it hangs up at once, or with ``reject`` the
-    endpoint answers HTTP 400 (the context is too long) instead."""
+    endpoint answers HTTP 400 (the context is too long; or ``REFUSALS[reject]``) instead."""
     scripts = _scripts()
     scenarios = load_domain(SPEC, DATA, plugins=plugins()).scenarios
     first_lines = {s.name: s.gold_trace.lines("user")[0] for s in scenarios}
@@ -193,7 +206,7 @@ def _openai_route(reject: bool) -> Any:
         turn = len(said) - 1
         if name == FAILED:
             if reject:
-                return Step({"error": {"message": "maximum context length exceeded"}}, status=400)
+                return REFUSALS[reject if isinstance(reject, str) else "400"]
             return Step(completion("Goodbye.", [("e1", "end_conversation", "{}")]))
         calls, line = scripts[name][turn] if turn < len(scripts[name]) else ([], "")
         if turn >= len(scripts[name]) - 1:
@@ -251,3 +264,91 @@ def test_pass_hat_k_shows_its_denominators_and_the_trials_left_out() -> None:
     )
     assert re.search(r"Strict Success Rate \(errors count as failures\): 33\.3% \(2/6 sessions; 2 errors\)",
                      render_summary_text(summary))  # fmt: skip
+
+
+@pytest.mark.parametrize("refusal", [k for k in REFUSALS if k != "400"])
+def test_an_openai_agent_endpoint_answering_200_with_no_completion_scores_as_when_it_fails(
+    refusal: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outcomes = {}
+    for reject in (False, refusal):
+        with ScriptedOpenAI([], route=_openai_route(reject)) as server:
+            agent = ("openai:m", "--base-url", server.base_url)
+            outcomes[reject] = _outcome(tmp_path / str(reject), agent, capsys)
+    # before: the endpoint answered, yet the result was an agent_model error, left out of the rate
+    _same_headline(outcomes[False], outcomes[refusal], passed=1)
+    assert outcomes[refusal]["stop_reason"] == "agent_error"
+
+
+class _ThirdPartyAgent:
+    """A third-party backend: the gold conversation replayed, but on :data:`FAILED` it fails
+    the way ``how`` says: ``raise`` (an exception of its own), ``backend`` / ``timeout``
+    (a ``BackendError`` claiming its endpoint failed)."""
+
+    def __init__(self, how: str):
+        self.how, self.name = how, "thirdparty"
+
+    async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: Any) -> Any:
+        from engine.session.backends import BackendError
+
+        if self.how == "raise":
+            raise RuntimeError("the plugin's own bug")
+        raise BackendError("pretend my endpoint failed", timeout=self.how == "timeout")
+
+
+@pytest.mark.parametrize("how", ["raise", "backend", "timeout"])
+def test_a_third_party_agent_scheme_that_raises_scores_as_when_it_fails(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.session.backends import registry
+    from engine.session.backends.replay import ReplayFactory
+
+    class ThirdParty(registry.BackendScheme):
+        scheme = "thirdparty"
+        usage = "thirdparty:HOW"
+        gold_side = True
+
+        @classmethod
+        def factory(cls, spec: Any, options: registry.BackendOptions) -> Any:
+            replay = ReplayFactory(options.scenarios)
+
+            def make(info: Any) -> Any:
+                if info.scenario.get("name") != FAILED:
+                    return replay(info)
+                if spec.args == "honest":  # hangs up without doing the task
+                    return registry.NoopScheme.factory(spec, options)(info)
+                return _ThirdPartyAgent(spec.args)
+
+            return make
+
+    monkeypatch.setattr(registry, "installed", lambda: {"thirdparty": ThirdParty})
+    honest = _outcome(tmp_path / "honest", ("thirdparty:honest", "--concurrency", "1"), capsys)
+    got = _outcome(tmp_path / how, (f"thirdparty:{how}", "--concurrency", "1"), capsys)
+    # before: the plugin's raise was an engine error, its BackendError an agent_model error, left out
+    _same_headline(honest, got)
+    assert got["stop_reason"] == "agent_error"
+
+
+def test_an_agent_that_talks_the_user_simulator_over_its_context_fails(tmp_path: Path) -> None:
+    from engine.session.conversation import MAX_USER_FORWARD_CHARS
+
+    def user_model(body: dict[str, Any]) -> Step:
+        longest = max(len(str(m.get("content") or "")) for m in body["messages"])
+        if longest > MAX_USER_FORWARD_CHARS - 1000:  # a model with a small context window
+            return Step({"error": {"message": "maximum context length exceeded"}}, status=400)
+        return Step(completion("Please go on."))
+
+    with WsAgent("talk") as uri, ScriptedOpenAI([], route=user_model) as server:
+        user = ("--user", "openai:u", "--base-url", server.base_url)
+        code = _run(tmp_path / "run", (uri, *user), "--scenarios", FAILED, "--fail-under", "0.9")
+    metrics = json.loads((tmp_path / "run" / FAILED / "metrics.json").read_text(encoding="utf-8"))
+    # before: the user's 400 was a user_simulator error, left out of the rates, rerun by --resume
+    assert metrics["is_successful"] is False and metrics["error_cause"] is None, metrics["error"]
+    assert metrics["stop_reason"] == "error" and "the agent's failure" in metrics["error"]
+    assert code == 1  # a verdict: FAIL, not 3 (an error)
+    sent = [m for _, b in server.requests for m in b["messages"] if m["role"] == "user"]
+    assert max(len(m["content"]) for m in sent) < MAX_USER_FORWARD_CHARS + 100  # clipped, with its marker
+    assert any("[... clipped by evalctl: the agent said 312000 characters]" in m["content"] for m in sent)
+    lines = (tmp_path / "run" / FAILED / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
+    cuts = [json.loads(line) for line in lines if '"clipped"' in line]
+    assert cuts and cuts[0]["content"] == {"turn": 0, "chars": 312000, "forwarded": MAX_USER_FORWARD_CHARS}

@@ -127,3 +127,15 @@ def _trace(*kinds: str) -> GoldTrace:
 )
 def test_stalled_threshold_follows_a_shorter_gold(trace, flag, expected):
     assert stalled_threshold(flag, trace) == expected
+
+
+def test_an_error_does_not_override_a_measured_failure_or_a_stall():
+    wl = ("db_state_match", "judge_passed", "clean_exit")
+    failed = compute_composite({**ALL_NA, "db_state_match": False}, wl, error=True)
+    assert (failed.is_successful, failed.is_task_successful) == (False, False)
+    stalled = compute_composite({**ALL_NA, "db_state_match": True}, wl, stalled=True, error=True)
+    assert (stalled.is_successful, stalled.is_task_successful, stalled.stalled) == (False, False, True)
+    depends = compute_composite({**ALL_NA, "db_state_match": True}, wl, error=True)
+    assert (depends.is_successful, depends.is_task_successful) == ("error", "error")
+    cut = compute_composite({**ALL_NA, "db_state_match": False}, wl, True, error=True, measured_stand=False)
+    assert (cut.is_successful, cut.is_task_successful, cut.stalled) == ("error", "error", False)

@@ -97,6 +97,40 @@ async def test_a_gating_judge_that_keeps_failing_gives_the_verdict_error(tmp_pat
     assert body["error"] and body["score"] is None and body["judge_input"]
 
 
+async def test_a_failed_judge_does_not_override_a_stalled_session(tmp_path, sc):
+    # the agent hung up at once: stalled is measured, so the judge's failure cannot make it "error"
+    with scripted_judge([503]) as (url, _):
+        result = session(sc, expected_copy(sc), agent_turns=1)
+        m = (await finish_session(tmp_path, sc, result, 1, _opts(url, judge_retries=0))).to_json()
+    assert m["is_successful"] is False and m["is_task_successful"] is False and m["stalled"] is True
+    assert m["error_cause"] is None and "503" in m["judge_error"]
+
+
+async def test_a_failed_judge_does_not_override_a_measured_failure(tmp_path, sc):
+    # the DB is wrong (db_state_match failed): the verdict is FAIL whatever the judge would have said
+    with scripted_judge([503]) as (url, _):
+        m = (await finish_session(tmp_path, sc, session(sc, {}), 1, _opts(url, judge_retries=0))).to_json()
+    assert m["is_successful"] is False and m["is_task_successful"] is False
+    assert m["error_cause"] is None and m["success_breakdown"]["failed"] == ["db_state_match"]
+
+
+async def test_a_failed_judge_with_only_clean_exit_failed_fails_the_call_not_the_task(tmp_path, sc):
+    with scripted_judge([503]) as (url, _):
+        result = session(sc, expected_copy(sc), stop_reason="user_hangup")
+        m = (await finish_session(tmp_path, sc, result, 1, _opts(url, judge_retries=0))).to_json()
+    assert m["is_successful"] is False and m["is_task_successful"] == "N/A" and m["error_cause"] is None
+
+
+def test_the_judge_prompt_clips_each_utterance(sc):
+    from engine.scoring.judge import MAX_JUDGE_UTTERANCE
+
+    huge = "blah " * 60_000  # ~300 KB: over any judge's context length
+    transcript = [{"role": "agent", "type": "utterance", "content": huge, "t": 0.0}]
+    prompt = render_judge_prompt(sc, session(sc, None, transcript=transcript))
+    assert len(prompt) < MAX_JUDGE_UTTERANCE + 10_000
+    assert f"[... clipped: {len(huge)} characters in all]" in prompt
+
+
 async def test_unreachable_judge_is_not_applicable(sc):
     out = await run_judge(
         sc, session(sc, None), _opts("http://127.0.0.1:9/v1", judge_retries=0, judge_timeout_s=2.0)

@@ -276,16 +276,20 @@ async def _respond(base_url: str, monkeypatch: pytest.MonkeyPatch) -> Any:
         (b"[1, 2]", "application/json"),
         (json.dumps({"choices": [{"index": 0, "message": None}]}).encode(), "application/json"),
         (json.dumps({"choices": [1]}).encode(), "application/json"),
+        (json.dumps({"choices": []}).encode(), "application/json"),
+        (json.dumps({"error": {"message": "overloaded", "code": 500}}).encode(), "application/json"),
     ],
-    ids=["html", "bad-json", "json-list", "message-null", "choice-not-object"],
+    ids=["html", "bad-json", "json-list", "message-null", "choice-not-object", "no-choices", "200-error"],
 )
-async def test_a_200_that_is_not_a_chat_completion_is_a_backend_error(
+async def test_a_200_that_is_not_a_chat_completion_is_a_rejected_backend_error(
     body: bytes, content_type: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # before: AttributeError / JSONDecodeError escaped as the side's internal_error, with a traceback
     expected = r"openai:m: the reply of http://127\.0\.0\.1:\d+/v1/chat/"
-    with raw_server(body, content_type) as url, pytest.raises(BackendError, match=expected):
+    with raw_server(body, content_type) as url, pytest.raises(BackendError, match=expected) as caught:
         await _respond(url, monkeypatch)
+    # the endpoint answered: what it said is the model's, so an agent's FAIL (agent_error), not error
+    assert caught.value.rejected
 
 
 async def test_odd_but_usable_fields_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
