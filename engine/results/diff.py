@@ -20,7 +20,7 @@ from engine.core.records.metrics import MetricsRecord
 from engine.core.validation import did_you_mean
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import scored_dirs
-from engine.results.session_files import METRICS, scenario_dir
+from engine.results.session_files import AGENT_HASH_KEY, METRICS, scenario_dir
 from engine.results.unreadable import records_text, watching
 from engine.scoring.action_match import unmatched_reference_items
 from engine.util.artifacts import read_json
@@ -60,6 +60,9 @@ class ScenarioDiff:
     gold_path: str | None = None
     #: ``source: message`` when the verdict is ``error`` (infrastructure, not the agent).
     error_cause: str | None = None
+    #: The agent's own DB hash line when the agent reported one (an RTVI bot), e.g.
+    #: ``HEX (differs from db_hash)``; None when it reported none.
+    agent_db_hash: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The diff as JSON: each DB line ``{path, kind, expected, actual, text}``, plus
@@ -189,6 +192,7 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
             "judge_error": signals.judge_error,
         }
     out.gold_path = _left_gold_path(sdir)
+    out.agent_db_hash = agent_hash(sdir)
     if "is_action_match" in out.failed_signals:
         meta = _load_optional(sdir / "scenario_config" / "metadata.json") or {}
         reference = meta.get("reference_answer") if isinstance(meta, dict) else None
@@ -240,8 +244,26 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
             names = sorted({m.scenario_name for _, m in rows})
             raise UsageError(f"no scenario named {scenario!r} in {run_dir}{did_you_mean(scenario, names)}")
     else:
-        chosen = [(d, m) for d, m in rows if m.is_successful is False or m.is_error]
+        chosen = [
+            (d, m)
+            for d, m in rows
+            if m.is_successful is False or m.is_error or "differs" in (agent_hash(d) or "")
+        ]
     return [explain(d, m) for d, m in chosen]
+
+
+def agent_hash(sdir: Path) -> str | None:
+    """The ``agent_db_hash`` of a result's ``final_scenario_db_hash.txt`` (the agent's own DB hash
+    and whether it matches the engine's), None when there is none."""
+    try:
+        text = (sdir / "final_scenario_db_hash.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(": ")
+        if key == AGENT_HASH_KEY:
+            return value.strip()[:300]
+    return None
 
 
 def missing_results(run_dir: Path) -> int:
@@ -321,6 +343,8 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         if d.gold_path and not d.error_cause:  # a session cut short by infrastructure left no path
             out.append(f"conversation: {d.gold_path}")
         out.extend(db_lines(d))
+        if d.agent_db_hash and "differs" in d.agent_db_hash:
+            out.append(f"the agent's own DB hash differs from the engine's: {d.agent_db_hash}")
         if d.judge:
             out.append(
                 f"judge: score {d.judge.get('judge_score')}, passed {d.judge.get('judge_passed')}"

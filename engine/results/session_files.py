@@ -270,6 +270,28 @@ _EXPECTED_FILES: OrderedDict[int, tuple[Scenario, bytes]] = OrderedDict()
 _EXPECTED_KEPT = 16
 
 
+#: The line of ``final_scenario_db_hash.txt`` holding the agent's own DB hash.
+AGENT_HASH_KEY = "agent_db_hash"
+
+
+def agent_hash_line(transcript: Iterable[dict[str, Any]], actual_hash: str | None) -> str:
+    """``agent_db_hash: HEX (matches db_hash)\n`` (or ``differs from db_hash``, or ``none``) for
+    an agent that reported its own DB hash (the last ``agent_state`` transcript event: an RTVI
+    bot's ``get_scenario_summary``); empty when it reported none. Recorded, never scored."""
+    states = [
+        e["content"]
+        for e in transcript
+        if e.get("type") == "agent_state" and isinstance(e.get("content"), dict)
+    ]
+    if not states:
+        return ""
+    theirs = states[-1].get("db_hash")
+    if not isinstance(theirs, str):
+        return f"{AGENT_HASH_KEY}: none\n"
+    verdict = "matches" if theirs == actual_hash else "differs from"
+    return f"{AGENT_HASH_KEY}: {theirs} ({verdict} db_hash)\n"
+
+
 def db_hashes(scenario: Scenario, result: SessionResult) -> tuple[str | None, str | None]:
     """``(hash of the session's final DB, hash of the scenario's expected DB)`` under the domain's
     hash rules (None where there is no such DB); the expected DB's is computed once per scenario."""
@@ -323,6 +345,7 @@ def stage_session(
     if result.user_db is not None:  # dual-side domains: recorded, never scored
         hash_lines += f"user_db_hash: {db_hash(result.user_db, scenario.domain.hash_rules)}\n"
         batch.put_db_json("final_user_db.json", result.user_db)
+    hash_lines += agent_hash_line(result.transcript, actual_hash)
     batch.put_text("final_scenario_db_hash.txt", hash_lines)
     for fname, data in config_files(scenario, expected_hash):
         batch.put_bytes(f"scenario_config/{fname}", data)

@@ -59,6 +59,8 @@ def clip_for_user(text: str, limit: int = MAX_USER_FORWARD_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]} [... clipped by evalctl: the agent said {len(text)} characters]"
+
+
 """Default byte budget of one session (see SessionLimits.max_session_bytes)."""
 
 
@@ -310,6 +312,8 @@ class _Session:
             else:
                 raise _ProtocolBreak(link, f"unexpected {msg['type']} during turn {turn_id}", msg["id"])
         self._add_usage(role, msg.get("usage"))
+        if role == "agent" and isinstance(msg.get("agent_state"), dict):
+            self.log("agent", "agent_state", msg["agent_state"])  # the agent's own report: never scored
         text = msg["text"]
         if (size := forward_bytes(text)) > MAX_FORWARD_BYTES:  # blame the speaker, not the listener
             raise _Stop(

@@ -62,6 +62,9 @@ class BackendReply:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     end: str | None = None
+    #: What an agent that keeps its own state reports of it after the turn (``{"db_hash": hex or
+    #: None}``: an RTVI bot's own DB hash), sent as ``turn.response.agent_state``; None: nothing.
+    state: dict[str, Any] | None = None
 
 
 #: tau2's user-simulator stop tokens (tau2 17e07b1 ``tau2.user.base``) -> ``turn.response.end_reason``.
@@ -115,7 +118,8 @@ class Backend(Protocol):
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
     ) -> BackendReply:
-        """The next step given the chat so far. Raises :class:`BackendError` on failure."""
+        """The next step given the chat so far. Raises :class:`BackendError` on failure. A backend
+        may also define ``async aclose()``: the side server awaits it when the session ends."""
         ...
 
 

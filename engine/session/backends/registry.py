@@ -70,6 +70,9 @@ class BackendScheme:
     model_endpoint: ClassVar[bool] = False
     gold_side: ClassVar[bool] = False
     files_per_session: ClassVar[int] = 2
+    #: The side runs the agent's own code (a bot the backend drives): blamed like an external side
+    #: (:func:`evalctl_own` is False), though the scheme is built in.
+    agent_code: ClassVar[bool] = False
 
     @classmethod
     def parse(cls, text: str) -> BackendSpec:
@@ -176,9 +179,44 @@ class SecureExternalScheme(ExternalScheme):
     usage = ""  # said by ws://host:port
 
 
+class RtviScheme(BackendScheme):
+    """``rtvi+ws://host:port``: an RTVI bot built like NVIDIA NeMo Voice-Agent's eval bots (a
+    pipecat pipeline holding its own tools and DB), driven by ``engine.session.backends.rtvi``."""
+
+    scheme = "rtvi+ws"
+    usage = "rtvi+ws://host:port"
+    agent_code = True
+    files_per_session = 3
+
+    @classmethod
+    def parse(cls, text: str) -> BackendSpec:
+        from urllib.parse import urlsplit
+
+        uri = text[len("rtvi+") :]
+        try:
+            parts = urlsplit(uri)
+            port = parts.port
+        except ValueError as err:
+            raise UsageError(f"backend {text!r}: not a usable rtvi+ws:// URL ({err})") from None
+        if not uri.startswith("ws://") or not parts.hostname or not port:
+            raise UsageError(f"backend {text!r}: not a usable rtvi+ws:// URL (expected rtvi+ws://host:port)")
+        return BackendSpec("rtvi", uri=uri, scheme=cls.scheme, args=uri, text=text)
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.rtvi import RtviFactory, tool_map
+        from engine.session.backends.rtvi_wire import encode_frame
+
+        encode_frame({})  # pipecat missing: one line (UsageError) before the first session
+        for scenario in options.scenarios.values():
+            tool_map(scenario)  # a broken rtvi.yaml: one line before the first session
+        return RtviFactory(str(spec.uri), str(spec), options.scenarios)
+
+
 #: The built-in schemes (the registry's first entries; their names cannot be registered again).
 BUILTIN: dict[str, type[BackendScheme]] = {
-    cls.scheme: cls for cls in (ReplayScheme, NoopScheme, OpenAIScheme, ExternalScheme, SecureExternalScheme)
+    cls.scheme: cls
+    for cls in (ReplayScheme, NoopScheme, OpenAIScheme, ExternalScheme, SecureExternalScheme, RtviScheme)
 }
 
 
@@ -255,8 +293,9 @@ def evalctl_own(spec: BackendSpec) -> bool:
     what its side does. A scheme an installed package registers is not: its backend is the
     package's code, so a built-in side serving it is blamed like an external side
     (``engine.session.sides.link.blame``: an agent's raise, its ``BackendError``, its silence are
-    the agent's FAIL, never an ``error`` of evalctl's or of a model endpoint)."""
-    return spec.scheme in BUILTIN
+    the agent's FAIL, never an ``error`` of evalctl's or of a model endpoint). A built-in scheme
+    whose side runs the agent's own code (``agent_code``: ``rtvi+ws://``) is not either."""
+    return spec.scheme in BUILTIN and not BUILTIN[spec.scheme].agent_code
 
 
 def scheme_of(spec: BackendSpec) -> type[BackendScheme]:

@@ -89,10 +89,12 @@ class _Session:
         texts: list[str] = []
         ended: str | None = None
         end_reason: str | None = None
+        state: dict[str, Any] | None = None
         for step in range(self.max_tool_rounds + 1):
             info = TurnInfo(request["turn"], step, bool(request.get("closing", False)))
             reply = await self.backend.respond(self.messages, self.tools, info)
             usage.add(reply.usage)
+            state = reply.state if reply.state is not None else state
             end_reason = reply.end if self.role == "user" else None
             calls = reply.tool_calls if step < self.max_tool_rounds and not end_reason else []
             if reply.text:
@@ -117,7 +119,9 @@ class _Session:
                 ended = ended or result["ended"]
             if ended:
                 break
-        reason = {"end_reason": end_reason} if end_reason else {}
+        reason: dict[str, Any] = {"end_reason": end_reason} if end_reason else {}
+        if state is not None and self.role == "agent":
+            reason["agent_state"] = state
         await self.send(
             "turn.response",
             reply_to=request["id"],
@@ -232,6 +236,14 @@ class SideServer:
         except LookupError as err:
             raise ProtocolError("unknown_scenario", str(err), start["id"]) from None
         session = await self._open(ws, start, backend)
+        try:
+            await self._serve(ws, guard, session)
+        finally:
+            closer = getattr(backend, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    async def _serve(self, ws: ServerConnection, guard: TurnGuard, session: _Session) -> None:
         async for raw in ws:
             if self.drops_audio and isinstance(raw, bytes):
                 continue
