@@ -10,7 +10,7 @@ spec's ``rtvi.yaml`` names), and ``get_scenario_summary`` returns that DB's hash
 
 The LLM is a stand-in you replace with yours: :class:`ScriptedLLM` asks a ``brain`` for each step.
 ``--brain gold`` (the default) plays each scenario's gold conversation, as ``--agent replay`` does;
-the tests give it brains that make mistakes. Run it, then evalctl against it::
+``--brain MODULE:FUNCTION`` uses another (the tests' brains make mistakes). Run it, then evalctl against it::
 
     python examples/rtvi_bot.py --port 8765 --spec-dir specs/eva_airline &
     evalctl run specs/eva_airline --agent rtvi+ws://127.0.0.1:8765
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,7 @@ from pipecat.processors.frameworks.rtvi import (
     RTVIObserverParams,
     RTVIProcessor,
 )
+from pipecat.processors.frameworks.rtvi.frames import RTVIServerMessageFrame
 from pipecat.serializers.protobuf import ProtobufFrameSerializer
 from pipecat.services.llm_service import FunctionCallParams, LLMService
 from pipecat.transports.websocket.server import (
@@ -92,8 +94,9 @@ class BotState:
 
 class ScriptedLLM(LLMService):
     """An LLM service whose every response is one :class:`Step` of ``brain``. Arguments that do
-    not parse are not run (as pipecat's OpenAI service drops them) but reported to the client in a
-    ``function-call-unparsed`` server message, and the model is told they failed."""
+        not parse are not run (as pipecat's OpenAI service drops them) but reported to the client in a
+        ``function-call-unparsed`` server message (with the call's ``index`` among the response's
+    calls), and the model is told they failed."""
 
     def __init__(self, brain: Brain, state: BotState, rtvi: RTVIProcessor) -> None:
         super().__init__()
@@ -117,30 +120,30 @@ class ScriptedLLM(LLMService):
         await self.push_frame(LLMFullResponseStartFrame())
         if step.text:
             await self.push_frame(LLMTextFrame(step.text))
-        calls, unparsed = [], []
-        for call in step.calls:
+        calls: list[FunctionCallFromLLM] = []
+        unparsed: list[tuple[int, ToolCallRequest]] = []
+        for index, call in enumerate(step.calls):
             try:
                 args = json.loads(call.arguments)
                 if not isinstance(args, dict):
                     raise ValueError("not an object")
             except ValueError:
-                unparsed.append(call)
+                unparsed.append((index, call))
                 continue
             calls.append(FunctionCallFromLLM(call.name, call.call_id, args, context))
-        for call in unparsed:
-            report = {"type": "function-call-unparsed", "tool_call_id": call.call_id}
-            await self._rtvi.send_server_message(
-                {**report, "function_name": call.name, "arguments": call.arguments}
-            )
+        for index, call in unparsed:  # in order with the words: pushed by the LLM, not the RTVI processor
+            report = {"type": "function-call-unparsed", "index": index, "tool_call_id": call.call_id}
+            report |= {"function_name": call.name, "arguments": call.arguments}
+            await self.push_frame(RTVIServerMessageFrame(data=report))
         if unparsed:
             assistant_calls = [
                 {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in unparsed
+                for _, c in unparsed
             ]
             context.add_message(
                 {"role": "assistant", "content": step.text or None, "tool_calls": assistant_calls}
             )
-            for c in unparsed:
+            for _, c in unparsed:
                 error = {
                     "status": "error",
                     "error_type": "invalid_arguments",
@@ -250,7 +253,13 @@ def main(argv: list[str] | None = None, brain: Callable[[dict[str, Scenario]], B
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--spec-dir", default="specs/eva_airline")
     parser.add_argument("--data-root", default=None)
+    parser.add_argument(
+        "--brain", default="gold", help="gold, or MODULE:FUNCTION making a brain from the scenarios"
+    )
     opts = parser.parse_args(argv)
+    if opts.brain != "gold":
+        module, _, function = opts.brain.partition(":")
+        brain = getattr(importlib.import_module(module), function)
     loaded = load_domain(opts.spec_dir, opts.data_root, plugins=plugins())
     scenarios = {s.name: s for s in loaded.scenarios}
     state = BotState(scenarios)

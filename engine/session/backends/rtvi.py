@@ -15,9 +15,9 @@ bridge does (wire: :mod:`engine.session.backends.rtvi_wire`):
    ``bot-llm-text`` its words and its ``llm-function-call-in-progress`` messages its tool calls
    (``arguments`` an object: sent to the engine as its JSON; a string: sent raw). A step without
    a tool call ends the turn. A call whose arguments the bot could not parse is reported by a
-   ``server-message`` ``{"type": "function-call-unparsed", "tool_call_id", "function_name",
-   "arguments": raw text}`` (pipecat itself drops such a call: without that message the engine
-   never sees it);
+   ``server-message`` ``{"type": "function-call-unparsed", "index": its position among the
+   response's calls, "tool_call_id", "function_name", "arguments": raw text}`` (pipecat
+   itself drops such a call: without that message the engine never sees it);
 5. after each turn ``get_scenario_summary``: the bot's ``db_hash`` goes back with the turn
    (``turn.response.agent_state``) and is recorded beside the engine's.
 
@@ -80,6 +80,15 @@ class _Step:
     calls: list[ToolCallRequest] = field(default_factory=list)
     started: int = 0
     reported: int = 0
+    #: Calls whose arguments the bot could not parse, with their position among the step's calls.
+    unparsed: list[tuple[int, ToolCallRequest]] = field(default_factory=list)
+
+    def all_calls(self) -> list[ToolCallRequest]:
+        """The step's calls in the model's order: the unparsed ones put back at their index."""
+        calls = list(self.calls)
+        for at, call in sorted(self.unparsed, key=lambda u: u[0]):
+            calls.insert(min(at, len(calls)), call)
+        return calls
 
 
 @dataclass
@@ -114,7 +123,7 @@ class RtviBackend:
         step = self._pending.pop(0)
         return BackendReply(
             text=" ".join(t for t in step.text if t),
-            tool_calls=step.calls,
+            tool_calls=step.all_calls(),
             usage=Usage(calls=1),
             state=self.state,
         )
@@ -269,11 +278,18 @@ class RtviBackend:
                 last.calls.append(self._call(data, data.get("arguments")))
                 last.reported += 1
             elif kind == "server-message" and data.get("type") == UNPARSED and last is not None:
-                last.calls.append(self._call(data, str(data.get("arguments", ""))))
+                index = data.get("index")
+                at = index if isinstance(index, int) and index >= 0 else len(last.calls) + len(last.unparsed)
+                last.unparsed.append((at, self._call(data, str(data.get("arguments", "")))))
             elif kind == "bot-llm-stopped" and step is not None:
                 steps.append(step)
                 step = None
-            if step is None and steps and steps[-1].reported >= steps[-1].started and not steps[-1].calls:
+            if (
+                step is None
+                and steps
+                and steps[-1].reported >= steps[-1].started
+                and not steps[-1].all_calls()
+            ):
                 return steps
 
     def _call(self, data: Mapping[str, Any], arguments: Any) -> ToolCallRequest:
