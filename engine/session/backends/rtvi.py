@@ -18,8 +18,9 @@ bridge does (wire: :mod:`engine.session.backends.rtvi_wire`):
    ``server-message`` ``{"type": "function-call-unparsed", "index": its position among the
    response's calls, "tool_call_id", "function_name", "arguments": raw text}`` (pipecat
    itself drops such a call: without that message the engine never sees it);
-5. after each turn ``get_scenario_summary``: the bot's ``db_hash`` goes back with the turn
-   (``turn.response.agent_state``) and is recorded beside the engine's.
+5. after the first turn and each turn with a tool call ``get_scenario_summary``: the bot's
+   ``db_hash`` goes back with the turn (``turn.response.agent_state``) and is recorded beside the
+   engine's.
 
 The calls the bot ran itself are returned step by step, so the engine runs each on its own DB:
 ``db_state_match`` is the engine's, and the bot's results are not used. The bot serves one client
@@ -117,7 +118,8 @@ class RtviBackend:
                 await self._open()
             said = messages[-1].get("content") if messages and messages[-1].get("role") == "user" else None
             self._pending = await self._turn(str(said or self.scenario.kickoff or ""))
-            self.state = await self._summary()
+            if self.state is None or any(step.all_calls() for step in self._pending):
+                self.state = await self._summary()  # its DB changes through tool calls only
         if not self._pending:
             return BackendReply(usage=Usage(), state=self.state)
         step = self._pending.pop(0)
@@ -164,7 +166,7 @@ class RtviBackend:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
         await self._request("reset", {})
-        names = {
+        names: dict[str, dict[str, Any]] = {
             self.tool_map.bot_name(t["function"]["name"]): {} for t in self.info.tools if "function" in t
         }
         await self._request(

@@ -6,12 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,61 +19,9 @@ from engine.session.sides.server import server_uri, start_side_server
 from engine.spec.loader import load_domain
 from tests.conftest import SPEC_DIR
 from tests.domains.eva_airline import rtvi_brains
+from tests.rtvi_helpers import evalctl_run, results, rtvi_bot
 
 pytest.importorskip("pipecat.frames.protobufs.frames_pb2")
-
-ROOT = Path(__file__).resolve().parents[3]
-BOT = ROOT / "examples" / "rtvi_bot.py"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def rtvi_bot(data_root: Path, brain: str = "gold") -> Iterator[str]:
-    """examples/rtvi_bot.py in a process of its own; yields its rtvi+ws:// URL once it listens."""
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    args = [sys.executable, str(BOT), "--port", str(port), "--spec-dir", str(SPEC_DIR)]
-    args += ["--data-root", str(data_root), "--brain", brain]
-    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while True:  # the bot is up when its port takes a connection
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-            assert time.monotonic() < deadline, "the bot did not listen within 60 s"
-            time.sleep(0.1)
-        yield f"rtvi+ws://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-def evalctl_run(data_root: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "cli", "run", str(SPEC_DIR), "--data-root", str(data_root)]
-    cmd += ["--output-dir", str(out), "--workers", "1", *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return done
-
-
-def results(out: Path) -> dict[str, dict[str, Any]]:
-    """Per scenario: metrics, tool calls and the final hash lines."""
-    found: dict[str, dict[str, Any]] = {}
-    for metrics in out.glob("*/metrics.json"):
-        sdir = metrics.parent
-        hashes = dict(
-            line.split(": ", 1) for line in (sdir / "final_scenario_db_hash.txt").read_text().splitlines()
-        )
-        calls = json.loads((sdir / "tool_calls.json").read_text())
-        found[sdir.name] = {"metrics": json.loads(metrics.read_text()), "calls": calls, "hashes": hashes}
-    return found
 
 
 def test_the_pipecat_rtvi_bot_passes_all_50_with_its_hash_equal_to_the_engines(
