@@ -15,6 +15,7 @@ import pytest
 
 from engine.domains.registry import plugins
 from engine.session.backends import SessionInfo
+from engine.session.backends.rtvi import tool_map
 from engine.session.sides.server import server_uri, start_side_server
 from engine.spec.loader import load_domain
 from tests.conftest import SPEC_DIR
@@ -22,6 +23,15 @@ from tests.domains.eva_airline import rtvi_brains
 from tests.rtvi_helpers import evalctl_run, results, rtvi_bot
 
 pytest.importorskip("pipecat.frames.protobufs.frames_pb2")
+
+
+def test_the_eva_tool_map_names_every_eva_tool(data_root: Path) -> None:
+    loaded = load_domain(SPEC_DIR, data_root, plugins=plugins())
+    names = tool_map(loaded.scenarios[0])
+    assert names.tool_domain == "eva_airline"
+    assert sorted(names.to_bot) == sorted({t.name for t in loaded.domain.tools.tools})
+    assert names.bot_name("get_reservation") == "GetReservationTool"
+    assert names.engine_name("GetReservationTool") == "get_reservation"
 
 
 def test_the_pipecat_rtvi_bot_passes_all_50_with_its_hash_equal_to_the_engines(

@@ -16,7 +16,7 @@ from engine.run.runner import run
 from engine.session.backends.registry import evalctl_own, parse_backend_spec
 from engine.session.backends.rtvi_wire import ToolMap, _read_map, decode_frame, encode_frame, envelope
 from engine.util.errors import UsageError
-from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import run_options
 
 pytest.importorskip("pipecat.frames.protobufs.frames_pb2")
@@ -38,11 +38,13 @@ def test_the_scheme_parses_its_url_and_is_blamed_like_an_external_side() -> None
 
 
 def test_the_tool_map_is_data_checked_against_its_schema(tmp_path: Path) -> None:
-    eva = _read_map(REPO / "specs" / "eva_airline" / "rtvi.yaml", "eva_airline")
-    assert eva.bot_name("get_reservation") == "GetReservationTool"
-    assert eva.engine_name("GetReservationTool") == "get_reservation"
-    assert eva.engine_name("get_reservation") == "get_reservation"  # a bot may report either name
-    assert eva.engine_name("nope") == "nope"
+    good = tmp_path / "good.yaml"
+    good.write_text("tools: {get_order: GetOrderTool}\n")
+    shop = _read_map(good, "mock")
+    assert shop.tool_domain == "mock" and shop.bot_name("get_order") == "GetOrderTool"
+    assert shop.engine_name("GetOrderTool") == "get_order"
+    assert shop.engine_name("get_order") == "get_order"  # a bot may report either name
+    assert shop.engine_name("nope") == "nope"
     bad = tmp_path / "rtvi.yaml"
     bad.write_text("tools: {get_order: [GetOrder]}\n")
     with pytest.raises(UsageError, match=r"rtvi.yaml: \$.tools.get_order: \['GetOrder'\] is not of type"):
