@@ -260,7 +260,8 @@ def _schemes() -> dict[str, type[BackendScheme]]:
 
 
 def expected() -> str:
-    """``expected replay, noop, openai:MODEL or ws://host:port`` (and the installed schemes)."""
+    """``expected replay, noop, openai:MODEL, ws://host:port or rtvi+ws://host:port`` (and the
+    installed schemes)."""
     usages = [cls.usage for cls in _schemes().values() if cls.usage]
     return f"expected {', '.join(usages[:-1])} or {usages[-1]}"
 
