@@ -117,7 +117,9 @@ def test_backend_specs(text: str, spec: BackendSpec) -> None:
 
 @pytest.mark.parametrize("text", ["", "openai:", "gpt-4", "http://x", "ws://"])
 def test_bad_backend_specs(text: str) -> None:
-    with pytest.raises(UsageError, match="expected replay, noop, openai:MODEL, ws://host:port or rtvi\\+ws://host:port"):
+    with pytest.raises(
+        UsageError, match="expected replay, noop, openai:MODEL, ws://host:port or rtvi\\+ws://host:port"
+    ):
         parse_backend_spec(text)
 
 
