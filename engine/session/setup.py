@@ -55,8 +55,8 @@ def check_counts(opts: RunOptions) -> None:
 
 
 def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[Endpoint]:
-    """The ``openai:`` endpoints and external ``ws://`` sides of the run, to check before the
-    first session."""
+    """The ``openai:`` endpoints and external ``ws://`` sides of the run (and an ``rtvi+ws://``
+    bot), to check before the first session."""
     found = [
         Endpoint(f"{role} model endpoint", opts.base_url, opts.api_key_env)
         for role, spec in (("agent", agent), ("user", user))
@@ -65,7 +65,7 @@ def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[E
     found += [
         Endpoint(f"{role} side", None, "", side_uri=str(spec.uri))
         for role, spec in (("agent", agent), ("user", user))
-        if scheme_of(spec).external
+        if scheme_of(spec).external or (scheme_of(spec).agent_code and spec.uri)  # an RTVI bot too
     ]
     if opts.scoring.judge_model:
         judge = opts.scoring

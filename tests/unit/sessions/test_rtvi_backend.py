@@ -174,3 +174,18 @@ async def test_a_bot_that_drops_the_connection_is_the_agents_fail(mapped_shop: P
 
 def test_identity_map_without_a_file() -> None:
     assert ToolMap("x").bot_name("a") == "a"
+
+
+def test_an_unreachable_bot_stops_the_run_before_the_first_session(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    cmd = [sys.executable, "-m", "cli", "run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
+    cmd += ["--agent", f"rtvi+ws://127.0.0.1:{port}", "--output-dir", str(tmp_path / "x")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert f"agent side ws://127.0.0.1:{port} is unreachable" in done.stderr
