@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -49,7 +50,7 @@ from engine.run.shard import parse_shard, shard_scenarios
 from engine.scoring import stats
 from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.probe import PROBE_TIMEOUT_S, check_endpoints
-from engine.session.backends.registry import evalctl_own, parse_backend_spec
+from engine.session.backends.registry import evalctl_own, parse_backend_spec, scheme_of
 from engine.session.conversation import SessionLimits, SessionSetup, run_session
 from engine.session.settings import check_judge_key, run_info, with_resolved_base_url
 from engine.session.setup import check_counts, close_sides, endpoints, session_setup, side_for
@@ -86,6 +87,11 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
             opts = resumed(opts, opts.resume)
         opts = with_resolved_base_url(opts)
         agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
+        limits = [
+            n for n in (scheme_of(agent_spec).sessions_at_once, scheme_of(user_spec).sessions_at_once) if n
+        ]
+        if limits and opts.concurrency > min(limits):  # a side that serves one client at a time
+            opts = dataclasses.replace(opts, concurrency=min(limits))
         loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
         held.enter_context(heap.settled())
         chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)

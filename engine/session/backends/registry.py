@@ -73,6 +73,9 @@ class BackendScheme:
     #: The side runs the agent's own code (a bot the backend drives): blamed like an external side
     #: (:func:`evalctl_own` is False), though the scheme is built in.
     agent_code: ClassVar[bool] = False
+    #: Sessions the side can hold at once (None: any number): the run's concurrency is cut to it
+    #: (an RTVI bot serves one client at a time).
+    sessions_at_once: ClassVar[int | None] = None
 
     @classmethod
     def parse(cls, text: str) -> BackendSpec:
@@ -187,6 +190,7 @@ class RtviScheme(BackendScheme):
     usage = "rtvi+ws://host:port"
     agent_code = True
     files_per_session = 3
+    sessions_at_once = 1
 
     @classmethod
     def parse(cls, text: str) -> BackendSpec:

@@ -51,7 +51,7 @@ from engine.session.backends.rtvi_wire import ToolMap, decode_frame, encode_fram
 #: Close code of a bot that already has a client (pipecat's single-client transport).
 TRY_AGAIN_LATER = 1013
 #: Seconds spent retrying a refused connection before the session fails.
-CONNECT_BUDGET_S = 30.0
+CONNECT_BUDGET_S = 120.0
 #: Seconds to wait for one control-message answer (bot-ready, a client-message response).
 CONTROL_TIMEOUT_S = 10.0
 #: The server-message type of a call whose arguments the bot could not parse (raw text kept).
