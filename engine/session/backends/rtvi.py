@@ -117,7 +117,9 @@ class RtviBackend:
             if self._ws is None:
                 await self._open()
             said = messages[-1].get("content") if messages and messages[-1].get("role") == "user" else None
-            self._pending = await self._turn(str(said or self.scenario.kickoff or ""))
+            if said is None and turn.index == 0:  # the agent opens the call: its kickoff, if any
+                said = self.scenario.kickoff
+            self._pending = await self._turn(str(said or ""))
             if self.state is None or any(step.all_calls() for step in self._pending):
                 self.state = await self._summary()  # its DB changes through tool calls only
         if not self._pending:
