@@ -14,6 +14,7 @@ from engine.core.plugin import Plugins
 from engine.scoring.judge import JUDGE_TEMPLATE, judge_gates, render_judge_prompt
 from engine.spec.gold_replay import replay_gold
 from engine.spec.loader import load_domain
+from engine.spec.rtvi_map import tool_map_problems
 from engine.util.errors import Problem, SpecError
 
 
@@ -139,6 +140,7 @@ def validate_specs(
     report.scenarios = len(loaded.scenarios)
     report.prompts = loaded.prompts_rendered
     report.problems = [p for s in loaded.scenarios for p in judge_prompt_problems(s)]
+    report.problems.extend(tool_map_problems(loaded.domain))
     if report.problems:
         return report
     report.judge_prompts = len(loaded.scenarios)

@@ -14,7 +14,8 @@ import websockets
 
 from engine.run.runner import run
 from engine.session.backends.registry import evalctl_own, parse_backend_spec
-from engine.session.backends.rtvi_wire import ToolMap, _read_map, decode_frame, encode_frame, envelope
+from engine.session.backends.rtvi_wire import ToolMap, decode_frame, encode_frame, envelope
+from engine.spec.rtvi_map import _read_map
 from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import run_options
@@ -189,3 +190,19 @@ def test_an_unreachable_bot_stops_the_run_before_the_first_session(tmp_path: Pat
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert done.returncode == 3, done.stderr
     assert f"agent side ws://127.0.0.1:{port} is unreachable" in done.stderr
+
+
+def test_validate_checks_the_tool_map(mapped_shop: Path) -> None:
+    from engine.domains.registry import plugins
+    from engine.spec.validate import validate_specs
+
+    assert validate_specs(mapped_shop, MOCK_DATA_ROOT, replay=False, plugins=plugins()).problems == []
+    (mapped_shop / "rtvi.yaml").write_text("tools: {get_ordr: GetOrder, cancel_order: 7}\n")
+    [problem] = validate_specs(mapped_shop, MOCK_DATA_ROOT, replay=False, plugins=plugins()).problems
+    assert problem.file.endswith("rtvi.yaml") and "7 is not of type 'string'" in problem.message
+    (mapped_shop / "rtvi.yaml").write_text("tools: {get_ordr: GetOrder}\n")
+    [problem] = validate_specs(mapped_shop, MOCK_DATA_ROOT, replay=False, plugins=plugins()).problems
+    assert (problem.json_path, problem.message) == (
+        "$.tools.get_ordr",
+        "unknown tool 'get_ordr' (did you mean 'get_order'?)",
+    )
