@@ -12,9 +12,10 @@ The tool-name map (``rtvi.yaml``) is read by :mod:`engine.spec.rtvi_map`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 from engine.spec.rtvi_map import MAP_FILE, ToolMap, load_tool_map
 from engine.util.errors import UsageError
@@ -36,7 +37,7 @@ def _pb() -> Any:
 def encode_frame(message: Mapping[str, Any]) -> bytes:
     """One RTVI message as the bytes of a pipecat protobuf ``Frame`` (``message.data`` its JSON)."""
     frame = _pb().Frame()
-    frame.message.data = json.dumps(message, ensure_ascii=False)
+    frame.message.data = orjson.dumps(message).decode()
     return bytes(frame.SerializeToString())
 
 
@@ -57,8 +58,8 @@ def decode_frame(raw: str | bytes) -> dict[str, Any] | None:
             return None
         text = frame.message.data
     try:
-        body = json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+        body = orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError):
         return None
     if not isinstance(body, dict) or body.get("label") != LABEL or not isinstance(body.get("type"), str):
         return None
