@@ -95,7 +95,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                 chosen = shard_scenarios(chosen, shard)
         by_name = {s.name: s for s in loaded.scenarios}
         specs = {"agent": agent_spec, "user": user_spec}
-        sides = {role: side_for(spec, opts, by_name) for role, spec in specs.items()}
+        sides = {role: side_for(spec, opts, by_name, role) for role, spec in specs.items()}
         check_judge_key(opts.scoring)
         voice = _voice(opts, voice)
         kinds = {role: spec.kind for role, spec in specs.items()}

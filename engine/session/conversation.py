@@ -210,6 +210,9 @@ class _Session:
         backend = ready.get("backend")
         if backend:
             setattr(self.result, f"{role}_backend", one_line(backend, 200))
+        endpoint = ready.get("endpoint")
+        if isinstance(endpoint, str) and endpoint:
+            link.endpoint = one_line(endpoint, 400)
 
     async def _await(self, link: SideLink) -> dict[str, Any]:
         """The side's next message, its wait counted to it (:attr:`held`)."""
@@ -310,6 +313,7 @@ class _Session:
             else:
                 raise _ProtocolBreak(link, f"unexpected {msg['type']} during turn {turn_id}", msg["id"])
         self._add_usage(role, msg.get("usage"))
+        self._finish_reasons(role, index, msg.get("usage"))
         text = msg["text"]
         if (size := forward_bytes(text)) > MAX_FORWARD_BYTES:  # blame the speaker, not the listener
             raise _Stop(
@@ -369,6 +373,16 @@ class _Session:
         await link.send(
             "tool.result", reply_to=msg["id"], call_id=msg["call_id"], result=result, ended=ended, **shown
         )
+
+    def _finish_reasons(self, role: str, turn: int, usage: dict[str, Any] | None) -> None:
+        """Record the turn's ``finish_reasons`` (one per model reply) in the transcript
+        (``finish``: ``{"turn", "reasons", "cut_off"}``; ``cut_off`` when a reply stopped at the
+        token limit, ``length``)."""
+        reasons = usage.get("finish_reasons") if usage else None
+        if not isinstance(reasons, list) or not reasons:
+            return
+        shown = [one_line(str(r), 40) for r in reasons[:1000]]
+        self.log(role, "finish", {"turn": turn, "reasons": shown, "cut_off": "length" in shown})
 
     def _add_usage(self, role: str, usage: dict[str, Any] | None) -> None:
         if not usage:

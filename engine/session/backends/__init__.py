@@ -62,6 +62,9 @@ class BackendReply:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     end: str | None = None
+    #: Why the model stopped (the endpoint's ``finish_reason``: ``stop``, ``length`` = cut off at
+    #: the token limit, ``tool_calls``, ``content_filter``...); None for a backend without a model.
+    finish_reason: str | None = None
 
 
 #: tau2's user-simulator stop tokens (tau2 17e07b1 ``tau2.user.base``) -> ``turn.response.end_reason``.
