@@ -140,6 +140,12 @@ RUN_SETTINGS: dict[str, tuple[str, ...]] = {
     "judge_threshold": ("scoring.judge_threshold",),
     "shard": ("shard",),
     "workers": ("workers",),
+    "user_base_url": ("user_base_url",),
+    "user_api_key_env": ("user_api_key_env",),
+    "judge_api_key_env": ("scoring.judge_api_key_env",),
+    "agent_args": ("agent_args",),
+    "user_args": ("user_args",),
+    "judge_args": ("scoring.judge_args",),
 }
 
 
@@ -183,6 +189,7 @@ def _prices(value: str | None) -> Any:
     help="replay | openai:MODEL | ws://host:port",
 )
 @opt.model_options()
+@opt.role_model_options()
 @opt.concurrency()
 @opt.output_dir()
 @opt.data_root()
@@ -290,6 +297,14 @@ def run_cmd(
     user: str,
     base_url: str | None,
     api_key_env: str,
+    user_base_url: str | None,
+    user_api_key_env: str | None,
+    judge_api_key_env: str | None,
+    agent_args: str | None,
+    user_args: str | None,
+    judge_args: str | None,
+    cache: str | None,
+    max_endpoint_failures: int,
     concurrency: int,
     output_dir: str | None,
     data_root: str | None,
@@ -336,6 +351,7 @@ def run_cmd(
       evalctl run specs/eva_airline --shard 2/4 --output-dir runs/part2
     """
     from engine.commands.run import run
+    from engine.core.model_args import parse_model_args
     from engine.run.adaptive import DEFAULT_TARGET_WIDTH, parse_trials
     from engine.run.shard import parse_shard
     from engine.run.workers import cpu_count
@@ -388,8 +404,16 @@ def run_cmd(
             judge_model=judge_model,
             judge_base_url=judge_base_url or base_url,
             judge_threshold=judge_threshold,
-            judge_api_key_env=api_key_env,
+            judge_api_key_env=judge_api_key_env or api_key_env,
+            judge_args=parse_model_args(judge_args, "--judge-args"),
+            cache_dir=cache or None,
         ),
+        user_base_url=user_base_url,
+        user_api_key_env=user_api_key_env,
+        agent_args=parse_model_args(agent_args, "--agent-args"),
+        user_args=parse_model_args(user_args, "--user-args"),
+        cache_dir=cache or None,
+        max_endpoint_failures=max_endpoint_failures,
         explicit=_given(RUN_SETTINGS),
         keep_errors=keep_errors,
         shard=shard,
@@ -597,6 +621,25 @@ def compare_cmd(run_a: str, run_b: str, as_json: bool, html: str | None, prices:
         raise UsageError("--json and --html: choose one")
     out = None if html is None else Path(html or "compare.html")
     return compare(Path(run_a), Path(run_b), as_json=as_json, html=out, prices=_prices(prices))
+
+
+@group.command("cache")
+@click.argument("action", type=click.Choice(["stats", "clear"]))
+@click.argument("directory", required=False, default=None, metavar="[DIR]")
+@click.option("--json", "as_json", is_flag=True, help="stats: print one JSON object.")
+def cache_cmd(action: str, directory: str | None, as_json: bool) -> int:
+    """Show what the model-call cache in DIR holds (entries per endpoint and model), or empty it.
+
+    DIR defaults to $EVALCTL_CACHE (the folder `evalctl run --cache DIR` fills).
+
+    \b
+    Example:
+      evalctl cache stats ~/.cache/evalctl
+      evalctl cache clear ~/.cache/evalctl
+    """
+    from engine.commands.cache import cache_command
+
+    return cache_command(action, directory, as_json=as_json)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,7 +94,10 @@ def check_counts(opts: RunOptions) -> None:
 
 def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[Endpoint]:
     """The ``openai:`` endpoints and external ``ws://`` sides of the run, to check before the
-    first session."""
+    first session. With a model-call cache (``--cache``) the model endpoints are not checked: a
+    cached run needs no endpoint (an uncached request to one that is down fails its session, and
+    ``--max-endpoint-failures`` stops the run)."""
+    cached = bool(opts.cache_dir)
     found = [
         Endpoint(
             f"{role} model endpoint",
@@ -103,14 +106,14 @@ def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[E
             url_option=role_endpoint(opts, role).url_option,
         )
         for role, spec in (("agent", agent), ("user", user))
-        if scheme_of(spec).model_endpoint
+        if scheme_of(spec).model_endpoint and not cached
     ]
     found += [
         Endpoint(f"{role} side", None, "", side_uri=str(spec.uri))
         for role, spec in (("agent", agent), ("user", user))
         if scheme_of(spec).external
     ]
-    if opts.scoring.judge_model:
+    if opts.scoring.judge_model and not cached:
         judge = opts.scoring
         found.append(
             Endpoint(

@@ -22,7 +22,9 @@ def backoff_s(retries: int) -> float:
     return sum(min(INITIAL_RETRY_DELAY_S * 2.0**n, MAX_RETRY_DELAY_S) for n in range(retries))
 
 
-def fit_to_turn(request_timeout_s: float, max_retries: int, turn_timeout_s: float | None) -> tuple[float, int]:
+def fit_to_turn(
+    request_timeout_s: float, max_retries: int, turn_timeout_s: float | None
+) -> tuple[float, int]:
     """``(per-try timeout in seconds, retries)`` whose worst case (every try timing out, with the
     backoff between them) ends within :data:`TURN_SHARE` of ``turn_timeout_s``: the timeout is at
     most that share, and retries are dropped (never below 0) until the tries fit. ``turn_timeout_s``

@@ -306,7 +306,11 @@ class OpenAIFactory:
         seed = info.scenario.get("seed")
         args = with_seed(self.args, seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
         return OpenAIBackend(
-            self.client, self.model, opening=opening or None, stop_tokens=user, args=args,
+            self.client,
+            self.model,
+            opening=opening or None,
+            stop_tokens=user,
+            args=args,
             cache=self.cache,
             url_option=self.url_option,
         )
