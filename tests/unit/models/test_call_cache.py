@@ -38,10 +38,10 @@ def _route(body: dict) -> Step:
 
 
 async def _run(server: ScriptedOpenAI, out: Path, cache: Path, **kwargs: object):
+    kwargs.setdefault("scenarios", SCENARIOS)
     opts = run_options(
         MOCK_SPEC_DIR,
         MOCK_DATA_ROOT,
-        scenarios=SCENARIOS,
         agent="openai:scripted-model",
         base_url=server.base_url,
         api_key_env="EVALCTL_TEST_KEY",
@@ -76,8 +76,9 @@ async def test_a_cached_run_twice_asks_no_model_the_second_time(tmp_path: Path) 
         for key in ("overall", "strict", "task", "signals", "stop_reasons", "errors", "usage", "failed"):
             assert first[key] == second[key], key
         # one sampling setting changed: every request misses
-        await _run(server, tmp_path / "third", cache, agent_args={"temperature": 0.5})
-        assert len(server.requests) == first_requests + 4
+        third = {"agent_args": {"temperature": 0.5}, "scenarios": SCENARIOS[:1]}
+        await _run(server, tmp_path / "third", cache, **third)
+        assert len(server.requests) == first_requests + 2
         assert all(body.get("temperature") == 0.5 for _, body in server.requests[first_requests:])
     stored = (cache / "calls.sqlite3").read_bytes()
     assert b"sk-secret-test" not in stored  # the key is never stored
