@@ -185,8 +185,9 @@ def cut_off_turns(sdir: Path) -> list[str]:
         content = entry.get("content") if isinstance(entry, dict) else None
         if entry.get("type") != "finish" or not isinstance(content, dict) or not content.get("cut_off"):
             continue
-        reasons = content.get("reasons") if isinstance(content.get("reasons"), list) else []
-        cut = sum(1 for r in reasons if r == "length")
+        listed = content.get("reasons")
+        reasons: list[Any] = listed if isinstance(listed, list) else []
+        cut = len([r for r in reasons if r == "length"])
         out.append(
             f"{entry.get('role')} turn {content.get('turn')}: {cut} of {len(reasons)} model "
             f"repl{'y' if len(reasons) == 1 else 'ies'} cut off at the token limit (finish_reason length)"
