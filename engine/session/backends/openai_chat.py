@@ -130,7 +130,7 @@ class OpenAIBackend:
         return reply
 
     def _no_answer(self) -> str:
-        """A hung server, named: ``openai:M: model endpoint URL did not answer in 60 s, 5 tries``
+        """A hung server, named: ``openai:M: model endpoint URL did not answer in 60 s, 4 tries``
         (the request timeout, and the first request plus the client's retries)."""
         timeout = self.client.timeout
         seconds = getattr(timeout, "read", None) or timeout
