@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -144,6 +144,8 @@ class _Session:
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         self.links: dict[str, SideLink] = {}
+        #: Per-attempt sampling seeds by role, sent in session.start (``run_session``'s ``seeds``).
+        self.seeds: dict[str, int] = {}
         self.ended: str | None = None  # exit / transfer / user_hangup, set by a tool
         self.engine_time_s = 0.0
         self.turns = {"agent": 0, "user": 0}
@@ -193,6 +195,8 @@ class _Session:
         }
         if role == "user":
             meta["starting_utterance"] = s.user.starting_utterance or None
+        if role in self.seeds:
+            meta["seed"] = self.seeds[role]
         start_id = await link.send(
             "session.start",
             session_id=f"{s.name}#{self.trial}",
@@ -442,15 +446,20 @@ async def run_session(
     trial: int = 1,
     wrap_agent: LinkWrapper | None = None,
     builtin: frozenset[str] = frozenset(),
+    seeds: Mapping[str, int] | None = None,
 ) -> SessionResult:
     """Run one conversation of ``scenario`` between the sides at ``agent_uri`` / ``user_uri``
     (``ws://host:port``). Never raises for a side's failure: it becomes the stop reason, with the
     message in ``SessionResult.error`` and, when it is infrastructure's (not the agent's),
     ``error_source`` (``builtin``: the roles the run serves itself, see
     ``engine.session.sides.link.blame``). Cancellation (Ctrl-C) is propagated after closing the sides.
-    ``wrap_agent`` replaces the agent's link once connected (an audio session's link).
+    ``wrap_agent`` replaces the agent's link once connected (an audio session's link). ``seeds``
+    (role -> integer): a per-attempt sampling seed sent to that side in ``session.start``'s
+    ``scenario.seed`` (a built-in ``openai:`` side sends it as its requests' ``seed``, e.g. a
+    regenerated caller's new seed: ``seeds={"user": 2}``).
     """
     session = _Session(scenario, setup, limits, trial, wrap_agent, builtin)
+    session.seeds = dict(seeds or {})
     session.result.agent_backend, session.result.user_backend = (
         agent_uri,
         user_uri,

@@ -137,3 +137,28 @@ async def test_the_judges_calls_are_cached(tmp_path: Path) -> None:
             await judge.aclose()
             assert reply.choices[0].message.content == verdict["choices"][0]["message"]["content"]
         assert len(server.requests) == 1
+
+
+def _fill(directory: str, worker: int) -> None:
+    cache = CallCache(Path(directory))
+    for i in range(100):
+        cache.put(f"shared-{i}", "http://a/v1", "m", {"by": worker})  # the same keys from both
+        cache.put(f"own-{worker}-{i}", "http://a/v1", "m", {"by": worker})
+        assert cache.get(f"own-{worker}-{i}") == {"by": worker}
+    cache.close()
+
+
+def test_worker_processes_share_one_cache(tmp_path: Path) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    CallCache(tmp_path).close()  # created first, as the run does before its workers start
+    workers = [context.Process(target=_fill, args=(str(tmp_path), n)) for n in (1, 2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(30)
+    assert [w.exitcode for w in workers] == [0, 0]
+    cache = CallCache(tmp_path)
+    assert cache.stats()["entries"] == 300  # 100 shared keys stored once, 100 of each worker
+    assert cache.get("shared-7") in ({"by": 1}, {"by": 2})

@@ -122,3 +122,33 @@ def test_bad_args_on_the_command_line_exit_2(capsys: pytest.CaptureFixture[str])
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip() == "evalctl: --user-args: 'stream' is set by evalctl itself and cannot be given"
+
+
+async def test_a_per_attempt_seed_reaches_the_user_sides_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session run with ``seeds={"user": 11}`` (a regenerated caller's new seed) sends seed 11
+    in the user side's requests, over the seed of --user-args; the agent's args are untouched."""
+    from engine.domains.registry import plugins
+    from engine.session.backends.openai_chat import OpenAIFactory
+    from engine.session.conversation import SessionLimits, run_session
+    from engine.session.setup import session_setup
+    from engine.session.sides import builtin_side
+    from engine.spec.loader import load_domain
+
+    monkeypatch.setenv("EVALCTL_TEST_KEY", "sk-test")
+    scenario = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenario(SCENARIO)
+    with ScriptedOpenAI(agent_steps()) as agent, ScriptedOpenAI([Step(completion("Cancel it."))]) as user:
+        factories = {
+            "agent": OpenAIFactory("a", agent.base_url, "EVALCTL_TEST_KEY", args={"seed": 1}),
+            "user": OpenAIFactory("u", user.base_url, "EVALCTL_TEST_KEY", args={"seed": 3, "top_k": 2}),
+        }
+        async with (
+            builtin_side(factories["agent"], "agent") as a,
+            builtin_side(factories["user"], "user") as u,
+        ):
+            limits = SessionLimits(max_duration_s=10, turn_timeout_s=5)
+            await run_session(scenario, session_setup(scenario), a, u, limits, seeds={"user": 11})
+        for factory in factories.values():
+            await factory.aclose()
+    assert {body["seed"] for _, body in user.requests} == {11}
+    assert {body["top_k"] for _, body in user.requests} == {2}
+    assert {body["seed"] for _, body in agent.requests} == {1}
