@@ -420,7 +420,9 @@ class Judge:
                 outcome.raw_response = reply.choices[0].message.content if reply.choices else None
                 score, reason, verdicts = parse_judge_reply(outcome.raw_response or "", len(claims))
             except Exception as exc:  # transport, HTTP status, bad reply: retry, then record
-                outcome.error = clip(f"{type(exc).__name__}: {exc}")  # one line, bounded
+                # one line, bounded, naming the endpoint (the cause first: it is what differs)
+                where = f" (judge {self.model} at {self.client().base_url})"
+                outcome.error = clip(f"{type(exc).__name__}: {str(exc)[:1500]}{where}")
                 refused = self._refused_parameter(exc, sent, retried)
                 if refused is not None:
                     retried.append(refused)

@@ -100,7 +100,7 @@ def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[E
     cached = bool(opts.cache_dir)
     found = [
         Endpoint(
-            f"{role} model endpoint",
+            f"{role} model endpoint ({spec})",
             role_endpoint(opts, role).base_url,
             role_endpoint(opts, role).api_key_env,
             url_option=role_endpoint(opts, role).url_option,
@@ -117,7 +117,10 @@ def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[E
         judge = opts.scoring
         found.append(
             Endpoint(
-                "judge endpoint", judge.judge_base_url, judge.judge_api_key_env, url_option="--judge-base-url"
+                f"judge endpoint ({judge.judge_model})",
+                judge.judge_base_url,
+                judge.judge_api_key_env,
+                url_option="--judge-base-url",
             )
         )
     return found
