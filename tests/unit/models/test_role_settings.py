@@ -11,6 +11,7 @@ import pytest
 
 from cli import main
 from engine.core.model_args import parse_model_args, request_kwargs
+from engine.report_html.transcript import Budget, chat_entries
 from engine.results.diff import diff_run, render_text
 from engine.run.runner import run
 from engine.util.errors import UsageError
@@ -87,6 +88,10 @@ async def test_agent_and_user_reach_their_own_endpoints_with_their_own_keys_and_
     [d] = diff_run(tmp_path)
     assert d.cut_off == ["agent turn 0: 1 of 1 model reply cut off at the token limit (finish_reason length)"]
     assert "cut-off replies (1;" in render_text([d], tmp_path)
+    # and the HTML report's conversation marks it
+    chat = chat_entries(tmp_path / SCENARIO / "transcript.jsonl", Budget(50_000))
+    notes = [e["x"] for e in chat if e["k"] == "note" and "cut off" in e["x"]]
+    assert notes == ["agent reply cut off at the token limit (finish_reason length)"]
 
 
 def test_args_split_into_api_fields_and_extra_body() -> None:
