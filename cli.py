@@ -476,6 +476,9 @@ def serve_cmd(
 @opt.scoring_options(recorded=True)
 @click.option("--no-judge", is_flag=True, help="Score without a judge: its signals are not applicable.")
 @opt.api_key_env(recorded=True)
+@opt.judge_api_key_env(recorded=True)
+@opt.judge_args(recorded=True)
+@opt.cache_option()
 @click.option("--only-errors", is_flag=True, help="Rescore only the results whose verdict is error.")
 @opt.concurrency(recorded=True)
 @opt.data_root()
@@ -487,6 +490,9 @@ def rescore_cmd(
     judge_base_url: str | None,
     judge_threshold: float | None,
     api_key_env: str | None,
+    judge_api_key_env: str | None,
+    judge_args: str | None,
+    cache: str | None,
     min_agent_turns: int | None,
     strict_match: bool | None,
     only_errors: bool,
@@ -507,6 +513,7 @@ def rescore_cmd(
       evalctl rescore runs/20260101-120000 --only-errors
     """
     from engine.commands.rescore import rescore
+    from engine.core.model_args import parse_model_args
     from engine.results.rescoring import RescoreOptions
 
     if no_judge and (judge_model or judge_base_url):
@@ -518,7 +525,9 @@ def rescore_cmd(
         "judge_model": judge_model,
         "judge_base_url": judge_base_url,
         "judge_threshold": judge_threshold,
-        "judge_api_key_env": api_key_env,
+        "judge_api_key_env": judge_api_key_env or api_key_env,
+        "judge_args": parse_model_args(judge_args, "--judge-args") if judge_args is not None else None,
+        "cache_dir": cache or None,
         "min_agent_turns": min_agent_turns,
         "strict_match": strict_match,
     }

@@ -235,33 +235,11 @@ def role_model_options() -> Decorator:
             help="Environment variable with the user simulator endpoint's key, e.g. USER_KEY "
             "(default: --api-key-env).",
         ),
-        click.option(
-            "--judge-api-key-env",
-            default=None,
-            metavar="VAR",
-            help="Environment variable with the judge endpoint's key, e.g. JUDGE_KEY "
-            "(default: --api-key-env).",
-        ),
+        judge_api_key_env(),
         _args_option("agent"),
         _args_option("user"),
-        click.option(
-            "--judge-args",
-            default=None,
-            metavar="JSON",
-            help='The judge\'s request fields, e.g. \'{"seed": 1, "max_tokens": 800}\' (default: '
-            "temperature 0 and a JSON-schema response_format only).",
-        ),
-        click.option(
-            "--cache",
-            "cache",
-            default=None,
-            envvar="EVALCTL_CACHE",
-            metavar="DIR",
-            type=click.Path(file_okay=False),
-            help="Model-call cache folder: a request already answered (same endpoint, model, messages, "
-            "tools and settings) is not sent again, e.g. ~/.cache/evalctl (default: $EVALCTL_CACHE, "
-            "else no cache).",
-        ),
+        judge_args(),
+        cache_option(),
         click.option(
             "--max-endpoint-failures",
             default=3,
@@ -281,4 +259,43 @@ def _args_option(role: str) -> Decorator:
         help=f"The {role} model's request fields (temperature, top_p, seed, max_tokens, reasoning_effort, "
         "tool_choice; other keys go in the body as given), e.g. "
         '\'{"temperature": 0, "seed": 7, "top_k": 40}\' (default: none: the server\'s defaults).',
+    )
+
+
+def judge_api_key_env(recorded: bool = False) -> Decorator:
+    """``--judge-api-key-env VAR``: the variable holding the judge endpoint's key."""
+    return click.option(
+        "--judge-api-key-env",
+        default=None,
+        metavar="VAR",
+        help="Environment variable with the judge endpoint's key, e.g. JUDGE_KEY "
+        + _default(recorded, "--api-key-env")
+        + ".",
+    )
+
+
+def judge_args(recorded: bool = False) -> Decorator:
+    """``--judge-args JSON``: the judge's request fields (``engine.core.model_args``)."""
+    return click.option(
+        "--judge-args",
+        default=None,
+        metavar="JSON",
+        help='The judge\'s request fields, e.g. \'{"seed": 1, "max_tokens": 800}\' '
+        + _default(recorded, "none: temperature 0 and a JSON-schema response_format only")
+        + ".",
+    )
+
+
+def cache_option() -> Decorator:
+    """``--cache DIR`` (``$EVALCTL_CACHE``): the model-call cache folder (``engine.util.callcache``)."""
+    return click.option(
+        "--cache",
+        "cache",
+        default=None,
+        envvar="EVALCTL_CACHE",
+        metavar="DIR",
+        type=click.Path(file_okay=False),
+        help="Model-call cache folder: a request already answered (same endpoint, model, messages, "
+        "tools and settings) is not sent again, e.g. ~/.cache/evalctl (default: $EVALCTL_CACHE, "
+        "else no cache).",
     )

@@ -157,3 +157,14 @@ async def test_a_per_attempt_seed_reaches_the_user_sides_requests(monkeypatch: p
     assert {body["seed"] for _, body in user.requests} == {11}
     assert {body["top_k"] for _, body in user.requests} == {2}
     assert {body["seed"] for _, body in agent.requests} == {1}
+
+
+def test_rescore_takes_judge_args_checked_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["rescore", str(tmp_path), "--judge-args", '{"n": 2}'])
+    assert code == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == "evalctl: --judge-args: 'n' is set by evalctl itself and cannot be given"
+    )
