@@ -34,27 +34,28 @@ def test_the_default_request_budget_fits_the_default_turn_timeout() -> None:
     assert fit_to_turn(5.0, 2, 1000.0) == (5.0, 2)
 
 
-async def test_a_hung_endpoint_is_named_before_the_turn_timeout(tmp_path: Path) -> None:
-    with ScriptedOpenAI([Step(completion("too late"), delay_s=3.0)]) as server:
-        opts = run_options(
-            MOCK_SPEC_DIR,
-            MOCK_DATA_ROOT,
-            scenarios=SCENARIOS[:1],
-            agent="openai:slow-model",
-            base_url=server.base_url,
-            api_key_env="EVALCTL_TEST_KEY",
-            turn_timeout_s=0.5,
-            request_timeout_s=60.0,
-            output_dir=tmp_path,
-            progress=False,
-        )
-        report = await run(opts)
-    [(result, _)] = report.results()
-    assert result.error == (
-        f"agent side reported backend_timeout: openai:slow-model: model endpoint {server.base_url}/ "
-        "did not answer in 0.45 s, 1 try"
+async def test_a_runs_openai_sides_give_up_before_the_turn_timeout() -> None:
+    """The sides a run builds (``side_for``) use the fitted budget, so a hung endpoint is named
+    by the side ("did not answer in 54 s, 1 try", see test_hang_hits_the_timeout for the message)
+    before the engine's turn timeout says only "agent side sent nothing"."""
+    from engine.session.backends.registry import parse_backend_spec
+    from engine.session.setup import side_for
+
+    opts = run_options(
+        MOCK_SPEC_DIR,
+        agent="openai:m",
+        base_url="http://127.0.0.1:9/v1",
+        api_key_env="EVALCTL_TEST_KEY",
+        turn_timeout_s=60.0,
+        request_timeout_s=120.0,
+        max_retries=4,
     )
-    assert len(server.requests) == 1
+    factory = side_for(parse_backend_spec("openai:m"), opts, {}, "agent")
+    try:
+        assert factory.client.timeout == 54.0 and factory.client.max_retries == 0
+        assert factory.client.timeout < opts.turn_timeout_s
+    finally:
+        await factory.aclose()
 
 
 async def test_identical_endpoint_failures_stop_the_run(
