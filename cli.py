@@ -140,6 +140,12 @@ RUN_SETTINGS: dict[str, tuple[str, ...]] = {
     "judge_threshold": ("scoring.judge_threshold",),
     "shard": ("shard",),
     "workers": ("workers",),
+    "user_base_url": ("user_base_url",),
+    "user_api_key_env": ("user_api_key_env",),
+    "judge_api_key_env": ("scoring.judge_api_key_env",),
+    "agent_args": ("agent_args",),
+    "user_args": ("user_args",),
+    "judge_args": ("scoring.judge_args",),
 }
 
 
@@ -183,6 +189,7 @@ def _prices(value: str | None) -> Any:
     help="replay | openai:MODEL | ws://host:port",
 )
 @opt.model_options()
+@opt.role_model_options()
 @opt.concurrency()
 @opt.output_dir()
 @opt.data_root()
@@ -290,6 +297,14 @@ def run_cmd(
     user: str,
     base_url: str | None,
     api_key_env: str,
+    user_base_url: str | None,
+    user_api_key_env: str | None,
+    judge_api_key_env: str | None,
+    agent_args: str | None,
+    user_args: str | None,
+    judge_args: str | None,
+    cache: str | None,
+    max_endpoint_failures: int,
     concurrency: int,
     output_dir: str | None,
     data_root: str | None,
@@ -336,6 +351,7 @@ def run_cmd(
       evalctl run specs/eva_airline --shard 2/4 --output-dir runs/part2
     """
     from engine.commands.run import run
+    from engine.core.model_args import parse_model_args
     from engine.run.adaptive import DEFAULT_TARGET_WIDTH, parse_trials
     from engine.run.shard import parse_shard
     from engine.run.workers import cpu_count
@@ -388,8 +404,16 @@ def run_cmd(
             judge_model=judge_model,
             judge_base_url=judge_base_url or base_url,
             judge_threshold=judge_threshold,
-            judge_api_key_env=api_key_env,
+            judge_api_key_env=judge_api_key_env or api_key_env,
+            judge_args=parse_model_args(judge_args, "--judge-args"),
+            cache_dir=cache or None,
         ),
+        user_base_url=user_base_url,
+        user_api_key_env=user_api_key_env,
+        agent_args=parse_model_args(agent_args, "--agent-args"),
+        user_args=parse_model_args(user_args, "--user-args"),
+        cache_dir=cache or None,
+        max_endpoint_failures=max_endpoint_failures,
         explicit=_given(RUN_SETTINGS),
         keep_errors=keep_errors,
         shard=shard,
@@ -452,6 +476,9 @@ def serve_cmd(
 @opt.scoring_options(recorded=True)
 @click.option("--no-judge", is_flag=True, help="Score without a judge: its signals are not applicable.")
 @opt.api_key_env(recorded=True)
+@opt.judge_api_key_env(recorded=True)
+@opt.judge_args(recorded=True)
+@opt.cache_option()
 @click.option("--only-errors", is_flag=True, help="Rescore only the results whose verdict is error.")
 @opt.concurrency(recorded=True)
 @opt.data_root()
@@ -463,6 +490,9 @@ def rescore_cmd(
     judge_base_url: str | None,
     judge_threshold: float | None,
     api_key_env: str | None,
+    judge_api_key_env: str | None,
+    judge_args: str | None,
+    cache: str | None,
     min_agent_turns: int | None,
     strict_match: bool | None,
     only_errors: bool,
@@ -483,6 +513,7 @@ def rescore_cmd(
       evalctl rescore runs/20260101-120000 --only-errors
     """
     from engine.commands.rescore import rescore
+    from engine.core.model_args import parse_model_args
     from engine.results.rescoring import RescoreOptions
 
     if no_judge and (judge_model or judge_base_url):
@@ -494,7 +525,9 @@ def rescore_cmd(
         "judge_model": judge_model,
         "judge_base_url": judge_base_url,
         "judge_threshold": judge_threshold,
-        "judge_api_key_env": api_key_env,
+        "judge_api_key_env": judge_api_key_env or api_key_env,
+        "judge_args": parse_model_args(judge_args, "--judge-args") if judge_args is not None else None,
+        "cache_dir": cache or None,
         "min_agent_turns": min_agent_turns,
         "strict_match": strict_match,
     }
@@ -597,6 +630,25 @@ def compare_cmd(run_a: str, run_b: str, as_json: bool, html: str | None, prices:
         raise UsageError("--json and --html: choose one")
     out = None if html is None else Path(html or "compare.html")
     return compare(Path(run_a), Path(run_b), as_json=as_json, html=out, prices=_prices(prices))
+
+
+@group.command("cache")
+@click.argument("action", type=click.Choice(["stats", "clear"]))
+@click.argument("directory", required=False, default=None, metavar="[DIR]")
+@click.option("--json", "as_json", is_flag=True, help="stats: print one JSON object.")
+def cache_cmd(action: str, directory: str | None, as_json: bool) -> int:
+    """Show what the model-call cache in DIR holds (entries per endpoint and model), or empty it.
+
+    DIR defaults to $EVALCTL_CACHE (the folder `evalctl run --cache DIR` fills).
+
+    \b
+    Example:
+      evalctl cache stats ~/.cache/evalctl
+      evalctl cache clear ~/.cache/evalctl
+    """
+    from engine.commands.cache import cache_command
+
+    return cache_command(action, directory, as_json=as_json)
 
 
 def main(argv: list[str] | None = None) -> int:

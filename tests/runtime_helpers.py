@@ -146,6 +146,8 @@ class ScriptedOpenAI:
         self.route = route
         self.models = models
         self.requests: list[tuple[float, dict[str, Any]]] = []
+        #: The Authorization header of each request in ``requests``, in the same order.
+        self.auth: list[str | None] = []
         self.lock = threading.Lock()
         outer = self
 
@@ -163,6 +165,7 @@ class ScriptedOpenAI:
                 with outer.lock:
                     index = len(outer.requests)
                     outer.requests.append((time.monotonic(), body))
+                    outer.auth.append(self.headers.get("authorization"))
                     step = outer.steps[min(index, len(outer.steps) - 1)] if outer.route is None else None
                 self._answer(step or outer.route(body))  # type: ignore[misc]
 

@@ -214,3 +214,88 @@ def html(default_name: str) -> Decorator:
         help=f"Write a self-contained HTML page instead, e.g. --html /tmp/run.html "
         f"(default file: {default_name}).",
     )
+
+
+def role_model_options() -> Decorator:
+    """Per-role endpoints and request fields of ``evalctl run``: ``--user-base-url``,
+    ``--user-api-key-env``, ``--judge-api-key-env``, ``--agent-args`` / ``--user-args`` /
+    ``--judge-args`` (JSON, ``engine.core.model_args``), ``--cache`` and ``--max-endpoint-failures``."""
+    return stack(
+        click.option(
+            "--user-base-url",
+            default=None,
+            metavar="URL",
+            help="The user simulator's OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1 "
+            "(default: --base-url).",
+        ),
+        click.option(
+            "--user-api-key-env",
+            default=None,
+            metavar="VAR",
+            help="Environment variable with the user simulator endpoint's key, e.g. USER_KEY "
+            "(default: --api-key-env).",
+        ),
+        judge_api_key_env(),
+        _args_option("agent"),
+        _args_option("user"),
+        judge_args(),
+        cache_option(),
+        click.option(
+            "--max-endpoint-failures",
+            default=3,
+            type=click.IntRange(min=0),
+            metavar="N",
+            help="Stop the run after N sessions in a row end on the same model-endpoint failure; the "
+            "sessions not run are errors (infrastructure), e.g. 10; 0 never stops (default: 3).",
+        ),
+    )
+
+
+def _args_option(role: str) -> Decorator:
+    return click.option(
+        f"--{role}-args",
+        default=None,
+        metavar="JSON",
+        help=f"The {role} model's request fields (temperature, top_p, seed, max_tokens, reasoning_effort, "
+        "tool_choice; other keys go in the body as given), e.g. "
+        '\'{"temperature": 0, "seed": 7, "top_k": 40}\' (default: none: the server\'s defaults).',
+    )
+
+
+def judge_api_key_env(recorded: bool = False) -> Decorator:
+    """``--judge-api-key-env VAR``: the variable holding the judge endpoint's key."""
+    return click.option(
+        "--judge-api-key-env",
+        default=None,
+        metavar="VAR",
+        help="Environment variable with the judge endpoint's key, e.g. JUDGE_KEY "
+        + _default(recorded, "--api-key-env")
+        + ".",
+    )
+
+
+def judge_args(recorded: bool = False) -> Decorator:
+    """``--judge-args JSON``: the judge's request fields (``engine.core.model_args``)."""
+    return click.option(
+        "--judge-args",
+        default=None,
+        metavar="JSON",
+        help='The judge\'s request fields, e.g. \'{"seed": 1, "max_tokens": 800}\' '
+        + _default(recorded, "none: temperature 0 and a JSON-schema response_format only")
+        + ".",
+    )
+
+
+def cache_option() -> Decorator:
+    """``--cache DIR`` (``$EVALCTL_CACHE``): the model-call cache folder (``engine.util.callcache``)."""
+    return click.option(
+        "--cache",
+        "cache",
+        default=None,
+        envvar="EVALCTL_CACHE",
+        metavar="DIR",
+        type=click.Path(file_okay=False),
+        help="Model-call cache folder: a request already answered (same endpoint, model, messages, "
+        "tools and settings) is not sent again, e.g. ~/.cache/evalctl (default: $EVALCTL_CACHE, "
+        "else no cache).",
+    )

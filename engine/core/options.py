@@ -38,6 +38,11 @@ class ScoringOptions:
     judge_retry_delay_s: float = 0.5
     judge_timeout_s: float = 60.0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``--judge-args``: the judge's request fields (``engine.core.model_args``; they override its
+    #: default ``temperature: 0`` and ``response_format``).
+    judge_args: dict[str, Any] = field(default_factory=dict)
+    #: ``--cache DIR``: the model-call cache folder (``engine.util.callcache``); None: no cache.
+    cache_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,3 +99,15 @@ class RunOptions:
     #: adaptive run stops spending trials (``engine.run.adaptive``; ``trials`` is then MAX); None:
     #: every scenario runs ``trials`` times.
     adaptive_target_width: float | None = None
+    #: ``--user-base-url`` / ``--user-api-key-env``: the user simulator's endpoint and key variable
+    #: (None: the agent's, ``base_url`` / ``api_key_env``).
+    user_base_url: str | None = None
+    user_api_key_env: str | None = None
+    #: ``--agent-args`` / ``--user-args``: each role's request fields (``engine.core.model_args``).
+    agent_args: dict[str, Any] = field(default_factory=dict)
+    user_args: dict[str, Any] = field(default_factory=dict)
+    #: ``--cache DIR`` / ``$EVALCTL_CACHE``: the model-call cache folder (``engine.util.callcache``).
+    cache_dir: str | None = None
+    #: ``--max-endpoint-failures N``: after N sessions in a row end on the same model-endpoint
+    #: failure the run stops; the sessions not run are ``error`` results (0: never stop).
+    max_endpoint_failures: int = 3

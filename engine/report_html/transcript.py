@@ -138,6 +138,10 @@ def chat_entries(path: Path, budget: Budget) -> list[dict[str, Any]]:
             said, sent = content.get("chars"), content.get("forwarded")
             cut = f"the agent's {said} characters were cut to {sent} for the caller"
             out.append({"k": "note", "x": budget.keep(cut)})
+        elif kind == "finish" and isinstance(content, dict):
+            if content.get("cut_off"):  # a reply stopped at the token limit: shown, not hidden
+                text = f"{role} reply cut off at the token limit (finish_reason length)"
+                out.append({"k": "note", "x": budget.keep(text)})
         elif kind == "end" and isinstance(content, dict):
             ended_by = content.get("error")
             text = f"session ended: stop reason {content.get('stop_reason')}"

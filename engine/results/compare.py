@@ -205,7 +205,9 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
 
 #: Settings in run.json said elsewhere (models, trials, the voice warning) or that cannot change a
 #: verdict (where the key is read from, the shard of a merged run).
-_SAID_ELSEWHERE = frozenset({"agent", "user", "trials", "voice", "api_key_env", "shard", "judge_api_key_env"})
+_SAID_ELSEWHERE = frozenset(
+    {"agent", "user", "trials", "voice", "api_key_env", "shard", "judge_api_key_env", "user_api_key_env"}
+)
 
 
 def _unset(value: Any) -> Any:
@@ -223,6 +225,7 @@ def _setting_changes(
         if key in _SAID_ELSEWHERE:
             continue
         va, vb = a.get(key), b.get(key)
+        va, vb = (None if v == {} else v for v in (va, vb))  # no args given = args not recorded
         if isinstance(va, Mapping) and isinstance(vb, Mapping):
             out += _setting_changes(va, vb, f"{prefix}{key}.")
         elif va != vb:

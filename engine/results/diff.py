@@ -63,6 +63,8 @@ class ScenarioDiff:
     #: The agent's own DB hash line when the agent reported one (an RTVI bot), e.g.
     #: ``HEX (differs from db_hash)``; None when it reported none.
     agent_db_hash: str | None = None
+    #: The turns with a model reply cut off at the token limit (``finish_reason`` ``length``).
+    cut_off: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The diff as JSON: each DB line ``{path, kind, expected, actual, text}``, plus
@@ -167,6 +169,35 @@ def _args_text(raw: Any) -> str:
     return text if len(text) <= ARGS_SHOWN else f"{text[:ARGS_SHOWN]}... ({len(text)} chars)"
 
 
+def cut_off_turns(sdir: Path) -> list[str]:
+    """``agent turn 3: 1 of 2 replies cut off at the token limit`` per turn of the transcript whose
+    model replies include a ``finish_reason`` ``length`` (the transcript's ``finish`` entries);
+    an unreadable line is skipped."""
+    try:
+        lines = (sdir / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    out: list[str] = []
+    for raw in lines:
+        if '"finish"' not in raw:
+            continue
+        try:
+            entry = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        content = entry.get("content") if isinstance(entry, dict) else None
+        if entry.get("type") != "finish" or not isinstance(content, dict) or not content.get("cut_off"):
+            continue
+        listed = content.get("reasons")
+        reasons: list[Any] = listed if isinstance(listed, list) else []
+        cut = len([r for r in reasons if r == "length"])
+        out.append(
+            f"{entry.get('role')} turn {content.get('turn')}: {cut} of {len(reasons)} model "
+            f"repl{'y' if len(reasons) == 1 else 'ies'} cut off at the token limit (finish_reason length)"
+        )
+    return out
+
+
 def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
     """Build the :class:`ScenarioDiff` of one scored (scenario, trial) directory."""
     signals = metrics.signals
@@ -193,6 +224,7 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
         }
     out.gold_path = _left_gold_path(sdir)
     out.agent_db_hash = agent_hash(sdir)
+    out.cut_off = cut_off_turns(sdir)
     if "is_action_match" in out.failed_signals:
         meta = _load_optional(sdir / "scenario_config" / "metadata.json") or {}
         reference = meta.get("reference_answer") if isinstance(meta, dict) else None
@@ -342,6 +374,9 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         out.append(f"stop reason: {d.stop_reason}" + (f"; error: {d.error}" if d.error else ""))
         if d.gold_path and not d.error_cause:  # a session cut short by infrastructure left no path
             out.append(f"conversation: {d.gold_path}")
+        if d.cut_off:
+            out.append(f"cut-off replies ({len(d.cut_off)}; raise max_tokens in --agent-args / --user-args):")
+            out.extend(f"  {line}" for line in d.cut_off)
         out.extend(db_lines(d))
         if d.agent_db_hash and "differs" in d.agent_db_hash:
             out.append(f"the agent's own DB hash differs from the engine's: {d.agent_db_hash}")

@@ -100,7 +100,7 @@ async def rescore_run(opts: RescoreOptions) -> RescoreReport:
         scoring = new_scoring(record, opts.changes)
         check_judge_key(scoring)
         if scoring.judge_model:
-            label = "judge endpoint"
+            label = f"judge endpoint ({scoring.judge_model})"
             endpoint = Endpoint(
                 label, scoring.judge_base_url, scoring.judge_api_key_env, url_option="--judge-base-url"
             )

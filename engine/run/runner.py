@@ -45,6 +45,7 @@ from engine.results.scorer import Scorer, off_loop
 from engine.results.session_files import load_session, scenario_dir
 from engine.run import workers
 from engine.run.adaptive import FIRST_TRIALS, AdaptiveRounds
+from engine.run.breaker import EndpointBreaker
 from engine.run.progress import Progress, Sink
 from engine.run.shard import parse_shard, shard_scenarios
 from engine.scoring import stats
@@ -86,6 +87,10 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
             held.enter_context(lock_run_dir(opts.resume, choice=""))
             opts = resumed(opts, opts.resume)
         opts = with_resolved_base_url(opts)
+        if opts.cache_dir and not opts.scoring.cache_dir:  # the judge's calls are cached too
+            opts = dataclasses.replace(
+                opts, scoring=dataclasses.replace(opts.scoring, cache_dir=opts.cache_dir)
+            )
         agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
         limits = [
             n for n in (scheme_of(agent_spec).sessions_at_once, scheme_of(user_spec).sessions_at_once) if n
@@ -101,7 +106,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                 chosen = shard_scenarios(chosen, shard)
         by_name = {s.name: s for s in loaded.scenarios}
         specs = {"agent": agent_spec, "user": user_spec}
-        sides = {role: side_for(spec, opts, by_name) for role, spec in specs.items()}
+        sides = {role: side_for(spec, opts, by_name, role) for role, spec in specs.items()}
         check_judge_key(opts.scoring)
         voice = _voice(opts, voice)
         kinds = {role: spec.kind for role, spec in specs.items()}
@@ -285,6 +290,7 @@ async def _run_jobs(
     their folder to be written or judged): memory does not grow with the number of jobs."""
     gate = asyncio.Semaphore(opts.concurrency)
     held = asyncio.Semaphore(2 * opts.concurrency)
+    breaker = EndpointBreaker(opts.max_endpoint_failures)
 
     async def one(job: Job) -> None:
         scenario, trial = job.scenario, job.trial
@@ -299,9 +305,13 @@ async def _run_jobs(
                     call = voice.call(scenario) if voice is not None else None
                     async with gate:
                         wrap = call.wrap if call is not None else None
-                        result = await _session(
-                            scenario, trial, setups[scenario.name], uris, builtin, opts, wrap
-                        )
+                        if breaker.tripped:  # the endpoint is down: not tried once more per session
+                            result = breaker.not_run(scenario, trial)
+                        else:
+                            result = await _session(
+                                scenario, trial, setups[scenario.name], uris, builtin, opts, wrap
+                            )
+                            breaker.record(result)
                     audio = voice.artifacts(call) if voice is not None and call is not None else None
                     metrics, failure = await scorer.finish(scenario, result, job.superseded, audio)
         except (OSError, ValueError) as err:  # the folder cannot be written (or read back)

@@ -84,8 +84,8 @@ async def _work(task: WorkerTask, conn: Connection) -> None:
     jobs = [Job(by_name[name], trial, action, superseded) for name, trial, action, superseded in task.jobs]
     agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
     sides = {
-        "agent": side_for(agent_spec, opts, by_name),
-        "user": side_for(user_spec, opts, by_name),
+        "agent": side_for(agent_spec, opts, by_name, "agent"),
+        "user": side_for(user_spec, opts, by_name, "user"),
     }
     report = RunReport(task.run_dir)
     loop, me = asyncio.get_running_loop(), asyncio.current_task()

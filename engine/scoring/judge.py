@@ -31,10 +31,12 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from engine.core.model import TEMPLATE_DIR, Scenario, SessionResult
+from engine.core.model_args import request_kwargs
 from engine.core.options import ScoringOptions
 from engine.core.protocol import clip
 from engine.core.records.metrics import Signal
 from engine.core.render import BoundedSandbox, render
+from engine.util.callcache import CallCache, call_key
 from engine.util.untrusted import bounded_count
 
 JUDGE_TEMPLATE = "judge.md.j2"
@@ -304,6 +306,11 @@ class Judge:
         self.model = str(options.judge_model)
         self.refused: list[str] = []
         self._client: Any = None
+        self.cache: CallCache | None = None
+        if options.cache_dir:
+            from pathlib import Path
+
+            self.cache = CallCache(Path(options.cache_dir))
 
     def client(self) -> Any:
         if self._client is None:
@@ -321,10 +328,31 @@ class Judge:
         if self._client is not None:
             await self._client.close()
             self._client = None
+        if self.cache is not None:
+            self.cache.close()
+
+    async def complete(self, sent: dict[str, Any]) -> Any:
+        """The chat completion for request ``sent``: from the model-call cache when it holds it
+        (``--cache``), else asked of the endpoint (and stored when it parses as a completion)."""
+        client = self.client()
+        if self.cache is None:
+            return await client.chat.completions.create(**sent)
+        from openai.types.chat import ChatCompletion
+
+        key = call_key(str(client.base_url), sent)
+        stored = self.cache.get(key)
+        if stored is not None:
+            return ChatCompletion.construct(**stored)
+        reply = await client.chat.completions.create(**sent)
+        if not isinstance(reply, str | bytes | list | dict) and getattr(reply, "choices", None):
+            dumped = reply.model_dump(mode="json", exclude_unset=True, warnings=False)
+            self.cache.put(key, str(client.base_url), self.model, dumped)
+        return reply
 
     def request(self, prompt: str) -> dict[str, Any]:
         """The chat-completions arguments: temperature 0 and the verdict schema as the response
-        format, unless the endpoint refused them."""
+        format, then the judge's args (``--judge-args``, which may override both), less what the
+        endpoint refused."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}
         if "temperature" not in self.refused:
             kwargs["temperature"] = 0
@@ -333,6 +361,9 @@ class Judge:
                 "type": "json_schema",
                 "json_schema": {"name": "judge_verdict", "strict": True, "schema": VERDICT_SCHEMA},
             }
+        kwargs.update(request_kwargs(self.options.judge_args))
+        for name in self.refused:
+            kwargs.pop(name, None)
         return kwargs
 
     def _refused_parameter(self, exc: Exception, sent: dict[str, Any], retried: list[str]) -> str | None:
@@ -379,7 +410,7 @@ class Judge:
             sent = self.request(prompt)
             outcome.dropped_parameters = [p for p in OPTIONAL_PARAMETERS if p not in sent]
             try:
-                reply = await self.client().chat.completions.create(**sent)
+                reply = await self.complete(sent)
                 outcome.usage["calls"] += 1
                 if isinstance(reply, str | bytes | list | dict):  # the client could not parse it
                     raise ValueError(f"the reply is not a chat completion: {str(reply)[:200]!r}")
@@ -389,7 +420,9 @@ class Judge:
                 outcome.raw_response = reply.choices[0].message.content if reply.choices else None
                 score, reason, verdicts = parse_judge_reply(outcome.raw_response or "", len(claims))
             except Exception as exc:  # transport, HTTP status, bad reply: retry, then record
-                outcome.error = clip(f"{type(exc).__name__}: {exc}")  # one line, bounded
+                # one line, bounded, naming the endpoint (the cause first: it is what differs)
+                where = f" (judge {self.model} at {self.client().base_url})"
+                outcome.error = clip(f"{type(exc).__name__}: {str(exc)[:1500]}{where}")
                 refused = self._refused_parameter(exc, sent, retried)
                 if refused is not None:
                     retried.append(refused)

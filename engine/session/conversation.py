@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -144,6 +144,8 @@ class _Session:
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         self.links: dict[str, SideLink] = {}
+        #: Per-attempt sampling seeds by role, sent in session.start (``run_session``'s ``seeds``).
+        self.seeds: dict[str, int] = {}
         self.ended: str | None = None  # exit / transfer / user_hangup, set by a tool
         self.engine_time_s = 0.0
         self.turns = {"agent": 0, "user": 0}
@@ -193,6 +195,8 @@ class _Session:
         }
         if role == "user":
             meta["starting_utterance"] = s.user.starting_utterance or None
+        if role in self.seeds:
+            meta["seed"] = self.seeds[role]
         start_id = await link.send(
             "session.start",
             session_id=f"{s.name}#{self.trial}",
@@ -212,6 +216,9 @@ class _Session:
         backend = ready.get("backend")
         if backend:
             setattr(self.result, f"{role}_backend", one_line(backend, 200))
+        endpoint = ready.get("endpoint")
+        if isinstance(endpoint, str) and endpoint:
+            link.endpoint = one_line(endpoint, 400)
 
     async def _await(self, link: SideLink) -> dict[str, Any]:
         """The side's next message, its wait counted to it (:attr:`held`)."""
@@ -314,6 +321,7 @@ class _Session:
         self._add_usage(role, msg.get("usage"))
         if role == "agent" and isinstance(msg.get("agent_state"), dict):
             self.log("agent", "agent_state", msg["agent_state"])  # the agent's own report: never scored
+        self._finish_reasons(role, index, msg.get("usage"))
         text = msg["text"]
         if (size := forward_bytes(text)) > MAX_FORWARD_BYTES:  # blame the speaker, not the listener
             raise _Stop(
@@ -374,6 +382,16 @@ class _Session:
             "tool.result", reply_to=msg["id"], call_id=msg["call_id"], result=result, ended=ended, **shown
         )
 
+    def _finish_reasons(self, role: str, turn: int, usage: dict[str, Any] | None) -> None:
+        """Record the turn's ``finish_reasons`` (one per model reply) in the transcript
+        (``finish``: ``{"turn", "reasons", "cut_off"}``; ``cut_off`` when a reply stopped at the
+        token limit, ``length``)."""
+        reasons = usage.get("finish_reasons") if usage else None
+        if not isinstance(reasons, list) or not reasons:
+            return
+        shown = [one_line(str(r), 40) for r in reasons[:1000]]
+        self.log(role, "finish", {"turn": turn, "reasons": shown, "cut_off": "length" in shown})
+
     def _add_usage(self, role: str, usage: dict[str, Any] | None) -> None:
         if not usage:
             return
@@ -430,15 +448,20 @@ async def run_session(
     trial: int = 1,
     wrap_agent: LinkWrapper | None = None,
     builtin: frozenset[str] = frozenset(),
+    seeds: Mapping[str, int] | None = None,
 ) -> SessionResult:
     """Run one conversation of ``scenario`` between the sides at ``agent_uri`` / ``user_uri``
     (``ws://host:port``). Never raises for a side's failure: it becomes the stop reason, with the
     message in ``SessionResult.error`` and, when it is infrastructure's (not the agent's),
     ``error_source`` (``builtin``: the roles the run serves itself, see
     ``engine.session.sides.link.blame``). Cancellation (Ctrl-C) is propagated after closing the sides.
-    ``wrap_agent`` replaces the agent's link once connected (an audio session's link).
+    ``wrap_agent`` replaces the agent's link once connected (an audio session's link). ``seeds``
+    (role -> integer): a per-attempt sampling seed sent to that side in ``session.start``'s
+    ``scenario.seed`` (a built-in ``openai:`` side sends it as its requests' ``seed``, e.g. a
+    regenerated caller's new seed: ``seeds={"user": 2}``).
     """
     session = _Session(scenario, setup, limits, trial, wrap_agent, builtin)
+    session.seeds = dict(seeds or {})
     session.result.agent_backend, session.result.user_backend = (
         agent_uri,
         user_uri,

@@ -39,6 +39,10 @@ SESSION_SETTINGS = (
     "voice",
     "shard",
     "adaptive_target_width",
+    "user_base_url",
+    "user_api_key_env",
+    "agent_args",
+    "user_args",
 )
 #: ScoringOptions fields that are settings (under ``scoring`` in the record).
 SCORING_SETTINGS = (
@@ -51,9 +55,25 @@ SCORING_SETTINGS = (
     "judge_retries",
     "judge_retry_delay_s",
     "judge_timeout_s",
+    "judge_args",
 )
-#: Settings a resume may give with another value: where a key is read from, not what answers.
-OVERRIDABLE = frozenset({"api_key_env", "scoring.judge_api_key_env"})
+#: Settings a resume may give with another value: where a key is read from, and the infrastructure
+#: settings (how long and how often a model request is tried, how long a side may stay silent),
+#: not what answers nor how it is asked or scored. Concurrency, workers and the cache are not
+#: settings at all: a resume may always change them.
+OVERRIDABLE = frozenset(
+    {
+        "api_key_env",
+        "user_api_key_env",
+        "scoring.judge_api_key_env",
+        "request_timeout_s",
+        "max_retries",
+        "turn_timeout_s",
+        "scoring.judge_retries",
+        "scoring.judge_retry_delay_s",
+        "scoring.judge_timeout_s",
+    }
+)
 
 #: The command-line spelling of each setting, for messages (``scoring.`` ones by their own name).
 FLAGS: dict[str, str] = {
@@ -71,11 +91,16 @@ FLAGS: dict[str, str] = {
     "voice": "--voice",
     "shard": "--shard",
     "adaptive_target_width": "--target-width",
+    "user_base_url": "--user-base-url",
+    "user_api_key_env": "--user-api-key-env",
+    "agent_args": "--agent-args",
+    "user_args": "--user-args",
+    "scoring.judge_args": "--judge-args",
     "scoring.min_agent_turns": "--min-agent-turns",
     "scoring.strict_match": "--strict-match",
     "scoring.judge_model": "--judge-model",
     "scoring.judge_base_url": "--judge-base-url",
-    "scoring.judge_api_key_env": "--api-key-env",
+    "scoring.judge_api_key_env": "--judge-api-key-env",
     "scoring.judge_threshold": "--judge-threshold",
     "scoring.judge_retries": "judge retries",
     "scoring.judge_retry_delay_s": "judge retry delay",
@@ -118,6 +143,8 @@ def scoring_from(recorded: Mapping[str, Any], base: ScoringOptions) -> ScoringOp
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
     return "(none)" if value is None else str(value)
 
 

@@ -5,11 +5,15 @@ Used by the runner and by each worker process of a ``--workers`` run (``engine.r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from engine.core import render
 from engine.core.model import Scenario
 from engine.core.options import RunOptions
 from engine.core.protocol import end_call_schema
 from engine.session.backends import BackendFactory, BackendSpec
+from engine.session.backends.budget import fit_to_turn
 from engine.session.backends.factory import make_factory
 from engine.session.backends.probe import Endpoint
 from engine.session.backends.registry import scheme_of
@@ -17,19 +21,53 @@ from engine.session.conversation import SessionSetup
 from engine.util.errors import UsageError
 
 
-def side_for(spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario]) -> BackendFactory | str:
-    """An external side's URI, or the backend factory of a built-in side (raises UsageError for
-    a missing API key before anything is written)."""
+@dataclass(frozen=True)
+class RoleEndpoint:
+    """How one role's built-in ``openai:`` side connects: ``base_url`` (None: ``$OPENAI_BASE_URL``),
+    the variable holding its key, its request fields (``engine.core.model_args``) and the option
+    that sets its URL (named in messages)."""
+
+    base_url: str | None
+    api_key_env: str
+    args: dict[str, Any]
+    url_option: str
+
+
+def role_endpoint(opts: RunOptions, role: str) -> RoleEndpoint:
+    """The agent's endpoint (``--base-url``, ``--api-key-env``, ``--agent-args``) or the user
+    simulator's (``--user-base-url`` / ``--user-api-key-env``, each defaulting to the agent's, and
+    ``--user-args``)."""
+    if role == "user":
+        return RoleEndpoint(
+            opts.user_base_url or opts.base_url,
+            opts.user_api_key_env or opts.api_key_env,
+            dict(opts.user_args),
+            "--user-base-url" if opts.user_base_url else "--base-url",
+        )
+    return RoleEndpoint(opts.base_url, opts.api_key_env, dict(opts.agent_args), "--base-url")
+
+
+def side_for(
+    spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario], role: str = "agent"
+) -> BackendFactory | str:
+    """An external side's URI, or the backend factory of the built-in ``role`` side (raises
+    UsageError for a missing API key before anything is written). Its request timeout and retries
+    fit the turn timeout (``engine.session.backends.budget.fit_to_turn``)."""
     if scheme_of(spec).external:
         return str(spec.uri)
+    endpoint = role_endpoint(opts, role)
+    timeout, retries = fit_to_turn(opts.request_timeout_s, opts.max_retries, opts.turn_timeout_s)
     return make_factory(
         spec,
         scenarios=scenarios,
-        base_url=opts.base_url,
-        api_key_env=opts.api_key_env,
-        request_timeout_s=opts.request_timeout_s,
-        max_retries=opts.max_retries,
+        base_url=endpoint.base_url,
+        api_key_env=endpoint.api_key_env,
+        request_timeout_s=timeout,
+        max_retries=retries,
         replay_latency_s=opts.replay_latency_s,
+        args=endpoint.args,
+        cache_dir=opts.cache_dir,
+        url_option=endpoint.url_option,
     )
 
 
@@ -56,22 +94,33 @@ def check_counts(opts: RunOptions) -> None:
 
 def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[Endpoint]:
     """The ``openai:`` endpoints and external ``ws://`` sides of the run (and an ``rtvi+ws://``
-    bot), to check before the first session."""
+    bot), to check before the first session. With a model-call cache (``--cache``) the model
+    endpoints are not checked: a cached run needs no endpoint (an uncached request to one that
+    is down fails its session, and ``--max-endpoint-failures`` stops the run)."""
+    cached = bool(opts.cache_dir)
     found = [
-        Endpoint(f"{role} model endpoint", opts.base_url, opts.api_key_env)
+        Endpoint(
+            f"{role} model endpoint ({spec})",
+            role_endpoint(opts, role).base_url,
+            role_endpoint(opts, role).api_key_env,
+            url_option=role_endpoint(opts, role).url_option,
+        )
         for role, spec in (("agent", agent), ("user", user))
-        if scheme_of(spec).model_endpoint
+        if scheme_of(spec).model_endpoint and not cached
     ]
     found += [
         Endpoint(f"{role} side", None, "", side_uri=str(spec.uri))
         for role, spec in (("agent", agent), ("user", user))
         if scheme_of(spec).external or (scheme_of(spec).agent_code and spec.uri)  # an RTVI bot too
     ]
-    if opts.scoring.judge_model:
+    if opts.scoring.judge_model and not cached:
         judge = opts.scoring
         found.append(
             Endpoint(
-                "judge endpoint", judge.judge_base_url, judge.judge_api_key_env, url_option="--judge-base-url"
+                f"judge endpoint ({judge.judge_model})",
+                judge.judge_base_url,
+                judge.judge_api_key_env,
+                url_option="--judge-base-url",
             )
         )
     return found

@@ -65,6 +65,9 @@ class BackendReply:
     #: What an agent that keeps its own state reports of it after the turn (``{"db_hash": hex or
     #: None}``: an RTVI bot's own DB hash), sent as ``turn.response.agent_state``; None: nothing.
     state: dict[str, Any] | None = None
+    #: Why the model stopped (the endpoint's ``finish_reason``: ``stop``, ``length`` = cut off at
+    #: the token limit, ``tool_calls``, ``content_filter``...); None for a backend without a model.
+    finish_reason: str | None = None
 
 
 #: tau2's user-simulator stop tokens (tau2 17e07b1 ``tau2.user.base``) -> ``turn.response.end_reason``.

@@ -17,7 +17,14 @@ are re-encoded as JSON text. A reply that is not a chat completion (HTML, bad JS
 endpoint answered, and its answer is the model's (for an agent, the agent's FAIL, stop reason
 ``agent_error``; for the user side, the user simulator's ``error``); 401/403/404 say what to check.
 A 4xx that refuses the request itself (:func:`rejects`: 400, 404, 413, 422, ...) is a ``rejected``
-BackendError too.
+BackendError too. Every message names the endpoint: ``openai:MODEL`` and its base URL.
+
+Each request sends ``model``, ``messages``, ``tools`` (when the side has any) and the role's args
+(``--agent-args`` / ``--user-args``, :mod:`engine.core.model_args`); nothing else, so without args
+the sampling is the server's default. A session.start carrying ``scenario.seed`` (a per-attempt
+seed) sets the request's ``seed``. Every reply's ``finish_reason`` is passed on
+(``BackendReply.finish_reason``). With a cache (:mod:`engine.util.callcache`) a request already
+answered is not sent: its stored response is the reply.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
+from engine.core.model_args import request_kwargs, with_seed
 from engine.session.backends import (
     BackendError,
     BackendReply,
@@ -39,6 +48,7 @@ from engine.session.backends import (
     token_count,
     user_stop,
 )
+from engine.util.callcache import CallCache, call_key
 from engine.util.errors import UsageError
 
 
@@ -55,11 +65,22 @@ class OpenAIBackend:
     opening: str | None = None
     name: str = ""
     stop_tokens: bool = False
+    #: The role's request fields (``engine.core.model_args``: sampling settings, provider extras).
+    args: dict[str, Any] = field(default_factory=dict)
+    #: The model-call cache shared by the run's sessions (None: every request is sent).
+    cache: CallCache | None = None
+    #: The option that sets this endpoint's URL, named when it cannot be reached.
+    url_option: str = "--base-url"
     _calls: int = field(default=0, repr=False)
     _ids: set[str] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         self.name = self.name or f"openai:{self.model}"
+
+    @property
+    def endpoint(self) -> str:
+        """``openai:MODEL at BASE_URL``: what messages about this endpoint name."""
+        return f"{self.name} at {self.client.base_url}"
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
@@ -69,8 +90,21 @@ class OpenAIBackend:
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
             kwargs["tools"] = tools
+        kwargs.update(request_kwargs(self.args))
+        key = call_key(str(self.client.base_url), kwargs) if self.cache is not None else None
+        stored = self.cache.get(key) if self.cache is not None and key is not None else None
+        if stored is not None:
+            return self._finish(ChatCompletion.construct(**stored))
+        response = await self._send(kwargs)
+        reply = self._finish(response)
+        if self.cache is not None and key is not None:
+            self.cache.put(key, str(self.client.base_url), self.model, _dump(response))
+        return reply
+
+    async def _send(self, kwargs: dict[str, Any]) -> Any:
+        """One request (the client's retries included); raises BackendError naming the endpoint."""
         try:
-            response = await self.client.chat.completions.create(**kwargs)
+            return await self.client.chat.completions.create(**kwargs)
         except openai.APITimeoutError:
             raise BackendError(self._no_answer(), timeout=True) from None
         except openai.APIStatusError as err:
@@ -78,12 +112,16 @@ class OpenAIBackend:
         except openai.APIConnectionError as err:  # name the endpoint: a wrong or missing --base-url
             raise BackendError(
                 f"{self.name}: cannot reach {self.client.base_url} ({type(err).__name__}: {err}); "
-                "check --base-url / $OPENAI_BASE_URL"
+                f"check {self.url_option} / $OPENAI_BASE_URL"
             ) from None
         except openai.APIError as err:  # malformed responses: the endpoint answered
-            raise BackendError(f"{self.name}: {type(err).__name__}: {err}", rejected=True) from None
+            raise BackendError(f"{self.endpoint}: {type(err).__name__}: {err}", rejected=True) from None
         except json.JSONDecodeError as err:  # a 200 whose body is not JSON
             raise BackendError(self._malformed(f"the body is not JSON ({err})"), rejected=True) from None
+
+    def _finish(self, response: Any) -> BackendReply:
+        """The reply of a chat completion, with the message as returned. Raises BackendError
+        (``rejected``) when ``response`` is not shaped like one."""
         try:
             reply = self._reply(response)
         except (AttributeError, TypeError, IndexError, KeyError) as err:
@@ -92,7 +130,7 @@ class OpenAIBackend:
         return reply
 
     def _no_answer(self) -> str:
-        """A hung server, named: ``openai:M: model endpoint URL did not answer in 60 s, 5 tries``
+        """A hung server, named: ``openai:M: model endpoint URL did not answer in 60 s, 4 tries``
         (the request timeout, and the first request plus the client's retries)."""
         timeout = self.client.timeout
         seconds = getattr(timeout, "read", None) or timeout
@@ -108,7 +146,8 @@ class OpenAIBackend:
             raise TypeError(f"got {type(response).__name__} {str(response)[:200]!r}")
         if not response.choices:
             raise BackendError(self._malformed("the response has no choices"), rejected=True)
-        message = response.choices[0].message
+        choice = response.choices[0]
+        message = choice.message
         calls: list[ToolCallRequest] = []
         for call in message.tool_calls or []:
             function = getattr(call, "function", None)
@@ -134,7 +173,9 @@ class OpenAIBackend:
         end = None
         if self.stop_tokens:
             text, end = user_stop(text)
-        return BackendReply(text=text, tool_calls=calls, usage=usage, end=end)
+        finish = getattr(choice, "finish_reason", None)
+        finish = _text(finish)[:40] if isinstance(finish, str) and finish else None
+        return BackendReply(text=text, tool_calls=calls, usage=usage, end=end, finish_reason=finish)
 
     def _malformed(self, detail: str) -> str:
         return (
@@ -144,11 +185,11 @@ class OpenAIBackend:
 
     def _status_message(self, err: openai.APIStatusError) -> str:
         """``HTTP <code>: <message>``, plus a hint naming what to check for 401/403/404."""
-        text = f"{self.name}: HTTP {err.status_code}: {err.message}"[:1000]
+        text = f"{self.endpoint}: HTTP {err.status_code}: {err.message}"[:1000]
         if err.status_code in (401, 403):
             text += " (check the API key, --api-key-env)"
         elif err.status_code == 404:
-            text += f" (check the model name {self.model!r} and --base-url {self.client.base_url})"
+            text += f" (check the model name {self.model!r} and {self.url_option} {self.client.base_url})"
         return text
 
 
@@ -197,6 +238,12 @@ def _as_text_arguments(function: dict[str, Any], call: ToolCallRequest) -> dict[
     )
 
 
+def _dump(response: Any) -> dict[str, Any]:
+    """A chat completion as the cache stores it: the fields the endpoint sent, as JSON."""
+    dumped = response.model_dump(mode="json", exclude_unset=True, warnings=False)
+    return dumped if isinstance(dumped, dict) else {}
+
+
 def _text(value: str) -> str:
     """``value`` with lone UTF-16 surrogates (a model's ``\\ud800`` escape) replaced by ``?``: they
     cannot be encoded as UTF-8, so the next request and the results could not hold them."""
@@ -216,7 +263,14 @@ class OpenAIFactory:
     api_key_env: str = "OPENAI_API_KEY"
     request_timeout_s: float = 60.0
     max_retries: int = 4
+    #: The role's request fields (``--agent-args`` / ``--user-args``; ``engine.core.model_args``).
+    args: dict[str, Any] = field(default_factory=dict)
+    #: The model-call cache folder (``--cache``); None: no cache.
+    cache_dir: str | None = None
+    #: The option that names this endpoint's URL, for messages (``--base-url``, ``--user-base-url``).
+    url_option: str = "--base-url"
     client: openai.AsyncOpenAI = field(init=False, repr=False)
+    cache: CallCache | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         key = os.environ.get(self.api_key_env, "")
@@ -227,7 +281,7 @@ class OpenAIFactory:
             )
         base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
         if base_url is not None and not base_url.startswith(("http://", "https://")):
-            origin = "--base-url" if self.base_url else "$OPENAI_BASE_URL"
+            origin = self.url_option if self.base_url else "$OPENAI_BASE_URL"
             raise UsageError(f"{origin} {base_url!r} is not an http:// or https:// URL")
         self.client = openai.AsyncOpenAI(
             api_key=key,
@@ -235,12 +289,28 @@ class OpenAIFactory:
             timeout=self.request_timeout_s,
             max_retries=self.max_retries,
         )
+        if self.cache_dir is not None:
+            from pathlib import Path
+
+            self.cache = CallCache(Path(self.cache_dir))
 
     async def aclose(self) -> None:
-        """Close the shared client's connection pool (at the end of a run)."""
+        """Close the shared client's connection pool (at the end of a run), and the cache."""
         await self.client.close()
+        if self.cache is not None:
+            self.cache.close()
 
     def __call__(self, info: SessionInfo) -> OpenAIBackend:
         opening = info.scenario.get("starting_utterance") if info.role == "user" else None
         user = info.role == "user"
-        return OpenAIBackend(self.client, self.model, opening=opening or None, stop_tokens=user)
+        seed = info.scenario.get("seed")
+        args = with_seed(self.args, seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
+        return OpenAIBackend(
+            self.client,
+            self.model,
+            opening=opening or None,
+            stop_tokens=user,
+            args=args,
+            cache=self.cache,
+            url_option=self.url_option,
+        )

@@ -48,6 +48,11 @@ class BackendOptions:
     request_timeout_s: float = 60.0
     max_retries: int = 4
     replay_latency_s: float = 0.0
+    #: The role's request fields (``engine.core.model_args``), the model-call cache folder (None:
+    #: none) and the option naming ``base_url`` in messages.
+    args: Mapping[str, Any] = field(default_factory=dict)
+    cache_dir: str | None = None
+    url_option: str = "--base-url"
 
 
 class BackendScheme:
@@ -148,6 +153,9 @@ class OpenAIScheme(BackendScheme):
             api_key_env=options.api_key_env,
             request_timeout_s=options.request_timeout_s,
             max_retries=options.max_retries,
+            args=dict(options.args),
+            cache_dir=options.cache_dir,
+            url_option=options.url_option,
         )
 
 

@@ -233,6 +233,9 @@ class SideLink:
         self.started = False
         #: The ids of the messages received from an external side on this connection (each is unique).
         self.seen_ids: set[str] = set()
+        #: The model endpoint behind the side (``session.ready``'s ``endpoint``: ``openai:M at URL``),
+        #: named when the side is silent; None: the side named none.
+        self.endpoint: str | None = None
 
     def failure(self, kind: FailureKind, message: str, what: str) -> SideFailure:
         """A :class:`SideFailure` of this side, blamed as :func:`failure` says (the connection is
@@ -308,6 +311,8 @@ class SideLink:
                     raw = await self.ws.recv()
             except TimeoutError:
                 silent = f"{self.role} side sent nothing for {timeout_s:g} s"
+                if self.endpoint:
+                    silent += f" (waiting on {self.endpoint})"
                 raise self.failure("timeout", silent, "silent") from None
             except ConnectionClosed as err:
                 raise self.failure("error", _gone(self.role, err), how(err)) from None

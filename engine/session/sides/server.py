@@ -90,11 +90,14 @@ class _Session:
         ended: str | None = None
         end_reason: str | None = None
         state: dict[str, Any] | None = None
+        finish_reasons: list[str] = []
         for step in range(self.max_tool_rounds + 1):
             info = TurnInfo(request["turn"], step, bool(request.get("closing", False)))
             reply = await self.backend.respond(self.messages, self.tools, info)
             usage.add(reply.usage)
             state = reply.state if reply.state is not None else state
+            if reply.finish_reason:
+                finish_reasons.append(reply.finish_reason)
             end_reason = reply.end if self.role == "user" else None
             calls = reply.tool_calls if step < self.max_tool_rounds and not end_reason else []
             if reply.text:
@@ -133,6 +136,7 @@ class _Session:
                 "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens,
                 "calls": usage.calls,
+                **({"finish_reasons": finish_reasons} if finish_reasons else {}),
             },
         )
 
@@ -273,7 +277,9 @@ class SideServer:
     async def _open(self, ws: ServerConnection, start: dict[str, Any], backend: Backend) -> _Session:
         """The session of ``start`` with ``backend``, after its ``session.ready`` is sent."""
         session = _Session(ws, start, backend, self.check_schema)
-        await session.send("session.ready", reply_to=start["id"], backend=backend.name)
+        endpoint = getattr(backend, "endpoint", None)  # a model endpoint's name and URL, for messages
+        named = {"endpoint": endpoint[:400]} if isinstance(endpoint, str) and endpoint else {}
+        await session.send("session.ready", reply_to=start["id"], backend=backend.name, **named)
         return session
 
 

@@ -108,7 +108,9 @@ async def test_5xx_after_retries_is_an_error(loaded: LoadedDomain) -> None:
         )
     assert len(server.requests) == 3
     assert result.stop_reason == "error"
-    assert "agent side reported backend_error: openai:scripted-model: HTTP 503" in (result.error or "")
+    # the endpoint is named: model and base URL
+    expected = f"agent side reported backend_error: openai:scripted-model at {server.base_url}/: HTTP 503"
+    assert expected in (result.error or "")
 
 
 async def test_hang_hits_the_timeout(loaded: LoadedDomain) -> None:

@@ -181,7 +181,10 @@ def test_an_unreachable_endpoint_stops_the_run_before_any_session(tmp_path: Path
     assert _run_model(tmp_path / "run", url) == 3
     err = capsys.readouterr().err.strip()
     # before: every session failed on its own, after its retries; the run exited 0
-    assert err.startswith(f"evalctl: agent model endpoint {url} is unreachable (") and "\n" not in err
+    # named: the role, the model and the URL
+    assert (
+        err.startswith(f"evalctl: agent model endpoint (openai:m) {url} is unreachable (") and "\n" not in err
+    )
     assert not (tmp_path / "run").exists()
     assert time.monotonic() - t0 < PATIENCE_S
 
@@ -203,19 +206,19 @@ def test_an_endpoint_that_refuses_the_key_or_hangs_is_named(tmp_path: Path, caps
         assert _run_model(tmp_path / "a", server.base_url) == 3
         assert server.requests == []  # no session asked anything
     assert capsys.readouterr().err.strip() == (
-        f"evalctl: agent model endpoint {server.base_url} refused the API key in $OPENAI_API_KEY "
+        f"evalctl: agent model endpoint (openai:m) {server.base_url} refused the API key in $OPENAI_API_KEY "
         "(HTTP 401: Incorrect API key provided)"
     )
     with ScriptedOpenAI([Step(delay_s=3.0)], models=Step({"data": []}, delay_s=3.0)) as server:
         assert _run_model(tmp_path / "b", server.base_url, "--request-timeout", "0.5") == 3
     assert capsys.readouterr().err.strip() == (
-        f"evalctl: agent model endpoint {server.base_url} did not answer in 0.5 s"
+        f"evalctl: agent model endpoint (openai:m) {server.base_url} did not answer in 0.5 s"
     )
     url = f"http://127.0.0.1:{_free_port()}/v1"
     args = ["--judge-model", "j", "--judge-base-url", url]
     assert main(["run", str(SPEC), "--data-root", str(DATA), "--output-dir", str(tmp_path / "c"), *args]) == 3
     said = capsys.readouterr().err.strip()
-    assert said.startswith(f"evalctl: judge endpoint {url} is unreachable (")
+    assert said.startswith(f"evalctl: judge endpoint (j) {url} is unreachable (")
     assert said.endswith("; check --judge-base-url")  # the option that set it, not the agent's
 
 

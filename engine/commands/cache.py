@@ -1,0 +1,41 @@
+"""``evalctl cache stats|clear [DIR]``: what the model-call cache holds, or empty it."""
+
+from __future__ import annotations
+
+import json
+
+from engine.commands.console import text_console
+from engine.util.callcache import CACHE_ENV, FILE_NAME, CallCache, cache_dir_from
+from engine.util.errors import UsageError
+
+
+def cache_command(action: str, directory: str | None, as_json: bool = False) -> int:
+    """``stats``: entries, bytes and entries per endpoint and model of the cache in ``directory``
+    (None: ``$EVALCTL_CACHE``); ``clear``: delete every entry. Returns 0. Raises UsageError (exit
+    2) when no folder is named or it holds no cache."""
+    folder = cache_dir_from(directory)
+    if folder is None:
+        raise UsageError(f"evalctl cache {action}: name the cache folder (DIR) or set ${CACHE_ENV}")
+    if not (folder / FILE_NAME).is_file():
+        raise UsageError(f"evalctl cache {action}: {folder} holds no model-call cache ({FILE_NAME})")
+    cache = CallCache(folder)
+    out = text_console()
+    try:
+        if action == "clear":
+            removed = cache.clear()
+            out.print(f"cache {folder}: {removed} entries removed", markup=False, highlight=False)
+            return 0
+        stats = cache.stats()
+    finally:
+        cache.close()
+    if as_json:
+        out.print(json.dumps(stats, indent=2), markup=False, highlight=False, soft_wrap=True)
+        return 0
+    out.print(
+        f"cache {folder}: {stats['entries']} entries, {stats['bytes'] / 1e6:.1f} MB",
+        markup=False,
+        highlight=False,
+    )
+    for name, count in stats["models"].items():
+        out.print(f"  {name}: {count}", markup=False, highlight=False)
+    return 0
