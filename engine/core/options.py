@@ -94,3 +94,6 @@ class RunOptions:
     #: adaptive run stops spending trials (``engine.run.adaptive``; ``trials`` is then MAX); None:
     #: every scenario runs ``trials`` times.
     adaptive_target_width: float | None = None
+    #: ``--regenerate N``: a session whose caller broke its instructions (``caller fidelity``,
+    #: ``engine.scoring.fidelity``) is run again with a new caller seed, at most N times; 0 never.
+    regenerate: int = 2

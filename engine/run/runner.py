@@ -29,6 +29,7 @@ from engine.core.model import Scenario, SessionResult
 from engine.core.options import RunOptions
 from engine.results import scoring_stage as results
 from engine.results.provenance import new_invocation_id
+from engine.results.regenerate import attempts_kept, broken_caller, keep_attempt
 from engine.results.resume import Job, plan_jobs, resumed
 from engine.results.run_report import RunReport
 from engine.results.rundir import (
@@ -290,14 +291,21 @@ async def _run_jobs(
                     _, result = await off_loop(load_session, sdir)
                     metrics, failure = await scorer.finish(scenario, result, job.superseded, stored=True)
                 else:
-                    call = voice.call(scenario) if voice is not None else None
-                    async with gate:
-                        wrap = call.wrap if call is not None else None
-                        result = await _session(
-                            scenario, trial, setups[scenario.name], uris, builtin, opts, wrap
-                        )
-                    audio = voice.artifacts(call) if voice is not None and call is not None else None
-                    metrics, failure = await scorer.finish(scenario, result, job.superseded, audio)
+                    run_dir, trials = scorer.run_dir, opts.trials
+                    first = attempt = await off_loop(attempts_kept, run_dir, scenario.name, trial, trials)
+                    while True:
+                        call = voice.call(scenario) if voice is not None else None
+                        async with gate:
+                            wrap = call.wrap if call is not None else None
+                            result = await _session(
+                                scenario, trial, setups[scenario.name], uris, builtin, opts, wrap, attempt
+                            )
+                        audio = voice.artifacts(call) if voice is not None and call is not None else None
+                        metrics, failure = await scorer.finish(scenario, result, job.superseded, audio)
+                        if attempt - first >= opts.regenerate or not broken_caller(metrics):
+                            break
+                        await off_loop(keep_attempt, run_dir, scenario.name, trial, trials)
+                        attempt += 1
         except (OSError, ValueError) as err:  # the folder cannot be written (or read back)
             report.scoring_errors[key] = f"{type(err).__name__}: {err}"
             return
@@ -323,15 +331,18 @@ async def _session(
     builtin: frozenset[str],
     opts: RunOptions,
     wrap_agent: Any = None,
+    attempt: int = 0,
 ) -> SessionResult:
     """One conversation; an engine bug becomes that session's ``error`` (source ``engine``).
-    ``wrap_agent``: an audio session's link (``engine.session.voice.link.VoiceCall.wrap``)."""
+    ``wrap_agent``: an audio session's link (``engine.session.voice.link.VoiceCall.wrap``);
+    ``attempt``: k for the k-th regeneration of a broken caller's session (a new caller seed)."""
     limits = SessionLimits(
         max_duration_s=scenario.max_duration,
         turn_timeout_s=opts.turn_timeout_s,
         max_turns=opts.max_turns,
         max_tool_rounds=opts.max_tool_rounds,
         max_tool_calls_per_turn=opts.max_tool_calls_per_turn,
+        attempt=attempt,
     )
     try:
         return await run_session(

@@ -55,6 +55,8 @@ class OpenAIBackend:
     opening: str | None = None
     name: str = ""
     stop_tokens: bool = False
+    #: Sent as the request's ``seed`` when set (a regenerated caller: a new seed per attempt).
+    seed: int | None = None
     _calls: int = field(default=0, repr=False)
     _ids: set[str] = field(default_factory=set, repr=False)
 
@@ -69,6 +71,8 @@ class OpenAIBackend:
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
             kwargs["tools"] = tools
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
         try:
             response = await self.client.chat.completions.create(**kwargs)
         except openai.APITimeoutError:
@@ -243,4 +247,6 @@ class OpenAIFactory:
     def __call__(self, info: SessionInfo) -> OpenAIBackend:
         opening = info.scenario.get("starting_utterance") if info.role == "user" else None
         user = info.role == "user"
-        return OpenAIBackend(self.client, self.model, opening=opening or None, stop_tokens=user)
+        attempt = info.scenario.get("attempt") if user else None
+        seed = attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None
+        return OpenAIBackend(self.client, self.model, opening=opening or None, stop_tokens=user, seed=seed)
