@@ -28,7 +28,7 @@ from engine.core.records.run import RunRecord
 from engine.core.records.summary import SummaryRecord
 from engine.report_html.transcript import Budget, chat_entries
 from engine.results.costs import PriceTable, RunCost, run_costs
-from engine.results.diff import db_lines, explain
+from engine.results.diff import caller_lines, db_lines, explain
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import Unreadable, records_text, watching
@@ -205,12 +205,18 @@ def _judge_detail(judge: JudgeRecord | None, note: str | None, budget: Budget) -
     }
 
 
+def trust_head(d: Any) -> list[str]:
+    """The lines shown above the DB differences: a FAIL's cause and the caller's findings."""
+    head = [f"cause: {d.attribution['cause']}: {d.attribution['evidence']}"] if d.attribution else []
+    return head + caller_lines(d)
+
+
 def _detail(
     sdir: Path, m: MetricsRecord, description: str, base: Path, cost: Mapping[str, Any] | None, share: int
 ) -> dict[str, Any]:
     budget = Budget(share)
     d = explain(sdir, m)
-    lines = [one_line(line, 2000) for line in db_lines(d)]
+    lines = [one_line(line, 2000) for line in (*trust_head(d), *db_lines(d))]
     if len(lines) > MAX_DB_LINES:
         lines = [
             *lines[:MAX_DB_LINES],

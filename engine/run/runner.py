@@ -48,6 +48,7 @@ from engine.run.adaptive import FIRST_TRIALS, AdaptiveRounds
 from engine.run.progress import Progress, Sink
 from engine.run.shard import parse_shard, shard_scenarios
 from engine.scoring import stats
+from engine.scoring.fidelity import caller_note
 from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.probe import PROBE_TIMEOUT_S, check_endpoints
 from engine.session.backends.registry import evalctl_own, parse_backend_spec
@@ -151,7 +152,10 @@ async def _run_locked(
         "started_at": started,
         "invocation": invocation,
         "command": "resume" if opts.resume is not None else "run",
+        "caller_note": caller_note(opts.user, planned),
     }
+    if base_info["caller_note"] and not opts.quiet:  # before the first session
+        print(f"evalctl: note: {base_info['caller_note']}", file=sys.stderr)
     open_run_dir(run_dir, opts.resume is not None, base_info)
     report = RunReport(run_dir, trials=opts.trials)
     rounds = None

@@ -22,7 +22,7 @@ only the scenario's own user record (name, persona, goal, decision tree, extra f
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine.core.fidelity import FidelityInputs, FidelityRegistry, fidelity_check
@@ -309,4 +309,31 @@ def check_fidelity(
         enforced=backend not in UNENFORCED_CALLERS,
         attempt=attempt,
         replaced=replaced,
+    )
+
+
+def caller_note(user: str, scenarios: Sequence[Scenario]) -> str | None:
+    """One line when the run's caller (the ``--user`` spec) cannot test the agent, None else: the
+    replay caller on scenarios whose gold holds no caller words (it ends the call at once) or whose
+    spec overrides the dataset's caller (the gold lines are not that caller's); any other replay
+    run is said to be a conformance check."""
+    if user.strip() != "replay" or not scenarios:
+        return None
+    mute = sum(1 for s in scenarios if s.gold_trace is None or not s.gold_trace.lines("user"))
+    override = sum(1 for s in scenarios if s.user_override)
+    advice = "use --user openai:MODEL to score an agent"
+    if mute:
+        return (
+            f"the replay caller cannot test the agent on {mute} of {len(scenarios)} scenario(s): their "
+            "gold holds no caller words, so it ends the call at once (the score is the do-nothing "
+            f"floor); {advice}"
+        )
+    if override:
+        return (
+            f"the replay caller plays the dataset's gold lines, but {override} of {len(scenarios)} "
+            f"scenario(s) override the caller's persona: the lines are not that caller's; {advice}"
+        )
+    return (
+        "replay caller: this run is a conformance check (does the agent follow the gold path?), "
+        f"not a score of a model; {advice}"
     )
