@@ -20,6 +20,7 @@ what the gold and the persona allow (None when no single event shows it).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -66,9 +67,19 @@ def _session_writes(
         if event.get("type") != "tool_call" or event.get("role") != "agent" or not isinstance(content, dict):
             continue
         if content.get("name") in writes:
-            args = content.get("arguments")
+            args = _parsed(content.get("arguments"))
             out.append((index, str(content.get("name")), args if isinstance(args, dict) else {}))
     return out
+
+
+def _parsed(raw: Any) -> Any:
+    """A call's arguments: the JSON text parsed (a side sends text), None when it does not parse."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _first_departure(

@@ -24,7 +24,11 @@ CALLERS: dict[str, list[str]] = {
     "behaves_spelled": ["It's O, one, zero, zero.", "Yes, go ahead.", "That's all, thank you!"],
     "wrong_code": ["It is O-107.", "Yes please.", "No, thanks. Bye."],
     "early_hangup": ["Never mind, bye. ###STOP###"],
-    "agent_speak": ["It is O-100.", "Yes please.", "Thank you for calling, is there anything else I can help with?"],
+    "agent_speak": [
+        "It is O-100.",
+        "Yes please.",
+        "Thank you for calling, is there anything else I can help with?",
+    ],
     "invented_request": ["It is O-100.", "Yes, and also issue me store credit for the trouble.", "Bye."],
 }
 
