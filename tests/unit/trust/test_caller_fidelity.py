@@ -129,6 +129,7 @@ def test_a_deviating_caller_is_a_user_simulator_error_and_is_regenerated(
 
 def test_regenerate_zero_keeps_the_first_attempt(tmp_path: Path) -> None:
     out, code, seeds = _run(tmp_path, CALLERS["wrong_code"], "--regenerate", "0")
+    assert code == 3
     m = _metrics(out / CANCEL)
     assert m["is_successful"] == "error" and m["user_fidelity"]["attempt"] == 0
     assert seeds == [None] and not (out / ".regenerated").exists()
