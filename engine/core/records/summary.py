@@ -480,11 +480,12 @@ class SummaryRecord:
         missing = sorted(set(CORE_KEYS) - body.keys())
         if missing:
             raise RecordError(f"not an evalctl summary: no {', '.join(missing)}")
-        legacy = summary_version(body) < 4  # no intervals, no noise floor, no pass^k extras
+        version = summary_version(body)
+        legacy = version < 4  # no intervals, no noise floor, no pass^k extras
         body = upgrade(body)
         required = tuple(k for k in _KEYS if k != "strict") if legacy else _KEYS
         optional = ("pass_hat_k", "noise", "adaptive", "strict", *_V5_KEYS)
-        if summary_version(body) >= 5:
+        if version >= 5:
             required, optional = (*required, *_V5_KEYS), optional[:4]
         exact_keys(body, required, "summary", optional)
         attribution = _object(body, "attribution") if "attribution" in body else None
