@@ -155,7 +155,7 @@ async def _run_locked(
         "caller_note": caller_note(opts.user, planned),
     }
     if base_info["caller_note"] and not opts.quiet:  # before the first session
-        print(f"evalctl: note: {base_info['caller_note']}", file=sys.stderr)
+        print(f"evalctl: caller: {base_info['caller_note']}", file=sys.stderr)
     open_run_dir(run_dir, opts.resume is not None, base_info)
     report = RunReport(run_dir, trials=opts.trials)
     rounds = None
