@@ -216,7 +216,7 @@ def _detail(
 ) -> dict[str, Any]:
     budget = Budget(share)
     d = explain(sdir, m)
-    lines = [one_line(line, 2000) for line in (*trust_head(d), *db_lines(d))]
+    lines = [one_line(line, 2000) for line in db_lines(d)]
     if len(lines) > MAX_DB_LINES:
         lines = [
             *lines[:MAX_DB_LINES],
@@ -228,6 +228,7 @@ def _detail(
         "signals": _signals(m),
         "db": budget.keep(lines),
         "db_failed": m.signals.db_state_match is False,
+        "trust": budget.keep([one_line(line, 2000) for line in trust_head(d)]),
         "gold": None if d.gold_path is None else one_line(d.gold_path, 2000),
         "unmatched": budget.keep([one_line(line, 2000) for line in d.unmatched_reference[:MAX_DB_LINES]]),
         "judge": _judge_detail(judge, judge_note, budget),
