@@ -61,7 +61,7 @@ def _writes(scenario: Scenario) -> frozenset[str]:
 def _session_writes(
     result: SessionResult, writes: frozenset[str]
 ) -> list[tuple[int, str, Mapping[str, Any]]]:
-    out = []
+    out: list[tuple[int, str, Mapping[str, Any]]] = []
     for index, event in enumerate(result.transcript):
         content = event.get("content")
         if event.get("type") != "tool_call" or event.get("role") != "agent" or not isinstance(content, dict):

@@ -484,9 +484,11 @@ class SummaryRecord:
         legacy = version < 4  # no intervals, no noise floor, no pass^k extras
         body = upgrade(body)
         required = tuple(k for k in _KEYS if k != "strict") if legacy else _KEYS
-        optional = ("pass_hat_k", "noise", "adaptive", "strict", *_V5_KEYS)
+        optional: tuple[str, ...] = ("pass_hat_k", "noise", "adaptive", "strict")
         if version >= 5:
-            required, optional = (*required, *_V5_KEYS), optional[:4]
+            required = (*required, *_V5_KEYS)
+        else:
+            optional = (*optional, *_V5_KEYS)
         exact_keys(body, required, "summary", optional)
         attribution = _object(body, "attribution") if "attribution" in body else None
         if attribution is not None and not all(
