@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.core.model import Scenario, SessionResult
 from engine.core.options import RunOptions
+from engine.core.records.common import spent
 from engine.results import scoring_stage as results
 from engine.results.provenance import new_invocation_id
 from engine.results.regenerate import attempts_kept, broken_caller, keep_attempt
@@ -297,6 +298,7 @@ async def _run_jobs(
                 else:
                     run_dir, trials = scorer.run_dir, opts.trials
                     first = attempt = await off_loop(attempts_kept, run_dir, scenario.name, trial, trials)
+                    superseded = job.superseded
                     while True:
                         call = voice.call(scenario) if voice is not None else None
                         async with gate:
@@ -305,10 +307,15 @@ async def _run_jobs(
                                 scenario, trial, setups[scenario.name], uris, builtin, opts, wrap, attempt
                             )
                         audio = voice.artifacts(call) if voice is not None and call is not None else None
-                        metrics, failure = await scorer.finish(scenario, result, job.superseded, audio)
-                        if attempt - first >= opts.regenerate or not broken_caller(metrics):
+                        metrics, failure = await scorer.finish(scenario, result, superseded, audio)
+                        if (
+                            metrics is None
+                            or attempt - first >= opts.regenerate
+                            or not broken_caller(metrics)
+                        ):
                             break
                         await off_loop(keep_attempt, run_dir, scenario.name, trial, trials)
+                        superseded = spent(metrics.superseded_usage, *metrics.usage.items())  # still paid
                         attempt += 1
         except (OSError, ValueError) as err:  # the folder cannot be written (or read back)
             report.scoring_errors[key] = f"{type(err).__name__}: {err}"

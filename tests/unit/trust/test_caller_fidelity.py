@@ -122,6 +122,11 @@ def test_a_deviating_caller_is_a_user_simulator_error_and_is_regenerated(
     assert (kept / "attempt_1" / "transcript.jsonl").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["regenerated"] == {"sessions": 1, "attempts": 2, "reasons": {check: 2}}
+    # the replaced attempts' requests are still paid for: the run's usage counts all three
+    calls = [
+        _metrics(d)["usage"]["user"]["calls"] for d in (kept / "attempt_1", kept / "attempt_2", out / CANCEL)
+    ]
+    assert summary["usage"]["user"]["calls"] == sum(calls) and len(seeds) == 3
     assert summary["errors"] == 1
     text = (out / "all_summary.txt").read_text()
     assert f"regenerated: 1 session(s), 2 attempt(s) replaced ({check}: 2)" in text
