@@ -42,7 +42,7 @@ _MONTHS = (
     *("july", "august", "september", "october", "november", "december"),
 )
 _TEXT_DATE = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
-_NAME = re.compile(r"\b(?:my name is|this is|i am|i'm)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
+_NAME = re.compile(r"\b(?i:my name is|this is|i am|i'm)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
 _SPELLED_ITEM = "|".join((*SPOKEN_DIGITS, "[a-z]"))
 _SPELLED = re.compile(rf"\b(?:(?:{_SPELLED_ITEM})[\s,.-]+){{3,}}(?:{_SPELLED_ITEM})\b", re.I)
 _AGENT_PHRASES = (
