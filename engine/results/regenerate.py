@@ -15,7 +15,7 @@ from pathlib import Path
 from engine.core.records.common import ErrorSource
 from engine.core.records.fidelity import FIDELITY_ERROR
 from engine.core.records.metrics import MetricsRecord
-from engine.results.session_files import attempts_dir, scenario_dir
+from engine.results.session_files import METRICS, attempts_dir, read_metrics, scenario_dir
 
 
 def broken_caller(metrics: MetricsRecord | None) -> bool:
@@ -47,3 +47,14 @@ def keep_attempt(run_dir: Path, name: str, trial: int, trials: int) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(scenario_dir(Path(run_dir), name, trial, trials), target)
     return target
+
+
+def keep_broken(run_dir: Path, name: str, trial: int, trials: int) -> bool:
+    """Before a session of (``name``, ``trial``) runs again (``--resume`` reruns ``error``
+    results): when the result there is a broken caller's, keep it as the next attempt (True) so
+    no attempt is lost; False when there is none."""
+    sdir = scenario_dir(Path(run_dir), name, trial, trials)
+    if not broken_caller(read_metrics(sdir / METRICS)):
+        return False
+    keep_attempt(run_dir, name, trial, trials)
+    return True

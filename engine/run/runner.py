@@ -30,7 +30,7 @@ from engine.core.options import RunOptions
 from engine.core.records.common import spent
 from engine.results import scoring_stage as results
 from engine.results.provenance import new_invocation_id
-from engine.results.regenerate import attempts_kept, broken_caller, keep_attempt
+from engine.results.regenerate import attempts_kept, broken_caller, keep_attempt, keep_broken
 from engine.results.resume import Job, plan_jobs, resumed
 from engine.results.run_report import RunReport
 from engine.results.rundir import (
@@ -297,6 +297,7 @@ async def _run_jobs(
                     metrics, failure = await scorer.finish(scenario, result, job.superseded, stored=True)
                 else:
                     run_dir, trials = scorer.run_dir, opts.trials
+                    await off_loop(keep_broken, run_dir, scenario.name, trial, trials)  # a resume's rerun
                     first = attempt = await off_loop(attempts_kept, run_dir, scenario.name, trial, trials)
                     superseded = job.superseded
                     while True:

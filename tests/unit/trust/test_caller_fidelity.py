@@ -138,3 +138,19 @@ def test_regenerate_zero_keeps_the_first_attempt(tmp_path: Path) -> None:
     m = _metrics(out / CANCEL)
     assert m["is_successful"] == "error" and m["user_fidelity"]["attempt"] == 0
     assert seeds == [None] and not (out / ".regenerated").exists()
+
+
+def test_a_resume_keeps_the_broken_callers_attempts_and_regenerates_again(tmp_path: Path) -> None:
+    lines, seeds = list(CALLERS["wrong_code"]), []
+    out = tmp_path / "run"
+    every = ("run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--no-progress", "--workers", "1")
+    with _caller(lines, seeds) as server:
+        model = ("--scenarios", CANCEL, "--user", "openai:caller", "--base-url", server.base_url)
+        assert main([*every, *model, "--output-dir", str(out), "--regenerate", "1"]) == 3
+        assert _metrics(out / CANCEL)["user_fidelity"]["attempt"] == 1 and seeds == [None, 1]
+        lines[:] = CALLERS["behaves"]  # the caller model behaves now
+        assert main([*every, "--resume", str(out)]) == 0
+    m = _metrics(out / CANCEL)
+    assert m["is_successful"] is True and m["user_fidelity"]["replaced"] == ["persona_facts"] * 2
+    assert sorted(p.name for p in (out / ".regenerated" / CANCEL).iterdir()) == ["attempt_1", "attempt_2"]
+    assert seeds == [None, 1, 2]  # the third attempt of the result: a seed no earlier attempt used
