@@ -320,17 +320,22 @@ def caller_note(user: str, scenarios: Sequence[Scenario]) -> str | None:
     if user.strip() != "replay" or not scenarios:
         return None
     mute = sum(1 for s in scenarios if s.gold_trace is None or not s.gold_trace.lines("user"))
-    override = sum(1 for s in scenarios if s.user_override)
+    return replay_note(len(scenarios), mute, sum(1 for s in scenarios if s.user_override))
+
+
+def replay_note(total: int, mute: int, override: int = 0) -> str:
+    """The replay caller's note for ``total`` scenarios, ``mute`` of them without gold caller
+    words and ``override`` of them with a spec-given persona (see :func:`caller_note`)."""
     advice = "use --user openai:MODEL to score an agent"
     if mute:
         return (
-            f"the replay caller cannot test the agent on {mute} of {len(scenarios)} scenario(s): their "
+            f"the replay caller cannot test the agent on {mute} of {total} scenario(s): their "
             "gold holds no caller words, so it ends the call at once (the score is the do-nothing "
             f"floor); {advice}"
         )
     if override:
         return (
-            f"the replay caller plays the dataset's gold lines, but {override} of {len(scenarios)} "
+            f"the replay caller plays the dataset's gold lines, but {override} of {total} "
             f"scenario(s) override the caller's persona: the lines are not that caller's; {advice}"
         )
     return (

@@ -40,6 +40,7 @@ from engine.core.records.summary import (
     UsageTotal,
 )
 from engine.scoring.composite import diagnostic_verdict, normalize_verdict, plugin_verdict
+from engine.scoring.fidelity import replay_note
 from engine.scoring.noise import noise_floor, pass_hat_k_record
 from engine.scoring.stats import ci_text, rate_interval
 from engine.scoring.summary_rows import SummaryRow, summary_row
@@ -323,7 +324,7 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         adaptive=adaptive,
         attribution=_attribution(rows),
         regenerated=_regenerated(rows),
-        caller_note=run_info.get("caller_note") or None,
+        caller_note=run_info.get("caller_note") or _caller_note(rows),
     )
 
 
@@ -331,6 +332,17 @@ def _attribution(rows: Sequence[SummaryRow]) -> dict[str, int]:
     """FAILs by attributed cause, every cause listed (``engine.core.records.fidelity.CAUSES``)."""
     counts = Counter(m.attribution.cause for m in rows if m.attribution is not None)
     return {cause: counts.get(cause, 0) for cause in CAUSES}
+
+
+def _caller_note(rows: Sequence[SummaryRow]) -> str | None:
+    """The replay caller's note read from the results (a merge or a rescore, which have no run
+    settings at hand): every result's caller is ``replay``; the ones where it said nothing had no
+    gold caller words. None for any other caller, or records before version 4."""
+    names = {m.scenario_name: m for m in rows}
+    if not names or any(m.user_backend != "replay" or m.caller_turns is None for m in rows):
+        return None
+    mute = sum(1 for m in names.values() if m.caller_turns == 0)
+    return replay_note(len(names), mute)
 
 
 def _regenerated(rows: Sequence[SummaryRow]) -> Regenerated:

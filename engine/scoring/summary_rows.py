@@ -53,6 +53,9 @@ class SummaryRow:
     #: A FAIL's attribution; the reasons of the attempts a regeneration replaced.
     attribution: Attribution | None = None
     replaced: tuple[str, ...] = ()
+    #: The caller's backend and its spoken turns (None: a record before version 4).
+    user_backend: str = ""
+    caller_turns: int | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -107,4 +110,6 @@ def summary_row(m: MetricsRecord) -> SummaryRow:
         reported_signals=tuple(n for n in m.signal_names if m.signals.role(n) == "diagnostic"),
         attribution=m.attribution,
         replaced=m.user_fidelity.replaced if m.user_fidelity is not None else (),
+        user_backend=m.user_backend,
+        caller_turns=m.user_fidelity.turns if m.user_fidelity is not None else None,
     )
