@@ -128,6 +128,7 @@ RUN_SETTINGS: dict[str, tuple[str, ...]] = {
     "trials": ("trials", "adaptive_target_width"),
     "target_width": ("adaptive_target_width",),
     "max_turns": ("max_turns",),
+    "regenerate": ("regenerate",),
     "turn_timeout": ("turn_timeout_s",),
     "max_tool_rounds": ("max_tool_rounds",),
     "max_tool_calls": ("max_tool_calls_per_turn",),
@@ -193,6 +194,16 @@ def _prices(value: str | None) -> Any:
 @opt.concurrency()
 @opt.output_dir()
 @opt.data_root()
+@click.option(
+    "--regenerate",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Run a session again, with a new caller seed, when its caller broke its instructions "
+    "(verdict error, source user_simulator; docs/trust.md), at most N times; every attempt is kept "
+    "under RUN_DIR/.regenerated/. 0: never.",
+)
 @click.option(
     "--max-turns",
     default=None,
@@ -308,6 +319,7 @@ def run_cmd(
     concurrency: int,
     output_dir: str | None,
     data_root: str | None,
+    regenerate: int,
     max_turns: int | None,
     trials: str,
     target_width: float | None,
@@ -388,6 +400,7 @@ def run_cmd(
         concurrency=concurrency,
         output_dir=_path(output_dir),
         max_turns=max_turns,
+        regenerate=regenerate,
         trials=trial_count,
         adaptive_target_width=(target_width or DEFAULT_TARGET_WIDTH) if adaptive else None,
         resume=_path(resume),

@@ -67,7 +67,15 @@ def print_outcome(
     out = text_console()
     err = text_console(stderr=True)
     for line in outcome.summary_text().splitlines():
-        if line.startswith(("Overall Success Rate", "Strict Success Rate", "Task Success Rate")):
+        if line.startswith(
+            (
+                "Overall Success Rate",
+                "Strict Success Rate",
+                "Task Success Rate",
+                "NOTE: ",
+                "Failures by cause",
+            )
+        ) or line.startswith("regenerated: "):
             out.print(line, markup=False, highlight=False)
     if (outcome.run_dir / "summary.json").is_file():
         report(outcome.run_dir, out, prices=prices)

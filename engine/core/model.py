@@ -246,6 +246,9 @@ class Scenario:
     tool_names: tuple[str, ...] | None = None
     user_speaks_first: bool = True
     kickoff: str | None = None
+    #: The scenario spec overrides the dataset's caller (its ``user:`` key): the gold lines a
+    #: replay caller plays are then not this caller's words.
+    user_override: bool = False
     #: The key the scenario spec wrote ``record_id`` under: ``eva_id`` (the eva specs' name, an
     #: accepted alias) or ``id``. Records always write ``record_id``; ``evalctl list`` keeps the spec's word.
     spec_id_key: str = "id"

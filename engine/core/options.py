@@ -111,3 +111,6 @@ class RunOptions:
     #: ``--max-endpoint-failures N``: after N sessions in a row end on the same model-endpoint
     #: failure the run stops; the sessions not run are ``error`` results (0: never stop).
     max_endpoint_failures: int = 3
+    #: ``--regenerate N``: a session whose caller broke its instructions (``caller fidelity``,
+    #: ``engine.scoring.fidelity``) is run again with a new caller seed, at most N times; 0 never.
+    regenerate: int = 2

@@ -28,7 +28,7 @@ from engine.core.records.run import RunRecord
 from engine.core.records.summary import SummaryRecord
 from engine.report_html.transcript import Budget, chat_entries
 from engine.results.costs import PriceTable, RunCost, run_costs
-from engine.results.diff import db_lines, explain
+from engine.results.diff import caller_lines, db_lines, explain
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import Unreadable, records_text, watching
@@ -205,6 +205,12 @@ def _judge_detail(judge: JudgeRecord | None, note: str | None, budget: Budget) -
     }
 
 
+def trust_head(d: Any) -> list[str]:
+    """The lines shown above the DB differences: a FAIL's cause and the caller's findings."""
+    head = [f"cause: {d.attribution['cause']}: {d.attribution['evidence']}"] if d.attribution else []
+    return head + caller_lines(d)
+
+
 def _detail(
     sdir: Path, m: MetricsRecord, description: str, base: Path, cost: Mapping[str, Any] | None, share: int
 ) -> dict[str, Any]:
@@ -222,6 +228,7 @@ def _detail(
         "signals": _signals(m),
         "db": budget.keep(lines),
         "db_failed": m.signals.db_state_match is False,
+        "trust": budget.keep([one_line(line, 2000) for line in trust_head(d)]),
         "gold": None if d.gold_path is None else one_line(d.gold_path, 2000),
         "unmatched": budget.keep([one_line(line, 2000) for line in d.unmatched_reference[:MAX_DB_LINES]]),
         "judge": _judge_detail(judge, judge_note, budget),

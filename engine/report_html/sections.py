@@ -164,6 +164,24 @@ def _signal_counts(r: SignalRate) -> str:
     return f"{r.passed}/{r.total} {r.unit}{out}"
 
 
+def trust(summary: SummaryRecord) -> str:
+    """The caller's note, the failures by cause and the regenerated sessions (as the summary says)."""
+    out = ""
+    if summary.caller_note:
+        out += f'<p class="warn">{h(one_line(summary.caller_note, 500))}</p>'
+    causes = [[c, n] for c, n in (summary.attribution or {}).items() if n]
+    if causes:
+        out += "<h3>Failures by cause</h3>" + _table(("cause", "failures"), causes, "causes")
+    regen = summary.regenerated
+    if regen is not None and regen.sessions:
+        why = ", ".join(f"{r}: {n}" for r, n in (regen.reasons or {}).items())
+        out += (
+            f'<p class="warn">regenerated: {regen.sessions} session(s), {regen.attempts} attempt(s) '
+            f"replaced ({h(why)}): their callers broke their instructions</p>"
+        )
+    return out
+
+
 def rates(summary: SummaryRecord) -> str:
     rows = [
         [_signal_label(name, r), _pct(r.rate), _ci(r.ci), _signal_counts(r), r.role]
@@ -186,6 +204,7 @@ def rates(summary: SummaryRecord) -> str:
             for f in errors
         ]
         extra += "<h3>Session errors</h3>" + _table(("result", "stop reason", "error"), failures, "errors")
+    extra += trust(summary)
     if summary.judge_errors:
         first = one_line(summary.first_judge_error or "", 500)
         extra += (

@@ -65,6 +65,11 @@ class ScenarioDiff:
     agent_db_hash: str | None = None
     #: The turns with a model reply cut off at the token limit (``finish_reason`` ``length``).
     cut_off: list[str] = field(default_factory=list)
+    #: A FAIL's most likely cause ``{cause, turn, evidence}`` (metrics version 4; None otherwise).
+    attribution: dict[str, Any] | None = None
+    #: The caller-fidelity findings (``{check, turn, detail, text}``), and whether they are enforced.
+    caller_findings: list[dict[str, Any]] = field(default_factory=list)
+    caller_enforced: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """The diff as JSON: each DB line ``{path, kind, expected, actual, text}``, plus
@@ -215,7 +220,11 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
         actions=_load_optional(sdir / "actions.json") or [],
         assertions=[v for v in signals.db_state_assertion_verdicts if not v["passed"]],
         error_cause=str(metrics.error_cause) if metrics.error_cause is not None else None,
+        attribution=metrics.attribution.to_json() if metrics.attribution is not None else None,
     )
+    if metrics.user_fidelity is not None:
+        out.caller_findings = [f.to_json() for f in metrics.user_fidelity.findings]
+        out.caller_enforced = metrics.user_fidelity.enforced
     if metrics.judge_model:
         out.judge = {
             "judge_score": signals.judge_score,
@@ -350,6 +359,17 @@ def db_lines(d: ScenarioDiff) -> list[str]:
     return out
 
 
+def caller_lines(d: ScenarioDiff) -> list[str]:
+    """The caller-fidelity findings, one line each (none when the caller held)."""
+    if not d.caller_findings:
+        return []
+    note = "" if d.caller_enforced else " (the replay caller: reported, not an error)"
+    lines = [f"caller fidelity ({len(d.caller_findings)} finding(s)){note}:"]
+    for f in d.caller_findings:
+        lines.append(f"  caller turn {f['turn'] + 1}: {f['check']}: {f['detail']}: {f['text']!r}")
+    return lines
+
+
 def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
     """Readable report: per scenario the failing signals, the DB difference, then the actions."""
     if not diffs:
@@ -359,6 +379,10 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         trial = f" (trial {d.trial})" if d.trial != 1 or any(x.trial != 1 for x in diffs) else ""
         verdict = {True: "PASS", False: "FAIL"}.get(d.is_successful, str(d.is_successful).upper())
         out.append(f"== {d.scenario}{trial}: {verdict}")
+        if d.attribution:
+            at = d.attribution.get("turn")
+            where = f" (transcript event {at})" if at is not None else ""
+            out.append(f"cause: {d.attribution['cause']}: {d.attribution['evidence']}{where}")
         if d.error_cause:
             out.append(f"no verdict: {d.error_cause} (infrastructure, not the agent; resume or rescore)")
         why = ", ".join(d.failed_signals) or "none"
@@ -377,6 +401,7 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
         if d.cut_off:
             out.append(f"cut-off replies ({len(d.cut_off)}; raise max_tokens in --agent-args / --user-args):")
             out.extend(f"  {line}" for line in d.cut_off)
+        out.extend(caller_lines(d))
         out.extend(db_lines(d))
         if d.agent_db_hash and "differs" in d.agent_db_hash:
             out.append(f"the agent's own DB hash differs from the engine's: {d.agent_db_hash}")

@@ -33,9 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from engine import __version__
+from engine.core.dbhash import db_hash
 from engine.core.model import Scenario, SessionResult
 from engine.core.options import ScoringOptions
 from engine.core.records.common import ErrorCause, ErrorSource, SpentUsage
+from engine.core.records.fidelity import FIDELITY_ERROR, UserFidelity
 from engine.core.records.metrics import (
     ERROR_VERDICT,
     EXTRA_SIGNALS,
@@ -55,6 +57,7 @@ from engine.results.session_files import (
     JUDGE_RESULT,
     METRICS,
     SESSION,
+    attempts_dir,
     db_hashes,
     open_folder,
     read_metrics,
@@ -67,9 +70,11 @@ from engine.results.session_files import (
 from engine.results.session_files import is_complete as is_complete  # re-exported (older callers)
 from engine.results.session_files import scenario_dir as scenario_dir  # re-exported (older callers)
 from engine.results.unreadable import note
+from engine.scoring.attribution import attribute
 from engine.scoring.composite import compute_composite, stalled_threshold
+from engine.scoring.fidelity import check_fidelity
 from engine.scoring.judge import JudgeOutcome, judge_gates, run_judge
-from engine.scoring.registry import signals
+from engine.scoring.registry import fidelity_checks, signals
 from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import SummaryTotals, render_summary_text
 from engine.scoring.summary_rows import SummaryRow
@@ -104,6 +109,41 @@ def verdict_error(scenario: Scenario, result: SessionResult, judge: JudgeOutcome
     if judge_gates(scenario):
         return ErrorCause(ErrorSource.JUDGE, one_line(judge.error))
     return None
+
+
+def fidelity_error(fidelity: UserFidelity) -> ErrorCause | None:
+    """A caller that broke its instructions (and can be regenerated: not the replay caller)
+    makes the result ``error``, source ``user_simulator``, the message naming its first finding
+    (``caller fidelity: caller turn N: ...``); None else."""
+    if not fidelity.enforced or not fidelity.findings:
+        return None
+    first = fidelity.findings[0]
+    return ErrorCause(ErrorSource.USER_SIMULATOR, one_line(f"{FIDELITY_ERROR}{first.line()} ({first.check})"))
+
+
+def gold_reaches(scenario: Scenario, expected_hash: str | None) -> bool | None:
+    """Whether the scenario's gold conversation, replayed, ends on its expected DB (None without
+    a gold trace, an expected DB, or when the replay fails to run)."""
+    if expected_hash is None or scenario.gold_trace is None:
+        return None
+    final = gold_db(scenario)
+    return None if final is None else db_hash(final, scenario.domain.hash_rules) == expected_hash
+
+
+def replaced_attempts(sdir: Path, name: str, trial: int) -> tuple[int, tuple[str, ...]]:
+    """``(attempt number, reasons of the attempts replaced)`` of the result in ``sdir``: read from
+    the earlier attempts kept under the run's ``.regenerated/`` folder (``attempt_<k>``, each with
+    its ``metrics.json``); ``(0, ())`` when there is none."""
+    run_dir = sdir.parent.parent if sdir.name.startswith("trial_") else sdir.parent
+    folder = attempts_dir(run_dir, name, trial, 2 if sdir.name.startswith("trial_") else 1)
+    reasons = []
+    for k in range(1, 100):
+        record = read_metrics(folder / f"attempt_{k}" / METRICS)
+        if record is None:
+            break
+        fid = record.user_fidelity
+        reasons.append(fid.reason if fid is not None and fid.reason else "error")
+    return len(reasons), tuple(reasons)
 
 
 def signal_error(scenario: Scenario, fields: dict[str, Any]) -> ErrorCause | None:
@@ -160,15 +200,30 @@ def stage_metrics(
         scenario, result, options.strict_match, actual_hash, expected_hash, judge, gold_db(scenario)
     )
     values, fields = compute_signals(inputs, signals())
-    cause = verdict_error(scenario, result, judge) or signal_error(scenario, fields)
+    goal_met = None if expected_hash is None else actual_hash == expected_hash
+    fidelity = check_fidelity(
+        scenario, result, goal_met, fidelity_checks(), *replaced_attempts(sdir, scenario.name, result.trial)
+    )
+    cause = (
+        verdict_error(scenario, result, judge) or fidelity_error(fidelity) or signal_error(scenario, fields)
+    )
     min_turns = stalled_threshold(options.min_agent_turns, scenario.gold_trace)
-    session_erred = bool(result.error_source)
+    # a broken caller makes what was measured not the agent's outcome, as a session error does
+    session_erred = bool(result.error_source) or (
+        cause is not None and cause.message.startswith(FIDELITY_ERROR)
+    )
     stalled = not session_erred and result.agent_turns < min_turns
     comp = compute_composite(
         values, scenario.success_signals, stalled, error=cause is not None, measured_stand=not session_erred
     )
     if comp.is_successful != ERROR_VERDICT:
         cause = None  # a measured failure decided the verdict: the judge's failure is in judge_error
+    attribution = None
+    if comp.is_successful is False:
+        failed = tuple(comp.breakdown["failed"])
+        attribution = attribute(
+            scenario, result, failed, comp.stalled, fidelity, gold_reaches(scenario, expected_hash), voice_run
+        )
     usage = {role: dict(u) for role, u in result.usage.items()}
     if judge is not None:
         batch.put_json(JUDGE_RESULT, judge.to_json())
@@ -210,6 +265,8 @@ def stage_metrics(
         superseded_usage=superseded,
         voice_run=voice_run,
         voice=voice,
+        attribution=attribution,
+        user_fidelity=fidelity,
     )
     batch.put_json(METRICS, metrics.to_json(), marker=True)
     return metrics

@@ -49,6 +49,16 @@ def scenario_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> 
     return run_dir / scenario_name if trials == 1 else run_dir / scenario_name / f"trial_{trial}"
 
 
+#: The run folder's sub-folder holding the attempts a regeneration replaced (hidden: not a result).
+REGENERATED = ".regenerated"
+
+
+def attempts_dir(run_dir: Path, scenario_name: str, trial: int, trials: int) -> Path:
+    """Where the replaced attempts of one (scenario, trial) are kept, one ``attempt_<k>`` folder
+    each (k from 1, oldest first): ``run_dir/.regenerated/<name>[/trial_<k>]``."""
+    return scenario_dir(Path(run_dir) / REGENERATED, scenario_name, trial, trials)
+
+
 def result_files(run_dir: Path, name: str) -> list[Path]:
     """The files named ``name`` (``metrics.json``, ``session.json``) in the result folders of
     ``run_dir`` (``<name>/`` and ``<name>/trial_<k>/``), sorted: every entry there, a symbolic

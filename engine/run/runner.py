@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from engine.core.model import Scenario, SessionResult
 from engine.core.options import RunOptions
+from engine.core.records.common import spent
 from engine.results import scoring_stage as results
 from engine.results.provenance import new_invocation_id
+from engine.results.regenerate import attempts_kept, broken_caller, keep_attempt, keep_broken
 from engine.results.resume import Job, plan_jobs, resumed
 from engine.results.run_report import RunReport
 from engine.results.rundir import (
@@ -49,6 +51,7 @@ from engine.run.breaker import EndpointBreaker
 from engine.run.progress import Progress, Sink
 from engine.run.shard import parse_shard, shard_scenarios
 from engine.scoring import stats
+from engine.scoring.fidelity import caller_note
 from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.probe import PROBE_TIMEOUT_S, check_endpoints
 from engine.session.backends.registry import evalctl_own, parse_backend_spec, scheme_of
@@ -161,7 +164,10 @@ async def _run_locked(
         "started_at": started,
         "invocation": invocation,
         "command": "resume" if opts.resume is not None else "run",
+        "caller_note": caller_note(opts.user, planned),
     }
+    if base_info["caller_note"] and not opts.quiet:  # before the first session
+        print(f"evalctl: caller: {base_info['caller_note']}", file=sys.stderr)
     open_run_dir(run_dir, opts.resume is not None, base_info)
     report = RunReport(run_dir, trials=opts.trials)
     rounds = None
@@ -302,18 +308,32 @@ async def _run_jobs(
                     _, result = await off_loop(load_session, sdir)
                     metrics, failure = await scorer.finish(scenario, result, job.superseded, stored=True)
                 else:
-                    call = voice.call(scenario) if voice is not None else None
-                    async with gate:
-                        wrap = call.wrap if call is not None else None
-                        if breaker.tripped:  # the endpoint is down: not tried once more per session
-                            result = breaker.not_run(scenario, trial)
-                        else:
-                            result = await _session(
-                                scenario, trial, setups[scenario.name], uris, builtin, opts, wrap
-                            )
-                            breaker.record(result)
-                    audio = voice.artifacts(call) if voice is not None and call is not None else None
-                    metrics, failure = await scorer.finish(scenario, result, job.superseded, audio)
+                    run_dir, trials = scorer.run_dir, opts.trials
+                    await off_loop(keep_broken, run_dir, scenario.name, trial, trials)  # a resume's rerun
+                    first = attempt = await off_loop(attempts_kept, run_dir, scenario.name, trial, trials)
+                    superseded = job.superseded
+                    while True:
+                        call = voice.call(scenario) if voice is not None else None
+                        async with gate:
+                            wrap = call.wrap if call is not None else None
+                            if breaker.tripped:  # the endpoint is down: not tried once more per session
+                                result = breaker.not_run(scenario, trial)
+                            else:
+                                result = await _session(
+                                    scenario, trial, setups[scenario.name], uris, builtin, opts, wrap, attempt
+                                )
+                                breaker.record(result)
+                        audio = voice.artifacts(call) if voice is not None and call is not None else None
+                        metrics, failure = await scorer.finish(scenario, result, superseded, audio)
+                        if (
+                            metrics is None
+                            or attempt - first >= opts.regenerate
+                            or not broken_caller(metrics)
+                        ):
+                            break
+                        await off_loop(keep_attempt, run_dir, scenario.name, trial, trials)
+                        superseded = spent(metrics.superseded_usage, *metrics.usage.items())  # still paid
+                        attempt += 1
         except (OSError, ValueError) as err:  # the folder cannot be written (or read back)
             report.scoring_errors[key] = f"{type(err).__name__}: {err}"
             return
@@ -339,15 +359,18 @@ async def _session(
     builtin: frozenset[str],
     opts: RunOptions,
     wrap_agent: Any = None,
+    attempt: int = 0,
 ) -> SessionResult:
     """One conversation; an engine bug becomes that session's ``error`` (source ``engine``).
-    ``wrap_agent``: an audio session's link (``engine.session.voice.link.VoiceCall.wrap``)."""
+    ``wrap_agent``: an audio session's link (``engine.session.voice.link.VoiceCall.wrap``);
+    ``attempt``: k for the k-th regeneration of a broken caller's session (a new caller seed)."""
     limits = SessionLimits(
         max_duration_s=scenario.max_duration,
         turn_timeout_s=opts.turn_timeout_s,
         max_turns=opts.max_turns,
         max_tool_rounds=opts.max_tool_rounds,
         max_tool_calls_per_turn=opts.max_tool_calls_per_turn,
+        attempt=attempt,
     )
     try:
         return await run_session(

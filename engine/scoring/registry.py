@@ -19,7 +19,9 @@ import sys
 from functools import cache
 from importlib.metadata import entry_points
 
+from engine.core.fidelity import FidelityCheckDef, FidelityRegistry
 from engine.core.signals import SignalDef, SignalRegistry
+from engine.scoring.fidelity import BUILTIN as FIDELITY_BUILTIN
 from engine.scoring.signals import BUILTIN
 
 ENTRY_POINT_GROUP = "evalctl.signals"
@@ -71,3 +73,28 @@ def signals() -> SignalRegistry:
 def signal_names() -> tuple[str, ...]:
     """The names a spec's ``success_signals`` may list (the schema enums), in display order."""
     return signals().gating_names()
+
+
+#: The entry-point group of installed caller-fidelity checks (``engine.core.fidelity``).
+FIDELITY_ENTRY_POINT_GROUP = "evalctl.fidelity"
+
+
+@cache
+def fidelity_checks() -> FidelityRegistry:
+    """Every caller-fidelity check of this process: the built-in ones
+    (:data:`engine.scoring.fidelity.BUILTIN`), then those installed packages register under
+    ``evalctl.fidelity`` (the entry point named as its check); a refused one is one line on stderr."""
+    registry = FidelityRegistry(FIDELITY_BUILTIN)
+    for ep in entry_points(group=FIDELITY_ENTRY_POINT_GROUP):
+        try:
+            definition = ep.load()
+            if not isinstance(definition, FidelityCheckDef) or definition.name != ep.name:
+                raise TypeError("not a fidelity check of that name (decorate it with @fidelity_check)")
+            registry.add(definition)
+        except Exception as exc:  # a third party's failure must not stop the run
+            print(
+                f"evalctl: fidelity entry point {FIDELITY_ENTRY_POINT_GROUP}: {ep.name} = {ep.value}: "
+                f"{type(exc).__name__}: {exc}; left out",
+                file=sys.stderr,
+            )
+    return registry

@@ -24,11 +24,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import __version__
+from engine.core.records.fidelity import CAUSES
 from engine.core.records.intervals import Adaptive
 from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal
 from engine.core.records.summary import (
     COUNT,
     FailedResult,
+    Regenerated,
     SessionTimes,
     SignalRate,
     Stalled,
@@ -38,6 +40,7 @@ from engine.core.records.summary import (
     UsageTotal,
 )
 from engine.scoring.composite import diagnostic_verdict, normalize_verdict, plugin_verdict
+from engine.scoring.fidelity import replay_note
 from engine.scoring.noise import noise_floor, pass_hat_k_record
 from engine.scoring.stats import ci_text, rate_interval
 from engine.scoring.summary_rows import SummaryRow, summary_row
@@ -260,6 +263,7 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
             one_line(m.error) if m.error else m.error,
             m.is_successful,
             m.error_cause,
+            m.attribution,
         )
         for m in rows
         if m.is_successful is not True
@@ -318,6 +322,34 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         pass_hat_k=pass_hat_k,
         noise=noise,
         adaptive=adaptive,
+        attribution=_attribution(rows),
+        regenerated=_regenerated(rows),
+        caller_note=run_info.get("caller_note") or _caller_note(rows),
+    )
+
+
+def _attribution(rows: Sequence[SummaryRow]) -> dict[str, int]:
+    """FAILs by attributed cause, every cause listed (``engine.core.records.fidelity.CAUSES``)."""
+    counts = Counter(m.attribution.cause for m in rows if m.attribution is not None)
+    return {cause: counts.get(cause, 0) for cause in CAUSES}
+
+
+def _caller_note(rows: Sequence[SummaryRow]) -> str | None:
+    """The replay caller's note read from the results (a merge or a rescore, which have no run
+    settings at hand): every result's caller is ``replay``; the ones where it said nothing had no
+    gold caller words. None for any other caller, or records before version 4."""
+    names = {m.scenario_name: m for m in rows}
+    if not names or any(m.user_backend != "replay" or m.caller_turns is None for m in rows):
+        return None
+    mute = sum(1 for m in names.values() if m.caller_turns == 0)
+    return replay_note(len(names), mute)
+
+
+def _regenerated(rows: Sequence[SummaryRow]) -> Regenerated:
+    """The results a regeneration replaced attempts of, and why."""
+    reasons = Counter(r for m in rows for r in m.replaced)
+    return Regenerated(
+        sum(1 for m in rows if m.replaced), sum(len(m.replaced) for m in rows), dict(sorted(reasons.items()))
     )
 
 
@@ -402,6 +434,7 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
         lines.append(pass_hat_k_line(summary))
     lines.extend(noise_lines(summary))
     lines.append("Stop reasons: " + ", ".join(f"{k} {v}" for k, v in summary.stop_reasons.items()))
+    lines.extend(trust_lines(summary))
     if summary.judge_errors:
         lines.append(
             f"Judge errors (never an agent failure: the verdict error where a judge signal gates, "
@@ -428,6 +461,24 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
             lines.append(f"  {f.scenario}{trial}: {failure_reason(f)}")
     # every line stays one line whatever a side sent (a model name must not forge a rate line)
     return "\n".join(one_line(line, None) for line in lines) + "\n"
+
+
+def trust_lines(summary: SummaryRecord) -> list[str]:
+    """The caller's note, the FAILs by cause and the regenerated sessions (each when there is one)."""
+    lines = []
+    if summary.caller_note:
+        lines.append(f"NOTE: {summary.caller_note}")
+    causes = {c: n for c, n in (summary.attribution or {}).items() if n}
+    if causes:
+        lines.append("Failures by cause: " + ", ".join(f"{c} {n}" for c, n in causes.items()))
+    regen = summary.regenerated
+    if regen is not None and regen.sessions:
+        why = ", ".join(f"{r}: {n}" for r, n in (regen.reasons or {}).items())
+        lines.append(
+            f"regenerated: {regen.sessions} session(s), {regen.attempts} attempt(s) replaced ({why}); "
+            "their callers broke their instructions (kept under .regenerated/)"
+        )
+    return lines
 
 
 def pass_hat_k_line(summary: SummaryRecord) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.records.common import ErrorCause, spent
+from engine.core.records.fidelity import Attribution
 from engine.core.records.metrics import SIGNALS, MetricsRecord
 from engine.util.untrusted import bounded_count, one_line
 
@@ -49,6 +50,12 @@ class SummaryRow:
     signal_names: tuple[str, ...] = SIGNALS
     units: dict[str, str] = field(default_factory=dict)
     reported_signals: tuple[str, ...] = ()
+    #: A FAIL's attribution; the reasons of the attempts a regeneration replaced.
+    attribution: Attribution | None = None
+    replaced: tuple[str, ...] = ()
+    #: The caller's backend and its spoken turns (None: a record before version 4).
+    user_backend: str = ""
+    caller_turns: int | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -101,4 +108,8 @@ def summary_row(m: MetricsRecord) -> SummaryRow:
         signal_names=m.signal_names,
         units=units,
         reported_signals=tuple(n for n in m.signal_names if m.signals.role(n) == "diagnostic"),
+        attribution=m.attribution,
+        replaced=m.user_fidelity.replaced if m.user_fidelity is not None else (),
+        user_backend=m.user_backend,
+        caller_turns=m.user_fidelity.turns if m.user_fidelity is not None else None,
     )

@@ -84,6 +84,9 @@ class SessionLimits:
     #: Bytes of frames exchanged with both sides (utterances, tool calls and arguments, tool
     #: results); past it the session ends with stop reason ``error`` ("session byte budget").
     max_session_bytes: int = MAX_SESSION_BYTES
+    #: 0 for a session's first run, k for its k-th regeneration (``evalctl run --regenerate``): sent
+    #: to the sides as ``scenario.attempt`` (when above 0), for a user model's new seed.
+    attempt: int = 0
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,8 @@ class _Session:
             "current_date": s.current_date,
             "trial": self.trial,
         }
+        if self.limits.attempt > 0:
+            meta["attempt"] = self.limits.attempt
         if role == "user":
             meta["starting_utterance"] = s.user.starting_utterance or None
         if role in self.seeds:

@@ -267,6 +267,7 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         expected_db=values.get("expected_db"),
         current_date=str(values.get("current_date", "")),
         user=user,
+        user_override=bool(s.get("user")),
         success_signals=tuple(signals),
         max_duration=float(s.get("max_duration", domain.max_duration)),
         record=record,

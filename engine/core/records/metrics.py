@@ -17,13 +17,15 @@ from typing import Any
 from engine.core.records.common import ERROR_VERDICT as ERROR_VERDICT
 from engine.core.records.common import ErrorCause, SpentUsage, usage_table
 from engine.core.records.common import Usage as Usage  # re-exported: the metrics record's usage entries
+from engine.core.records.fidelity import Attribution, UserFidelity
 from engine.core.records.fields import RecordError, exact_keys, get, objects, schema_version, strings
 from engine.core.records.voice import VoiceSummary
 
 #: The version written. Every earlier one is read (``tests/records/`` holds a run of each):
 #: 1 no ``error_cause``, no ``superseded_usage``, no ``error`` verdict; 2 the record id under the
-#: scenario spec's key (``eva_id`` or ``record_id``); 3 always ``record_id``.
-METRICS_VERSION = 3
+#: scenario spec's key (``eva_id`` or ``record_id``); 3 always ``record_id``; 4 adds
+#: ``attribution`` and ``user_fidelity``.
+METRICS_VERSION = 4
 METRICS_SCHEMA = f"evalctl.metrics/{METRICS_VERSION}"
 METRICS_SCHEMA_V1 = "evalctl.metrics/1"
 METRICS_SCHEMA_V2 = "evalctl.metrics/2"
@@ -229,6 +231,12 @@ def _extra(body: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _optional(body: Mapping[str, Any], key: str, read: Any) -> Any:
+    """``read(body[key])``, None for a null."""
+    value = get(body, key, dict, None)
+    return None if value is None else read(value)
+
+
 #: The keys around the signal fields, in the order written.
 _HEAD = (
     "schema",
@@ -239,6 +247,7 @@ _HEAD = (
     "is_successful",
     "is_task_successful",
     "error_cause",
+    "attribution",
     "success_breakdown",
     "success_signals",
     "stalled",
@@ -262,8 +271,11 @@ _TAIL = (
     "judge_model",
     "judge_prompt_sha256",
     "error",
+    "user_fidelity",
     "evalctl_version",
 )
+#: The keys version 4 added.
+_V4_KEYS = ("attribution", "user_fidelity")
 #: Keys versions 1 and 2 wrote the scenario's dataset record id under (eva specs said ``eva_id``).
 LEGACY_RECORD_ID_KEYS = ("eva_id", "record_id")
 
@@ -284,6 +296,9 @@ class MetricsRecord:
     the session was an audio session (``evalctl run --voice``); only then is ``voice`` written,
     last: the session's
     :class:`~engine.core.records.voice.VoiceSummary`, null when the agent side never agreed on audio.
+    ``attribution``: a FAIL's most likely cause (``engine.core.records.fidelity.Attribution``),
+    None otherwise; ``user_fidelity``: the caller-fidelity checks of the session (None in files
+    before version 4).
     Every earlier version is read (:data:`METRICS_VERSION`): version 1 files have no
     ``error_cause`` nor ``superseded_usage``; versions 1 and 2 may say ``eva_id`` for ``record_id``.
     """
@@ -320,6 +335,8 @@ class MetricsRecord:
     superseded_usage: tuple[SpentUsage, ...] = ()
     voice_run: bool = False
     voice: VoiceSummary | None = None
+    attribution: Attribution | None = None
+    user_fidelity: UserFidelity | None = None
 
     def __post_init__(self) -> None:
         if self.voice is not None and not self.voice_run:
@@ -349,6 +366,7 @@ class MetricsRecord:
             "is_successful": self.is_successful,
             "is_task_successful": self.is_task_successful,
             "error_cause": None if self.error_cause is None else self.error_cause.to_json(),
+            "attribution": None if self.attribution is None else self.attribution.to_json(),
             "success_breakdown": self.success_breakdown.to_json(),
             "success_signals": list(self.success_signals),
             "stalled": self.stalled,
@@ -371,6 +389,7 @@ class MetricsRecord:
             "judge_model": self.judge_model,
             "judge_prompt_sha256": self.judge_prompt_sha256,
             "error": self.error,
+            "user_fidelity": None if self.user_fidelity is None else self.user_fidelity.to_json(),
             "evalctl_version": self.evalctl_version,
         }
         if self.voice_run:
@@ -401,6 +420,8 @@ class MetricsRecord:
         keys = (*head, *SignalFields.KEYS, *diagnostics, *_TAIL)
         if v1:
             keys = tuple(k for k in keys if k not in ("error_cause", "superseded_usage"))
+        if version < 4:
+            keys = tuple(k for k in keys if k not in _V4_KEYS)
         exact_keys(body, keys, "metrics", (*SignalFields.OPTIONAL, EXTRA_SIGNALS, "voice"))
         verdict = (bool, str)
         seconds = (int, float)
@@ -439,6 +460,8 @@ class MetricsRecord:
             else tuple(SpentUsage.from_json(e) for e in get(body, "superseded_usage", list)),
             voice_run="voice" in body,
             voice=VoiceSummary.from_json(body["voice"]) if body.get("voice") is not None else None,
+            attribution=None if version < 4 else _optional(body, "attribution", Attribution.from_json),
+            user_fidelity=None if version < 4 else _optional(body, "user_fidelity", UserFidelity.from_json),
         )
         for key in ("is_successful", "is_task_successful"):
             value = getattr(record, key)

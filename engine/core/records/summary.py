@@ -11,7 +11,9 @@ written without ``schema`` (1: no ``first_error``, ``invocations``, tallies' ``e
 schema; 4 adds the ``ci`` of every rate, pass^k's ``ci`` / ``scenarios`` / ``errors_left_out``,
 ``noise``, ``adaptive`` and ``strict`` (the composite rate
 with the ``error`` results counted as failures; derived from ``overall`` when read from an older
-version). A file without ``schema`` is read as version 2 when it has version 2's
+version); 5 adds ``attribution`` (FAILs by cause, and each failed result's), ``regenerated``
+(sessions whose caller was regenerated, and why) and ``caller_note`` (a caller that cannot test the
+agent). A file without ``schema`` is read as version 2 when it has version 2's
 ``first_error``, else as version 1; an older version is read into today's record (:func:`upgrade`;
 its intervals are None).
 """
@@ -23,12 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.core.records.common import ErrorCause
+from engine.core.records.fidelity import CAUSES, Attribution
 from engine.core.records.fields import RecordError, exact_keys, get, schema_version, strings
 from engine.core.records.intervals import Adaptive, Interval, Noise, interval_json
 from engine.core.records.intervals import PassHatK as PassHatK  # re-exported: the summary's pass^k
 
 #: The version written.
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 SUMMARY_SCHEMA = f"evalctl.summary/{SUMMARY_VERSION}"
 
 _RATE = (int, float, None)
@@ -277,6 +280,8 @@ class FailedResult:
     error: str | None
     verdict: bool | str = False
     error_cause: ErrorCause | None = None
+    #: A FAIL's most likely cause (summary version 5; None for an error, N/A or older file).
+    attribution: Attribution | None = None
 
     KEYS = (
         "scenario",
@@ -293,13 +298,15 @@ class FailedResult:
         body = {k: getattr(self, k) for k in self.KEYS}
         body["failed_signals"] = list(self.failed_signals)
         body["error_cause"] = None if self.error_cause is None else self.error_cause.to_json()
+        body["attribution"] = None if self.attribution is None else self.attribution.to_json()
         return body
 
     @classmethod
     def from_json(cls, body: Any) -> FailedResult:
         if not isinstance(body, dict):
             raise RecordError("failed: not a list of objects")
-        exact_keys(body, cls.KEYS, "failed")
+        exact_keys(body, cls.KEYS, "failed", ("attribution",))
+        attribution = body.get("attribution")
         return cls(
             get(body, "scenario", str),
             get(body, "trial", int),
@@ -309,8 +316,34 @@ class FailedResult:
             get(body, "error", str, None),
             get(body, "verdict", bool, str),
             ErrorCause.from_json(get(body, "error_cause", dict, None)),
+            None if attribution is None else Attribution.from_json(attribution),
         )
 
+
+@dataclass(frozen=True)
+class Regenerated:
+    """``regenerated``: ``sessions`` results whose caller was regenerated (``evalctl run
+    --regenerate``), ``attempts`` the attempts replaced in all, ``reasons`` their count by the
+    fidelity check that failed first."""
+
+    sessions: int = 0
+    attempts: int = 0
+    reasons: Mapping[str, int] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sessions": self.sessions, "attempts": self.attempts, "reasons": dict(self.reasons or {})}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Regenerated:
+        exact_keys(body, ("sessions", "attempts", "reasons"), "regenerated")
+        reasons = _object(body, "reasons")
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in reasons.values()):
+            raise RecordError("regenerated.reasons: not an object of counts")
+        return cls(get(body, "sessions", int), get(body, "attempts", int), reasons)
+
+
+#: The keys version 5 added.
+_V5_KEYS = ("attribution", "regenerated", "caller_note")
 
 #: The keys every summary has (the first check of a file that may not be a summary at all).
 CORE_KEYS = ("unit", "results", "scenarios", "trials", "signals", "stalled", "failed")
@@ -387,6 +420,9 @@ class SummaryRecord:
     noise: Noise | None = None
     adaptive: Adaptive | None = None
     strict: StrictTally | None = None
+    attribution: Mapping[str, int] | None = None
+    regenerated: Regenerated | None = None
+    caller_note: str | None = None
 
     def __post_init__(self) -> None:
         if self.strict is None:
@@ -423,6 +459,9 @@ class SummaryRecord:
             "wall_time_s": self.wall_time_s,
             "session_time_s": self.session_time_s.to_json(),
             "failed": [f.to_json() for f in self.failed],
+            "attribution": dict(self.attribution or dict.fromkeys(CAUSES, 0)),
+            "regenerated": (self.regenerated or Regenerated()).to_json(),
+            "caller_note": self.caller_note,
         }
         if self.pass_hat_k is not None:
             body["pass_hat_k"] = self.pass_hat_k.to_json()
@@ -441,10 +480,21 @@ class SummaryRecord:
         missing = sorted(set(CORE_KEYS) - body.keys())
         if missing:
             raise RecordError(f"not an evalctl summary: no {', '.join(missing)}")
-        legacy = summary_version(body) < 4  # no intervals, no noise floor, no pass^k extras
+        version = summary_version(body)
+        legacy = version < 4  # no intervals, no noise floor, no pass^k extras
         body = upgrade(body)
         required = tuple(k for k in _KEYS if k != "strict") if legacy else _KEYS
-        exact_keys(body, required, "summary", ("pass_hat_k", "noise", "adaptive", "strict"))
+        optional: tuple[str, ...] = ("pass_hat_k", "noise", "adaptive", "strict")
+        if version >= 5:
+            required = (*required, *_V5_KEYS)
+        else:
+            optional = (*optional, *_V5_KEYS)
+        exact_keys(body, required, "summary", optional)
+        attribution = _object(body, "attribution") if "attribution" in body else None
+        if attribution is not None and not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in attribution.values()
+        ):
+            raise RecordError("attribution: not an object of counts")
         stop_reasons = _object(body, "stop_reasons")
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in stop_reasons.values()):
             raise RecordError("stop_reasons: not an object of counts")
@@ -478,6 +528,11 @@ class SummaryRecord:
             noise=Noise.from_json(body["noise"]) if "noise" in body else None,
             adaptive=Adaptive.from_json(body["adaptive"]) if "adaptive" in body else None,
             strict=StrictTally.from_json(_object(body, "strict")) if "strict" in body else None,
+            attribution=attribution,
+            regenerated=Regenerated.from_json(_object(body, "regenerated"))
+            if "regenerated" in body
+            else None,
+            caller_note=get(body, "caller_note", str, None) if "caller_note" in body else None,
         )
 
 

@@ -120,7 +120,15 @@
     return section("Signals and success_breakdown", el("table", { class: "signals" }, el("thead", {}, el("tr", {}, el("th", {}, "signal"), el("th", {}, "value"), el("th", {}, "breakdown"), el("th", {}, ""))), body));
   }
 
-  function dbPart(d) {
+  function trustPart(d) {
+    if (!d.trust || !(ELIDED in d.trust || d.trust.length)) return null;
+    const lines = ELIDED in d.trust ? [shown(d.trust)] : d.trust;
+    const box = el("div", { class: "db failed" });
+    for (const line of lines) box.append(el("div", { class: line.startsWith("  ") ? "db-line" : "db-head" }, line));
+    return section("Cause and caller fidelity (as evalctl diff says)", box);
+  }
+
+    function dbPart(d) {
     const lines = d.db && typeof d.db === "object" && ELIDED in d.db ? [shown(d.db)] : d.db;
     const box = el("div", { class: "db" + (d.db_failed ? " failed" : "") });
     for (const line of lines) box.append(el("div", { class: line.startsWith("  ") ? "db-line" : "db-head" }, line));
@@ -198,6 +206,7 @@
       el("p", { class: "facts" }, facts.filter(Boolean).join(" · ")),
       d.description ? el("p", { class: "description" }, shown(d.description)) : null,
       d.error ? el("p", { class: "warn" }, "error: " + shown(d.error)) : null,
+      trustPart(d),
       signalsPart(d),
       dbPart(d),
       judgePart(d),

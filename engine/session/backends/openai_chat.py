@@ -304,6 +304,8 @@ class OpenAIFactory:
         opening = info.scenario.get("starting_utterance") if info.role == "user" else None
         user = info.role == "user"
         seed = info.scenario.get("seed")
+        if not (isinstance(seed, int) and not isinstance(seed, bool)) and user:
+            seed = info.scenario.get("attempt")  # a regenerated caller (--regenerate): a new seed
         args = with_seed(self.args, seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
         return OpenAIBackend(
             self.client,

@@ -69,6 +69,7 @@ METRICS_KEYS = [
     "is_successful",
     "is_task_successful",
     "error_cause",
+    "attribution",
     "success_breakdown",
     "success_signals",
     "stalled",
@@ -103,6 +104,7 @@ METRICS_KEYS = [
     "judge_model",
     "judge_prompt_sha256",
     "error",
+    "user_fidelity",
     "evalctl_version",
 ]
 
@@ -125,7 +127,7 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
     assert times["engine_time_s"] <= times["duration_s"]
     replay_usage = {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0}
     assert body == {
-        "schema": "evalctl.metrics/3",
+        "schema": "evalctl.metrics/4",
         "scenario_name": name,
         "record_id": "3.1.5",
         "domain": "eva_airline",
@@ -133,6 +135,7 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
         "is_successful": True,
         "is_task_successful": True,
         "error_cause": None,
+        "attribution": None,
         "success_breakdown": {
             "passed": ["db_state_match", "clean_exit"],
             "failed": [],
@@ -174,6 +177,17 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
         "judge_model": None,
         "judge_prompt_sha256": None,
         "error": None,
+        "user_fidelity": {  # the replay caller: its gold lines hold to its persona (issue #26)
+            "checks": dict.fromkeys(
+                ("persona_facts", "early_hangup", "invented_request", "agent_speak"), True
+            ),
+            "findings": [],
+            "turns": 4,
+            "enforced": False,
+            "judged": False,
+            "attempt": 0,
+            "replaced": [],
+        },
         "evalctl_version": __version__,
     }
     assert list(body["usage"]["agent"]) == ["model", "prompt_tokens", "completion_tokens", "calls"]
@@ -204,6 +218,9 @@ SUMMARY_KEYS = [
     "wall_time_s",
     "session_time_s",
     "failed",
+    "attribution",
+    "regenerated",
+    "caller_note",
     "pass_hat_k",
     "noise",
 ]
@@ -264,9 +281,16 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "stop_reason": "timeout",
         "error": "max turns (2 agent turns) reached",
         "error_cause": None,
+        "attribution": {  # cut after two agent turns: the gold's first write never came
+            "cause": "agent",
+            "turn": None,
+            "evidence": "missing write: the agent never called rebook_flight(confirmation_number='M9M6FJ', "
+            "journey_id='FL_SK715_SK330_20260908', new_journey_id='FL_SK907_20260908', "
+            "rebooking_type='same_day', waive_change_fee=False)",
+        },
     }
     assert body == {
-        "schema": "evalctl.summary/4",
+        "schema": "evalctl.summary/5",
         "run_dir": str(two_trial_run),
         "evalctl_version": __version__,
         "results": 4,
@@ -302,6 +326,10 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "usage": {"agent": {**usage, "calls": 12}, "user": {**usage, "calls": 10}},
         "invocations": 1,
         "failed": [{**failure, "trial": 1}, {**failure, "trial": 2}],
+        "attribution": {"agent": 2, "user_simulator": 0, "speech": 0, "data": 0, "infrastructure": 0},
+        "regenerated": {"sessions": 0, "attempts": 0, "reasons": {}},
+        "caller_note": "replay caller: this run is a conformance check (does the agent follow the gold "
+        "path?), not a score of a model; use --user openai:MODEL to score an agent",
         "pass_hat_k": {
             "per_scenario": {
                 "eva_airline__3_1_5": {"1": 0.0, "2": 0.0},
@@ -325,7 +353,10 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         },
     }
     assert [list(f) for f in body["failed"]] == [
-        ["scenario", "trial", "verdict", "failed_signals", "stalled", "stop_reason", "error", "error_cause"]
+        [
+            *("scenario", "trial", "verdict", "failed_signals", "stalled", "stop_reason", "error"),
+            *("error_cause", "attribution"),
+        ]
     ] * 2
     assert list(body["signals"]["clean_exit"]) == [
         "passed",

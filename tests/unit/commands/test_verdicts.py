@@ -128,7 +128,9 @@ def test_a_string_diagnostic_is_reported_and_counted_as_not_applicable() -> None
 
 def _route(state: dict[str, Any]) -> Any:
     """Agent requests get a line (10 + 5 tokens); user requests (their tools hold end_call) fail
-    with HTTP 503 until ``state["user_ok"]``, then hang up."""
+    with HTTP 503 until ``state["user_ok"]``, then ask for help and hang up on their fourth turn
+    (the gold's number of caller turns: an earlier hang-up would break the caller's instructions,
+    issue #26)."""
 
     def route(body: dict[str, Any]) -> Step:
         tools = [t["function"]["name"] for t in body.get("tools") or []]
@@ -136,6 +138,8 @@ def _route(state: dict[str, Any]) -> Any:
             return Step(completion("How can I help you today?"))
         if not state["user_ok"]:
             return Step(status=503)
+        if sum(1 for m in body["messages"] if m["role"] == "assistant") < 3:
+            return Step(completion("Please help me with my order.", usage=(3, 2)))
         return Step(completion("That is all, thanks.", [("u1", "end_call", "{}")], usage=(3, 2)))
 
     return route

@@ -104,6 +104,7 @@ METRICS_KEYS = [
     "is_successful",
     "is_task_successful",
     "error_cause",
+    "attribution",
     "success_breakdown",
     "success_signals",
     "stalled",
@@ -135,6 +136,7 @@ METRICS_KEYS = [
     "judge_model",
     "judge_prompt_sha256",
     "error",
+    "user_fidelity",
     "evalctl_version",
 ]
 
@@ -171,7 +173,7 @@ def test_metrics_json_of_one_mock_scenario(one_scenario_run: Path) -> None:
     assert times["engine_time_s"] <= times["duration_s"]
     replay_usage = {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0}
     assert body == {
-        "schema": "evalctl.metrics/3",
+        "schema": "evalctl.metrics/4",
         "scenario_name": CANCEL,
         "record_id": scenario.record_id,
         "domain": "mock",
@@ -179,6 +181,7 @@ def test_metrics_json_of_one_mock_scenario(one_scenario_run: Path) -> None:
         "is_successful": True,
         "is_task_successful": True,
         "error_cause": None,
+        "attribution": None,  # a pass: nothing to attribute
         "success_breakdown": {
             "passed": gating,
             "failed": [],
@@ -216,6 +219,18 @@ def test_metrics_json_of_one_mock_scenario(one_scenario_run: Path) -> None:
         "judge_model": None,
         "judge_prompt_sha256": None,
         "error": None,
+        # the replay caller plays the gold lines: checked, never an error (issue #26)
+        "user_fidelity": {
+            "checks": dict.fromkeys(
+                ("persona_facts", "early_hangup", "invented_request", "agent_speak"), True
+            ),
+            "findings": [],
+            "turns": gold["turns"],
+            "enforced": False,
+            "judged": False,
+            "attempt": 0,
+            "replaced": [],
+        },
         "evalctl_version": __version__,
     }
     assert list(body["usage"]["agent"]) == ["model", "prompt_tokens", "completion_tokens", "calls"]
@@ -245,8 +260,8 @@ def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path) -> N
         (lambda b: b.pop("looked_up"), "metrics: no looked_up"),
         (lambda b: b.update(eva_id="M1"), "metrics: unknown key(s) eva_id"),
         (
-            lambda b: b.update(schema="evalctl.metrics/4"),
-            "newer evalctl (this one reads evalctl.metrics/1 to /3)",
+            lambda b: b.update(schema="evalctl.metrics/5"),
+            "newer evalctl (this one reads evalctl.metrics/1 to /4)",
         ),
         (lambda b: b.update(is_successful="error"), "is_successful is 'error' exactly when error_cause"),
         (lambda b: b.update(is_successful="maybe"), "is_successful: 'maybe' is not a verdict"),
@@ -331,6 +346,9 @@ SUMMARY_KEYS = [
     "wall_time_s",
     "session_time_s",
     "failed",
+    "attribution",  # issue #26: FAILs by cause, regenerated callers, a caller that cannot test
+    "regenerated",
+    "caller_note",
     "pass_hat_k",
     "noise",
 ]
@@ -411,12 +429,18 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "stop_reason": "timeout",
         "error": "max turns (3 agent turns) reached",
         "error_cause": None,
+        # every write matches the gold: the agent stalled (the --max-turns cut, as attributed)
+        "attribution": {
+            "cause": "agent",
+            "turn": None,
+            "evidence": "stalled: 3 agent turns (stop reason timeout)",
+        },
     }
     long_lines = shipped["long_lines"]
     assert long_lines > 0
     # Stalled results are left out of the signal rates: the rates are the two shipped sessions'.
     assert body == {
-        "schema": "evalctl.summary/4",
+        "schema": "evalctl.summary/5",
         "run_dir": str(two_trial_run),
         "evalctl_version": __version__,
         "results": 4,
@@ -452,6 +476,10 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "usage": {"agent": {**usage, "calls": calls["agent"]}, "user": {**usage, "calls": calls["user"]}},
         "invocations": 1,
         "failed": [{**failure, "trial": 1}, {**failure, "trial": 2}],
+        "attribution": {"agent": 2, "user_simulator": 0, "speech": 0, "data": 0, "infrastructure": 0},
+        "regenerated": {"sessions": 0, "attempts": 0, "reasons": {}},
+        "caller_note": "replay caller: this run is a conformance check (does the agent follow the gold "
+        "path?), not a score of a model; use --user openai:MODEL to score an agent",
         "pass_hat_k": {
             "per_scenario": {
                 CANCEL: {"1": 0.0, "2": 0.0},
@@ -476,7 +504,10 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         },
     }
     assert [list(f) for f in body["failed"]] == [
-        ["scenario", "trial", "verdict", "failed_signals", "stalled", "stop_reason", "error", "error_cause"]
+        [
+            *("scenario", "trial", "verdict", "failed_signals", "stalled", "stop_reason", "error"),
+            *("error_cause", "attribution"),
+        ]
     ] * 2
     assert list(body["signals"]["clean_exit"]) == [
         "passed",
@@ -563,7 +594,11 @@ def test_run_json_is_read_back_through_the_record_unchanged(two_trial_run: Path)
 
 def test_a_version_1_metrics_file_is_still_read(one_scenario_run: Path) -> None:
     body = json.loads((one_scenario_run / CANCEL / "metrics.json").read_text())
-    old = {k: v for k, v in body.items() if k not in ("error_cause", "superseded_usage")}
+    old = {
+        k: v
+        for k, v in body.items()
+        if k not in ("error_cause", "superseded_usage", "attribution", "user_fidelity")
+    }
     record = MetricsRecord.from_json({**old, "schema": "evalctl.metrics/1"})
     assert record.error_cause is None and record.superseded_usage == () and record.is_successful is True
     with pytest.raises(RecordError, match="metrics: no error_cause"):

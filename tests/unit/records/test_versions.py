@@ -16,6 +16,7 @@ import pytest
 
 import cli
 from engine.core.records.common import ErrorCause, SpentUsage, Usage
+from engine.core.records.fidelity import Finding, UserFidelity
 from engine.core.records.intervals import Adaptive, Interval, Noise, ScenarioTrials
 from engine.core.records.metrics import METRICS_SCHEMA, SIGNALS, MetricsRecord
 from engine.core.records.run import RUN_SCHEMA, Git, RunRecord
@@ -25,6 +26,7 @@ from engine.core.records.summary import (
     SUMMARY_SCHEMA,
     FailedResult,
     PassHatK,
+    Regenerated,
     SignalRate,
     SummaryRecord,
 )
@@ -158,7 +160,10 @@ def test_rescore_and_merge_read_every_version(
 
 #: Paths whose keys are data (role, signal, file, scenario names), shown as ``*``; the free-form
 #: ones (``settings``, ``args``, ``models``) are not descended into.
-_KEYED = {"usage", "extra_signals", "signals", "stop_reasons", "spec_files", "templates", "data_root_files"}
+_KEYED = {
+    *("usage", "extra_signals", "signals", "stop_reasons", "spec_files", "templates", "data_root_files"),
+    *("checks", "reasons"),  # user_fidelity.checks (registered checks), regenerated.reasons (checks)
+}
 _KEYED_PATHS = {
     "pass_hat_k.per_scenario",
     "pass_hat_k.per_scenario.*",
@@ -224,6 +229,13 @@ def _full_metrics() -> dict[str, Any]:
         superseded_usage=(SpentUsage("judge", _usage()),),
         voice_run=True,
         voice=voice,
+        user_fidelity=UserFidelity(
+            {"persona_facts": False},
+            (Finding("persona_facts", 1, "says X", "X"),),
+            2,
+            attempt=1,
+            replaced=("x",),
+        ),
     )
     return record.to_json()
 
@@ -245,6 +257,8 @@ def _full_summary() -> dict[str, Any]:
         ),
         noise=Noise(1, 1, 1.0, ("s",), 0.4, {"s": ScenarioTrials(1, 2, 0.5, True)}),
         adaptive=Adaptive(6, 2, 8, 0.1, 0.3, "max trials"),
+        regenerated=Regenerated(1, 2, {"persona_facts": 2}),
+        caller_note="note",
     )
     return record.to_json()
 
@@ -265,6 +279,59 @@ def _full_session() -> dict[str, Any]:
 #: The :func:`fingerprint` of each record as today's writer writes it, by schema (space
 #: separated). Versions no longer written are pinned by their frozen folder in tests/records/.
 PINNED = {
+    "evalctl.metrics/4": """
+        agent_backend agent_turns attribution attribution.cause attribution.evidence
+        attribution.turn clean_exit db_hash db_state_assertion_pass_rate db_state_assertion_verdicts
+        db_state_match domain duration_s engine_time_s error error_cause error_cause.message
+        error_cause.source evalctl_version expected_db_hash extra_signals extra_signals.*
+        is_action_match is_successful is_task_successful judge_error judge_model judge_passed
+        judge_prompt_sha256 judge_score min_agent_turns nl_assertion_pass_rate nl_assertion_verdicts
+        num_actions num_tool_calls record_id scenario_name schema stalled started_at stop_reason
+        success_breakdown success_breakdown.excluded success_breakdown.failed
+        success_breakdown.not_applicable success_breakdown.passed success_signals superseded_usage
+        superseded_usage[].calls superseded_usage[].completion_tokens superseded_usage[].model
+        superseded_usage[].prompt_tokens superseded_usage[].role trial usage usage.* usage.*.calls
+        usage.*.completion_tokens usage.*.model usage.*.prompt_tokens user_backend user_fidelity
+        user_fidelity.attempt user_fidelity.checks user_fidelity.checks.* user_fidelity.enforced
+        user_fidelity.findings user_fidelity.findings[].check user_fidelity.findings[].detail
+        user_fidelity.findings[].text user_fidelity.findings[].turn user_fidelity.judged
+        user_fidelity.replaced user_fidelity.turns user_turns voice voice.agent_speech_ms
+        voice.agent_turns_with_audio voice.caller_speech_ms voice.latency_ms voice.latency_ms.count
+        voice.latency_ms.max voice.latency_ms.mean voice.latency_ms.p50 voice.latency_ms.p90
+        voice.media_ms voice.overlap_ms voice.recognizer voice.sample_rate voice.ttfa_ms
+        voice.ttfa_ms.count voice.ttfa_ms.max voice.ttfa_ms.mean voice.ttfa_ms.p50 voice.ttfa_ms.p90
+        voice.tts voice.tts_s voice.turns_with_overlap voice.wer voice.wer_turns
+    """,
+    "evalctl.summary/5": """
+        adaptive adaptive.max_trials adaptive.rounds adaptive.sessions adaptive.stopped
+        adaptive.target_width adaptive.width attribution attribution.agent attribution.data
+        attribution.infrastructure attribution.speech attribution.user_simulator caller_note errors
+        evalctl_version failed failed[].attribution failed[].attribution.cause
+        failed[].attribution.evidence failed[].attribution.turn failed[].error failed[].error_cause
+        failed[].error_cause.message failed[].error_cause.source failed[].failed_signals
+        failed[].scenario failed[].stalled failed[].stop_reason failed[].trial failed[].verdict
+        first_error first_judge_error interrupted invocations judge_errors missing noise noise.flaky
+        noise.flaky_scenarios noise.flaky_share noise.minimum_detectable_difference
+        noise.per_scenario noise.per_scenario.* noise.per_scenario.*.flaky
+        noise.per_scenario.*.passed noise.per_scenario.*.rate noise.per_scenario.*.trials
+        noise.scenarios overall overall.ci overall.ci.high overall.ci.low overall.ci.method
+        overall.errors overall.failed overall.not_applicable overall.passed overall.rate
+        overall.total pass_hat_k pass_hat_k.ci pass_hat_k.ci.* pass_hat_k.ci.*.high
+        pass_hat_k.ci.*.low pass_hat_k.ci.*.method pass_hat_k.errors_left_out pass_hat_k.overall
+        pass_hat_k.overall.* pass_hat_k.per_scenario pass_hat_k.per_scenario.*
+        pass_hat_k.per_scenario.*.* pass_hat_k.scenarios pass_hat_k.scenarios.* regenerated
+        regenerated.attempts regenerated.reasons regenerated.reasons.* regenerated.sessions results
+        run_dir scenarios schema session_time_s session_time_s.max session_time_s.mean
+        session_time_s.total signals signals.* signals.*.ci signals.*.ci.high signals.*.ci.low
+        signals.*.ci.method signals.*.errors_left_out signals.*.kind signals.*.max signals.*.passed
+        signals.*.rate signals.*.role signals.*.sum signals.*.total signals.*.unit stalled
+        stalled.count stalled.min_agent_turns stalled.scenarios stop_reasons stop_reasons.* strict
+        strict.ci strict.ci.high strict.ci.low strict.ci.method strict.errors strict.failed
+        strict.passed strict.rate strict.total task task.ci task.ci.high task.ci.low task.ci.method
+        task.errors task.failed task.not_applicable task.passed task.rate task.total trials unit
+        usage usage.* usage.*.calls usage.*.completion_tokens usage.*.models usage.*.prompt_tokens
+        wall_time_s
+    """,
     "evalctl.metrics/3": """
         agent_backend agent_turns clean_exit db_hash db_state_assertion_pass_rate
         db_state_assertion_verdicts db_state_match domain duration_s engine_time_s error error_cause
@@ -382,7 +449,7 @@ def test_a_change_of_fields_bumps_the_version(record: str, build: Any) -> None:
         (lambda b: b.update(latency_ok=True), "added: latency_ok; removed: none"),
         (lambda b: b.pop("judge_error"), "added: none; removed: judge_error"),
         (lambda b: b["voice"].update(jitter_ms=1), "added: voice.jitter_ms"),
-        (lambda b: b.update(schema="evalctl.metrics/4"), "no fields pinned for evalctl.metrics/4"),
+        (lambda b: b.update(schema="evalctl.metrics/5"), "no fields pinned for evalctl.metrics/5"),
     ],
     ids=["added", "removed", "nested", "unpinned-version"],
 )
