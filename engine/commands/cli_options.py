@@ -214,3 +214,15 @@ def html(default_name: str) -> Decorator:
         help=f"Write a self-contained HTML page instead, e.g. --html /tmp/run.html "
         f"(default file: {default_name}).",
     )
+
+
+def junit() -> Decorator:
+    """``--junit FILE``: also write the run's JUnit XML (``engine.results.junit``)."""
+    return click.option(
+        "--junit",
+        default=None,
+        metavar="FILE",
+        type=click.Path(dir_okay=False),
+        help="Also write JUnit XML there: one test case per scenario and trial (failures with the "
+        "first cause `evalctl diff` gives, error verdicts as errors, missing or N/A as skipped).",
+    )
