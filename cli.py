@@ -17,7 +17,7 @@ import click
 from engine import __version__
 from engine.commands import cli_options as opt
 from engine.core.options import RunOptions, ScoringOptions
-from engine.util.errors import EvalctlError, UsageError
+from engine.util.errors import INTERRUPTED_EXIT, EvalctlError, UsageError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -644,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     except click.exceptions.Abort:
         click.echo("evalctl: interrupted", err=True)
-        return 130
+        return INTERRUPTED_EXIT
     except click.ClickException as err:
         err.show()
         return err.exit_code

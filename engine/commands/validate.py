@@ -8,6 +8,7 @@ import click
 
 from engine.domains.registry import plugins
 from engine.spec.validate import validate_specs
+from engine.util.errors import BELOW_BAR_EXIT, OK_EXIT
 
 
 def validate(spec_dir: Path, data_root: Path | None = None, *, replay: bool = True) -> int:
@@ -18,4 +19,4 @@ def validate(spec_dir: Path, data_root: Path | None = None, *, replay: bool = Tr
     report = validate_specs(spec_dir, data_root, replay=replay, plugins=plugins())
     for line in report.lines():
         click.echo(line)
-    return 0 if report.ok else 1
+    return OK_EXIT if report.ok else BELOW_BAR_EXIT
