@@ -6,13 +6,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from engine.commands import library
 from engine.commands.console import text_console
 from engine.commands.report import report
 from engine.core.options import RunOptions
 from engine.domains.registry import plugins
 from engine.results.costs import PriceTable
 from engine.results.run_report import RunReport
-from engine.run.runner import CtrlC, run_cli
+from engine.run.runner import CtrlC
 from engine.util.errors import INFRASTRUCTURE_EXIT
 
 
@@ -38,7 +39,7 @@ def run(
     XML there (``engine.results.junit``) once it is scored; the exit code is the same."""
     opts = replace(opts, plugins=plugins())
     if ray is None:
-        outcome = run_cli(opts)
+        outcome = library.run_options(opts)
         with CtrlC.while_printing(outcome):
             code = print_outcome(outcome, fail_under, prices, allow_errors)
         _write_junit(outcome.run_dir, junit)

@@ -63,6 +63,20 @@ class RunReport:
         rate = self.summary.strict_tally.rate
         return None if rate is None else float(rate)
 
+    @property
+    def composite_rate(self) -> float:
+        """The composite (overall) success rate, 0..1, the ``error`` results left out; NaN when not
+        applicable or not summarised (every comparison with NaN is False: an assertion fails)."""
+        rate = self.overall_rate()
+        return float("nan") if rate is None else rate
+
+    @property
+    def strict_success_rate(self) -> float:
+        """The strict rate (``error`` results counted as failures; what ``--fail-under`` judges),
+        0..1; NaN when not applicable or not summarised."""
+        rate = self.strict_rate()
+        return float("nan") if rate is None else rate
+
     def judged_rate(self, allow_errors: bool) -> float | None:
         """The rate ``--fail-under`` judges: the strict rate, or with ``allow_errors`` the overall
         rate (the ``error`` results left out)."""
