@@ -283,6 +283,19 @@ def _prices(value: str | None) -> Any:
 @click.option("--replay-latency", default=0.0, type=opt.FiniteFloatRange(min=0), hidden=True)
 @opt.prices()
 @opt.junit()
+@click.option(
+    "--otel",
+    is_flag=True,
+    help="Export one trace per session over OTLP/HTTP to the endpoint of the standard "
+    "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variables. Needs `pip install 'evalctl[otel]'`.",
+)
+@click.option(
+    "--trace-file",
+    default=None,
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Append one trace per session to FILE as OTLP JSON lines. Needs `pip install 'evalctl[otel]'`.",
+)
 def run_cmd(
     spec_dir: str,
     scenarios: str | None,
@@ -318,6 +331,8 @@ def run_cmd(
     replay_latency: float,
     prices: str | None,
     junit: str | None,
+    otel: bool,
+    trace_file: str | None,
 ) -> int:
     """Run the scenarios of SPEC_DIR: a simulated user talks to the agent, the engine runs the
     agent's tool calls on each scenario's own DB, and every session is scored.
@@ -397,7 +412,16 @@ def run_cmd(
         shard=shard,
         workers=workers or cpu_count(),
     )
-    return run(opts, fail_under, _prices(prices), allow_errors, ray=ray_address, junit=_path(junit))
+    return run(
+        opts,
+        fail_under,
+        _prices(prices),
+        allow_errors,
+        ray=ray_address,
+        junit=_path(junit),
+        otel=otel,
+        trace_file=_path(trace_file),
+    )
 
 
 @group.command("serve")
