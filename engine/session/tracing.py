@@ -35,7 +35,8 @@ from engine.core.model import SessionResult
 from engine.util.errors import UsageError
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import ReadableSpan, Span, Tracer
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.trace import Span, Tracer
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -136,7 +137,7 @@ class SessionTracer:
     def _child(self, parent: Span, name: str, start: int, attrs: Mapping[str, Any]) -> Span:
         from opentelemetry import trace
 
-        return self._tracer.start_span(  # type: ignore[return-value]
+        return self._tracer.start_span(
             name, context=trace.set_span_in_context(parent), start_time=start, attributes=dict(attrs)
         )
 
@@ -152,7 +153,7 @@ class SessionTracer:
 
         started = _start_seconds(result)
         end = _ns(started, result.duration_s)
-        root: Span = self._tracer.start_span(  # type: ignore[assignment]
+        root: Span = self._tracer.start_span(
             f"session {result.scenario_name}",
             start_time=_ns(started, 0.0),
             attributes={

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -33,13 +34,16 @@ def test_the_docs_pytest_example_runs(
     (tmp_path / "test_example.py").write_text(_block(), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("EVAL_DATA_ROOT", raising=False)
+    # an installed evalctl registers the plugin itself (pytest11); this checkout may not be installed
+    installed = any(ep.value == "evalctl.testing" for ep in entry_points(group="pytest11"))
     code = pytest.main(
         [
             "-q",
-            "-p",
-            "evalctl.testing",
+            *([] if installed else ["-p", "evalctl.testing"]),
             "-p",
             "no:cacheprovider",
+            "-o",
+            "asyncio_default_fixture_loop_scope=function",
             "--rootdir",
             str(tmp_path),
             "-c",
