@@ -36,9 +36,9 @@ from engine.util.errors import UsageError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
-    from opentelemetry.trace import Span, Tracer
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Span, Tracer
 
 #: The longest utterance text put on a turn span (``evalctl.turn.text``).
 TEXT_CHARS = 200
