@@ -223,6 +223,7 @@ def junit() -> Decorator:
         default=None,
         metavar="FILE",
         type=click.Path(dir_okay=False),
-        help="Also write JUnit XML there: one test case per scenario and trial (failures with the "
-        "first cause `evalctl diff` gives, error verdicts as errors, missing or N/A as skipped).",
+        help="Also write JUnit XML there, e.g. junit.xml: one test case per scenario and trial (failures "
+        "with the first cause `evalctl diff` gives, error verdicts as errors, missing or N/A as skipped) "
+        "(default: none).",
     )

@@ -6,14 +6,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from engine.commands import library
 from engine.commands.console import text_console
 from engine.commands.report import report
 from engine.core.options import RunOptions
 from engine.domains.registry import plugins
 from engine.results.costs import PriceTable
 from engine.results.run_report import RunReport
-from engine.run.runner import CtrlC
+from engine.run.runner import CtrlC, run_cli
 from engine.util.errors import INFRASTRUCTURE_EXIT
 
 
@@ -47,7 +46,7 @@ def run(
         require_otel()
     opts = replace(opts, plugins=plugins())
     if ray is None:
-        outcome = library.run_options(opts)
+        outcome = run_cli(opts)  # what library.run_options does: opts has every plugin
         with CtrlC.while_printing(outcome):
             code = print_outcome(outcome, fail_under, prices, allow_errors)
         _write_junit(outcome.run_dir, junit)
