@@ -7,6 +7,9 @@ BIN := $(VENV)/bin
 # missing there is downloaded at its pinned tag. The default suits a clone next to `shared/`.
 EVA_SOURCE ?= ../shared
 DATA_ROOT ?= data
+# What `make setup` installs: the developer tools and every optional feature (pyproject.toml's
+# extras). A user's install is `pip install evalctl` (or `evalctl[otel]`...): README "Install".
+DEV_EXTRAS ?= dev,ray,report-tests,voice,pipecat,livekit,otel
 
 .PHONY: setup bytecode data test lint schemas bench screenshot clean
 
@@ -20,7 +23,7 @@ bytecode: $(BIN)/evalctl
 $(BIN)/evalctl: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[$(DEV_EXTRAS)]'
 	@touch $@
 
 data: $(BIN)/evalctl

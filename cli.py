@@ -17,7 +17,7 @@ import click
 from engine import __version__
 from engine.commands import cli_options as opt
 from engine.core.options import RunOptions, ScoringOptions
-from engine.util.errors import EvalctlError, UsageError
+from engine.util.errors import INTERRUPTED_EXIT, EvalctlError, UsageError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -300,6 +300,20 @@ def _prices(value: str | None) -> Any:
 )
 @click.option("--replay-latency", default=0.0, type=opt.FiniteFloatRange(min=0), hidden=True)
 @opt.prices()
+@opt.junit()
+@click.option(
+    "--otel",
+    is_flag=True,
+    help="Export one trace per session over OTLP/HTTP to the endpoint of the standard "
+    "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variables. Needs `pip install 'evalctl[otel]'`.",
+)
+@click.option(
+    "--trace-file",
+    default=None,
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Append one trace per session to FILE as OTLP JSON lines. Needs `pip install 'evalctl[otel]'`.",
+)
 def run_cmd(
     spec_dir: str,
     scenarios: str | None,
@@ -343,6 +357,9 @@ def run_cmd(
     ray_address: str | None,
     replay_latency: float,
     prices: str | None,
+    junit: str | None,
+    otel: bool,
+    trace_file: str | None,
 ) -> int:
     """Run the scenarios of SPEC_DIR: a simulated user talks to the agent, the engine runs the
     agent's tool calls on each scenario's own DB, and every session is scored.
@@ -432,7 +449,16 @@ def run_cmd(
         shard=shard,
         workers=workers or cpu_count(),
     )
-    return run(opts, fail_under, _prices(prices), allow_errors, ray=ray_address)
+    return run(
+        opts,
+        fail_under,
+        _prices(prices),
+        allow_errors,
+        ray=ray_address,
+        junit=_path(junit),
+        otel=otel,
+        trace_file=_path(trace_file),
+    )
 
 
 @group.command("serve")
@@ -602,10 +628,32 @@ def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> int:
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @opt.html("RUN_DIR/report.html")
 @opt.prices()
-def report_cmd(run_dir: str, html: str | None, prices: str | None) -> int:
+@opt.junit()
+@click.option(
+    "--markdown",
+    is_flag=True,
+    help="Print a short Markdown summary for a pull-request comment instead of the table.",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    type=click.Path(file_okay=False),
+    metavar="RUN_DIR",
+    help="With --markdown: list the verdicts that flipped since this run.",
+)
+def report_cmd(
+    run_dir: str,
+    html: str | None,
+    prices: str | None,
+    junit: str | None,
+    markdown: bool,
+    baseline: str | None,
+) -> int:
     """Print the summary of RUN_DIR as a table, with the unsuccessful scenarios by name; with
     --html write one self-contained HTML report (charts, filterable scenario table, each
-    conversation with its tool calls, DB differences, judge verdicts, links to the raw files).
+    conversation with its tool calls, DB differences, judge verdicts, links to the raw files);
+    with --markdown a short summary for a pull-request comment (rates with their intervals,
+    flips against --baseline, top failure causes); --junit FILE also writes JUnit XML.
 
     \b
     Example:
@@ -613,11 +661,23 @@ def report_cmd(run_dir: str, html: str | None, prices: str | None) -> int:
       evalctl report runs/20260101-120000 --prices prices.yaml
       evalctl report runs/20260101-120000 --html
       evalctl report runs/20260101-120000 --html /tmp/run.html
+      evalctl report runs/B --markdown --baseline runs/A --junit junit.xml
     """
     from engine.commands.report import report
 
+    if markdown and html is not None:
+        raise UsageError("--markdown and --html: choose one")
+    if baseline is not None and not markdown:
+        raise UsageError("--baseline goes with --markdown")
     out = None if html is None else Path(html) if html else Path(run_dir) / "report.html"
-    return report(Path(run_dir), prices=_prices(prices), html=out)
+    return report(
+        Path(run_dir),
+        prices=_prices(prices),
+        html=out,
+        junit=_path(junit),
+        markdown=markdown,
+        baseline=_path(baseline),
+    )
 
 
 @group.command("compare")
@@ -673,7 +733,7 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     except click.exceptions.Abort:
         click.echo("evalctl: interrupted", err=True)
-        return 130
+        return INTERRUPTED_EXIT
     except click.ClickException as err:
         err.show()
         return err.exit_code

@@ -26,7 +26,7 @@ def missing() -> str | None:
     try:
         import selenium  # noqa: F401
     except ImportError:
-        return "selenium is not installed: pip install -e '.[dev]'"
+        return "selenium is not installed: pip install -e '.[report-tests]' (make setup installs it)"
     if _binary() is None:
         return "no Chromium on PATH: apt-get install chromium chromium-driver"
     if shutil.which("chromedriver") is None:

@@ -20,4 +20,34 @@ them to the loader, the validator, the runner and the served sides.
 | merge    | :func:`engine.commands.merge.merge`            |
 
 The options that several verbs take are defined once, in :mod:`engine.commands.cli_options`.
+:data:`VERB_EXIT_CODES` says which exit codes (``engine.util.errors.EXIT_CODES``) each verb can
+return; docs/cli.md's table is held to it by tests/project/test_exit_codes.py.
 """
+
+from __future__ import annotations
+
+from engine.util.errors import (
+    BAD_INPUT_EXIT,
+    BELOW_BAR_EXIT,
+    INFRASTRUCTURE_EXIT,
+    INTERRUPTED_EXIT,
+    OK_EXIT,
+)
+
+_ANY = (OK_EXIT, BAD_INPUT_EXIT, INTERRUPTED_EXIT)
+_SCORED = (OK_EXIT, BELOW_BAR_EXIT, BAD_INPUT_EXIT, INFRASTRUCTURE_EXIT, INTERRUPTED_EXIT)
+
+#: verb -> the exit codes it can return. Every verb exits 2 on bad input and 130 when interrupted.
+VERB_EXIT_CODES: dict[str, tuple[int, ...]] = {
+    "list": _ANY,
+    "validate": (OK_EXIT, BELOW_BAR_EXIT, BAD_INPUT_EXIT, INTERRUPTED_EXIT),
+    "render": _ANY,
+    "run": _SCORED,
+    "rescore": _SCORED,
+    "merge": _SCORED,
+    "serve": _ANY,
+    "diff": _ANY,
+    "report": _ANY,
+    "compare": _ANY,
+    "cache": _ANY,
+}

@@ -299,3 +299,16 @@ def cache_option() -> Decorator:
         "tools and settings) is not sent again, e.g. ~/.cache/evalctl (default: $EVALCTL_CACHE, "
         "else no cache).",
     )
+
+
+def junit() -> Decorator:
+    """``--junit FILE``: also write the run's JUnit XML (``engine.results.junit``)."""
+    return click.option(
+        "--junit",
+        default=None,
+        metavar="FILE",
+        type=click.Path(dir_okay=False),
+        help="Also write JUnit XML there, e.g. junit.xml: one test case per scenario and trial (failures "
+        "with the first cause `evalctl diff` gives, error verdicts as errors, missing or N/A as skipped) "
+        "(default: none).",
+    )

@@ -27,7 +27,7 @@ def compare(
     0 (whatever changed; a record that does not read is a warning line on stderr and a note);
     raises UsageError when either folder is not a finished run or has no readable result."""
     with warning_of_unreadable():
-        comparison = compare_runs(run_a, run_b, prices)
+        comparison = compare_runs(run_a, run_b, prices)  # library.compare without prices
     if html is not None:
         size = write_compare(comparison, html)
         click.echo(f"compare: {html} ({size / 1e6:.1f} MB)")

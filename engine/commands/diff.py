@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
+from engine.commands import library
 from engine.commands.console import warning_of_unreadable
-from engine.results.diff import diff_run, missing_results, render_text
+from engine.results.diff import missing_results, render_text
 from engine.results.unreadable import records_text
 
 
@@ -21,7 +22,7 @@ def diff(run_dir: Path, scenario: str | None = None, *, as_json: bool = False) -
     JSON). Returns 0; raises UsageError when ``run_dir`` holds no (readable) scored results or not
     ``scenario``."""
     with warning_of_unreadable() as found:
-        diffs = diff_run(run_dir, scenario)
+        diffs = library.diff(run_dir, scenario)
         missing = missing_results(run_dir) if scenario is None else 0
     if as_json:
         click.echo(json.dumps([d.to_json() for d in diffs], indent=2, ensure_ascii=False, default=str))

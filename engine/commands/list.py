@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from engine.domains.registry import plugins
-from engine.spec.loader import load_domain
+from engine.commands import library
 
 
 def list_scenarios(spec_dir: Path, data_root: Path | None = None, *, as_json: bool = False) -> int:
@@ -18,7 +17,7 @@ def list_scenarios(spec_dir: Path, data_root: Path | None = None, *, as_json: bo
 
     The specs are fully loaded (with every registered domain plugin) and checked first: raises
     SpecError / DataRootError like ``engine.spec.loader.load_domain``."""
-    loaded = load_domain(spec_dir, data_root, plugins=plugins())
+    loaded = library.load(spec_dir, data_root)
     if as_json:
         rows = [
             {

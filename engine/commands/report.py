@@ -133,15 +133,36 @@ def report(
     *,
     prices: PriceTable | None = None,
     html: Path | None = None,
+    junit: Path | None = None,
+    markdown: bool = False,
+    baseline: Path | None = None,
 ) -> int:
     """Print the report of ``run_dir`` on ``console`` (default: stdout, long lines unwrapped);
     with ``prices`` also the cost per role and per scenario; with ``html`` write the HTML report
-    there instead and print its path and size. Each record that does not read is a warning line
-    on stderr and counted in the report. Returns 0. Raises UsageError when ``run_dir`` has no
-    readable ``summary.json`` or no readable result, OSError when ``html`` cannot be written.
+    there instead and print its path and size; with ``markdown`` print the pull-request summary
+    instead (``engine.results.markdown``; the flips against ``baseline`` when given); with
+    ``junit`` also write the JUnit XML there (``engine.results.junit``) and say so on stderr. Each
+    record that does not read is a warning line on stderr and counted in the report. Returns 0.
+    Raises UsageError when ``run_dir`` has no readable ``summary.json`` or no readable result,
+    OSError when ``html`` or ``junit`` cannot be written.
     """
     console = console or text_console()
     with warning_of_unreadable():
+        if junit is not None:
+            from engine.results.junit import write_junit
+
+            n = write_junit(run_dir, junit)
+            text_console(stderr=True).print(
+                f"junit: {n.path} ({n.tests} tests, {n.failures} failures, {n.errors} errors, "
+                f"{n.skipped} skipped)",
+                markup=False,
+                highlight=False,
+            )
+        if markdown:
+            from engine.results.markdown import markdown_summary
+
+            console.out(markdown_summary(run_dir, baseline), end="", highlight=False)
+            return 0
         if html is not None:
             return _html(run_dir, html, prices, console)
         return _text(run_dir, prices, console)

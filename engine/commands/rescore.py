@@ -3,13 +3,10 @@ print the outcome as ``evalctl run`` does and pick the exit code."""
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import replace
-
+from engine.commands import library
 from engine.commands.console import text_console, warning_of_unreadable
 from engine.commands.run import print_outcome
-from engine.domains.registry import plugins
-from engine.results.rescoring import RescoreOptions, RescoreReport, rescore_run
+from engine.results.rescoring import RescoreOptions, RescoreReport
 from engine.results.unreadable import records_text
 
 
@@ -19,7 +16,7 @@ def rescore(opts: RescoreOptions, fail_under: float | None = None, allow_errors:
     ``fail_under``, else 0). Raises UsageError / SpecError / DataRootError / InfrastructureError
     before anything is rewritten."""
     with warning_of_unreadable():
-        done = asyncio.run(rescore_run(replace(opts, plugins=plugins())))
+        done = library.rescore_options(opts)
         return _outcome(done, fail_under, allow_errors)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from engine.commands.console import text_console
 from engine.commands.report import report
@@ -21,23 +22,35 @@ def run(
     prices: PriceTable | None = None,
     allow_errors: bool = False,
     ray: str | None = None,
+    junit: Path | None = None,
+    otel: bool = False,
+    trace_file: Path | None = None,
 ) -> int:
     """Run what ``opts`` selects (see ``engine.run.runner.run``), then print the outcome. Returns the
-    exit code (:meth:`engine.results.run_report.RunReport.exit_code`): 130 when interrupted, 3 when a planned
-    result is missing or was not scored; 1 when ``fail_under`` (0..1) is set and the strict rate
-    (errors counted as failures; with ``allow_errors`` the overall rate) is below it or not
-    applicable; 3 when a result has the verdict ``error`` (unless ``allow_errors``); else 0.
+    exit code (:meth:`engine.results.run_report.RunReport.exit_code`): 130 when interrupted, 3 when
+    a planned result is missing or was not scored; 1 when ``fail_under`` (0..1) is set and the
+    strict rate (errors counted as failures; with ``allow_errors`` the overall rate) is below it or
+    not applicable; 3 when a result has the verdict ``error`` (unless ``allow_errors``); else 0.
     Raises SpecError / UsageError / DataRootError before anything runs when the input is bad,
     InfrastructureError (exit 3) when a model endpoint fails its check. The run gets every
     registered domain plugin (``opts.plugins`` is replaced; ``engine.run.runner.run_cli`` runs with
     other plugins). With ``prices`` the report at the end shows the cost per role and per
     scenario. ``ray``: run as shards on the Ray cluster at that address and merge them
-    (``engine.run.ray_run``; exit 3 when a shard failed)."""
+    (``engine.run.ray_run``; exit 3 when a shard failed). ``junit``: also write the run's JUnit
+    XML there (``engine.results.junit``) once it is scored; ``otel`` / ``trace_file``: export one
+    trace per session (``engine.results.traces``) over OTLP/HTTP (the ``OTEL_EXPORTER_OTLP_*``
+    variables) and/or as OTLP JSON lines; the exit code is the same."""
+    if otel or trace_file is not None:
+        from engine.session.tracing import require_otel
+
+        require_otel()
     opts = replace(opts, plugins=plugins())
     if ray is None:
-        outcome = run_cli(opts)
+        outcome = run_cli(opts)  # what library.run_options does: opts has every plugin
         with CtrlC.while_printing(outcome):
             code = print_outcome(outcome, fail_under, prices, allow_errors)
+        _write_junit(outcome.run_dir, junit)
+        _export_traces(outcome.run_dir, otel, trace_file, prices)
         if opts.shard is not None:  # its rates are the slice's, not the selection's
             text_console().print(
                 f"shard {opts.shard} of the selection: `evalctl merge` combines the shards into one run",
@@ -50,9 +63,42 @@ def run(
     done = run_on_ray(opts, ray, tuple(sys.argv[1:]))
     err = text_console(stderr=True)
     code = print_outcome(RunReport(done.run_dir, summary=done.summary), fail_under, prices, allow_errors)
+    _write_junit(done.run_dir, junit)
+    _export_traces(done.run_dir, otel, trace_file, prices)
     for shard, message in sorted(done.failed.items()):
         err.print(f"evalctl: ray shard {shard} failed: {message}", markup=False, highlight=False)
     return INFRASTRUCTURE_EXIT if done.failed and code in (0, 1) else code
+
+
+def _write_junit(run_dir: Path, junit: Path | None) -> None:
+    """Write the JUnit file of a finished run, and say where; nothing when no result was scored."""
+    if junit is None or not (run_dir / "summary.json").is_file():
+        return
+    from engine.results.junit import write_junit
+
+    n = write_junit(run_dir, junit)
+    text_console().print(
+        f"junit: {n.path} ({n.tests} tests, {n.failures} failures, {n.errors} errors, {n.skipped} skipped)",
+        markup=False,
+        highlight=False,
+    )
+
+
+def _export_traces(run_dir: Path, otel: bool, trace_file: Path | None, prices: PriceTable | None) -> None:
+    """Export the run's traces when asked, and say how many (on stderr when some failed)."""
+    if not (otel or trace_file) or not (run_dir / "summary.json").is_file():
+        return
+    from engine.results.traces import export_run_traces
+
+    sent, failed = export_run_traces(run_dir, otlp=otel, trace_file=trace_file, prices=prices)
+    where = " and ".join([*(["OTLP"] if otel else []), *([str(trace_file)] if trace_file else [])])
+    text_console().print(f"traces: {sent} sessions to {where}", markup=False, highlight=False)
+    if failed:
+        text_console(stderr=True).print(
+            f"evalctl: {failed} session trace(s) not exported (unreadable session or OTLP export failed)",
+            markup=False,
+            highlight=False,
+        )
 
 
 def print_outcome(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from engine.domains.registry import plugins
-from engine.spec.validate import validate_specs
+from engine.commands import library
+from engine.util.errors import BELOW_BAR_EXIT, OK_EXIT
 
 
 def validate(spec_dir: Path, data_root: Path | None = None, *, replay: bool = True) -> int:
@@ -15,7 +15,7 @@ def validate(spec_dir: Path, data_root: Path | None = None, *, replay: bool = Tr
     closing lines (see ``engine.spec.validate.ValidationReport.lines``); returns 1 when there is any
     problem, else 0. ``replay`` False skips the gold-trace replay. Specs are checked against every
     registered domain plugin. Raises DataRootError for a missing data root."""
-    report = validate_specs(spec_dir, data_root, replay=replay, plugins=plugins())
+    report = library.validate(spec_dir, data_root, replay=replay)
     for line in report.lines():
         click.echo(line)
-    return 0 if report.ok else 1
+    return OK_EXIT if report.ok else BELOW_BAR_EXIT

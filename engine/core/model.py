@@ -7,6 +7,7 @@ Treat every Mapping held here as read-only; a session works on ``Scenario.fresh_
 from __future__ import annotations
 
 import copy
+import sysconfig
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,19 @@ if TYPE_CHECKING:
 from engine.core.records.metrics import SIGNALS as SIGNALS  # the six signal names, defined there
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = REPO_ROOT / "schemas"
-TEMPLATE_DIR = REPO_ROOT / "templates"
+
+
+def _shipped(name: str) -> Path:
+    """The ``schemas/`` or ``templates/`` folder: the checkout's (a clone, an editable install), else
+    the one a wheel installs under ``<prefix>/share/evalctl/`` (pyproject's data-files)."""
+    checkout = REPO_ROOT / name
+    if checkout.is_dir():
+        return checkout
+    return Path(sysconfig.get_path("data")) / "share" / "evalctl" / name
+
+
+SCHEMA_DIR = _shipped("schemas")
+TEMPLATE_DIR = _shipped("templates")
 
 ToolKind = Literal["read", "write", "system", "harness"]
 StopReason = Literal[

@@ -12,7 +12,7 @@ from engine.core.records.metrics import MetricsRecord
 from engine.core.records.summary import SummaryRecord
 from engine.results.outcomes import Outcome, outcome, stored_results
 from engine.scoring.summary import SummaryTotals
-from engine.util.errors import INFRASTRUCTURE_EXIT
+from engine.util.errors import BELOW_BAR_EXIT, INFRASTRUCTURE_EXIT, INTERRUPTED_EXIT, OK_EXIT
 
 
 @dataclass
@@ -63,6 +63,20 @@ class RunReport:
         rate = self.summary.strict_tally.rate
         return None if rate is None else float(rate)
 
+    @property
+    def composite_rate(self) -> float:
+        """The composite (overall) success rate, 0..1, the ``error`` results left out; NaN when not
+        applicable or not summarised (every comparison with NaN is False: an assertion fails)."""
+        rate = self.overall_rate()
+        return float("nan") if rate is None else rate
+
+    @property
+    def strict_success_rate(self) -> float:
+        """The strict rate (``error`` results counted as failures; what ``--fail-under`` judges),
+        0..1; NaN when not applicable or not summarised."""
+        rate = self.strict_rate()
+        return float("nan") if rate is None else rate
+
     def judged_rate(self, allow_errors: bool) -> float | None:
         """The rate ``--fail-under`` judges: the strict rate, or with ``allow_errors`` the overall
         rate (the ``error`` results left out)."""
@@ -87,16 +101,16 @@ class RunReport:
         verdict ``error`` unless ``allow_errors``; else 0. A run below its bar counting its
         errors as failures is below it whatever they were hiding: errors cannot turn a 1 into a 3."""
         if self.interrupted:
-            return 130
+            return INTERRUPTED_EXIT
         if self.missing or self.scoring_errors:
             return INFRASTRUCTURE_EXIT
         if fail_under is not None:
             rate = self.judged_rate(allow_errors)
             if rate is None or rate < fail_under:
-                return 1
+                return BELOW_BAR_EXIT
         if self.errors and not allow_errors:
             return INFRASTRUCTURE_EXIT
-        return 0
+        return OK_EXIT
 
     def summary_text(self) -> str:
         """The run's ``all_summary.txt`` (empty when it was not written)."""

@@ -8,6 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The exit code of a verb that did its job (docs/cli.md "Exit codes").
+OK_EXIT = 0
+
+#: The exit code of a verdict below the bar: ``--fail-under`` not met (run, rescore, merge), or
+#: ``evalctl validate`` found a problem.
+BELOW_BAR_EXIT = 1
+
 #: The exit code of bad input (docs/scoring.md "Exit codes"): a spec problem, a missing data root,
 #: an unknown option value, a file given that cannot be read; 1 is kept for ``--fail-under`` (and
 #: for ``evalctl validate``'s own verdict), so a CI job tells a broken spec from a low score.
@@ -27,6 +34,20 @@ class DataRootError(EvalctlError):
 #: The exit code of a run with results that have no verdict (infrastructure failed: a model
 #: endpoint, the user simulator, the judge, the transport), or whose endpoint failed its check.
 INFRASTRUCTURE_EXIT = 3
+
+
+#: The exit code of an interrupted verb (Ctrl-C, SIGTERM): the finished results are kept.
+INTERRUPTED_EXIT = 130
+
+#: Every exit code of the CLI and what it means in one phrase; docs/cli.md's table lists the same
+#: (tests/project/test_exit_codes.py holds them to it).
+EXIT_CODES: dict[int, str] = {
+    OK_EXIT: "done",
+    BELOW_BAR_EXIT: "below --fail-under, or validate found problems",
+    BAD_INPUT_EXIT: "bad input or unwritable output",
+    INFRASTRUCTURE_EXIT: "infrastructure failed: results without a verdict or missing, an endpoint check",
+    INTERRUPTED_EXIT: "interrupted",
+}
 
 
 class InfrastructureError(EvalctlError):

@@ -1,0 +1,40 @@
+"""The traces of a run (``evalctl run --otel / --trace-file``): each scored result's stored session
+read back from the run folder and handed to :class:`engine.session.tracing.SessionTracer` with
+its verdict and, with a price table, its cost per role. Reading the folder after the run keeps
+the conversation loop untouched and works the same for ``--workers``, shards and Ray."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.results.costs import PriceTable, run_costs
+from engine.results.scoring_stage import scored_dirs
+from engine.results.session_files import load_session
+from engine.session.tracing import SessionTracer
+
+
+def export_run_traces(
+    run_dir: Path, *, otlp: bool = False, trace_file: Path | None = None, prices: PriceTable | None = None
+) -> tuple[int, int]:
+    """Export one trace per scored result of ``run_dir``; returns (sessions exported, sessions
+    whose stored session does not read or whose OTLP export failed). Raises UsageError without
+    the ``[otel]`` extra, OSError when ``trace_file`` cannot be written."""
+    rows = scored_dirs(Path(run_dir))
+    costs = {(s.scenario, s.trial): s for s in run_costs([m for _, m in rows], prices).scenarios}
+    skipped = 0
+    with SessionTracer(otlp=otlp, trace_file=trace_file) as tracer:
+        for sdir, m in rows:
+            try:
+                _, result = load_session(sdir)
+            except (OSError, ValueError):
+                skipped += 1
+                continue
+            cost = costs.get((m.scenario_name, m.trial))
+            tracer.export(
+                result,
+                m.is_successful,
+                m.success_breakdown.failed,
+                str(m.error_cause) if m.error_cause is not None else None,
+                {role: rc.cost for role, rc in cost.roles.items()} if cost is not None else None,
+            )
+        return tracer.sessions, skipped + tracer.failed_exports
