@@ -60,7 +60,8 @@ class BackendScheme:
     (``spec.uri`` is its URL); ``model_endpoint``: the side calls the OpenAI-compatible endpoint
     (checked once before the first session); ``gold_side``: the side plays the scenario's gold
     (a voice run then speaks its lines; ``evalctl serve`` then needs ``--spec-dir``);
-    ``files_per_session``: file descriptors one session's side holds.
+    ``files_per_session``: file descriptors one session's side holds; ``runs_user_code``: the
+    backend is the user's code run in-process (blamed as an external side's).
     """
 
     scheme: ClassVar[str] = ""
@@ -70,6 +71,10 @@ class BackendScheme:
     model_endpoint: ClassVar[bool] = False
     gold_side: ClassVar[bool] = False
     files_per_session: ClassVar[int] = 2
+    #: The side runs the user's own code in this process (``python:``, ``pipecat:``,
+    #: ``livekit:``): a built-in scheme whose failures are the agent's, as an installed one's
+    #: (:func:`evalctl_own`).
+    runs_user_code: ClassVar[bool] = False
 
     @classmethod
     def parse(cls, text: str) -> BackendSpec:
@@ -169,6 +174,52 @@ class ExternalScheme(BackendScheme):
         return BackendSpec("external", uri=text, scheme=text.split(":", 1)[0], text=text)
 
 
+class PythonScheme(BackendScheme):
+    """``python:FILE.py:FACTORY`` (or ``python:MODULE:FACTORY``, ``python:@NAME`` for a factory
+    registered with ``engine.session.backends.python_agent.register_agent``): an agent written
+    as a Python callable, run in-process (``engine.session.backends.python_agent``)."""
+
+    scheme = "python"
+    usage = "python:FILE.py:FACTORY"
+    runs_user_code = True
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.python_agent import PythonFactory, resolve
+
+        return PythonFactory(resolve(spec.args, cls.scheme), name=str(spec))
+
+
+class PipecatScheme(BackendScheme):
+    """``pipecat:FILE.py:FACTORY``: a pipecat pipeline (the ``pipecat`` extra), text mode
+    (``engine.session.backends.pipecat_agent``)."""
+
+    scheme = "pipecat"
+    usage = "pipecat:FILE.py:FACTORY"
+    runs_user_code = True
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.pipecat_agent import PipecatFactory
+
+        return PipecatFactory.load(spec.args, name=str(spec))
+
+
+class LiveKitScheme(BackendScheme):
+    """``livekit:FILE.py:FACTORY``: a LiveKit Agents ``Agent`` (the ``livekit`` extra), text mode
+    (``engine.session.backends.livekit_agent``)."""
+
+    scheme = "livekit"
+    usage = "livekit:FILE.py:FACTORY"
+    runs_user_code = True
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.livekit_agent import LiveKitFactory
+
+        return LiveKitFactory.load(spec.args, name=str(spec))
+
+
 class SecureExternalScheme(ExternalScheme):
     """``wss://host:port``: an external side over TLS."""
 
@@ -178,7 +229,17 @@ class SecureExternalScheme(ExternalScheme):
 
 #: The built-in schemes (the registry's first entries; their names cannot be registered again).
 BUILTIN: dict[str, type[BackendScheme]] = {
-    cls.scheme: cls for cls in (ReplayScheme, NoopScheme, OpenAIScheme, ExternalScheme, SecureExternalScheme)
+    cls.scheme: cls
+    for cls in (
+        ReplayScheme,
+        NoopScheme,
+        OpenAIScheme,
+        ExternalScheme,
+        SecureExternalScheme,
+        PythonScheme,
+        PipecatScheme,
+        LiveKitScheme,
+    )
 }
 
 
