@@ -12,8 +12,12 @@ import os
 
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.processors.aggregators.llm_context import LLMContext
-from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
+from pipecat.processors.aggregators.llm_response_universal import (
+    LLMContextAggregatorPair,
+    LLMUserAggregatorParams,
+)
 from pipecat.services.openai.llm import OpenAILLMService
+from pipecat.turns.user_turn_strategies import ExternalUserTurnStrategies
 
 from engine.session.backends.bridge import InprocSession
 from engine.session.backends.pipecat_agent import tools_schema
@@ -24,10 +28,12 @@ def make_pipeline(session: InprocSession) -> Pipeline:
     llm = OpenAILLMService(
         api_key=os.environ.get("OPENAI_API_KEY", "unused"),
         base_url=os.environ.get("OPENAI_BASE_URL"),
-        model=os.environ.get("BOT_MODEL", "gpt-4.1-mini"),
+        settings=OpenAILLMService.Settings(
+            model=os.environ.get("BOT_MODEL", "gpt-4.1-mini"), system_instruction=session.system_prompt
+        ),
     )
-    context = LLMContext(
-        messages=[{"role": "system", "content": session.system_prompt}], tools=tools_schema(session)
-    )
-    aggregators = LLMContextAggregatorPair(context)
+    context = LLMContext(tools=tools_schema(session))
+    # text mode: the caller's lines arrive as whole messages, so no voice turn detection
+    user_params = LLMUserAggregatorParams(user_turn_strategies=ExternalUserTurnStrategies())
+    aggregators = LLMContextAggregatorPair(context, user_params=user_params)
     return Pipeline([aggregators.user(), llm, aggregators.assistant()])

@@ -59,8 +59,8 @@ def _require_pipecat() -> None:
 def tools_schema(session: InprocSession) -> Any:
     """The scenario's tools as pipecat's ``ToolsSchema`` (one ``FunctionSchema`` each: name,
     description, parameter properties and required names)."""
-    from pipecat.adapters.schemas.function_schema import FunctionSchema
-    from pipecat.adapters.schemas.tools_schema import ToolsSchema
+    from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
+    from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
 
     functions = []
     for tool in session.tools:
