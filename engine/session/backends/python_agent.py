@@ -12,7 +12,7 @@ coroutine function that answers each caller line with the agent's words. Inside 
 ``await tools.call(name, arguments)`` runs one tool on the engine's scenario DB and returns its
 result text (``arguments``: the raw JSON text, never repaired, or a dict), ``await
 tools.call_many([(name, arguments), ...])`` runs a batch of parallel calls and returns their
-results in order. Calling the scenario's hang-up tool (``end_conversation``) ends the call after
+results in order (``say=TEXT``: words said in the same model step as the calls). Calling the scenario's hang-up tool (``end_conversation``) ends the call after
 it runs. What the agent raises, and a reply that is not a string (or None), is the agent's FAIL.
 
 :func:`register_agent` registers a factory object directly and returns the spec string that
@@ -73,18 +73,23 @@ class ToolCaller:
     bridge: ToolBridge
     _ids: itertools.count[int] = field(default_factory=itertools.count)
 
-    async def call(self, name: str, arguments: str | Mapping[str, Any] = "{}") -> str:
-        """Run tool ``name`` with ``arguments`` (raw JSON text or a dict); its result text."""
-        return (await self.call_many([(name, arguments)]))[0]
+    async def call(self, name: str, arguments: str | Mapping[str, Any] = "{}", say: str = "") -> str:
+        """Run tool ``name`` with ``arguments`` (raw JSON text or a dict); its result text.
+        ``say``: words the agent says with the call (one model step: the caller hears them even
+        when the call ends it)."""
+        return (await self.call_many([(name, arguments)], say=say))[0]
 
-    async def call_many(self, calls: Sequence[tuple[str, str | Mapping[str, Any]]]) -> list[str]:
-        """Run a batch of parallel calls ``(name, arguments)``; their result texts in order."""
+    async def call_many(
+        self, calls: Sequence[tuple[str, str | Mapping[str, Any]]], say: str = ""
+    ) -> list[str]:
+        """Run a batch of parallel calls ``(name, arguments)`` (with the words ``say``); their
+        result texts in order."""
         if not calls:
             return []
         requests = [
             ToolCallRequest(f"py-{next(self._ids)}", str(name), raw_arguments(args)) for name, args in calls
         ]
-        self.bridge.step("", requests)
+        self.bridge.step(say, requests)
         return list(await asyncio.gather(*(self.bridge.result(r.call_id) for r in requests)))
 
 
