@@ -43,7 +43,9 @@ def _gold(scenario: Scenario) -> _Gold:
     hangup = next((t.name for t in scenario.tools.tools if t.ends_call == "exit"), "end_conversation")
     turns = []
     for k, turn in enumerate(script.agent_turns):
-        calls = [(f"g{k}-{i}", name, json.dumps(p, ensure_ascii=False)) for i, (name, p) in enumerate(turn.calls)]
+        calls = [
+            (f"g{k}-{i}", name, json.dumps(p, ensure_ascii=False)) for i, (name, p) in enumerate(turn.calls)
+        ]
         if k == len(script.agent_turns) - 1 and not any(name in ending for name, _ in turn.calls):
             calls.append((f"g{k}-end", hangup, "{}"))
         turns.append(Answer(turn.text, tuple(calls)))
@@ -163,7 +165,13 @@ def _sse(answer: Answer, model: str) -> Iterable[bytes]:
             yield event({"tool_calls": [{"index": i, "function": {"arguments": args}}]})
     yield event({}, "tool_calls" if answer.calls else "stop")
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-    tail = {"id": "chatcmpl-gold", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [], "usage": usage}
+    tail = {
+        "id": "chatcmpl-gold",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [],
+        "usage": usage,
+    }
     yield f"data: {json.dumps(tail)}\n\n".encode()
     yield b"data: [DONE]\n\n"
-

@@ -152,7 +152,9 @@ def load_factory(target: str, scheme: str) -> Callable[..., Any]:
     module does not load or has no callable ``NAME``."""
     where, sep, name = target.rpartition(":")
     if not sep or not where or not name:
-        raise UsageError(f"backend '{scheme}:{target}': expected {scheme}:FILE.py:FACTORY or {scheme}:MODULE:FACTORY")
+        raise UsageError(
+            f"backend '{scheme}:{target}': expected {scheme}:FILE.py:FACTORY or {scheme}:MODULE:FACTORY"
+        )
     try:
         if where.endswith(".py") or "/" in where:
             path = Path(where).resolve()
@@ -176,8 +178,10 @@ def load_factory(target: str, scheme: str) -> Callable[..., Any]:
     except UsageError:
         raise
     except Exception as exc:  # the user's module: any error it raises on import is bad input
-        raise UsageError(f"backend '{scheme}:{target}': {where} does not load ({type(exc).__name__}: {exc})") from None
+        raise UsageError(
+            f"backend '{scheme}:{target}': {where} does not load ({type(exc).__name__}: {exc})"
+        ) from None
     factory = getattr(module, name, None)
     if not callable(factory):
         raise UsageError(f"backend '{scheme}:{target}': {where} has no callable {name!r}")
-    return factory  # type: ignore[no-any-return]
+    return factory

@@ -88,6 +88,7 @@ class LiveKitAgent:
         self._session: Any = None
         self._agent: Any = None
         self._run: Any = None
+        self._watch: asyncio.Future[None] | None = None
         self._ids = 0
 
     async def respond(
@@ -101,7 +102,7 @@ class LiveKitAgent:
         if self._run is not None and not self._run.done():
             await asyncio.gather(self._finished(self._run), return_exceptions=True)
         self._run = self._session.run(user_input=text)
-        asyncio.ensure_future(self._finished(self._run))
+        self._watch = asyncio.ensure_future(self._finished(self._run))
 
     async def _finished(self, run: Any) -> None:
         try:
@@ -123,7 +124,7 @@ class LiveKitAgent:
         except Exception as exc:
             raise BackendError(f"{self.name}: the factory failed: {type(exc).__name__}: {exc}") from exc
         original = agent.llm_node
-        agent.llm_node = self._node(agent, original)
+        setattr(agent, "llm_node", self._node(agent, original))  # noqa: B010 (a method of the instance)
         self._agent = agent
         self._session = AgentSession()
         await self._session.start(agent)
@@ -145,8 +146,12 @@ class LiveKitAgent:
                             yield item
                         elif isinstance(item, llm.ChatChunk):
                             delta = item.delta
-                            for call in delta.tool_calls if delta else []:
-                                calls.append(ToolCallRequest(call.call_id or self._call_id(), call.name, call.arguments))
+                            for part in delta.tool_calls if delta else []:
+                                calls.append(
+                                    ToolCallRequest(
+                                        part.call_id or self._call_id(), part.name, part.arguments
+                                    )
+                                )
                             if delta is not None and delta.content:
                                 text.append(delta.content)
                                 yield delta.content
@@ -160,7 +165,9 @@ class LiveKitAgent:
                 for call, result in zip(calls, results, strict=True):
                     items = [
                         llm.FunctionCall(call_id=call.call_id, name=call.name, arguments=call.arguments),
-                        llm.FunctionCallOutput(call_id=call.call_id, name=call.name, output=result, is_error=False),
+                        llm.FunctionCallOutput(
+                            call_id=call.call_id, name=call.name, output=result, is_error=False
+                        ),
                     ]
                     chat_ctx.items.extend(items)
                     added.extend(items)
@@ -198,4 +205,3 @@ class LiveKitFactory:
 
     def __call__(self, info: SessionInfo) -> LiveKitAgent:
         return LiveKitAgent(self.factory, info, self.name)
-

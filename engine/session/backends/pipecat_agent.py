@@ -183,7 +183,7 @@ class PipecatAgent:
 
         if self._worker is None:
             await self._start()
-        new = [{"role": "user", "content": text}] if text else []
+        new: list[Any] = [{"role": "user", "content": text}] if text else []
         await self._worker.queue_frame(LLMMessagesAppendFrame(messages=new, run_llm=True))
 
     async def _start(self) -> None:
@@ -199,7 +199,9 @@ class PipecatAgent:
             made = self._factory(session)
         except Exception as exc:
             raise BackendError(f"{self.name}: the factory raised {type(exc).__name__}: {exc}") from exc
-        pipeline = made if isinstance(made, Pipeline) else Pipeline(made if isinstance(made, list) else [made])
+        pipeline = (
+            made if isinstance(made, Pipeline) else Pipeline(made if isinstance(made, list) else [made])
+        )
         services = [p for p in _processors(pipeline) if isinstance(p, BaseOpenAILLMService)]
         if not services:
             raise BackendError(f"{self.name}: the pipeline has no OpenAI-compatible LLM service")

@@ -12,8 +12,9 @@ coroutine function that answers each caller line with the agent's words. Inside 
 ``await tools.call(name, arguments)`` runs one tool on the engine's scenario DB and returns its
 result text (``arguments``: the raw JSON text, never repaired, or a dict), ``await
 tools.call_many([(name, arguments), ...])`` runs a batch of parallel calls and returns their
-results in order (``say=TEXT``: words said in the same model step as the calls). Calling the scenario's hang-up tool (``end_conversation``) ends the call after
-it runs. What the agent raises, and a reply that is not a string (or None), is the agent's FAIL.
+results in order (``say=TEXT``: words said in the same model step as the calls). Calling the
+scenario's hang-up tool (``end_conversation``) ends the call after it runs. What the agent
+raises, and a reply that is not a string (or None), is the agent's FAIL.
 
 :func:`register_agent` registers a factory object directly and returns the spec string that
 names it (``python:@NAME``), for the Python API; a registered factory lives in this process only
@@ -118,7 +119,10 @@ class PythonAgent:
         try:
             if self._turn_fn is None:
                 session = InprocSession(
-                    self._info.system_prompt, list(self._info.tools), dict(self._info.scenario), self._info.role
+                    self._info.system_prompt,
+                    list(self._info.tools),
+                    dict(self._info.scenario),
+                    self._info.role,
                 )
                 made = self._factory(session, ToolCaller(self.bridge))
                 if not callable(made):

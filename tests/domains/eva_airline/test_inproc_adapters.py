@@ -21,7 +21,9 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def replayed(data_root: Path, loaded: LoadedDomain, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def replayed(
+    data_root: Path, loaded: LoadedDomain, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     return _hashes(loaded, data_root, "replay", tmp_path_factory.mktemp("replay"))
 
 

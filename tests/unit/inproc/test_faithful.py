@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from engine.run.runner import run
-from engine.session.backends.python_agent import ToolCaller, register_agent
 from engine.session.backends.bridge import InprocSession
+from engine.session.backends.python_agent import ToolCaller, register_agent
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.fake_llm import Answer, GoldLLM
 from tests.runtime_helpers import run_options
@@ -29,7 +29,9 @@ SCENARIO = "mock__cancel_order"
 MALFORMED = '{"order_id": "O-100"'  # cut short: not JSON
 SCRIPT = [
     Answer("Let me look.", (("c1", "get_order", MALFORMED), ("c2", "refund_everything", "{}"))),
-    Answer("", (("c3", "get_order", '{"order_id": "O-100"}'), ("c4", "cancel_order", '{"order_id":"O-100"}'))),
+    Answer(
+        "", (("c3", "get_order", '{"order_id": "O-100"}'), ("c4", "cancel_order", '{"order_id":"O-100"}'))
+    ),
     Answer(""),  # an empty reply
     Answer("Goodbye.", (("c5", "end_conversation", "{}"),)),
 ]
@@ -61,8 +63,13 @@ def _run(agent: str, out: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, A
         monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "local")
         opts = run_options(
-            MOCK_SPEC_DIR, MOCK_DATA_ROOT, agent=agent, scenarios=(SCENARIO,), output_dir=out,
-            progress=False, base_url=llm.base_url,
+            MOCK_SPEC_DIR,
+            MOCK_DATA_ROOT,
+            agent=agent,
+            scenarios=(SCENARIO,),
+            output_dir=out,
+            progress=False,
+            base_url=llm.base_url,
         )
         report = asyncio.run(run(opts))
         [(result, metrics)] = list(report.results())
@@ -76,11 +83,15 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, list[
 
 
 def _calls(result: Any) -> list[tuple[str, str, Any]]:
-    return [(c["name"], c["arguments"], c["result"]) for c in result.tool_calls if c.get("side", "agent") == "agent"]
+    return [
+        (c["name"], c["arguments"], c["result"])
+        for c in result.tool_calls
+        if c.get("side", "agent") == "agent"
+    ]
 
 
 def test_the_plain_protocol_reference_makes_each_mistake(reference: Any) -> None:
-    result, metrics, _ = reference
+    result, _, _ = reference
     calls = _calls(result)
     assert [c[:2] for c in calls[:4]] == [(n, a) for answer in SCRIPT[:2] for _, n, a in answer.calls]
     assert calls[0][1] == MALFORMED  # the raw text, never repaired
@@ -98,8 +109,12 @@ def test_each_mistake_reaches_evalctl_as_over_the_plain_protocol(
     assert result.stop_reason == ref_result.stop_reason
     assert metrics.is_successful == ref_metrics.is_successful
     assert metrics.signals == ref_metrics.signals
-    agent_lines = [e["content"] for e in result.transcript if e["type"] == "utterance" and e["role"] == "agent"]
-    ref_lines = [e["content"] for e in ref_result.transcript if e["type"] == "utterance" and e["role"] == "agent"]
+    agent_lines = [
+        e["content"] for e in result.transcript if e["type"] == "utterance" and e["role"] == "agent"
+    ]
+    ref_lines = [
+        e["content"] for e in ref_result.transcript if e["type"] == "utterance" and e["role"] == "agent"
+    ]
     assert agent_lines == ref_lines
     if kind != "python":  # the adapters' LLM was asked once per model step, as the plain agent's
         assert len(requests) == len(ref_requests)
