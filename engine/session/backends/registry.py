@@ -316,8 +316,10 @@ def evalctl_own(spec: BackendSpec) -> bool:
     what its side does. A scheme an installed package registers is not: its backend is the
     package's code, so a built-in side serving it is blamed like an external side
     (``engine.session.sides.link.blame``: an agent's raise, its ``BackendError``, its silence are
-    the agent's FAIL, never an ``error`` of evalctl's or of a model endpoint)."""
-    return spec.scheme in BUILTIN
+    the agent's FAIL, never an ``error`` of evalctl's or of a model endpoint). Nor is a built-in
+    scheme that runs the user's own code in-process (``runs_user_code``: ``python:``,
+    ``pipecat:``, ``livekit:``)."""
+    return spec.scheme in BUILTIN and not BUILTIN[spec.scheme].runs_user_code
 
 
 def scheme_of(spec: BackendSpec) -> type[BackendScheme]:

@@ -117,7 +117,11 @@ def test_backend_specs(text: str, spec: BackendSpec) -> None:
 
 @pytest.mark.parametrize("text", ["", "openai:", "gpt-4", "http://x", "ws://"])
 def test_bad_backend_specs(text: str) -> None:
-    with pytest.raises(UsageError, match="expected replay, noop, openai:MODEL or ws://host:port"):
+    with pytest.raises(
+        UsageError,
+        match="expected replay, noop, openai:MODEL, ws://host:port, python:FILE.py:FACTORY, "
+        "pipecat:FILE.py:FACTORY or livekit:FILE.py:FACTORY",
+    ):
         parse_backend_spec(text)
 
 
