@@ -96,8 +96,10 @@ def test_a_target_that_does_not_load_is_bad_input(tmp_path: Path, capsys: pytest
         ("python:json:nothing", "has no callable 'nothing'"),
     ]:
         code = main(
-            ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--agent", target]
-            + ["--output-dir", str(tmp_path / "out"), "--scenarios", SCENARIO]
+            [
+                *("run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--agent", target),
+                *("--output-dir", str(tmp_path / "out"), "--scenarios", SCENARIO),
+            ]
         )
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and message in err[0], (target, err)

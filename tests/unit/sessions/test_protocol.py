@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 import pytest
@@ -119,8 +120,10 @@ def test_backend_specs(text: str, spec: BackendSpec) -> None:
 def test_bad_backend_specs(text: str) -> None:
     with pytest.raises(
         UsageError,
-        match="expected replay, noop, openai:MODEL, ws://host:port, python:FILE.py:FACTORY, "
-        "pipecat:FILE.py:FACTORY or livekit:FILE.py:FACTORY",
+        match=re.escape(
+            "expected replay, noop, openai:MODEL, ws://host:port, python:FILE.py:FACTORY, "
+            "pipecat:FILE.py:FACTORY or livekit:FILE.py:FACTORY"
+        ),
     ):
         parse_backend_spec(text)
 
