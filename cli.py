@@ -180,7 +180,11 @@ def _prices(value: str | None) -> Any:
     default="replay",
     show_default=True,
     metavar="SPEC",
-    help="replay | noop (greets and hangs up: the floor) | openai:MODEL | ws://host:port",
+    help=(
+        "replay | noop (greets and hangs up: the floor) | openai:MODEL | ws://host:port"
+        " | python:FILE.py:FACTORY | pipecat:FILE.py:FACTORY | livekit:FILE.py:FACTORY"
+        " (in-process agents: docs/agents_inproc.md)"
+    ),
 )
 @click.option(
     "--user",

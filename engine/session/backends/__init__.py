@@ -113,7 +113,9 @@ class BackendError(Exception):
 
 
 class Backend(Protocol):
-    """What a built-in side asks for each model step. One instance serves one session."""
+    """What a built-in side asks for each model step. One instance serves one session; a backend
+    that holds tasks or resources may also define ``async def aclose()``, awaited once when its
+    session ends (``engine.session.sides.server``)."""
 
     #: What answers, recorded in results, e.g. ``replay`` or ``openai:gpt-4.1``.
     name: str

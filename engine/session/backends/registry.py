@@ -65,7 +65,8 @@ class BackendScheme:
     (``spec.uri`` is its URL); ``model_endpoint``: the side calls the OpenAI-compatible endpoint
     (checked once before the first session); ``gold_side``: the side plays the scenario's gold
     (a voice run then speaks its lines; ``evalctl serve`` then needs ``--spec-dir``);
-    ``files_per_session``: file descriptors one session's side holds.
+    ``files_per_session``: file descriptors one session's side holds; ``runs_user_code``: the
+    backend is the user's code run in-process (blamed as an external side's).
     """
 
     scheme: ClassVar[str] = ""
@@ -81,6 +82,10 @@ class BackendScheme:
     #: Sessions the side can hold at once (None: any number): the run's concurrency is cut to it
     #: (an RTVI bot serves one client at a time).
     sessions_at_once: ClassVar[int | None] = None
+    #: The side runs the user's own code in this process (``python:``, ``pipecat:``,
+    #: ``livekit:``): a built-in scheme whose failures are the agent's, as an installed one's
+    #: (:func:`evalctl_own`).
+    runs_user_code: ClassVar[bool] = False
 
     @classmethod
     def parse(cls, text: str) -> BackendSpec:
@@ -183,6 +188,52 @@ class ExternalScheme(BackendScheme):
         return BackendSpec("external", uri=text, scheme=text.split(":", 1)[0], text=text)
 
 
+class PythonScheme(BackendScheme):
+    """``python:FILE.py:FACTORY`` (or ``python:MODULE:FACTORY``, ``python:@NAME`` for a factory
+    registered with ``engine.session.backends.python_agent.register_agent``): an agent written
+    as a Python callable, run in-process (``engine.session.backends.python_agent``)."""
+
+    scheme = "python"
+    usage = "python:FILE.py:FACTORY"
+    runs_user_code = True
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.python_agent import PythonFactory, resolve
+
+        return PythonFactory(resolve(spec.args, cls.scheme), name=str(spec))
+
+
+class PipecatScheme(BackendScheme):
+    """``pipecat:FILE.py:FACTORY``: a pipecat pipeline (the ``pipecat`` extra), text mode
+    (``engine.session.backends.pipecat_agent``)."""
+
+    scheme = "pipecat"
+    usage = "pipecat:FILE.py:FACTORY"
+    runs_user_code = True
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.pipecat_agent import PipecatFactory
+
+        return PipecatFactory.load(spec.args, name=str(spec))
+
+
+class LiveKitScheme(BackendScheme):
+    """``livekit:FILE.py:FACTORY``: a LiveKit Agents ``Agent`` (the ``livekit`` extra), text mode
+    (``engine.session.backends.livekit_agent``)."""
+
+    scheme = "livekit"
+    usage = "livekit:FILE.py:FACTORY"
+    runs_user_code = True
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.livekit_agent import LiveKitFactory
+
+        return LiveKitFactory.load(spec.args, name=str(spec))
+
+
 class SecureExternalScheme(ExternalScheme):
     """``wss://host:port``: an external side over TLS."""
 
@@ -228,7 +279,17 @@ class RtviScheme(BackendScheme):
 #: The built-in schemes (the registry's first entries; their names cannot be registered again).
 BUILTIN: dict[str, type[BackendScheme]] = {
     cls.scheme: cls
-    for cls in (ReplayScheme, NoopScheme, OpenAIScheme, ExternalScheme, SecureExternalScheme, RtviScheme)
+    for cls in (
+        ReplayScheme,
+        NoopScheme,
+        OpenAIScheme,
+        ExternalScheme,
+        SecureExternalScheme,
+        RtviScheme,
+        PythonScheme,
+        PipecatScheme,
+        LiveKitScheme,
+    )
 }
 
 
@@ -306,9 +367,11 @@ def evalctl_own(spec: BackendSpec) -> bool:
     what its side does. A scheme an installed package registers is not: its backend is the
     package's code, so a built-in side serving it is blamed like an external side
     (``engine.session.sides.link.blame``: an agent's raise, its ``BackendError``, its silence are
-    the agent's FAIL, never an ``error`` of evalctl's or of a model endpoint). A built-in scheme
-    whose side runs the agent's own code (``agent_code``: ``rtvi+ws://``) is not either."""
-    return spec.scheme in BUILTIN and not BUILTIN[spec.scheme].agent_code
+    the agent's FAIL, never an ``error`` of evalctl's or of a model endpoint). Nor is a built-in
+    scheme whose side runs the agent's own code: a bot it drives (``agent_code``: ``rtvi+ws://``)
+    or the user's code in-process (``runs_user_code``: ``python:``, ``pipecat:``, ``livekit:``)."""
+    scheme = BUILTIN.get(spec.scheme)
+    return scheme is not None and not (scheme.agent_code or scheme.runs_user_code)
 
 
 def scheme_of(spec: BackendSpec) -> type[BackendScheme]:

@@ -170,6 +170,18 @@ def assistant_entry(reply: BackendReply, calls: list[ToolCallRequest]) -> dict[s
     return entry
 
 
+async def _close_backend(backend: Backend) -> None:
+    """Await the backend's optional ``aclose()`` (an in-process agent stops its tasks and
+    pipeline there) at the session's end; what it raises is logged, never propagated."""
+    close = getattr(backend, "aclose", None)
+    if close is None:
+        return
+    try:
+        await close()
+    except Exception:
+        log.exception("closing a session's backend failed")
+
+
 class SideServer:
     """Serves one side (agent or user) to any number of concurrent sessions.
 
@@ -239,27 +251,22 @@ class SideServer:
             backend = self.factory(info)
         except LookupError as err:
             raise ProtocolError("unknown_scenario", str(err), start["id"]) from None
-        session = await self._open(ws, start, backend)
         try:
-            await self._serve(ws, guard, session)
+            session = await self._open(ws, start, backend)
+            async for raw in ws:
+                if self.drops_audio and isinstance(raw, bytes):
+                    continue
+                msg = decode(raw, check_schema=self.check_schema, version=self.version)
+                if msg["type"] == "turn.request":
+                    await guard.turn(session.turn(msg))
+                elif msg["type"] in ("session.end", "error"):
+                    return
+                else:
+                    raise ProtocolError(
+                        "unexpected_message", f"unexpected {msg['type']} between turns", msg["id"]
+                    )
         finally:
-            closer = getattr(backend, "aclose", None)
-            if closer is not None:
-                await closer()
-
-    async def _serve(self, ws: ServerConnection, guard: TurnGuard, session: _Session) -> None:
-        async for raw in ws:
-            if self.drops_audio and isinstance(raw, bytes):
-                continue
-            msg = decode(raw, check_schema=self.check_schema, version=self.version)
-            if msg["type"] == "turn.request":
-                await guard.turn(session.turn(msg))
-            elif msg["type"] in ("session.end", "error"):
-                return
-            else:
-                raise ProtocolError(
-                    "unexpected_message", f"unexpected {msg['type']} between turns", msg["id"]
-                )
+            await _close_backend(backend)
 
     async def _start(self, ws: ServerConnection) -> dict[str, Any]:
         """The connection's ``session.start``, for this server's role. Raises ProtocolError."""

@@ -46,8 +46,8 @@ def test_select_scenarios() -> None:
         (["--scenarios", "mock__nope"], "evalctl: no scenario named 'mock__nope'"),
         (
             ["--agent", "gpt-4"],
-            "evalctl: unknown backend 'gpt-4': expected replay, noop, openai:MODEL, ws://host:port or "
-            "rtvi+ws://host:port",
+            "evalctl: unknown backend 'gpt-4': expected replay, noop, openai:MODEL, ws://host:port, "
+            "rtvi+ws://host:port, python:FILE.py:FACTORY, pipecat:FILE.py:FACTORY or livekit:FILE.py:FACTORY",
         ),
         (  # the same --output-dir as --resume (another one is refused: test_run_dir.py)
             ["--resume", "/nonexistent/run", "--output-dir", "/nonexistent/run"],

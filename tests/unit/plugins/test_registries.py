@@ -203,6 +203,7 @@ def test_an_unknown_scheme_is_bad_input_with_did_you_mean(plugin_env: dict[str, 
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "evalctl: unknown backend 'scriptd:Hello': expected replay, noop, openai:MODEL, ws://host:port, "
-        "rtvi+ws://host:port or scripted:LINE (did you mean 'scripted'?)"
+        "rtvi+ws://host:port, python:FILE.py:FACTORY, pipecat:FILE.py:FACTORY, livekit:FILE.py:FACTORY or "
+        "scripted:LINE (did you mean 'scripted'?)"
     ]
     assert not (tmp_path / "x").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 import pytest
@@ -118,7 +119,11 @@ def test_backend_specs(text: str, spec: BackendSpec) -> None:
 @pytest.mark.parametrize("text", ["", "openai:", "gpt-4", "http://x", "ws://"])
 def test_bad_backend_specs(text: str) -> None:
     with pytest.raises(
-        UsageError, match="expected replay, noop, openai:MODEL, ws://host:port or rtvi\\+ws://host:port"
+        UsageError,
+        match=re.escape(
+            "expected replay, noop, openai:MODEL, ws://host:port, rtvi+ws://host:port, "
+            "python:FILE.py:FACTORY, pipecat:FILE.py:FACTORY or livekit:FILE.py:FACTORY"
+        ),
     ):
         parse_backend_spec(text)
 

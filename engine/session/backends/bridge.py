@@ -1,0 +1,187 @@
+"""The bridge between an in-process agent that calls tools through a callback and the
+:class:`engine.session.backends.Backend` protocol, shared by the ``python:``, ``pipecat:`` and
+``livekit:`` schemes.
+
+A side server asks its backend for one model step at a time and runs the step's tool calls on the
+engine itself (``engine.session.sides.server``); an in-process agent instead awaits each tool's
+result inside its own code. :class:`ToolBridge` turns one into the other: the agent announces a
+step (:meth:`ToolBridge.step`: its words and the batch of tool calls it made, each with the raw
+argument text the model sent), then awaits each call's result (:meth:`ToolBridge.result`); the
+backend's ``respond`` returns that step to the side server, and the next ``respond`` (round + 1)
+brings the engine's results back, which resolve the awaited calls. Whatever the agent raises is
+handed to ``respond`` (:meth:`ToolBridge.fail`) and raised there as a :class:`BackendError`: the
+agent's FAIL (these schemes are not evalctl's own code: ``registry.evalctl_own``).
+
+:class:`InprocSession` is what every in-process agent factory is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.session.backends import BackendError, BackendReply, ToolCallRequest, TurnInfo, Usage
+from engine.util.errors import UsageError
+
+#: The result an agent's pending tool call gets when the engine never ran it (the turn's round cap
+#: dropped it, or a new turn started first).
+NOT_RUN = json.dumps({"error": "tool call not run"})
+
+
+@dataclass(frozen=True)
+class InprocSession:
+    """What an in-process agent factory is given for one session: ``system_prompt`` (the rendered
+    agent prompt), ``tools`` (the scenario's tool schemas, OpenAI ``{"type": "function",
+    "function": {...}}`` dicts), ``scenario`` (the scenario's metadata as ``session.start`` sends
+    it: ``name``, ``starting_utterance``, ...) and ``role`` (``agent``)."""
+
+    system_prompt: str
+    tools: list[dict[str, Any]]
+    scenario: dict[str, Any] = field(default_factory=dict)
+    role: str = "agent"
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The scenario's tool names, in schema order."""
+        return [str(t.get("function", {}).get("name", "")) for t in self.tools]
+
+
+@dataclass
+class _Step:
+    text: str
+    calls: list[ToolCallRequest]
+
+
+class ToolBridge:
+    """One session's step hand-over between an in-process agent and the side server (module doc).
+
+    Agent side: :meth:`step`, :meth:`result`, :meth:`fail`. Backend side: :meth:`respond`, given
+    ``begin(text)``, the coroutine that hands a new caller line to the agent. One instance serves
+    one session, on one event loop."""
+
+    def __init__(self) -> None:
+        self._steps: asyncio.Queue[_Step | BaseException] = asyncio.Queue()
+        self._results: dict[str, asyncio.Future[str]] = {}
+
+    # --- the agent's side ---------------------------------------------------------------------
+
+    def step(self, text: str, calls: list[ToolCallRequest]) -> None:
+        """The agent finished one model step: it said ``text`` and made ``calls`` (raw arguments,
+        as the model sent them). The calls' results are then awaited with :meth:`result`."""
+        for call in calls:
+            self._future(call.call_id)
+        self._steps.put_nowait(_Step(text, list(calls)))
+
+    async def result(self, call_id: str) -> str:
+        """The engine's result of call ``call_id`` (the text the model is shown), once it ran."""
+        return await self._future(call_id)
+
+    def fail(self, error: BaseException) -> None:
+        """The agent failed (raised, or answered what is not a step): the pending ``respond``
+        raises a BackendError naming it."""
+        self._steps.put_nowait(error)
+
+    def _future(self, call_id: str) -> asyncio.Future[str]:
+        future = self._results.get(call_id)
+        if future is None:
+            future = self._results[call_id] = asyncio.get_running_loop().create_future()
+        return future
+
+    # --- the side server's side ---------------------------------------------------------------
+
+    async def respond(
+        self,
+        messages: list[dict[str, Any]],
+        turn: TurnInfo,
+        begin: Callable[[str], Awaitable[None]],
+    ) -> BackendReply:
+        """The agent's next step. Round 0: the caller's new line(s) (the trailing ``user``
+        messages, joined by a newline) go to ``begin``; a later round: the trailing ``tool``
+        messages resolve the awaited calls. Raises BackendError when the agent failed."""
+        if turn.round == 0:
+            self._settle_pending()
+            await begin("\n".join(_trailing(messages, "user")))
+        else:
+            for message in reversed(_trailing_messages(messages, "tool")):
+                future = self._results.get(str(message.get("tool_call_id")))
+                if future is not None and not future.done():
+                    future.set_result(str(message.get("content", "")))
+        item = await self._steps.get()
+        if isinstance(item, BaseException):
+            raise BackendError(f"the agent failed: {type(item).__name__}: {item}") from item
+        return BackendReply(text=item.text, tool_calls=item.calls, usage=Usage(calls=1))
+
+    def _settle_pending(self) -> None:
+        for future in self._results.values():
+            if not future.done():
+                future.set_result(NOT_RUN)
+        self._results.clear()
+        while not self._steps.empty():  # a step the side never asked for (past the round cap)
+            self._steps.get_nowait()
+
+
+def _trailing_messages(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in reversed(messages):
+        if message.get("role") != role:
+            break
+        out.append(message)
+    return out
+
+
+def _trailing(messages: list[dict[str, Any]], role: str) -> list[str]:
+    return [str(m.get("content") or "") for m in reversed(_trailing_messages(messages, role))]
+
+
+def raw_arguments(arguments: Any) -> str:
+    """A tool call's arguments as the raw text the engine takes: a string as it is (never
+    repaired), anything else as JSON."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def load_factory(target: str, scheme: str) -> Callable[..., Any]:
+    """The callable named by ``path/to/file.py:NAME`` or ``package.module:NAME`` (a ``python:`` /
+    ``pipecat:`` / ``livekit:`` spec's arguments). Raises UsageError (one line) when the file or
+    module does not load or has no callable ``NAME``."""
+    where, sep, name = target.rpartition(":")
+    if not sep or not where or not name:
+        raise UsageError(
+            f"backend '{scheme}:{target}': expected {scheme}:FILE.py:FACTORY or {scheme}:MODULE:FACTORY"
+        )
+    try:
+        if where.endswith(".py") or "/" in where:
+            path = Path(where).resolve()
+            if not path.is_file():
+                raise UsageError(f"backend '{scheme}:{target}': no file {where}")
+            module_name = f"evalctl_agent_{abs(hash(str(path)))}"
+            module = sys.modules.get(module_name)
+            if module is None:
+                spec = importlib.util.spec_from_file_location(module_name, path)
+                if spec is None or spec.loader is None:
+                    raise UsageError(f"backend '{scheme}:{target}': {where} is not a Python file")
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[module_name] = module
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[module_name]
+                    raise
+        else:
+            module = importlib.import_module(where)
+    except UsageError:
+        raise
+    except Exception as exc:  # the user's module: any error it raises on import is bad input
+        raise UsageError(
+            f"backend '{scheme}:{target}': {where} does not load ({type(exc).__name__}: {exc})"
+        ) from None
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise UsageError(f"backend '{scheme}:{target}': {where} has no callable {name!r}")
+    return factory

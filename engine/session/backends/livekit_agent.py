@@ -1,0 +1,207 @@
+"""``livekit:FILE.py:FACTORY``: a user's LiveKit Agents ``Agent`` as an evalctl agent, text mode,
+run in-process in a LiveKit ``AgentSession`` with no room (the ``livekit`` extra:
+livekit-agents 1.8.9; imported only when a session of this scheme starts).
+
+The factory is ``make_agent(session: InprocSession) -> livekit.agents.Agent``: the user's agent
+(their instructions, their LLM: e.g. ``livekit.plugins.openai.LLM``) for one session, given the
+scenario's system prompt and tool schemas. The adapter then
+
+- gives the agent the scenario's tools as proxies (:func:`proxy_tools`: raw function tools with
+  the scenario's schemas; the agent's own function tools are replaced, as the engine runs the
+  tools on the scenario DB);
+- drives it as LiveKit's testing helpers do, one ``AgentSession.run(user_input=LINE)`` per caller
+  line (text input, no audio);
+- wraps the agent's ``llm_node`` (the user's LLM call, below LiveKit's tool execution): each LLM
+  response is one model step; its tool calls go to the engine as the model sent them (the raw
+  argument text, never repaired: LiveKit would repair it with ``json_repair`` or refuse it, and
+  answers an unknown tool itself), and their results go back into the chat context for the
+  next LLM response of the turn, recorded in the agent's history as function call / output
+  items. ``end_conversation`` / ``transfer_to_agent`` end the call when the engine runs them.
+
+What the user's code raises is the agent's FAIL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.session.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo
+from engine.session.backends.bridge import InprocSession, ToolBridge
+from engine.session.backends.python_agent import resolve
+from engine.util.errors import UsageError
+
+
+def _require_livekit() -> None:
+    try:
+        import livekit.agents  # noqa: F401
+    except ImportError:
+        raise UsageError("backend livekit: needs livekit-agents (pip install 'evalctl[livekit]')") from None
+
+
+def proxy_tools(session: InprocSession) -> list[Any]:
+    """The scenario's tools as LiveKit raw function tools (the scenario's own schemas). Their
+    bodies never run: the adapter sends every call to the engine."""
+    from livekit.agents.llm import function_tool
+
+    tools = []
+    for schema in session.tools:
+        fn = schema.get("function", {})
+        raw = {
+            "name": fn.get("name", ""),
+            "description": fn.get("description", ""),
+            "parameters": fn.get("parameters") or {"type": "object", "properties": {}},
+        }
+
+        async def proxy(raw_arguments: dict[str, object]) -> str:
+            raise RuntimeError("evalctl runs this tool on the engine")
+
+        tools.append(function_tool(proxy, raw_schema=raw))
+    return tools
+
+
+async def _chunks(made: Any) -> AsyncIterator[Any]:
+    """What an ``llm_node`` produced (an async iterable, or a coroutine returning one, a string,
+    a chunk or None) as one stream."""
+    if inspect.isawaitable(made):
+        made = await made
+    if made is None:
+        return
+    if isinstance(made, str) or not hasattr(made, "__aiter__"):
+        yield made
+        return
+    async for item in made:
+        yield item
+
+
+class LiveKitAgent:
+    """The backend of one session of a ``livekit:`` agent."""
+
+    def __init__(self, factory: Callable[..., Any], info: SessionInfo, name: str):
+        self.name = name
+        self.bridge = ToolBridge()
+        self._factory = factory
+        self._info = info
+        self._session: Any = None
+        self._agent: Any = None
+        self._run: Any = None
+        self._watch: asyncio.Future[None] | None = None
+        self._ids = 0
+
+    async def respond(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
+    ) -> BackendReply:
+        return await self.bridge.respond(messages, turn, self._begin)
+
+    async def _begin(self, text: str) -> None:
+        if self._session is None:
+            await self._start()
+        if self._run is not None and not self._run.done():
+            await asyncio.gather(self._finished(self._run), return_exceptions=True)
+        self._run = self._session.run(user_input=text)
+        self._watch = asyncio.ensure_future(self._finished(self._run))
+
+    async def _finished(self, run: Any) -> None:
+        try:
+            await run
+        except Exception as exc:  # the run failed in the user's agent: its FAIL
+            self.bridge.fail(exc)
+
+    async def _start(self) -> None:
+        from livekit.agents import Agent, AgentSession
+
+        session = InprocSession(
+            self._info.system_prompt, list(self._info.tools), dict(self._info.scenario), self._info.role
+        )
+        try:
+            agent = self._factory(session)
+            if not isinstance(agent, Agent):
+                raise TypeError(f"the factory returned {type(agent).__name__}, not a livekit Agent")
+            await agent.update_tools(proxy_tools(session))
+        except Exception as exc:
+            raise BackendError(f"{self.name}: the factory failed: {type(exc).__name__}: {exc}") from exc
+        original = agent.llm_node
+        setattr(agent, "llm_node", self._node(agent, original))  # noqa: B010 (a method of the instance)
+        self._agent = agent
+        self._session = AgentSession()
+        await self._session.start(agent)
+
+    def _node(self, agent: Any, original: Callable[..., Any]) -> Callable[..., Any]:
+        from livekit.agents import llm
+
+        bridge = self.bridge
+
+        async def llm_node(chat_ctx: Any, tools: list[Any], model_settings: Any) -> AsyncIterator[Any]:
+            added: list[Any] = []
+            while True:
+                text: list[str] = []
+                calls: list[ToolCallRequest] = []
+                try:
+                    async for item in _chunks(original(chat_ctx, tools, model_settings)):
+                        if isinstance(item, str):
+                            text.append(item)
+                            yield item
+                        elif isinstance(item, llm.ChatChunk):
+                            delta = item.delta
+                            for part in delta.tool_calls if delta else []:
+                                calls.append(
+                                    ToolCallRequest(
+                                        part.call_id or self._call_id(), part.name, part.arguments
+                                    )
+                                )
+                            if delta is not None and delta.content:
+                                text.append(delta.content)
+                                yield delta.content
+                except Exception as exc:
+                    bridge.fail(exc)
+                    return
+                bridge.step("".join(text), calls)
+                if not calls:
+                    break
+                results = [await bridge.result(c.call_id) for c in calls]
+                for call, result in zip(calls, results, strict=True):
+                    items = [
+                        llm.FunctionCall(call_id=call.call_id, name=call.name, arguments=call.arguments),
+                        llm.FunctionCallOutput(
+                            call_id=call.call_id, name=call.name, output=result, is_error=False
+                        ),
+                    ]
+                    chat_ctx.items.extend(items)
+                    added.extend(items)
+            if added:  # the turn's calls and results stay in the agent's history
+                history = agent.chat_ctx.copy()
+                history.items.extend(added)
+                await agent.update_chat_ctx(history)
+
+        return llm_node
+
+    def _call_id(self) -> str:
+        self._ids += 1
+        return f"livekit-{self._ids}"
+
+    async def aclose(self) -> None:
+        """Close the AgentSession (the session ended)."""
+        if self._session is not None:
+            await self._session.aclose()
+
+
+@dataclass(frozen=True)
+class LiveKitFactory:
+    """Makes a :class:`LiveKitAgent` per session from the user's ``make_agent``."""
+
+    factory: Callable[..., Any]
+    name: str
+
+    @classmethod
+    def load(cls, target: str, name: str) -> LiveKitFactory:
+        """The factory of ``livekit:TARGET`` (``FILE.py:FACTORY``, ``MODULE:FACTORY`` or
+        ``@NAME``). Raises UsageError when livekit-agents is not installed or the target does not
+        load."""
+        _require_livekit()
+        return cls(resolve(target, "livekit"), name)
+
+    def __call__(self, info: SessionInfo) -> LiveKitAgent:
+        return LiveKitAgent(self.factory, info, self.name)

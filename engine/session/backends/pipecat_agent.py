@@ -1,0 +1,269 @@
+"""``pipecat:FILE.py:FACTORY``: a user's pipecat pipeline (their LLM service, their prompt) as an
+evalctl agent, text mode, run in-process (the ``pipecat`` extra: pipecat-ai 1.14.0; imported
+only when a session of this scheme starts).
+
+The factory is ``make_pipeline(session: InprocSession) -> Pipeline | FrameProcessor |
+list[FrameProcessor]``: given the scenario's system prompt and tool schemas
+(:func:`tools_schema` turns them into pipecat's ``ToolsSchema``), it builds the pipeline the
+user ships, in text mode (no transport, STT or TTS): typically a context aggregator pair over an
+``LLMContext`` and an OpenAI-compatible LLM service between them. The adapter then
+
+- registers a proxy for each scenario tool on every OpenAI-compatible LLM service in the
+  pipeline (and a catch-all for any other name, so an unknown tool reaches the engine too): a
+  proxy waits for the engine to run the call on the scenario DB and hands pipecat the result;
+- taps the service's completion stream (``BaseOpenAILLMService.get_chat_completions``), below
+  pipecat's argument parsing: pipecat 1.14.0 ``_process_context`` drops a call whose arguments
+  are not JSON (``json.loads`` … ``continue``) and reads only the first tool call of a chunk, so
+  the tap sends the engine each call's raw argument text as the model sent it, never repaired,
+  and hands pipecat one chunk per call with arguments that parse (a non-JSON text wrapped as
+  ``{"__evalctl_raw__": TEXT}``) so that none is dropped;
+- sends each caller line as ``LLMMessagesAppendFrame(run_llm=True)``; each completion is one
+  model step (its text and its batch of tool calls) of the session. ``end_conversation`` /
+  ``transfer_to_agent`` end the call when the engine runs them.
+
+What the user's code raises, or a pipeline without an OpenAI-compatible LLM service, is the
+agent's FAIL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.session.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo
+from engine.session.backends.bridge import InprocSession, ToolBridge
+from engine.session.backends.python_agent import resolve
+from engine.util.errors import UsageError
+
+#: The key a non-JSON argument text is wrapped under for pipecat (which would drop it otherwise).
+RAW_KEY = "__evalctl_raw__"
+
+
+def _require_pipecat() -> None:
+    """Import pipecat (UsageError when it is not installed) and quiet its logger: pipecat logs
+    every request's whole context at DEBUG (``EVALCTL_PIPECAT_LOG=1`` keeps its logs)."""
+    try:
+        import pipecat  # noqa: F401
+        from loguru import logger
+    except ImportError:
+        raise UsageError("backend pipecat: needs pipecat-ai (pip install 'evalctl[pipecat]')") from None
+    if not os.environ.get("EVALCTL_PIPECAT_LOG"):
+        logger.disable("pipecat")
+
+
+def tools_schema(session: InprocSession) -> Any:
+    """The scenario's tools as pipecat's ``ToolsSchema`` (one ``FunctionSchema`` each: name,
+    description, parameter properties and required names)."""
+    from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
+    from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
+
+    functions = []
+    for tool in session.tools:
+        fn = tool.get("function", {})
+        params = fn.get("parameters") or {}
+        functions.append(
+            FunctionSchema(
+                name=fn.get("name", ""),
+                description=fn.get("description", ""),
+                properties=params.get("properties", {}),
+                required=params.get("required", []),
+            )
+        )
+    return ToolsSchema(standard_tools=functions)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+class _Tap:
+    """A completion stream seen by pipecat as the service's own; records the step (module doc)."""
+
+    def __init__(self, stream: Any, bridge: ToolBridge):
+        self.stream = stream
+        self.bridge = bridge
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[Any]:
+        from openai.types.chat.chat_completion_chunk import (
+            ChatCompletionChunk,
+            Choice,
+            ChoiceDelta,
+            ChoiceDeltaToolCall,
+            ChoiceDeltaToolCallFunction,
+        )
+
+        text: list[str] = []
+        calls: dict[int, list[str]] = {}
+        model = ""
+        async for chunk in self.stream:
+            model = chunk.model or model
+            delta = chunk.choices[0].delta if chunk.choices else None
+            if delta is not None and delta.content:
+                text.append(delta.content)
+            if delta is not None and delta.tool_calls:
+                for part in delta.tool_calls:
+                    entry = calls.setdefault(part.index, ["", "", ""])
+                    entry[0] = part.id or entry[0]
+                    if part.function is not None:
+                        entry[1] += part.function.name or ""
+                        entry[2] += part.function.arguments or ""
+                if delta.content:  # pipecat reads no text beside a tool call: hand it over alone
+                    yield ChatCompletionChunk(
+                        id=chunk.id,
+                        choices=[Choice(index=0, delta=ChoiceDelta(content=delta.content))],
+                        created=chunk.created,
+                        model=chunk.model,
+                        object="chat.completion.chunk",
+                    )
+                continue
+            yield chunk
+        batch = [
+            ToolCallRequest(call_id or f"pipecat-{uuid.uuid4().hex[:12]}", name, raw)
+            for _, (call_id, name, raw) in sorted(calls.items())
+        ]
+        for index, call in enumerate(batch):
+            args = call.arguments if call.arguments and _is_json(call.arguments) else None
+            wrapped = args or json.dumps({RAW_KEY: call.arguments})
+            function = ChoiceDeltaToolCallFunction(name=call.name or "unnamed", arguments=wrapped)
+            part = ChoiceDeltaToolCall(index=index, id=call.call_id, type="function", function=function)
+            yield ChatCompletionChunk(
+                id="evalctl-tap",
+                choices=[Choice(index=0, delta=ChoiceDelta(tool_calls=[part]))],
+                created=0,
+                model=model or "unknown",
+                object="chat.completion.chunk",
+            )
+        self.bridge.step("".join(text), batch)
+
+    async def close(self) -> None:
+        close = getattr(self.stream, "close", None) or getattr(self.stream, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _processors(root: Any) -> list[Any]:
+    found, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(getattr(node, "processors", None) or [])
+    return found
+
+
+class PipecatAgent:
+    """The backend of one session of a ``pipecat:`` agent."""
+
+    def __init__(self, factory: Callable[..., Any], info: SessionInfo, name: str):
+        self.name = name
+        self.bridge = ToolBridge()
+        self._factory = factory
+        self._info = info
+        self._worker: Any = None
+        self._runner_task: asyncio.Task[Any] | None = None
+
+    async def respond(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
+    ) -> BackendReply:
+        return await self.bridge.respond(messages, turn, self._begin)
+
+    async def _begin(self, text: str) -> None:
+        from pipecat.frames.frames import LLMMessagesAppendFrame
+
+        if self._worker is None:
+            await self._start()
+        new: list[Any] = [{"role": "user", "content": text}] if text else []
+        await self._worker.queue_frame(LLMMessagesAppendFrame(messages=new, run_llm=True))
+
+    async def _start(self) -> None:
+        from pipecat.pipeline.pipeline import Pipeline
+        from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+        from pipecat.services.openai.base_llm import BaseOpenAILLMService
+        from pipecat.workers.runner import WorkerRunner
+
+        session = InprocSession(
+            self._info.system_prompt, list(self._info.tools), dict(self._info.scenario), self._info.role
+        )
+        try:
+            made = self._factory(session)
+        except Exception as exc:
+            raise BackendError(f"{self.name}: the factory raised {type(exc).__name__}: {exc}") from exc
+        pipeline = (
+            made if isinstance(made, Pipeline) else Pipeline(made if isinstance(made, list) else [made])
+        )
+        services = [p for p in _processors(pipeline) if isinstance(p, BaseOpenAILLMService)]
+        if not services:
+            raise BackendError(f"{self.name}: the pipeline has no OpenAI-compatible LLM service")
+        for service in services:
+            self._proxy_tools(service, session)
+        self._worker = PipelineWorker(pipeline, cancel_on_idle_timeout=False, params=PipelineParams())
+        started = asyncio.Event()
+
+        @self._worker.event_handler("on_pipeline_started")  # type: ignore[untyped-decorator]
+        async def _started(worker: Any, frame: Any) -> None:
+            started.set()
+
+        runner = WorkerRunner(handle_sigint=False, check_dangling_tasks=False)
+        await runner.add_workers(self._worker)
+        self._runner_task = asyncio.ensure_future(runner.run())
+        waiter = asyncio.ensure_future(started.wait())
+        await asyncio.wait({waiter, self._runner_task}, return_when=asyncio.FIRST_COMPLETED)
+        if not started.is_set():
+            waiter.cancel()
+            raise BackendError(f"{self.name}: the pipeline stopped before it started")
+
+    def _proxy_tools(self, service: Any, session: InprocSession) -> None:
+        bridge = self.bridge
+        original = service.get_chat_completions
+
+        async def get_chat_completions(context: Any) -> _Tap:
+            return _Tap(await original(context), bridge)
+
+        service.get_chat_completions = get_chat_completions
+
+        async def proxy(params: Any) -> None:
+            result = await bridge.result(params.tool_call_id)
+            try:
+                value: Any = json.loads(result)
+            except ValueError:
+                value = result
+            await params.result_callback(value)
+
+        for name in [*session.tool_names, None]:
+            service.register_function(name, proxy)
+
+    async def aclose(self) -> None:
+        """Cancel the pipeline (the session ended)."""
+        if self._worker is not None:
+            await self._worker.cancel()
+        if self._runner_task is not None:
+            await asyncio.gather(self._runner_task, return_exceptions=True)
+
+
+@dataclass(frozen=True)
+class PipecatFactory:
+    """Makes a :class:`PipecatAgent` per session from the user's ``make_pipeline``."""
+
+    factory: Callable[..., Any]
+    name: str
+
+    @classmethod
+    def load(cls, target: str, name: str) -> PipecatFactory:
+        """The factory of ``pipecat:TARGET`` (``FILE.py:FACTORY``, ``MODULE:FACTORY`` or
+        ``@NAME``). Raises UsageError when pipecat is not installed or the target does not load."""
+        _require_pipecat()
+        return cls(resolve(target, "pipecat"), name)
+
+    def __call__(self, info: SessionInfo) -> PipecatAgent:
+        return PipecatAgent(self.factory, info, self.name)

@@ -1,0 +1,181 @@
+"""A fake OpenAI-compatible chat-completions server on loopback for the in-process adapters'
+tests and benchmarks: the user's pipecat / LiveKit LLM client talks to it over real HTTP
+(streamed answers as server-sent events, or one JSON body).
+
+:class:`GoldLLM` plays each scenario's gold agent turns as a model would (the replay backend's
+turns, ``engine.session.backends.replay.split_trace``): it finds the scenario from the request
+(the system prompt and the caller lines so far), answers a request ending with a caller line
+with that turn's words and tool calls (the hang-up tool added on the last turn, as replay does)
+and a request ending with tool results with an empty answer. ``steps`` replaces that with
+a scripted list of answers (:class:`Answer`), one per request, for the faithfulness tests.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from engine.core.model import Scenario
+from engine.session.backends.replay import gold_script
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One completion: ``text`` and tool ``calls`` as ``(id, name, raw_arguments)``."""
+
+    text: str = ""
+    calls: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass
+class _Gold:
+    user_lines: list[str]
+    turns: list[Answer]
+
+
+def _gold(scenario: Scenario) -> _Gold:
+    script = gold_script(scenario)
+    ending = {t.name for t in scenario.tools.tools if t.ends_call}
+    hangup = next((t.name for t in scenario.tools.tools if t.ends_call == "exit"), "end_conversation")
+    turns = []
+    for k, turn in enumerate(script.agent_turns):
+        calls = [
+            (f"g{k}-{i}", name, json.dumps(p, ensure_ascii=False)) for i, (name, p) in enumerate(turn.calls)
+        ]
+        if k == len(script.agent_turns) - 1 and not any(name in ending for name, _ in turn.calls):
+            calls.append((f"g{k}-end", hangup, "{}"))
+        turns.append(Answer(turn.text, tuple(calls)))
+    return _Gold(list(script.user_lines), turns)
+
+
+class GoldLLM:
+    """The server (module doc). ``requests`` counts the requests answered; use as a context
+    manager; ``base_url`` is its ``http://127.0.0.1:PORT/v1``."""
+
+    def __init__(self, scenarios: Iterable[Scenario] = (), steps: list[Answer] | None = None):
+        self.golds = {s.name: _gold(s) for s in scenarios if s.gold_trace is not None}
+        self.steps = steps
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            # one segment per answer, sent at once: headers and body written separately would
+            # meet the client's delayed ACK (~40 ms a request on Linux loopback)
+            disable_nagle_algorithm = True
+            wbufsize = 1 << 16
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                with outer.lock:
+                    index = len(outer.requests)
+                    outer.requests.append(body)
+                answer = outer.answer(body, index)
+                if body.get("stream"):
+                    payload = b"".join(_sse(answer, body.get("model", "gold")))
+                    content_type = "text/event-stream"
+                else:
+                    payload = json.dumps(_completion(answer, body.get("model", "gold"))).encode()
+                    content_type = "application/json"
+                self.send_response(200)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> GoldLLM:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answer(self, body: dict[str, Any], index: int) -> Answer:
+        """The answer to request number ``index`` (0-based) with JSON ``body``."""
+        if self.steps is not None:
+            return self.steps[min(index, len(self.steps) - 1)]
+        messages = body.get("messages", [])
+        if messages and messages[-1].get("role") == "tool":
+            return Answer()
+        users = [_text(m) for m in messages if m.get("role") == "user"]
+        for gold in self.golds.values():
+            if gold.user_lines[: len(users)] == users:
+                turn = len(users) - 1
+                return gold.turns[turn] if 0 <= turn < len(gold.turns) else Answer()
+        return Answer("I am sorry, I did not follow.")
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def _completion(answer: Answer, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
+    if answer.calls:
+        message["tool_calls"] = [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+            for cid, name, args in answer.calls
+        ]
+    finish = "tool_calls" if answer.calls else "stop"
+    return {
+        "id": "chatcmpl-gold",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def _sse(answer: Answer, model: str) -> Iterable[bytes]:
+    def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        chunk = {
+            "id": "chatcmpl-gold",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return f"data: {json.dumps(chunk)}\n\n".encode()
+
+    yield event({"role": "assistant", "content": ""})
+    if answer.text:
+        yield event({"content": answer.text})
+    for i, (cid, name, args) in enumerate(answer.calls):
+        head = {"index": i, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
+        yield event({"tool_calls": [head]})
+        if args:
+            yield event({"tool_calls": [{"index": i, "function": {"arguments": args}}]})
+    yield event({}, "tool_calls" if answer.calls else "stop")
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    tail = {
+        "id": "chatcmpl-gold",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [],
+        "usage": usage,
+    }
+    yield f"data: {json.dumps(tail)}\n\n".encode()
+    yield b"data: [DONE]\n\n"
