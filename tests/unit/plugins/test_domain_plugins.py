@@ -171,10 +171,11 @@ def test_the_domain_validates_with_its_own_plugin(phone) -> None:
 
 
 def test_list_shows_the_record_id_under_id(phone, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from engine.commands import library
     from engine.commands import list as list_verb
 
     spec, data, plugins = phone
-    monkeypatch.setattr(list_verb, "plugins", lambda: plugins)  # as if the package were registered
+    monkeypatch.setattr(library, "plugins", lambda: plugins)  # as if the package were registered
     assert list_verb.list_scenarios(spec, data, as_json=True) == 0
     assert json.loads(capsys.readouterr().out) == [
         {"name": "phone__no_signal", "id": "P1", "description": "Airplane mode on and a suspended line."}
