@@ -16,7 +16,7 @@ import click
 
 from engine import __version__
 from engine.commands import cli_options as opt
-from engine.core.options import RunOptions, ScoringOptions
+from engine.core.options import RunOptions, ScoringOptions, TaskSelection
 from engine.util.errors import EvalctlError, UsageError
 
 
@@ -43,7 +43,15 @@ def group() -> None:
     help="Print a JSON list of {name, id (eva_id in eva specs), description}.",
 )
 @opt.data_root()
-def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> int:
+@opt.task_selection()
+def list_cmd(
+    spec_dir: str,
+    as_json: bool,
+    data_root: str | None,
+    task_ids: str | None,
+    task_split: str | None,
+    num_tasks: int | None,
+) -> int:
     """List the scenarios of SPEC_DIR: one line each, name first, then record id and description.
 
     The specs are fully loaded and checked first, so a broken spec fails here too.
@@ -55,14 +63,23 @@ def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> int:
     """
     from engine.commands.list import list_scenarios
 
-    return list_scenarios(Path(spec_dir), _path(data_root), as_json=as_json)
+    tasks = _tasks(task_ids, task_split, num_tasks)
+    return list_scenarios(Path(spec_dir), _path(data_root), as_json=as_json, tasks=tasks)
 
 
 @group.command("validate")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option("--no-replay", is_flag=True, help="Skip replaying the gold traces (default: replay them).")
 @opt.data_root()
-def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
+@opt.task_selection()
+def validate_cmd(
+    spec_dir: str,
+    no_replay: bool,
+    data_root: str | None,
+    task_ids: str | None,
+    task_split: str | None,
+    num_tasks: int | None,
+) -> int:
     """Check SPEC_DIR: schemas, cross-checks, both prompts of every scenario, gold replay.
 
     Prints every problem as `file:LINE: $.json.path: message [scenario]` and exits 1 when there is
@@ -75,7 +92,8 @@ def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
     """
     from engine.commands.validate import validate
 
-    return validate(Path(spec_dir), _path(data_root), replay=not no_replay)
+    tasks = _tasks(task_ids, task_split, num_tasks)
+    return validate(Path(spec_dir), _path(data_root), replay=not no_replay, tasks=tasks)
 
 
 @group.command("render")
@@ -150,6 +168,13 @@ def _given(table: dict[str, tuple[str, ...]]) -> frozenset[str]:
     return frozenset(
         s for param, names in table.items() if ctx.get_parameter_source(param) in sources for s in names
     )
+
+
+def _tasks(task_ids: str | None, task_split: str | None, num_tasks: int | None) -> TaskSelection:
+    """The task selection options as one record; UsageError for a --task-ids naming nothing."""
+    if task_ids is not None and not _csv(task_ids):
+        raise UsageError(f"--task-ids {task_ids!r} names no task (leave it out for all)")
+    return TaskSelection(_csv(task_ids) if task_ids is not None else (), task_split, num_tasks)
 
 
 def _prices(value: str | None) -> Any:
@@ -282,6 +307,7 @@ def _prices(value: str | None) -> Any:
 )
 @click.option("--replay-latency", default=0.0, type=opt.FiniteFloatRange(min=0), hidden=True)
 @opt.prices()
+@opt.task_selection()
 def run_cmd(
     spec_dir: str,
     scenarios: str | None,
@@ -316,6 +342,9 @@ def run_cmd(
     ray_address: str | None,
     replay_latency: float,
     prices: str | None,
+    task_ids: str | None,
+    task_split: str | None,
+    num_tasks: int | None,
 ) -> int:
     """Run the scenarios of SPEC_DIR: a simulated user talks to the agent, the engine runs the
     agent's tool calls on each scenario's own DB, and every session is scored.
@@ -365,6 +394,7 @@ def run_cmd(
         data_root=_path(data_root),
         scenarios=_csv(scenarios),
         domain_prefix=domain_prefix,
+        tasks=_tasks(task_ids, task_split, num_tasks),
         agent=agent,
         user=user,
         base_url=base_url,
