@@ -586,7 +586,13 @@ def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> int:
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @opt.html("RUN_DIR/report.html")
 @opt.prices()
-def report_cmd(run_dir: str, html: str | None, prices: str | None) -> int:
+@click.option(
+    "--failed-every-trial",
+    is_flag=True,
+    help="List (and in --html show) only the scenarios that failed in every trial with a verdict "
+    "(pass^k 0 for every k; error trials left out, as pass^k leaves them) (default: every result).",
+)
+def report_cmd(run_dir: str, html: str | None, prices: str | None, failed_every_trial: bool) -> int:
     """Print the summary of RUN_DIR as a table, with the unsuccessful scenarios by name; with
     --html write one self-contained HTML report (charts, filterable scenario table, each
     conversation with its tool calls, DB differences, judge verdicts, links to the raw files).
@@ -597,11 +603,12 @@ def report_cmd(run_dir: str, html: str | None, prices: str | None) -> int:
       evalctl report runs/20260101-120000 --prices prices.yaml
       evalctl report runs/20260101-120000 --html
       evalctl report runs/20260101-120000 --html /tmp/run.html
+      evalctl report runs/20260101-120000 --failed-every-trial
     """
     from engine.commands.report import report
 
     out = None if html is None else Path(html) if html else Path(run_dir) / "report.html"
-    return report(Path(run_dir), prices=_prices(prices), html=out)
+    return report(Path(run_dir), prices=_prices(prices), html=out, failed_every_trial=failed_every_trial)
 
 
 @group.command("compare")
