@@ -30,12 +30,13 @@ def list_scenarios(
     or with ``as_json`` a JSON list of ``{name, id, description}`` (the id under ``eva_id`` for
     specs that say ``eva_id``); returns 0.
 
-    The specs are fully loaded (with every registered domain plugin) and checked first: raises
+    The specs are loaded (with every registered domain plugin) and checked first, every prompt
+    rendered, the gold traces not replayed (``validate`` does that): raises
     SpecError / DataRootError like ``engine.spec.loader.load_domain``; ``tasks`` narrows the list
     (UsageError for a bad selection). Names, ids and descriptions come from specs and data: in the
     text form each is put on one line with bidi and other invisible characters shown as
     ``<U+XXXX>`` (``engine.util.untrusted.one_line``), so a spec cannot reorder what is printed."""
-    loaded = load_domain(spec_dir, data_root, plugins=plugins())
+    loaded = load_domain(spec_dir, data_root, plugins=plugins(), gold=False)  # no DB is scored here
     scenarios = loaded.scenarios
     if tasks:
         scenarios = tuple(select_tasks(scenarios, loaded, tasks))
