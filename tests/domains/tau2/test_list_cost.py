@@ -1,7 +1,8 @@
 """Issue 30 item 8 (the breaker): ``list`` on 2,000 scenarios used 1.8x the CPU and 1.9x the memory
 of the release before: it replayed every gold trace (a full DB copy per scenario, kept) only to
 print names. Measured on tau2_retail's tasks repeated to 2,000: 197 MB -> 97 MB peak RSS, about
-2.5 s -> 1.4-1.9 s of CPU (a busy machine). ``list`` now loads without the replays; ``validate`` and ``run`` keep them."""
+2.5 s -> 1.4-1.9 s of CPU (a busy machine). ``list`` now loads without the replays; ``validate``
+and ``run`` keep them."""
 
 from __future__ import annotations
 
