@@ -582,6 +582,63 @@ def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> int:
     return diff(Path(run_dir), scenario, as_json=as_json)
 
 
+@group.command("play")
+@click.argument("spec_dir", type=click.Path(file_okay=False))
+@click.argument("scenario")
+@click.option(
+    "--as",
+    "role",
+    type=click.Choice(["agent", "user"]),
+    required=True,
+    help="The side you play: agent (you answer the caller, calling tools) or user (you are the caller).",
+)
+@click.option(
+    "--other",
+    default="replay",
+    metavar="SPEC",
+    help="The other side: replay (the gold conversation), noop or openai:MODEL, e.g. openai:gpt-4.1 "
+    "(default: replay).",
+)
+@opt.output_dir()
+@opt.data_root()
+@opt.model_options()
+def play_cmd(
+    spec_dir: str,
+    scenario: str,
+    role: Literal["agent", "user"],
+    other: str,
+    output_dir: str | None,
+    data_root: str | None,
+    base_url: str | None,
+    api_key_env: str,
+    request_timeout: float,
+) -> int:
+    """Play one side of SCENARIO yourself in the terminal, against replay or a model; the session
+    is then scored and explained like any run's.
+
+    Type what you say; `/tool NAME {json}` calls a tool (its result is shown), `/tools` lists the
+    tools, `/end` hangs up.
+
+    \b
+    Example:
+      evalctl play specs/tau2_retail tau2_retail__0 --as agent
+      evalctl play specs/eva_airline eva_airline__3_1_5 --as user --other openai:gpt-4.1 --base-url URL
+    """
+    from engine.commands.play import play
+
+    return play(
+        Path(spec_dir),
+        scenario,
+        role,
+        other,
+        data_root=_path(data_root),
+        output_dir=_path(output_dir),
+        base_url=base_url,
+        api_key_env=api_key_env,
+        request_timeout_s=request_timeout,
+    )
+
+
 @group.command("report")
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @opt.html("RUN_DIR/report.html")

@@ -145,6 +145,21 @@ class OpenAIScheme(BackendScheme):
         )
 
 
+class HumanScheme(BackendScheme):
+    """``human``: a person in the terminal (``evalctl play``; ``engine.session.backends.human``).
+    Not advertised among the run's sides (``usage`` empty): one person plays one session."""
+
+    scheme = "human"
+    usage = ""
+    takes_args = False
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.human import HumanFactory
+
+        return HumanFactory(options.scenarios)
+
+
 class ExternalScheme(BackendScheme):
     """``ws://host:port`` (also ``wss://``): a side of your own, speaking docs/protocol.md."""
 
@@ -178,7 +193,8 @@ class SecureExternalScheme(ExternalScheme):
 
 #: The built-in schemes (the registry's first entries; their names cannot be registered again).
 BUILTIN: dict[str, type[BackendScheme]] = {
-    cls.scheme: cls for cls in (ReplayScheme, NoopScheme, OpenAIScheme, ExternalScheme, SecureExternalScheme)
+    cls.scheme: cls
+    for cls in (ReplayScheme, NoopScheme, OpenAIScheme, HumanScheme, ExternalScheme, SecureExternalScheme)
 }
 
 
