@@ -23,7 +23,7 @@ from tests.conftest import REPO
 
 
 def test_each_builtin_scheme_is_one_class_under_its_name() -> None:
-    assert list(BUILTIN) == ["replay", "noop", "openai", "ws", "wss"]
+    assert list(BUILTIN) == ["replay", "noop", "openai", "human", "ws", "wss"]  # human: evalctl play
     assert all(cls.scheme == name for name, cls in BUILTIN.items())
     assert scheme_of(parse_backend_spec("openai:m")) is OpenAIScheme
     assert scheme_of(parse_backend_spec("ws://127.0.0.1:9")) is ExternalScheme
