@@ -53,10 +53,10 @@ def list_scenarios(
             _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(rows, indent=2, ensure_ascii=False))
         )
         return 0
-    rows = [
+    lines = [
         (one_line(s.name, None), one_line(s.record_id, None), one_line(s.description, None))
         for s in scenarios
     ]
-    width = max((len(name) for name, _, _ in rows), default=0)
-    click.echo("\n".join(f"{name:<{width}}  {rid:<7} {text}" for name, rid, text in rows))
+    width = max((len(name) for name, _, _ in lines), default=0)
+    click.echo("\n".join(f"{name:<{width}}  {rid:<7} {text}" for name, rid, text in lines))
     return 0
