@@ -16,7 +16,7 @@ import click
 
 from engine import __version__
 from engine.commands import cli_options as opt
-from engine.core.options import RunOptions, ScoringOptions
+from engine.core.options import RunOptions, ScoringOptions, TaskSelection
 from engine.util.errors import INTERRUPTED_EXIT, EvalctlError, UsageError
 
 
@@ -43,7 +43,15 @@ def group() -> None:
     help="Print a JSON list of {name, id (eva_id in eva specs), description}.",
 )
 @opt.data_root()
-def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> int:
+@opt.task_selection()
+def list_cmd(
+    spec_dir: str,
+    as_json: bool,
+    data_root: str | None,
+    task_ids: str | None,
+    task_split: str | None,
+    num_tasks: int | None,
+) -> int:
     """List the scenarios of SPEC_DIR: one line each, name first, then record id and description.
 
     The specs are fully loaded and checked first, so a broken spec fails here too.
@@ -55,14 +63,23 @@ def list_cmd(spec_dir: str, as_json: bool, data_root: str | None) -> int:
     """
     from engine.commands.list import list_scenarios
 
-    return list_scenarios(Path(spec_dir), _path(data_root), as_json=as_json)
+    tasks = _tasks(task_ids, task_split, num_tasks)
+    return list_scenarios(Path(spec_dir), _path(data_root), as_json=as_json, tasks=tasks)
 
 
 @group.command("validate")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option("--no-replay", is_flag=True, help="Skip replaying the gold traces (default: replay them).")
 @opt.data_root()
-def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
+@opt.task_selection()
+def validate_cmd(
+    spec_dir: str,
+    no_replay: bool,
+    data_root: str | None,
+    task_ids: str | None,
+    task_split: str | None,
+    num_tasks: int | None,
+) -> int:
     """Check SPEC_DIR: schemas, cross-checks, both prompts of every scenario, gold replay.
 
     Prints every problem as `file:LINE: $.json.path: message [scenario]` and exits 1 when there is
@@ -75,7 +92,8 @@ def validate_cmd(spec_dir: str, no_replay: bool, data_root: str | None) -> int:
     """
     from engine.commands.validate import validate
 
-    return validate(Path(spec_dir), _path(data_root), replay=not no_replay)
+    tasks = _tasks(task_ids, task_split, num_tasks)
+    return validate(Path(spec_dir), _path(data_root), replay=not no_replay, tasks=tasks)
 
 
 @group.command("render")
@@ -157,6 +175,13 @@ def _given(table: dict[str, tuple[str, ...]]) -> frozenset[str]:
     return frozenset(
         s for param, names in table.items() if ctx.get_parameter_source(param) in sources for s in names
     )
+
+
+def _tasks(task_ids: str | None, task_split: str | None, num_tasks: int | None) -> TaskSelection:
+    """The task selection options as one record; UsageError for a --task-ids naming nothing."""
+    if task_ids is not None and not _csv(task_ids):
+        raise UsageError(f"--task-ids {task_ids!r} names no task (leave it out for all)")
+    return TaskSelection(_csv(task_ids) if task_ids is not None else (), task_split, num_tasks)
 
 
 def _prices(value: str | None) -> Any:
@@ -318,6 +343,7 @@ def _prices(value: str | None) -> Any:
     type=click.Path(dir_okay=False),
     help="Append one trace per session to FILE as OTLP JSON lines. Needs `pip install 'evalctl[otel]'`.",
 )
+@opt.task_selection()
 def run_cmd(
     spec_dir: str,
     scenarios: str | None,
@@ -364,6 +390,9 @@ def run_cmd(
     junit: str | None,
     otel: bool,
     trace_file: str | None,
+    task_ids: str | None,
+    task_split: str | None,
+    num_tasks: int | None,
 ) -> int:
     """Run the scenarios of SPEC_DIR: a simulated user talks to the agent, the engine runs the
     agent's tool calls on each scenario's own DB, and every session is scored.
@@ -414,6 +443,7 @@ def run_cmd(
         data_root=_path(data_root),
         scenarios=_csv(scenarios),
         domain_prefix=domain_prefix,
+        tasks=_tasks(task_ids, task_split, num_tasks),
         agent=agent,
         user=user,
         base_url=base_url,
@@ -628,6 +658,63 @@ def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> int:
     return diff(Path(run_dir), scenario, as_json=as_json)
 
 
+@group.command("play")
+@click.argument("spec_dir", type=click.Path(file_okay=False))
+@click.argument("scenario")
+@click.option(
+    "--as",
+    "role",
+    type=click.Choice(["agent", "user"]),
+    required=True,
+    help="The side you play: agent (you answer the caller, calling tools) or user (you are the caller).",
+)
+@click.option(
+    "--other",
+    default="replay",
+    metavar="SPEC",
+    help="The other side: replay (the gold conversation), noop or openai:MODEL, e.g. openai:gpt-4.1 "
+    "(default: replay).",
+)
+@opt.output_dir()
+@opt.data_root()
+@opt.model_options()
+def play_cmd(
+    spec_dir: str,
+    scenario: str,
+    role: Literal["agent", "user"],
+    other: str,
+    output_dir: str | None,
+    data_root: str | None,
+    base_url: str | None,
+    api_key_env: str,
+    request_timeout: float,
+) -> int:
+    """Play one side of SCENARIO yourself in the terminal, against replay or a model; the session
+    is then scored and explained like any run's.
+
+    Type what you say; `/tool NAME {json}` calls a tool (its result is shown), `/tools` lists the
+    tools, `/end` hangs up.
+
+    \b
+    Example:
+      evalctl play specs/tau2_retail tau2_retail__0 --as agent
+      evalctl play specs/eva_airline eva_airline__3_1_5 --as user --other openai:gpt-4.1 --base-url URL
+    """
+    from engine.commands.play import play
+
+    return play(
+        Path(spec_dir),
+        scenario,
+        role,
+        other,
+        data_root=_path(data_root),
+        output_dir=_path(output_dir),
+        base_url=base_url,
+        api_key_env=api_key_env,
+        request_timeout_s=request_timeout,
+    )
+
+
 @group.command("report")
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @opt.html("RUN_DIR/report.html")
@@ -645,6 +732,12 @@ def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> int:
     metavar="RUN_DIR",
     help="With --markdown: list the verdicts that flipped since this run.",
 )
+@click.option(
+    "--failed-every-trial",
+    is_flag=True,
+    help="List (and in --html show) only the scenarios that failed in every trial with a verdict "
+    "(pass^k 0 for every k; error trials left out, as pass^k leaves them) (default: every result).",
+)
 def report_cmd(
     run_dir: str,
     html: str | None,
@@ -652,6 +745,7 @@ def report_cmd(
     junit: str | None,
     markdown: bool,
     baseline: str | None,
+    failed_every_trial: bool,
 ) -> int:
     """Print the summary of RUN_DIR as a table, with the unsuccessful scenarios by name; with
     --html write one self-contained HTML report (charts, filterable scenario table, each
@@ -666,6 +760,7 @@ def report_cmd(
       evalctl report runs/20260101-120000 --html
       evalctl report runs/20260101-120000 --html /tmp/run.html
       evalctl report runs/B --markdown --baseline runs/A --junit junit.xml
+      evalctl report runs/20260101-120000 --failed-every-trial
     """
     from engine.commands.report import report
 
@@ -681,6 +776,7 @@ def report_cmd(
         junit=_path(junit),
         markdown=markdown,
         baseline=_path(baseline),
+        failed_every_trial=failed_every_trial,
     )
 
 

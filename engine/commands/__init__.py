@@ -50,4 +50,5 @@ VERB_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "report": _ANY,
     "compare": _ANY,
     "cache": _ANY,
+    "play": (OK_EXIT, BAD_INPUT_EXIT, INFRASTRUCTURE_EXIT, INTERRUPTED_EXIT),
 }

@@ -312,3 +312,31 @@ def junit() -> Decorator:
         "with the first cause `evalctl diff` gives, error verdicts as errors, missing or N/A as skipped) "
         "(default: none).",
     )
+
+
+def task_selection() -> Decorator:
+    """``--task-ids``, ``--task-split``, ``--num-tasks``: tau2's task selection
+    (``engine.core.options.TaskSelection``)."""
+    return stack(
+        click.option(
+            "--task-ids",
+            default=None,
+            metavar="ID,...",
+            help="Only the tasks with these record ids (tau2 task ids, eva record ids), in this order, "
+            "e.g. 0,3,7 (default: all).",
+        ),
+        click.option(
+            "--task-split",
+            default=None,
+            metavar="SPLIT",
+            help="Only the tasks of this split of the data (tau2: train, test, base), e.g. test "
+            "(default: no split).",
+        ),
+        click.option(
+            "--num-tasks",
+            default=None,
+            type=click.IntRange(min=1),
+            metavar="N",
+            help="Only the first N tasks of the selection, e.g. 5 (default: all).",
+        ),
+    )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from engine.domains.registry import plugins
 
 if TYPE_CHECKING:  # imported where used: `evalctl list` must not pay for the runner
-    from engine.core.options import RunOptions
+    from engine.core.options import RunOptions, TaskSelection
     from engine.core.records.summary import SummaryRecord
     from engine.results.compare import Comparison
     from engine.results.diff import ScenarioDiff
@@ -34,25 +34,30 @@ def _opt_path(value: PathLike | None) -> Path | None:
     return None if value is None else Path(value)
 
 
-def load(spec_dir: PathLike, data_root: PathLike | None = None) -> LoadedDomain:
+def load(spec_dir: PathLike, data_root: PathLike | None = None, *, gold: bool = True) -> LoadedDomain:
     """The spec folder ``spec_dir`` loaded and checked: its scenarios (``.scenarios``, each with
     ``name``, ``record_id``, ``description``...), tools and templates. ``data_root`` None: the
-    default (``./data``, or ``$EVAL_DATA_ROOT``). Raises SpecError (every problem found) or
-    DataRootError."""
+    default (``./data``, or ``$EVAL_DATA_ROOT``); ``gold`` False skips replaying the gold traces
+    (what ``evalctl list`` needs). Raises SpecError (every problem found) or DataRootError."""
     from engine.spec.loader import load_domain
 
-    return load_domain(Path(spec_dir), _opt_path(data_root), plugins=plugins())
+    return load_domain(Path(spec_dir), _opt_path(data_root), plugins=plugins(), gold=gold)
 
 
 def validate(
-    spec_dir: PathLike, data_root: PathLike | None = None, *, replay: bool = True
+    spec_dir: PathLike,
+    data_root: PathLike | None = None,
+    *,
+    replay: bool = True,
+    tasks: TaskSelection | None = None,
 ) -> ValidationReport:
     """Every check of ``evalctl validate``: ``.ok`` True when there is no problem, ``.problems``
     one :class:`engine.util.errors.Problem` each (file, line, JSON path, message); ``replay``
-    False skips the gold-trace replay. Raises DataRootError for a missing data root."""
+    False skips the gold-trace replay; ``tasks`` narrows the scenarios checked. Raises
+    DataRootError for a missing data root, UsageError for a bad task selection."""
     from engine.spec.validate import validate_specs
 
-    return validate_specs(Path(spec_dir), _opt_path(data_root), replay=replay, plugins=plugins())
+    return validate_specs(Path(spec_dir), _opt_path(data_root), replay=replay, plugins=plugins(), tasks=tasks)
 
 
 def run_options(opts: RunOptions) -> RunReport:

@@ -18,10 +18,12 @@ from rich.table import Table
 
 from engine.commands.console import text_console, warning_of_unreadable
 from engine.core.records.intervals import Interval
-from engine.core.records.summary import COUNT, SummaryRecord
+from engine.core.records.metrics import MetricsRecord
+from engine.core.records.summary import COUNT, FailedResult, SummaryRecord
 from engine.results.costs import PriceTable, RunCost, money, run_costs
 from engine.results.scoring_stage import load_run_metrics, load_summary
 from engine.results.unreadable import records_text, watching
+from engine.scoring.passk import failed_every_trial
 from engine.scoring.summary import failure_reason, headline_not_applicable, noise_lines
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
@@ -136,15 +138,19 @@ def report(
     junit: Path | None = None,
     markdown: bool = False,
     baseline: Path | None = None,
+    failed_every_trial: bool = False,
 ) -> int:
     """Print the report of ``run_dir`` on ``console`` (default: stdout, long lines unwrapped);
     with ``prices`` also the cost per role and per scenario; with ``html`` write the HTML report
     there instead and print its path and size; with ``markdown`` print the pull-request summary
     instead (``engine.results.markdown``; the flips against ``baseline`` when given); with
-    ``junit`` also write the JUnit XML there (``engine.results.junit``) and say so on stderr. Each
-    record that does not read is a warning line on stderr and counted in the report. Returns 0.
-    Raises UsageError when ``run_dir`` has no readable ``summary.json`` or no readable result,
-    OSError when ``html`` or ``junit`` cannot be written.
+    ``junit`` also write the JUnit XML there (``engine.results.junit``) and say so on stderr.
+    ``failed_every_trial``: the unsuccessful results listed (and the HTML scenario table) are only
+    those of the scenarios that failed in every trial with a verdict (pass^k 0 for every k;
+    ``engine.scoring.passk.failed_every_trial``). Each record that does not read is a warning line
+    on stderr and counted in the report. Returns 0. Raises UsageError when ``run_dir`` has no
+    readable ``summary.json`` or no readable result, OSError when ``html`` or ``junit`` cannot be
+    written.
     """
     console = console or text_console()
     with warning_of_unreadable():
@@ -164,14 +170,16 @@ def report(
             console.out(markdown_summary(run_dir, baseline), end="", highlight=False)
             return 0
         if html is not None:
-            return _html(run_dir, html, prices, console)
-        return _text(run_dir, prices, console)
+            return _html(run_dir, html, prices, console, failed_every_trial)
+        return _text(run_dir, prices, console, failed_every_trial)
 
 
-def _html(run_dir: Path, html: Path, prices: PriceTable | None, console: Console) -> int:
+def _html(
+    run_dir: Path, html: Path, prices: PriceTable | None, console: Console, failed_every_trial: bool = False
+) -> int:
     from engine.report_html import write_report  # only for --html: it imports the diff machinery
 
-    written = write_report(run_dir, html, prices)
+    written = write_report(run_dir, html, prices, failed_every_trial=failed_every_trial)
     bad = f", {records_text(written.unreadable)}" if written.unreadable else ""
     console.print(
         f"report: {written.path} ({written.results} results{bad}, {written.size / 1e6:.1f} MB)",
@@ -181,7 +189,9 @@ def _html(run_dir: Path, html: Path, prices: PriceTable | None, console: Console
     return 0
 
 
-def _text(run_dir: Path, prices: PriceTable | None, console: Console) -> int:
+def _text(
+    run_dir: Path, prices: PriceTable | None, console: Console, failed_every_trial: bool = False
+) -> int:
     with watching() as found:
         summary = load_summary(run_dir)
         metrics = load_run_metrics(run_dir)
@@ -228,10 +238,36 @@ def _text(run_dir: Path, prices: PriceTable | None, console: Console) -> int:
             f"first: {escape(one_line(summary.first_judge_error))}"  # a server's text: '[/INST]', newlines
         )
     failed = summary.failed
+    if failed_every_trial:
+        return _always_failed(run_dir, summary, metrics, console)
     if failed:
         console.print(f"[bold]Not successful ({len(failed)}):[/]")
         for f in failed:
             trial = f" trial {f.trial}" if summary.trials > 1 else ""
             console.print(f"  {f.scenario}{trial}: {failure_reason(f)}", markup=False, highlight=False)
+        console.print(f"hint: `evalctl diff {run_dir}` shows why, field by field", markup=False)
+    return 0
+
+
+def _always_failed(
+    run_dir: Path, summary: SummaryRecord, metrics: list[MetricsRecord], console: Console
+) -> int:
+    """The ``--failed-every-trial`` list: each scenario that failed in every trial with a verdict,
+    with the failure reason of each of its failed trials."""
+    outcomes: dict[str, list[bool | str]] = {}
+    for m in metrics:
+        outcomes.setdefault(m.scenario_name, []).append(m.is_successful)
+    names = failed_every_trial(outcomes)
+    trials = f" (all {summary.trials} trials)" if summary.trials > 1 else ""
+    console.print(
+        f"[bold]Failed in every trial{escape(trials)}: {len(names)} of {len(outcomes)} scenarios[/]"
+    )
+    by_name: dict[str, list[FailedResult]] = {}
+    for f in summary.failed:
+        by_name.setdefault(f.scenario, []).append(f)
+    for name in names:
+        reasons = sorted({failure_reason(f) for f in by_name.get(name, []) if f.verdict is False})
+        console.print(f"  {name}: {'; '.join(reasons) or 'failed'}", markup=False, highlight=False)
+    if names:
         console.print(f"hint: `evalctl diff {run_dir}` shows why, field by field", markup=False)
     return 0

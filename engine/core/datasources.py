@@ -27,11 +27,42 @@ def _jsonl(text: str) -> list[Any]:
     for line in text.splitlines(keepends=True):
         if line.strip():
             try:
-                records.append(json.loads(line))
+                records.append(json.loads(line, parse_constant=_no_constant))
             except json.JSONDecodeError as err:
                 raise json.JSONDecodeError(err.msg, text, offset + err.pos) from None
         offset += len(line)
     return records
+
+
+#: Data-root JSON may nest about this deep: the decoders stop at Python's recursion limit.
+MAX_DEPTH = 1000
+
+
+class BadContent(ValueError):
+    """A data-root file that parses but cannot be used: NaN / Infinity in JSON (not JSON, and
+    nothing ``final_db.json`` could hold) or nesting past :data:`MAX_DEPTH`; ``kind`` names the
+    format (``JSON``) for :func:`read_error`."""
+
+    def __init__(self, message: str, kind: str = "JSON"):
+        super().__init__(message)
+        self.kind = kind
+
+
+def _no_constant(name: str) -> Any:
+    raise BadContent(f"{name} is not a JSON number (NaN and the infinities are refused)")
+
+
+def _parse(text: str, fmt: str) -> Any:
+    """``text`` parsed as ``fmt``; JSON's non-finite constants raise :class:`BadContent`."""
+    if fmt == "yaml":
+        return yaml.load(text, Loader=_YAML_LOADER)
+    if fmt == "jsonl":
+        return _jsonl(text)
+    if fmt == "toml":
+        return tomllib.loads(text)  # TOMLDecodeError is a ValueError
+    if fmt == "text":
+        return text
+    return json.loads(text, parse_constant=_no_constant)
 
 
 class DataFiles:
@@ -49,22 +80,18 @@ class DataFiles:
 
         ``rel`` (after any ``{eva_id}`` substitution) must resolve, symlinks included, inside the data
         root to a regular file of at most MAX_DATA_BYTES (engine.util.safepaths). Raises FileNotFoundError /
-        OSError (UnsafePathError) when unreadable, ValueError or yaml.YAMLError for bad content.
+        OSError (UnsafePathError) when unreadable, ValueError or yaml.YAMLError for bad content
+        (NaN / Infinity in JSON and nesting past :data:`MAX_DEPTH` are bad content).
         """
         if fmt is None:
             fmt = format_of(rel)
         if (rel, fmt) not in self._files:
             text = read_text(self.root, rel, MAX_DATA_BYTES)  # inside the root, a regular file, bounded
-            if fmt == "yaml":
-                content = yaml.load(text, Loader=_YAML_LOADER)
-            elif fmt == "jsonl":
-                content = _jsonl(text)
-            elif fmt == "toml":
-                content = tomllib.loads(text)  # TOMLDecodeError is a ValueError
-            elif fmt == "text":
-                content = text
-            else:
-                content = json.loads(text)
+            try:
+                content = _parse(text, fmt)
+            except RecursionError:  # a file nested deeper than Python's recursion limit
+                kind = {"yaml": "YAML", "toml": "TOML"}.get(fmt, "JSON")
+                raise BadContent(f"nested too deeply (more than about {MAX_DEPTH} levels)", kind) from None
             self._files[(rel, fmt)] = content
         return self._files[(rel, fmt)]
 
@@ -89,7 +116,8 @@ class DataFiles:
         pointer?}`` (``pointer``: where the records sit inside the file, e.g. ``/scenarios``).
 
         A file may hold a list of records or one record. Raises like :meth:`file`, and
-        ValueError when the file holds no records or nothing at ``pointer``.
+        ValueError when the file holds no records or nothing at ``pointer``, holds NaN or an
+        infinity (:class:`BadContent`) or nests deeper than :data:`MAX_DEPTH`.
         """
         rel, key, pointer = spec["path"], spec.get("key", "id"), spec.get("pointer", "")
         if (rel, key, pointer) not in self._datasets:
@@ -127,7 +155,9 @@ def read_error(rel: str, root: Path, err: BaseException) -> str:
     if isinstance(err, OSError):
         return f"cannot read {rel} in data root {root}: {err.strerror or err}"
     kind = "content"
-    if isinstance(err, json.JSONDecodeError):
+    if isinstance(err, BadContent):
+        kind = err.kind
+    elif isinstance(err, json.JSONDecodeError):
         kind = "JSON"
     elif isinstance(err, yaml.YAMLError):
         kind = "YAML"

@@ -46,6 +46,23 @@ class ScoringOptions:
 
 
 @dataclass(frozen=True)
+class TaskSelection:
+    """The tau2-style task selection (``--task-ids``, ``--task-split``, ``--num-tasks``), applied in
+    that order after ``--scenarios`` / ``--domain`` (``engine.spec.selection.select_tasks``).
+
+    ``task_ids``: record ids (tau2 task ids, eva record ids) in the order to run them; ``task_split``:
+    a split named in the domain's id file (tau2's ``split_tasks.json``: ``train``, ``test``,
+    ``base``); ``num_tasks``: keep the first N of what is left. All empty: no narrowing."""
+
+    task_ids: tuple[str, ...] = ()
+    task_split: str | None = None
+    num_tasks: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.task_ids) or self.task_split is not None or self.num_tasks is not None
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """Everything ``evalctl run`` takes. Times in seconds; ``agent`` / ``user`` are backend specs
         (``replay``, ``openai:MODEL``, ``ws://host:port``); ``output_dir`` None = ``runs/<UTC stamp>``;
@@ -114,3 +131,5 @@ class RunOptions:
     #: ``--regenerate N``: a session whose caller broke its instructions (``caller fidelity``,
     #: ``engine.scoring.fidelity``) is run again with a new caller seed, at most N times; 0 never.
     regenerate: int = 2
+    #: ``--task-ids`` / ``--task-split`` / ``--num-tasks`` (narrow the selection, as tau2 does).
+    tasks: TaskSelection = field(default_factory=TaskSelection)

@@ -112,6 +112,14 @@ def _has_lone_surrogate(msg: dict[str, Any]) -> bool:
     return False
 
 
+#: ``:`` characters one frame may hold, counted before it is parsed (a C-speed count: about 10 ms
+#: for 10 MB). Every object key needs one, so this bounds the keys too, and the keys of JSON held
+#: in a string (a tool call's ``arguments``, parsed later) with them. Parsing and checking run on
+#: the event loop every session shares: a 10 MB frame of 800,000 keys held it for seconds. No
+#: protocol message needs near this many (colons inside text count as well).
+MAX_FRAME_COLONS = 200_000
+
+
 def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOCOL_VERSION) -> dict[str, Any]:
     """Parse and validate one frame of a ``version`` connection; returns the message dict.
 
@@ -120,9 +128,16 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
     or schema violation; the message names the JSON path); ``bad_json`` also for a lone surrogate
     escape (``\\ud800``), valid JSON syntax but not Unicode text. ``check_schema=False`` skips the schema
     (the costly part): for frames from a trusted peer, i.e. the engine talking to a built-in side.
+    A frame of more than :data:`MAX_FRAME_COLONS` colons is ``bad_json`` before it is parsed.
     """
     if isinstance(raw, bytes):
         raise ProtocolError("bad_json", "binary frames are not part of the protocol; send JSON text")
+    if (colons := raw.count(":")) > MAX_FRAME_COLONS:
+        raise ProtocolError(
+            "bad_json",
+            f"frame holds {colons:,} ':' (object keys, or colons in text), over the "
+            f"{MAX_FRAME_COLONS:,} a frame may hold; not parsed",
+        )
     try:
         msg = json.loads(raw)
     except ValueError as err:

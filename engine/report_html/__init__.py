@@ -70,14 +70,18 @@ def render(model: ReportModel) -> str:
         json_block("report-index", index),
         *(json_block(f"d-{i}", d) for i, d in enumerate(model.details)),
     ]
-    return document("evalctl report", model.run_dir, body, asset("report.js"), asset("report.css"))
+    subtitle = model.run_dir if model.only is None else f"{model.run_dir} ({model.only})"
+    return document("evalctl report", subtitle, body, asset("report.js"), asset("report.css"))
 
 
-def write_report(run_dir: Path, out: Path, prices: PriceTable | None = None) -> Written:
-    """Write the report of ``run_dir`` to ``out`` (atomically). Raises UsageError when
+def write_report(
+    run_dir: Path, out: Path, prices: PriceTable | None = None, *, failed_every_trial: bool = False
+) -> Written:
+    """Write the report of ``run_dir`` to ``out`` (atomically); ``failed_every_trial``: its
+    scenario table holds only the scenarios that failed in every trial. Raises UsageError when
     ``run_dir`` is not a finished run or has no readable result, OutputError when ``out`` cannot
     be written."""
-    model = collect(Path(run_dir), Path(out), prices)
+    model = collect(Path(run_dir), Path(out), prices, failed_every_trial=failed_every_trial)
     data = render(model).encode("utf-8")
     write_page(Path(out), data)
     return Written(Path(out), len(data), len(model.rows), len(model.unreadable))

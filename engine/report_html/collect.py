@@ -32,6 +32,7 @@ from engine.results.diff import caller_lines, db_lines, explain
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import Unreadable, records_text, watching
+from engine.scoring.passk import failed_every_trial as failed_every_trial_names
 from engine.util.artifacts import read_json, read_record
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
@@ -85,6 +86,8 @@ class ReportModel:
     grouped: bool
     #: The record files of the run that could not be read (left out of ``rows``; warned of).
     unreadable: tuple[Unreadable, ...] = ()
+    #: What the scenario table is narrowed to (``--failed-every-trial``), None: every result.
+    only: str | None = None
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -240,8 +243,12 @@ def _detail(
     }
 
 
-def collect(run_dir: Path, out_path: Path, prices: PriceTable | None = None) -> ReportModel:
-    """Read ``run_dir`` for a report written to ``out_path`` (links are relative to its folder).
+def collect(
+    run_dir: Path, out_path: Path, prices: PriceTable | None = None, *, failed_every_trial: bool = False
+) -> ReportModel:
+    """Read ``run_dir`` for a report written to ``out_path`` (links are relative to its folder);
+    ``failed_every_trial``: only the results of the scenarios that failed in every trial with a
+    verdict (``engine.scoring.passk.failed_every_trial``) are in ``rows`` / ``details``.
     Raises UsageError when ``run_dir`` is not a finished run (see
     ``engine.results.scoring_stage.load_summary``) or has no readable result at all (its
     unreadable records are noted: ``engine.results.unreadable``)."""
@@ -253,6 +260,14 @@ def collect(run_dir: Path, out_path: Path, prices: PriceTable | None = None) -> 
     if not scored and len(found):
         raise UsageError(f"{run_dir}: no readable results ({records_text(len(found))}, warned above)")
     cost = run_costs([m for _, m in scored], prices)
+    only = None
+    if failed_every_trial:
+        outcomes: dict[str, list[bool | str]] = {}
+        for _, m in scored:
+            outcomes.setdefault(m.scenario_name, []).append(m.is_successful)
+        kept = set(failed_every_trial_names(outcomes))
+        scored = [(sdir, m) for sdir, m in scored if m.scenario_name in kept]
+        only = f"only the {len(kept)} of {len(outcomes)} scenarios that failed in every trial"
     costs = {(c.scenario, c.trial): c.to_json() for c in cost.scenarios}
     base = Path(out_path).resolve().parent
     share = max(MIN_SHARE, min(MAX_SHARE, DETAIL_BUDGET // max(1, len(scored))))
@@ -291,4 +306,4 @@ def collect(run_dir: Path, out_path: Path, prices: PriceTable | None = None) -> 
         )
         details.append(_detail(sdir, m, description, base, c, share))
     rates = [GroupRate(name, *t) for name, t in sorted(groups.items(), key=lambda kv: natural_key(kv[0]))]
-    return ReportModel(str(run_dir), summary, run, cost, rows, details, rates, grouped, found.items)
+    return ReportModel(str(run_dir), summary, run, cost, rows, details, rates, grouped, found.items, only)

@@ -70,6 +70,9 @@ class ScenarioDiff:
     #: The caller-fidelity findings (``{check, turn, detail, text}``), and whether they are enforced.
     caller_findings: list[dict[str, Any]] = field(default_factory=list)
     caller_enforced: bool = True
+    #: The agent's tool calls that the tools refused (an error result), in call order:
+    #: ``{name, arguments, turn, error}`` (``error`` as ``error_type: message``).
+    refused: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The diff as JSON: each DB line ``{path, kind, expected, actual, text}``, plus
@@ -234,6 +237,7 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
     out.gold_path = _left_gold_path(sdir)
     out.agent_db_hash = agent_hash(sdir)
     out.cut_off = cut_off_turns(sdir)
+    out.refused = refused_calls(_load_optional(sdir / "tool_calls.json"))
     if "is_action_match" in out.failed_signals:
         meta = _load_optional(sdir / "scenario_config" / "metadata.json") or {}
         reference = meta.get("reference_answer") if isinstance(meta, dict) else None
@@ -322,6 +326,31 @@ def missing_results(run_dir: Path) -> int:
         for t in range(1, trials + 1)
         if (n, t) not in done and not os.path.lexists(scenario_dir(Path(run_dir), n, t, trials) / METRICS)
     )
+
+
+def refused_calls(tool_calls: Any) -> list[dict[str, Any]]:
+    """The agent's refused calls in a ``tool_calls.json`` list: those whose result has
+    ``status: error``, as ``{name, arguments, turn, error}``; ``[]`` for anything else."""
+    out: list[dict[str, Any]] = []
+    for call in tool_calls if isinstance(tool_calls, list) else []:
+        result = call.get("result") if isinstance(call, dict) else None
+        if (
+            not isinstance(result, dict)
+            or result.get("status") != "error"
+            or call.get("side", "agent") != "agent"
+        ):
+            continue
+        kind, message = result.get("error_type"), result.get("message")
+        error = ": ".join(one_line(x, 300) for x in (kind, message) if x) or "refused"
+        out.append(
+            {
+                "name": call.get("name"),
+                "arguments": call.get("arguments"),
+                "turn": call.get("turn"),
+                "error": error,
+            }
+        )
+    return out
 
 
 def _action_text(action: dict[str, Any]) -> str:
@@ -415,6 +444,12 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
             out.extend(f"  {line}" for line in d.unmatched_reference)
         out.append(f"actions ({len(d.actions)}):" if d.actions else "actions: none")
         out.extend(f"  {i}. {_action_text(a)}" for i, a in enumerate(d.actions, 1))
+        if d.refused:  # what the agent tried that the tools refused, and why
+            out.append(f"refused tool calls ({len(d.refused)}):")
+            out.extend(
+                f"  {i}. {r['name']}({_args_text(r['arguments'])}) -> {r['error']}"
+                for i, r in enumerate(d.refused, 1)
+            )
         out.append("")
     # argument values and errors come from the sides: each entry stays one visible line
     return "\n".join(one_line(line, None) for line in out)

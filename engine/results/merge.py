@@ -1,7 +1,8 @@
 """``evalctl merge RUN... --output-dir OUT``: shard runs (``--shard I/N``, one per machine or
 scheduler task) combined into one run folder with one summary.
 
-The sources must be runs of the same specs (the same spec file hashes), with the same settings
+The sources must be runs of the same specs (the same spec file hashes) on the same data (the same
+data-root file hashes), with the same settings
 (``engine.session.settings``: sides, models, limits, scoring rules, trials; the shard and the name of the
 API key variable aside), and no scenario folder in two of them. Each source's scenario folders are
 linked into OUT (hard links, copies across filesystems; the sources stay as they were); the summary
@@ -59,7 +60,8 @@ def _record(source: Path) -> RunRecord:
 
 
 def check_sources(sources: Sequence[Path], records: Sequence[RunRecord]) -> None:
-    """Refuse sources that cannot make one run (UsageError, one line): other specs, other settings
+    """Refuse sources that cannot make one run (UsageError, one line): other specs, other data
+    (the data-root file hashes of ``run.json``: a shard run on an edited data root), other settings
     or trials, or a scenario folder present in two of them."""
     first, base = sources[0], records[0]
     want = _flat(base.settings)
@@ -68,6 +70,16 @@ def check_sources(sources: Sequence[Path], records: Sequence[RunRecord]) -> None
             raise UsageError(
                 f"merge: {source} was run from {record.spec_dir}, {first} from {base.spec_dir} "
                 "(other spec files); only runs of the same specs merge"
+            )
+        if dict(record.data_root_files) != dict(base.data_root_files):
+            changed = sorted(
+                name
+                for name in set(record.data_root_files) | set(base.data_root_files)
+                if record.data_root_files.get(name) != base.data_root_files.get(name)
+            )
+            raise UsageError(
+                f"merge: {source} was run on other data than {first} ({len(changed)} data-root "
+                f"file(s) differ, first: {changed[0]}); only runs on the same data merge"
             )
         if record.trials != base.trials:
             raise UsageError(
@@ -175,9 +187,10 @@ def merge_runs(
     sources (default: their paths).
 
     Raises UsageError (one line) for fewer than one source, a source that is not a run, mismatched
-    sources, sources without a readable result, or an ``out`` that already holds a run or is a
-    source; EvalctlError when ``out`` cannot be written. A source's record that does not read is
-    noted (``engine.results.unreadable``) and left out of the merged summary, as a run leaves it."""
+    sources, sources without a readable result, or an ``out`` that already holds a run, is a
+    source, lies inside one or holds one; EvalctlError when ``out`` cannot be written. A source's
+    record that does not read is noted (``engine.results.unreadable``) and left out of the merged
+    summary, as a run leaves it."""
     sources = [Path(s) for s in sources]
     out = Path(out)
     if not sources:
@@ -188,6 +201,12 @@ def merge_runs(
         raise UsageError(f"merge: --output-dir {out} is one of the runs merged; give a new folder")
     records = [_record(s) for s in sources]
     check_sources(sources, records)
+    for source in sources:  # OUT inside a source would become one of its scenario folders
+        if out.resolve().is_relative_to(source.resolve()) or source.resolve().is_relative_to(out.resolve()):
+            inside = (out, source) if out.resolve().is_relative_to(source.resolve()) else (source, out)
+            raise UsageError(
+                f"merge: {inside[0]} is inside {inside[1]}; give an --output-dir outside the runs merged"
+            )
     with watching() as found:
         readable = sum(len(results.scored_dirs(s)) for s in sources)
     if not readable and len(found):

@@ -86,13 +86,15 @@ def fresh_default_dir() -> Path:
 
 
 def open_run_dir(run_dir: Path, resume: bool, info: dict[str, Any]) -> None:
-    """Create ``run_dir`` and, for a new run, mark it as a run at once with ``run.json`` (so a run
-    killed early can be resumed). Raises OutputError (one line) when it cannot be written."""
+    """Create ``run_dir`` and record this invocation in ``run.json`` at once, as not finished (a
+    new run: so a run killed early can be resumed; a resume: so the results it writes never name
+    an invocation ``run.json`` lacks, even when it is killed with SIGKILL before its end). The
+    record is replaced by the finished one at the end. Raises OutputError (one line) when it
+    cannot be written."""
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        if not resume:
-            first = {**info, "finished_at": None, "interrupted": True}
-            write_json(run_dir / "run.json", run_provenance(run_dir, first).to_json())
+        first = {**info, "finished_at": None, "interrupted": True}
+        write_json(run_dir / "run.json", run_provenance(run_dir, first).to_json())
     except OSError as err:
         raise OutputError(f"cannot write the run directory {run_dir}: {err.strerror or err}") from None
 

@@ -37,6 +37,7 @@ from engine.results.rundir import fresh_default_dir, holds_a_run, select_scenari
 from engine.run.runner import run_cli
 from engine.session.backends.probe import PROBE_TIMEOUT_S
 from engine.spec.loader import load_domain
+from engine.spec.selection import select_tasks
 from engine.util.errors import InfrastructureError, UsageError
 from engine.util.untrusted import one_line
 
@@ -79,6 +80,8 @@ def _checked(opts: RunOptions) -> tuple[RunOptions, list[str], Path]:
         raise UsageError("--ray cuts the run into shards itself: leave --shard out")
     loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
     chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
+    if opts.tasks:
+        chosen = select_tasks(chosen, loaded, opts.tasks)
     out = opts.output_dir
     if out is not None and out.exists() and holds_a_run(out):
         raise UsageError(f"{out} already holds a run; give another --output-dir")

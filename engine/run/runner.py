@@ -60,6 +60,7 @@ from engine.session.settings import check_judge_key, run_info, with_resolved_bas
 from engine.session.setup import check_counts, close_sides, endpoints, session_setup, side_for
 from engine.session.sides import builtin_side
 from engine.spec.loader import load_domain
+from engine.spec.selection import select_tasks
 from engine.util import heap
 from engine.util.errors import OutputError, UsageError
 from engine.util.oslimits import check_open_files, files_needed
@@ -103,6 +104,8 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
         held.enter_context(heap.settled())
         chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
+        if opts.tasks:
+            chosen = select_tasks(chosen, loaded, opts.tasks)
         if opts.shard is not None:
             shard = parse_shard(opts.shard)
             if opts.resume is None:  # a resumed shard run keeps the slice its run.json records
@@ -148,7 +151,7 @@ async def _run_locked(
     planned = chosen
     if selected:  # resuming: the run keeps its own selection; --scenarios / --domain may narrow it
         planned = recorded_selection(loaded, selected, run_dir)
-        if opts.scenarios or opts.domain_prefix:
+        if opts.scenarios or opts.domain_prefix or opts.tasks:
             outside = [s.name for s in chosen if s.name not in selected]
             if outside:
                 raise UsageError(

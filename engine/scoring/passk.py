@@ -49,3 +49,18 @@ def pass_hat_k_table(outcomes: Mapping[str, Sequence[bool]], max_k: int) -> Pass
         if vals:
             overall[str(k)] = sum(vals) / len(vals)
     return {"per_scenario": per, "overall": overall}
+
+
+def failed_every_trial(outcomes: Mapping[str, Sequence[bool | str]]) -> tuple[str, ...]:
+    """The scenarios that failed in every trial with a verdict, sorted: pass^k is 0 for every k.
+
+    ``outcomes`` maps scenario name → per-trial ``is_successful`` (True, False, ``"N/A"``,
+    ``"error"``); as in :func:`pass_hat_k_table`, trials without a verdict (``"N/A"``, ``"error"``)
+    are left out, so a scenario counts when it has at least one False and no True."""
+    return tuple(
+        sorted(
+            name
+            for name, trials in outcomes.items()
+            if not any(t is True for t in trials) and any(t is False for t in trials)
+        )
+    )

@@ -42,7 +42,7 @@ from engine.core.model import USER_END_REASONS, Scenario, SessionResult
 from engine.core.protocol import END_CALL_TOOL, ORJSON_OPTIONS
 from engine.core.toolruntime import ToolRuntime
 from engine.session.sides.link import MAX_FORWARD_BYTES, SideFailure, SideLink, Traffic, blame, forward_bytes
-from engine.session.stuck import is_idle
+from engine.session.stuck import RefusedCalls, is_idle, refused_call
 from engine.util.untrusted import bounded_count, one_line
 
 MAX_SESSION_BYTES = 64 * 1024 * 1024
@@ -160,6 +160,7 @@ class _Session:
         self.idle_turns = 0  # turns in a row that moved nothing (engine.session.stuck)
         self.clipped_turns: list[int] = []  # agent turns cut before the user side got them
         self.last_words: dict[str, str] = {}
+        self.last_refused: dict[str, RefusedCalls] = {}  # each side's previous turn's refused calls
         self.traffic = Traffic(limits.max_session_bytes)
 
     def log(self, role: str, kind: str, content: Any) -> None:
@@ -307,6 +308,7 @@ class _Session:
         self.turns[role] += 1
         turn_id = await link.send("turn.request", turn=index, utterance=utterance, closing=closing)
         calls = 0
+        refused: list[tuple[str, str]] = []
         while True:
             msg = await self._await(link)
             if msg["type"] == "tool.call" and msg["reply_to"] == turn_id:
@@ -318,7 +320,9 @@ class _Session:
                         f"in turn {index}",
                         blame(role, "conduct"),
                     )
-                await self.tool_call(link, msg, index)
+                result = await self.tool_call(link, msg, index)
+                if isinstance(result, dict) and result.get("status") == "error":
+                    refused.append(refused_call(msg["name"], msg["arguments"]))
             elif msg["type"] == "turn.response" and msg["reply_to"] == turn_id:
                 break
             else:
@@ -340,18 +344,22 @@ class _Session:
         elif role == "user":
             self.result.user_turns += 1
         self.log(role, "utterance", text)
-        idle = not msg.get("end") and is_idle(text, calls, self.last_words.get(role))
+        idle = not msg.get("end") and is_idle(
+            text, calls, self.last_words.get(role), tuple(refused), self.last_refused.get(role)
+        )
         self.idle_turns = self.idle_turns + 1 if idle else 0
         self.last_words[role] = text
+        self.last_refused[role] = tuple(refused)
         if self.idle_turns >= self.limits.max_idle_turns:
             raise _Stop(
                 "no_progress",
                 f"the conversation went nowhere: {self.idle_turns} turns in a row without a tool call "
-                "that said nothing, only goodbye, or the same words again, and nobody ended the call",
+                "that said nothing, only goodbye, or the same words again (or the same refused tool "
+                "calls and words again), and nobody ended the call",
             )
         return msg
 
-    async def tool_call(self, link: SideLink, msg: dict[str, Any], turn: int) -> None:
+    async def tool_call(self, link: SideLink, msg: dict[str, Any], turn: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         name, arguments = msg["name"], msg["arguments"]
         self.log(link.role, "tool_call", {"call_id": msg["call_id"], "name": name, "arguments": arguments})
@@ -386,6 +394,7 @@ class _Session:
         await link.send(
             "tool.result", reply_to=msg["id"], call_id=msg["call_id"], result=result, ended=ended, **shown
         )
+        return result
 
     def _finish_reasons(self, role: str, turn: int, usage: dict[str, Any] | None) -> None:
         """Record the turn's ``finish_reasons`` (one per model reply) in the transcript

@@ -216,4 +216,5 @@ def options_record(opts: RunOptions) -> dict[str, Any]:
     skip = ("progress", "plugins", "explicit")
     record = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts) if f.name not in skip}
     record["scoring"] = dataclasses.asdict(opts.scoring)
+    record["tasks"] = dataclasses.asdict(opts.tasks)
     return json.loads(json.dumps(record, default=str))

@@ -400,7 +400,7 @@ def _releases(ddoc: YamlDoc) -> set[str]:
 
 
 def load_domain(
-    spec_dir: str | Path, data_root: str | Path | None = None, *, plugins: Plugins
+    spec_dir: str | Path, data_root: str | Path | None = None, *, plugins: Plugins, gold: bool = True
 ) -> LoadedDomain:
     """Load, validate and cross-check ``spec_dir`` against the data root; render every prompt.
 
@@ -411,7 +411,10 @@ def load_domain(
     Raises DataRootError for a missing data root, SpecError carrying every problem otherwise
     (schema errors, YAML syntax errors, unknown eva_id, missing fixtures, bad success_signals,
     unregistered handlers, duplicate scenario names, template errors). Warns once on stderr when
-    the data root differs from the pinned upstream sums.
+    the data root differs from the pinned upstream sums. ``gold`` False leaves the expected DBs
+    that come from a gold replay (``expected_db: {from: gold_replay}``) None instead of replaying
+    every gold trace: for a verb that lists scenarios and scores none (``evalctl list``; on 2,000
+    tau2 scenarios the replays were half its time).
     """
     root = resolve_data_root(data_root)
     spec_path = Path(spec_dir).resolve()
@@ -457,7 +460,7 @@ def load_domain(
         )
     for release in sorted(_releases(ddoc)):
         warn_if_modified(root, release, lambda line: print(line, file=sys.stderr))
-    ctx = BuildContext(domain, ddoc, data, problems)
+    ctx = BuildContext(domain, ddoc, data, problems, gold=gold)
     scenarios = [sc for doc in docs if (sc := build_scenario(ctx, doc)) is not None]
     template_problems, rendered = check_templates(scenarios)
     problems.extend(template_problems)

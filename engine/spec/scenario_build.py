@@ -285,6 +285,8 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         judge_reference=s.get("judge_reference"),
         template_variables=variables or {},
     )
-    if from_gold and trace is not None:  # the gold's end state, replayed as a session would run it
+    if (
+        from_gold and trace is not None and ctx.gold
+    ):  # the gold's end state, replayed as a session would run it
         scenario = replace(scenario, expected_db=gold_replay(scenario).db)
     return scenario

@@ -32,6 +32,9 @@ class BuildContext:
     data: DataFiles
     problems: list[Problem] = field(default_factory=list)
     reported: set[str] = field(default_factory=set)  # domain-level failures already reported once
+    #: Resolve ``expected_db: {from: gold_replay}`` by replaying the gold (False: left None, for
+    #: a verb that shows scenarios and never scores them: ``evalctl list``).
+    gold: bool = True
 
 
 #: Variables every template gets from the engine (engine.core.render.context): a domain's own template

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.model import Scenario, SessionResult
+from engine.core.options import TaskSelection
 from engine.core.plugin import Plugins
 from engine.scoring.judge import JUDGE_TEMPLATE, judge_gates, render_judge_prompt
 from engine.spec.gold_replay import replay_gold
 from engine.spec.loader import load_domain
 from engine.spec.rtvi_map import tool_map_problems
+from engine.spec.selection import select_tasks
 from engine.util.errors import Problem, SpecError
 
 
@@ -121,7 +123,12 @@ class ValidationReport:
 
 
 def validate_specs(
-    spec_dir: str | Path, data_root: str | Path | None = None, *, replay: bool = True, plugins: Plugins
+    spec_dir: str | Path,
+    data_root: str | Path | None = None,
+    *,
+    replay: bool = True,
+    plugins: Plugins,
+    tasks: TaskSelection | None = None,
 ) -> ValidationReport:
     """Load and check a spec directory; never raises for spec problems (they go in the report).
 
@@ -129,7 +136,8 @@ def validate_specs(
     ``engine.spec.loader.load_domain``), renders each scenario's judge prompt (:func:`judge_prompt_problems`),
     then replays each scenario's gold trace with
     ``engine.spec.gold_replay.replay_gold`` unless ``replay`` is False. Raises DataRootError for a missing
-    data root.
+    data root. ``tasks`` narrows the scenarios checked after loading (UsageError for a bad
+    selection, ``engine.spec.selection.select_tasks``).
     """
     report = ValidationReport(spec_dir=str(spec_dir))
     try:
@@ -137,6 +145,9 @@ def validate_specs(
     except SpecError as err:
         report.problems = err.problems
         return report
+    ids = {s.record_id for s in loaded.scenarios}
+    if tasks:
+        loaded = replace(loaded, scenarios=tuple(select_tasks(loaded.scenarios, loaded, tasks)))
     report.scenarios = len(loaded.scenarios)
     report.prompts = loaded.prompts_rendered
     report.problems = [p for s in loaded.scenarios for p in judge_prompt_problems(s)]
@@ -153,7 +164,6 @@ def validate_specs(
         if scenario.gold_trace is not None:
             report.replay.append(replay_gold(scenario))
     report.problems.extend(loaded.shared_db_problems())  # the audit cannot see writes into shared records
-    ids = {s.record_id for s in loaded.scenarios}
     for i, known in enumerate(loaded.domain.known_gold_errors):
         if known.record_id not in ids:
             report.problems.append(

@@ -74,9 +74,7 @@ def parse_arguments(
     try:
         value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
-        return None, error(
-            "invalid_arguments", f"Tool arguments are not valid JSON: {exc.msg} at position {exc.pos}"
-        )
+        return None, error("invalid_arguments", f"Tool arguments are not valid JSON: {json_problem(exc)}")
     except _NonFinite as exc:
         return None, error("invalid_arguments", f"Tool arguments hold a non-finite number: {exc}")
     except ValueError:  # Python's int conversion limit: no JSON DB or reply needs such a number
@@ -94,6 +92,30 @@ def parse_arguments(
             "invalid_arguments", "Tool arguments hold a lone UTF-16 surrogate escape (e.g. \\ud800)"
         )
     return value, None
+
+
+#: What Python's JSON decoder says, in words a model (and a person reading a diff) can act on.
+_JSON_PROBLEMS = {
+    "Unterminated string starting at": "a string that starts at character {at} is never closed",
+    "Expecting value": "a value is missing at character {at}",
+    "Extra data": "there is more text after the JSON object, from character {at}",
+    "Expecting property name enclosed in double quotes": "a key in double quotes is expected at "
+    "character {at}",
+    "Expecting ',' delimiter": "a ',' is expected at character {at}",
+    "Expecting ':' delimiter": "a ':' is expected at character {at}",
+    "Invalid control character at": "a raw control character (a newline, a tab) is inside a string "
+    "at character {at}",
+}
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """One sentence for a JSON decoding error: what is wrong and where (1-based character of the
+    text, and its length), e.g. ``a string that starts at character 31 is never closed (text of 40
+    characters)``, not the decoder's ``Unterminated string starting at at position 30``."""
+    at = exc.pos + 1
+    template = _JSON_PROBLEMS.get(exc.msg)
+    what = template.format(at=at) if template else f"{exc.msg.removesuffix(' at').lower()} at character {at}"
+    return f"{what} (text of {len(exc.doc)} characters)"
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

@@ -164,6 +164,21 @@ class OpenAIScheme(BackendScheme):
         )
 
 
+class HumanScheme(BackendScheme):
+    """``human``: a person in the terminal (``evalctl play``; ``engine.session.backends.human``).
+    Not advertised among the run's sides (``usage`` empty): one person plays one session."""
+
+    scheme = "human"
+    usage = ""
+    takes_args = False
+
+    @classmethod
+    def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
+        from engine.session.backends.human import HumanFactory
+
+        return HumanFactory(options.scenarios)
+
+
 class ExternalScheme(BackendScheme):
     """``ws://host:port`` (also ``wss://``): a side of your own, speaking docs/protocol.md."""
 
@@ -283,6 +298,7 @@ BUILTIN: dict[str, type[BackendScheme]] = {
         ReplayScheme,
         NoopScheme,
         OpenAIScheme,
+        HumanScheme,
         ExternalScheme,
         SecureExternalScheme,
         RtviScheme,

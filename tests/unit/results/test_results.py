@@ -362,8 +362,7 @@ def test_headline_of_an_incomplete_run_says_so():
     text = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a", "b", "c"]}))
     assert (
         "Overall Success Rate: 100.0% (1/1 scenarios; 0 errors) [95% CI 20.7-100.0%]"
-        " - INCOMPLETE: 2 results missing"
-        in text
+        " - INCOMPLETE: 2 results missing" in text
     )
     complete = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a"]}))
     assert "INCOMPLETE" not in complete

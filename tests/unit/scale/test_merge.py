@@ -114,3 +114,38 @@ def test_a_resume_of_the_merged_run_leaves_its_sources_as_they_were(
     assert _run(out, "--resume", str(out)) == 0
     assert (redone / "metrics.json").is_file()
     assert {copy.name: _files(copy) for copy in copies} == before  # nothing written through the links
+
+
+def test_merge_refuses_a_shard_run_made_on_an_edited_data_root(
+    shards: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30 item 8: a shard run on an edited data root was merged, and compare then called
+    the merged run comparable with a run on the real data."""
+    single, parts = shards
+    root = tmp_path / "dataroot"
+    shutil.copytree(MOCK_DATA_ROOT, root)
+    dataset = root / "mock_shop" / "dataset.json"
+    dataset.write_text(dataset.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # same records
+    edited = tmp_path / "edited"
+    _run(
+        edited, "--trials", "2", "--shard", "2/3", spec=["run", str(MOCK_SPEC_DIR), "--data-root", str(root)]
+    )
+    err = _refused(capsys, tmp_path / "out", parts[0], edited, parts[2])
+    assert f"{edited} was run on other data than {parts[0]}" in err
+    assert "data-root file(s) differ, first: mock_shop/dataset.json" in err
+    capsys.readouterr()
+    assert cli.main(["compare", str(single), str(edited)]) == 0
+    said = capsys.readouterr().out
+    assert "comparable: NO" in said and "dataset.json" in said
+
+
+def test_merge_output_dir_inside_a_source_run_is_refused(
+    shards: tuple[Path, list[Path]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, parts = shards
+    before = sorted(p.name for p in parts[1].iterdir())
+    err = _refused(capsys, parts[1] / "merged", *parts)
+    assert f"{parts[1] / 'merged'} is inside {parts[1]}" in err
+    assert sorted(p.name for p in parts[1].iterdir()) == before  # no folder made in the source
+    err = _refused(capsys, parts[0].parent, *parts)  # a folder that holds the sources
+    assert "is inside" in err

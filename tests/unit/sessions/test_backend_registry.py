@@ -27,6 +27,7 @@ def test_each_builtin_scheme_is_one_class_under_its_name() -> None:
         "replay",
         "noop",
         "openai",
+        "human",  # evalctl play
         "ws",
         "wss",
         "rtvi+ws",

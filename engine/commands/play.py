@@ -1,0 +1,63 @@
+"""``evalctl play --as agent|user SPEC_DIR SCENARIO``: a person plays one side in the terminal
+against the other (replay or a model), as ``tau2 play`` does; the session is then scored and
+explained like any run's (``engine.session.backends.human`` reads the person's lines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from engine.commands.diff import diff
+from engine.commands.run import print_outcome
+from engine.core.options import RunOptions
+from engine.domains.registry import plugins
+from engine.run.runner import CtrlC, run_cli
+from engine.util.errors import UsageError
+
+#: Seconds the engine waits for one turn of a person (the run's 300 s is a model's pace).
+HUMAN_TURN_TIMEOUT_S = 3600.0
+
+
+def play(
+    spec_dir: Path,
+    scenario: str,
+    role: Literal["agent", "user"],
+    other: str = "replay",
+    *,
+    data_root: Path | None = None,
+    output_dir: Path | None = None,
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    request_timeout_s: float = 60.0,
+) -> int:
+    """One session of ``scenario`` with the person as ``role`` and ``other`` (``replay``,
+    ``openai:MODEL``, ``noop``) as the other side; written to ``output_dir`` (default
+    ``runs/<UTC stamp>``), then scored, its report and its diff printed. Returns the run's exit
+    code (``engine.commands.run.print_outcome``). Raises UsageError (exit 2) for an ``other``
+    that is ``human`` or an external ``ws://`` side, and what ``evalctl run`` raises for bad input.
+    The session is bounded by the scenario's ``max_duration`` as any session is."""
+    if other.strip() == "human" or other.strip().startswith(("ws://", "wss://")):
+        raise UsageError(f"play: the other side is replay, noop or openai:MODEL, not {other!r}")
+    opts = RunOptions(
+        spec_dir=spec_dir,
+        data_root=data_root,
+        plugins=plugins(),
+        scenarios=(scenario,),
+        agent="human" if role == "agent" else other,
+        user="human" if role == "user" else other,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        request_timeout_s=request_timeout_s,
+        concurrency=1,
+        output_dir=output_dir,
+        turn_timeout_s=HUMAN_TURN_TIMEOUT_S,
+        progress=False,
+        quiet=True,
+        workers=1,
+    )
+    outcome = run_cli(opts)
+    with CtrlC.while_printing(outcome):
+        code = print_outcome(outcome)
+    if (outcome.run_dir / "summary.json").is_file():
+        diff(outcome.run_dir, scenario)
+    return code

@@ -1,0 +1,80 @@
+"""tau2-style task selection over a loaded domain: ``--task-ids``, ``--task-split``, ``--num-tasks``.
+
+The splits are the data's own: a domain whose scenario ids come from a list in a data-root file
+(``scenarios.ids``, e.g. tau2's ``split_tasks.json`` at ``/base``) offers every other list at the
+top of that file as a split (tau2 17e07b1: ``train``, ``test``, ``base``; telecom also ``small``
+and ``full``). Domains without such a file have no splits.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.core.model import Scenario
+from engine.core.options import TaskSelection
+from engine.util.errors import UsageError
+from engine.util.untrusted import one_line
+
+
+def task_splits(loaded: Any) -> dict[str, tuple[str, ...]]:
+    """The splits of ``loaded`` (an ``engine.spec.loader.LoadedDomain``): split name -> record ids
+    in the file's order; ``{}`` when its ids come from no split file or that file does not read."""
+    spec = loaded.domain.extra.get("spec") if isinstance(loaded.domain.extra, Mapping) else None
+    ids = spec.get("scenarios", {}).get("ids") if isinstance(spec, Mapping) else None
+    if not isinstance(ids, Mapping) or loaded.data is None:
+        return {}
+    pointer = str(ids.get("pointer", ""))
+    if pointer.count("/") != 1:  # only a top-level list has sibling splits
+        return {}
+    try:
+        content = loaded.data.file(str(ids["file"]))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(content, dict):
+        return {}
+    return {str(k): tuple(str(i) for i in v) for k, v in content.items() if isinstance(v, list)}
+
+
+def select_tasks(chosen: Sequence[Scenario], loaded: Any, tasks: TaskSelection) -> list[Scenario]:
+    """``chosen`` narrowed by ``tasks``: the scenarios whose record ids are ``tasks.task_ids`` (in
+    that order), then those in split ``tasks.task_split`` (in the split's order), then the first
+    ``tasks.num_tasks``.
+
+    Raises UsageError (exit 2) for an id that names no scenario (with the nearest id), a split the
+    data does not have (naming those it has), or an empty result."""
+    out = list(chosen)
+    if tasks.task_ids:
+        by_id = {s.record_id: s for s in out}
+        for rid in tasks.task_ids:
+            if rid not in by_id:
+                raise UsageError(
+                    f"--task-ids: no task {one_line(rid)!r} in the selection{_nearest(rid, by_id)}"
+                )
+        out = list({rid: by_id[rid] for rid in tasks.task_ids}.values())
+    if tasks.task_split is not None:
+        splits = task_splits(loaded)
+        if tasks.task_split not in splits:
+            have = ", ".join(sorted(splits)) if splits else "none (its scenario ids come from no split file)"
+            raise UsageError(
+                f"--task-split: {loaded.domain.name} has no split "
+                f"{one_line(tasks.task_split)!r}; splits: {have}"
+            )
+        order = {rid: n for n, rid in enumerate(splits[tasks.task_split])}
+        out = sorted((s for s in out if s.record_id in order), key=lambda s: order[s.record_id])
+        if not out:
+            raise UsageError(
+                f"--task-split: split {one_line(tasks.task_split)!r} of {loaded.domain.name} names none "
+                "of the selected scenarios (its ids are not this spec's tasks)"
+            )
+    if tasks.num_tasks is not None:
+        out = out[: tasks.num_tasks]
+    if not out:
+        raise UsageError("the task selection (--task-ids / --task-split / --num-tasks) leaves no scenario")
+    return out
+
+
+def _nearest(word: str, ids: Mapping[str, Scenario]) -> str:
+    close = difflib.get_close_matches(word, list(ids), n=1, cutoff=0.5)
+    return f" (nearest: {close[0]!r}, scenario {ids[close[0]].name})" if close else ""

@@ -1,0 +1,61 @@
+"""Issue 30 item 4: ``evalctl play --as agent|user`` lets a person play one side in the terminal
+against replay, tool calls typed as JSON and their results shown, the session scored at the end
+like any run's. Driven through stdin (click's CliRunner input: no terminal, no timing)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import cli
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+ONE = "mock__cancel_order"
+
+
+def _play(tmp_path: Path, role: str, lines: list[str]) -> tuple[int, str, Path]:
+    out = tmp_path / "run"
+    args = ["play", str(MOCK_SPEC_DIR), ONE, "--as", role, "--data-root", str(MOCK_DATA_ROOT)]
+    result = CliRunner().invoke(cli.group, [*args, "--output-dir", str(out)], input="\n".join(lines) + "\n")
+    return result.exit_code if result.exception is None else -1, result.output, out
+
+
+def test_play_as_agent_against_the_replay_caller_is_scored(tmp_path: Path) -> None:
+    code, output, out = _play(
+        tmp_path,
+        "agent",
+        [
+            "Sure. What is the order id?",
+            '/tool get_order {"order_id": "O-100"}',
+            "I found order O-100 for 42.50 dollars, not shipped yet. Shall I cancel it?",
+            "/tool cancel_order {order_id: O-100}",  # not JSON: refused, shown, the turn goes on
+            '/tool cancel_order {"order_id": "O-100"}',
+            "Done, order O-100 is cancelled. Anything else?",
+            "Goodbye!",
+            "/end",
+        ],
+    )
+    assert code == 0, output
+    assert "caller: Hi, I want to cancel an order." in output and "caller: It is O-100." in output
+    assert "result: " in output and "42.5" in output  # the DB's answer to get_order, shown
+    assert "a key in double quotes is expected at character 2" in output  # the refused call's error
+    assert "Overall Success Rate: 100.0% (1/1 scenarios" in output
+    calls = json.loads((out / ONE / "tool_calls.json").read_text(encoding="utf-8"))
+    assert [c["name"] for c in calls][:3] == ["get_order", "cancel_order", "cancel_order"]
+    final = json.loads((out / ONE / "final_db.json").read_text(encoding="utf-8"))
+    assert final["orders"]["O-100"]["status"] == "cancelled"
+
+
+def test_play_as_user_against_the_replay_agent_shows_the_agent_and_is_scored(tmp_path: Path) -> None:
+    code, output, out = _play(tmp_path, "user", ["Hi, I want to cancel an order.", "It is O-101.", "/end"])
+    assert code == 0, output
+    assert "[you are the user]" in output and "agent: Sure. What is the order id?" in output
+    assert "stop reason:" in output and "results: " in output  # scored and explained like any run
+    assert json.loads((out / "run.json").read_text(encoding="utf-8"))["settings"]["user"] == "human"
+
+
+def test_play_refuses_a_human_or_external_other_side(tmp_path: Path) -> None:
+    args = ["play", str(MOCK_SPEC_DIR), ONE, "--as", "agent", "--other", "human"]
+    assert cli.main([*args, "--data-root", str(MOCK_DATA_ROOT)]) == 2
