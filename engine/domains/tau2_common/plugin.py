@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.core.plugin import DiagnosticInputs, DomainPlugin
+from engine.domains.tau2_common.arguments import tau2_arguments
 from engine.domains.tau2_common.dbhash import NullDefaults, SharedRecordHasher
 from engine.domains.tau2_common.results import Handler
 
@@ -53,10 +54,16 @@ def communicate_info(inputs: DiagnosticInputs) -> bool | None:
 
 
 def tau2_plugin(
-    name: str, handlers: Mapping[str, Handler], null_defaults: NullDefaults, description: str
+    name: str,
+    handlers: Mapping[str, Handler],
+    null_defaults: NullDefaults,
+    description: str,
+    owner: str,
 ) -> DomainPlugin:
     """The plugin record of a tau2 domain (see the module docstring). Hash style ``tau2``: tau2's
-    own DB hash (17e07b1 ``get_pydantic_hash``) with the domain's declared null defaults."""
+    own DB hash (17e07b1 ``get_pydantic_hash``) with the domain's declared null defaults; argument
+    rules: Python's call rules for tau2's toolkit class ``owner`` (``AirlineTools``), no conversion
+    (:mod:`engine.domains.tau2_common.arguments`)."""
     return DomainPlugin(
         name=name,
         handlers=dict(handlers),
@@ -64,4 +71,5 @@ def tau2_plugin(
         hash_styles={"tau2": SharedRecordHasher(null_defaults)},
         result_text=result_text,
         description=description,
+        argument_check=tau2_arguments(owner),
     )

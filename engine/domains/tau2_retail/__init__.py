@@ -82,6 +82,7 @@ PLUGIN = tau2_plugin(
     HANDLERS,
     NULL_DEFAULTS,
     "tau2-bench retail (17e07b1): 114 tasks on one shared DB of products, users and orders.",
+    "RetailTools",
 )
 
 __all__ = ["ENDS_CALL", "HANDLERS", "NULL_DEFAULTS", "PLUGIN", "WRITES"]
