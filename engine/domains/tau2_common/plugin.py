@@ -7,7 +7,8 @@ the ``communicate_info`` diagnostic and the plugin record builder.
   substring mode): every value of the task's ``evaluation_criteria.communicate_info`` must appear,
   ignoring case, in one of the agent's turns with its commas removed.
 - :func:`tau2_plugin` builds a domain's ``DomainPlugin``: its handlers, the ``tau2`` hash style
-  (:class:`SharedRecordHasher` with the domain's null defaults), the result text and the diagnostic.
+  (:class:`SharedRecordHasher` with the domain's null defaults), the result text, the diagnostic,
+  tau2's argument rules and the ``tau2_reward_signals`` derive (tau2's reward basis as gates).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from engine.core.plugin import DiagnosticInputs, DomainPlugin
 from engine.domains.tau2_common.arguments import tau2_arguments
 from engine.domains.tau2_common.dbhash import NullDefaults, SharedRecordHasher
 from engine.domains.tau2_common.results import Handler
+from engine.domains.tau2_common.reward import reward_gates, reward_signals
 
 ERROR_PREFIX = "Error: "
 
@@ -72,4 +74,5 @@ def tau2_plugin(
         result_text=result_text,
         description=description,
         argument_check=tau2_arguments(owner),
+        derive={"tau2_reward_signals": reward_signals, "tau2_reward_gates": reward_gates},
     )
