@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.core.plugin import DiagnosticInputs, DomainPlugin
+from engine.core.tools.arguments import FieldRule
 from engine.domains.tau2_common.arguments import tau2_arguments
 from engine.domains.tau2_common.dbhash import NullDefaults, SharedRecordHasher
 from engine.domains.tau2_common.results import Handler
@@ -61,11 +62,14 @@ def tau2_plugin(
     null_defaults: NullDefaults,
     description: str,
     owner: str,
+    field_rules: Mapping[str, Mapping[str, FieldRule]] | None = None,
 ) -> DomainPlugin:
     """The plugin record of a tau2 domain (see the module docstring). Hash style ``tau2``: tau2's
     own DB hash (17e07b1 ``get_pydantic_hash``) with the domain's declared null defaults; argument
     rules: Python's call rules for tau2's toolkit class ``owner`` (``AirlineTools``), no conversion
-    (:mod:`engine.domains.tau2_common.arguments`)."""
+    (:mod:`engine.domains.tau2_common.arguments`). ``field_rules`` only mark the fields a handler
+    compares without regard to case (``ignore_case``, read by ``evalctl diff``): tau2's argument
+    check converts nothing and has no other rules."""
     return DomainPlugin(
         name=name,
         handlers=dict(handlers),
@@ -74,5 +78,6 @@ def tau2_plugin(
         result_text=result_text,
         description=description,
         argument_check=tau2_arguments(owner),
+        field_rules=dict(field_rules or {}),
         derive={"tau2_reward_signals": reward_signals, "tau2_reward_gates": reward_gates},
     )
