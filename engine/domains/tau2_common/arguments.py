@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.core.model import ArgumentCheck, ToolSpec
-from engine.core.tools.arguments import shown
 from engine.core.tools.context import error
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -106,6 +105,12 @@ def _type_name(schema: Mapping[str, Any]) -> str:
     return " or ".join(str(t) for t in types or ["any"])
 
 
+def _repr(value: Any, limit: int = 100) -> str:
+    """Python's repr of a value, clipped to ``limit`` characters (a model chooses what it sends)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def tau2_arguments(owner: str | None, prefix: str = "Error: ") -> ArgumentCheck:
     """The argument check of a tau2 toolkit class ``owner`` (``AirlineTools``, ``RetailTools``);
     with ``owner`` None, the class the handler names as its ``tau2_owner`` attribute (telecom's
@@ -125,7 +130,7 @@ def tau2_arguments(owner: str | None, prefix: str = "Error: ") -> ArgumentCheck:
             schema = props[key] if isinstance(props[key], Mapping) else {}
             if not _fits(value, schema):
                 kind = _type_name(schema)
-                text = f"Argument '{key}' of {name}.{spec.name}() should be {kind}, not {shown(value)}"
+                text = f"Argument '{key}' of {name}.{spec.name}() should be {kind}, not {_repr(value)}"
                 return None, error("invalid_arguments", prefix + text)
         return dict(given), None
 
