@@ -3,10 +3,11 @@ comparison, decided here (docs/domains/nemo_domains.md, "Action match against up
 
 - numbers: upstream compares them with ``np.isclose`` (default tolerances); the NeMo domains do
   too (``isclose_numbers`` in their derived match options);
-- ``None`` and ``"None"``: upstream treats them alike; evalctl keeps
-  them apart, deliberately: a null argument and the text "None" are different calls to a tool;
-- a reference string such as ``"Nan"``: upstream can never match it; evalctl matches it by its text, deliberately: a reference that no agent
-  can meet is a bug of the harness, not a property of the task.
+- ``None`` and ``"None"``: upstream treats them alike; evalctl keeps them apart, deliberately: a
+  null argument and the text "None" are different calls to a tool;
+- a reference string such as ``"Nan"``: upstream can never match it; evalctl matches it by its
+  text, deliberately: a reference that no agent can meet is a bug of the harness, not a property
+  of the task.
 """
 
 from __future__ import annotations
