@@ -108,7 +108,8 @@ def _left_gold_path(sdir: Path) -> str | None:
         if isinstance(c, dict) and c.get("side", "agent") == "agent" and c.get("name") not in ending
     ]
     gold_calls = [c for c in gold["tool_calls"] if c.get("name") not in ending]
-    rules = gold.get("argument_rules") if isinstance(gold.get("argument_rules"), dict) else {}
+    found = gold.get("argument_rules")
+    rules: dict[str, Any] = found if isinstance(found, dict) else {}
     for i, want in enumerate(gold_calls):
         got = ours[i] if i < len(ours) else None
         if (
@@ -142,7 +143,7 @@ def _as_the_tool_takes(args: Any, rule: dict[str, Any]) -> Any:
         try:
             clean, failed = ArgumentChecker(rule["parameters"], {}).check(args)
         except Exception:  # a schema the checker cannot take: compare as sent
-            clean, failed = None, True
+            clean, failed = None, {"status": "error"}
         if failed is None and clean is not None:
             taken = clean
     for name in rule.get("fold_case") or ():

@@ -89,9 +89,9 @@ def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
             continue
         if name == "array":
             items = schema.get("items")
-            scalar_items = isinstance(items, Mapping) and items.get("type") != "object"
-            if scalar_items and not all(_fits(v, items) for v in value):
-                continue
+            if isinstance(items, Mapping) and items.get("type") != "object":
+                if not all(_fits(v, items) for v in value):  # noqa: SIM102 (mypy narrows items here)
+                    continue
         return True
     return False
 
