@@ -89,9 +89,11 @@ def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
             continue
         if name == "array":
             items = schema.get("items")
-            if isinstance(items, Mapping) and items.get("type") != "object":
-                if not all(_fits(v, items) for v in value):  # noqa: SIM102 (mypy narrows items here)
-                    continue
+            item_schema: Mapping[str, Any] = items if isinstance(items, Mapping) else {}
+            entries: list[Any] = list(value)
+            scalar = bool(item_schema) and item_schema.get("type") != "object"
+            if scalar and not all(_fits(v, item_schema) for v in entries):
+                continue
         return True
     return False
 
