@@ -90,7 +90,7 @@ def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
         if name == "array":
             items = schema.get("items")
             item_schema: Mapping[str, Any] = items if isinstance(items, Mapping) else {}
-            entries: list[Any] = list(value)
+            entries: list[Any] = value if isinstance(value, list) else []
             scalar = bool(item_schema) and item_schema.get("type") != "object"
             if scalar and not all(_fits(v, item_schema) for v in entries):
                 continue
