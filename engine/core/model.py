@@ -118,6 +118,9 @@ class ToolSpec:
     ends_call: Literal["exit", "transfer"] | None = None
     field_rules: Mapping[str, FieldRule] = field(default_factory=dict, compare=False, repr=False)
     run: Any = field(default=None, compare=False, repr=False)
+    #: The plugin's own argument check (:data:`ArgumentCheck`) replacing the engine's schema check
+    #: and lax conversion for this tool; None: the engine's (docs/argument_rules.md).
+    check: ArgumentCheck | None = field(default=None, compare=False, repr=False)
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI chat-completions ``tools`` entry: ``{type: function, function: {...}}``."""
@@ -444,7 +447,9 @@ class DomainPlugin:
     ``derive``: name -> function computing a per-scenario value from the dataset record, used by the
     domain spec's ``{derive: <name>}`` sources (docs/authoring.md, "Values computed from the record");
     ``result_text``: what a model is shown as a tool's output (None: the result dict as JSON). The
-    engine sends it in ``tool.result.text`` and the built-in sides use it as the tool message.
+    engine sends it in ``tool.result.text`` and the built-in sides use it as the tool message;
+    ``argument_check``: the domain's own argument rules for its handlers (:data:`ArgumentCheck`;
+    None: the engine's schema check with lax conversion).
     """
 
     name: str
@@ -460,12 +465,18 @@ class DomainPlugin:
     derive: Mapping[str, DeriveFunc] = field(default_factory=dict)
     result_text: ResultText | None = None
     description: str = ""
+    argument_check: ArgumentCheck | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(self.count_diagnostics - set(self.diagnostics))
         if unknown:
             raise ValueError(f"plugin {self.name}: count diagnostics {unknown} are not diagnostics")
 
+
+#: ``(tool spec, parsed arguments) -> (arguments for the handler, None) | (None, error result)``:
+#: a domain's own argument rules (tau2's are Python's call rules, no conversion), used instead of
+#: the engine's JSON Schema check for the plugin's handlers. Must not raise.
+ArgumentCheck = Callable[[ToolSpec, Mapping[str, Any]], tuple[dict[str, Any] | None, dict[str, Any] | None]]
 
 #: Plugins by name, as the command layer hands them to the loader.
 Plugins = Mapping[str, DomainPlugin]

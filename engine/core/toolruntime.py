@@ -141,7 +141,9 @@ class ToolRuntime:
             message = f"Tool '{shown(name)}' not found. Available tools: {listed}"
             return ToolOutcome(error("tool_not_found", message))
         args, failed = parse_arguments(arguments)
-        if failed is None:
+        if failed is None and spec.check is not None:
+            args, failed = spec.check(spec, args or {})
+        elif failed is None:
             args, failed = checker_for(spec).check(args or {})
         if failed is not None:
             return ToolOutcome(failed)

@@ -17,6 +17,7 @@ from typing import Any
 from engine.core.dbdiff import DiffLine, db_diff
 from engine.core.model import HashRules
 from engine.core.records.metrics import MetricsRecord
+from engine.core.tools.arguments import ArgumentChecker
 from engine.core.validation import did_you_mean
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import scored_dirs
@@ -120,12 +121,16 @@ def _left_gold_path(sdir: Path) -> str | None:
         if isinstance(c, dict) and c.get("side", "agent") == "agent" and c.get("name") not in ending
     ]
     gold_calls = [c for c in gold["tool_calls"] if c.get("name") not in ending]
+    found = gold.get("argument_rules")
+    rules: dict[str, Any] = found if isinstance(found, dict) else {}
     for i, want in enumerate(gold_calls):
         got = ours[i] if i < len(ours) else None
         if (
             got is None
             or got.get("name") != want["name"]
-            or call_arguments(got.get("arguments")) != want["arguments"]
+            or not same_arguments(
+                call_arguments(got.get("arguments")), want["arguments"], rules.get(want["name"])
+            )
         ):
             shown = f"{got.get('name')}({_args_text(got.get('arguments'))})" if got else "no call"
             when = _turn_of(got, want)
@@ -139,6 +144,36 @@ def _left_gold_path(sdir: Path) -> str | None:
     if extra:
         return f"followed the gold's {len(gold_calls)} tool calls, then made {len(extra)} more"
     return "followed the gold path (every gold tool call, in order)"
+
+
+def _as_the_tool_takes(args: Any, rule: dict[str, Any]) -> Any:
+    """``args`` as the tool's handler would see them: converted by the engine's lax rules when the
+    tool uses them (arguments it refuses stay as sent), case folded on ``fold_case`` fields."""
+    if not isinstance(args, dict):
+        return args
+    taken: dict[str, Any] = dict(args)
+    if rule.get("coerce") and isinstance(rule.get("parameters"), dict):
+        try:
+            clean, failed = ArgumentChecker(rule["parameters"], {}).check(args)
+        except Exception:  # a schema the checker cannot take: compare as sent
+            clean, failed = None, {"status": "error"}
+        if failed is None and clean is not None:
+            taken = clean
+    for name in rule.get("fold_case") or ():
+        if isinstance(taken.get(name), str):
+            taken[name] = taken[name].casefold()
+    return taken
+
+
+def same_arguments(got: Any, want: Any, rule: Any) -> bool:
+    """True when the agent's call arguments ``got`` are the gold's ``want`` for the tool itself:
+    equal after the tool's own conversion and case rules (``rule``: the tool's entry of
+    ``gold_path.json``'s ``argument_rules``; None, from a run before them: equal as sent)."""
+    if got == want:
+        return True
+    if not isinstance(rule, dict):
+        return False
+    return bool(_as_the_tool_takes(got, rule) == _as_the_tool_takes(want, rule))
 
 
 def _turn_of(got: dict[str, Any] | None, want: dict[str, Any]) -> str:

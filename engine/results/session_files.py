@@ -170,7 +170,27 @@ def gold_path(scenario: Scenario) -> dict[str, Any]:
         "tool_calls": calls,
         "user_lines": list(scenario.gold_trace.lines("user")),
         "ending_tools": ending,
+        "argument_rules": argument_rules(scenario, {c["name"] for c in calls}),
     }
+
+
+def argument_rules(scenario: Scenario, names: set[str]) -> dict[str, dict[str, Any]]:
+    """Per tool in ``names``: the rules its arguments are taken by, so ``evalctl diff`` calls two
+    calls equal exactly when the tool does: ``{parameters, coerce, fold_case}``, where ``coerce``
+    says the engine's lax conversion applies (False for a plugin's own argument check, such as
+    tau2's, which converts nothing) and ``fold_case`` lists the fields the handler compares
+    without regard to case or upper-cases (field rules ``ignore_case`` / ``upper``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for tool in scenario.tools.tools:
+        if tool.name not in names or tool.name in out:
+            continue
+        fold = sorted(n for n, r in tool.field_rules.items() if r.ignore_case or r.upper)
+        out[tool.name] = {
+            "parameters": dict(tool.parameters),
+            "coerce": tool.check is None,
+            "fold_case": fold,
+        }
+    return out
 
 
 def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str, Any]] | None, str | None]:

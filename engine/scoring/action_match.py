@@ -9,8 +9,12 @@ Recursive, order-free comparison of a reference (JSON value) against a predictio
   never steals the only partner of a stricter one (the reference harness matches greedily, first
   fit). With ``disallow_extra_items`` (scenario) or ``strict`` (the run's ``--strict-match``) the
   lists must also have the same length — at every list level, not only the top one;
-- numbers compare as numbers (``1 == 1.0``), booleans only with booleans, strings only with
-  strings (``"02134"`` never equals ``2134``), ``None`` only with ``None``;
+- numbers compare as numbers (``1 == 1.0``; with ``isclose_numbers``, within NumPy ``isclose``'s
+  default tolerance, ``|prediction - reference| <= 1e-8 + 1e-5 * |reference|``, as the NeMo
+  reference harness compares them), booleans only with booleans, strings only with strings
+  (``"02134"`` never equals ``2134``), ``None`` only with ``None`` (never with the text
+  ``"None"``, which the reference harness takes for it), a string only by its text (``"Nan"``
+  matches ``"Nan"``; the reference harness can never match it);
 - strings are compared after the scenario's options: ``clean_text`` (Unicode NFKC, trim,
   collapse runs of whitespace), ``ignore_punctuation`` (drop Unicode punctuation characters and
   ASCII ``string.punctuation``),
@@ -19,6 +23,7 @@ Recursive, order-free comparison of a reference (JSON value) against a predictio
 
 from __future__ import annotations
 
+import math
 import re
 import string
 import unicodedata
@@ -42,6 +47,7 @@ class MatchOptions:
     ignore_punctuation: bool = False
     clean_text: bool = False
     disallow_extra_items: bool = False
+    isclose_numbers: bool = False
 
     @classmethod
     def from_scenario(cls, match_options: Mapping[str, Any], strict: bool = False) -> MatchOptions:
@@ -52,6 +58,7 @@ class MatchOptions:
             ignore_punctuation=bool(match_options.get("ignore_punctuation", False)),
             clean_text=bool(match_options.get("clean_text", False)),
             disallow_extra_items=bool(match_options.get("disallow_extra_items", False)) or strict,
+            isclose_numbers=bool(match_options.get("isclose_numbers", False)),
         )
 
 
@@ -99,6 +106,17 @@ def max_matching(compatible: list[list[bool]], n_right: int) -> int:
     return sum(1 for i in range(len(compatible)) if augment(i, [False] * n_right))
 
 
+#: NumPy ``isclose``'s default tolerances (relative, absolute).
+ISCLOSE_RTOL, ISCLOSE_ATOL = 1e-5, 1e-8
+
+
+def _isclose(prediction: float, reference: float) -> bool:
+    """``numpy.isclose(prediction, reference)`` with its defaults (a NaN matches nothing)."""
+    if math.isinf(reference) or math.isinf(prediction):
+        return prediction == reference
+    return abs(prediction - reference) <= ISCLOSE_ATOL + ISCLOSE_RTOL * abs(reference)
+
+
 def values_match(reference: Any, prediction: Any, opts: MatchOptions) -> bool:
     """True when ``prediction`` satisfies ``reference`` under ``opts`` (see the module docstring)."""
     if isinstance(reference, Mapping):
@@ -119,7 +137,11 @@ def values_match(reference: Any, prediction: Any, opts: MatchOptions) -> bool:
     if isinstance(reference, bool) or isinstance(prediction, bool):
         return isinstance(reference, bool) and isinstance(prediction, bool) and reference == prediction
     if _is_number(reference):
-        return _is_number(prediction) and reference == prediction
+        if not _is_number(prediction):
+            return False
+        if opts.isclose_numbers:
+            return _isclose(float(prediction), float(reference))
+        return bool(reference == prediction)
     if isinstance(reference, str):
         return isinstance(prediction, str) and normalize_text(reference, opts) == normalize_text(
             prediction, opts

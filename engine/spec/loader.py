@@ -188,7 +188,9 @@ def _tool_table(
             return None
     handlers = {**HARNESS_HANDLERS, **(plugin.handlers if plugin else {})}
     rules = plugin.field_rules if plugin else {}
-    table, found = build_tool_table(doc, upstream, handlers, rules, schemas)
+    check = plugin.argument_check if plugin else None
+    own = frozenset(plugin.handlers) if plugin else frozenset()
+    table, found = build_tool_table(doc, upstream, handlers, rules, schemas, check, own)
     problems.extend(found)
     return table
 

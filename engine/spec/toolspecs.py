@@ -100,12 +100,16 @@ def build_tool_table(
     handlers: Mapping[str, Callable[..., Any]],
     field_rules: Mapping[str, Mapping[str, Any]] | None = None,
     schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    argument_check: Any = None,
+    checked_handlers: frozenset[str] = frozenset(),
 ) -> tuple[ToolTable | None, list[Problem]]:
     """Turn a schema-valid tools doc into a ToolTable; returns ``(table or None, problems)``.
 
     ``handlers`` are the plugin's and the harness's (name -> function), ``field_rules`` the
     plugin's per-handler argument rules; ``upstream_config`` is the parsed eva-style agent config
-    and ``schemas`` the function schemas by name (:func:`function_schemas`), or None. Cross-checks:
+    and ``schemas`` the function schemas by name (:func:`function_schemas`), or None;
+    ``argument_check`` the plugin's own argument check, given to the tools whose handler is in
+    ``checked_handlers`` (the plugin's, not the harness's). Cross-checks:
     unique tool names, every handler known (with did-you-mean), every ``upstream`` id present,
     description present, parameter schemas valid JSON Schema, ``writes`` paths well formed.
     """
@@ -219,6 +223,7 @@ def build_tool_table(
                 ends_call=raw.get("ends_call"),
                 field_rules=dict((field_rules or {}).get(raw["handler"], {})),
                 run=handlers.get(raw["handler"]),
+                check=argument_check if raw["handler"] in checked_handlers else None,
             )
         )
     if problems:

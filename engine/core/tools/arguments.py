@@ -46,7 +46,9 @@ class FieldRule:
     ``error_type`` (None: ``invalid_parameter``); ``description`` / ``examples`` give the
     "must be ..." part of the message, used only when the tool requires the field (eva's optional
     fields lose their description); otherwise the validator's own message is shown. ``upper``
-    upper-cases a valid string value before the handler sees it (and so in the action record).
+    upper-cases a valid string value before the handler sees it (and so in the action record);
+    ``ignore_case`` says the handler compares the value without regard to case (a last name), so
+    ``evalctl diff`` treats ``'rodriguez'`` and ``'Rodriguez'`` as the same call.
     """
 
     error_type: str | None = None
@@ -54,6 +56,7 @@ class FieldRule:
     examples: tuple[str, ...] = ()
     constraints: Mapping[str, Any] = field(default_factory=dict)
     upper: bool = False
+    ignore_case: bool = False
 
 
 def parse_arguments(

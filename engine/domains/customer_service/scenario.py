@@ -142,8 +142,9 @@ def reference_answer(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def match_options(record: Mapping[str, Any]) -> dict[str, bool]:
     """Upstream's match flags as they are (case and punctuation ignored, text cleaned; extra
-    actions allowed: a repeated refund is caught by the balance and charge assertions)."""
-    return {k: bool(v) for k, v in record["match"].items()}
+    actions allowed: a repeated refund is caught by the balance and charge assertions), numbers
+    within NumPy ``isclose``'s tolerance as upstream compares them."""
+    return {**{k: bool(v) for k, v in record["match"].items()}, "isclose_numbers": True}
 
 
 def success_signals(record: Mapping[str, Any]) -> list[str]:

@@ -49,6 +49,8 @@ FIELD_RULES: dict[str, FieldRule] = {
     "passenger_ids": FieldRule("invalid_passenger_id_format", constraints={"items": _PAX}),
     "origin": FieldRule("invalid_airport_code_format", "3-letter airport code", ("JFK",), _AIRPORT),
     "destination": FieldRule("invalid_airport_code_format", "3-letter airport code", ("JFK",), _AIRPORT),
+    # compared without regard to case by the handler (get_reservation)
+    "last_name": FieldRule(ignore_case=True),
     # bounds
     "num_bags": FieldRule("invalid_bag_count", constraints={"minimum": 0, "maximum": 5}),
     "passenger_count": FieldRule(constraints={"minimum": 1}),

@@ -93,8 +93,10 @@ def reference_answer(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def match_options(record: Mapping[str, Any]) -> dict[str, bool]:
     """Upstream's match flags with ``disallow_extra_items`` switched on: one order only (a second
-    order, or an extra item in it, fails the match), and for the waitlist exactly a join and a drop."""
-    return {**{k: bool(v) for k, v in record["match"].items()}, "disallow_extra_items": True}
+    order, or an extra item in it, fails the match), and for the waitlist exactly a join and a drop;
+    numbers within NumPy ``isclose``'s tolerance, as upstream compares them."""
+    flags = {k: bool(v) for k, v in record["match"].items()}
+    return {**flags, "disallow_extra_items": True, "isclose_numbers": True}
 
 
 def success_signals(record: Mapping[str, Any]) -> list[str]:

@@ -78,6 +78,7 @@ PLUGIN = tau2_plugin(
     HANDLERS,
     NULL_DEFAULTS,
     "tau2-bench airline (17e07b1): 50 tasks on one shared DB of flights, users and reservations.",
+    "AirlineTools",
 )
 
 __all__ = ["ENDS_CALL", "HANDLERS", "NULL_DEFAULTS", "PLUGIN", "WRITES"]

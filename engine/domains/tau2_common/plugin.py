@@ -7,7 +7,8 @@ the ``communicate_info`` diagnostic and the plugin record builder.
   substring mode): every value of the task's ``evaluation_criteria.communicate_info`` must appear,
   ignoring case, in one of the agent's turns with its commas removed.
 - :func:`tau2_plugin` builds a domain's ``DomainPlugin``: its handlers, the ``tau2`` hash style
-  (:class:`SharedRecordHasher` with the domain's null defaults), the result text and the diagnostic.
+  (:class:`SharedRecordHasher` with the domain's null defaults), the result text, the diagnostic,
+  tau2's argument rules and the ``tau2_reward_signals`` derive (tau2's reward basis as gates).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.core.plugin import DiagnosticInputs, DomainPlugin
+from engine.core.tools.arguments import FieldRule
+from engine.domains.tau2_common.arguments import tau2_arguments
 from engine.domains.tau2_common.dbhash import NullDefaults, SharedRecordHasher
 from engine.domains.tau2_common.results import Handler
+from engine.domains.tau2_common.reward import reward_gates, reward_signals
 
 ERROR_PREFIX = "Error: "
 
@@ -53,10 +57,19 @@ def communicate_info(inputs: DiagnosticInputs) -> bool | None:
 
 
 def tau2_plugin(
-    name: str, handlers: Mapping[str, Handler], null_defaults: NullDefaults, description: str
+    name: str,
+    handlers: Mapping[str, Handler],
+    null_defaults: NullDefaults,
+    description: str,
+    owner: str,
+    field_rules: Mapping[str, Mapping[str, FieldRule]] | None = None,
 ) -> DomainPlugin:
     """The plugin record of a tau2 domain (see the module docstring). Hash style ``tau2``: tau2's
-    own DB hash (17e07b1 ``get_pydantic_hash``) with the domain's declared null defaults."""
+    own DB hash (17e07b1 ``get_pydantic_hash``) with the domain's declared null defaults; argument
+    rules: Python's call rules for tau2's toolkit class ``owner`` (``AirlineTools``), no conversion
+    (:mod:`engine.domains.tau2_common.arguments`). ``field_rules`` only mark the fields a handler
+    compares without regard to case (``ignore_case``, read by ``evalctl diff``): tau2's argument
+    check converts nothing and has no other rules."""
     return DomainPlugin(
         name=name,
         handlers=dict(handlers),
@@ -64,4 +77,7 @@ def tau2_plugin(
         hash_styles={"tau2": SharedRecordHasher(null_defaults)},
         result_text=result_text,
         description=description,
+        argument_check=tau2_arguments(owner),
+        field_rules=dict(field_rules or {}),
+        derive={"tau2_reward_signals": reward_signals, "tau2_reward_gates": reward_gates},
     )

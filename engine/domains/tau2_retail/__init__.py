@@ -26,6 +26,7 @@ containing ``pending`` for address and payment changes).
 
 from __future__ import annotations
 
+from engine.core.tools.arguments import FieldRule
 from engine.domains.tau2_common import generic
 from engine.domains.tau2_common.plugin import tau2_plugin
 from engine.domains.tau2_common.results import Handler
@@ -75,6 +76,8 @@ WRITES: dict[str, tuple[str, ...]] = {
 #: Tools whose success ends the call, with the stop reason (the lead declares it in the tool table).
 ENDS_CALL: dict[str, str] = {"transfer_to_human_agents": "transfer"}
 
+_FOLDED = FieldRule(ignore_case=True)
+
 #: The domain's plugin record (engine.domains.registry): handlers, the ``tau2`` hash style, tau2's
 #: tool-result text and the ``communicate_info`` diagnostic.
 PLUGIN = tau2_plugin(
@@ -82,6 +85,11 @@ PLUGIN = tau2_plugin(
     HANDLERS,
     NULL_DEFAULTS,
     "tau2-bench retail (17e07b1): 114 tasks on one shared DB of products, users and orders.",
+    "RetailTools",
+    {  # the handlers look these up ignoring case (tau2's find_user_id_by_*)
+        "find_user_id_by_name_zip": {n: _FOLDED for n in ("first_name", "last_name")},
+        "find_user_id_by_email": {"email": _FOLDED},
+    },
 )
 
 __all__ = ["ENDS_CALL", "HANDLERS", "NULL_DEFAULTS", "PLUGIN", "WRITES"]

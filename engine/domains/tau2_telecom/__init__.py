@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.core.plugin import DomainPlugin, Predicate
+from engine.domains.tau2_common.arguments import tau2_arguments
+from engine.domains.tau2_common.plugin import result_text
 from engine.domains.tau2_telecom.agent_tools import AGENT_HANDLERS, AGENT_WRITES
 from engine.domains.tau2_telecom.common import tau2_content
 from engine.domains.tau2_telecom.diagnostics import user_db_state_match
@@ -82,6 +84,8 @@ PLUGIN = DomainPlugin(
     sync=sync,
     initialise=initialise_task,
     hash_styles={"tau2": agent_hash},
+    result_text=result_text,
+    argument_check=tau2_arguments(None, prefix=""),
     derive={
         "tau2_env_assertions": env_assertions,
         "tau2_action_reference": action_reference,

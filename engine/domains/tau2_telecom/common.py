@@ -103,6 +103,7 @@ def tau2_tool(owner: str, params: Mapping[str, Any]) -> Callable[[Callable[..., 
             except ToolError as exc:
                 return error(exc.kind, exc.message)
 
+        handler.tau2_owner = owner  # type: ignore[attr-defined]  # read by tau2_arguments
         return handler
 
     return wrap
