@@ -157,15 +157,28 @@ def stage_metrics(
     (sdir / METRICS).unlink(missing_ok=True)  # incomplete until the new verdict lands
     actual_hash, expected_hash = hashes or db_hashes(scenario, result)
     inputs = SignalInputs(
-        scenario, result, options.strict_match, actual_hash, expected_hash, judge, gold_db(scenario)
+        scenario,
+        result,
+        options.strict_match,
+        actual_hash,
+        expected_hash,
+        judge,
+        gold_db(scenario),
+        voice_run=voice_run,
+        voice=voice,
     )
-    values, fields = compute_signals(inputs, signals())
+    registry = signals()
+    values, fields = compute_signals(inputs, registry)
+    # an audio session is also scored on the voice signals (speech_matches_text), whatever its spec
+    gates = tuple(scenario.success_signals)
+    if voice_run:
+        gates += tuple(n for n in registry.voice_gates() if n not in gates)
     cause = verdict_error(scenario, result, judge) or signal_error(scenario, fields)
     min_turns = stalled_threshold(options.min_agent_turns, scenario.gold_trace)
     session_erred = bool(result.error_source)
     stalled = not session_erred and result.agent_turns < min_turns
     comp = compute_composite(
-        values, scenario.success_signals, stalled, error=cause is not None, measured_stand=not session_erred
+        values, gates, stalled, error=cause is not None, measured_stand=not session_erred
     )
     if comp.is_successful != ERROR_VERDICT:
         cause = None  # a measured failure decided the verdict: the judge's failure is in judge_error
@@ -184,7 +197,7 @@ def stage_metrics(
         is_task_successful=comp.is_task_successful,
         error_cause=cause,
         success_breakdown=Breakdown.from_json(comp.breakdown),
-        success_signals=tuple(scenario.success_signals),
+        success_signals=gates,
         stalled=comp.stalled,
         min_agent_turns=min_turns,
         stop_reason=result.stop_reason,

@@ -59,6 +59,8 @@ def clip_for_user(text: str, limit: int = MAX_USER_FORWARD_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]} [... clipped by evalctl: the agent said {len(text)} characters]"
+
+
 """Default byte budget of one session (see SessionLimits.max_session_bytes)."""
 
 

@@ -102,13 +102,17 @@ class Hearing:
     """What the recogniser heard of the agent: ``turns`` agent turns with text, ``transcribed``
     those transcribed, ``matched`` those whose transcript is nearer their own text than other
     lines (``engine.session.voice.metrics.speech_match``), ``silent`` those with text and no
-    speech; ``entities`` key entities in the agent's text (codes, names, amounts, dates),
-    ``entities_heard`` those in the transcript as said; ``errors`` turns the recogniser failed on."""
+    speech; ``words`` the reference words of the transcribed turns, ``matched_words`` those of
+    the matched turns (a long line weighs more than "Goodbye!"); ``entities`` key entities in the
+    agent's text (codes, names, amounts, dates), ``entities_heard`` those in the transcript as
+    said; ``errors`` turns the recogniser failed on."""
 
     turns: int
     transcribed: int
     matched: int
     silent: int
+    words: int
+    matched_words: int
     entities: int
     entities_heard: int
     errors: int

@@ -199,6 +199,8 @@ def _hearing(turns: Sequence[dict[str, Any]], errors: int) -> Hearing | None:
         transcribed=len(scored),
         matched=sum(1 for t in scored if t.get("matched")),
         silent=sum(1 for t in spoken if t["agent_speech_ms"] is None),
+        words=sum(t["wer_words"] for t in scored),
+        matched_words=sum(t["wer_words"] for t in scored if t.get("matched")),
         entities=sum(t["entities"] for t in scored),
         entities_heard=sum(t["entities_heard"] for t in scored),
         errors=errors,
