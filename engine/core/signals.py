@@ -142,5 +142,6 @@ class SignalRegistry(Mapping[str, SignalDef]):
         return tuple(n for n, d in self._defs.items() if d.voice_only and d.role == "gating")
 
     def gating_names(self) -> tuple[str, ...]:
-        """The names a spec's ``success_signals`` may list (the schema enum), in display order."""
-        return tuple(n for n, d in self._defs.items() if d.role == "gating")
+        """The names a spec's ``success_signals`` may list (the schema enum), in display order; a
+        ``voice_only`` signal is not one (every audio session is scored on it, no spec names it)."""
+        return tuple(n for n, d in self._defs.items() if d.role == "gating" and not d.voice_only)

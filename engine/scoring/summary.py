@@ -41,6 +41,7 @@ from engine.scoring.composite import diagnostic_verdict, normalize_verdict, plug
 from engine.scoring.noise import noise_floor, pass_hat_k_record
 from engine.scoring.stats import ci_text, rate_interval
 from engine.scoring.summary_rows import SummaryRow, summary_row
+from engine.scoring.voice_figures import voice_figures, voice_lines
 from engine.util.untrusted import one_line
 
 
@@ -318,6 +319,7 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         pass_hat_k=pass_hat_k,
         noise=noise,
         adaptive=adaptive,
+        voice=voice_figures([m.voice for m in rows if m.voice is not None]),
     )
 
 
@@ -392,6 +394,7 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
             lines.append(
                 f"  {name}: {_pct(s.rate)} ({s.passed}/{s.total} {s.unit}{out}){ci_text(s.ci)} [{s.role}]"
             )
+    lines.extend(voice_lines(summary.voice))
     st = summary.stalled
     if st.count:
         lines.append(

@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.core.records.common import ErrorCause, spent
 from engine.core.records.metrics import SIGNALS, MetricsRecord
+from engine.core.records.voice import VoiceSummary
 from engine.util.untrusted import bounded_count, one_line
 
 
@@ -24,7 +25,8 @@ class SummaryRow:
     ``signal_names`` the signals the record holds (the six, then the registered others),
     ``reported_signals`` those among them that are reported only (role ``diagnostic``); ``usage`` is
     (role, model on one line or None, prompt tokens, completion tokens, calls) per usage entry,
-    the superseded attempts' included, counts bounded (``engine.util.untrusted.bounded_count``)."""
+    the superseded attempts' included, counts bounded (``engine.util.untrusted.bounded_count``);
+    ``voice`` an audio session's voice summary (None otherwise; ``engine.scoring.voice_figures``)."""
 
     scenario_name: str
     trial: int
@@ -49,6 +51,7 @@ class SummaryRow:
     signal_names: tuple[str, ...] = SIGNALS
     units: dict[str, str] = field(default_factory=dict)
     reported_signals: tuple[str, ...] = ()
+    voice: VoiceSummary | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -101,4 +104,5 @@ def summary_row(m: MetricsRecord) -> SummaryRow:
         signal_names=m.signal_names,
         units=units,
         reported_signals=tuple(n for n in m.signal_names if m.signals.role(n) == "diagnostic"),
+        voice=m.voice,
     )

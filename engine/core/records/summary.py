@@ -11,7 +11,9 @@ written without ``schema`` (1: no ``first_error``, ``invocations``, tallies' ``e
 schema; 4 adds the ``ci`` of every rate, pass^k's ``ci`` / ``scenarios`` / ``errors_left_out``,
 ``noise``, ``adaptive`` and ``strict`` (the composite rate
 with the ``error`` results counted as failures; derived from ``overall`` when read from an older
-version). A file without ``schema`` is read as version 2 when it has version 2's
+version); 5 adds ``voice``, the run-level voice figures of a voice run
+(``engine.core.records.voice_run.VoiceFigures``; only in voice runs). A file without
+``schema`` is read as version 2 when it has version 2's
 ``first_error``, else as version 1; an older version is read into today's record (:func:`upgrade`;
 its intervals are None).
 """
@@ -26,9 +28,10 @@ from engine.core.records.common import ErrorCause
 from engine.core.records.fields import RecordError, exact_keys, get, schema_version, strings
 from engine.core.records.intervals import Adaptive, Interval, Noise, interval_json
 from engine.core.records.intervals import PassHatK as PassHatK  # re-exported: the summary's pass^k
+from engine.core.records.voice_run import VoiceFigures
 
 #: The version written.
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 SUMMARY_SCHEMA = f"evalctl.summary/{SUMMARY_VERSION}"
 
 _RATE = (int, float, None)
@@ -358,7 +361,7 @@ class SummaryRecord:
     per-scenario pass rates over trials, the flaky share, the minimum detectable difference) only
     when ``trials`` > 1; ``adaptive`` only for ``--trials auto``.
     ``strict`` the composite with the ``error`` results counted as failures (derived from
-    ``overall`` when not given).
+    ``overall`` when not given); ``voice`` the run-level voice figures (voice runs only).
     """
 
     run_dir: str
@@ -387,6 +390,7 @@ class SummaryRecord:
     noise: Noise | None = None
     adaptive: Adaptive | None = None
     strict: StrictTally | None = None
+    voice: VoiceFigures | None = None
 
     def __post_init__(self) -> None:
         if self.strict is None:
@@ -430,6 +434,8 @@ class SummaryRecord:
             body["noise"] = self.noise.to_json()
         if self.adaptive is not None:
             body["adaptive"] = self.adaptive.to_json()
+        if self.voice is not None:
+            body["voice"] = self.voice.to_json()
         return body
 
     @classmethod
@@ -444,7 +450,7 @@ class SummaryRecord:
         legacy = summary_version(body) < 4  # no intervals, no noise floor, no pass^k extras
         body = upgrade(body)
         required = tuple(k for k in _KEYS if k != "strict") if legacy else _KEYS
-        exact_keys(body, required, "summary", ("pass_hat_k", "noise", "adaptive", "strict"))
+        exact_keys(body, required, "summary", ("pass_hat_k", "noise", "adaptive", "strict", "voice"))
         stop_reasons = _object(body, "stop_reasons")
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in stop_reasons.values()):
             raise RecordError("stop_reasons: not an object of counts")
@@ -478,6 +484,7 @@ class SummaryRecord:
             noise=Noise.from_json(body["noise"]) if "noise" in body else None,
             adaptive=Adaptive.from_json(body["adaptive"]) if "adaptive" in body else None,
             strict=StrictTally.from_json(_object(body, "strict")) if "strict" in body else None,
+            voice=VoiceFigures.from_json(body["voice"]) if "voice" in body else None,
         )
 
 

@@ -59,10 +59,15 @@ def _plain(cls: Any, body: Any, what: str) -> Any:
     names = tuple(cls.__dataclass_fields__)
     exact_keys(body, names, what)
     kinds = {"int": (int,), "float": _MS, "str": (str,)}
-    values = {}
+    values: dict[str, Any] = {}
     for name in names:
         kind = cls.__dataclass_fields__[name].type
-        if kind == "TurnStats":
+        if kind == "tuple[float, ...]":
+            items = get(body, name, list)
+            if not all(isinstance(v, _MS) and not isinstance(v, bool) for v in items):
+                raise RecordError(f"{what}.{name}: not a list of numbers")
+            values[name] = tuple(items)
+        elif kind == "TurnStats":
             values[name] = TurnStats.from_json(body[name], f"{what}.{name}")
         else:
             values[name] = get(body, name, *kinds[kind])
@@ -77,7 +82,8 @@ class Timing:
     agent turns that started before the caller finished; ``barge_ins`` caller speech starting
     while the agent spoke, ``barge_ins_yielded`` those the agent stopped for within 1 s;
     ``long_silences`` stretches of 3 s or more where nobody spoke, the longest
-    ``longest_silence_ms``."""
+    ``longest_silence_ms``; ``turn_latency_ms`` / ``turn_ttfa_ms`` every turn's response latency
+    and time to first audio (the run's percentiles pool them)."""
 
     vad: str
     stamp_diff_ms: TurnStats
@@ -86,10 +92,13 @@ class Timing:
     barge_ins_yielded: int
     long_silences: int
     longest_silence_ms: float
+    turn_latency_ms: tuple[float, ...] = ()
+    turn_ttfa_ms: tuple[float, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         body = {k: getattr(self, k) for k in self.__dataclass_fields__}
         body["stamp_diff_ms"] = self.stamp_diff_ms.to_json()
+        body["turn_latency_ms"], body["turn_ttfa_ms"] = list(self.turn_latency_ms), list(self.turn_ttfa_ms)
         return body
 
     @classmethod

@@ -186,6 +186,8 @@ def _timing(timeline: Timeline, turns: Sequence[dict[str, Any]]) -> Timing:
         barge_ins_yielded=sum(1 for b in barge if b["yielded"]),
         long_silences=len(quiet),
         longest_silence_ms=round(max((b - a for a, b in quiet), default=0.0), 1),
+        turn_latency_ms=tuple(t["latency_ms"] for t in turns if t["latency_ms"] is not None),
+        turn_ttfa_ms=tuple(t["ttfa_ms"] for t in turns if t["ttfa_ms"] is not None),
     )
 
 

@@ -125,7 +125,7 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
     assert times["engine_time_s"] <= times["duration_s"]
     replay_usage = {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0}
     assert body == {
-        "schema": "evalctl.metrics/3",
+        "schema": "evalctl.metrics/4",
         "scenario_name": name,
         "record_id": "3.1.5",
         "domain": "eva_airline",
@@ -266,7 +266,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "error_cause": None,
     }
     assert body == {
-        "schema": "evalctl.summary/4",
+        "schema": "evalctl.summary/5",
         "run_dir": str(two_trial_run),
         "evalctl_version": __version__,
         "results": 4,

@@ -171,7 +171,7 @@ def test_metrics_json_of_one_mock_scenario(one_scenario_run: Path) -> None:
     assert times["engine_time_s"] <= times["duration_s"]
     replay_usage = {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0}
     assert body == {
-        "schema": "evalctl.metrics/3",
+        "schema": "evalctl.metrics/4",
         "scenario_name": CANCEL,
         "record_id": scenario.record_id,
         "domain": "mock",
@@ -245,8 +245,8 @@ def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path) -> N
         (lambda b: b.pop("looked_up"), "metrics: no looked_up"),
         (lambda b: b.update(eva_id="M1"), "metrics: unknown key(s) eva_id"),
         (
-            lambda b: b.update(schema="evalctl.metrics/4"),
-            "newer evalctl (this one reads evalctl.metrics/1 to /3)",
+            lambda b: b.update(schema="evalctl.metrics/5"),
+            "newer evalctl (this one reads evalctl.metrics/1 to /4)",
         ),
         (lambda b: b.update(is_successful="error"), "is_successful is 'error' exactly when error_cause"),
         (lambda b: b.update(is_successful="maybe"), "is_successful: 'maybe' is not a verdict"),
@@ -303,7 +303,9 @@ def test_the_json_schemas_name_the_signals_of_the_record() -> None:
         # the committed file is the one `make schemas` writes from the registry's built-in signals
         committed = (REPO / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
         assert committed == schema_text(name, BUILTIN_REGISTRY.gating_names()), f"{name}: run make schemas"
-    assert tuple(BUILTIN_REGISTRY) == SIGNALS == tuple(Signal)
+    # the six, then the audio sessions' own signal (never in a spec's enum: every voice run gates on it)
+    assert tuple(BUILTIN_REGISTRY) == (*SIGNALS, "speech_matches_text") and SIGNALS == tuple(Signal)
+    assert BUILTIN_REGISTRY.voice_gates() == ("speech_matches_text",)
 
 
 SUMMARY_KEYS = [
@@ -416,7 +418,7 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
     assert long_lines > 0
     # Stalled results are left out of the signal rates: the rates are the two shipped sessions'.
     assert body == {
-        "schema": "evalctl.summary/4",
+        "schema": "evalctl.summary/5",
         "run_dir": str(two_trial_run),
         "evalctl_version": __version__,
         "results": 4,

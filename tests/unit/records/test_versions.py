@@ -28,7 +28,8 @@ from engine.core.records.summary import (
     SignalRate,
     SummaryRecord,
 )
-from engine.core.records.voice import TurnStats, VoiceSummary
+from engine.core.records.voice import Hearing, Timing, TurnStats, VoiceSummary
+from engine.core.records.voice_run import Share, Spread, VoiceFigures
 from engine.util.artifacts import dumps_json
 from tests.conftest import MOCK_DATA_ROOT, REPO
 
@@ -207,8 +208,12 @@ def _full_metrics() -> dict[str, Any]:
     """A metrics record with every optional field set (judge error, error verdict, superseded
     usage, a voice summary with WER turns, a registered signal outside the six)."""
     base = MetricsRecord.from_json(_body(VERSIONS[-1] / CANCEL / "metrics.json"))
-    stats = TurnStats(1, 1.0, 1.0, 1.0, 1.0)
-    voice = VoiceSummary(16000, 1.0, 1, stats, stats, 0.0, 0, 1.0, 1.0, 0.1, "espeak-ng", 0.5, "whisper", 2)
+    stats = TurnStats(1, 1.0, 1.0, 1.0, 1.0, 1.0)
+    timing = Timing("webrtcvad", stats, 0, 1, 1, 0, 0.0, (1.0,), (2.0,))
+    hearing = Hearing(1, 1, 1, 0, 10, 10, 2, 1, 0)
+    voice = VoiceSummary(
+        16000, 1.0, 1, stats, stats, 0.0, 0, 1.0, 1.0, 0.1, "espeak-ng", 0.5, "whisper", 2, timing, hearing
+    )
     record = replace(
         base,
         is_successful="error",
@@ -245,6 +250,17 @@ def _full_summary() -> dict[str, Any]:
         ),
         noise=Noise(1, 1, 1.0, ("s",), 0.4, {"s": ScenarioTrials(1, 2, 0.5, True)}),
         adaptive=Adaptive(6, 2, 8, 0.1, 0.3, "max trials"),
+        voice=VoiceFigures(
+            1,
+            Spread(2, 1.0, 1.0, 1.0, 1.0, 1.0, Interval(0.5, 1.5, "bootstrap")),
+            Spread(0, None, None, None, None, None, None),
+            0,
+            1,
+            1,
+            0,
+            Share(1, 10, 0.1, Interval(0.0, 0.4, "wilson")),
+            None,
+        ),
     )
     return record.to_json()
 
@@ -265,6 +281,33 @@ def _full_session() -> dict[str, Any]:
 #: The :func:`fingerprint` of each record as today's writer writes it, by schema (space
 #: separated). Versions no longer written are pinned by their frozen folder in tests/records/.
 PINNED = {
+    "evalctl.metrics/4": """
+        agent_backend agent_turns clean_exit db_hash db_state_assertion_pass_rate
+        db_state_assertion_verdicts db_state_match domain duration_s engine_time_s error error_cause
+        error_cause.message error_cause.source evalctl_version expected_db_hash extra_signals
+        extra_signals.* is_action_match is_successful is_task_successful judge_error judge_model
+        judge_passed judge_prompt_sha256 judge_score min_agent_turns nl_assertion_pass_rate
+        nl_assertion_verdicts num_actions num_tool_calls record_id scenario_name schema stalled
+        started_at stop_reason success_breakdown success_breakdown.excluded success_breakdown.failed
+        success_breakdown.not_applicable success_breakdown.passed success_signals superseded_usage
+        superseded_usage[].calls superseded_usage[].completion_tokens superseded_usage[].model
+        superseded_usage[].prompt_tokens superseded_usage[].role trial usage usage.* usage.*.calls
+        usage.*.completion_tokens usage.*.model usage.*.prompt_tokens user_backend user_turns voice
+        voice.agent_speech_ms voice.agent_turns_with_audio voice.caller_speech_ms voice.hearing
+        voice.hearing.entities voice.hearing.entities_heard voice.hearing.errors
+        voice.hearing.matched voice.hearing.matched_words voice.hearing.silent
+        voice.hearing.transcribed voice.hearing.turns voice.hearing.words voice.latency_ms
+        voice.latency_ms.count voice.latency_ms.max voice.latency_ms.mean voice.latency_ms.p50
+        voice.latency_ms.p90 voice.latency_ms.p95 voice.media_ms voice.overlap_ms voice.recognizer
+        voice.sample_rate voice.timing voice.timing.barge_ins voice.timing.barge_ins_yielded
+        voice.timing.long_silences voice.timing.longest_silence_ms voice.timing.stamp_diff_ms
+        voice.timing.stamp_diff_ms.count voice.timing.stamp_diff_ms.max
+        voice.timing.stamp_diff_ms.mean voice.timing.stamp_diff_ms.p50
+        voice.timing.stamp_diff_ms.p90 voice.timing.stamp_diff_ms.p95 voice.timing.turn_latency_ms
+        voice.timing.turn_ttfa_ms voice.timing.turns_talking_over voice.timing.vad voice.ttfa_ms
+        voice.ttfa_ms.count voice.ttfa_ms.max voice.ttfa_ms.mean voice.ttfa_ms.p50 voice.ttfa_ms.p90
+        voice.ttfa_ms.p95 voice.tts voice.tts_s voice.turns_with_overlap voice.wer voice.wer_turns
+    """,
     "evalctl.metrics/3": """
         agent_backend agent_turns clean_exit db_hash db_state_assertion_pass_rate
         db_state_assertion_verdicts db_state_match domain duration_s engine_time_s error error_cause
@@ -283,6 +326,39 @@ PINNED = {
         voice.latency_ms.p90 voice.media_ms voice.overlap_ms voice.recognizer voice.sample_rate
         voice.ttfa_ms voice.ttfa_ms.count voice.ttfa_ms.max voice.ttfa_ms.mean voice.ttfa_ms.p50
         voice.ttfa_ms.p90 voice.tts voice.tts_s voice.turns_with_overlap voice.wer voice.wer_turns
+    """,
+    "evalctl.summary/5": """
+        adaptive adaptive.max_trials adaptive.rounds adaptive.sessions adaptive.stopped
+        adaptive.target_width adaptive.width errors evalctl_version failed failed[].error
+        failed[].error_cause failed[].error_cause.message failed[].error_cause.source
+        failed[].failed_signals failed[].scenario failed[].stalled failed[].stop_reason
+        failed[].trial failed[].verdict first_error first_judge_error interrupted invocations
+        judge_errors missing noise noise.flaky noise.flaky_scenarios noise.flaky_share
+        noise.minimum_detectable_difference noise.per_scenario noise.per_scenario.*
+        noise.per_scenario.*.flaky noise.per_scenario.*.passed noise.per_scenario.*.rate
+        noise.per_scenario.*.trials noise.scenarios overall overall.ci overall.ci.high
+        overall.ci.low overall.ci.method overall.errors overall.failed overall.not_applicable
+        overall.passed overall.rate overall.total pass_hat_k pass_hat_k.ci pass_hat_k.ci.*
+        pass_hat_k.ci.*.high pass_hat_k.ci.*.low pass_hat_k.ci.*.method pass_hat_k.errors_left_out
+        pass_hat_k.overall pass_hat_k.overall.* pass_hat_k.per_scenario pass_hat_k.per_scenario.*
+        pass_hat_k.per_scenario.*.* pass_hat_k.scenarios pass_hat_k.scenarios.* results run_dir
+        scenarios schema session_time_s session_time_s.max session_time_s.mean session_time_s.total
+        signals signals.* signals.*.ci signals.*.ci.high signals.*.ci.low signals.*.ci.method
+        signals.*.errors_left_out signals.*.kind signals.*.max signals.*.passed signals.*.rate
+        signals.*.role signals.*.sum signals.*.total signals.*.unit stalled stalled.count
+        stalled.min_agent_turns stalled.scenarios stop_reasons stop_reasons.* strict strict.ci
+        strict.ci.high strict.ci.low strict.ci.method strict.errors strict.failed strict.passed
+        strict.rate strict.total task task.ci task.ci.high task.ci.low task.ci.method task.errors
+        task.failed task.not_applicable task.passed task.rate task.total trials unit usage usage.*
+        usage.*.calls usage.*.completion_tokens usage.*.models usage.*.prompt_tokens voice
+        voice.barge_ins voice.barge_ins_yielded voice.entities voice.latency_ms voice.latency_ms.ci
+        voice.latency_ms.ci.high voice.latency_ms.ci.low voice.latency_ms.ci.method
+        voice.latency_ms.max voice.latency_ms.mean voice.latency_ms.p50 voice.latency_ms.p90
+        voice.latency_ms.p95 voice.latency_ms.turns voice.long_silences voice.sessions
+        voice.talking_over voice.ttfa_ms voice.ttfa_ms.ci voice.ttfa_ms.max voice.ttfa_ms.mean
+        voice.ttfa_ms.p50 voice.ttfa_ms.p90 voice.ttfa_ms.p95 voice.ttfa_ms.turns voice.wer
+        voice.wer.ci voice.wer.ci.high voice.wer.ci.low voice.wer.ci.method voice.wer.hits
+        voice.wer.rate voice.wer.total wall_time_s
     """,
     "evalctl.summary/4": """
         adaptive adaptive.max_trials adaptive.rounds adaptive.sessions adaptive.stopped
@@ -382,7 +458,7 @@ def test_a_change_of_fields_bumps_the_version(record: str, build: Any) -> None:
         (lambda b: b.update(latency_ok=True), "added: latency_ok; removed: none"),
         (lambda b: b.pop("judge_error"), "added: none; removed: judge_error"),
         (lambda b: b["voice"].update(jitter_ms=1), "added: voice.jitter_ms"),
-        (lambda b: b.update(schema="evalctl.metrics/4"), "no fields pinned for evalctl.metrics/4"),
+        (lambda b: b.update(schema="evalctl.metrics/5"), "no fields pinned for evalctl.metrics/5"),
     ],
     ids=["added", "removed", "nested", "unpinned-version"],
 )
