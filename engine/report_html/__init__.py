@@ -70,7 +70,8 @@ def render(model: ReportModel) -> str:
         json_block("report-index", index),
         *(json_block(f"d-{i}", d) for i, d in enumerate(model.details)),
     ]
-    return document("evalctl report", model.run_dir, body, asset("report.js"), asset("report.css"))
+    media = any(d.get("voice") for d in model.details)  # a voice run's audio players
+    return document("evalctl report", model.run_dir, body, asset("report.js"), asset("report.css"), media)
 
 
 def write_report(run_dir: Path, out: Path, prices: PriceTable | None = None) -> Written:
