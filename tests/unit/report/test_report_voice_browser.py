@@ -27,7 +27,13 @@ def test_the_report_plays_the_audio_and_draws_the_timeline(tmp_path: Path) -> No
     tone = ToneVoice()
     out = tmp_path / "run"
     opts = run_options(
-        MOCK_SPEC_DIR, MOCK_DATA_ROOT, scenarios=(NAME,), output_dir=out, progress=False, quiet=True, voice=True
+        MOCK_SPEC_DIR,
+        MOCK_DATA_ROOT,
+        scenarios=(NAME,),
+        output_dir=out,
+        progress=False,
+        quiet=True,
+        voice=True,
     )
     asyncio.run(run(opts, VoiceRun(VoiceConfig(tone), VoiceStyle(tone, delay_ms=250.0))))
     page = out / "report.html"
@@ -65,9 +71,8 @@ def test_the_report_plays_the_audio_and_draws_the_timeline(tmp_path: Path) -> No
         )
         assert cells and all(c == "250 ms" for c in cells), cells
         # the agent's track decodes (its audio data loads, not only its header)
-        driver.execute_script(
-            "const a = document.querySelector('#detail audio[data-role=agent]'); a.preload = 'auto'; a.load();"
-        )
+        agent = "document.querySelector('#detail audio[data-role=agent]')"
+        driver.execute_script(f"const a = {agent}; a.preload = 'auto'; a.load();")
         WebDriverWait(driver, 20).until(
             lambda d: d.execute_script(
                 "const a = document.querySelector('#detail audio[data-role=agent]');"
