@@ -111,6 +111,14 @@ def _pool() -> ProcessPoolExecutor:
     return _POOL
 
 
+def shutdown_pool() -> None:
+    """Stop the recognition workers (they start again on the next :func:`hear`)."""
+    global _POOL
+    if _POOL is not None:
+        _POOL.shutdown(wait=True)
+        _POOL = None
+
+
 async def hear(recognizer: Recognizer, pcm: bytes, rate: int) -> str:
     """``recognizer.transcribe(pcm, rate)`` in a worker process (the recogniser is pickled to
     it), awaited without blocking the event loop. Raises RuntimeError as the recogniser does."""
