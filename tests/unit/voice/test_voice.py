@@ -486,3 +486,25 @@ def test_barge_in_yield_and_long_silences_from_the_waveform() -> None:
     assert (summary.timing.barge_ins, summary.timing.barge_ins_yielded) == (2, 1)
     assert summary.timing.long_silences == 1 and summary.timing.longest_silence_ms == 4000.0
     assert summary.hearing is None  # no recogniser ran
+
+
+async def test_the_caller_answers_what_its_recogniser_heard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.runtime_helpers import ScriptedOpenAI, Step, completion
+
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    heard = "i heard something else entirely"
+    with ScriptedOpenAI([Step(completion("Thanks, goodbye."))]) as server:
+        await _run(
+            tmp_path,
+            (THREE[0],),
+            voice=voice_run(recognizer=_Echo(heard)),
+            user="openai:u",
+            base_url=server.base_url,
+            max_turns=2,
+        )
+    said = [m["content"] for _, b in server.requests for m in b["messages"] if m["role"] == "user"]
+    assert heard in said and all(m == heard for m in said[1:]), said  # the agent's turns, as heard
+    turns = _voice(tmp_path, THREE[0])["turns"]
+    assert turns and all(t["asr_text"] == heard and t["text"] != heard for t in turns)
