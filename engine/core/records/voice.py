@@ -103,7 +103,7 @@ class Timing:
 
     @classmethod
     def from_json(cls, body: Any) -> Timing:
-        return _plain(cls, body, "voice.timing")  # type: ignore[no-any-return]
+        return _plain(cls, body, "voice.timing")
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ class Hearing:
 
     @classmethod
     def from_json(cls, body: Any) -> Hearing:
-        return _plain(cls, body, "voice.hearing")  # type: ignore[no-any-return]
+        return _plain(cls, body, "voice.hearing")
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,11 @@ class Spread:
         exact_keys(body, cls.KEYS, what)
         return cls(
             get(body, "turns", int),
-            *(get(body, k, *_NUM_OR_NONE) for k in ("mean", "p50", "p90", "p95", "max")),
+            get(body, "mean", *_NUM_OR_NONE),
+            get(body, "p50", *_NUM_OR_NONE),
+            get(body, "p90", *_NUM_OR_NONE),
+            get(body, "p95", *_NUM_OR_NONE),
+            get(body, "max", *_NUM_OR_NONE),
             Interval.from_json(body["ci"], f"{what}.ci"),
         )
 

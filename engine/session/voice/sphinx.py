@@ -25,7 +25,7 @@ MODEL_RATE = 16000
 def available() -> bool:
     """True when the pocketsphinx package can be imported."""
     try:
-        import pocketsphinx  # noqa: F401
+        import pocketsphinx  # type: ignore[import-untyped]  # noqa: F401
     except ImportError:
         return False
     return True
@@ -42,7 +42,7 @@ def _at_model_rate(pcm: bytes, rate: int) -> bytes:
     if rate == MODEL_RATE:
         return pcm
     import numpy as np
-    from scipy.signal import resample_poly
+    from scipy.signal import resample_poly  # type: ignore[import-untyped]
 
     g = gcd(MODEL_RATE, rate)
     x = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float64)

@@ -38,7 +38,7 @@ Segment = tuple[float, float]
 @lru_cache(maxsize=1)
 def _webrtcvad() -> Any | None:
     try:
-        import webrtcvad
+        import webrtcvad  # type: ignore[import-untyped]
     except ImportError:
         return None
     return webrtcvad
@@ -54,7 +54,7 @@ def _native(pcm: bytes, rate: int) -> tuple[bytes, int]:
     if rate in _NATIVE:
         return pcm, rate
     import numpy as np
-    from scipy.signal import resample_poly
+    from scipy.signal import resample_poly  # type: ignore[import-untyped]
 
     g = gcd(16000, rate)
     x = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float64)
