@@ -5,7 +5,8 @@ audio pooled over every agent turn (p50 / p90 / p95 by nearest rank) with the 95
 the per-session mean (:func:`engine.scoring.stats.value_interval`: sessions are resampled, as
 the turns of one call are not independent); counts of turns talking over the caller, barge-ins
 and long silences; the corpus WER and the key entities heard as meant, each with its interval
-over sessions (:func:`engine.scoring.stats.rate_interval`).
+over sessions (:func:`engine.scoring.stats.rate_interval`; the WER's is the interval of the
+per-session mean, as edits may outnumber the reference words).
 """
 
 from __future__ import annotations
@@ -39,12 +40,16 @@ def _spread(per_session: Sequence[Sequence[float]]) -> Spread:
     )
 
 
-def _share(pairs: Sequence[tuple[int, int]]) -> Share | None:
+def _share(pairs: Sequence[tuple[int, int]], bounded: bool = True) -> Share | None:
+    """The pooled rate of per-session (hits, total) and its interval: over sessions for a rate
+    in 0–1 (``rate_interval``); for a WER (edits may pass the reference words) the interval of
+    the per-session mean, unclipped (``value_interval``)."""
     pairs = [(h, t) for h, t in pairs if t > 0]
     if not pairs:
         return None
     hits, total = sum(h for h, _ in pairs), sum(t for _, t in pairs)
-    return Share(hits, total, round(hits / total, 4), rate_interval(pairs))
+    ci = rate_interval(pairs) if bounded else value_interval([h / t for h, t in pairs])
+    return Share(hits, total, round(hits / total, 4), ci)
 
 
 def voice_figures(summaries: Sequence[VoiceSummary]) -> VoiceFigures | None:
@@ -61,7 +66,10 @@ def voice_figures(summaries: Sequence[VoiceSummary]) -> VoiceFigures | None:
         barge_ins=sum(t.barge_ins for t in timings),
         barge_ins_yielded=sum(t.barge_ins_yielded for t in timings),
         long_silences=sum(t.long_silences for t in timings),
-        wer=_share([(round((s.wer or 0.0) * s.hearing.words), s.hearing.words) for s in heard if s.hearing]),
+        wer=_share(
+            [(round((s.wer or 0.0) * s.hearing.words), s.hearing.words) for s in heard if s.hearing],
+            bounded=False,
+        ),
         entities=_share([(s.hearing.entities_heard, s.hearing.entities) for s in heard if s.hearing]),
     )
 
