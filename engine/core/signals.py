@@ -42,7 +42,9 @@ class SignalDef:
     bool, ...}`` object per item (named ``verdicts`` outside the six); ``order``: display order
     (the six contract signals hold 10–60; the summary, the report and ``metrics.json`` list
     signals by it, then by name);
-    ``doc``: one line for ``--help``-style listings.
+    ``doc``: one line for ``--help``-style listings; ``voice_only``: measured in audio sessions
+    only (``evalctl run --voice``), where it gates every scenario; absent from text runs'
+    results.
     """
 
     name: str
@@ -54,6 +56,7 @@ class SignalDef:
     optional: tuple[str, ...] = ()
     order: int = 1000
     doc: str = ""
+    voice_only: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", str(self.name))  # a StrEnum member prints as itself, not its class
@@ -84,6 +87,7 @@ def signal(
     verdicts: str | None = None,
     optional: tuple[str, ...] = (),
     order: int = 1000,
+    voice_only: bool = False,
 ) -> Callable[[Callable[[Any], Any]], SignalDef]:
     """Decorator: the function becomes the :class:`SignalDef` ``name`` (``fields`` default: none
     besides its value). Registering it is the registry's job (:meth:`SignalRegistry.add`), never
@@ -92,7 +96,16 @@ def signal(
     def wrap(func: Callable[[Any], Any]) -> SignalDef:
         doc = (func.__doc__ or "").strip().splitlines()
         return SignalDef(
-            name, func, tuple(fields or ()), role, unit, verdicts, optional, order, doc[0] if doc else ""
+            name,
+            func,
+            tuple(fields or ()),
+            role,
+            unit,
+            verdicts,
+            optional,
+            order,
+            doc[0] if doc else "",
+            voice_only,
         )
 
     return wrap
@@ -124,6 +137,11 @@ class SignalRegistry(Mapping[str, SignalDef]):
     def __len__(self) -> int:
         return len(self._defs)
 
+    def voice_gates(self) -> tuple[str, ...]:
+        """The gating signals every audio session is scored on besides its spec's (``voice_only``)."""
+        return tuple(n for n, d in self._defs.items() if d.voice_only and d.role == "gating")
+
     def gating_names(self) -> tuple[str, ...]:
-        """The names a spec's ``success_signals`` may list (the schema enum), in display order."""
-        return tuple(n for n, d in self._defs.items() if d.role == "gating")
+        """The names a spec's ``success_signals`` may list (the schema enum), in display order; a
+        ``voice_only`` signal is not one (every audio session is scored on it, no spec names it)."""
+        return tuple(n for n, d in self._defs.items() if d.role == "gating" and not d.voice_only)

@@ -71,7 +71,8 @@ def render(model: ReportModel) -> str:
         *(json_block(f"d-{i}", d) for i, d in enumerate(model.details)),
     ]
     subtitle = model.run_dir if model.only is None else f"{model.run_dir} ({model.only})"
-    return document("evalctl report", subtitle, body, asset("report.js"), asset("report.css"))
+    media = any(d.get("voice") for d in model.details)  # a voice run's audio players
+    return document("evalctl report", subtitle, body, asset("report.js"), asset("report.css"), media)
 
 
 def write_report(

@@ -27,6 +27,7 @@ from engine.core.records.metrics import MetricsRecord
 from engine.core.records.run import RunRecord
 from engine.core.records.summary import SummaryRecord
 from engine.report_html.transcript import Budget, chat_entries
+from engine.report_html.voice import voice_detail
 from engine.results.costs import PriceTable, RunCost, run_costs
 from engine.results.diff import caller_lines, db_lines, explain
 from engine.results.provenance import read_run_record
@@ -239,6 +240,7 @@ def _detail(
         "usage": cost,
         "error": None if m.error is None else budget.keep(m.error),
         "chat": chat_entries(sdir / "transcript.jsonl", budget),
+        "voice": voice_detail(sdir, lambda path: _href(path, base)),
         "files": [[label, _href(sdir / f, base)] for f, label in ARTIFACTS if (sdir / f).is_file()],
     }
 

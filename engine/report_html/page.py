@@ -57,14 +57,19 @@ def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
-def document(title: str, subtitle: str, body: Iterable[str], script: str | None, css: str) -> str:
-    """The whole page: ``body`` parts (already HTML) inside ``<main>``, then ``script`` inline."""
+def document(
+    title: str, subtitle: str, body: Iterable[str], script: str | None, css: str, media: bool = False
+) -> str:
+    """The whole page: ``body`` parts (already HTML) inside ``<main>``, then ``script`` inline.
+    ``media``: its ``<audio>`` players may load the run's own files (``media-src 'self'``; a
+    voice run's WAVs beside the page), nothing else."""
     if script is not None and "</script" in script.lower():
         raise ValueError("an inline script must not contain '</script'")
     script_src = f"'{_sha256(script)}'" if script is not None else "'none'"
     csp = (
         f"default-src 'none'; script-src {script_src}; style-src '{_sha256(css)}'; img-src data:; "
-        "base-uri 'none'; form-action 'none'"
+        + ("media-src 'self'; " if media else "")
+        + "base-uri 'none'; form-action 'none'"
     )
     parts = [
         "<!DOCTYPE html>",

@@ -27,6 +27,7 @@ from engine.results.paired import NoiseSplit, PairedRate, noise_split, paired_ra
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import records_text, watching
+from engine.results.voice_compare import VoiceChange, voice_changes
 from engine.scoring.stats import ci_text
 from engine.session.settings import FLAGS
 from engine.util.errors import UsageError
@@ -125,9 +126,11 @@ class Comparison:
     paired: tuple[PairedRate, ...] = ()
     #: With trials: the changed scenarios split by their own noise (``engine.results.paired``).
     noise: NoiseSplit | None = None
+    #: Voice runs: latency, time to first audio, WER and entities heard, paired (``voice_compare``).
+    voice: tuple[VoiceChange, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body = {
             "run_a": self.run_a,
             "run_b": self.run_b,
             "comparable": self.comparable,
@@ -150,6 +153,9 @@ class Comparison:
             "paired": [p.to_json() for p in self.paired],
             "changed_by_noise": None if self.noise is None else self.noise.to_json(),
         }
+        if self.voice:
+            body["voice"] = [v.to_json() for v in self.voice]
+        return body
 
 
 def _results(run_dir: Path) -> tuple[dict[tuple[str, int], MetricsRecord], int]:
@@ -345,6 +351,7 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
         unreadable_b=bad_b,
         paired=paired_rates(ra, rb, names),
         noise=noise_split(ra, rb),
+        voice=voice_changes(ra, rb),
     )
 
 
@@ -403,6 +410,9 @@ def render_text(c: Comparison) -> str:
     if c.paired:
         out.append("is the difference real? (paired over the scenarios with a verdict in both runs)")
         out.extend(f"  {p.name}: {p.text()}" for p in c.paired if p.scenarios)
+    if c.voice:
+        out.append("voice (paired over the scenarios both runs measured):")
+        out.extend(f"  {v.text()}" for v in c.voice)
     if c.noise is not None:
         out.append(
             f"changed scenarios: {len(c.noise.consistent)} consistent across trials, "

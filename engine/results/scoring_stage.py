@@ -197,9 +197,22 @@ def stage_metrics(
     (sdir / METRICS).unlink(missing_ok=True)  # incomplete until the new verdict lands
     actual_hash, expected_hash = hashes or db_hashes(scenario, result)
     inputs = SignalInputs(
-        scenario, result, options.strict_match, actual_hash, expected_hash, judge, gold_db(scenario)
+        scenario,
+        result,
+        options.strict_match,
+        actual_hash,
+        expected_hash,
+        judge,
+        gold_db(scenario),
+        voice_run=voice_run,
+        voice=voice,
     )
-    values, fields = compute_signals(inputs, signals())
+    registry = signals()
+    values, fields = compute_signals(inputs, registry)
+    # an audio session is also scored on the voice signals (speech_matches_text), whatever its spec
+    gates = tuple(scenario.success_signals)
+    if voice_run:
+        gates += tuple(n for n in registry.voice_gates() if n not in gates)
     goal_met = None if expected_hash is None else actual_hash == expected_hash
     fidelity = check_fidelity(
         scenario, result, goal_met, fidelity_checks(), *replaced_attempts(sdir, scenario.name, result.trial)
@@ -214,7 +227,7 @@ def stage_metrics(
     )
     stalled = not session_erred and result.agent_turns < min_turns
     comp = compute_composite(
-        values, scenario.success_signals, stalled, error=cause is not None, measured_stand=not session_erred
+        values, gates, stalled, error=cause is not None, measured_stand=not session_erred
     )
     if comp.is_successful != ERROR_VERDICT:
         cause = None  # a measured failure decided the verdict: the judge's failure is in judge_error
@@ -239,7 +252,7 @@ def stage_metrics(
         is_task_successful=comp.is_task_successful,
         error_cause=cause,
         success_breakdown=Breakdown.from_json(comp.breakdown),
-        success_signals=tuple(scenario.success_signals),
+        success_signals=gates,
         stalled=comp.stalled,
         min_agent_turns=min_turns,
         stop_reason=result.stop_reason,

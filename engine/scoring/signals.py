@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from engine.core.model import Scenario, SessionResult
 from engine.core.plugin import DiagnosticInputs
 from engine.core.records.metrics import EXTRA_SIGNALS, SIGNALS, Signal
+from engine.core.records.voice import VoiceSummary
 from engine.core.signals import SignalDef, SignalRegistry, signal
 from engine.scoring.action_match import is_action_match
 from engine.scoring.composite import valid_value
@@ -35,7 +36,9 @@ class SignalInputs:
 
     ``db_hash`` / ``expected_db_hash`` are SHA-256 hex under the domain's hash rules (None when
     there is no final DB / no expected DB); ``judge`` is None when the judge is off; ``gold_db``
-    is the DB the gold replay ends with (None without a gold trace), for domain diagnostics.
+    is the DB the gold replay ends with (None without a gold trace), for domain diagnostics;
+    ``voice_run``: the session was an audio session, ``voice`` its summary (None in text runs, or
+    when the agent side never agreed on audio).
     """
 
     scenario: Scenario
@@ -45,6 +48,8 @@ class SignalInputs:
     expected_db_hash: str | None = None
     judge: JudgeOutcome | None = None
     gold_db: Mapping[str, Any] | None = None
+    voice_run: bool = False
+    voice: VoiceSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,40 @@ def clean_exit_signal(inp: SignalInputs) -> SignalOutcome:
     return SignalOutcome(value, {"clean_exit": value})
 
 
+#: The share of the agent's words (over its transcribed turns) in turns whose transcript is
+#: nearer their own text than other lines.
+SPEECH_MATCH_MIN = 0.75
+
+
+@signal(
+    "speech_matches_text",
+    fields=("turns", "matched", "silent", "wer", "reason"),
+    optional=("reason",),
+    order=70,
+    voice_only=True,
+)
+def speech_matches_text_signal(inp: SignalInputs) -> SignalOutcome:
+    """``speech_matches_text`` (audio sessions): the agent's audio carries the words it says it said."""
+    voice = inp.voice
+    hearing = voice.hearing if voice is not None else None
+    if voice is None or hearing is None or hearing.turns == 0 or hearing.errors:
+        why = "no audio session" if voice is None else "no recogniser" if hearing is None else None
+        if hearing is not None:
+            why = "recogniser failed" if hearing.errors else "no agent turn with text"
+        fields: dict[str, Any] = {"turns": 0, "matched": 0, "silent": 0, "wer": None, "reason": why}
+        return SignalOutcome(None, fields)
+    value = hearing.silent == 0 and hearing.matched_words >= SPEECH_MATCH_MIN * hearing.words
+    fields = {"turns": hearing.turns, "matched": hearing.matched, "silent": hearing.silent, "wer": voice.wer}
+    if not value:
+        fields["reason"] = (
+            f"{hearing.silent} agent turn(s) with text and no speech"
+            if hearing.silent
+            else f"{hearing.matched} of {hearing.turns} agent turns ({hearing.matched_words} of "
+            f"{hearing.words} words) heard as their own text"
+        )
+    return SignalOutcome(value, fields)
+
+
 SignalFunc = Callable[[SignalInputs], SignalOutcome]
 
 #: The built-in signals, in display order: the one list of them (``engine.scoring.registry``
@@ -147,6 +186,7 @@ BUILTIN: tuple[SignalDef, ...] = (
     nl_assertion_signal,
     judge_passed_signal,
     clean_exit_signal,
+    speech_matches_text_signal,
 )
 #: The built-in signals alone (``engine.scoring.registry.signals`` adds the installed ones).
 BUILTIN_REGISTRY = SignalRegistry(BUILTIN)
@@ -227,6 +267,8 @@ def compute_signals(
     fields: dict[str, Any] = {}
     extra: dict[str, dict[str, Any]] = {}
     for name, definition in registry.items():
+        if definition.voice_only and not inp.voice_run:
+            continue  # an audio session's signal: text runs' results never show it
         if name in SIGNALS:
             out = _checked(definition, definition(inp))
             values[name] = out.value

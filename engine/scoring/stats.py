@@ -124,6 +124,18 @@ def mean_interval(values: Sequence[float]) -> Interval | None:
     return _bootstrap((data,), np.mean)
 
 
+def value_interval(values: Sequence[float]) -> Interval | None:
+    """The 95 % interval of the mean of per-session ``values`` in any unit (ms: latency), not
+    clipped to 0–1: the bootstrap over sessions (BCa, seeded; percentile when BCa is undefined);
+    the value itself (``constant``) when all are equal; None below two values."""
+    if len(values) < 2:
+        return None
+    if all(v == values[0] for v in values):
+        return Interval(float(values[0]), float(values[0]), "constant")
+    a = [0.0] * len(values)
+    return difference_interval(a, list(values))  # the mean of (values - 0)
+
+
 def _scenario_wilson(rate: float, scenarios: int) -> Interval | None:
     """Wilson's interval with the scenario count as the sample size (no spread to resample)."""
     ci = wilson(math.floor(rate * scenarios + 0.5), scenarios)

@@ -44,6 +44,7 @@ from engine.scoring.fidelity import replay_note
 from engine.scoring.noise import noise_floor, pass_hat_k_record
 from engine.scoring.stats import ci_text, rate_interval
 from engine.scoring.summary_rows import SummaryRow, summary_row
+from engine.scoring.voice_figures import voice_figures, voice_lines
 from engine.util.untrusted import one_line
 
 
@@ -325,6 +326,7 @@ def _summarize(rows: Sequence[SummaryRow], run_info: Mapping[str, Any], run_dir:
         attribution=_attribution(rows),
         regenerated=_regenerated(rows),
         caller_note=run_info.get("caller_note") or _caller_note(rows),
+        voice=voice_figures([m.voice for m in rows if m.voice is not None]),
     )
 
 
@@ -424,6 +426,7 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
             lines.append(
                 f"  {name}: {_pct(s.rate)} ({s.passed}/{s.total} {s.unit}{out}){ci_text(s.ci)} [{s.role}]"
             )
+    lines.extend(voice_lines(summary.voice))
     st = summary.stalled
     if st.count:
         lines.append(

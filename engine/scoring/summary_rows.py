@@ -13,6 +13,7 @@ from typing import Any
 from engine.core.records.common import ErrorCause, spent
 from engine.core.records.fidelity import Attribution
 from engine.core.records.metrics import SIGNALS, MetricsRecord
+from engine.core.records.voice import VoiceSummary
 from engine.util.untrusted import bounded_count, one_line
 
 
@@ -25,7 +26,8 @@ class SummaryRow:
     ``signal_names`` the signals the record holds (the six, then the registered others),
     ``reported_signals`` those among them that are reported only (role ``diagnostic``); ``usage`` is
     (role, model on one line or None, prompt tokens, completion tokens, calls) per usage entry,
-    the superseded attempts' included, counts bounded (``engine.util.untrusted.bounded_count``)."""
+    the superseded attempts' included, counts bounded (``engine.util.untrusted.bounded_count``);
+    ``voice`` an audio session's voice summary (None otherwise; ``engine.scoring.voice_figures``)."""
 
     scenario_name: str
     trial: int
@@ -56,6 +58,7 @@ class SummaryRow:
     #: The caller's backend and its spoken turns (None: a record before version 4).
     user_backend: str = ""
     caller_turns: int | None = None
+    voice: VoiceSummary | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -112,4 +115,5 @@ def summary_row(m: MetricsRecord) -> SummaryRow:
         replaced=m.user_fidelity.replaced if m.user_fidelity is not None else (),
         user_backend=m.user_backend,
         caller_turns=m.user_fidelity.turns if m.user_fidelity is not None else None,
+        voice=m.voice,
     )

@@ -270,7 +270,8 @@ class _Session:
                 if self.ended in ("exit", "transfer"):
                     return self.ended
                 return USER_END_REASONS.get(reason, "user_hangup") if reason else "user_hangup"
-            utterance = reply["text"]
+            # an audio session's caller answers what its recogniser heard (engine.session.voice.link)
+            utterance = reply.get("heard", reply["text"]) if speaker == "agent" else reply["text"]
             speaker = "agent" if speaker == "user" else "user"
 
     def _bounded(self, text: str) -> str:

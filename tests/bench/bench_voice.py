@@ -9,12 +9,16 @@ each is compared (target: under 5% more). The diagnostics' own time is also meas
 Real-time factor: a voice replay run (espeak-ng when installed, else the tone stand-in) of three
 eva scenarios at concurrency 1 and of all 50 at the default concurrency: wall time / media time
 of the conversations (below 1 is faster than real time), with the TTS time of the caller.
+
+CPU: a voice replay of the 50 eva scenarios with recognition and VAD on against a text replay
+(this process and its finished children: TTS programs and the recognition workers).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import resource
 import statistics
 import tempfile
 import time
@@ -28,8 +32,10 @@ from engine.domains.eva_airline.spoken import DIAGNOSTICS
 from engine.domains.registry import plugins
 from engine.results.scoring_stage import finish_session
 from engine.run import runner
+from engine.session.voice.asr import shutdown_pool
 from engine.session.voice.run import VoiceRun
 from engine.session.voice.tts import ToneVoice, missing_tts
+from engine.session.voice.vad import vad_name
 from engine.spec.loader import load_domain
 from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import run_options
@@ -142,9 +148,41 @@ def bench_voice_rtf() -> None:
             )
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (TTS programs, recognisers)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def bench_voice_cpu() -> None:
+    """CPU of a voice replay of the 50 eva scenarios with recognition and VAD on, against a text
+    replay of the same (target: at most 3x)."""
+    if missing_tts() is not None:
+        print(f"voice CPU: skipped ({missing_tts()})")
+        return
+    voice = VoiceRun.create()  # espeak-ng, the default recogniser, webrtcvad
+    spent: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in ("text", "voice"):
+            opts = run_options(
+                SPEC_DIR, REPO / "data", output_dir=Path(tmp) / kind, quiet=True, voice=kind == "voice"
+            )
+            t0 = _cpu()
+            asyncio.run(runner.run(opts, voice if kind == "voice" else None))
+            shutdown_pool()  # the recognition workers' CPU is counted once they have ended
+            spent[kind] = _cpu() - t0
+    ratio = spent["voice"] / spent["text"]
+    rec = voice.config.recognizer.name if voice.config.recognizer else "none"
+    print(
+        f"voice CPU: text replay of 50 eva scenarios {spent['text']:.1f} s, voice replay with "
+        f"recognition ({rec}) and VAD ({vad_name()}) {spent['voice']:.1f} s: {ratio:.1f}x (target <= 3x)"
+    )
+
+
 def run() -> None:
     bench_spoken_overhead()
     bench_voice_rtf()
+    bench_voice_cpu()
 
 
 if __name__ == "__main__":

@@ -24,7 +24,9 @@ from engine.core.records.voice import VoiceSummary
 #: The version written. Every earlier one is read (``tests/records/`` holds a run of each):
 #: 1 no ``error_cause``, no ``superseded_usage``, no ``error`` verdict; 2 the record id under the
 #: scenario spec's key (``eva_id`` or ``record_id``); 3 always ``record_id``; 4 adds
-#: ``attribution`` and ``user_fidelity``.
+#: ``attribution`` and ``user_fidelity``, and an audio session's ``voice`` adds ``p95`` to its turn
+#: figures, ``timing`` (from the waveform) and ``hearing`` (with a recogniser), and the
+#: ``speech_matches_text`` signal (voice runs only).
 METRICS_VERSION = 4
 METRICS_SCHEMA = f"evalctl.metrics/{METRICS_VERSION}"
 METRICS_SCHEMA_V1 = "evalctl.metrics/1"

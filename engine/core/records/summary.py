@@ -12,8 +12,10 @@ schema; 4 adds the ``ci`` of every rate, pass^k's ``ci`` / ``scenarios`` / ``err
 ``noise``, ``adaptive`` and ``strict`` (the composite rate
 with the ``error`` results counted as failures; derived from ``overall`` when read from an older
 version); 5 adds ``attribution`` (FAILs by cause, and each failed result's), ``regenerated``
-(sessions whose caller was regenerated, and why) and ``caller_note`` (a caller that cannot test the
-agent). A file without ``schema`` is read as version 2 when it has version 2's
+(sessions whose caller was regenerated, and why), ``caller_note`` (a caller that cannot test the
+agent) and ``voice``, the run-level voice figures of a voice run
+(``engine.core.records.voice_run.VoiceFigures``; only in voice runs). A file without ``schema`` is
+read as version 2 when it has version 2's
 ``first_error``, else as version 1; an older version is read into today's record (:func:`upgrade`;
 its intervals are None).
 """
@@ -29,6 +31,7 @@ from engine.core.records.fidelity import CAUSES, Attribution
 from engine.core.records.fields import RecordError, exact_keys, get, schema_version, strings
 from engine.core.records.intervals import Adaptive, Interval, Noise, interval_json
 from engine.core.records.intervals import PassHatK as PassHatK  # re-exported: the summary's pass^k
+from engine.core.records.voice_run import VoiceFigures
 
 #: The version written.
 SUMMARY_VERSION = 5
@@ -391,7 +394,7 @@ class SummaryRecord:
     per-scenario pass rates over trials, the flaky share, the minimum detectable difference) only
     when ``trials`` > 1; ``adaptive`` only for ``--trials auto``.
     ``strict`` the composite with the ``error`` results counted as failures (derived from
-    ``overall`` when not given).
+    ``overall`` when not given); ``voice`` the run-level voice figures (voice runs only).
     """
 
     run_dir: str
@@ -423,6 +426,7 @@ class SummaryRecord:
     attribution: Mapping[str, int] | None = None
     regenerated: Regenerated | None = None
     caller_note: str | None = None
+    voice: VoiceFigures | None = None
 
     def __post_init__(self) -> None:
         if self.strict is None:
@@ -469,6 +473,8 @@ class SummaryRecord:
             body["noise"] = self.noise.to_json()
         if self.adaptive is not None:
             body["adaptive"] = self.adaptive.to_json()
+        if self.voice is not None:
+            body["voice"] = self.voice.to_json()
         return body
 
     @classmethod
@@ -484,7 +490,7 @@ class SummaryRecord:
         legacy = version < 4  # no intervals, no noise floor, no pass^k extras
         body = upgrade(body)
         required = tuple(k for k in _KEYS if k != "strict") if legacy else _KEYS
-        optional: tuple[str, ...] = ("pass_hat_k", "noise", "adaptive", "strict")
+        optional: tuple[str, ...] = ("pass_hat_k", "noise", "adaptive", "strict", "voice")
         if version >= 5:
             required = (*required, *_V5_KEYS)
         else:
@@ -533,6 +539,7 @@ class SummaryRecord:
             if "regenerated" in body
             else None,
             caller_note=get(body, "caller_note", str, None) if "caller_note" in body else None,
+            voice=VoiceFigures.from_json(body["voice"]) if "voice" in body else None,
         )
 
 

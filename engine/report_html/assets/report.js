@@ -162,6 +162,57 @@
     return section("Conversation", box);
   }
 
+  // an audio session: both waveforms on the media timeline, each side's speech, the turns' figures
+  function voicePart(d) {
+    const v = d.voice;
+    if (!v) return null;
+    const NS = "http://www.w3.org/2000/svg";
+    const W = 960, H = 140, lane = { user: 10, agent: 80 }, laneH = 50;
+    const total = Math.max(1, v.media_ms);
+    const svg = document.createElementNS(NS, "svg");
+    svg.setAttribute("class", "voice-timeline");
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("width", String(W));
+    const add = (tag, attrs, text) => {
+      const e = document.createElementNS(NS, tag);
+      for (const [k, val] of Object.entries(attrs)) e.setAttribute(k, String(val));
+      if (text !== undefined) e.textContent = text;
+      svg.append(e);
+      return e;
+    };
+    for (const u of v.utterances) {
+      for (const [a, b] of u.seg) {
+        add("rect", { class: "speech " + u.r, x: (W * a) / total, y: lane[u.r === "agent" ? "agent" : "user"], width: Math.max(1, (W * (b - a)) / total), height: laneH });
+      }
+    }
+    for (const role of ["user", "agent"]) {
+      const peaks = v.waves[role] || [];
+      if (!peaks.length) continue;
+      const mid = lane[role] + laneH / 2;
+      let path = "";
+      peaks.forEach((p, i) => {
+        const x = ((i + 0.5) * W) / peaks.length;
+        const h = Math.max(0.5, p * (laneH / 2));
+        path += "M" + x.toFixed(1) + " " + (mid - h).toFixed(1) + "V" + (mid + h).toFixed(1);
+      });
+      add("path", { class: "wave " + role, d: path, "data-role": role });
+      add("text", { class: "lane", x: 2, y: lane[role] + 11 }, role === "user" ? "caller" : "agent");
+    }
+    const players = el("div", { class: "players" });
+    for (const [role, href] of Object.entries(v.audio)) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(href)) continue; // only the run's own files
+      players.append(el("label", {}, (role === "user" ? "caller" : "agent") + " ", el("audio", { controls: true, preload: "metadata", src: href, "data-role": role })));
+    }
+    const ms = (x) => (x === null || x === undefined ? "-" : Math.round(x) + " ms");
+    const body = el("tbody");
+    for (const t of v.turns) {
+      const barge = t.barge ? (t.barge.yielded ? "yielded after " : "talked on ") + ms(t.barge.yield_ms) : "";
+      body.append(el("tr", { class: t.matched === false ? "unmatched" : null }, el("td", {}, t.turn), el("td", {}, ms(t.latency)), el("td", {}, ms(t.stamped)), el("td", {}, ms(t.ttfa)), el("td", {}, ms(t.overlap)), el("td", {}, barge), el("td", {}, t.heard === null || t.heard === undefined ? "" : shown(t.heard))));
+    }
+    const table = el("table", { class: "voice-turns" }, el("thead", {}, el("tr", {}, ...["turn", "latency", "stamped", "first audio", "overlap", "barge-in", "heard"].map((x) => el("th", {}, x)))), body);
+    return section("Audio (media time " + (total / 1000).toFixed(1) + " s)", svg, players, table);
+  }
+
   function judgePart(d) {
     if (!d.judge && !d.judge_error) return null;
     const kids = [];
@@ -210,6 +261,7 @@
       signalsPart(d),
       dbPart(d),
       judgePart(d),
+      voicePart(d),
       chatPart(d),
       usagePart(d),
       filesPart(d),

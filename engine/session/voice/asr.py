@@ -1,14 +1,19 @@
-"""Optional speech recognition, behind one small interface, and the word error rate.
+"""Speech recognition behind one small interface, run in worker processes, and the word error rate.
 
-evalctl ships no recogniser and never downloads a model: a user who has one installed points
-``$EVALCTL_ASR`` at a command that reads a WAV file and prints its transcript, e.g.
+The default recogniser is PocketSphinx (:mod:`engine.session.voice.sphinx`, the ``voice`` extra;
+its model is inside the pip package, nothing is downloaded). ``$EVALCTL_ASR`` selects another:
+a command that reads a WAV file and prints its transcript, e.g.
 ``EVALCTL_ASR='whisper-cli -nt -m /models/ggml-tiny.en.bin -f {wav}'`` (``{wav}`` is replaced by
-the file's path; the command runs without a shell). With a recogniser, each agent turn's audio is
-transcribed after the session and compared with the agent's own text (:func:`wer`).
+the file's path; the command runs without a shell), or ``none`` for no recognition. Each agent
+turn's audio is transcribed as the turn ends (:func:`hear`: in a pool of worker processes, never
+on the event loop); the caller is given what was heard, and the metrics compare it with the
+agent's own text (:func:`wer`, by jiwer when installed).
 """
 
 from __future__ import annotations
 
+import asyncio
+import multiprocessing
 import os
 import re
 import shlex
@@ -16,6 +21,7 @@ import subprocess
 import tempfile
 import unicodedata
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -75,6 +81,53 @@ def recognizer_from_env() -> Recognizer | None:
     return CommandRecognizer(argv, name=Path(argv[0]).name)
 
 
+#: ``$EVALCTL_ASR`` values that turn recognition off.
+ASR_OFF = frozenset({"none", "off"})
+
+
+def default_recognizer() -> Recognizer | None:
+    """The run's recogniser: ``$EVALCTL_ASR``'s command when set (None for ``none`` / ``off``),
+    else PocketSphinx when installed, else None. Raises UsageError as :func:`recognizer_from_env`."""
+    spec = os.environ.get(ASR_ENV, "").strip()
+    if spec.lower() in ASR_OFF:
+        return None
+    if spec:
+        return recognizer_from_env()
+    from engine.session.voice import sphinx
+
+    return sphinx.PocketSphinx() if sphinx.available() else None
+
+
+_POOL: ProcessPoolExecutor | None = None
+
+
+def _pool() -> ProcessPoolExecutor:
+    """The recognition workers (one per core; spawned, not forked: the engine holds threads and
+    an event loop), started on first use and shut down at interpreter exit."""
+    global _POOL
+    if _POOL is None:
+        ctx = multiprocessing.get_context("spawn")
+        _POOL = ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=ctx)
+    return _POOL
+
+
+def shutdown_pool() -> None:
+    """Stop the recognition workers (they start again on the next :func:`hear`)."""
+    global _POOL
+    if _POOL is not None:
+        _POOL.shutdown(wait=True)
+        _POOL = None
+
+
+async def hear(recognizer: Recognizer, pcm: bytes, rate: int) -> str:
+    """``recognizer.transcribe(pcm, rate)`` in a worker process (the recogniser is pickled to
+    it), awaited without blocking the event loop. Raises RuntimeError as the recogniser does."""
+    if not pcm:
+        return ""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_pool(), recognizer.transcribe, pcm, rate)
+
+
 _NUMBER = re.compile(r"\d")
 _WORD = re.compile(r"[a-z0-9']+")
 
@@ -99,6 +152,16 @@ def edit_distance(ref: Sequence[str], hyp: Sequence[str]) -> int:
 
 
 def wer(reference: str, hypothesis: str) -> tuple[int, int]:
-    """``(edits, reference words)`` after :func:`normalize`; WER is their ratio."""
+    """``(edits, reference words)`` after :func:`normalize`; WER is their ratio. Counted by jiwer
+    (``process_words``) when installed, else by :func:`edit_distance` (the same number)."""
     ref, hyp = normalize(reference), normalize(hypothesis)
-    return edit_distance(ref, hyp), len(ref)
+    if not ref:
+        return len(hyp), 0
+    if not hyp:
+        return len(ref), len(ref)
+    try:
+        import jiwer
+    except ImportError:
+        return edit_distance(ref, hyp), len(ref)
+    out = jiwer.process_words(" ".join(ref), " ".join(hyp))
+    return out.substitutions + out.deletions + out.insertions, len(ref)

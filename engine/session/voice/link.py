@@ -10,7 +10,9 @@ session's turn logic is the same as for text:
   local TTS engine and sent first, as binary frames of stream ``turn``; the request then carries
   the audio's place on the media timeline, and the words only when the side asked for text;
 - the side's binary frames until its ``turn.response`` are its speech of that turn; the response
-  says how many it sent (checked) and, as ``text``, what they say;
+  says how many it sent (checked) and, as ``text``, what they say; with a recogniser the turn's
+  audio is transcribed then (in a worker process) and the response handed on carries it as
+  ``heard``: what the caller is given to answer (``engine.session.conversation``);
 - tool calls, ``session.end`` and errors are as in version 1, with ``v: 2``.
 """
 
@@ -24,7 +26,7 @@ from websockets.exceptions import ConnectionClosed
 
 from engine.core.protocol import AUDIO_PROTOCOL_VERSION, ProtocolError
 from engine.session.sides.link import SideFailure, SideLink, how, other_role
-from engine.session.voice.asr import Recognizer
+from engine.session.voice.asr import Recognizer, hear
 from engine.session.voice.frames import AudioFrame, FrameError, pack, split, unpack
 from engine.session.voice.pcm import trim
 from engine.session.voice.timeline import Timeline, TimelineError, Utterance
@@ -38,7 +40,7 @@ SAMPLE_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
 class VoiceConfig:
     """Run-level audio settings: ``tts`` speaks the caller; ``sample_rates`` offered (Hz);
     ``frame_ms`` of the frames the engine sends; ``max_frame_ms`` the most a frame may carry;
-    ``recognizer`` (optional) transcribes the agent's audio after the session."""
+    ``recognizer`` (optional) transcribes each agent turn's audio as the turn ends."""
 
     tts: Synthesizer
     sample_rates: tuple[int, ...] = SAMPLE_RATES
@@ -60,13 +62,15 @@ class VoiceConfig:
 class VoiceCall:
     """One session's audio: ``limit_s`` bounds media time (the scenario's max duration);
     ``timeline`` exists once the side has picked a format; ``tts_s`` is the wall time spent
-    synthesising the caller; ``backend`` what answered (from ``session.ready``)."""
+    synthesising the caller; ``asr_errors`` the recogniser's failures (one line each; the turn is
+    then not transcribed)."""
 
     config: VoiceConfig
     limit_s: float
     timeline: Timeline | None = None
     text_hint: bool = False
     tts_s: float = 0.0
+    asr_errors: list[str] = field(default_factory=list)
     link: AudioLink | None = field(default=None, repr=False)
 
     def wrap(self, link: SideLink) -> SideLink:
@@ -175,11 +179,26 @@ class AudioLink(SideLink):
             if msg["type"] == "session.ready":
                 self._ready(msg)
             elif msg["type"] == "turn.response":
-                self._response(msg)
+                utt = self._response(msg)
+                if utt is not None and self.call.config.recognizer is not None:
+                    heard = await self._hear(utt)
+                    if heard is not None:
+                        msg = {**msg, "heard": heard}
         except ProtocolError as err:
             await self.fail(err.code, err.message, msg.get("id"))
             raise SideFailure("error", f"{self.role} side broke the protocol: {err}") from None
         return msg
+
+    async def _hear(self, utt: Utterance) -> str | None:
+        """Transcribe ``utt`` (its ``heard``); None when the recogniser failed (recorded)."""
+        recognizer = self.call.config.recognizer
+        assert recognizer is not None
+        try:
+            utt.heard = await hear(recognizer, bytes(utt.pcm), utt.rate)
+        except (RuntimeError, OSError) as err:  # a broken recogniser is the engine's, never the agent's
+            self.call.asr_errors.append(f"turn {utt.turn}: {err}")
+            return None
+        return utt.heard
 
     def _ready(self, msg: dict[str, Any]) -> None:
         audio, config = msg["audio"], self.call.config
@@ -195,10 +214,10 @@ class AudioLink(SideLink):
         self.call.text_hint = bool(audio.get("text", False))
         self.call.timeline = Timeline(audio["sample_rate"], 1000.0 * self.call.limit_s)
 
-    def _response(self, msg: dict[str, Any]) -> None:
+    def _response(self, msg: dict[str, Any]) -> Utterance | None:
         utt = self.current
         if utt is None:
-            return
+            return None
         if msg["audio"]["frames"] != utt.frames:
             raise ProtocolError(
                 "bad_message",
@@ -207,3 +226,4 @@ class AudioLink(SideLink):
             )
         utt.text = msg["text"]
         self.current = None
+        return utt

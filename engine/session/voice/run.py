@@ -15,6 +15,7 @@ The transcript (``transcript.jsonl``) holds each side's own text, as in text run
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from engine.core.model import Scenario
 from engine.core.records.voice import VoiceSummary
 from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.registry import scheme_of
-from engine.session.voice.asr import recognizer_from_env
+from engine.session.voice.asr import default_recognizer
 from engine.session.voice.link import VoiceCall, VoiceConfig
 from engine.session.voice.metrics import session_metrics, turn_metrics
 from engine.session.voice.pcm import wav_bytes
@@ -46,21 +47,22 @@ class VoiceRun:
 
     @classmethod
     def create(cls, tts: Synthesizer | None = None, delay_ms: float = 0.0) -> VoiceRun:
-        """Settings with ``tts`` (default: the local engine) and ``$EVALCTL_ASR``'s recogniser.
+        """Settings with ``tts`` (default: the local engine) and the default recogniser
+        (``engine.session.voice.asr.default_recognizer``: ``$EVALCTL_ASR``, else PocketSphinx).
         Raises UsageError when no TTS engine is installed or the recogniser is misnamed."""
         if tts is None:
             try:
                 tts = local_tts()
             except TTSError as err:
                 raise UsageError(str(err)) from None
-        return cls(VoiceConfig(tts, recognizer=recognizer_from_env()), VoiceStyle(tts, delay_ms=delay_ms))
+        return cls(VoiceConfig(tts, recognizer=default_recognizer()), VoiceStyle(tts, delay_ms=delay_ms))
 
     def agent_side(self, spec: BackendSpec, factory: BackendFactory) -> AbstractAsyncContextManager[str]:
         """Serve a built-in agent as a voice side; yields its URI. A model backend is given the
         caller's words as text (it has no ears)."""
         style = self.style
         if not scheme_of(spec).gold_side:
-            style = VoiceStyle(style.tts, style.delay_ms, style.sleep, style.frame_ms, listen_text=True)
+            style = dataclasses.replace(style, listen_text=True)
         return voice_agent_side(factory, style)
 
     def call(self, scenario: Scenario) -> VoiceCall:
@@ -79,16 +81,21 @@ class VoiceRun:
 
 def write_voice_artifacts(sdir: Path, call: VoiceCall) -> VoiceSummary | None:
     """Write ``audio/*.wav`` and ``voice.json`` for ``call`` into ``sdir``; returns the session's
-    voice summary (None when the session never agreed on audio). Transcribes the agent's audio
-    first when the run has a recogniser (CPU time; off the event loop)."""
+    voice summary (None when the session never agreed on audio). The agent's turns were
+    transcribed during the session (``engine.session.voice.link``)."""
     timeline = call.timeline
     if timeline is None:
         write_json(sdir / VOICE_JSON, {"error": "no audio session (the agent side never got ready)"})
         return None
     recognizer = call.config.recognizer
-    turns = turn_metrics(timeline, recognizer)
+    turns = turn_metrics(timeline)
     summary = session_metrics(
-        timeline, turns, call.config.tts.name, call.tts_s, recognizer.name if recognizer else None
+        timeline,
+        turns,
+        call.config.tts.name,
+        call.tts_s,
+        recognizer.name if recognizer else None,
+        len(call.asr_errors),
     )
     for role in ("user", "agent"):
         write_bytes(sdir / "audio" / f"{role}.wav", wav_bytes(timeline.track(role), timeline.rate))
@@ -99,10 +106,14 @@ def write_voice_artifacts(sdir: Path, call: VoiceCall) -> VoiceSummary | None:
             "start_ms": None if u.start_ms is None else round(u.start_ms, 1),
             "end_ms": None if u.end_ms is None else round(u.end_ms, 1),
             "speech_ms": None if (s := u.speech()) is None else [round(s[0], 1), round(s[1], 1)],
+            "segments_ms": [[round(a, 1), round(b, 1)] for a, b in u.segments()],
             "frames": u.frames,
             "text": u.text,
         }
         for u in timeline.utterances
     ]
-    write_json(sdir / VOICE_JSON, {"summary": summary.to_json(), "turns": turns, "utterances": utterances})
+    doc = {"summary": summary.to_json(), "turns": turns, "utterances": utterances}
+    if call.asr_errors:
+        doc["asr_errors"] = call.asr_errors
+    write_json(sdir / VOICE_JSON, doc)
     return summary

@@ -9,7 +9,10 @@ caller's words as text (``session.ready`` ``audio.text``) instead.
 Timing: its reply of turn ``k`` is stamped to start ``delay_ms`` after the end of the caller's
 audio (``turn.request.audio.end_ms``), and never before its own earlier audio ends; a negative
 ``delay_ms`` talks over the caller. ``sleep`` also waits ``delay_ms`` of wall time before sending
-(so the engine's time to first audio sees it).
+(so the engine's time to first audio sees it). ``lead_silence_ms`` sends that much silence
+before the speech, stamped where the speech would have started: the agent's stamps then say it
+answered at once while its speech comes later (what only the waveform shows). ``say`` replaces
+the words spoken (not the text it reports): a side whose audio says another sentence.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from engine.core.protocol import AUDIO_PROTOCOL_VERSION, MAX_FRAME_BYTES, Protoc
 from engine.session.backends import Backend, BackendFactory
 from engine.session.sides.server import SideServer, _Session, server_uri
 from engine.session.voice.frames import pack, split
-from engine.session.voice.pcm import duration_ms, trim
+from engine.session.voice.pcm import duration_ms, silence, trim
 from engine.session.voice.tts import Synthesizer
 
 PREFERRED_RATE = 16000
@@ -36,13 +39,16 @@ PREFERRED_RATE = 16000
 class VoiceStyle:
     """How the built-in voice agent speaks: ``tts``; ``delay_ms`` after the caller's audio ends
     (media time); ``sleep`` also waits it in wall time; ``frame_ms`` per binary frame; ``listen_text``
-    asks the engine for the caller's words as text (a model backend needs them)."""
+    asks the engine for the caller's words as text (a model backend needs them); ``lead_silence_ms``
+    and ``say`` as in the module docstring."""
 
     tts: Synthesizer
     delay_ms: float = 0.0
     sleep: bool = False
     frame_ms: int = 100
     listen_text: bool = False
+    lead_silence_ms: float = 0.0
+    say: str | None = None
 
 
 class _VoiceSession(_Session):
@@ -71,10 +77,13 @@ class _VoiceSession(_Session):
         return await super().send(message_type, **fields)
 
     async def _speak(self, text: str) -> int:
-        pcm = await self.style.tts.synthesize(text, self.rate) if text.strip() else b""
+        spoken = text if self.style.say is None or not text.strip() else self.style.say
+        pcm = await self.style.tts.synthesize(spoken, self.rate) if spoken.strip() else b""
         pcm = trim(pcm, self.rate)  # its first sample is its first speech
         if not pcm:
             return 0
+        if self.style.lead_silence_ms > 0:
+            pcm = silence(self.style.lead_silence_ms, self.rate) + pcm
         audio = self.request.get("audio")
         heard_end = float(audio["end_ms"]) if audio else self.media_end
         start = max(0.0, heard_end + self.style.delay_ms)

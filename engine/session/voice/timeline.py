@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.session.voice.pcm import duration_ms, speech_bounds
+from engine.session.voice.pcm import duration_ms
+from engine.session.voice.vad import Segment, speech_segments
 
 
 class TimelineError(ValueError):
@@ -25,7 +26,8 @@ class Utterance:
     """One side's audio in one turn. ``role`` user (the caller, voiced by the engine) or agent;
     ``turn`` the stream number; ``start_ms`` media time of its first sample (None before any);
     ``pcm`` the samples from ``start_ms`` on; ``text`` what the side says it said; ``frames``
-    received or sent; ``requested_at`` / ``first_audio_at``: the engine's clock (seconds, a
+    received or sent; ``heard`` what the run's recogniser heard in it (None: not transcribed);
+    ``requested_at`` / ``first_audio_at``: the engine's clock (seconds, a
     monotonic counter) when the turn was handed over and when its first frame arrived."""
 
     role: str
@@ -37,7 +39,8 @@ class Utterance:
     frames: int = 0
     requested_at: float | None = None
     first_audio_at: float | None = None
-    _speech: tuple[float, float] | bool | None = field(default=False, repr=False)
+    heard: str | None = None
+    _segments: list[Segment] | None = field(default=None, repr=False)
 
     @property
     def end_ms(self) -> float | None:
@@ -49,7 +52,7 @@ class Utterance:
     def place(self, t_ms: float, pcm: bytes, floor_ms: float = 0.0) -> None:
         """Add ``pcm`` stamped ``t_ms``: at its stamp (not before ``floor_ms`` for the first
         frame), else after the audio so far, with silence filling any gap."""
-        self._speech = False
+        self._segments = None
         if self.start_ms is None:
             self.start_ms = max(float(t_ms), floor_ms)
         else:
@@ -59,14 +62,20 @@ class Utterance:
         self.pcm.extend(pcm)
         self.frames += 1
 
-    def speech(self) -> tuple[float, float] | None:
-        """``(start_ms, end_ms)`` of its speech on the media timeline (energy above the
-        threshold, engine.session.voice.pcm.speech_bounds); None when it holds none."""
-        if self._speech is False:
-            bounds = speech_bounds(bytes(self.pcm), self.rate) if self.start_ms is not None else None
+    def segments(self) -> list[Segment]:
+        """Its speech on the media timeline as ``[(start_ms, end_ms), ...]``, found by voice
+        activity detection (engine.session.voice.vad.speech_segments); empty when silent."""
+        if self._segments is None:
             start = self.start_ms or 0.0
-            self._speech = None if bounds is None else (start + bounds[0], start + bounds[1])
-        return self._speech  # type: ignore[return-value]
+            found = speech_segments(bytes(self.pcm), self.rate) if self.start_ms is not None else []
+            self._segments = [(start + a, start + b) for a, b in found]
+        return self._segments
+
+    def speech(self) -> tuple[float, float] | None:
+        """``(start_ms, end_ms)`` of its speech on the media timeline, first segment's start to
+        the last one's end (:meth:`segments`); None when it holds none."""
+        segs = self.segments()
+        return (segs[0][0], segs[-1][1]) if segs else None
 
 
 @dataclass

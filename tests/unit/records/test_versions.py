@@ -30,7 +30,8 @@ from engine.core.records.summary import (
     SignalRate,
     SummaryRecord,
 )
-from engine.core.records.voice import TurnStats, VoiceSummary
+from engine.core.records.voice import Hearing, Timing, TurnStats, VoiceSummary
+from engine.core.records.voice_run import Share, Spread, VoiceFigures
 from engine.util.artifacts import dumps_json
 from tests.conftest import MOCK_DATA_ROOT, REPO
 
@@ -212,8 +213,12 @@ def _full_metrics() -> dict[str, Any]:
     """A metrics record with every optional field set (judge error, error verdict, superseded
     usage, a voice summary with WER turns, a registered signal outside the six)."""
     base = MetricsRecord.from_json(_body(VERSIONS[-1] / CANCEL / "metrics.json"))
-    stats = TurnStats(1, 1.0, 1.0, 1.0, 1.0)
-    voice = VoiceSummary(16000, 1.0, 1, stats, stats, 0.0, 0, 1.0, 1.0, 0.1, "espeak-ng", 0.5, "whisper", 2)
+    stats = TurnStats(1, 1.0, 1.0, 1.0, 1.0, 1.0)
+    timing = Timing("webrtcvad", stats, 0, 1, 1, 0, 0.0, (1.0,), (2.0,))
+    hearing = Hearing(1, 1, 1, 0, 10, 10, 2, 1, 0)
+    voice = VoiceSummary(
+        16000, 1.0, 1, stats, stats, 0.0, 0, 1.0, 1.0, 0.1, "espeak-ng", 0.5, "whisper", 2, timing, hearing
+    )
     record = replace(
         base,
         is_successful="error",
@@ -259,6 +264,17 @@ def _full_summary() -> dict[str, Any]:
         adaptive=Adaptive(6, 2, 8, 0.1, 0.3, "max trials"),
         regenerated=Regenerated(1, 2, {"persona_facts": 2}),
         caller_note="note",
+        voice=VoiceFigures(
+            1,
+            Spread(2, 1.0, 1.0, 1.0, 1.0, 1.0, Interval(0.5, 1.5, "bootstrap")),
+            Spread(0, None, None, None, None, None, None),
+            0,
+            1,
+            1,
+            0,
+            Share(1, 10, 0.1, Interval(0.0, 0.4, "wilson")),
+            None,
+        ),
     )
     return record.to_json()
 
@@ -296,11 +312,39 @@ PINNED = {
         user_fidelity.findings user_fidelity.findings[].check user_fidelity.findings[].detail
         user_fidelity.findings[].text user_fidelity.findings[].turn user_fidelity.judged
         user_fidelity.replaced user_fidelity.turns user_turns voice voice.agent_speech_ms
-        voice.agent_turns_with_audio voice.caller_speech_ms voice.latency_ms voice.latency_ms.count
+        voice.agent_turns_with_audio voice.caller_speech_ms voice.hearing voice.hearing.entities
+        voice.hearing.entities_heard voice.hearing.errors voice.hearing.matched
+        voice.hearing.matched_words voice.hearing.silent voice.hearing.transcribed
+        voice.hearing.turns voice.hearing.words voice.latency_ms voice.latency_ms.count
         voice.latency_ms.max voice.latency_ms.mean voice.latency_ms.p50 voice.latency_ms.p90
-        voice.media_ms voice.overlap_ms voice.recognizer voice.sample_rate voice.ttfa_ms
+        voice.latency_ms.p95 voice.media_ms voice.overlap_ms voice.recognizer voice.sample_rate
+        voice.timing voice.timing.barge_ins voice.timing.barge_ins_yielded
+        voice.timing.long_silences voice.timing.longest_silence_ms voice.timing.stamp_diff_ms
+        voice.timing.stamp_diff_ms.count voice.timing.stamp_diff_ms.max
+        voice.timing.stamp_diff_ms.mean voice.timing.stamp_diff_ms.p50
+        voice.timing.stamp_diff_ms.p90 voice.timing.stamp_diff_ms.p95 voice.timing.turn_latency_ms
+        voice.timing.turn_ttfa_ms voice.timing.turns_talking_over voice.timing.vad voice.ttfa_ms
         voice.ttfa_ms.count voice.ttfa_ms.max voice.ttfa_ms.mean voice.ttfa_ms.p50 voice.ttfa_ms.p90
-        voice.tts voice.tts_s voice.turns_with_overlap voice.wer voice.wer_turns
+        voice.ttfa_ms.p95 voice.tts voice.tts_s voice.turns_with_overlap voice.wer voice.wer_turns
+    """,
+    "evalctl.metrics/3": """
+        agent_backend agent_turns clean_exit db_hash db_state_assertion_pass_rate
+        db_state_assertion_verdicts db_state_match domain duration_s engine_time_s error error_cause
+        error_cause.message error_cause.source evalctl_version expected_db_hash extra_signals
+        extra_signals.* is_action_match
+        is_successful is_task_successful judge_error judge_model judge_passed judge_prompt_sha256
+        judge_score min_agent_turns nl_assertion_pass_rate nl_assertion_verdicts num_actions
+        num_tool_calls record_id scenario_name schema stalled started_at stop_reason
+        success_breakdown success_breakdown.excluded success_breakdown.failed
+        success_breakdown.not_applicable success_breakdown.passed success_signals superseded_usage
+        superseded_usage[].calls superseded_usage[].completion_tokens superseded_usage[].model
+        superseded_usage[].prompt_tokens superseded_usage[].role trial usage usage.* usage.*.calls
+        usage.*.completion_tokens usage.*.model usage.*.prompt_tokens user_backend user_turns voice
+        voice.agent_speech_ms voice.agent_turns_with_audio voice.caller_speech_ms voice.latency_ms
+        voice.latency_ms.count voice.latency_ms.max voice.latency_ms.mean voice.latency_ms.p50
+        voice.latency_ms.p90 voice.media_ms voice.overlap_ms voice.recognizer voice.sample_rate
+        voice.ttfa_ms voice.ttfa_ms.count voice.ttfa_ms.max voice.ttfa_ms.mean voice.ttfa_ms.p50
+        voice.ttfa_ms.p90 voice.tts voice.tts_s voice.turns_with_overlap voice.wer voice.wer_turns
     """,
     "evalctl.summary/5": """
         adaptive adaptive.max_trials adaptive.rounds adaptive.sessions adaptive.stopped
@@ -330,26 +374,14 @@ PINNED = {
         strict.passed strict.rate strict.total task task.ci task.ci.high task.ci.low task.ci.method
         task.errors task.failed task.not_applicable task.passed task.rate task.total trials unit
         usage usage.* usage.*.calls usage.*.completion_tokens usage.*.models usage.*.prompt_tokens
-        wall_time_s
-    """,
-    "evalctl.metrics/3": """
-        agent_backend agent_turns clean_exit db_hash db_state_assertion_pass_rate
-        db_state_assertion_verdicts db_state_match domain duration_s engine_time_s error error_cause
-        error_cause.message error_cause.source evalctl_version expected_db_hash extra_signals
-        extra_signals.* is_action_match
-        is_successful is_task_successful judge_error judge_model judge_passed judge_prompt_sha256
-        judge_score min_agent_turns nl_assertion_pass_rate nl_assertion_verdicts num_actions
-        num_tool_calls record_id scenario_name schema stalled started_at stop_reason
-        success_breakdown success_breakdown.excluded success_breakdown.failed
-        success_breakdown.not_applicable success_breakdown.passed success_signals superseded_usage
-        superseded_usage[].calls superseded_usage[].completion_tokens superseded_usage[].model
-        superseded_usage[].prompt_tokens superseded_usage[].role trial usage usage.* usage.*.calls
-        usage.*.completion_tokens usage.*.model usage.*.prompt_tokens user_backend user_turns voice
-        voice.agent_speech_ms voice.agent_turns_with_audio voice.caller_speech_ms voice.latency_ms
-        voice.latency_ms.count voice.latency_ms.max voice.latency_ms.mean voice.latency_ms.p50
-        voice.latency_ms.p90 voice.media_ms voice.overlap_ms voice.recognizer voice.sample_rate
-        voice.ttfa_ms voice.ttfa_ms.count voice.ttfa_ms.max voice.ttfa_ms.mean voice.ttfa_ms.p50
-        voice.ttfa_ms.p90 voice.tts voice.tts_s voice.turns_with_overlap voice.wer voice.wer_turns
+        voice voice.barge_ins voice.barge_ins_yielded voice.entities voice.latency_ms
+        voice.latency_ms.ci voice.latency_ms.ci.high voice.latency_ms.ci.low
+        voice.latency_ms.ci.method voice.latency_ms.max voice.latency_ms.mean voice.latency_ms.p50
+        voice.latency_ms.p90 voice.latency_ms.p95 voice.latency_ms.turns voice.long_silences
+        voice.sessions voice.talking_over voice.ttfa_ms voice.ttfa_ms.ci voice.ttfa_ms.max
+        voice.ttfa_ms.mean voice.ttfa_ms.p50 voice.ttfa_ms.p90 voice.ttfa_ms.p95 voice.ttfa_ms.turns
+        voice.wer voice.wer.ci voice.wer.ci.high voice.wer.ci.low voice.wer.ci.method voice.wer.hits
+        voice.wer.rate voice.wer.total wall_time_s
     """,
     "evalctl.summary/4": """
         adaptive adaptive.max_trials adaptive.rounds adaptive.sessions adaptive.stopped

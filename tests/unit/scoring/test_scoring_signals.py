@@ -51,8 +51,31 @@ def _inputs(sc, final_db, **kw):
 
 
 def test_signal_table_covers_the_six_signals_in_order():
-    assert tuple(BUILTIN_REGISTRY) == SIGNALS
-    assert [d.order for d in BUILTIN_REGISTRY.values()] == [10, 20, 30, 40, 50, 60]
+    # the six, then the audio sessions' speech_matches_text (voice runs only)
+    assert tuple(BUILTIN_REGISTRY) == (*SIGNALS, "speech_matches_text")
+    assert [d.order for d in BUILTIN_REGISTRY.values()] == [10, 20, 30, 40, 50, 60, 70]
+    assert [d.voice_only for d in BUILTIN_REGISTRY.values()] == [False] * 6 + [True]
+
+
+def test_speech_matches_text_is_left_out_of_text_runs_and_not_applicable_without_hearing(sc):
+    from engine.core.records.voice import Hearing, TurnStats, VoiceSummary
+    from engine.scoring.signals import compute_signals, speech_matches_text_signal
+
+    values, fields = compute_signals(_inputs(sc, expected_copy(sc)))
+    assert "speech_matches_text" not in values and "extra_signals" not in fields  # a text run
+    stats = TurnStats(0, None, None, None, None)
+    deaf = VoiceSummary(16000, 1.0, 1, stats, stats, 0.0, 0, 1.0, 1.0, None, "tone", 0.0, None)
+    out = speech_matches_text_signal(_inputs(sc, expected_copy(sc), voice_run=True, voice=deaf))
+    assert out.value is None and out.fields["reason"] == "no recogniser"
+
+    def heard(matched_words: int, silent: int = 0) -> VoiceSummary:
+        h = Hearing(4, 4, 3, silent, 100, matched_words, 0, 0, 0)
+        return VoiceSummary(16000, 1.0, 1, stats, stats, 0.0, 0, 1.0, 1.0, 0.8, "t", 0.0, "r", 4, None, h)
+
+    def value(v: VoiceSummary) -> object:
+        return speech_matches_text_signal(_inputs(sc, expected_copy(sc), voice_run=True, voice=v)).value
+
+    assert value(heard(75)) is True and value(heard(74)) is False and value(heard(100, silent=1)) is False
 
 
 def test_db_state_match_expected_db_passes(sc):

@@ -23,6 +23,9 @@ from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.mock_domain.eva_fixtures import session
 from tests.record_helpers import metrics_row
 
+#: The built-in signal of audio sessions (after the six; voice runs only)
+VOICE = "speech_matches_text"
+
 
 @pytest.fixture(scope="module")
 def sc() -> Any:
@@ -44,12 +47,12 @@ def checked_items(inp: SignalInputs) -> SignalOutcome:
 def test_the_decorator_makes_a_definition_and_registers_nothing() -> None:
     assert isinstance(short_call, SignalDef) and short_call.doc == "At most three agent turns."
     assert "short_call" not in BUILTIN_REGISTRY
-    assert tuple(d.name for d in BUILTIN) == SIGNALS
+    assert tuple(d.name for d in BUILTIN) == (*SIGNALS, VOICE)
 
 
 def test_the_registry_orders_by_display_order_then_name() -> None:
     registry = SignalRegistry([*BUILTIN, short_call, checked_items])
-    assert list(registry) == ["checked_items", *SIGNALS, "short_call"]
+    assert list(registry) == ["checked_items", *SIGNALS, VOICE, "short_call"]
     reported = signal("reported_only", role="diagnostic")(lambda inp: SignalOutcome(None))
     registry.add(reported)
     assert "reported_only" in registry and "reported_only" not in registry.gating_names()
@@ -74,7 +77,7 @@ def test_an_inconsistent_definition_is_refused(kwargs: dict[str, Any], message: 
 def test_a_built_in_name_or_a_duplicate_is_refused() -> None:
     clash = replace(short_call, name="clean_exit")
     registry, refused = build_registry([short_call, clash, short_call])
-    assert list(registry) == [*SIGNALS, "short_call"]
+    assert list(registry) == [*SIGNALS, VOICE, "short_call"]
     assert refused == [
         "clean_exit: signal 'clean_exit' is registered twice",
         "short_call: signal 'short_call' is registered twice",

@@ -47,7 +47,8 @@ def test_evalctl_run_voice_passes_the_three_mock_scenarios_offline(tmp_path: Pat
             pcm, rate = read_wav((tmp_path / "voice" / name / "audio" / f"{role}.wav").read_bytes())
             assert rate == 16000 and speech_bounds(pcm, rate) is not None  # real speech, not silence
         turns = _voice(tmp_path / "voice", name)["turns"]
-        assert all(t["latency_ms"] == 0.0 and t["overlap_ms"] == 0.0 for t in turns)
+        # measured from the waveform (VAD, 10 ms frames): within 30 ms of the true 0
+        assert all(abs(t["latency_ms"]) <= 30 and t["overlap_ms"] <= 30 for t in turns), turns
         # about 150 words a minute: each agent turn's speech is long enough for its words
         for t in turns:
             words, seconds = (
@@ -62,4 +63,4 @@ async def test_a_delay_in_the_espeak_replay_agent_is_measured(tmp_path: Path) ->
     voice = VoiceRun(VoiceConfig(tts), VoiceStyle(tts, delay_ms=700.0))
     await _run(tmp_path, THREE[:1], voice=voice)
     turns = _voice(tmp_path, THREE[0])["turns"]
-    assert turns and all(abs(t["latency_ms"] - 700.0) <= 40 for t in turns), turns
+    assert turns and all(abs(t["latency_ms"] - 700.0) <= 30 for t in turns), turns

@@ -1,0 +1,141 @@
+"""``summary.json`` ``voice``: the run-level voice figures of a voice run (summary version 5).
+
+Built by ``engine.scoring.voice_figures.voice_figures`` from the results' ``metrics.json``
+``voice`` summaries. Times are milliseconds. A :class:`Spread` pools every agent turn of the run
+(percentiles by nearest rank) and gives the 95 % interval of the mean per session (the session is
+the unit resampled: turns of one call are not independent). Rates are fractions with their
+95 % interval (``engine.core.records.intervals.Interval``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.core.records.fields import RecordError, exact_keys, get
+from engine.core.records.intervals import Interval, interval_json
+
+_NUM = (int, float)
+_NUM_OR_NONE = (int, float, None)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One per-turn measure over the run: ``turns`` counted, ``mean`` / ``p50`` / ``p90`` /
+    ``p95`` / ``max`` (None when no turn has it), ``ci`` the interval of the per-session mean."""
+
+    turns: int
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    max: float | None
+    ci: Interval | None
+
+    KEYS = ("turns", "mean", "p50", "p90", "p95", "max", "ci")
+
+    def to_json(self) -> dict[str, Any]:
+        body = {k: getattr(self, k) for k in self.KEYS}
+        body["ci"] = interval_json(self.ci)
+        return body
+
+    @classmethod
+    def from_json(cls, body: Any, what: str) -> Spread:
+        if not isinstance(body, Mapping):
+            raise RecordError(f"{what}: not an object")
+        exact_keys(body, cls.KEYS, what)
+        return cls(
+            get(body, "turns", int),
+            get(body, "mean", *_NUM_OR_NONE),
+            get(body, "p50", *_NUM_OR_NONE),
+            get(body, "p90", *_NUM_OR_NONE),
+            get(body, "p95", *_NUM_OR_NONE),
+            get(body, "max", *_NUM_OR_NONE),
+            Interval.from_json(body["ci"], f"{what}.ci"),
+        )
+
+
+@dataclass(frozen=True)
+class Share:
+    """``hits`` of ``total`` (a rate, None when ``total`` is 0) and its 95 % interval."""
+
+    hits: int
+    total: int
+    rate: float | None
+    ci: Interval | None
+
+    KEYS = ("hits", "total", "rate", "ci")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"hits": self.hits, "total": self.total, "rate": self.rate, "ci": interval_json(self.ci)}
+
+    @classmethod
+    def from_json(cls, body: Any, what: str) -> Share:
+        if not isinstance(body, Mapping):
+            raise RecordError(f"{what}: not an object")
+        exact_keys(body, cls.KEYS, what)
+        return cls(
+            get(body, "hits", int),
+            get(body, "total", int),
+            get(body, "rate", *_NUM_OR_NONE),
+            Interval.from_json(body["ci"], f"{what}.ci"),
+        )
+
+
+@dataclass(frozen=True)
+class VoiceFigures:
+    """The voice figures of a run: ``sessions`` audio sessions with a voice summary;
+    ``latency_ms`` response latency (end of the caller's speech to the start of the agent's, from
+    the waveform), ``ttfa_ms`` time to first audio (the engine's clock); ``talking_over`` agent
+    turns that started before the caller finished, ``barge_ins`` / ``barge_ins_yielded`` the
+    caller speaking into the agent and the agent stopping for it, ``long_silences``; ``wer`` the
+    corpus word error rate (``hits`` = edits, ``total`` = reference words; None without a
+    recogniser), ``entities`` the key entities heard as meant (None without a recogniser)."""
+
+    sessions: int
+    latency_ms: Spread
+    ttfa_ms: Spread
+    talking_over: int
+    barge_ins: int
+    barge_ins_yielded: int
+    long_silences: int
+    wer: Share | None
+    entities: Share | None
+
+    KEYS = (
+        "sessions",
+        "latency_ms",
+        "ttfa_ms",
+        "talking_over",
+        "barge_ins",
+        "barge_ins_yielded",
+        "long_silences",
+        "wer",
+        "entities",
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {k: getattr(self, k) for k in self.KEYS}
+        for k in ("latency_ms", "ttfa_ms", "wer", "entities"):
+            body[k] = None if body[k] is None else body[k].to_json()
+        return body
+
+    @classmethod
+    def from_json(cls, body: Any) -> VoiceFigures:
+        if not isinstance(body, Mapping):
+            raise RecordError("voice: not an object")
+        exact_keys(body, cls.KEYS, "voice")
+        return cls(
+            sessions=get(body, "sessions", int),
+            latency_ms=Spread.from_json(body["latency_ms"], "voice.latency_ms"),
+            ttfa_ms=Spread.from_json(body["ttfa_ms"], "voice.ttfa_ms"),
+            talking_over=get(body, "talking_over", int),
+            barge_ins=get(body, "barge_ins", int),
+            barge_ins_yielded=get(body, "barge_ins_yielded", int),
+            long_silences=get(body, "long_silences", int),
+            wer=None if body["wer"] is None else Share.from_json(body["wer"], "voice.wer"),
+            entities=None
+            if body["entities"] is None
+            else Share.from_json(body["entities"], "voice.entities"),
+        )

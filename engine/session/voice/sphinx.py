@@ -1,0 +1,76 @@
+"""The default speech recogniser: CMU PocketSphinx from its pip package (the ``voice`` extra).
+
+The wheel ships its US English acoustic model, dictionary and language model, so nothing is
+downloaded. :class:`PocketSphinx` is a :class:`engine.session.voice.asr.Recognizer`; it holds only
+its settings (it is sent to worker processes), and each process builds its decoder once, on its
+first transcription. Audio at another rate than the model's 16 kHz is resampled first
+(``scipy.signal.resample_poly``; 8 kHz telephony audio is upsampled, its missing band stays
+missing).
+
+The settings trade accuracy for speed (``ds`` frame downsampling, ``topn`` Gaussians,
+``maxhmmpf`` active HMMs per frame): about 0.13 s of CPU per second of speech here, against
+0.4 s with the package's defaults, for a few points of word error rate on synthetic speech.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from math import gcd
+from typing import Any
+
+MODEL_RATE = 16000
+
+
+def available() -> bool:
+    """True when the pocketsphinx package can be imported."""
+    try:
+        import pocketsphinx  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=4)
+def _decoder(settings: tuple[tuple[str, Any], ...]) -> Any:
+    from pocketsphinx import Decoder
+
+    return Decoder(samprate=MODEL_RATE, loglevel="FATAL", **dict(settings))
+
+
+def _at_model_rate(pcm: bytes, rate: int) -> bytes:
+    if rate == MODEL_RATE:
+        return pcm
+    import numpy as np
+    from scipy.signal import resample_poly  # type: ignore[import-untyped]
+
+    g = gcd(MODEL_RATE, rate)
+    x = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float64)
+    y = resample_poly(x, MODEL_RATE // g, rate // g)
+    return bytes(np.clip(np.rint(y), -32768, 32767).astype("<i2").tobytes())
+
+
+@dataclass(frozen=True)
+class PocketSphinx:
+    """PocketSphinx with the package's en-US model; ``ds``, ``topn``, ``maxhmmpf`` as in the
+    module docstring. ``transcribe`` raises RuntimeError when the package is missing."""
+
+    ds: int = 2
+    topn: int = 2
+    maxhmmpf: int = 3000
+    name: str = "pocketsphinx"
+
+    def transcribe(self, pcm: bytes, rate: int) -> str:
+        """The words heard in mono s16le ``pcm`` at ``rate`` Hz, lower case, space separated
+        (empty for silence)."""
+        if not pcm:
+            return ""
+        try:
+            decoder = _decoder((("ds", self.ds), ("topn", self.topn), ("maxhmmpf", self.maxhmmpf)))
+        except ImportError:
+            raise RuntimeError("pocketsphinx is not installed (pip install 'evalctl[voice]')") from None
+        decoder.start_utt()
+        decoder.process_raw(_at_model_rate(pcm, rate), full_utt=True)
+        decoder.end_utt()
+        hyp = decoder.hyp()
+        return " ".join(hyp.hypstr.split()) if hyp is not None else ""
