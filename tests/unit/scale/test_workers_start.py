@@ -50,10 +50,15 @@ async def test_forked_workers_use_the_runs_loaded_specs(
     def recorded() -> str:
         chosen.append(real())
         if chosen[-1] != "fork":  # a thread left running would make every --workers run spawn
-            chosen.append(", ".join(t.name for t in threading.enumerate()))
+            chosen.append(", ".join(t.name for t in threading.enumerate() if t not in before))
         return chosen[0]
 
     monkeypatch.setattr(workers, "start_method", recorded)
+    # Count only the threads this test's runs start: a daemon thread an earlier test of the session
+    # left behind (a loopback server's request thread on a kept-alive connection) is not the run's.
+    before = {t for t in threading.enumerate() if t is not threading.main_thread()}
+    live = threading.active_count
+    monkeypatch.setattr(threading, "active_count", lambda: live() - sum(t.is_alive() for t in before))
     common = {"scenarios": NAMES, "trials": 2, "progress": False}
     one = await run(
         run_options(*SHOP, output_dir=tmp_path / "one", workers=1, **common)
