@@ -1,7 +1,7 @@
 """Issue 30 item 1, the differential test: mutated gold action sequences of tau2 airline and retail
 (dropped, doubled and swapped calls; undeclared, missing, wrong-type and convertible arguments),
 recorded once through tau2-bench's own environment code (``tools/tau2_oracle/record_mutations.py``
-wrote ``data/tau2_mutation_oracle.json``), replayed here through evalctl's runtime and shipped tool
+wrote ``data/tau2_mutation_oracle.json.gz``), replayed here through evalctl's runtime and shipped tool
 tables: every call's error flag and text (tau2's tool message, ``result_text``) and the tau2 DB
 hash at the end must agree.
 
@@ -12,6 +12,7 @@ disagreement must be exactly that refusal, and is counted; nothing else may disa
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from pathlib import Path
@@ -26,7 +27,7 @@ from engine.domains.tau2_common.plugin import result_text
 from engine.spec.loader import LoadedDomain, load_domain
 from tests.conftest import REPO
 
-ORACLE = Path(__file__).parent / "data" / "tau2_mutation_oracle.json"
+ORACLE = Path(__file__).parent / "data" / "tau2_mutation_oracle.json.gz"
 DOMAINS = ("airline", "retail")
 TYPE_REFUSAL = "Error: Argument '"
 #: (sequences that agree in full, sequences that differ only by the type refusal), per domain.
@@ -35,7 +36,8 @@ MEASURED = {"airline": (108, 42), "retail": (215, 85)}
 
 @pytest.fixture(scope="module")
 def oracle() -> dict[str, Any]:
-    return json.loads(ORACLE.read_text(encoding="utf-8"))
+    with gzip.open(ORACLE, "rt", encoding="utf-8") as fh:
+        return dict(json.load(fh))
 
 
 @pytest.fixture(scope="module")
