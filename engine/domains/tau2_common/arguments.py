@@ -21,6 +21,9 @@ with ``nonfree_baggages="2"`` raises after appending nothing, with ``total_bagga
 the string) or stores it raw. Items of a list of objects (flights, passengers, payments) are left
 to the handler, which validates them as tau2's pydantic constructors do (``coerce.validated``).
 ``null`` for an optional argument is the argument's default, as tau2's signatures (all ``None``).
+A ``$ref`` to the parameters' ``$defs`` (pydantic's enums and models) is resolved: telecom's
+``set_network_mode_preference(mode=7)`` is the type refusal, where tau2 stores the int, searches
+the network with it and raises (tests/domains/tau2_telecom/test_telecom_mutation_oracle.py).
 """
 
 from __future__ import annotations
