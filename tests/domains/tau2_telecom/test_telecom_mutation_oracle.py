@@ -187,7 +187,10 @@ def test_issue30_item1_telecom_type_refusals_change_the_outcome_only_where_tau2_
 def test_issue30_item1_an_enum_argument_is_type_checked_through_its_schema_ref(by_task) -> None:
     """``mode`` is ``anyOf [$ref NetworkModePreference, string]``: the reference is resolved, so an
     int is the type refusal (it used to fit the unresolved reference and reach the handler); a
-    string outside the enum is still tau2's own "Failed to set network mode" answer."""
+    string outside the enum is still tau2's own "Failed to set network mode" answer. The same
+    resolution makes a string for ``set_apn_settings``' APN object the type refusal (the handler
+    used to raise on it; tau2 stores the string, then raises ``'str' object has no attribute
+    'apn_name'``)."""
     scenario = next(iter(by_task.values()))
     assert scenario.user_tools is not None
     _, user_db = scenario.session_dbs()
@@ -201,3 +204,7 @@ def test_issue30_item1_an_enum_argument_is_type_checked_through_its_schema_ref(b
     assert unknown["status"] == "success"
     assert result_text(unknown).startswith("Failed to set network mode: '6g' is not a valid option.")
     assert runtime.call("set_network_mode_preference", {"mode": "4g_only"}).result["status"] == "success"
+    apn = runtime.call("set_apn_settings", {"apn_settings": "x"}).result
+    assert result_text(apn) == (
+        "Error: Argument 'apn_settings' of TelecomUserTools.set_apn_settings() should be object, not 'x'"
+    )
