@@ -17,7 +17,7 @@ Not part of evalctl and never imported by it: run once, by hand, to write the or
         --out tests/domains/tau2/data/tau2_mutation_oracle.json.gz
 
 For each of airline, retail and telecom, ``--per-domain`` (300 each; airline's 7 MB DB costs about
-1 s a sequence in tau2, a copy and a hash) sequences are made from the ``base`` split's gold actions
+1.5 s a sequence in tau2, a copy and a hash) sequences are made from the ``base`` split's gold actions
 with ``random.Random(f"{seed}:{domain}")`` (mutation kinds: drop, double, swap, undeclared, missing,
 wrong_type, convertible; see :func:`mutate`), so a domain's first N sequences do not depend on N or
 on the other domains. Each is run on a fresh environment with ``Environment.get_response`` (tau2's
@@ -55,8 +55,8 @@ def _call(action: dict[str, Any]) -> dict[str, Any]:
 
 
 def mutate(actions: list[dict[str, Any]], kind: str, rng: random.Random) -> list[dict[str, Any]] | None:
-    """One mutated copy of ``actions`` (``{name, arguments}`` each), or None when ``kind`` cannot
-    apply (too few calls, no argument of the needed type)."""
+    """One mutated copy of ``actions`` (``{name, arguments}`` each, plus ``requestor`` for a phone
+    call), or None when ``kind`` cannot apply (too few calls, no argument of the needed type)."""
     calls = [_call(a) for a in actions]
     if not calls:
         return None
@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=30)
     parser.add_argument("--domains", default="airline,retail,telecom")
     opts = parser.parse_args(argv)
+    if "telecom" in opts.domains.split(",") and opts.tasks_data is None:
+        parser.error("telecom needs --tasks-data (the tau2-v0.2.0 release folder)")
     from loguru import logger
 
     logger.remove()  # tau2 logs every response at DEBUG
