@@ -27,8 +27,8 @@ keeps ``requestor: user``), the task's ``initial_state`` is set with tau2's ``se
 each sequence also records the phone DB's hash and the task's env assertions as tau2's evaluator
 runs them. The file holds each sequence's calls, each call's error flag and text (the text in full
 for an error, as SHA-256 and length for a success, whose records can be long), and tau2's DB
-hash(es) at the end; an ``--out`` ending in ``.gz`` is gzipped (with no timestamp, so the bytes are
-reproducible).
+hash(es) at the end; an ``--out`` ending in ``.gz`` is gzipped (with no name or timestamp in the header,
+so the bytes are reproducible).
 """
 
 from __future__ import annotations
@@ -234,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     text = (json.dumps(out, indent=1, sort_keys=True) + "\n").encode("utf-8")
     if opts.out.suffix == ".gz":
-        with gzip.GzipFile(opts.out, "wb", mtime=0) as fh:
-            fh.write(text)
+        with opts.out.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as fh:
+            fh.write(text)  # no name and no timestamp in the header: the same bytes every time
     else:
         opts.out.write_bytes(text)
     return 0
