@@ -21,6 +21,9 @@ with ``nonfree_baggages="2"`` raises after appending nothing, with ``total_bagga
 the string) or stores it raw. Items of a list of objects (flights, passengers, payments) are left
 to the handler, which validates them as tau2's pydantic constructors do (``coerce.validated``).
 ``null`` for an optional argument is the argument's default, as tau2's signatures (all ``None``).
+A ``$ref`` to the parameters' ``$defs`` (pydantic's enums and models) is resolved: telecom's
+``set_network_mode_preference(mode=7)`` is the type refusal, where tau2 stores the int, searches
+the network with it and raises (tests/domains/tau2_telecom/test_telecom_mutation_oracle.py).
 """
 
 from __future__ import annotations
@@ -68,13 +71,37 @@ def call_problem(owner: str, tool: str, parameters: Mapping[str, Any], args: Map
     return f"{owner}.{tool}() missing {len(missing)} required positional {noun}: {_listed(missing)}"
 
 
-def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
+def _resolved(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` with a local ``$ref`` (``#/$defs/Name``, as pydantic writes an enum or a model)
+    replaced by its definition; an unknown reference stays as it is (and then fits anything)."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = defs.get(ref.removeprefix("#/$defs/"))
+        if isinstance(target, Mapping):
+            return target
+    return schema
+
+
+def _is_object(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> bool:
+    """True when the schema is an object, or any of its ``anyOf`` branches is one (a pydantic model
+    or a free dict: items left to the handler)."""
+    schema = _resolved(schema, defs)
+    if schema.get("type") == "object":
+        return True
+    return any(_is_object(s, defs) for s in schema.get("anyOf") or () if isinstance(s, Mapping))
+
+
+def _fits(value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any] | None = None) -> bool:
     """True when ``value`` has the schema's JSON type without conversion (a bool is no number, a
-    float no integer, a non-finite float nothing); list items are checked unless they are objects."""
+    float no integer, a non-finite float nothing); list items are checked unless they are objects.
+    ``defs`` are the parameters' ``$defs`` that a ``$ref`` names (an enum's type is its own: an
+    integer is no ``NetworkModePreference``, whose type is string)."""
+    defs = defs or {}
+    schema = _resolved(schema, defs)
     types = schema.get("type")
     names = [types] if isinstance(types, str) else list(types or [])
     if "anyOf" in schema:
-        return any(_fits(value, s) for s in schema["anyOf"] if isinstance(s, Mapping))
+        return any(_fits(value, s, defs) for s in schema["anyOf"] if isinstance(s, Mapping))
     if not names:
         return True
     for name in names:
@@ -91,18 +118,22 @@ def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
             items = schema.get("items")
             item_schema: Mapping[str, Any] = items if isinstance(items, Mapping) else {}
             entries: list[Any] = value if isinstance(value, list) else []
-            scalar = bool(item_schema) and item_schema.get("type") != "object"
-            if scalar and not all(_fits(v, item_schema) for v in entries):
+            scalar = bool(item_schema) and not _is_object(item_schema, defs)
+            if scalar and not all(_fits(v, item_schema, defs) for v in entries):
                 continue
         return True
     return False
 
 
-def _type_name(schema: Mapping[str, Any]) -> str:
+def _type_name(schema: Mapping[str, Any], defs: Mapping[str, Any] | None = None) -> str:
+    schema = _resolved(schema, defs or {})
+    if "anyOf" in schema:  # e.g. NetworkModePreference or string: "string"
+        names = [_type_name(s, defs) for s in schema["anyOf"] if isinstance(s, Mapping)]
+        return " or ".join(dict.fromkeys(names))
     types = schema.get("type")
     if isinstance(types, str):
         if types == "array" and isinstance(schema.get("items"), Mapping):
-            return f"a list of {_type_name(schema['items'])}"
+            return f"a list of {_type_name(schema['items'], defs)}"
         return types
     return " or ".join(str(t) for t in types or ["any"])
 
@@ -128,10 +159,11 @@ def tau2_arguments(owner: str | None, prefix: str = "Error: ") -> ArgumentCheck:
         problem = call_problem(name, spec.name, spec.parameters, given)
         if problem is not None:
             return None, error("invalid_arguments", prefix + problem)
+        defs = spec.parameters.get("$defs") or {}
         for key, value in given.items():
             schema = props[key] if isinstance(props[key], Mapping) else {}
-            if not _fits(value, schema):
-                kind = _type_name(schema)
+            if not _fits(value, schema, defs):
+                kind = _type_name(schema, defs)
                 text = f"Argument '{key}' of {name}.{spec.name}() should be {kind}, not {_repr(value)}"
                 return None, error("invalid_arguments", prefix + text)
         return dict(given), None
