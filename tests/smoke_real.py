@@ -16,7 +16,7 @@ every session has a verdict (pass or fail, not error) and a stop reason, ``summa
 tokens for both roles, and the server answered requests. It stops the server and runs the same
 command again with the same ``--cache``: that run must need no endpoint and give the same verdicts,
 stop reasons and DB hashes. Exit 0 when all holds, 1 with the failed checks listed, 2 when a tool
-(node, npm) is missing. Not part of ``make test`` (minutes of CPU).
+(node, npm) is missing or an install step (pip, npm) fails. Not part of ``make test`` (minutes of CPU).
 
 Environment: ``SMOKE_THREADS`` (llama.cpp threads, default 1: on a busy 2-core machine one thread
 is several times faster than two), ``SMOKE_CTX`` (context tokens, default 2048).
@@ -250,5 +250,15 @@ def main() -> int:
     return 0
 
 
+def cli() -> int:
+    """``main`` with a failed install step (pip, npm) as one line and exit 2."""
+    try:
+        return main()
+    except subprocess.CalledProcessError as err:
+        step = " ".join(str(part) for part in err.cmd)
+        print(f"smoke-real: `{step}` failed (exit {err.returncode})", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from tests import smoke_real
@@ -53,3 +54,12 @@ def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path: Path) -
     assert smoke_real.cache_root() == tmp_path / "c"
     monkeypatch.delenv("EVALCTL_SMOKE_CACHE")
     assert smoke_real.cache_root() == Path.home() / ".cache" / "evalctl-smoke"
+
+
+def test_a_failed_install_step_is_one_line_and_exit_2(monkeypatch, capsys) -> None:
+    def fail() -> int:
+        raise subprocess.CalledProcessError(1, ["npm", "ci"])
+
+    monkeypatch.setattr(smoke_real, "main", fail)
+    assert smoke_real.cli() == 2
+    assert capsys.readouterr().err == "smoke-real: `npm ci` failed (exit 1)\n"
