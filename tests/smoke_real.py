@@ -201,7 +201,8 @@ def check_first(run_dir: Path, requests: int) -> list[str]:
             problems.append(f"{name}: verdict {verdict!r} (expected pass or fail)")
         if not stop:
             problems.append(f"{name}: no stop reason")
-    usage = json.loads((run_dir / "summary.json").read_text()).get("usage", {})
+    summary = run_dir / "summary.json"
+    usage = json.loads(summary.read_text()).get("usage", {}) if summary.is_file() else {}
     for role in ("agent", "user"):
         counted = usage.get(role, {})
         if not counted.get("prompt_tokens") or not counted.get("completion_tokens"):
@@ -236,6 +237,10 @@ def main() -> int:
     second_code, second_s = run_evalctl(port, calls, work / "cached")
     if second_code != first_code:
         problems.append(f"cached run exit {second_code}, first run exit {first_code}")
+    summaries = [work / run / "summary.json" for run in ("first", "cached")]
+    usage = [json.loads(f.read_text()).get("usage") if f.is_file() else None for f in summaries]
+    if usage[0] != usage[1]:
+        problems.append(f"cached run's token counts {usage[1]} differ from the first run's {usage[0]}")
     first, second = outcomes(work / "first"), outcomes(work / "cached")
     if first != second:
         problems.append(f"cached run outcomes {second} differ from the first run's {first}")
