@@ -11,7 +11,7 @@ DATA_ROOT ?= data
 # extras). A user's install is `pip install evalctl` (or `evalctl[otel]`...): README "Install".
 DEV_EXTRAS ?= dev,ray,report-tests,voice,pipecat,livekit,otel
 
-.PHONY: setup bytecode data test lint schemas bench screenshot clean
+.PHONY: setup bytecode data test lint schemas bench screenshot smoke-real clean
 
 setup: $(BIN)/evalctl data bytecode
 
@@ -48,6 +48,12 @@ bench: bytecode
 # docs/report.png, the README's picture of `evalctl report --html` (needs chromium + chromium-driver)
 screenshot: $(BIN)/evalctl
 	$(BIN)/python -m tests.screenshot docs/report.png
+
+# Two eva scenarios against a real tiny model served on loopback (no API key; needs Node.js 20+ and
+# the package registries once). Installs into $$EVALCTL_SMOKE_CACHE, else ~/.cache/evalctl-smoke.
+# Not part of `make test`: minutes of CPU. README "Try evalctl with no API key".
+smoke-real: $(BIN)/evalctl
+	$(BIN)/python -m tests.smoke_real
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
