@@ -534,7 +534,13 @@ def run_cmd(
     metavar="SPEC",
     help="replay | openai:MODEL | ws://host:port | python:FILE.py:FACTORY | pipecat:... | livekit:...",
 )
-@click.option("--user", default="replay", show_default=True, metavar="SPEC", help="replay | openai:MODEL | ws://host:port")
+@click.option(
+    "--user",
+    default="replay",
+    show_default=True,
+    metavar="SPEC",
+    help="replay | openai:MODEL | ws://host:port",
+)
 @opt.model_options()
 @opt.output_dir()
 @opt.data_root()

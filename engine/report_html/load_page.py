@@ -33,7 +33,8 @@ def latency_chart(record: LoadRecord) -> str:
         return _H - _PAD - inner_h * v / top
 
     title = "agent reply time by callers (ms)"
-    out = [f'<svg class="chart" role="img" viewBox="0 0 {_W} {_H}" width="{_W}" height="{_H}" aria-label="{title}">']
+    size = f'viewBox="0 0 {_W} {_H}" width="{_W}" height="{_H}"'
+    out = [f'<svg class="chart" role="img" {size} aria-label="{title}">']
     out.append(f"<title>{title}</title>")
     for t in ticks:
         out.append(f'<line x1="{_PAD}" x2="{_W - _PAD}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ddd"/>')

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.records.load import PERCENTILES, LoadRecord, LoadStep
+from engine.results.outcomes import Outcome
 from engine.results.run_report import RunReport
 from engine.results.session_files import scenario_dir
 from engine.scoring import stats
@@ -69,6 +70,14 @@ def _transcript(path: Path) -> list[dict[str, Any]]:
     return events
 
 
+def _failure_cause(item: Outcome) -> str:
+    """Why a session failed: its stop reason when it did not end cleanly (``agent_error``,
+    ``timeout``...), else ``stalled`` (too few agent turns) or ``signals`` (a gating signal)."""
+    if not item.clean_exit:
+        return item.stop_reason
+    return "stalled" if item.stalled else "signals"
+
+
 def step_figures(report: RunReport, callers: int, wall_s: float, cpu_s: float, run_dir: str) -> LoadStep:
     """The figures of one step whose run is ``report`` (``callers`` sessions at once, ``wall_s`` /
     ``cpu_s`` seconds of wall and of this process's CPU; ``run_dir`` as recorded)."""
@@ -94,7 +103,7 @@ def step_figures(report: RunReport, callers: int, wall_s: float, cpu_s: float, r
                 counts["passed"] += 1
             else:
                 counts["failed"] += 1
-                causes[f"fail:{'stalled' if item.stalled else item.stop_reason}"] += 1
+                causes[f"fail:{_failure_cause(item)}"] += 1
         sdir = scenario_dir(report.run_dir, item.scenario_name, item.trial, report.trials)
         replies.extend(reply_times(_transcript(sdir / "transcript.jsonl")))
     sessions = len(report.outcomes)
@@ -121,7 +130,17 @@ def step_figures(report: RunReport, callers: int, wall_s: float, cpu_s: float, r
     )
 
 
-HEADER = ("callers", "sessions", "success", "95% CI", "fail+err", "p50 ms", "p90 ms", "p95 ms", "p99 ms")
+HEADER = (
+    "callers",
+    "sessions",
+    "success",
+    "95% interval",
+    "fail+err",
+    "p50 ms",
+    "p90 ms",
+    "p95 ms",
+    "p99 ms",
+)
 _MORE = ("errors by cause", "wall s", "overhead")
 
 
@@ -133,8 +152,12 @@ def table_rows(record: LoadRecord) -> list[tuple[str, ...]]:
     """One row per step: the :data:`HEADER` columns, then the causes, the wall and the overhead."""
     rows = []
     for step in record.steps:
-        rate = "n/a" if step.rate is None else f"{100 * step.rate:.1f}% ({step.passed}/{step.passed + step.failed})"
-        ci = stats.ci_text(step.ci).strip() or "-"
+        rate = (
+            "n/a"
+            if step.rate is None
+            else f"{100 * step.rate:.1f}% ({step.passed}/{step.passed + step.failed})"
+        )
+        ci = "-" if step.ci is None else f"{100 * step.ci.low:.1f}-{100 * step.ci.high:.1f}%"
         causes = ", ".join(f"{k} {v}" for k, v in sorted(step.errors_by_cause.items())) or "-"
         rows.append(
             (
@@ -158,7 +181,10 @@ def load_table(record: LoadRecord) -> list[str]:
     header = (*HEADER, *_MORE)
     rows = table_rows(record)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
     if record.stopped_at is not None and record.fail_above is not None:
         step = record.steps[record.stopped_at]
         lines.append(

@@ -28,6 +28,7 @@ from engine.core.records.load import LoadRecord, LoadStep
 from engine.results.load_figures import step_figures
 from engine.results.rundir import select_scenarios
 from engine.run.runner import run
+from engine.scoring import stats
 from engine.spec.loader import load_domain
 from engine.util.errors import UsageError
 
@@ -94,11 +95,13 @@ async def run_load(
     each finished step. Raises what ``engine.run.runner.run`` raises (SpecError, UsageError,
     DataRootError, InfrastructureError) and UsageError for a bad plan or an empty selection."""
     plan.check()
+    scipy_loaded = stats.preload()  # a one-time import (about 0.5 s), not any step's cost
     loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
     names = [s.name for s in select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)]
     if not names:
         raise UsageError(f"no scenario selected in {opts.spec_dir}")
     del loaded
+    scipy_loaded.join()
     steps: list[LoadStep] = []
     stopped: int | None = None
     interrupted = False

@@ -8,7 +8,8 @@ verdict ``error``; ``not_applicable``; ``unscored``: scoring failed), the succes
 ((failed + errors + unscored) / sessions, what ``--fail-above`` judges), the agent's reply time
 percentiles ``latency_ms`` (``p50``/``p90``/``p95``/``p99`` in milliseconds, None without a reply;
 ``replies`` how many agent replies were timed), ``errors_by_cause`` (the ``error`` verdicts by
-their source and the failures by stop reason, ``"error:SOURCE"`` / ``"fail:STOP_REASON"`` -> count),
+their source, ``"error:SOURCE"``, and the failures by cause, ``"fail:STOP_REASON"`` for a session that
+did not end cleanly, else ``"fail:stalled"`` or ``"fail:signals"``; ``"unscored"`` -> count),
 ``wall_s`` (the step's wall time, seconds), ``cpu_s`` (the CPU of the evalctl process during the
 step, seconds, every thread) and ``overhead`` (cpu_s / wall_s: the engine's own share of wall, an
 in-process agent's work included) and ``run_dir`` (the step's run folder, relative to the load
