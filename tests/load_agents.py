@@ -19,6 +19,7 @@ from engine.session.backends.bridge import InprocSession
 from engine.session.backends.python_agent import ToolCaller, register_agent
 from engine.spec.loader import load_domain
 
+ENDING = ("end_conversation", "transfer_to_agent")
 Turn = tuple[list[tuple[str, dict[str, Any]]], str]
 
 
@@ -73,13 +74,16 @@ class GoldAgent:
                 raise RuntimeError("overloaded: too many sessions at once")
             calls, words = script[k] if k < len(script) else ([], "")
             last = k >= len(script) - 1
+            ending = [c for c in calls if c[0] in ENDING]
             for name, arguments in calls:
-                await tools.call(name, arguments)
+                if name not in ENDING:
+                    await tools.call(name, arguments)
             if last:
                 close()
-                if not any(name in ("end_conversation", "transfer_to_agent") for name, _ in calls):
-                    await tools.call("end_conversation", "{}", say=words or "Goodbye.")
-                    return ""
+            if ending or last:  # the words are said with the call that ends the session
+                name, arguments = ending[0] if ending else ("end_conversation", {})
+                await tools.call(name, arguments, say=words or "Goodbye.")
+                return ""
             return words
 
         return turn
