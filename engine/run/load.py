@@ -79,7 +79,9 @@ def fill(names: list[str], sessions: int) -> tuple[tuple[str, ...], int]:
     return tuple(names[: math.ceil(sessions / trials)]), trials
 
 
-def _sessions(plan: LoadPlan, callers: int, mean_session_s: float | None) -> int:
+def step_sessions(plan: LoadPlan, callers: int, mean_session_s: float | None) -> int:
+    """The sessions a step of ``callers`` runs (module docstring); ``mean_session_s`` is the
+    previous step's mean session wall time in seconds (None: no step before)."""
     if plan.sessions_per_step is not None:
         return plan.sessions_per_step
     if plan.step_duration_s is not None and mean_session_s:
@@ -107,7 +109,7 @@ async def run_load(
     interrupted = False
     mean_session_s: float | None = None
     for index, callers in enumerate(plan.callers):
-        chosen, trials = fill(names, _sessions(plan, callers, mean_session_s))
+        chosen, trials = fill(names, step_sessions(plan, callers, mean_session_s))
         folder = f"step-{index + 1:02d}-{callers}"
         step_opts = dataclasses.replace(
             opts,

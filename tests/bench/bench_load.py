@@ -62,5 +62,6 @@ def run() -> None:
             f"reply p50 {p50:.0f} ms p99 {p99:.0f} ms (agent latency {LATENCY_S * 1000:.0f} ms); "
             f"wall {step.wall_s:.1f} s (ideal {ideal:.0f} s, {step.wall_s / ideal:.2f}x); "
             f"CPU {step.cpu_s:.1f} s = {100 * step.overhead:.1f} % of wall "
-            f"(target <= {100 * TARGET:.0f} %: {verdict}); {1000 * step.cpu_s / step.sessions:.1f} ms CPU/session"
+            f"(target <= {100 * TARGET:.0f} %: {verdict}); "
+            f"{1000 * step.cpu_s / step.sessions:.1f} ms CPU/session"
         )

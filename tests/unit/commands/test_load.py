@@ -14,7 +14,7 @@ import pytest
 from cli import main
 from engine.core.records.load import LoadRecord
 from engine.results.load_figures import HEADER, reply_times
-from engine.run.load import fill
+from engine.run.load import LoadPlan, fill, step_sessions
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.load_agents import GoldAgent
 
@@ -59,8 +59,9 @@ def test_a_ramp_reports_each_step(tmp_path: Path, capsys: pytest.CaptureFixture[
         (9, 9, 0, 0),
     ]
     for step in record.steps:
-        assert step.replies >= step.sessions and step.latency_ms["p50"] is not None
-        assert 20.0 <= step.latency_ms["p50"] <= step.latency_ms["p99"]  # at least the agent's latency
+        p50, p99 = step.latency_ms["p50"], step.latency_ms["p99"]
+        assert step.replies >= step.sessions and p50 is not None and p99 is not None
+        assert 20.0 <= p50 <= p99  # at least the agent's latency
         assert step.cpu_s > 0 and 0 < step.overhead == pytest.approx(step.cpu_s / step.wall_s, abs=1e-3)
         assert (tmp_path / step.run_dir / "summary.json").is_file()
     assert "<svg" in (tmp_path / "load.html").read_text(encoding="utf-8")
@@ -111,3 +112,17 @@ def test_reply_time_is_the_engine_clock_from_caller_line_to_agent_words() -> Non
         {"role": "user", "type": "utterance", "content": "Bye", "t": 3.0},
     ]
     assert reply_times(transcript) == [1.25]
+
+
+def test_a_step_runs_one_session_per_caller_or_what_is_asked(tmp_path: Path) -> None:
+    assert step_sessions(LoadPlan((5,), tmp_path), 5, None) == 5
+    assert step_sessions(LoadPlan((5,), tmp_path, sessions_per_step=12), 5, 3.0) == 12
+    timed = LoadPlan((5,), tmp_path, step_duration_s=30.0)
+    assert step_sessions(timed, 5, None) == 5  # the first step: one round, which measures a session
+    assert step_sessions(timed, 5, 10.0) == 15  # three rounds of 10 s fill 30 s
+    assert step_sessions(timed, 5, 100.0) == 5  # at least one round
+
+
+def test_a_step_size_is_given_one_way(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = _load("replay", tmp_path / "out", "2", "--sessions-per-step", "4", "--step-duration", "10")
+    assert code == 2 and "give one of them" in capsys.readouterr().err

@@ -5,6 +5,8 @@ reader refuses what the writer would never write."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -81,7 +83,9 @@ def test_a_written_record_reads_back_equal() -> None:
         (lambda b: b["steps"][0]["latency_ms"].pop("p99"), "no p99"),
     ],
 )
-def test_the_reader_refuses_what_is_not_written(change, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_reader_refuses_what_is_not_written(
+    change: Callable[[dict[str, Any]], object], message: str
+) -> None:
     body = json.loads(json.dumps(RECORD.to_json()))
     change(body)
     with pytest.raises(RecordError, match=message.replace("(", r"\(").replace(")", r"\)")):
