@@ -602,7 +602,6 @@ def load_cmd(
       evalctl load specs/eva_airline --agent ws://127.0.0.1:9000 --ramp 10,100 --sessions-per-step 200
     """
     from engine.commands.load import load
-    from engine.results.rundir import fresh_default_dir
     from engine.run.load import LoadPlan
 
     try:
@@ -611,8 +610,7 @@ def load_cmd(
         raise UsageError(f"--ramp {ramp!r}: give caller counts separated by commas, e.g. 10,50,100") from None
     if scenarios is not None and not _csv(scenarios):
         raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
-    out = _path(output_dir) or fresh_default_dir()
-    plan = LoadPlan(callers, out, sessions_per_step, step_duration, fail_above)
+    plan = LoadPlan(callers, _path(output_dir), sessions_per_step, step_duration, fail_above)
     plan.check()
     opts = RunOptions(
         spec_dir=Path(spec_dir),

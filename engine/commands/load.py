@@ -22,7 +22,8 @@ from engine.util.errors import BELOW_BAR_EXIT, INTERRUPTED_EXIT, OK_EXIT, Output
 def load(opts: RunOptions, plan: LoadPlan) -> int:
     """Run the ramp ``plan`` with the run settings ``opts`` (every registered domain plugin), print
     one line per finished step on stderr, then the table; write ``OUT/load.json`` and
-    ``OUT/load.html``. Returns 130 when interrupted, 1 (``BELOW_BAR_EXIT``) when a step's failure
+    ``OUT/load.html`` (OUT: ``plan.output_dir``, by default a fresh ``runs/<UTC stamp>``).
+    Returns 130 when interrupted, 1 (``BELOW_BAR_EXIT``) when a step's failure
     share exceeded ``--fail-above`` (the ramp stopped after it), else 0. Raises what
     ``engine.run.load.run_load`` raises (exit 2, or 3 for an endpoint that fails its check) and
     OutputError when the load folder cannot be written."""
@@ -57,13 +58,14 @@ def load(opts: RunOptions, plan: LoadPlan) -> int:
     out = text_console()
     for line in load_table(done.record):
         out.print(line, markup=False, highlight=False, soft_wrap=True)
+    folder = done.output_dir
     try:
-        write_text(plan.output_dir / "load.json", dumps_json(done.record.to_json()))
-        write_text(plan.output_dir / "load.html", load_page(done.record))
+        write_text(folder / "load.json", dumps_json(done.record.to_json()))
+        write_text(folder / "load.html", load_page(done.record))
     except OSError as error:
-        raise OutputError(f"cannot write {plan.output_dir}/load.json: {error.strerror or error}") from None
-    out.print(f"load: {plan.output_dir / 'load.json'}", markup=False, highlight=False)
+        raise OutputError(f"cannot write {folder}/load.json: {error.strerror or error}") from None
+    out.print(f"load: {folder / 'load.json'}", markup=False, highlight=False)
     if done.interrupted:
-        err.print(f"evalctl: interrupted; the finished steps are in {plan.output_dir}", markup=False)
+        err.print(f"evalctl: interrupted; the finished steps are in {folder}", markup=False)
         return INTERRUPTED_EXIT
     return BELOW_BAR_EXIT if done.record.stopped_at is not None else OK_EXIT

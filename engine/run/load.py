@@ -26,7 +26,7 @@ from pathlib import Path
 from engine.core.options import RunOptions
 from engine.core.records.load import LoadRecord, LoadStep
 from engine.results.load_figures import step_figures
-from engine.results.rundir import select_scenarios
+from engine.results.rundir import fresh_default_dir, select_scenarios
 from engine.run.runner import run
 from engine.scoring import stats
 from engine.spec.loader import load_domain
@@ -38,10 +38,11 @@ class LoadPlan:
     """The ramp: ``callers`` per step (each >= 1, in order), how many sessions a step runs
     (``sessions_per_step``, or ``step_duration_s`` seconds' worth, or one per caller), the failure
     share (0..1) above which the ramp stops (None: never) and the folder of the whole load
-    (``output_dir``: one run folder per step and ``load.json``)."""
+    (``output_dir``: one run folder per step and ``load.json``; None: a fresh ``runs/<UTC stamp>``
+    made once the spec has loaded)."""
 
     callers: tuple[int, ...]
-    output_dir: Path
+    output_dir: Path | None = None
     sessions_per_step: int | None = None
     step_duration_s: float | None = None
     fail_above: float | None = None
@@ -62,9 +63,11 @@ class LoadPlan:
 
 @dataclass
 class LoadOutcome:
-    """What the ramp did: its ``record`` (``load.json``) and whether a step was ``interrupted``."""
+    """What the ramp did: its ``record`` (``load.json``), its folder ``output_dir`` and whether a
+    step was ``interrupted``."""
 
     record: LoadRecord
+    output_dir: Path
     interrupted: bool = False
 
 
@@ -104,6 +107,7 @@ async def run_load(
         raise UsageError(f"no scenario selected in {opts.spec_dir}")
     del loaded
     scipy_loaded.join()
+    out = plan.output_dir or fresh_default_dir()
     steps: list[LoadStep] = []
     stopped: int | None = None
     interrupted = False
@@ -117,7 +121,7 @@ async def run_load(
             domain_prefix=None,
             trials=trials,
             concurrency=callers,
-            output_dir=plan.output_dir / folder,
+            output_dir=out / folder,
             resume=None,
             workers=1,
             shard=None,
@@ -148,4 +152,4 @@ async def run_load(
         stopped_at=stopped,
         steps=tuple(steps),
     )
-    return LoadOutcome(record, interrupted)
+    return LoadOutcome(record, out, interrupted)
