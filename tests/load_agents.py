@@ -10,8 +10,13 @@ sessions that started past N, while the earlier ones still wait on their first r
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import sys
 from pathlib import Path
 from typing import Any
+
+import websockets
 
 from engine.core.gold import GoldStep
 from engine.domains.registry import plugins
@@ -87,3 +92,51 @@ class GoldAgent:
             return words
 
         return turn
+
+
+class GoldWsAgent:
+    """The same gold play as an external ``ws://`` agent (docs/protocol.md), for a run whose CPU
+    should not include the agent's: ``python -m tests.load_agents SPEC_DIR DATA_ROOT LATENCY_S``
+    serves it on loopback and prints its URI."""
+
+    def __init__(self, spec_dir: Path, data_root: Path | None, latency_s: float) -> None:
+        loaded = load_domain(spec_dir, data_root, plugins=plugins())
+        self.scripts = {s.name: gold_turns(list(s.gold_trace or ())) for s in loaded.scenarios}
+        self.latency_s = latency_s
+
+    async def handler(self, ws: Any) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            start = json.loads(await ws.recv())
+            script = self.scripts.get(start["scenario"]["name"], [])
+            await ws.send(json.dumps({"v": 1, "type": "session.ready", "id": "a0", "reply_to": start["id"]}))
+            n = 0
+            async for frame in ws:
+                msg = json.loads(frame)
+                if msg["type"] != "turn.request":
+                    return
+                await asyncio.sleep(self.latency_s)
+                k = msg["turn"]
+                calls, words = script[k] if k < len(script) else ([], "")
+                if k >= len(script) - 1 and not any(name in ENDING for name, _ in calls):
+                    calls = [*calls, ("end_conversation", {})]
+                for name, arguments in calls:
+                    n += 1
+                    call = {"v": 1, "type": "tool.call", "id": f"a{n}", "reply_to": msg["id"]}
+                    call.update(call_id=f"call_{n}", name=name, arguments=json.dumps(arguments))
+                    await ws.send(json.dumps(call))
+                    await ws.recv()  # the tool result
+                n += 1
+                reply = {"v": 1, "type": "turn.response", "id": f"a{n}", "reply_to": msg["id"], "text": words}
+                await ws.send(json.dumps(reply))
+
+
+async def _serve(agent: GoldWsAgent) -> None:
+    async with websockets.serve(agent.handler, "127.0.0.1", 0, max_queue=None) as server:
+        print(f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
+        await asyncio.Future()
+
+
+if __name__ == "__main__":
+    spec, root, latency = sys.argv[1:4]
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(GoldWsAgent(Path(spec), Path(root), float(latency))))
