@@ -194,30 +194,8 @@ def _prices(value: str | None) -> Any:
 
 @group.command("run")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
-@click.option(
-    "--scenarios", metavar="A,B", default=None, help="Comma-separated scenario names (default: all)."
-)
-@click.option(
-    "--domain", "domain_prefix", metavar="PREFIX", default=None, help="Only scenarios whose name starts so."
-)
-@click.option(
-    "--agent",
-    default="replay",
-    show_default=True,
-    metavar="SPEC",
-    help=(
-        "replay | noop (greets and hangs up: the floor) | openai:MODEL | ws://host:port"
-        " | python:FILE.py:FACTORY | pipecat:FILE.py:FACTORY | livekit:FILE.py:FACTORY"
-        " (in-process agents: docs/agents_inproc.md)"
-    ),
-)
-@click.option(
-    "--user",
-    default="replay",
-    show_default=True,
-    metavar="SPEC",
-    help="replay | openai:MODEL | ws://host:port",
-)
+@opt.selection()
+@opt.sides()
 @opt.model_options()
 @opt.role_model_options()
 @opt.concurrency()
@@ -521,49 +499,11 @@ def run_cmd(
     help="Stop after the first step whose failures and errors exceed this share of its sessions, "
     "e.g. 0.2 (default: run every step).",
 )
-@click.option(
-    "--scenarios", metavar="A,B", default=None, help="Comma-separated scenario names (default: all)."
-)
-@click.option(
-    "--domain", "domain_prefix", metavar="PREFIX", default=None, help="Only scenarios whose name starts so."
-)
-@click.option(
-    "--agent",
-    default="replay",
-    show_default=True,
-    metavar="SPEC",
-    help="replay | openai:MODEL | ws://host:port | python:FILE.py:FACTORY | pipecat:... | livekit:...",
-)
-@click.option(
-    "--user",
-    default="replay",
-    show_default=True,
-    metavar="SPEC",
-    help="replay | openai:MODEL | ws://host:port",
-)
+@opt.selection()
+@opt.sides()
 @opt.model_options()
 @opt.output_dir()
 @opt.data_root()
-@click.option(
-    "--max-turns",
-    default=None,
-    type=click.IntRange(min=1),
-    help="Agent turns before a timeout stop (default: no limit; max_duration still applies).",
-)
-@click.option(
-    "--turn-timeout",
-    default=300.0,
-    type=opt.FiniteFloatRange(min=0, min_open=True),
-    metavar="SECONDS",
-    help="Seconds a side may take for one turn (default: 300).",
-)
-@click.option(
-    "--max-endpoint-failures",
-    default=0,
-    type=click.IntRange(min=0),
-    metavar="N",
-    help="Stop a step after N sessions in a row end on the same model-endpoint failure (default 0: never).",
-)
 @click.option("--replay-latency", default=0.0, type=opt.FiniteFloatRange(min=0), hidden=True)
 def load_cmd(
     spec_dir: str,
@@ -580,9 +520,6 @@ def load_cmd(
     request_timeout: float,
     output_dir: str | None,
     data_root: str | None,
-    max_turns: int | None,
-    turn_timeout: float,
-    max_endpoint_failures: int,
     replay_latency: float,
 ) -> int:
     """Load-test an agent: a ramp of concurrent simulated callers, each running real scenarios
@@ -621,11 +558,8 @@ def load_cmd(
         user=user,
         base_url=base_url,
         api_key_env=api_key_env,
-        max_turns=max_turns,
-        turn_timeout_s=turn_timeout,
         request_timeout_s=request_timeout,
         replay_latency_s=replay_latency,
-        max_endpoint_failures=max_endpoint_failures,
     )
     return load(opts, plan)
 
