@@ -64,7 +64,9 @@ def test_a_ramp_reports_each_step(tmp_path: Path, capsys: pytest.CaptureFixture[
         assert 20.0 <= p50 <= p99  # at least the agent's latency
         assert step.cpu_s > 0 and 0 < step.overhead == pytest.approx(step.cpu_s / step.wall_s, abs=1e-3)
         assert (tmp_path / step.run_dir / "summary.json").is_file()
-    assert "<svg" in (tmp_path / "load.html").read_text(encoding="utf-8")
+    page = (tmp_path / "load.html").read_text(encoding="utf-8")
+    assert page.count("<polyline") == 3  # p50, p95, p99 over the steps
+    assert "2 callers" in page and "8 callers" in page and "verdicts per step" in page
 
 
 def test_the_ramp_stops_at_the_failure_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
