@@ -194,30 +194,8 @@ def _prices(value: str | None) -> Any:
 
 @group.command("run")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
-@click.option(
-    "--scenarios", metavar="A,B", default=None, help="Comma-separated scenario names (default: all)."
-)
-@click.option(
-    "--domain", "domain_prefix", metavar="PREFIX", default=None, help="Only scenarios whose name starts so."
-)
-@click.option(
-    "--agent",
-    default="replay",
-    show_default=True,
-    metavar="SPEC",
-    help=(
-        "replay | noop (greets and hangs up: the floor) | openai:MODEL | ws://host:port"
-        " | python:FILE.py:FACTORY | pipecat:FILE.py:FACTORY | livekit:FILE.py:FACTORY"
-        " (in-process agents: docs/agents_inproc.md)"
-    ),
-)
-@click.option(
-    "--user",
-    default="replay",
-    show_default=True,
-    metavar="SPEC",
-    help="replay | openai:MODEL | ws://host:port",
-)
+@opt.selection()
+@opt.sides()
 @opt.model_options()
 @opt.role_model_options()
 @opt.concurrency()
@@ -493,6 +471,97 @@ def run_cmd(
         otel=otel,
         trace_file=_path(trace_file),
     )
+
+
+@group.command("load")
+@click.argument("spec_dir", type=click.Path(file_okay=False))
+@click.option("--ramp", required=True, metavar="N,N,...", help="Callers at once per step, e.g. 10,50,100.")
+@click.option(
+    "--step-duration",
+    default=None,
+    type=opt.FiniteFloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Run each step about this long: its callers times the rounds that fill it at the previous "
+    "step's mean session time (the first step: one round), e.g. 60.",
+)
+@click.option(
+    "--sessions-per-step",
+    default=None,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Sessions per step, the scenarios cycled, e.g. 200 (default: one per caller).",
+)
+@click.option(
+    "--fail-above",
+    default=None,
+    type=opt.FiniteFloatRange(min=0, max=1),
+    metavar="SHARE",
+    help="Stop after the first step whose failures and errors exceed this share of its sessions, "
+    "e.g. 0.2 (default: run every step).",
+)
+@opt.selection()
+@opt.sides()
+@opt.model_options()
+@opt.output_dir()
+@opt.data_root()
+@click.option("--replay-latency", default=0.0, type=opt.FiniteFloatRange(min=0), hidden=True)
+def load_cmd(
+    spec_dir: str,
+    ramp: str,
+    step_duration: float | None,
+    sessions_per_step: int | None,
+    fail_above: float | None,
+    scenarios: str | None,
+    domain_prefix: str | None,
+    agent: str,
+    user: str,
+    base_url: str | None,
+    api_key_env: str,
+    request_timeout: float,
+    output_dir: str | None,
+    data_root: str | None,
+    replay_latency: float,
+) -> int:
+    """Load-test an agent: a ramp of concurrent simulated callers, each running real scenarios
+    of SPEC_DIR (cycled), scored as in `evalctl run`; one run folder per step.
+
+    Per step it reports the success rate with its 95 % interval and denominator, the agent's reply
+    time percentiles (p50/p90/p95/p99, from the engine's transcript timestamps), the errors and
+    failures by cause, and evalctl's own CPU as a share of wall; then writes OUT/load.json and
+    OUT/load.html.
+
+    Exit codes: 0 done; 1 a step exceeded --fail-above (the ramp stopped after it); 2 bad input;
+    3 a model endpoint failed its check; 130 interrupted.
+
+    \b
+    Example:
+      evalctl load specs/eva_airline --ramp 10,50,100 --fail-above 0.2
+      evalctl load specs/eva_airline --agent ws://127.0.0.1:9000 --ramp 10,100 --sessions-per-step 200
+    """
+    from engine.commands.load import load
+    from engine.run.load import LoadPlan
+
+    try:
+        callers = tuple(int(n) for n in _csv(ramp))
+    except ValueError:
+        raise UsageError(f"--ramp {ramp!r}: give caller counts separated by commas, e.g. 10,50,100") from None
+    if scenarios is not None and not _csv(scenarios):
+        raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
+    plan = LoadPlan(callers, _path(output_dir), sessions_per_step, step_duration, fail_above)
+    plan.check()
+    opts = RunOptions(
+        spec_dir=Path(spec_dir),
+        data_root=_path(data_root),
+        scenarios=_csv(scenarios),
+        domain_prefix=domain_prefix,
+        agent=agent,
+        user=user,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        request_timeout_s=request_timeout,
+        replay_latency_s=replay_latency,
+    )
+    return load(opts, plan)
 
 
 @group.command("serve")

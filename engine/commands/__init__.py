@@ -18,6 +18,7 @@ them to the loader, the validator, the runner and the served sides.
 | report   | :func:`engine.commands.report.report`          |
 | compare  | :func:`engine.commands.compare.compare`        |
 | merge    | :func:`engine.commands.merge.merge`            |
+| load     | :func:`engine.commands.load.load`              |
 
 The options that several verbs take are defined once, in :mod:`engine.commands.cli_options`.
 :data:`VERB_EXIT_CODES` says which exit codes (``engine.util.errors.EXIT_CODES``) each verb can
@@ -51,4 +52,5 @@ VERB_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "compare": _ANY,
     "cache": _ANY,
     "play": (OK_EXIT, BAD_INPUT_EXIT, INFRASTRUCTURE_EXIT, INTERRUPTED_EXIT),
+    "load": _SCORED,
 }

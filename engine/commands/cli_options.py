@@ -60,6 +60,47 @@ def data_root() -> Decorator:
     )
 
 
+def selection() -> Decorator:
+    """``--scenarios A,B`` and ``--domain PREFIX``: which scenarios of the spec folder."""
+    return stack(
+        click.option(
+            "--scenarios",
+            metavar="A,B",
+            default=None,
+            help="Comma-separated scenario names, e.g. eva_airline__3_1_5,eva_airline__7_4_1 (default: all).",
+        ),
+        click.option(
+            "--domain",
+            "domain_prefix",
+            metavar="PREFIX",
+            default=None,
+            help="Only scenarios whose name starts so, e.g. eva_airline__3 (default: every scenario).",
+        ),
+    )
+
+
+def sides() -> Decorator:
+    """``--agent SPEC`` and ``--user SPEC``: the backends of the agent under test and the caller."""
+    return stack(
+        click.option(
+            "--agent",
+            default="replay",
+            metavar="SPEC",
+            help=(
+                "replay | noop (greets and hangs up: the floor) | openai:MODEL | ws://host:port"
+                " | python:FILE.py:FACTORY | pipecat:FILE.py:FACTORY | livekit:FILE.py:FACTORY"
+                " (in-process agents: docs/agents_inproc.md), e.g. openai:gpt-4.1 (default: replay)."
+            ),
+        ),
+        click.option(
+            "--user",
+            default="replay",
+            metavar="SPEC",
+            help="replay | openai:MODEL | ws://host:port, e.g. openai:gpt-4.1-mini (default: replay).",
+        ),
+    )
+
+
 def output_dir(required: bool = False) -> Decorator:
     """``--output-dir DIR``: the run folder a verb writes (``required``: a new one, no default)."""
     return click.option(

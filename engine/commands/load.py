@@ -1,0 +1,71 @@
+"""``evalctl load SPEC_DIR --ramp 10,50,100``: drive an agent with a ramp of concurrent callers
+(``engine.run.load``), print the table, write ``load.json`` and ``load.html``, pick the exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from dataclasses import replace
+
+from engine.commands.console import text_console
+from engine.core.options import RunOptions
+from engine.core.records.load import LoadStep
+from engine.domains.registry import plugins
+from engine.report_html.load_page import load_page
+from engine.results.load_figures import load_table
+from engine.run.load import LoadOutcome, LoadPlan, run_load
+from engine.util.artifacts import dumps_json, write_text
+from engine.util.errors import BELOW_BAR_EXIT, INTERRUPTED_EXIT, OK_EXIT, OutputError
+
+
+def load(opts: RunOptions, plan: LoadPlan) -> int:
+    """Run the ramp ``plan`` with the run settings ``opts`` (every registered domain plugin), print
+    one line per finished step on stderr, then the table; write ``OUT/load.json`` and
+    ``OUT/load.html`` (OUT: ``plan.output_dir``, by default a fresh ``runs/<UTC stamp>``).
+    Returns 130 when interrupted, 1 (``BELOW_BAR_EXIT``) when a step's failure
+    share exceeded ``--fail-above`` (the ramp stopped after it), else 0. Raises what
+    ``engine.run.load.run_load`` raises (exit 2, or 3 for an endpoint that fails its check) and
+    OutputError when the load folder cannot be written."""
+    opts = replace(opts, plugins=plugins())
+    err = text_console(stderr=True)
+
+    def said(step: LoadStep) -> None:
+        err.print(
+            f"evalctl load: {step.callers} callers, {step.sessions} sessions in {step.wall_s:.1f}s: "
+            f"failures and errors {100 * step.failure_share:.1f}%",
+            markup=False,
+            highlight=False,
+        )
+
+    async def main() -> LoadOutcome:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            loop.add_signal_handler(signal.SIGINT, task.cancel)
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        try:
+            return await run_load(opts, plan, said)
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signal.SIGINT)
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        done = asyncio.run(main())
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+    out = text_console()
+    for line in load_table(done.record):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    folder = done.output_dir
+    try:
+        write_text(folder / "load.json", dumps_json(done.record.to_json()))
+        write_text(folder / "load.html", load_page(done.record))
+    except OSError as error:
+        raise OutputError(f"cannot write {folder}/load.json: {error.strerror or error}") from None
+    out.print(f"load: {folder / 'load.json'}", markup=False, highlight=False)
+    if done.interrupted:
+        err.print(f"evalctl: interrupted; the finished steps are in {folder}", markup=False)
+        return INTERRUPTED_EXIT
+    return BELOW_BAR_EXIT if done.record.stopped_at is not None else OK_EXIT

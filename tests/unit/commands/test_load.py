@@ -1,0 +1,130 @@
+"""``evalctl load``: a small ramp (2, 4, 8 callers) on the mock shop against an in-process fake agent
+that plays gold after a latency (tests/load_agents.py): the table's shape, the fields of
+``load.json``, the stop after the first step whose failures exceed ``--fail-above`` when the
+agent breaks above 4 sessions at once, and bad ramps as one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cli import main
+from engine.core.records.load import LoadRecord
+from engine.results.load_figures import HEADER, reply_times
+from engine.run.load import LoadPlan, fill, step_sessions
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.load_agents import GoldAgent
+
+
+def _load(agent: str, out: Path, ramp: str, *more: str) -> int:
+    return main(
+        [
+            "load",
+            str(MOCK_SPEC_DIR),
+            "--data-root",
+            str(MOCK_DATA_ROOT),
+            "--agent",
+            agent,
+            "--ramp",
+            ramp,
+            "--output-dir",
+            str(out),
+            *more,
+        ]
+    )
+
+
+def test_a_ramp_reports_each_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agent = GoldAgent(MOCK_SPEC_DIR, MOCK_DATA_ROOT, latency_s=0.02)
+    assert _load(agent.register("load_gold"), tmp_path, "2,4,8", "--fail-above", "0.2") == 0
+    assert agent.peak == 8  # the last step ran its 8 callers at once
+    lines = capsys.readouterr().out.splitlines()
+    assert re.split(r"\s{2,}", lines[0])[: len(HEADER)] == list(HEADER)  # the columns, in order
+    rows = [re.split(r"\s{2,}", line) for line in lines[1:4]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("2", "2", "100.0% (2/2)"),
+        ("4", "4", "100.0% (4/4)"),
+        ("8", "9", "100.0% (9/9)"),
+    ]
+    body = json.loads((tmp_path / "load.json").read_text(encoding="utf-8"))
+    record = LoadRecord.from_json(body)
+    assert record.stopped_at is None and [s.callers for s in record.steps] == [2, 4, 8]
+    # 8 sessions over the shop's 3 scenarios: each 3 times (trials), 9 sessions, all counted
+    assert [(s.sessions, s.passed, s.failed, s.errors) for s in record.steps] == [
+        (2, 2, 0, 0),
+        (4, 4, 0, 0),
+        (9, 9, 0, 0),
+    ]
+    for step in record.steps:
+        p50, p99 = step.latency_ms["p50"], step.latency_ms["p99"]
+        assert step.replies >= step.sessions and p50 is not None and p99 is not None
+        assert 20.0 <= p50 <= p99  # at least the agent's latency
+        assert step.cpu_s > 0 and 0 < step.overhead == pytest.approx(step.cpu_s / step.wall_s, abs=1e-3)
+        assert (tmp_path / step.run_dir / "summary.json").is_file()
+    page = (tmp_path / "load.html").read_text(encoding="utf-8")
+    assert page.count("<polyline") == 3  # p50, p95, p99 over the steps
+    assert "2 callers" in page and "8 callers" in page and "verdicts per step" in page
+
+
+def test_the_ramp_stops_at_the_failure_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agent = GoldAgent(MOCK_SPEC_DIR, MOCK_DATA_ROOT, latency_s=0.15, fails_above=4)
+    code = _load(agent.register("load_breaks"), tmp_path, "2,8,16", "--fail-above", "0.2")
+    assert code == 1
+    out = capsys.readouterr().out
+    record = LoadRecord.from_json(json.loads((tmp_path / "load.json").read_text(encoding="utf-8")))
+    assert [s.callers for s in record.steps] == [2, 8] and record.stopped_at == 1  # 16 never ran
+    steps = record.steps
+    assert steps[0].failure_share == 0.0  # at most 4 at once: it holds
+    assert steps[1].failure_share > 0.2 and steps[1].errors_by_cause["fail:agent_error"] == steps[1].failed
+    assert not (tmp_path / "step-03-16").exists()
+    assert "stopped at 8 callers" in out and "--fail-above 20.0%" in out
+
+
+@pytest.mark.parametrize(
+    ("ramp", "message"),
+    [("10,x", "--ramp '10,x'"), ("0,5", "each at least 1"), (",", "one or more caller counts")],
+)
+def test_a_bad_ramp_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ramp: str, message: str
+) -> None:
+    assert _load("replay", tmp_path / "out", ramp) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_steps_cycle_the_scenarios() -> None:
+    names = ["a", "b", "c"]
+    assert fill(names, 2) == (("a", "b"), 1)
+    assert fill(names, 3) == (("a", "b", "c"), 1)
+    assert fill(names, 8) == (("a", "b", "c"), 3)
+    assert fill(names, 4) == (("a", "b"), 2)
+
+
+def test_reply_time_is_the_engine_clock_from_caller_line_to_agent_words() -> None:
+    transcript = [
+        {"role": "agent", "type": "utterance", "content": "Hello", "t": 0.0},  # a greeting: not a reply
+        {"role": "user", "type": "utterance", "content": "Hi", "t": 0.5},
+        {"role": "agent", "type": "tool_call", "content": {}, "t": 0.9},
+        {"role": "agent", "type": "utterance", "content": "Done", "t": 1.75},
+        {"role": "agent", "type": "utterance", "content": "More", "t": 2.0},  # not a second reply
+        {"role": "user", "type": "utterance", "content": "Bye", "t": 3.0},
+    ]
+    assert reply_times(transcript) == [1.25]
+
+
+def test_a_step_runs_one_session_per_caller_or_what_is_asked(tmp_path: Path) -> None:
+    assert step_sessions(LoadPlan((5,), tmp_path), 5, None) == 5
+    assert step_sessions(LoadPlan((5,), tmp_path, sessions_per_step=12), 5, 3.0) == 12
+    timed = LoadPlan((5,), tmp_path, step_duration_s=30.0)
+    assert step_sessions(timed, 5, None) == 5  # the first step: one round, which measures a session
+    assert step_sessions(timed, 5, 10.0) == 15  # three rounds of 10 s fill 30 s
+    assert step_sessions(timed, 5, 100.0) == 5  # at least one round
+
+
+def test_a_step_size_is_given_one_way(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = _load("replay", tmp_path / "out", "2", "--sessions-per-step", "4", "--step-duration", "10")
+    assert code == 2 and "give one of them" in capsys.readouterr().err
