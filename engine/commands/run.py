@@ -112,16 +112,19 @@ def print_outcome(
     the results are, and why the exit code is not 0. Returns the exit code (see ``run``)."""
     out = text_console()
     err = text_console(stderr=True)
+    voice = False  # inside the voice block (``Voice (N audio sessions):`` and its indented lines)
     for line in outcome.summary_text().splitlines():
-        if line.startswith(
+        voice = line.startswith("Voice (") or (voice and line.startswith("  "))
+        if voice or line.startswith(
             (
                 "Overall Success Rate",
                 "Strict Success Rate",
                 "Task Success Rate",
                 "NOTE: ",
                 "Failures by cause",
+                "regenerated: ",
             )
-        ) or line.startswith("regenerated: "):
+        ):
             out.print(line, markup=False, highlight=False)
     if (outcome.run_dir / "summary.json").is_file():
         report(outcome.run_dir, out, prices=prices)
@@ -154,14 +157,18 @@ def print_outcome(
         )
     if code == 1 and fail_under is not None:
         rate = outcome.judged_rate(allow_errors)
-        got = "not applicable" if rate is None else f"{100 * rate:.1f}%"
+        got = (
+            "is not applicable (nothing measured), so not at least"
+            if rate is None
+            else f"{100 * rate:.1f}% is below"
+        )
         which = (
             "overall success rate (errors left out: --allow-errors)"
             if allow_errors
             else "strict success rate"
         )
         err.print(
-            f"evalctl: {which} {got} is below --fail-under {100 * fail_under:.1f}%",
+            f"evalctl: {which} {got} --fail-under {100 * fail_under:.1f}%",
             markup=False,
             highlight=False,
         )

@@ -330,8 +330,9 @@ def replay_note(total: int, mute: int, override: int = 0) -> str:
     if mute:
         return (
             f"the replay caller cannot test the agent on {mute} of {total} scenario(s): their "
-            "gold holds no caller words, so it ends the call at once (the score is the do-nothing "
-            f"floor); {advice}"
+            "gold holds no caller words, so it ends the call at once: an agent that waits to be "
+            "asked scores the do-nothing floor there (the replay agent passes only because it plays "
+            f"the gold calls unasked); {advice}"
         )
     if override:
         return (
