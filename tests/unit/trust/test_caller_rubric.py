@@ -1,0 +1,180 @@
+"""Issue #26 §1: with a judge, a judged rubric adds what text matching cannot decide about the
+caller, each finding citing a caller turn. Real runs of the mock shop: the replay agent, a
+scripted OpenAI-compatible caller and a scripted judge, each on its own loopback endpoint."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli import main
+from engine.core.options import ScoringOptions
+from engine.run.runner import run_cli
+from engine.scoring.rubric import RUBRIC_CHECKS, RUBRIC_FORMAT
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.runtime_helpers import ScriptedOpenAI, Step, completion, run_options
+from tests.unit.trust.test_caller_fidelity import CALLERS, CANCEL, _caller
+
+VERDICT = completion(json.dumps({"score": 1.0, "reason": "ok", "nl_assertion_verdicts": []}))
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+
+
+def _rubric_requests(judge: ScriptedOpenAI) -> list[dict[str, Any]]:
+    return [
+        body
+        for _, body in judge.requests
+        if (body.get("response_format") or {}).get("json_schema", {}).get("name") == RUBRIC_FORMAT
+    ]
+
+
+def _caller_turn(prompt: str, words: str) -> int:
+    """The number the rubric gave the caller turn saying ``words``."""
+    found = re.search(rf"^\[(\d+)\] caller: {re.escape(words)}$", prompt, re.M)
+    assert found is not None, prompt
+    return int(found.group(1))
+
+
+def _judge(answer: Any) -> ScriptedOpenAI:
+    """A judge answering the verdict with a pass and the rubric with ``answer(prompt)`` (a reply
+    text)."""
+
+    def route(body: dict[str, Any]) -> Step:
+        name = (body.get("response_format") or {}).get("json_schema", {}).get("name")
+        if name != RUBRIC_FORMAT:
+            return Step(VERDICT)
+        return Step(completion(answer(body["messages"][0]["content"])))
+
+    return ScriptedOpenAI([], route=route)
+
+
+def _run(tmp_path: Path, caller: str, judge: ScriptedOpenAI | None, user: str = "openai:caller") -> Path:
+    out = tmp_path / "run"
+    seeds: list[Any] = []
+    scoring = ScoringOptions()
+    with _caller(CALLERS[caller], seeds) as server:
+        if judge is not None:
+            scoring = ScoringOptions(judge_model="judge", judge_base_url=judge.base_url, judge_retry_delay_s=0)
+        opts = run_options(
+            spec_dir=MOCK_SPEC_DIR,
+            data_root=MOCK_DATA_ROOT,
+            scenarios=(CANCEL,),
+            user=user,
+            base_url=server.base_url,
+            output_dir=out,
+            progress=False,
+            quiet=True,
+            scoring=scoring,
+        )
+        report = run_cli(opts)
+    assert not report.scoring_errors
+    return out
+
+
+def _metrics(path: Path) -> dict[str, Any]:
+    return json.loads((path / "metrics.json").read_text())
+
+
+def test_a_judged_finding_makes_the_caller_broken_and_regenerates_it(tmp_path: Path) -> None:
+    cited: list[int] = []
+
+    def answer(prompt: str) -> str:
+        cited.append(_caller_turn(prompt, "Yes please."))
+        finding = {"check": "persona_adherence", "turn": cited[-1], "detail": "too eager for the persona"}
+        return json.dumps({"findings": [finding]})
+
+    out = tmp_path / "run"
+    with _caller(CALLERS["behaves"], []) as caller, _judge(answer) as judge:
+        code = main(
+            [
+                *("run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--scenarios", CANCEL),
+                *("--user", "openai:caller", "--base-url", caller.base_url, "--output-dir", str(out)),
+                *("--judge-model", "judge", "--judge-base-url", judge.base_url),
+                *("--no-progress", "--workers", "1"),
+            ]
+        )
+    assert code == 3  # the deterministic checks pass this caller: the rubric alone made it an error
+    m = _metrics(out / CANCEL)
+    assert m["is_successful"] == "error" and m["error_cause"]["source"] == "user_simulator"
+    # "Yes please." is the caller's third turn (after its opening and the order id)
+    assert m["error_cause"]["message"] == (
+        "caller fidelity: caller turn 3: too eager for the persona (persona_adherence)"
+    )
+    fid = m["user_fidelity"]
+    assert fid["judged"] is True and fid["dropped"] == 0 and fid["judge_error"] is None
+    assert fid["findings"] == [
+        {"check": "persona_adherence", "turn": 2, "detail": "too eager for the persona", "text": "Yes please."}
+    ]
+    assert fid["checks"]["persona_adherence"] is False and fid["checks"]["facts_as_given"] is True
+    assert fid["checks"]["persona_facts"] is True  # the text checks found nothing
+    assert fid["attempt"] == 2 and fid["replaced"] == ["persona_adherence", "persona_adherence"]
+    assert len(_rubric_requests(judge)) == 3 and len(cited) == 3  # one per session, regenerated twice
+    stored = json.loads((out / CANCEL / "user_rubric.json").read_text())
+    assert stored["findings"] == fid["findings"] and stored["error"] is None
+    # the rubric's requests are the judge's use: three verdicts and three rubrics over the run
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["regenerated"]["reasons"] == {"persona_adherence": 2}
+    assert m["usage"]["judge"]["calls"] == 2
+
+
+def test_a_finding_citing_no_caller_turn_is_dropped_and_counted(tmp_path: Path) -> None:
+    def answer(prompt: str) -> str:
+        agent = re.search(r"^\[(\d+)\] agent: ", prompt, re.M)
+        assert agent is not None
+        findings = [
+            {"check": "facts_as_given", "turn": 99, "detail": "no such turn"},
+            {"check": "never_the_agent", "turn": int(agent.group(1)), "detail": "an agent turn"},
+            {"check": "made_up", "turn": _caller_turn(prompt, "Yes please."), "detail": "no such check"},
+        ]
+        return json.dumps({"findings": findings})
+
+    with _judge(answer) as judge:
+        out = _run(tmp_path, "behaves", judge)
+    m = _metrics(out / CANCEL)
+    assert m["is_successful"] is True and m["error_cause"] is None
+    fid = m["user_fidelity"]
+    assert fid["findings"] == [] and fid["dropped"] == 3 and fid["judged"] is True
+    assert all(fid["checks"][name] is True for name in RUBRIC_CHECKS)
+    assert len(_rubric_requests(judge)) == 1
+
+
+def test_a_judge_answering_garbage_leaves_the_verdict_to_the_text_checks(tmp_path: Path) -> None:
+    with _judge(lambda prompt: "I think the caller was fine, mostly.") as judge:
+        out = _run(tmp_path, "behaves", judge)
+    m = _metrics(out / CANCEL)
+    assert m["is_successful"] is True and m["error_cause"] is None
+    fid = m["user_fidelity"]
+    assert fid["judged"] is False and fid["findings"] == [] and fid["attempt"] == 0
+    assert "no JSON object with a findings list" in fid["judge_error"]
+    assert not any(name in fid["checks"] for name in RUBRIC_CHECKS)
+    assert len(_rubric_requests(judge)) == 3  # retried judge_retries (2) times, then noted
+
+
+def test_a_garbage_rubric_does_not_hide_a_deterministic_finding(tmp_path: Path) -> None:
+    with _judge(lambda prompt: "{not json") as judge:
+        out = _run(tmp_path, "wrong_code", judge)
+    m = _metrics(out / CANCEL)
+    assert m["is_successful"] == "error" and m["error_cause"]["source"] == "user_simulator"
+    assert m["user_fidelity"]["findings"][0]["check"] == "persona_facts"
+    assert m["user_fidelity"]["judge_error"]
+
+
+def test_no_rubric_request_without_a_judge_or_for_the_replay_caller(tmp_path: Path) -> None:
+    out = _run(tmp_path / "nojudge", "behaves", None)
+    fid = _metrics(out / CANCEL)["user_fidelity"]
+    assert fid["judged"] is False and fid["judge_error"] is None and fid["dropped"] == 0
+    assert not (out / CANCEL / "user_rubric.json").exists()
+
+    with _judge(lambda prompt: json.dumps({"findings": []})) as judge:
+        out = _run(tmp_path / "replay", "behaves", judge, user="replay")
+    assert len(judge.requests) == 1 and _rubric_requests(judge) == []  # the verdict only
+    fid = _metrics(out / CANCEL)["user_fidelity"]
+    assert fid["judged"] is False and fid["judge_error"] is None
+    assert not (out / CANCEL / "user_rubric.json").exists()
