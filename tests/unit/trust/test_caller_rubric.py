@@ -13,6 +13,8 @@ import pytest
 
 from cli import main
 from engine.core.options import ScoringOptions
+from engine.core.records.metrics import MetricsRecord
+from engine.results.diff import caller_lines, explain
 from engine.run.runner import run_cli
 from engine.scoring.rubric import RUBRIC_CHECKS, RUBRIC_FORMAT
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
@@ -61,7 +63,9 @@ def _run(tmp_path: Path, caller: str, judge: ScriptedOpenAI | None, user: str = 
     scoring = ScoringOptions()
     with _caller(CALLERS[caller], seeds) as server:
         if judge is not None:
-            scoring = ScoringOptions(judge_model="judge", judge_base_url=judge.base_url, judge_retry_delay_s=0)
+            scoring = ScoringOptions(
+                judge_model="judge", judge_base_url=judge.base_url, judge_retry_delay_s=0
+            )
         opts = run_options(
             spec_dir=MOCK_SPEC_DIR,
             data_root=MOCK_DATA_ROOT,
@@ -76,6 +80,12 @@ def _run(tmp_path: Path, caller: str, judge: ScriptedOpenAI | None, user: str = 
         report = run_cli(opts)
     assert not report.scoring_errors
     return out
+
+
+def _diff_lines(out: Path) -> list[str]:
+    """What ``evalctl diff`` and the HTML report say about the caller of the run's session."""
+    m = MetricsRecord.from_json(json.loads((out / CANCEL / "metrics.json").read_text()))
+    return caller_lines(explain(out / CANCEL, m))
 
 
 def _metrics(path: Path) -> dict[str, Any]:
@@ -110,7 +120,12 @@ def test_a_judged_finding_makes_the_caller_broken_and_regenerates_it(tmp_path: P
     fid = m["user_fidelity"]
     assert fid["judged"] is True and fid["dropped"] == 0 and fid["judge_error"] is None
     assert fid["findings"] == [
-        {"check": "persona_adherence", "turn": 2, "detail": "too eager for the persona", "text": "Yes please."}
+        {
+            "check": "persona_adherence",
+            "turn": 2,
+            "detail": "too eager for the persona",
+            "text": "Yes please.",
+        }
     ]
     assert fid["checks"]["persona_adherence"] is False and fid["checks"]["facts_as_given"] is True
     assert fid["checks"]["persona_facts"] is True  # the text checks found nothing
@@ -143,6 +158,7 @@ def test_a_finding_citing_no_caller_turn_is_dropped_and_counted(tmp_path: Path) 
     assert fid["findings"] == [] and fid["dropped"] == 3 and fid["judged"] is True
     assert all(fid["checks"][name] is True for name in RUBRIC_CHECKS)
     assert len(_rubric_requests(judge)) == 1
+    assert _diff_lines(out) == ["caller rubric: 3 finding(s) dropped (cited no caller turn)"]
 
 
 def test_a_judge_answering_garbage_leaves_the_verdict_to_the_text_checks(tmp_path: Path) -> None:
@@ -155,6 +171,8 @@ def test_a_judge_answering_garbage_leaves_the_verdict_to_the_text_checks(tmp_pat
     assert "no JSON object with a findings list" in fid["judge_error"]
     assert not any(name in fid["checks"] for name in RUBRIC_CHECKS)
     assert len(_rubric_requests(judge)) == 3  # retried judge_retries (2) times, then noted
+    (line,) = _diff_lines(out)
+    assert line.startswith("caller rubric not answered (text checks only): ValueError: rubric reply")
 
 
 def test_a_garbage_rubric_does_not_hide_a_deterministic_finding(tmp_path: Path) -> None:
@@ -166,15 +184,40 @@ def test_a_garbage_rubric_does_not_hide_a_deterministic_finding(tmp_path: Path) 
     assert m["user_fidelity"]["judge_error"]
 
 
-def test_no_rubric_request_without_a_judge_or_for_the_replay_caller(tmp_path: Path) -> None:
-    out = _run(tmp_path / "nojudge", "behaves", None)
+def test_no_rubric_without_a_judge(tmp_path: Path) -> None:
+    out = _run(tmp_path, "behaves", None)
     fid = _metrics(out / CANCEL)["user_fidelity"]
     assert fid["judged"] is False and fid["judge_error"] is None and fid["dropped"] == 0
+    assert not any(name in fid["checks"] for name in RUBRIC_CHECKS)
     assert not (out / CANCEL / "user_rubric.json").exists()
 
+
+def test_no_rubric_request_for_the_replay_caller(tmp_path: Path) -> None:
     with _judge(lambda prompt: json.dumps({"findings": []})) as judge:
         out = _run(tmp_path / "replay", "behaves", judge, user="replay")
     assert len(judge.requests) == 1 and _rubric_requests(judge) == []  # the verdict only
     fid = _metrics(out / CANCEL)["user_fidelity"]
     assert fid["judged"] is False and fid["judge_error"] is None
+    assert not (out / CANCEL / "user_rubric.json").exists()
+
+
+def test_rescore_with_a_judge_asks_the_rubric_and_without_one_drops_it(tmp_path: Path) -> None:
+    out = _run(tmp_path, "behaves", None)
+    assert _metrics(out / CANCEL)["is_successful"] is True
+
+    def answer(prompt: str) -> str:
+        finding = {"check": "goal_pursued", "turn": _caller_turn(prompt, "It is O-100."), "detail": "vague"}
+        return json.dumps({"findings": [finding]})
+
+    with _judge(answer) as judge:
+        code = main(["rescore", str(out), "--judge-model", "judge", "--judge-base-url", judge.base_url])
+    assert code == 3 and len(_rubric_requests(judge)) == 1
+    m = _metrics(out / CANCEL)
+    assert m["is_successful"] == "error" and m["error_cause"]["source"] == "user_simulator"
+    assert m["user_fidelity"]["findings"][0]["turn"] == 1 and m["user_fidelity"]["judged"] is True
+    assert (out / CANCEL / "user_rubric.json").exists()
+
+    assert main(["rescore", str(out), "--no-judge"]) == 0
+    m = _metrics(out / CANCEL)
+    assert m["is_successful"] is True and m["user_fidelity"]["judged"] is False
     assert not (out / CANCEL / "user_rubric.json").exists()
