@@ -12,11 +12,18 @@ from typing import Any
 import pytest
 
 from cli import main
+from engine.core.model import SessionResult
 from engine.core.options import ScoringOptions
 from engine.core.records.metrics import MetricsRecord
 from engine.results.diff import caller_lines, explain
 from engine.run.runner import run_cli
-from engine.scoring.rubric import RUBRIC_CHECKS, RUBRIC_FORMAT
+from engine.scoring.rubric import (
+    RUBRIC_CHECKS,
+    RUBRIC_FORMAT,
+    numbered_turns,
+    parse_rubric_reply,
+    rubric_applies,
+)
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, completion, run_options
 from tests.unit.trust.test_caller_fidelity import CALLERS, CANCEL, _caller
@@ -94,8 +101,10 @@ def _metrics(path: Path) -> dict[str, Any]:
 
 def test_a_judged_finding_makes_the_caller_broken_and_regenerates_it(tmp_path: Path) -> None:
     cited: list[int] = []
+    prompts: list[str] = []
 
     def answer(prompt: str) -> str:
+        prompts.append(prompt)
         cited.append(_caller_turn(prompt, "Yes please."))
         finding = {"check": "persona_adherence", "turn": cited[-1], "detail": "too eager for the persona"}
         return json.dumps({"findings": [finding]})
@@ -131,6 +140,9 @@ def test_a_judged_finding_makes_the_caller_broken_and_regenerates_it(tmp_path: P
     assert fid["checks"]["persona_facts"] is True  # the text checks found nothing
     assert fid["attempt"] == 2 and fid["replaced"] == ["persona_adherence", "persona_adherence"]
     assert len(_rubric_requests(judge)) == 3 and len(cited) == 3  # one per session, regenerated twice
+    # the rubric shows the caller's own record and asks each check
+    assert all(f"`{name}`" in prompts[0] for name in RUBRIC_CHECKS)
+    assert "O-100" in prompts[0].split("## The call (")[0]  # the persona's order, before the call
     stored = json.loads((out / CANCEL / "user_rubric.json").read_text())
     assert stored["findings"] == fid["findings"] and stored["error"] is None
     # the rubric's requests are the judge's use: three verdicts and three rubrics over the run
@@ -221,3 +233,43 @@ def test_rescore_with_a_judge_asks_the_rubric_and_without_one_drops_it(tmp_path:
     m = _metrics(out / CANCEL)
     assert m["is_successful"] is True and m["user_fidelity"]["judged"] is False
     assert not (out / CANCEL / "user_rubric.json").exists()
+
+
+def _session(lines: list[tuple[str, str]]) -> SessionResult:
+    transcript = [{"role": role, "type": "utterance", "content": text, "t": 0.0} for role, text in lines]
+    return SessionResult(CANCEL, 1, "exit", transcript=transcript, user_backend="openai:caller")
+
+
+CALL = [("user", "Hi, cancel O-100."), ("agent", "Which order?"), ("user", "O-100."), ("agent", "Done.")]
+
+
+def test_a_reply_cites_turns_of_the_whole_call_and_keeps_only_caller_turns() -> None:
+    findings = [
+        {"check": "facts_as_given", "turn": 3, "detail": "said it twice"},  # caller turn 2 of the call
+        {"check": "facts_as_given", "turn": 4, "detail": "an agent turn"},
+        {"check": "facts_as_given", "turn": True, "detail": "not a number"},
+        {"check": "facts_as_given", "turn": "1", "detail": "a string"},
+        "not an object",
+    ]
+    reply = "Looking at it.\n```json\n" + json.dumps({"findings": findings}) + "\n```"
+    kept, dropped = parse_rubric_reply(reply, _session(CALL))
+    assert [(f.check, f.turn, f.detail, f.text) for f in kept] == [
+        ("facts_as_given", 1, "said it twice", "O-100.")
+    ]
+    assert dropped == 4
+    with pytest.raises(ValueError, match="no JSON object with a findings list"):
+        parse_rubric_reply('{"score": 1}', _session(CALL))
+    assert parse_rubric_reply('{"findings": []}', _session(CALL)) == ([], 0)
+
+
+def test_the_rubric_numbers_every_spoken_turn_of_a_model_callers_session() -> None:
+    turns, caller = numbered_turns(_session(CALL))
+    assert [(t["number"], t["role"]) for t in turns] == [
+        (1, "caller"),
+        (2, "agent"),
+        (3, "caller"),
+        (4, "agent"),
+    ]
+    assert caller == {1: 0, 3: 1}
+    replay = SessionResult(CANCEL, 1, "exit", user_backend="replay")
+    assert rubric_applies(_session(CALL)) and not rubric_applies(replay)
