@@ -126,7 +126,8 @@ def numbered_turns(result: SessionResult) -> tuple[list[dict[str, Any]], dict[in
         [(i, "caller", t) for i, t in spoken_lines(result, "user")]
         + [(i, "agent", t) for i, t in spoken_lines(result, "agent")]
     )
-    turns, caller = [], {}
+    turns: list[dict[str, Any]] = []
+    caller: dict[int, int] = {}
     for number, (_, role, text) in enumerate(lines, start=1):
         if role == "caller":
             caller[number] = len(caller)
