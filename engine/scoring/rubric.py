@@ -2,11 +2,12 @@
 
 With a judge (``--judge-model``), every session played by a model caller (never the replay or
 noop callers, whose words are the gold's or none) gets one more judge request: the rubric
-``templates/user_rubric.md.j2`` (the caller's persona, goal, rules and facts, and the call with
-every spoken turn numbered) asks whether the caller kept to its persona, gave its facts as the
-persona says, pursued its goal, ended the call by its rules and never spoke as the agent
-(:data:`RUBRIC_CHECKS`), answering JSON ``{"findings": [{check, turn, detail}]}`` (schema
-:data:`RUBRIC_SCHEMA`, sent as the response format as the verdict's is).
+``templates/user_rubric.md.j2`` (the caller's goal and its prompt exactly as it was given, with
+its persona, rules and facts, and the call with every spoken turn numbered) asks whether the
+caller kept to its persona, gave its facts as the persona says, pursued its goal, ended the call
+by its rules and never spoke as the agent (:data:`RUBRIC_CHECKS`), answering JSON
+``{"findings": [{check, turn, detail}]}`` (schema :data:`RUBRIC_SCHEMA`, sent as the response
+format as the verdict's is).
 
 Each finding must cite an existing caller turn: a finding whose ``turn`` is not the number of one
 of the caller's spoken turns (turn 99 of a 7-turn call, an agent turn), or whose ``check`` is not
@@ -34,7 +35,7 @@ import jinja2
 from engine.core.model import TEMPLATE_DIR, Scenario, SessionResult
 from engine.core.protocol import clip
 from engine.core.records.fidelity import Finding, UserFidelity
-from engine.core.render import BoundedSandbox
+from engine.core.render import BoundedSandbox, render_user_prompt
 from engine.scoring.fidelity import UNENFORCED_CALLERS, spoken_lines
 from engine.scoring.judge import Judge, clip_utterance, reply_objects
 from engine.util.untrusted import bounded_count
@@ -139,8 +140,19 @@ def _json(value: Any) -> str:
     return json.dumps(value or {}, indent=2, ensure_ascii=False, default=str)
 
 
+def _instructions(scenario: Scenario) -> str:
+    """The caller's prompt as the run rendered it (``scenario_config/user_prompt.md``); "" when it
+    does not render (the rubric then shows the user record's fields)."""
+    try:
+        return render_user_prompt(scenario).strip()
+    except Exception:  # a prompt that does not render is validate's problem, not the rubric's
+        return ""
+
+
 def render_rubric_prompt(scenario: Scenario, result: SessionResult) -> str:
-    """The rubric for one session (``templates/user_rubric.md.j2``). Raises jinja2 errors on a
+    """The rubric for one session (``templates/user_rubric.md.j2``): the scenario's goal, the
+    caller's prompt exactly as it was given (else its user record's fields), the checks and the
+    call with every spoken turn numbered (:func:`numbered_turns`). Raises jinja2 errors on a
     broken template."""
     user = scenario.user
     return (
@@ -151,6 +163,7 @@ def render_rubric_prompt(scenario: Scenario, result: SessionResult) -> str:
             caller_name=user.name,
             persona=user.persona,
             goal=user.goal,
+            instructions=_instructions(scenario),
             starting_utterance=user.starting_utterance,
             decision_tree=_json(dict(user.decision_tree)),
             facts=_json(dict(user.extra)),
