@@ -273,3 +273,21 @@ def test_the_rubric_numbers_every_spoken_turn_of_a_model_callers_session() -> No
     assert caller == {1: 0, 3: 1}
     replay = SessionResult(CANCEL, 1, "exit", user_backend="replay")
     assert rubric_applies(_session(CALL)) and not rubric_applies(replay)
+
+
+def test_validate_names_a_rubric_that_does_not_render(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.domains.registry import plugins
+    from engine.spec import validate
+    from engine.spec.loader import load_domain
+
+    scenario = next(
+        s for s in load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenarios if s.name == CANCEL
+    )
+    assert validate.judge_prompt_problems(scenario) == []
+
+    def broken(*args: Any) -> str:
+        raise TypeError("no such variable")
+
+    monkeypatch.setattr(validate, "render_rubric_prompt", broken)
+    (problem,) = validate.judge_prompt_problems(scenario)
+    assert "the caller rubric (user_rubric.md.j2) does not render: TypeError" in problem.message
