@@ -195,6 +195,7 @@ def parse_rubric_reply(text: str, result: SessionResult) -> tuple[list[Finding],
             not isinstance(number, int)
             or isinstance(number, bool)
             or number not in caller
+            or not isinstance(check, str)
             or check not in RUBRIC_CHECKS
         ):
             dropped += 1

@@ -249,6 +249,7 @@ def test_a_reply_cites_turns_of_the_whole_call_and_keeps_only_caller_turns() -> 
         {"check": "facts_as_given", "turn": 4, "detail": "an agent turn"},
         {"check": "facts_as_given", "turn": True, "detail": "not a number"},
         {"check": "facts_as_given", "turn": "1", "detail": "a string"},
+        {"check": ["facts_as_given"], "turn": 1, "detail": "a list for a check"},
         "not an object",
     ]
     reply = "Looking at it.\n```json\n" + json.dumps({"findings": findings}) + "\n```"
@@ -256,7 +257,7 @@ def test_a_reply_cites_turns_of_the_whole_call_and_keeps_only_caller_turns() -> 
     assert [(f.check, f.turn, f.detail, f.text) for f in kept] == [
         ("facts_as_given", 1, "said it twice", "O-100.")
     ]
-    assert dropped == 4
+    assert dropped == 5
     with pytest.raises(ValueError, match="no JSON object with a findings list"):
         parse_rubric_reply('{"score": 1}', _session(CALL))
     assert parse_rubric_reply('{"findings": []}', _session(CALL)) == ([], 0)
