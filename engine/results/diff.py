@@ -71,6 +71,10 @@ class ScenarioDiff:
     #: The caller-fidelity findings (``{check, turn, detail, text}``), and whether they are enforced.
     caller_findings: list[dict[str, Any]] = field(default_factory=list)
     caller_enforced: bool = True
+    #: The judged caller rubric (metrics version 5): why it was not answered (None: answered or
+    #: not asked), and how many of its findings it dropped for citing no caller turn.
+    caller_judge_error: str | None = None
+    caller_dropped: int = 0
     #: The agent's tool calls that the tools refused (an error result), in call order:
     #: ``{name, arguments, turn, error}`` (``error`` as ``error_type: message``).
     refused: list[dict[str, Any]] = field(default_factory=list)
@@ -263,6 +267,8 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
     if metrics.user_fidelity is not None:
         out.caller_findings = [f.to_json() for f in metrics.user_fidelity.findings]
         out.caller_enforced = metrics.user_fidelity.enforced
+        out.caller_judge_error = metrics.user_fidelity.judge_error
+        out.caller_dropped = metrics.user_fidelity.dropped
     if metrics.judge_model:
         out.judge = {
             "judge_score": signals.judge_score,
@@ -424,13 +430,18 @@ def db_lines(d: ScenarioDiff) -> list[str]:
 
 
 def caller_lines(d: ScenarioDiff) -> list[str]:
-    """The caller-fidelity findings, one line each (none when the caller held)."""
-    if not d.caller_findings:
-        return []
-    note = "" if d.caller_enforced else " (the replay caller: reported, not an error)"
-    lines = [f"caller fidelity ({len(d.caller_findings)} finding(s)){note}:"]
-    for f in d.caller_findings:
-        lines.append(f"  caller turn {f['turn'] + 1}: {f['check']}: {f['detail']}: {f['text']!r}")
+    """The caller-fidelity findings, one line each (none when the caller held), then what the
+    judged rubric could not add (it failed, or dropped findings citing no caller turn)."""
+    lines = []
+    if d.caller_findings:
+        note = "" if d.caller_enforced else " (the replay caller: reported, not an error)"
+        lines.append(f"caller fidelity ({len(d.caller_findings)} finding(s)){note}:")
+        for f in d.caller_findings:
+            lines.append(f"  caller turn {f['turn'] + 1}: {f['check']}: {f['detail']}: {f['text']!r}")
+    if d.caller_judge_error:
+        lines.append(f"caller rubric not answered (text checks only): {d.caller_judge_error}")
+    if d.caller_dropped:
+        lines.append(f"caller rubric: {d.caller_dropped} finding(s) dropped (cited no caller turn)")
     return lines
 
 

@@ -26,6 +26,7 @@ from engine.core.records.voice import VoiceSummary
 from engine.results.scoring_stage import score_session, store_and_score
 from engine.results.session_files import write_session
 from engine.scoring.judge import Judge
+from engine.scoring.rubric import ask_rubric
 
 T = TypeVar("T")
 
@@ -101,14 +102,24 @@ class Scorer:
     async def score(
         self, scenario: Scenario, result: SessionResult, superseded: tuple[SpentUsage, ...] = ()
     ) -> MetricsRecord:
-        """Judge (when on) and score a stored session; returns its metrics. Judge failures are
-        recorded, never raised; raises OSError when the folder cannot be written."""
-        judge = None
+        """Judge (when on: the verdict, then the caller rubric of a model caller,
+        ``engine.scoring.rubric``) and score a stored session; returns its metrics. Judge
+        failures are recorded, never raised; raises OSError when the folder cannot be written."""
+        judge = rubric = None
         if self.judge is not None:
             async with self.gate:
                 judge = await self.judge.ask(scenario, result)
+                rubric = await ask_rubric(self.judge, scenario, result)  # None: not a model caller
         return await off_loop(
-            score_session, self.run_dir, scenario, result, self.trials, self.options, judge, superseded
+            score_session,
+            self.run_dir,
+            scenario,
+            result,
+            self.trials,
+            self.options,
+            judge,
+            superseded,
+            rubric,
         )
 
     async def finish(

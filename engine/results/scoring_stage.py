@@ -11,9 +11,9 @@
   stored metrics (small rows only), which it builds the summary from.
 
 Per (scenario, trial) directory (``engine.results.session_files.scenario_dir``) scoring writes
-``judge_result.json`` (judge on) and LAST ``metrics.json``: its presence (parsing as an
-``engine.core.records.metrics.MetricsRecord`` that names this scenario and trial) marks the result
-complete.
+``judge_result.json`` (judge on), ``user_rubric.json`` (judge on, a model caller) and LAST
+``metrics.json``: its presence (parsing as an ``engine.core.records.metrics.MetricsRecord`` that
+names this scenario and trial) marks the result complete.
 
 ``run_info`` (a plain dict from the runner; every key optional) — what ``run.json`` and the
 summary need: ``argv`` (list of str), ``args`` (dict of parsed options), ``spec_dir`` (str),
@@ -57,6 +57,7 @@ from engine.results.session_files import (
     JUDGE_RESULT,
     METRICS,
     SESSION,
+    USER_RUBRIC,
     attempts_dir,
     db_hashes,
     open_folder,
@@ -73,8 +74,9 @@ from engine.results.unreadable import note
 from engine.scoring.attribution import attribute
 from engine.scoring.composite import compute_composite, stalled_threshold
 from engine.scoring.fidelity import check_fidelity
-from engine.scoring.judge import JudgeOutcome, judge_gates, run_judge
+from engine.scoring.judge import Judge, JudgeOutcome, judge_gates
 from engine.scoring.registry import fidelity_checks, signals
+from engine.scoring.rubric import RubricOutcome, ask_rubric, with_rubric
 from engine.scoring.signals import SignalInputs, compute_signals
 from engine.scoring.summary import SummaryTotals, render_summary_text
 from engine.scoring.summary_rows import SummaryRow
@@ -166,15 +168,18 @@ def score_session(
     options: ScoringOptions,
     judge: JudgeOutcome | None = None,
     superseded: tuple[SpentUsage, ...] = (),
+    rubric: RubricOutcome | None = None,
 ) -> MetricsRecord:
-    """Score a stored session and write ``judge_result.json`` (when ``judge``) and, last,
-    ``metrics.json`` (one durable sync for both); returns the metrics. ``judge`` is the judge's
-    outcome (None: judge off); ``superseded`` the model use this result replaced (see
+    """Score a stored session and write ``judge_result.json`` (when ``judge``),
+    ``user_rubric.json`` (when ``rubric``) and, last, ``metrics.json`` (one durable sync for
+    all); returns the metrics. ``judge`` is the judge's outcome (None: judge off); ``rubric`` the
+    judged caller rubric's (None: judge off or not a model caller); ``superseded`` the model use
+    this result replaced (see
     ``engine.results.session_files.spent_before``). An audio session's voice summary is read from its
     stored ``voice.json``. Raises OSError only when the folder cannot be written."""
     sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
     with FolderWrite(sdir) as batch:
-        metrics = stage_metrics(batch, scenario, result, options, judge, superseded)
+        metrics = stage_metrics(batch, scenario, result, options, judge, superseded, rubric=rubric)
         batch.commit()
     return metrics
 
@@ -187,8 +192,10 @@ def stage_metrics(
     judge: JudgeOutcome | None = None,
     superseded: tuple[SpentUsage, ...] = (),
     hashes: tuple[str | None, str | None] | None = None,
+    rubric: RubricOutcome | None = None,
 ) -> MetricsRecord:
-    """Score the session whose folder ``batch`` writes: ``judge_result.json`` (when ``judge``) and
+    """Score the session whose folder ``batch`` writes: ``judge_result.json`` (when ``judge``),
+    ``user_rubric.json`` (when ``rubric``: its findings join the caller-fidelity ones) and
     ``metrics.json`` as a marker (it lands when the batch is committed); returns the metrics.
     ``hashes``: the final and expected DB hashes when already known
     (``engine.results.session_files.db_hashes``)."""
@@ -217,6 +224,7 @@ def stage_metrics(
     fidelity = check_fidelity(
         scenario, result, goal_met, fidelity_checks(), *replaced_attempts(sdir, scenario.name, result.trial)
     )
+    fidelity = with_rubric(fidelity, rubric)  # a rubric that failed only notes its judge_error
     cause = (
         verdict_error(scenario, result, judge) or fidelity_error(fidelity) or signal_error(scenario, fields)
     )
@@ -243,6 +251,11 @@ def stage_metrics(
         usage["judge"] = dict(judge.usage)
     else:
         (sdir / JUDGE_RESULT).unlink(missing_ok=True)
+    if rubric is not None:
+        batch.put_json(USER_RUBRIC, rubric.to_json())
+        usage["judge"] = _sum_usage(usage.get("judge"), rubric.usage)
+    else:
+        (sdir / USER_RUBRIC).unlink(missing_ok=True)
     metrics = MetricsRecord(
         scenario_name=scenario.name,
         record_id=scenario.record_id,
@@ -283,6 +296,14 @@ def stage_metrics(
     )
     batch.put_json(METRICS, metrics.to_json(), marker=True)
     return metrics
+
+
+def _sum_usage(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
+    """Two ``{model, prompt_tokens, completion_tokens, calls}`` of the same judge, added."""
+    if not a:
+        return dict(b)
+    keys = ("prompt_tokens", "completion_tokens", "calls")
+    return {"model": a.get("model") or b.get("model"), **{k: a.get(k, 0) + b.get(k, 0) for k in keys}}
 
 
 def store_and_score(
@@ -326,8 +347,15 @@ async def finish_session(
     Judge failures are recorded, never raised. Raises OSError only when the run directory cannot
     be written."""
     write_session(run_dir, scenario, result, trials, invocation="", voice=voice)
-    judge = await run_judge(scenario, result, options) if options.judge_model else None
-    return score_session(run_dir, scenario, result, trials, options, judge)
+    if not options.judge_model:
+        return score_session(run_dir, scenario, result, trials, options)
+    judge = Judge(options)
+    try:
+        verdict = await judge.ask(scenario, result)
+        rubric = await ask_rubric(judge, scenario, result)
+    finally:
+        await judge.aclose()
+    return score_session(run_dir, scenario, result, trials, options, verdict, rubric=rubric)
 
 
 def scored_dirs(run_dir: Path) -> list[tuple[Path, MetricsRecord]]:

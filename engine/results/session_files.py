@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 METRICS = "metrics.json"
 SESSION = "session.json"
 JUDGE_RESULT = "judge_result.json"
+#: The judged caller rubric's request and answer (``engine.scoring.rubric``), next to it.
+USER_RUBRIC = "user_rubric.json"
 #: An audio session's timeline and metrics (``engine.session.voice.run.VOICE_JSON``).
 VOICE = "voice.json"
 

@@ -250,6 +250,12 @@ def _candidates(text: str) -> list[Any]:
     return found
 
 
+def reply_objects(text: str) -> list[Any]:
+    """The JSON values a judge's reply holds: the reply itself when it is one JSON value (code
+    fences tolerated), else every top-level JSON object in it, in order."""
+    return _candidates(text)
+
+
 def parse_judge_reply(text: str, n_assertions: int) -> tuple[float, str, list[dict[str, Any]]]:
     """Read the verdict the judge template asks for: the reply itself when it is one JSON value
     (code fences tolerated), else, among the JSON objects in the reply, the last one that is the
@@ -349,24 +355,26 @@ class Judge:
             self.cache.put(key, str(client.base_url), self.model, dumped)
         return reply
 
-    def request(self, prompt: str) -> dict[str, Any]:
-        """The chat-completions arguments: temperature 0 and the verdict schema as the response
-        format, then the judge's args (``--judge-args``, which may override both), less what the
-        endpoint refused."""
+    def request(
+        self, prompt: str, schema: dict[str, Any] | None = None, name: str = "judge_verdict"
+    ) -> dict[str, Any]:
+        """The chat-completions arguments: temperature 0 and ``schema`` (default the verdict
+        schema) as the response format named ``name``, then the judge's args (``--judge-args``,
+        which may override both), less what the endpoint refused."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}
         if "temperature" not in self.refused:
             kwargs["temperature"] = 0
         if "response_format" not in self.refused:
             kwargs["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "judge_verdict", "strict": True, "schema": VERDICT_SCHEMA},
+                "json_schema": {"name": name, "strict": True, "schema": schema or VERDICT_SCHEMA},
             }
         kwargs.update(request_kwargs(self.options.judge_args))
         for name in self.refused:
             kwargs.pop(name, None)
         return kwargs
 
-    def _refused_parameter(self, exc: Exception, sent: dict[str, Any], retried: list[str]) -> str | None:
+    def refused_parameter(self, exc: Exception, sent: dict[str, Any], retried: list[str]) -> str | None:
         """The parameter an HTTP 400 names, when it was sent and not already retried without."""
         if getattr(exc, "status_code", None) != 400:
             return None
@@ -423,7 +431,7 @@ class Judge:
                 # one line, bounded, naming the endpoint (the cause first: it is what differs)
                 where = f" (judge {self.model} at {self.client().base_url})"
                 outcome.error = clip(f"{type(exc).__name__}: {str(exc)[:1500]}{where}")
-                refused = self._refused_parameter(exc, sent, retried)
+                refused = self.refused_parameter(exc, sent, retried)
                 if refused is not None:
                     retried.append(refused)
                     if refused not in self.refused:

@@ -13,6 +13,7 @@ from engine.core.model import Scenario, SessionResult
 from engine.core.options import TaskSelection
 from engine.core.plugin import Plugins
 from engine.scoring.judge import JUDGE_TEMPLATE, judge_gates, render_judge_prompt
+from engine.scoring.rubric import RUBRIC_TEMPLATE, render_rubric_prompt
 from engine.spec.gold_replay import replay_gold
 from engine.spec.loader import load_domain
 from engine.spec.rtvi_map import tool_map_problems
@@ -181,7 +182,8 @@ def judge_prompt_problems(scenario: Scenario) -> list[Problem]:
     """Render the judge's prompt of ``scenario`` (its domain's judge template, else the repository's)
     under StrictUndefined, for a session with tool calls, actions and spoken turns and for one
     without: every branch of the template that a run can reach. Returns one problem naming the
-    template and the scenario when it does not render (a run would have judged nothing)."""
+    template and the scenario when it does not render (a run would have judged nothing). The
+    caller rubric (``engine.scoring.rubric``) is rendered the same way."""
     template = scenario.domain.templates.get("judge") or JUDGE_TEMPLATE
     tool = scenario.tools.tools[0].name if scenario.tools.tools else "tool"
     busy = SessionResult(
@@ -203,5 +205,10 @@ def judge_prompt_problems(scenario: Scenario) -> list[Problem]:
             return [replace(p, message=f"judge prompt: {p.message}") for p in err.problems]
         except Exception as err:
             message = f"the judge prompt ({template}) does not render: {type(err).__name__}: {err}"
+            return [Problem(scenario.source.file, scenario.source.line, "$", message, scenario.name)]
+        try:
+            render_rubric_prompt(scenario, session)
+        except Exception as err:  # the repository's template with this scenario's caller record
+            message = f"the caller rubric ({RUBRIC_TEMPLATE}) does not render: {type(err).__name__}: {err}"
             return [Problem(scenario.source.file, scenario.source.line, "$", message, scenario.name)]
     return []

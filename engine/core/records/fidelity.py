@@ -56,9 +56,14 @@ class UserFidelity:
     """``user_fidelity``: ``checks`` maps each check to True (held), False (broken) or None (not
     applicable: nothing to check); ``findings`` what broke, in turn order; ``turns`` the caller
     turns checked; ``enforced`` False when the caller cannot be regenerated (the replay caller,
-    which plays the gold lines: its findings are reported, never an error); ``judged`` a judge's
-    rubric added findings; ``attempt`` 0 for the first session, k for the k-th regeneration;
-    ``replaced`` the reasons (first finding's check) of the attempts this one replaced, in order."""
+    which plays the gold lines: its findings are reported, never an error); ``judged`` the judge's
+    rubric (``engine.scoring.rubric``) answered: its checks are in ``checks`` and its findings
+    among ``findings``; ``attempt`` 0 for the first session, k for the k-th regeneration;
+    ``replaced`` the reasons (first finding's check) of the attempts this one replaced, in order;
+    ``dropped`` the rubric's findings left out because they cited no caller turn (or no rubric
+    check); ``judge_error`` why the rubric was not answered (None: answered, or not asked), the
+    session then checked by the deterministic checks alone. The last two are written since
+    metrics version 5 (0 and None when read from version 4)."""
 
     checks: Mapping[str, bool | None]
     findings: tuple[Finding, ...]
@@ -67,6 +72,8 @@ class UserFidelity:
     judged: bool = False
     attempt: int = 0
     replaced: tuple[str, ...] = ()
+    dropped: int = 0
+    judge_error: str | None = None
 
     @property
     def broken(self) -> bool:
@@ -87,6 +94,8 @@ class UserFidelity:
             "judged": self.judged,
             "attempt": self.attempt,
             "replaced": list(self.replaced),
+            "dropped": self.dropped,
+            "judge_error": self.judge_error,
         }
 
     @classmethod
@@ -108,6 +117,8 @@ class UserFidelity:
             judged=get(body, "judged", bool),
             attempt=get(body, "attempt", int),
             replaced=tuple(replaced),
+            dropped=get(body, "dropped", int) if "dropped" in body else 0,
+            judge_error=get(body, "judge_error", str, None) if "judge_error" in body else None,
         )
 
 

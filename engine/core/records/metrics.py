@@ -26,8 +26,9 @@ from engine.core.records.voice import VoiceSummary
 #: scenario spec's key (``eva_id`` or ``record_id``); 3 always ``record_id``; 4 adds
 #: ``attribution`` and ``user_fidelity``, and an audio session's ``voice`` adds ``p95`` to its turn
 #: figures, ``timing`` (from the waveform) and ``hearing`` (with a recogniser), and the
-#: ``speech_matches_text`` signal (voice runs only).
-METRICS_VERSION = 4
+#: ``speech_matches_text`` signal (voice runs only); 5 adds ``user_fidelity.dropped`` and
+#: ``user_fidelity.judge_error`` (the judged caller rubric, ``engine.scoring.rubric``).
+METRICS_VERSION = 5
 METRICS_SCHEMA = f"evalctl.metrics/{METRICS_VERSION}"
 METRICS_SCHEMA_V1 = "evalctl.metrics/1"
 METRICS_SCHEMA_V2 = "evalctl.metrics/2"

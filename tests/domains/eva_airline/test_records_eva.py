@@ -127,7 +127,7 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
     assert times["engine_time_s"] <= times["duration_s"]
     replay_usage = {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0}
     assert body == {
-        "schema": "evalctl.metrics/4",
+        "schema": "evalctl.metrics/5",
         "scenario_name": name,
         "record_id": "3.1.5",
         "domain": "eva_airline",
@@ -187,6 +187,8 @@ def test_metrics_json_of_one_eva_scenario(one_scenario_run: Path, data_root: Pat
             "judged": False,
             "attempt": 0,
             "replaced": [],
+            "dropped": 0,
+            "judge_error": None,
         },
         "evalctl_version": __version__,
     }

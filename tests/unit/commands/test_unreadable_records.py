@@ -83,7 +83,7 @@ DAMAGE = {
     ),
     "future": (
         _schema("evalctl.metrics/9"),
-        "is of a newer evalctl (this one reads evalctl.metrics/1 to /4)",
+        "is of a newer evalctl (this one reads evalctl.metrics/1 to /5)",
     ),
 }
 

@@ -173,7 +173,7 @@ def test_metrics_json_of_one_mock_scenario(one_scenario_run: Path) -> None:
     assert times["engine_time_s"] <= times["duration_s"]
     replay_usage = {"model": "replay", "prompt_tokens": 0, "completion_tokens": 0}
     assert body == {
-        "schema": "evalctl.metrics/4",
+        "schema": "evalctl.metrics/5",
         "scenario_name": CANCEL,
         "record_id": scenario.record_id,
         "domain": "mock",
@@ -230,6 +230,8 @@ def test_metrics_json_of_one_mock_scenario(one_scenario_run: Path) -> None:
             "judged": False,
             "attempt": 0,
             "replaced": [],
+            "dropped": 0,
+            "judge_error": None,
         },
         "evalctl_version": __version__,
     }
@@ -260,8 +262,8 @@ def test_metrics_are_read_back_through_the_record_unchanged(tmp_path: Path) -> N
         (lambda b: b.pop("looked_up"), "metrics: no looked_up"),
         (lambda b: b.update(eva_id="M1"), "metrics: unknown key(s) eva_id"),
         (
-            lambda b: b.update(schema="evalctl.metrics/5"),
-            "newer evalctl (this one reads evalctl.metrics/1 to /4)",
+            lambda b: b.update(schema="evalctl.metrics/6"),
+            "newer evalctl (this one reads evalctl.metrics/1 to /5)",
         ),
         (lambda b: b.update(is_successful="error"), "is_successful is 'error' exactly when error_cause"),
         (lambda b: b.update(is_successful="maybe"), "is_successful: 'maybe' is not a verdict"),

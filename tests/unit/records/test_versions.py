@@ -295,6 +295,38 @@ def _full_session() -> dict[str, Any]:
 #: The :func:`fingerprint` of each record as today's writer writes it, by schema (space
 #: separated). Versions no longer written are pinned by their frozen folder in tests/records/.
 PINNED = {
+    "evalctl.metrics/5": """
+        agent_backend agent_turns attribution attribution.cause attribution.evidence
+        attribution.turn clean_exit db_hash db_state_assertion_pass_rate db_state_assertion_verdicts
+        db_state_match domain duration_s engine_time_s error error_cause error_cause.message
+        error_cause.source evalctl_version expected_db_hash extra_signals extra_signals.*
+        is_action_match is_successful is_task_successful judge_error judge_model judge_passed
+        judge_prompt_sha256 judge_score min_agent_turns nl_assertion_pass_rate nl_assertion_verdicts
+        num_actions num_tool_calls record_id scenario_name schema stalled started_at stop_reason
+        success_breakdown success_breakdown.excluded success_breakdown.failed
+        success_breakdown.not_applicable success_breakdown.passed success_signals superseded_usage
+        superseded_usage[].calls superseded_usage[].completion_tokens superseded_usage[].model
+        superseded_usage[].prompt_tokens superseded_usage[].role trial usage usage.* usage.*.calls
+        usage.*.completion_tokens usage.*.model usage.*.prompt_tokens user_backend user_fidelity
+        user_fidelity.attempt user_fidelity.checks user_fidelity.checks.* user_fidelity.dropped
+        user_fidelity.enforced user_fidelity.findings user_fidelity.findings[].check
+        user_fidelity.findings[].detail user_fidelity.findings[].text user_fidelity.findings[].turn
+        user_fidelity.judge_error user_fidelity.judged user_fidelity.replaced user_fidelity.turns
+        user_turns voice voice.agent_speech_ms voice.agent_turns_with_audio voice.caller_speech_ms
+        voice.hearing voice.hearing.entities voice.hearing.entities_heard voice.hearing.errors
+        voice.hearing.matched voice.hearing.matched_words voice.hearing.silent
+        voice.hearing.transcribed voice.hearing.turns voice.hearing.words voice.latency_ms
+        voice.latency_ms.count voice.latency_ms.max voice.latency_ms.mean voice.latency_ms.p50
+        voice.latency_ms.p90 voice.latency_ms.p95 voice.media_ms voice.overlap_ms voice.recognizer
+        voice.sample_rate voice.timing voice.timing.barge_ins voice.timing.barge_ins_yielded
+        voice.timing.long_silences voice.timing.longest_silence_ms voice.timing.stamp_diff_ms
+        voice.timing.stamp_diff_ms.count voice.timing.stamp_diff_ms.max
+        voice.timing.stamp_diff_ms.mean voice.timing.stamp_diff_ms.p50
+        voice.timing.stamp_diff_ms.p90 voice.timing.stamp_diff_ms.p95 voice.timing.turn_latency_ms
+        voice.timing.turn_ttfa_ms voice.timing.turns_talking_over voice.timing.vad voice.ttfa_ms
+        voice.ttfa_ms.count voice.ttfa_ms.max voice.ttfa_ms.mean voice.ttfa_ms.p50 voice.ttfa_ms.p90
+        voice.ttfa_ms.p95 voice.tts voice.tts_s voice.turns_with_overlap voice.wer voice.wer_turns
+    """,
     "evalctl.metrics/4": """
         agent_backend agent_turns attribution attribution.cause attribution.evidence
         attribution.turn clean_exit db_hash db_state_assertion_pass_rate db_state_assertion_verdicts
@@ -481,7 +513,7 @@ def test_a_change_of_fields_bumps_the_version(record: str, build: Any) -> None:
         (lambda b: b.update(latency_ok=True), "added: latency_ok; removed: none"),
         (lambda b: b.pop("judge_error"), "added: none; removed: judge_error"),
         (lambda b: b["voice"].update(jitter_ms=1), "added: voice.jitter_ms"),
-        (lambda b: b.update(schema="evalctl.metrics/5"), "no fields pinned for evalctl.metrics/5"),
+        (lambda b: b.update(schema="evalctl.metrics/6"), "no fields pinned for evalctl.metrics/6"),
     ],
     ids=["added", "removed", "nested", "unpinned-version"],
 )
