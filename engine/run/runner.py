@@ -59,6 +59,7 @@ from engine.session.conversation import SessionLimits, SessionSetup, run_session
 from engine.session.settings import check_judge_key, run_info, with_resolved_base_url
 from engine.session.setup import check_counts, close_sides, endpoints, session_setup, side_for
 from engine.session.sides import builtin_side
+from engine.spec.gold_check import refuse_gold_mismatch
 from engine.spec.loader import load_domain
 from engine.spec.selection import select_tasks
 from engine.util import heap
@@ -101,11 +102,13 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         ]
         if limits and opts.concurrency > min(limits):  # a side that serves one client at a time
             opts = dataclasses.replace(opts, concurrency=min(limits))
-        loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
+        loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language)
         held.enter_context(heap.settled())
         chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
         if opts.tasks:
             chosen = select_tasks(chosen, loaded, opts.tasks)
+        if not opts.allow_gold_mismatch:
+            refuse_gold_mismatch(chosen)
         if opts.shard is not None:
             shard = parse_shard(opts.shard)
             if opts.resume is None:  # a resumed shard run keeps the slice its run.json records
