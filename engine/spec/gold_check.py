@@ -1,7 +1,8 @@
-"""A run refuses a spec whose gold replay fails: the check ``evalctl validate`` makes
-(``engine.spec.gold_replay.replay_gold``: the expected-DB hash, gold calls that fail, such as an
-authentication with a last name the DB does not hold, undeclared writes, the gold's own signals),
-made on the scenarios a run selected before any session starts. Such a spec's verdicts would mean
+"""A run refuses a spec whose gold replay fails: the checks ``evalctl validate`` makes
+(``engine.spec.gold_replay.gold_problems``: the expected-DB hash, gold calls that fail, such as an
+authentication with a last name the DB does not hold, the gold's own signals; not validate's write
+audit), made on the scenarios a run selected before any session starts, from the one gold replay
+per scenario the run makes anyway. Such a spec's verdicts would mean
 nothing: its replay-side sessions follow a gold path the spec itself does not reach.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from engine.core.model import Scenario
-from engine.spec.gold_replay import replay_gold
+from engine.spec.gold_replay import gold_problems
 from engine.util.errors import UsageError
 
 #: Scenarios named in the refusal line before ``and N more``.
@@ -19,16 +20,13 @@ SHOWN = 5
 
 def gold_mismatches(scenarios: Iterable[Scenario]) -> list[tuple[str, str]]:
     """``(scenario name, why)`` per scenario with a gold trace whose replay fails, in order;
-    ``why`` is the first problem ``replay_gold`` names (or "the final DB differs from the expected
-    one"). Scenarios without a gold trace are not checked."""
+    ``why`` is the first problem ``gold_problems`` names. Scenarios without a gold trace are not
+    checked."""
     out: list[tuple[str, str]] = []
     for scenario in scenarios:
-        if scenario.gold_trace is None:
-            continue
-        outcome = replay_gold(scenario)
-        if not outcome.ok:
-            why = (outcome.error or "the final DB differs from the expected one").split(" | ")[0]
-            out.append((scenario.name, why))
+        problems = gold_problems(scenario)
+        if problems:
+            out.append((scenario.name, problems[0]))
     return out
 
 
