@@ -117,7 +117,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         specs = {"agent": agent_spec, "user": user_spec}
         sides = {role: side_for(spec, opts, by_name, role) for role, spec in specs.items()}
         check_judge_key(opts.scoring)
-        voice = _voice(opts, voice)
+        voice = _voice(opts, voice, loaded.domain.language)
         kinds = {role: spec.kind for role, spec in specs.items()}
         at_once = min(opts.concurrency, len(chosen) * opts.trials)
         needed = files_needed(at_once, kinds, bool(opts.scoring.judge_model))
@@ -272,17 +272,22 @@ async def run_here(
                 progress.grow(len(batch))
 
 
-def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:
-    """The run's audio settings (None: a text run)."""
+def _voice(opts: RunOptions, given: VoiceRun | None, language: str = "en") -> VoiceRun | None:
+    """The run's audio settings (None: a text run), speaking ``language`` (the domain's); says in
+    one line when that language goes without speech recognition."""
     if not opts.voice:
         if given is not None:
             raise ValueError("audio settings for a text run (set RunOptions.voice)")
         return None
     if given is not None:
         return given
+    from engine.session.voice.asr import recognition_note
     from engine.session.voice.run import VoiceRun  # the audio modules load for voice runs only
 
-    return VoiceRun.create()
+    note = recognition_note(language)
+    if note and not opts.quiet:
+        print(f"evalctl: {note}", file=sys.stderr)
+    return VoiceRun.create(language=language)
 
 
 async def _run_jobs(
