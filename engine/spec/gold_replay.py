@@ -324,7 +324,11 @@ def gold_problems(scenario: Scenario) -> list[str]:
     trace; one line per problem."""
     if scenario.gold_trace is None:
         return []
-    if scenario.expected_db is None and scenario.reference_answer is None and not scenario.db_state_assertions:
+    if (
+        scenario.expected_db is None
+        and scenario.reference_answer is None
+        and not scenario.db_state_assertions
+    ):
         return ["no expected DB, reference answer or DB assertions to replay against"]
     try:
         run = gold_replay(scenario)

@@ -121,13 +121,14 @@ def _spoken_words(
 ) -> tuple[re.Pattern[str], dict[str, str], dict[str, str], re.Pattern[str] | None]:
     """``(token pattern, digit word -> digit, symbol name -> symbol, several-word names)`` of
     ``language``; English's words always count too (codes are often spelled in English in another
-    language's call). The last pattern finds the symbol names of several words (``tiret bas``)."""
+    language's call). The last pattern finds the symbol names of several words (``tiret bas``,
+    ``deux-points``)."""
     if language.split("-")[0].lower() == "en":
         return _SPELL_TOKEN, _DIGIT_WORDS, _SYMBOL_WORDS, None
     digits, symbols = spoken_forms(language)
     own_digits = {word: str(i) for i, word in enumerate(digits)}
     own_symbols = {name: ch for ch, name in symbols.items() if ch != " "}
-    long = sorted((n for n in own_symbols if " " in n), key=len, reverse=True)
+    long = sorted((n for n in own_symbols if not n.isalpha()), key=len, reverse=True)
     several = re.compile("|".join(re.escape(n) for n in long), re.I) if long else None
     return _ANY_SPELL_TOKEN, _DIGIT_WORDS | own_digits, _SYMBOL_WORDS | own_symbols, several
 
