@@ -70,11 +70,19 @@ def list_cmd(
 @group.command("validate")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option("--no-replay", is_flag=True, help="Skip replaying the gold traces (default: replay them).")
+@click.option(
+    "--language",
+    default=None,
+    metavar="CODE",
+    help="Check the domain in that language (its domain.yaml `languages:`), e.g. fr "
+    "(default: the spec's own).",
+)
 @opt.data_root()
 @opt.task_selection()
 def validate_cmd(
     spec_dir: str,
     no_replay: bool,
+    language: str | None,
     data_root: str | None,
     task_ids: str | None,
     task_split: str | None,
@@ -89,11 +97,12 @@ def validate_cmd(
     Example:
       evalctl validate specs/eva_airline
       evalctl validate specs/eva_airline --no-replay --data-root ~/eva-data
+      evalctl validate specs/eva_airline --language fr
     """
     from engine.commands.validate import validate
 
     tasks = _tasks(task_ids, task_split, num_tasks)
-    return validate(Path(spec_dir), _path(data_root), replay=not no_replay, tasks=tasks)
+    return validate(Path(spec_dir), _path(data_root), replay=not no_replay, tasks=tasks, language=language)
 
 
 @group.command("render")

@@ -121,3 +121,8 @@ def test_a_run_refuses_a_spec_whose_gold_fails(
     assert main([*args, "--output-dir", str(out), "--allow-gold-mismatch", "--workers", "1"]) == 0
     record = json.loads((out / "run.json").read_text())
     assert record["args"]["allow_gold_mismatch"] is True
+
+
+def test_validate_checks_a_language(data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(SPEC_DIR), "--data-root", str(data_root), "--language", "fr-CA"]) == 0
+    assert "gold replay 50/50" in capsys.readouterr().out
