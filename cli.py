@@ -70,11 +70,19 @@ def list_cmd(
 @group.command("validate")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option("--no-replay", is_flag=True, help="Skip replaying the gold traces (default: replay them).")
+@click.option(
+    "--language",
+    default=None,
+    metavar="CODE",
+    help="Check the domain in that language (its domain.yaml `languages:`), e.g. fr "
+    "(default: the spec's own).",
+)
 @opt.data_root()
 @opt.task_selection()
 def validate_cmd(
     spec_dir: str,
     no_replay: bool,
+    language: str | None,
     data_root: str | None,
     task_ids: str | None,
     task_split: str | None,
@@ -89,11 +97,12 @@ def validate_cmd(
     Example:
       evalctl validate specs/eva_airline
       evalctl validate specs/eva_airline --no-replay --data-root ~/eva-data
+      evalctl validate specs/eva_airline --language fr
     """
     from engine.commands.validate import validate
 
     tasks = _tasks(task_ids, task_split, num_tasks)
-    return validate(Path(spec_dir), _path(data_root), replay=not no_replay, tasks=tasks)
+    return validate(Path(spec_dir), _path(data_root), replay=not no_replay, tasks=tasks, language=language)
 
 
 @group.command("render")
@@ -152,6 +161,8 @@ RUN_SETTINGS: dict[str, tuple[str, ...]] = {
     "max_tool_calls": ("max_tool_calls_per_turn",),
     "request_timeout": ("request_timeout_s",),
     "voice": ("voice",),
+    "language": ("language",),
+    "allow_gold_mismatch": ("allow_gold_mismatch",),
     "min_agent_turns": ("scoring.min_agent_turns",),
     "strict_match": ("scoring.strict_match",),
     "judge_model": ("scoring.judge_model",),
@@ -282,6 +293,20 @@ def _prices(value: str | None) -> Any:
     "(espeak-ng and sox); WAVs, voice.json and voice metrics per scenario.",
 )
 @click.option(
+    "--language",
+    default=None,
+    metavar="CODE",
+    help="Run the domain in that language (its domain.yaml `languages:`; eva_airline: fr, fr-CA, eva "
+    "2.1.0's cultures: names, starting utterance, the caller's espeak-ng voice), e.g. fr "
+    "(default: the spec's own).",
+)
+@click.option(
+    "--allow-gold-mismatch",
+    is_flag=True,
+    help="Run even when the spec's gold replay fails (`evalctl validate` lists why; recorded in "
+    "run.json). Default: such a run is refused (exit 2).",
+)
+@click.option(
     "--workers",
     default=None,
     type=click.IntRange(min=1),
@@ -360,6 +385,8 @@ def run_cmd(
     keep_errors: bool,
     allow_errors: bool,
     voice: bool,
+    language: str | None,
+    allow_gold_mismatch: bool,
     workers: int | None,
     shard: str | None,
     ray_address: str | None,
@@ -440,6 +467,8 @@ def run_cmd(
         replay_latency_s=replay_latency,
         progress=progress,
         voice=voice,
+        language=language,
+        allow_gold_mismatch=allow_gold_mismatch,
         scoring=ScoringOptions(
             min_agent_turns=min_agent_turns,
             strict_match=strict_match,

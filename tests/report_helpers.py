@@ -161,6 +161,7 @@ def build_sample_run(sample: Sample, spec_dir: Path, data_root: Path, where: Pat
                 output_dir=run_dir,
                 concurrency=4,
                 quiet=True,
+                allow_gold_mismatch=True,  # two gold traces are altered on purpose
             )
         )
     finally:

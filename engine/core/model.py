@@ -450,6 +450,10 @@ class DomainPlugin:
     engine sends it in ``tool.result.text`` and the built-in sides use it as the tool message;
     ``argument_check``: the domain's own argument rules for its handlers (:data:`ArgumentCheck`;
     None: the engine's schema check with lax conversion).
+    ``localise``: ``(value, record, language) -> value``, the domain's per-language placeholders
+    (names, phone) resolved from the dataset ``record`` in a value read from the data (the record
+    itself, an initial or expected DB); returns ``value`` itself when there is nothing to resolve
+    (None: values are used as read).
     """
 
     name: str
@@ -466,6 +470,7 @@ class DomainPlugin:
     result_text: ResultText | None = None
     description: str = ""
     argument_check: ArgumentCheck | None = None
+    localise: Localise | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(self.count_diagnostics - set(self.diagnostics))
@@ -477,6 +482,9 @@ class DomainPlugin:
 #: a domain's own argument rules (tau2's are Python's call rules, no conversion), used instead of
 #: the engine's JSON Schema check for the plugin's handlers. Must not raise.
 ArgumentCheck = Callable[[ToolSpec, Mapping[str, Any]], tuple[dict[str, Any] | None, dict[str, Any] | None]]
+
+#: ``(value, record, language) -> value``: see ``DomainPlugin.localise``. Must not modify ``value``.
+Localise = Callable[[Any, Mapping[str, Any], str], Any]
 
 #: Plugins by name, as the command layer hands them to the loader.
 Plugins = Mapping[str, DomainPlugin]

@@ -133,3 +133,9 @@ class RunOptions:
     regenerate: int = 2
     #: ``--task-ids`` / ``--task-split`` / ``--num-tasks`` (narrow the selection, as tau2 does).
     tasks: TaskSelection = field(default_factory=TaskSelection)
+    #: ``--language CODE``: run the domain in that language (its ``languages:`` block in domain.yaml:
+    #: e.g. eva_airline's ``fr`` / ``fr-CA``, eva 2.1.0's cultures); None: the spec's own ``language``.
+    language: str | None = None
+    #: ``--allow-gold-mismatch``: run a spec whose gold replay fails (``engine.spec.gold_check``)
+    #: instead of refusing it (exit 2); the run records it in ``run.json``.
+    allow_gold_mismatch: bool = False

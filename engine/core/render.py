@@ -53,18 +53,51 @@ SPOKEN_DIGITS: tuple[str, ...] = (
 )
 
 
-def spell(code: Any) -> str:
-    """Spell a code for speech, one character at a time: ``ZK3FFW`` -> ``Z, K, three, F, F, W``.
+#: The digit words and symbol names of other languages than English, by primary language subtag
+#: (``fr`` serves ``fr`` and ``fr-CA``): how a code is spelled out when the caller speaks it.
+SPOKEN_FORMS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "en": (SPOKEN_DIGITS, SPOKEN_SYMBOLS),
+    "fr": (
+        ("zéro", "un", "deux", "trois", "quatre", "cinq", "six", "sept", "huit", "neuf"),
+        {
+            "_": "tiret bas",
+            "-": "tiret",
+            "@": "arobase",
+            ".": "point",
+            "#": "dièse",
+            "*": "étoile",
+            "/": "barre oblique",
+            "+": "plus",
+            "&": "et",
+            ":": "deux-points",
+            ",": "virgule",
+            " ": "espace",
+        },
+    ),
+}
+
+
+def spoken_forms(language: str = "en") -> tuple[tuple[str, ...], dict[str, str]]:
+    """``(digit words 0-9, symbol -> name)`` of ``language`` (a BCP 47 code; its primary subtag is
+    looked up in :data:`SPOKEN_FORMS`, English when absent)."""
+    return SPOKEN_FORMS.get(language.split("-")[0].lower(), SPOKEN_FORMS["en"])
+
+
+def spell(code: Any, language: str = "en") -> str:
+    """Spell a code for speech, one character at a time: ``ZK3FFW`` -> ``Z, K, three, F, F, W``
+    (``language`` ``fr``: ``Z, K, trois, F, F, W``).
 
     Letters stay letters, ASCII digits become words, symbols are named (``_`` -> underscore,
-    ``-`` -> dash, see SPOKEN_SYMBOLS); anything else is kept as is.
+    ``-`` -> dash, see SPOKEN_SYMBOLS; :func:`spoken_forms` for other languages); anything else
+    is kept as is.
     """
+    digits, symbols = spoken_forms(language)
     parts = []
     for ch in str(code):
         if "0" <= ch <= "9":
-            parts.append(SPOKEN_DIGITS[int(ch)])
+            parts.append(digits[int(ch)])
         else:
-            parts.append(SPOKEN_SYMBOLS.get(ch, ch))
+            parts.append(symbols.get(ch, ch))
     return ", ".join(parts)
 
 

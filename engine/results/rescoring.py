@@ -106,7 +106,13 @@ async def rescore_run(opts: RescoreOptions) -> RescoreReport:
             )
             await check_endpoints([endpoint], min(PROBE_TIMEOUT_S, scoring.judge_timeout_s))
         data_root = opts.data_root or (Path(record.data_root) if record.data_root else None)
-        loaded = load_domain(Path(record.spec_dir or "."), data_root, plugins=opts.plugins)
+        language = record.settings.get("language") if isinstance(record.settings, dict) else None
+        loaded = load_domain(
+            Path(record.spec_dir or "."),
+            data_root,
+            plugins=opts.plugins,
+            language=language if isinstance(language, str) else None,
+        )
         trials = record.trials or 1
         recorded = record.args.get("concurrency")
         concurrency = opts.concurrency or (recorded if isinstance(recorded, int) and recorded > 0 else 8)

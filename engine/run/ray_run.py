@@ -78,7 +78,7 @@ def _checked(opts: RunOptions) -> tuple[RunOptions, list[str], Path]:
         raise UsageError("--ray starts a new run: resume a Ray run's shards with --shard, or run it again")
     if opts.shard is not None:
         raise UsageError("--ray cuts the run into shards itself: leave --shard out")
-    loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
+    loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language)
     chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
     if opts.tasks:
         chosen = select_tasks(chosen, loaded, opts.tasks)

@@ -59,6 +59,7 @@ from engine.session.conversation import SessionLimits, SessionSetup, run_session
 from engine.session.settings import check_judge_key, run_info, with_resolved_base_url
 from engine.session.setup import check_counts, close_sides, endpoints, session_setup, side_for
 from engine.session.sides import builtin_side
+from engine.spec.gold_check import refuse_gold_mismatch
 from engine.spec.loader import load_domain
 from engine.spec.selection import select_tasks
 from engine.util import heap
@@ -101,11 +102,13 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         ]
         if limits and opts.concurrency > min(limits):  # a side that serves one client at a time
             opts = dataclasses.replace(opts, concurrency=min(limits))
-        loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
+        loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language)
         held.enter_context(heap.settled())
         chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
         if opts.tasks:
             chosen = select_tasks(chosen, loaded, opts.tasks)
+        if not opts.allow_gold_mismatch:
+            refuse_gold_mismatch(chosen)
         if opts.shard is not None:
             shard = parse_shard(opts.shard)
             if opts.resume is None:  # a resumed shard run keeps the slice its run.json records
@@ -114,7 +117,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         specs = {"agent": agent_spec, "user": user_spec}
         sides = {role: side_for(spec, opts, by_name, role) for role, spec in specs.items()}
         check_judge_key(opts.scoring)
-        voice = _voice(opts, voice)
+        voice = _voice(opts, voice, loaded.domain.language)
         kinds = {role: spec.kind for role, spec in specs.items()}
         at_once = min(opts.concurrency, len(chosen) * opts.trials)
         needed = files_needed(at_once, kinds, bool(opts.scoring.judge_model))
@@ -269,17 +272,22 @@ async def run_here(
                 progress.grow(len(batch))
 
 
-def _voice(opts: RunOptions, given: VoiceRun | None) -> VoiceRun | None:
-    """The run's audio settings (None: a text run)."""
+def _voice(opts: RunOptions, given: VoiceRun | None, language: str = "en") -> VoiceRun | None:
+    """The run's audio settings (None: a text run), speaking ``language`` (the domain's); says in
+    one line when that language goes without speech recognition."""
     if not opts.voice:
         if given is not None:
             raise ValueError("audio settings for a text run (set RunOptions.voice)")
         return None
     if given is not None:
         return given
+    from engine.session.voice.asr import recognition_note
     from engine.session.voice.run import VoiceRun  # the audio modules load for voice runs only
 
-    return VoiceRun.create()
+    note = recognition_note(language)
+    if note and not opts.quiet:
+        print(f"evalctl: {note}", file=sys.stderr)
+    return VoiceRun.create(language=language)
 
 
 async def _run_jobs(

@@ -79,7 +79,9 @@ class _Pipe:
 
 async def _work(task: WorkerTask, conn: Connection) -> None:
     opts = task.opts
-    loaded = task.loaded or load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
+    loaded = task.loaded or load_domain(
+        opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language
+    )
     by_name = {s.name: s for s in loaded.scenarios}
     jobs = [Job(by_name[name], trial, action, superseded) for name, trial, action, superseded in task.jobs]
     agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)

@@ -43,6 +43,8 @@ SESSION_SETTINGS = (
     "user_api_key_env",
     "agent_args",
     "user_args",
+    "language",
+    "allow_gold_mismatch",
 )
 #: ScoringOptions fields that are settings (under ``scoring`` in the record).
 SCORING_SETTINGS = (
@@ -72,6 +74,7 @@ OVERRIDABLE = frozenset(
         "scoring.judge_retries",
         "scoring.judge_retry_delay_s",
         "scoring.judge_timeout_s",
+        "allow_gold_mismatch",
     }
 )
 
@@ -95,6 +98,8 @@ FLAGS: dict[str, str] = {
     "user_api_key_env": "--user-api-key-env",
     "agent_args": "--agent-args",
     "user_args": "--user-args",
+    "language": "--language",
+    "allow_gold_mismatch": "--allow-gold-mismatch",
     "scoring.judge_args": "--judge-args",
     "scoring.min_agent_turns": "--min-agent-turns",
     "scoring.strict_match": "--strict-match",

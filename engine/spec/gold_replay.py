@@ -180,15 +180,18 @@ def replay_scenario(scenario: Scenario, *, audit: bool = False) -> ReplayRun:
 
 
 _GOLD_RUNS = PerTrace()
+#: The keys of a call's result a kept replay holds (whether it failed, and why).
+_BRIEF = ("status", "message", "error_type")
 
 
 def gold_replay(scenario: Scenario) -> ReplayRun:
     """:func:`replay_scenario`, made once per scenario and kept while its gold trace lives:
     scenario loading (``expected_db: {from: gold_replay}``), the scoring diagnostics and domain
     plugins all read the gold's end state from here, so a run replays each gold trace at most once
-    (a scenario's ``replace``-d copies share it). The kept run holds ``db``, ``user_db`` and
-    ``actions`` (not the per-call ``responses`` / ``outcomes``); treat it as read-only. Raises what
-    the replay raised (a failed replay is not tried again)."""
+    (a scenario's ``replace``-d copies share it). The kept run holds ``db``, ``user_db``,
+    ``actions`` and ``responses`` with only each result's ``status``, ``message`` and
+    ``error_type`` (no ``outcomes``); treat it as read-only. Raises what the replay raised (a
+    failed replay is not tried again)."""
     trace = scenario.gold_trace
     assert trace is not None
     inputs = (
@@ -204,7 +207,8 @@ def gold_replay(scenario: Scenario) -> ReplayRun:
         kept: ReplayRun | Exception
         try:
             run = replay_scenario(scenario)
-            kept = ReplayRun(db=run.db, user_db=run.user_db, actions=run.actions)
+            brief = [(step, {k: r[k] for k in _BRIEF if k in r}) for step, r in run.responses]
+            kept = ReplayRun(db=run.db, user_db=run.user_db, actions=run.actions, responses=brief)
         except Exception as exc:
             kept = exc
         _GOLD_RUNS.put(trace, inputs, kept)
@@ -310,3 +314,33 @@ def replay_gold(scenario: Scenario) -> ReplayOutcome:
         assertions_held=held,
         known_failures=tuple(known),
     )
+
+
+def gold_problems(scenario: Scenario) -> list[str]:
+    """Why ``scenario``'s gold fails, from the run's one gold replay (:func:`gold_replay`): the
+    checks of :func:`replay_gold` but the write audit (validate's): the end DB against the expected
+    DB, gold calls to tools the table lacks or that fail undeclared (``known_gold_errors``), and the
+    gold's own gating signals (:func:`gold_signal_failures`). Empty when it passes or has no gold
+    trace; one line per problem."""
+    if scenario.gold_trace is None:
+        return []
+    if (
+        scenario.expected_db is None
+        and scenario.reference_answer is None
+        and not scenario.db_state_assertions
+    ):
+        return ["no expected DB, reference answer or DB assertions to replay against"]
+    try:
+        run = gold_replay(scenario)
+    except Exception as exc:  # a replay that cannot run is a failing gold
+        return [f"the gold replay raised {type(exc).__name__}: {exc}"]
+    notes: list[str] = []
+    rules = scenario.domain.hash_rules
+    if scenario.expected_db is not None and db_hash(run.db, rules) != db_hash(scenario.expected_db, rules):
+        notes.append("the final DB differs from the expected one")
+    unknown = sorted({step.tool for step, res in run.responses if res.get("error_type") == "tool_not_found"})
+    if unknown:
+        notes.append(f"the gold trace calls tools the tool table lacks: {', '.join(unknown)}")
+    notes.extend(gold_signal_failures(scenario, run))
+    notes.extend(_gold_failures(scenario, run)[0])
+    return notes

@@ -24,6 +24,7 @@ from engine.core.render import check_templates
 from engine.core.tools.harness import HARNESS_HANDLERS
 from engine.core.validation import check_signals, did_you_mean, problem_at, schema_problems
 from engine.scoring.registry import signal_names
+from engine.spec.languages import in_language
 from engine.spec.scenario_build import build_scenario
 from engine.spec.scenario_fields import BuildContext
 from engine.spec.scenario_gen import generated_docs
@@ -310,9 +311,16 @@ def _hash_rules(doc: YamlDoc, plugin: DomainPlugin | None, problems: list[Proble
 
 
 def _build_domain(
-    spec_dir: Path, root: Path, data: DataFiles, plugins: Plugins, problems: list[Problem]
+    spec_dir: Path,
+    root: Path,
+    data: DataFiles,
+    plugins: Plugins,
+    problems: list[Problem],
+    language: str | None = None,
 ) -> tuple[Domain, YamlDoc] | None:
     doc, ok, parents = _domain_doc(spec_dir, problems)
+    if doc is not None and ok:
+        doc = in_language(doc, language)
     if doc is not None and isinstance(doc.data, dict):
         problems.extend(check_signals(doc, ("success_signals",), doc.data.get("success_signals"), None))
     if doc is None or not ok:
@@ -402,7 +410,12 @@ def _releases(ddoc: YamlDoc) -> set[str]:
 
 
 def load_domain(
-    spec_dir: str | Path, data_root: str | Path | None = None, *, plugins: Plugins, gold: bool = True
+    spec_dir: str | Path,
+    data_root: str | Path | None = None,
+    *,
+    plugins: Plugins,
+    gold: bool = True,
+    language: str | None = None,
 ) -> LoadedDomain:
     """Load, validate and cross-check ``spec_dir`` against the data root; render every prompt.
 
@@ -416,7 +429,8 @@ def load_domain(
     the data root differs from the pinned upstream sums. ``gold`` False leaves the expected DBs
     that come from a gold replay (``expected_db: {from: gold_replay}``) None instead of replaying
     every gold trace: for a verb that lists scenarios and scores none (``evalctl list``; on 2,000
-    tau2 scenarios the replays were half its time).
+    tau2 scenarios the replays were half its time). ``language``: run the domain in that language
+    (``engine.spec.languages.in_language``; None: the spec's own; UsageError for one it lacks).
     """
     root = resolve_data_root(data_root)
     spec_path = Path(spec_dir).resolve()
@@ -424,7 +438,7 @@ def load_domain(
         raise UsageError(f"spec directory {spec_dir} does not exist")
     data = DataFiles(root)
     problems: list[Problem] = []
-    built = _build_domain(spec_path, root, data, plugins, problems)
+    built = _build_domain(spec_path, root, data, plugins, problems, language)
     docs: list[YamlDoc] = []
     first: dict[str, YamlDoc] = {}
     scenario_dir = spec_path / SCENARIO_DIR

@@ -11,7 +11,7 @@ from typing import Any
 
 from engine.core.datasources import read_error
 from engine.core.gold import CORE_ADAPTERS, GoldTrace, resolve_pointer
-from engine.core.model import DomainPlugin, GoldAdapter, Scenario, SourceRef, UserProfile
+from engine.core.model import Domain, DomainPlugin, GoldAdapter, Scenario, SourceRef, UserProfile
 from engine.core.validation import did_you_mean, problem_at
 from engine.spec import scenario_fields as fields
 from engine.spec.gold_replay import gold_replay
@@ -142,6 +142,15 @@ def _gold(
     return None
 
 
+def _localised(domain: Domain, value: Any, record: Any) -> Any:
+    """``value`` with the domain's per-language placeholders resolved from ``record`` (the
+    plugin's ``localise``; ``value`` itself when the plugin has none)."""
+    localise = domain.plugin.localise if domain.plugin else None
+    if localise is None or not isinstance(record, dict):
+        return value
+    return localise(value, record, domain.language)
+
+
 def _id_key(doc: YamlDoc) -> tuple[str]:
     return ("eva_id",) if "eva_id" in doc.data else ("id",)
 
@@ -214,6 +223,7 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
             )
         )
         return None
+    record = _localised(domain, record, record)
     derived = fields.record_fields(ctx, s, record, record_id, name)
     s = {**(derived or {}), **s}  # the scenario file's own keys win
     signals = s.get("success_signals", list(domain.success_signals))
@@ -238,7 +248,8 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         if dspec[key].get("from") == "gold_replay":
             continue
         try:
-            values[key] = _source(ctx, (key,), record_id, record, values.get("initial_db"))
+            value = _source(ctx, (key,), record_id, record, values.get("initial_db"))
+            values[key] = _localised(domain, value, record) if key != "current_date" else value
         except fields.Reported:
             continue
         except LookupError as err:

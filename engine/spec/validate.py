@@ -130,6 +130,7 @@ def validate_specs(
     replay: bool = True,
     plugins: Plugins,
     tasks: TaskSelection | None = None,
+    language: str | None = None,
 ) -> ValidationReport:
     """Load and check a spec directory; never raises for spec problems (they go in the report).
 
@@ -138,11 +139,12 @@ def validate_specs(
     then replays each scenario's gold trace with
     ``engine.spec.gold_replay.replay_gold`` unless ``replay`` is False. Raises DataRootError for a missing
     data root. ``tasks`` narrows the scenarios checked after loading (UsageError for a bad
-    selection, ``engine.spec.selection.select_tasks``).
+    selection, ``engine.spec.selection.select_tasks``). ``language``: the domain in one of its
+    languages (``engine.spec.languages.in_language``; UsageError for one it lacks).
     """
     report = ValidationReport(spec_dir=str(spec_dir))
     try:
-        loaded = load_domain(spec_dir, data_root, plugins=plugins)
+        loaded = load_domain(spec_dir, data_root, plugins=plugins, language=language)
     except SpecError as err:
         report.problems = err.problems
         return report

@@ -11,7 +11,7 @@ from __future__ import annotations
 from engine.core.plugin import DomainPlugin
 from engine.domains.eva_airline import diagnostics, payout, predicates, read, spoken, write
 from engine.domains.eva_airline.common import FIELD_RULES
-from engine.domains.eva_airline.gold import eva_trace
+from engine.domains.eva_airline.gold import eva_trace, localise
 
 HANDLERS = {
     # read / system (read.py)
@@ -42,4 +42,5 @@ PLUGIN = DomainPlugin(
     diagnostics={"authenticated": diagnostics.authenticated, **spoken.DIAGNOSTICS},
     count_diagnostics=frozenset(spoken.DIAGNOSTICS),
     gold_adapters={"eva_trace": eva_trace},
+    localise=localise,
 )

@@ -51,6 +51,34 @@ def resolve_placeholders(value: Any, record: Mapping[str, Any], language: str = 
     return _substitute(value, placeholder_values(record, language))
 
 
+def localise(value: Any, record: Mapping[str, Any], language: str) -> Any:
+    """The plugin's ``localise``: ``value`` (a record, an initial or expected DB of eva 2.1.0) with
+    its placeholders resolved for ``language`` from ``record``, as eva 2.1.0 resolves a record's
+    goal, persona and scenario DB before a session (``eva.utils.culture``); ``value`` itself when
+    ``record`` has no culture values (eva 0.1.3's records: names written out)."""
+    if not record.get("culture_overrides"):
+        return value
+    return resolve_placeholders(value, record, language)
+
+
+def _spoken_names(raw: Any, record: Mapping[str, Any], language: str) -> Any:
+    """eva 2.1.0's gold utterances name the English caller (``Last name Rodriguez.``): for another
+    language, the English first and last names said in them become that culture's."""
+    cultures = record.get("culture_overrides") or {}
+    english, other = cultures.get("en") or {}, cultures.get(language) or {}
+    pairs = [(english.get(k), other.get(k)) for k in ("first_name", "last_name")]
+    swaps = {a: b for a, b in pairs if isinstance(a, str) and isinstance(b, str) and a and a != b}
+    if language == "en" or not swaps or not isinstance(raw, list):
+        return raw
+    word = re.compile(r"\b(" + "|".join(re.escape(a) for a in swaps) + r")\b")
+    out = []
+    for event in raw:
+        if isinstance(event, Mapping) and isinstance(event.get("utterance"), str):
+            event = {**event, "utterance": word.sub(lambda m: swaps[m.group(1)], event["utterance"])}
+        out.append(event)
+    return out
+
+
 def eva_trace(raw: Any, record: Mapping[str, Any], language: str = "en") -> GoldTrace:
     """The ``eva_trace`` adapter: placeholders resolved for ``language``, then the events read.
 
@@ -61,5 +89,6 @@ def eva_trace(raw: Any, record: Mapping[str, Any], language: str = "en") -> Gold
     if known and language not in known:
         have = ", ".join(sorted(known))
         raise ValueError(f"language {language!r} has no person values in the gold dataset ({have})")
-    trace = events_trace(resolve_placeholders(raw, record, language), record, language)
+    resolved = _spoken_names(resolve_placeholders(raw, record, language), record, language)
+    trace = events_trace(resolved, record, language)
     return GoldTrace(trace.steps, "eva_trace")

@@ -89,6 +89,7 @@ def spoken_report(inp: DiagnosticInputs) -> SpokenReport:
         (call.get("result") for call in result.tool_calls),
         (t.name for t in scenario.tools.tools),
         base=_base(scenario),
+        language=scenario.domain.language,
     )
     report = check.report(agent_lines(result.transcript))
     with _LOCK:

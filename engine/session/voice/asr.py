@@ -85,9 +85,10 @@ def recognizer_from_env() -> Recognizer | None:
 ASR_OFF = frozenset({"none", "off"})
 
 
-def default_recognizer() -> Recognizer | None:
+def default_recognizer(language: str = "en") -> Recognizer | None:
     """The run's recogniser: ``$EVALCTL_ASR``'s command when set (None for ``none`` / ``off``),
-    else PocketSphinx when installed, else None. Raises UsageError as :func:`recognizer_from_env`."""
+    else PocketSphinx when installed and ``language`` is English (its package ships en-US only:
+    :func:`recognition_note`), else None. Raises UsageError as :func:`recognizer_from_env`."""
     spec = os.environ.get(ASR_ENV, "").strip()
     if spec.lower() in ASR_OFF:
         return None
@@ -95,7 +96,29 @@ def default_recognizer() -> Recognizer | None:
         return recognizer_from_env()
     from engine.session.voice import sphinx
 
+    if not _english(language):
+        return None
     return sphinx.PocketSphinx() if sphinx.available() else None
+
+
+def _english(language: str) -> bool:
+    return language.split("-")[0].lower() == "en"
+
+
+def recognition_note(language: str) -> str | None:
+    """One line when a voice run in ``language`` goes without recognition because the only
+    recogniser installed is PocketSphinx's en-US model (None when ``$EVALCTL_ASR`` names one, turns
+    recognition off, or the language is English)."""
+    if os.environ.get(ASR_ENV, "").strip() or _english(language):
+        return None
+    from engine.session.voice import sphinx
+
+    if not sphinx.available():
+        return None
+    return (
+        f"pocketsphinx ships an en-US model only: this {language} voice run has no speech recognition "
+        f"(${ASR_ENV} names a recogniser for {language})"
+    )
 
 
 _POOL: ProcessPoolExecutor | None = None

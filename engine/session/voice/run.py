@@ -46,16 +46,19 @@ class VoiceRun:
     style: VoiceStyle
 
     @classmethod
-    def create(cls, tts: Synthesizer | None = None, delay_ms: float = 0.0) -> VoiceRun:
-        """Settings with ``tts`` (default: the local engine) and the default recogniser
-        (``engine.session.voice.asr.default_recognizer``: ``$EVALCTL_ASR``, else PocketSphinx).
-        Raises UsageError when no TTS engine is installed or the recogniser is misnamed."""
+    def create(cls, tts: Synthesizer | None = None, delay_ms: float = 0.0, language: str = "en") -> VoiceRun:
+        """Settings with ``tts`` (default: the local engine in the espeak-ng voice of ``language``,
+        a BCP 47 code) and the default recogniser for ``language``
+        (``engine.session.voice.asr.default_recognizer``: ``$EVALCTL_ASR``, else PocketSphinx for
+        English). Raises UsageError when no TTS engine (or voice for the language) is installed or
+        the recogniser is misnamed."""
         if tts is None:
             try:
-                tts = local_tts()
+                tts = local_tts(language)
             except TTSError as err:
                 raise UsageError(str(err)) from None
-        return cls(VoiceConfig(tts, recognizer=default_recognizer()), VoiceStyle(tts, delay_ms=delay_ms))
+        recognizer = default_recognizer(language)
+        return cls(VoiceConfig(tts, recognizer=recognizer), VoiceStyle(tts, delay_ms=delay_ms))
 
     def agent_side(self, spec: BackendSpec, factory: BackendFactory) -> AbstractAsyncContextManager[str]:
         """Serve a built-in agent as a voice side; yields its URI. A model backend is given the

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from engine.core.render import SPOKEN_DIGITS, SPOKEN_SYMBOLS
+from engine.core.render import SPOKEN_DIGITS, SPOKEN_SYMBOLS, spoken_forms
 
 
 @dataclass(frozen=True)
@@ -110,22 +110,49 @@ _SYMBOL_WORDS = {name: ch for ch, name in SPOKEN_SYMBOLS.items() if ch != " "} |
 _SPELL_SEPARATORS = frozenset(", ")
 
 
-def spelled_runs(text: str) -> list[str]:
+#: Tokens of a line in a language other than English: words of any script (``zéro``), digit
+#: runs, one symbol each.
+_ANY_SPELL_TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]|_")
+
+
+@lru_cache(maxsize=8)
+def _spoken_words(
+    language: str,
+) -> tuple[re.Pattern[str], dict[str, str], dict[str, str], re.Pattern[str] | None]:
+    """``(token pattern, digit word -> digit, symbol name -> symbol, several-word names)`` of
+    ``language``; English's words always count too (codes are often spelled in English in another
+    language's call). The last pattern finds the symbol names of several words (``tiret bas``,
+    ``deux-points``)."""
+    if language.split("-")[0].lower() == "en":
+        return _SPELL_TOKEN, _DIGIT_WORDS, _SYMBOL_WORDS, None
+    digits, symbols = spoken_forms(language)
+    own_digits = {word: str(i) for i, word in enumerate(digits)}
+    own_symbols = {name: ch for ch, name in symbols.items() if ch != " "}
+    long = sorted((n for n in own_symbols if not n.isalpha()), key=len, reverse=True)
+    several = re.compile("|".join(re.escape(n) for n in long), re.I) if long else None
+    return _ANY_SPELL_TOKEN, _DIGIT_WORDS | own_digits, _SYMBOL_WORDS | own_symbols, several
+
+
+def spelled_runs(text: str, language: str = "en") -> list[str]:
     """The character sequences ``text`` spells out: ``"F, L, underscore, S K six two one"`` ->
     ``["FL_SK621"]``. A run is a stretch of single letters (upper-cased), digits, digit words
-    (``oh`` is zero) and symbol names, commas and spaces between them ignored; any other word ends it."""
+    (``oh`` is zero) and symbol names, commas and spaces between them ignored; any other word ends it.
+    ``language``: its digit words and symbol names count too (``fr``: ``S K six deux un``)."""
+    tokens, digit_words, symbol_words, several = _spoken_words(language)
+    if several is not None:  # a name of several words is one symbol
+        text = several.sub(lambda m: f" {SPOKEN_SYMBOLS[symbol_words[m.group(0).lower()]]} ", text)
     runs: list[str] = []
     current: list[str] = []
-    for tok in _SPELL_TOKEN.findall(text):
+    for tok in tokens.findall(text):
         low = tok.lower()
         if len(tok) == 1 and tok.isalpha():
             current.append(tok.upper())
         elif tok.isdigit():
             current.append(tok)
-        elif low in _DIGIT_WORDS:
-            current.append(_DIGIT_WORDS[low])
-        elif low in _SYMBOL_WORDS:
-            current.append(_SYMBOL_WORDS[low])
+        elif low in digit_words:
+            current.append(digit_words[low])
+        elif low in symbol_words:
+            current.append(symbol_words[low])
         elif tok in _SPELL_SEPARATORS:
             continue
         else:
@@ -158,6 +185,7 @@ class SpokenCheck:
     codes: frozenset[str]
     internal_ids: frozenset[str]
     tool_pattern: re.Pattern[str]
+    language: str = "en"
 
     def line(self, index: int, text: str) -> LineFindings:
         """The findings of one line."""
@@ -172,7 +200,7 @@ class SpokenCheck:
             elif tok in self.codes or (rules.code_pattern and rules.code_pattern.fullmatch(tok)):
                 codes.append(tok)
         if self.internal_ids or rules.internal_pattern:
-            for run in spelled_runs(text):
+            for run in spelled_runs(text, self.language):
                 for known in self.internal_ids:
                     if known.upper() in run and known not in internal:
                         internal.append(known)
@@ -200,16 +228,19 @@ def session_check(
     sources: Iterable[Any],
     tool_names: Iterable[str],
     base: tuple[frozenset[str], frozenset[str]] | None = None,
+    language: str = "en",
 ) -> SpokenCheck:
     """Bind ``rules`` to a session: codes and internal ids are collected from ``sources`` (DBs,
     tool results: any JSON-shaped values) on top of ``base`` (codes, ids) already collected, e.g.
-    from the scenario's initial DB once per scenario (:func:`collect`)."""
+    from the scenario's initial DB once per scenario (:func:`collect`); ids spelled out are read
+    in ``language`` too (:func:`spelled_runs`)."""
     codes, internal = (set(base[0]), set(base[1])) if base else (set(), set())
     for doc in sources:
         known_values(doc, rules.code_fields, codes)
         known_values(doc, rules.internal_fields, internal)
     codes = {c for c in codes if len(c) >= rules.min_code_length} - internal
-    return SpokenCheck(rules, frozenset(codes), frozenset(internal), tool_text_pattern(tuple(tool_names)))
+    pattern = tool_text_pattern(tuple(tool_names))
+    return SpokenCheck(rules, frozenset(codes), frozenset(internal), pattern, language)
 
 
 def collect(rules: SpokenRules, doc: Any) -> tuple[frozenset[str], frozenset[str]]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import subprocess
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 from engine.session.voice.pcm import silence, tone
@@ -118,6 +120,34 @@ class ToneVoice:
         return silence(self.lead_ms, rate) + word * len(words) + silence(self.tail_ms, rate)
 
 
+@lru_cache(maxsize=16)
+def espeak_voice(language: str) -> str | None:
+    """The espeak-ng voice for ``language`` (a BCP 47 code: ``en``, ``fr``, ``fr-CA``), from
+    ``espeak-ng --voices=PRIMARY``: a built-in voice (not an MBROLA one, whose data is a separate
+    package) of that region, else the first built-in one of the language; ``en`` is ``en-us``.
+    None when espeak-ng has none (or is not installed)."""
+    primary = language.split("-")[0].lower()
+    if primary == "en":
+        return "en-us"
+    try:
+        listed = subprocess.run(
+            ["espeak-ng", f"--voices={primary}"], capture_output=True, timeout=10, check=False
+        ).stdout.decode(errors="replace")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    voices = []  # (language column, file column) of each built-in voice, in espeak-ng's order
+    for line in listed.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) >= 5 and not cols[4].startswith("mb/"):
+            voices.append(cols[1].lower())
+    wanted = language.lower()
+    for lang in voices:
+        if lang == wanted:
+            return lang
+    same = [lang for lang in voices if lang.split("-")[0] == primary]
+    return same[0] if same else None
+
+
 def missing_tts() -> str | None:
     """Why the local TTS engine cannot run here (one line), or None when it can."""
     missing = [p for p in ("espeak-ng", "sox") if shutil.which(p) is None]
@@ -126,9 +156,15 @@ def missing_tts() -> str | None:
     return None
 
 
-def local_tts() -> Synthesizer:
-    """The local TTS engine (espeak-ng). Raises TTSError naming what is missing."""
+def local_tts(language: str = "en") -> Synthesizer:
+    """The local TTS engine (espeak-ng) speaking ``language`` (:func:`espeak_voice`). Raises
+    TTSError naming what is missing, or that espeak-ng has no voice for the language."""
     reason = missing_tts()
     if reason:
         raise TTSError(f"voice runs need a local text-to-speech engine: {reason}")
-    return EspeakNG()
+    if language.split("-")[0].lower() == "en":
+        return EspeakNG()
+    voice = espeak_voice(language)
+    if voice is None:
+        raise TTSError(f"espeak-ng has no voice for language {language!r} (espeak-ng --voices lists them)")
+    return EspeakNG(voice=voice)

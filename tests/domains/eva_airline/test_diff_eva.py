@@ -59,6 +59,7 @@ def wrong_run(data_root, tmp_path_factory):
             output_dir=run_dir,
             concurrency=3,
             progress=False,
+            allow_gold_mismatch=True,  # the WRONG scenarios' gold traces are altered on purpose
         )
         report = runner.run_cli(opts)
     finally:
