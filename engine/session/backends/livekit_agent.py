@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.session.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo
-from engine.session.backends.bridge import InprocSession, ToolBridge
+from engine.session.backends.bridge import InprocSession, ToolBridge, own_failure
 from engine.session.backends.python_agent import resolve
 from engine.util.errors import UsageError
 
@@ -107,7 +107,9 @@ class LiveKitAgent:
     async def _finished(self, run: Any) -> None:
         try:
             await run
-        except Exception as exc:  # the run failed in the user's agent: its FAIL
+        except BaseException as exc:  # the run failed in the user's agent: its FAIL
+            if not own_failure(exc):
+                raise
             self.bridge.fail(exc)
 
     async def _start(self) -> None:
@@ -121,7 +123,9 @@ class LiveKitAgent:
             if not isinstance(agent, Agent):
                 raise TypeError(f"the factory returned {type(agent).__name__}, not a livekit Agent")
             await agent.update_tools(proxy_tools(session))
-        except Exception as exc:
+        except BaseException as exc:  # the user's code, even SystemExit: its FAIL
+            if not own_failure(exc):
+                raise
             raise BackendError(f"{self.name}: the factory failed: {type(exc).__name__}: {exc}") from exc
         original = agent.llm_node
         setattr(agent, "llm_node", self._node(agent, original))  # noqa: B010 (a method of the instance)
@@ -155,7 +159,9 @@ class LiveKitAgent:
                             if delta is not None and delta.content:
                                 text.append(delta.content)
                                 yield delta.content
-                except Exception as exc:
+                except BaseException as exc:  # the user's LLM call, even SystemExit: its FAIL
+                    if not own_failure(exc):
+                        raise
                     bridge.fail(exc)
                     return
                 bridge.step("".join(text), calls)

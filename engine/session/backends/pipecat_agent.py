@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.session.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo
-from engine.session.backends.bridge import InprocSession, ToolBridge
+from engine.session.backends.bridge import InprocSession, ToolBridge, own_failure
 from engine.session.backends.python_agent import resolve
 from engine.util.errors import UsageError
 
@@ -197,7 +197,9 @@ class PipecatAgent:
         )
         try:
             made = self._factory(session)
-        except Exception as exc:
+        except BaseException as exc:  # the user's code, even SystemExit: its FAIL
+            if not own_failure(exc):
+                raise
             raise BackendError(f"{self.name}: the factory raised {type(exc).__name__}: {exc}") from exc
         pipeline = (
             made if isinstance(made, Pipeline) else Pipeline(made if isinstance(made, list) else [made])
