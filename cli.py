@@ -267,7 +267,7 @@ def _prices(value: str | None) -> Any:
     default=10,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Model steps with tool calls per turn (built-in openai sides).",
+    help="Model steps with tool calls per turn (openai sides drop later calls; in-process agents FAIL).",
 )
 @click.option(
     "--max-tool-calls",

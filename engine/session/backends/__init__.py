@@ -93,11 +93,15 @@ def user_stop(text: str) -> tuple[str, str | None]:
 @dataclass(frozen=True)
 class TurnInfo:
     """Where the side is: ``index`` is its 0-based turn, ``round`` the model step within the turn
-    (0 first, +1 after each batch of tool results), ``closing`` marks the agent's closing turn."""
+    (0 first, +1 after each batch of tool results), ``closing`` marks the agent's closing turn;
+    ``last_round``: the turn's ``max_tool_rounds`` steps with tool calls are spent, so the side
+    runs no tool call of this step (an in-process agent's calls there are its FAIL:
+    ``engine.session.backends.bridge``)."""
 
     index: int
     round: int = 0
     closing: bool = False
+    last_round: bool = False
 
 
 class BackendError(Exception):

@@ -8,7 +8,9 @@ result inside its own code. :class:`ToolBridge` turns one into the other: the ag
 step (:meth:`ToolBridge.step`: its words and the batch of tool calls it made, each with the raw
 argument text the model sent), then awaits each call's result (:meth:`ToolBridge.result`); the
 backend's ``respond`` returns that step to the side server, and the next ``respond`` (round + 1)
-brings the engine's results back, which resolve the awaited calls. Whatever the agent raises is
+brings the engine's results back, which resolve the awaited calls. A step with tool calls past the
+turn's ``max_tool_rounds`` (``TurnInfo.last_round``), and words or arguments that are not valid
+UTF-8 text, are the agent's failure too. Whatever the agent raises is
 handed to ``respond`` (:meth:`ToolBridge.fail`) and raised there as a :class:`BackendError`: the
 agent's FAIL (these schemes are not evalctl's own code: ``registry.evalctl_own``).
 
@@ -69,6 +71,7 @@ class ToolBridge:
     def __init__(self) -> None:
         self._steps: asyncio.Queue[_Step | BaseException] = asyncio.Queue()
         self._results: dict[str, asyncio.Future[str]] = {}
+        self._failed: BaseException | None = None
 
     # --- the agent's side ---------------------------------------------------------------------
 
@@ -85,7 +88,10 @@ class ToolBridge:
 
     def fail(self, error: BaseException) -> None:
         """The agent failed (raised, or answered what is not a step): the pending ``respond``
-        raises a BackendError naming it."""
+        raises a BackendError naming it. The same error failed twice is handed over once."""
+        if error is self._failed:
+            return
+        self._failed = error
         self._steps.put_nowait(error)
 
     def _future(self, call_id: str) -> asyncio.Future[str]:
@@ -115,7 +121,15 @@ class ToolBridge:
                     future.set_result(str(message.get("content", "")))
         item = await self._steps.get()
         if isinstance(item, BaseException):
-            raise BackendError(f"the agent failed: {type(item).__name__}: {item}") from item
+            said = f": {item}" if str(item) else ""
+            raise BackendError(f"the agent failed: {type(item).__name__}{said}") from item
+        _check_text(item)
+        if item.calls and turn.last_round:
+            names = ", ".join(repr(c.name) for c in item.calls)
+            raise BackendError(
+                f"the agent made tool calls in more than {turn.round} model steps of turn {turn.index}"
+                f" (the max_tool_rounds cap, --max-tool-rounds): {names} not run"
+            )
         return BackendReply(text=item.text, tool_calls=item.calls, usage=Usage(calls=1))
 
     def _settle_pending(self) -> None:
@@ -123,8 +137,27 @@ class ToolBridge:
             if not future.done():
                 future.set_result(NOT_RUN)
         self._results.clear()
-        while not self._steps.empty():  # a step the side never asked for (past the round cap)
-            self._steps.get_nowait()
+        failed: BaseException | None = None
+        while not self._steps.empty():  # a step of the last turn the side never asked for
+            item = self._steps.get_nowait()
+            failed = failed or (item if isinstance(item, BaseException) else None)
+        if failed is not None:  # the agent failed between turns: this turn's answer
+            self._steps.put_nowait(failed)
+
+
+def _check_text(step: _Step) -> None:
+    """Raise BackendError when the step's words, a tool name or arguments are not valid UTF-8
+    text (a lone surrogate, ``"\\ud800"``: the engine could not send it on)."""
+    parts = [("words", step.text)]
+    for call in step.calls:
+        parts += [("tool name", call.name), (f"arguments of {call.name!r}", call.arguments)]
+    for what, text in parts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise BackendError(
+                f"the agent's {what}: not valid UTF-8 text ({err.reason} at index {err.start})"
+            ) from None
 
 
 def _trailing_messages(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
@@ -138,6 +171,17 @@ def _trailing_messages(messages: list[dict[str, Any]], role: str) -> list[dict[s
 
 def _trailing(messages: list[dict[str, Any]], role: str) -> list[str]:
     return [str(m.get("content") or "") for m in reversed(_trailing_messages(messages, role))]
+
+
+def own_failure(exc: BaseException) -> bool:
+    """Whether ``exc``, raised in the user's code, is the agent's own failure to hand to
+    :meth:`ToolBridge.fail`: any exception, ``SystemExit`` and ``KeyboardInterrupt`` included
+    (they must not end the run), and an ``asyncio.CancelledError`` the code raised itself; not
+    the cancellation of the task running it (the session ending: ``Task.cancelling()`` > 0)."""
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        return task is None or task.cancelling() == 0
+    return True
 
 
 def raw_arguments(arguments: Any) -> str:
@@ -177,7 +221,7 @@ def load_factory(target: str, scheme: str) -> Callable[..., Any]:
             module = importlib.import_module(where)
     except UsageError:
         raise
-    except Exception as exc:  # the user's module: any error it raises on import is bad input
+    except (Exception, SystemExit) as exc:  # the user's module: what it raises on import is bad input
         raise UsageError(
             f"backend '{scheme}:{target}': {where} does not load ({type(exc).__name__}: {exc})"
         ) from None

@@ -18,7 +18,8 @@ scenario's system prompt and tool schemas. The adapter then
   next LLM response of the turn, recorded in the agent's history as function call / output
   items. ``end_conversation`` / ``transfer_to_agent`` end the call when the engine runs them.
 
-What the user's code raises is the agent's FAIL.
+What the user's code raises (even ``SystemExit``), a factory that returns no ``Agent`` and an agent
+with no LLM are the agent's FAIL (``agent_error``), in one line.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.session.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo
-from engine.session.backends.bridge import InprocSession, ToolBridge
+from engine.session.backends.bridge import InprocSession, ToolBridge, own_failure
 from engine.session.backends.python_agent import resolve
 from engine.util.errors import UsageError
 
@@ -101,17 +102,25 @@ class LiveKitAgent:
             await self._start()
         if self._run is not None and not self._run.done():
             await asyncio.gather(self._finished(self._run), return_exceptions=True)
-        self._run = self._session.run(user_input=text)
+        try:
+            self._run = self._session.run(user_input=text)
+        except Exception as exc:  # livekit refuses the agent as it is: the agent's FAIL
+            raise BackendError(
+                f"{self.name}: the agent cannot answer ({type(exc).__name__}: {exc})"
+            ) from None
         self._watch = asyncio.ensure_future(self._finished(self._run))
 
     async def _finished(self, run: Any) -> None:
         try:
             await run
-        except Exception as exc:  # the run failed in the user's agent: its FAIL
+        except BaseException as exc:  # the run failed in the user's agent: its FAIL
+            if not own_failure(exc):
+                raise
             self.bridge.fail(exc)
 
     async def _start(self) -> None:
         from livekit.agents import Agent, AgentSession
+        from livekit.agents.utils import is_given
 
         session = InprocSession(
             self._info.system_prompt, list(self._info.tools), dict(self._info.scenario), self._info.role
@@ -120,8 +129,12 @@ class LiveKitAgent:
             agent = self._factory(session)
             if not isinstance(agent, Agent):
                 raise TypeError(f"the factory returned {type(agent).__name__}, not a livekit Agent")
+            if not is_given(agent.llm) or agent.llm is None:  # evalctl's AgentSession has none
+                raise TypeError("the agent has no LLM (give its Agent an llm=...)")
             await agent.update_tools(proxy_tools(session))
-        except Exception as exc:
+        except BaseException as exc:  # the user's code, even SystemExit: its FAIL
+            if not own_failure(exc):
+                raise
             raise BackendError(f"{self.name}: the factory failed: {type(exc).__name__}: {exc}") from exc
         original = agent.llm_node
         setattr(agent, "llm_node", self._node(agent, original))  # noqa: B010 (a method of the instance)
@@ -155,7 +168,9 @@ class LiveKitAgent:
                             if delta is not None and delta.content:
                                 text.append(delta.content)
                                 yield delta.content
-                except Exception as exc:
+                except BaseException as exc:  # the user's LLM call, even SystemExit: its FAIL
+                    if not own_failure(exc):
+                        raise
                     bridge.fail(exc)
                     return
                 bridge.step("".join(text), calls)

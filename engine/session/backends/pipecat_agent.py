@@ -21,22 +21,25 @@ user ships, in text mode (no transport, STT or TTS): typically a context aggrega
   model step (its text and its batch of tool calls) of the session. ``end_conversation`` /
   ``transfer_to_agent`` end the call when the engine runs them.
 
-What the user's code raises, or a pipeline without an OpenAI-compatible LLM service, is the
-agent's FAIL.
+What the user's code raises (even ``SystemExit``), a factory that returns no pipeline (an ``async
+def`` factory is awaited), an ``ErrorFrame`` the pipeline pushes (e.g. its LLM service cannot
+connect: pipecat's error text) or a pipeline without an OpenAI-compatible LLM service is the
+agent's FAIL (``agent_error``) at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from engine.session.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo
-from engine.session.backends.bridge import InprocSession, ToolBridge
+from engine.session.backends.bridge import InprocSession, ToolBridge, own_failure
+from engine.session.backends.pipecat_log import quiet_pipecat
 from engine.session.backends.python_agent import resolve
 from engine.util.errors import UsageError
 
@@ -45,15 +48,19 @@ RAW_KEY = "__evalctl_raw__"
 
 
 def _require_pipecat() -> None:
-    """Import pipecat (UsageError when it is not installed) and quiet its logger: pipecat logs
-    every request's whole context at DEBUG (``EVALCTL_PIPECAT_LOG=1`` keeps its logs)."""
+    """Import pipecat (UsageError when it is not installed) with its logs off: its import banner
+    and every request's whole context at DEBUG (``EVALCTL_PIPECAT_LOG=1`` keeps them:
+    :mod:`engine.session.backends.pipecat_log`)."""
+    quiet_pipecat()
     try:
         import pipecat  # noqa: F401
-        from loguru import logger
     except ImportError:
         raise UsageError("backend pipecat: needs pipecat-ai (pip install 'evalctl[pipecat]')") from None
-    if not os.environ.get("EVALCTL_PIPECAT_LOG"):
-        logger.disable("pipecat")
+
+
+class PipelineError(Exception):
+    """An ``ErrorFrame`` the user's pipeline pushed (its LLM service could not connect, a
+    processor raised): the agent's FAIL, with pipecat's error text."""
 
 
 def tools_schema(session: InprocSession) -> Any:
@@ -107,7 +114,17 @@ class _Tap:
         text: list[str] = []
         calls: dict[int, list[str]] = {}
         model = ""
-        async for chunk in self.stream:
+        stream = aiter(self.stream)
+        while True:
+            try:
+                chunk = await anext(stream)
+            except StopAsyncIteration:
+                break
+            except BaseException as exc:  # SystemExit and the like would end pipecat's loop
+                if isinstance(exc, Exception) or not own_failure(exc):
+                    raise  # an Exception: pipecat reports it as an ErrorFrame (on_pipeline_error)
+                self.bridge.fail(exc)
+                return
             model = chunk.model or model
             delta = chunk.choices[0].delta if chunk.choices else None
             if delta is not None and delta.content:
@@ -153,6 +170,24 @@ class _Tap:
             await close()
 
 
+def _pipeline(made: Any, name: str) -> Any:
+    """The factory's answer as a ``Pipeline``: a Pipeline as it is, a processor or a list of
+    processors wrapped in one. Raises BackendError (the agent's FAIL) for anything else."""
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.processors.frame_processor import FrameProcessor
+
+    if isinstance(made, Pipeline):
+        return made
+    if isinstance(made, FrameProcessor):
+        return Pipeline([made])
+    if isinstance(made, list) and made and all(isinstance(p, FrameProcessor) for p in made):
+        return Pipeline(made)
+    got = type(made).__name__ if not isinstance(made, list) else "a list that is not of processors"
+    raise BackendError(
+        f"{name}: the factory returned {got}, not a Pipeline, a FrameProcessor or a list of them"
+    )
+
+
 def _processors(root: Any) -> list[Any]:
     found, stack = [], [root]
     while stack:
@@ -187,7 +222,6 @@ class PipecatAgent:
         await self._worker.queue_frame(LLMMessagesAppendFrame(messages=new, run_llm=True))
 
     async def _start(self) -> None:
-        from pipecat.pipeline.pipeline import Pipeline
         from pipecat.pipeline.worker import PipelineParams, PipelineWorker
         from pipecat.services.openai.base_llm import BaseOpenAILLMService
         from pipecat.workers.runner import WorkerRunner
@@ -197,11 +231,13 @@ class PipecatAgent:
         )
         try:
             made = self._factory(session)
-        except Exception as exc:
+            if inspect.isawaitable(made):  # an ``async def`` factory
+                made = await made
+        except BaseException as exc:  # the user's code, even SystemExit: its FAIL
+            if not own_failure(exc):
+                raise
             raise BackendError(f"{self.name}: the factory raised {type(exc).__name__}: {exc}") from exc
-        pipeline = (
-            made if isinstance(made, Pipeline) else Pipeline(made if isinstance(made, list) else [made])
-        )
+        pipeline = _pipeline(made, self.name)
         services = [p for p in _processors(pipeline) if isinstance(p, BaseOpenAILLMService)]
         if not services:
             raise BackendError(f"{self.name}: the pipeline has no OpenAI-compatible LLM service")
@@ -213,6 +249,10 @@ class PipecatAgent:
         @self._worker.event_handler("on_pipeline_started")  # type: ignore[untyped-decorator]
         async def _started(worker: Any, frame: Any) -> None:
             started.set()
+
+        @self._worker.event_handler("on_pipeline_error")  # type: ignore[untyped-decorator]
+        async def _error(worker: Any, frame: Any) -> None:  # e.g. the LLM service cannot connect
+            self.bridge.fail(PipelineError(str(getattr(frame, "error", frame))))
 
         runner = WorkerRunner(handle_sigint=False, check_dangling_tasks=False)
         await runner.add_workers(self._worker)

@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.session.backends import BackendReply, SessionInfo, ToolCallRequest, TurnInfo
-from engine.session.backends.bridge import InprocSession, ToolBridge, load_factory, raw_arguments
+from engine.session.backends.bridge import (
+    InprocSession,
+    ToolBridge,
+    load_factory,
+    own_failure,
+    raw_arguments,
+)
 from engine.util.errors import UsageError
 
 #: One turn of an agent: the caller's line in, the agent's words out.
@@ -84,7 +90,11 @@ class ToolCaller:
         self, calls: Sequence[tuple[str, str | Mapping[str, Any]]], say: str = ""
     ) -> list[str]:
         """Run a batch of parallel calls ``(name, arguments)`` (with the words ``say``); their
-        result texts in order."""
+        result texts in order. Raises TypeError when ``say`` is not a string (the agent's FAIL)."""
+        if not isinstance(say, str):
+            error = TypeError(f"tools.call: say must be a string, not {type(say).__name__}")
+            self.bridge.fail(error)  # the agent's FAIL even when its code catches this
+            raise error
         if not calls:
             return []
         requests = [
@@ -132,9 +142,9 @@ class PythonAgent:
             if reply is not None and not isinstance(reply, str):
                 raise TypeError(f"a turn returned {type(reply).__name__}, not a string")
             self.bridge.step(reply or "", [])
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the agent's own failure: its FAIL, raised by respond
+        except BaseException as exc:  # the agent's own failure, even SystemExit: its FAIL
+            if not own_failure(exc):
+                raise
             self.bridge.fail(exc)
 
     async def aclose(self) -> None:

@@ -17,7 +17,9 @@ bridge does (wire: :mod:`engine.session.backends.rtvi_wire`):
    a tool call ends the turn. A call whose arguments the bot could not parse is reported by a
    ``server-message`` ``{"type": "function-call-unparsed", "index": its position among the
    response's calls, "tool_call_id", "function_name", "arguments": raw text}`` (pipecat
-   itself drops such a call: without that message the engine never sees it);
+   itself drops such a call: without that message the engine never sees it). An RTVI ``error``
+   (fatal or not) or ``error-response`` the bot sends meanwhile ends the session at once: the
+   agent's FAIL (``agent_error``) with the bot's words;
 5. after the first turn and each turn with a tool call ``get_scenario_summary``: the bot's
    ``db_hash`` goes back with the turn (``turn.response.agent_state``) and is recorded beside the
    engine's.
@@ -47,6 +49,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from engine.core.model import Scenario
 from engine.session.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
 from engine.session.backends.rtvi_wire import ToolMap, decode_frame, encode_frame, envelope, load_tool_map
+from engine.util.untrusted import one_line
 
 #: Close code of a bot that already has a client (pipecat's single-client transport).
 TRY_AGAIN_LATER = 1013
@@ -58,6 +61,9 @@ CONTROL_TIMEOUT_S = 10.0
 UNPARSED = "function-call-unparsed"
 #: The RTVI events by which a bot shows it took a ``send-text`` in (pipecat's RTVIObserver).
 HEARD = frozenset({"user-input", "user-llm-text"})
+#: The RTVI messages by which a bot says it failed (pipecat's ``RTVIErrorMessage``, fatal or not,
+#: and ``RTVIErrorResponse``): during a turn, the agent's FAIL at once with the bot's words.
+BOT_ERRORS = frozenset({"error", "error-response"})
 #: Largest frame read from the bot (pipecat's own cap is 1 MB).
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 
@@ -235,12 +241,15 @@ class RtviBackend:
         msg_id = await self._send("client-message", {"t": name, "d": dict(args)})
         while True:
             msg = await self._recv(CONTROL_TIMEOUT_S)
-            if msg.get("id") != msg_id:
+            if msg.get("id") != msg_id and msg["type"] != "error":
                 continue
             data = msg.get("data")
             if msg["type"] == "error-response":
                 error = data.get("error") if isinstance(data, Mapping) else data
                 raise BackendError(f"{self.name}: {name} refused: {str(error)[:300]}")
+            if msg["type"] == "error":  # the bot failed meanwhile: no answer will come
+                shown = _bot_error("error", data if isinstance(data, Mapping) else {})
+                raise BackendError(f"{self.name}: the bot reported {shown} during {name}")
             if msg["type"] == "server-response":
                 return data.get("d") if isinstance(data, Mapping) else None
 
@@ -268,6 +277,8 @@ class RtviBackend:
             msg = await self._recv(None)  # the session's turn timeout bounds the wait
             kind, data = msg["type"], msg.get("data")
             data = data if isinstance(data, Mapping) else {}
+            if kind in BOT_ERRORS:  # fatal or not, the bot says it failed: the turn is lost
+                raise BackendError(f"{self.name}: the bot reported {_bot_error(kind, data)}")
             if not heard:  # what comes before the bot took these words in is the last turn's tail
                 heard = kind in HEARD
                 continue
@@ -301,6 +312,14 @@ class RtviBackend:
         name = self.tool_map.engine_name(str(data.get("function_name") or ""))
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
         return ToolCallRequest(call_id, name, raw)
+
+
+def _bot_error(kind: str, data: Mapping[str, Any]) -> str:
+    """How an RTVI ``error`` / ``error-response`` reads in a message: ``an error (fatal): TEXT``
+    (the bot's own words, at most 300 characters)."""
+    fatal = " (fatal)" if data.get("fatal") is True else ""
+    what = "an error-response" if kind == "error-response" else f"an error{fatal}"
+    return f"{what}: {one_line(str(data.get('error') or data.get('message') or 'no message'), 300)}"
 
 
 def _closed(err: ConnectionClosed) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from engine.session.backends.pipecat_log import quiet_pipecat
 from engine.spec.rtvi_map import MAP_FILE, ToolMap, load_tool_map
 from engine.util.errors import UsageError
 
@@ -27,6 +28,7 @@ LABEL = "rtvi-ai"
 
 
 def _pb() -> Any:
+    quiet_pipecat()  # before pipecat's first import, which prints its banner
     try:
         from pipecat.frames.protobufs import frames_pb2
     except ImportError:

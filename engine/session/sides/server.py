@@ -3,7 +3,8 @@
 One connection is one session. The server keeps that session's chat (``messages`` in OpenAI
 format), asks its backend for each step, forwards the backend's tool calls to the engine as
 ``tool.call`` and feeds the ``tool.result`` back, and closes the turn with ``turn.response``.
-At most ``limits.max_tool_rounds`` batches of tool calls run per turn; further calls are dropped.
+At most ``limits.max_tool_rounds`` batches of tool calls run per turn; further calls are dropped
+(``TurnInfo.last_round`` tells the backend: an in-process agent's are then its FAIL).
 A tool message shows ``tool.result.text`` when the engine sends one (the domain's rendering of the
 result), else the result as JSON. A user backend's reply with an ``end`` reason (tau2's stop tokens)
 ends the turn with ``turn.response.end`` and ``end_reason``; that reply's tool calls are not run.
@@ -92,7 +93,8 @@ class _Session:
         state: dict[str, Any] | None = None
         finish_reasons: list[str] = []
         for step in range(self.max_tool_rounds + 1):
-            info = TurnInfo(request["turn"], step, bool(request.get("closing", False)))
+            closing = bool(request.get("closing", False))
+            info = TurnInfo(request["turn"], step, closing, last_round=step >= self.max_tool_rounds)
             reply = await self.backend.respond(self.messages, self.tools, info)
             usage.add(reply.usage)
             state = reply.state if reply.state is not None else state

@@ -67,10 +67,12 @@ def test_frames_round_trip() -> None:
 class FakeBot:
     """Refuses its first ``refuse`` connections with 1013; then answers the control messages and
     every ``send-text`` with a line, calling ``get_order`` in the second turn and hanging up
-    (``end_conversation``) in the third. ``drop`` closes the connection at the second turn."""
+    (``end_conversation``) in the third. ``drop`` closes the connection at the second turn;
+    ``fail`` (``{"type": ..., "data": ...}``) is an RTVI message it sends in the second turn
+    instead of answering, then stays connected and silent."""
 
-    def __init__(self, refuse: int = 1, drop: bool = False) -> None:
-        self.refuse, self.drop = refuse, drop
+    def __init__(self, refuse: int = 1, drop: bool = False, fail: dict[str, Any] | None = None) -> None:
+        self.refuse, self.drop, self.fail = refuse, drop, fail
         self.connections = 0
         self.seen: list[dict[str, Any]] = []
 
@@ -99,6 +101,10 @@ class FakeBot:
                     if self.drop and turn == 1:
                         await ws.close()
                         return
+                    if self.fail is not None and turn == 1:
+                        await self.send(ws, "user-llm-text", {"text": "..."})
+                        await self.send(ws, self.fail["type"], self.fail["data"], msg["id"])
+                        continue
                     await self.answer(ws, turn)
                     turn += 1
 
@@ -129,7 +135,7 @@ def mapped_shop(tmp_path: Path) -> Path:
     return spec
 
 
-async def _run(bot: FakeBot, spec: Path, out: Path) -> Any:
+async def _run(bot: FakeBot, spec: Path, out: Path, turn_timeout_s: float = 5) -> Any:
     async with websockets.serve(bot.handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         opts = run_options(
@@ -138,7 +144,7 @@ async def _run(bot: FakeBot, spec: Path, out: Path) -> Any:
             scenarios=(SCENARIO,),
             agent=f"rtvi+ws://127.0.0.1:{port}",
             output_dir=out,
-            turn_timeout_s=5,
+            turn_timeout_s=turn_timeout_s,
             progress=False,
         )
         report = await run(opts)
@@ -171,6 +177,30 @@ async def test_a_bot_that_drops_the_connection_is_the_agents_fail(mapped_shop: P
     result, metrics = await _run(FakeBot(refuse=0, drop=True), mapped_shop, tmp_path / "run")
     assert result.stop_reason in ("agent_error", "agent_disconnected")
     assert result.error_source is None and metrics.is_successful is False  # never `error`
+
+
+@pytest.mark.parametrize(
+    ("fail", "said"),
+    [
+        (
+            {"type": "error", "data": {"error": "LLM unreachable", "fatal": False}},
+            "an error: LLM unreachable",
+        ),
+        (
+            {"type": "error", "data": {"error": "pipeline died", "fatal": True}},
+            "an error (fatal): pipeline died",
+        ),
+        ({"type": "error-response", "data": {"error": "bad send-text"}}, "an error-response: bad send-text"),
+    ],
+)
+async def test_a_bots_rtvi_error_in_a_turn_is_its_fail_at_once(
+    fail: dict[str, Any], said: str, mapped_shop: Path, tmp_path: Path
+) -> None:
+    # the bot stays connected and silent after its error: only the error can end the turn early
+    result, metrics = await _run(FakeBot(refuse=0, fail=fail), mapped_shop, tmp_path / "run", 60)
+    assert result.stop_reason == "agent_error" and result.error_source is None
+    assert f"the bot reported {said}" in (result.error or "")
+    assert metrics.is_successful is False
 
 
 def test_identity_map_without_a_file() -> None:
