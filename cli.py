@@ -208,7 +208,7 @@ def _prices(value: str | None) -> Any:
     help=(
         "replay | noop (greets and hangs up: the floor) | openai:MODEL | ws://host:port"
         " | python:FILE.py:FACTORY | pipecat:FILE.py:FACTORY | livekit:FILE.py:FACTORY"
-        " (in-process agents: docs/agents_inproc.md)"
+        " (in-process agents: docs/agents.md)"
     ),
 )
 @click.option(
