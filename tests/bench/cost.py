@@ -12,14 +12,16 @@ Definitions, as printed:
   wall and in CPU: what its model path adds on top of the engine.
 - **ratio**: an adapter's overhead per turn over the plain protocol's (target: at most 2).
 
-Every run is in this process after a warm-up run of each agent (imports, the bots' modules, the
-data are loaded once, as in a long run), one worker process (``--workers 1``).
+Every run is in this process, on one event loop, after a warm-up run of each agent (imports, the
+bots' modules, the data and the bots' shared HTTP clients are made once, as in a long-running
+process), one worker process (``--workers 1``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import resource
 import statistics
 import subprocess
@@ -36,6 +38,7 @@ from tests.conftest import REPO, SPEC_DIR
 from tests.runtime_helpers import run_options
 
 TARGET = 2.0
+_LOOP = asyncio.new_event_loop()  # every run on one loop: the example bots share a client per loop
 
 
 @dataclass(frozen=True)
@@ -61,11 +64,12 @@ def measure(agent: str, data_root: Path, **options: Any) -> Measure:
             agent=agent,
             output_dir=Path(tmp) / "run",
             progress=False,
+            quiet=True,
             workers=1,
             **options,
         )
         start, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
-        report = asyncio.run(runner.run(opts))
+        report = _LOOP.run_until_complete(runner.run(opts))
         wall = time.perf_counter() - start
         used = time.process_time() - cpu + _children_cpu() - children
         results = list(report.results())
@@ -127,7 +131,11 @@ def gold_llm(data_root: Path) -> Iterator[str]:
     finally:
         if proc.stdin is not None:
             proc.stdin.close()  # the server stops at the end of its stdin
-        proc.wait(10)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _serve(spec_dir: str, data_root: str) -> None:
@@ -139,6 +147,7 @@ def _serve(spec_dir: str, data_root: str) -> None:
     with GoldLLM(loaded.scenarios) as llm:
         print(llm.base_url, flush=True)
         sys.stdin.read()
+        os._exit(0)  # its handler threads may hold keep-alive connections: nothing to wait for
 
 
 if __name__ == "__main__":
