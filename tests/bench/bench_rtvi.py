@@ -60,4 +60,4 @@ def run() -> None:
     with _plain_agent() as uri, rtvi_bot(data_root) as url:
         agents = {"replay": "replay", "plain ws://": uri, "rtvi+ws://": url}
         runs = rounds(agents, data_root, ROUNDS, concurrency=1)
-    report(runs, "plain ws://", ["rtvi+ws://"])
+    report(runs, "plain ws://", ["rtvi+ws://"], external=True)

@@ -11,6 +11,10 @@ Definitions, as printed:
 - **overhead per turn** of an agent: (its run - the ``--agent replay`` run) / its agent turns, in
   wall and in CPU: what its model path adds on top of the engine.
 - **ratio**: an adapter's overhead per turn over the plain protocol's (target: at most 2).
+- For an agent outside evalctl's process (an RTVI bot, an external ``ws://`` agent) the CPU is
+  compared whole, not over replay: replay's agent runs in evalctl's process and theirs does
+  not, so "over replay" can come out below zero (the plain protocol's did). Its **CPU ratio** is
+  the adapter's CPU per turn over the plain protocol's: what evalctl spends driving each.
 
 Every run is in this process, on one event loop, after a warm-up run of each agent (imports, the
 bots' modules, the data and the bots' shared HTTP clients are made once, as in a long-running
@@ -96,8 +100,9 @@ def rounds(agents: Mapping[str, str], data_root: Path, count: int, **options: An
     }
 
 
-def report(runs: Mapping[str, Measure], plain: str, adapters: list[str]) -> None:
-    """Print each run, then each adapter's overhead per turn and its ratio to ``plain``'s."""
+def report(runs: Mapping[str, Measure], plain: str, adapters: list[str], external: bool = False) -> None:
+    """Print each run, then each adapter's overhead per turn and its ratio to ``plain``'s;
+    ``external``: the agents run outside evalctl's process, CPU compared whole (module doc)."""
     base = runs["replay"]
     print("  wall: the run's seconds; CPU: evalctl's process and its children (tests/bench/cost.py)")
     for name, m in runs.items():
@@ -106,11 +111,14 @@ def report(runs: Mapping[str, Measure], plain: str, adapters: list[str]) -> None
         "  overhead per turn = (run - replay) / agent turns; ratio = adapter's overhead / "
         f"{plain}'s (target <= {TARGET:.0f}x)"
     )
+    if external:
+        print("  cpu: evalctl's CPU per turn, whole (the agents run outside evalctl's process)")
     for what in ("wall", "cpu"):
-        ref = (getattr(runs[plain], what) - getattr(base, what)) / runs[plain].turns
+        zero = 0.0 if external and what == "cpu" else getattr(base, what)
+        ref = (getattr(runs[plain], what) - zero) / runs[plain].turns
         print(f"  {what:4s} {plain:24s} {1000 * ref:6.2f} ms/turn")
         for name in adapters:
-            over = (getattr(runs[name], what) - getattr(base, what)) / runs[name].turns
+            over = (getattr(runs[name], what) - zero) / runs[name].turns
             ratio = over / ref if ref > 0 else float("inf")
             verdict = "ok" if ratio <= TARGET else "over the target"
             print(f"  {what:4s} {name:24s} {1000 * over:6.2f} ms/turn: {ratio:4.2f}x ({verdict})")
