@@ -89,7 +89,7 @@ def sides() -> Decorator:
             help=(
                 "replay | noop (greets and hangs up: the floor) | openai:MODEL | ws://host:port"
                 " | python:FILE.py:FACTORY | pipecat:FILE.py:FACTORY | livekit:FILE.py:FACTORY"
-                " (in-process agents: docs/agents_inproc.md), e.g. openai:gpt-4.1 (default: replay)."
+                " (in-process agents: docs/agents.md), e.g. openai:gpt-4.1 (default: replay)."
             ),
         ),
         click.option(

@@ -5,7 +5,8 @@ Reads ``summary.json`` (:class:`SummaryRecord`), ``run.json`` (:class:`RunRecord
 complete ``metrics.json`` (:class:`MetricsRecord`), ``judge_result.json`` (:class:`JudgeRecord`),
 ``transcript.jsonl`` (:mod:`.transcript`) and each result's ``scenario_config/metadata.json``
 (its ``group`` and ``description``). DB differences come from ``engine.results.diff.explain``, worded by
-``engine.results.diff.db_lines``: exactly what ``evalctl diff`` prints.
+``engine.results.diff.db_lines`` and followed by ``engine.results.diff.agent_hash_lines`` (an
+agent's own DB hash that differs from the engine's): exactly what ``evalctl diff`` prints.
 
 Bounds: each result's detail gets a share of :data:`DETAIL_BUDGET` characters (at least
 :data:`MIN_SHARE`, at most :data:`MAX_SHARE`); text beyond it is cut to previews and noted, so a
@@ -29,7 +30,7 @@ from engine.core.records.summary import SummaryRecord
 from engine.report_html.transcript import Budget, chat_entries
 from engine.report_html.voice import voice_detail
 from engine.results.costs import PriceTable, RunCost, run_costs
-from engine.results.diff import caller_lines, db_lines, explain
+from engine.results.diff import agent_hash_lines, caller_lines, db_lines, explain
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import Unreadable, records_text, watching
@@ -220,7 +221,7 @@ def _detail(
 ) -> dict[str, Any]:
     budget = Budget(share)
     d = explain(sdir, m)
-    lines = [one_line(line, 2000) for line in db_lines(d)]
+    lines = [one_line(line, 2000) for line in (*db_lines(d), *agent_hash_lines(d))]
     if len(lines) > MAX_DB_LINES:
         lines = [
             *lines[:MAX_DB_LINES],

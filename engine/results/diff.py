@@ -338,6 +338,15 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
     return [explain(d, m) for d, m in chosen]
 
 
+def agent_hash_lines(d: ScenarioDiff) -> list[str]:
+    """The line ``the agent's own DB hash differs from the engine's: ...`` when the agent reported
+    a DB hash of its own (an RTVI bot's) that differs from the engine's; else none. Printed by
+    ``evalctl diff`` after the DB differences, and shown with them by ``evalctl report --html``."""
+    if d.agent_db_hash and "differs" in d.agent_db_hash:
+        return [f"the agent's own DB hash differs from the engine's: {d.agent_db_hash}"]
+    return []
+
+
 def agent_hash(sdir: Path) -> str | None:
     """The ``agent_db_hash`` of a result's ``final_scenario_db_hash.txt`` (the agent's own DB hash
     and whether it matches the engine's), None when there is none."""
@@ -478,8 +487,7 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
             out.extend(f"  {line}" for line in d.cut_off)
         out.extend(caller_lines(d))
         out.extend(db_lines(d))
-        if d.agent_db_hash and "differs" in d.agent_db_hash:
-            out.append(f"the agent's own DB hash differs from the engine's: {d.agent_db_hash}")
+        out.extend(agent_hash_lines(d))
         if d.judge:
             out.append(
                 f"judge: score {d.judge.get('judge_score')}, passed {d.judge.get('judge_passed')}"

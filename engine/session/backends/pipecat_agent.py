@@ -243,7 +243,17 @@ class PipecatAgent:
             raise BackendError(f"{self.name}: the pipeline has no OpenAI-compatible LLM service")
         for service in services:
             self._proxy_tools(service, session)
-        self._worker = PipelineWorker(pipeline, cancel_on_idle_timeout=False, params=PipelineParams())
+        # evalctl reads the LLM service's stream itself: no RTVI processor and observer (pipecat adds
+        # them by default and serializes every frame for a client there is none of), no turn
+        # tracking observer, no idle monitor (the session's own timeouts bound it)
+        self._worker = PipelineWorker(
+            pipeline,
+            cancel_on_idle_timeout=False,
+            enable_rtvi=False,
+            enable_turn_tracking=False,
+            idle_timeout_secs=None,
+            params=PipelineParams(),
+        )
         started = asyncio.Event()
 
         @self._worker.event_handler("on_pipeline_started")  # type: ignore[untyped-decorator]

@@ -1,7 +1,7 @@
 """``python:FILE.py:FACTORY`` (or ``python:MODULE:FACTORY``): an agent written as a Python
 callable, run in the side server's process.
 
-The interface (docs/agents_inproc.md)::
+The interface (docs/agents.md, "Python callable")::
 
     def make_agent(session: InprocSession, tools: ToolCaller) -> AgentTurn: ...
     async def agent_turn(caller_line: str) -> str | None: ...

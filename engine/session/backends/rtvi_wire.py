@@ -12,6 +12,7 @@ The tool-name map (``rtvi.yaml``) is read by :mod:`engine.spec.rtvi_map`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +28,9 @@ __all__ = ["MAP_FILE", "ToolMap", "decode_frame", "encode_frame", "envelope", "l
 LABEL = "rtvi-ai"
 
 
+@functools.cache
 def _pb() -> Any:
+    """pipecat's protobuf module, imported once (every frame needs it). Raises UsageError."""
     quiet_pipecat()  # before pipecat's first import, which prints its banner
     try:
         from pipecat.frames.protobufs import frames_pb2

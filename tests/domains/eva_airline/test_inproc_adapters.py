@@ -1,6 +1,7 @@
-"""Issue #27: all 50 eva scenarios through each in-process adapter (the real pipecat and LiveKit
-packages, the example bots) with a gold-replaying fake LLM on loopback: 50/50, and every
-scenario's final DB hash and tool calls equal to the ``--agent replay`` run's."""
+"""Issue #27: all 50 eva scenarios through each in-process adapter (examples/python_agent.py, and
+the real pipecat and LiveKit packages with the example bots) with a gold-replaying fake LLM on
+loopback: 50/50, and every scenario's final DB hash and tool calls equal to the ``--agent replay``
+run's."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def _hashes(loaded: LoadedDomain, data_root: Path, agent: str, out: Path) -> dic
 @pytest.mark.parametrize(
     "agent",
     [
+        pytest.param(f"python:{REPO}/examples/python_agent.py:make_agent", id="python"),
         pytest.param(f"pipecat:{REPO}/examples/pipecat_bot.py:make_pipeline", id="pipecat"),
         pytest.param(f"livekit:{REPO}/examples/livekit_bot.py:make_agent", id="livekit"),
     ],
@@ -54,7 +56,8 @@ def test_all_50_through_the_adapter_equal_replay(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pytest.importorskip(agent.split(":")[0] if agent.startswith("pipecat") else "livekit.plugins.openai")
+    needs = {"python": "openai", "pipecat": "pipecat", "livekit": "livekit.plugins.openai"}
+    pytest.importorskip(needs[agent.split(":")[0]])
     with GoldLLM(loaded.scenarios) as llm:
         monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "local")

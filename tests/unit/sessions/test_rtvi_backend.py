@@ -1,6 +1,7 @@
 """``--agent rtvi+ws://`` on the mock shop against a small fake RTVI bot (websockets and pipecat's
 protobuf frames, no pipeline): the scheme's parsing and blame, the spec's tool-name map, the
-refused connection retried, the bot's hash recorded, and a bot that drops the call is the agent's FAIL."""
+refused connection retried, the bot's hash recorded (a mismatch shown by ``evalctl diff`` and by
+``evalctl report --html`` alike), and a bot that drops the call is the agent's FAIL."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 import pytest
 import websockets
 
+from cli import main
+from engine.report_html.collect import collect
 from engine.run.runner import run
 from engine.session.backends.registry import evalctl_own, parse_backend_spec
 from engine.session.backends.rtvi_wire import ToolMap, decode_frame, encode_frame, envelope
@@ -171,6 +174,21 @@ async def test_a_refused_connection_is_retried_and_the_bots_calls_run_on_the_eng
     assert len(texts) == 3 and all(texts)
     lines = (tmp_path / "run" / SCENARIO / "final_scenario_db_hash.txt").read_text()
     assert f"agent_db_hash: {'f' * 64} (differs from db_hash)" in lines
+
+
+async def test_the_bots_hash_mismatch_is_shown_by_diff_and_the_html_report(
+    mapped_shop: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    await _run(FakeBot(), mapped_shop, out)
+    expected = f"the agent's own DB hash differs from the engine's: {'f' * 64} (differs from db_hash)"
+    capsys.readouterr()
+    assert main(["diff", str(out), SCENARIO]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert expected in printed
+    [detail] = collect(out, tmp_path / "report.html").details
+    assert detail["db"][-1] == expected
+    assert detail["db"] == [line for line in printed if line in detail["db"]]  # in diff's order
 
 
 async def test_a_bot_that_drops_the_connection_is_the_agents_fail(mapped_shop: Path, tmp_path: Path) -> None:
