@@ -70,13 +70,7 @@ def list_cmd(
 @group.command("validate")
 @click.argument("spec_dir", type=click.Path(file_okay=False))
 @click.option("--no-replay", is_flag=True, help="Skip replaying the gold traces (default: replay them).")
-@click.option(
-    "--language",
-    default=None,
-    metavar="CODE",
-    help="Check the domain in that language (its domain.yaml `languages:`), e.g. fr "
-    "(default: the spec's own).",
-)
+@opt.language()
 @opt.data_root()
 @opt.task_selection()
 def validate_cmd(
@@ -292,14 +286,7 @@ def _prices(value: str | None) -> Any:
     help="Audio sessions with the agent (protocol v2): the caller is spoken by the local TTS engine "
     "(espeak-ng and sox); WAVs, voice.json and voice metrics per scenario.",
 )
-@click.option(
-    "--language",
-    default=None,
-    metavar="CODE",
-    help="Run the domain in that language (its domain.yaml `languages:`; eva_airline: fr, fr-CA, eva "
-    "2.1.0's cultures: names, starting utterance, the caller's espeak-ng voice), e.g. fr "
-    "(default: the spec's own).",
-)
+@opt.language()
 @click.option(
     "--allow-gold-mismatch",
     is_flag=True,

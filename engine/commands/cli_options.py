@@ -381,3 +381,15 @@ def task_selection() -> Decorator:
             help="Only the first N tasks of the selection, e.g. 5 (default: all).",
         ),
     )
+
+
+def language() -> Decorator:
+    """``--language CODE``: the domain in another language (``engine.spec.languages``)."""
+    return click.option(
+        "--language",
+        default=None,
+        metavar="CODE",
+        help="The domain in that language (its domain.yaml `languages:`; eva_airline: fr, fr-CA, eva "
+        "2.1.0's cultures: names, starting utterance, the caller's espeak-ng voice), e.g. fr "
+        "(default: the spec's own).",
+    )
