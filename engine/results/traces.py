@@ -18,7 +18,7 @@ def export_run_traces(
 ) -> tuple[int, int]:
     """Export one trace per scored result of ``run_dir``; returns (sessions exported, sessions
     whose stored session does not read or whose OTLP export failed). Raises UsageError without
-    the ``[otel]`` extra, OSError when ``trace_file`` cannot be written."""
+    the ``[otel]`` extra, OutputError (one line, exit 2) when ``trace_file`` cannot be written."""
     rows = scored_dirs(Path(run_dir))
     costs = {(s.scenario, s.trial): s for s in run_costs([m for _, m in rows], prices).scenarios}
     skipped = 0
