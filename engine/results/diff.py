@@ -427,7 +427,7 @@ def caller_lines(d: ScenarioDiff) -> list[str]:
     """The caller-fidelity findings, one line each (none when the caller held)."""
     if not d.caller_findings:
         return []
-    note = "" if d.caller_enforced else " (the replay caller: reported, not an error)"
+    note = "" if d.caller_enforced else " (a replay, noop or human caller: reported, not an error)"
     lines = [f"caller fidelity ({len(d.caller_findings)} finding(s)){note}:"]
     for f in d.caller_findings:
         lines.append(f"  caller turn {f['turn'] + 1}: {f['check']}: {f['detail']}: {f['text']!r}")

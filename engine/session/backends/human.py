@@ -7,7 +7,10 @@ Each turn shows what the other side said, then reads lines from the person:
   malformed or refused call comes back as its error result): the result is shown and the turn goes
   on (another call, or words);
 - ``/tools`` lists the tools of the side with their arguments; ``/end`` hangs up (the agent: the
-  scenario's hang-up tool, ``ends_call: exit``; the caller: ``end_call``); end of input hangs up too.
+  scenario's hang-up tool, ``ends_call: exit``; the caller: ``end_call``); end of input hangs up too
+  (as the person's own hang-up: a human caller's early end is not a simulator failure);
+- any other ``/word`` is a mistyped command: it is refused (``unknown command /word``), never
+  spoken, and the line is asked for again.
 
 The lines come from ``read`` and the display goes to ``write`` (the terminal by default: stdin and
 stdout). Standard input is watched by the event loop (``loop.add_reader``) rather than read in a
@@ -29,6 +32,10 @@ from engine.core.model import Scenario
 from engine.core.protocol import END_CALL_TOOL
 from engine.session.backends import BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
 from engine.util.untrusted import one_line
+
+#: The slash commands; any other line starting with ``/`` is refused as a mistyped command (it is
+#: never sent as the person's words).
+COMMANDS = frozenset({"/tool", "/tools", "/end"})
 
 #: What the person is told once, at the start of the session.
 HELP = "Type what you say and press Enter. /tool NAME {json} calls a tool, /tools lists them, /end hangs up."
@@ -124,6 +131,10 @@ class HumanBackend:
                     fn = tool.get("function", {})
                     params = ", ".join((fn.get("parameters") or {}).get("properties", {}))
                     self.write(f"  {fn.get('name')}({params})")
+                continue
+            word = text.split(None, 1)[0]
+            if word.startswith("/") and word not in COMMANDS:
+                self.write(f"  unknown command {one_line(word, 80)} (commands: /tool, /tools, /end)")
                 continue
             if text.startswith("/tool"):
                 parts = text.split(None, 2)

@@ -88,3 +88,18 @@ def test_play_ctrl_c_while_waiting_for_the_person_exits_130(tmp_path: Path) -> N
     assert proc.returncode == 130, err
     assert "evalctl: interrupted; finished results kept in" in err and "Traceback" not in err
     assert f"results: {tmp_path / 'run'}" in out
+
+
+def test_play_unknown_slash_command_is_refused_not_spoken(tmp_path: Path) -> None:
+    _code, output, out = _play(tmp_path, "agent", ["/unknowncmd", "/end"])
+    assert "  unknown command /unknowncmd (commands: /tool, /tools, /end)" in output
+    transcript = (out / ONE / "transcript.jsonl").read_text(encoding="utf-8")
+    assert "/unknowncmd" not in transcript  # never the agent's words
+
+
+def test_play_as_user_closed_stdin_is_the_persons_hang_up(tmp_path: Path) -> None:
+    _code, output, out = _play(tmp_path, "user", [])
+    metrics = json.loads((out / ONE / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["is_successful"] is False  # a verdict, not `error` (before: user_simulator error)
+    assert metrics["error_cause"] is None and metrics["user_fidelity"]["enforced"] is False
+    assert "a replay, noop or human caller: reported, not an error" in output
