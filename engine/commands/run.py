@@ -39,13 +39,18 @@ def run(
     (``engine.run.ray_run``; exit 3 when a shard failed). ``junit``: also write the run's JUnit
     XML there (``engine.results.junit``) once it is scored; ``otel`` / ``trace_file``: export one
     trace per session (``engine.results.traces``) over OTLP/HTTP (the ``OTEL_EXPORTER_OTLP_*``
-    variables) and/or as OTLP JSON lines; the exit code is the same, but an unwritable ``junit`` or
-    ``trace_file`` raises OutputError (exit 2) once the results, the summary and the other output
-    are written."""
+    variables; the collector is checked before the first session: InfrastructureError, exit 3,
+    when it does not answer) and/or as OTLP JSON lines; the exit code is the same, but an
+    unwritable ``junit`` or ``trace_file`` raises OutputError (exit 2) once the results, the
+    summary and the other output are written."""
     if otel or trace_file is not None:
         from engine.session.tracing import require_otel
 
         require_otel()
+    if otel:
+        from engine.session.otlp_check import check_otlp_collector
+
+        check_otlp_collector()  # before the first session: exit 3 when no collector answers
     opts = replace(opts, plugins=plugins())
     if ray is None:
         outcome = run_cli(opts)  # what library.run_options does: opts has every plugin
@@ -112,14 +117,15 @@ def _export_traces(run_dir: Path, otel: bool, trace_file: Path | None, prices: P
         return
     from engine.results.traces import export_run_traces
 
-    sent, failed = export_run_traces(run_dir, otlp=otel, trace_file=trace_file, prices=prices)
-    where = " and ".join([*(["OTLP"] if otel else []), *([str(trace_file)] if trace_file else [])])
-    text_console().print(f"traces: {sent} sessions to {where}", markup=False, highlight=False)
-    if failed:
+    n = export_run_traces(run_dir, otlp=otel, trace_file=trace_file, prices=prices)
+    done = [f"exported {n.exported} of {n.results} session(s) to OTLP"] if otel else []
+    done += [f"wrote {n.traced} of {n.results} session(s) to {trace_file}"] if trace_file else []
+    text_console().print(f"traces: {'; '.join(done)}", markup=False, highlight=False)
+    why = [f"{n.unreadable} stored session(s) unreadable"] if n.unreadable else []
+    why += [f"{n.otlp_failed} refused or lost by the OTLP collector"] if otel and n.otlp_failed else []
+    if why:
         text_console(stderr=True).print(
-            f"evalctl: {failed} session trace(s) not exported (unreadable session or OTLP export failed)",
-            markup=False,
-            highlight=False,
+            f"evalctl: not every session trace exported: {', '.join(why)}", markup=False, highlight=False
         )
 
 
