@@ -43,7 +43,8 @@ def select_tasks(chosen: Sequence[Scenario], loaded: Any, tasks: TaskSelection) 
     ``tasks.num_tasks``.
 
     Raises UsageError (exit 2) for an id that names no scenario (with the nearest id), a split the
-    data does not have (naming those it has), or an empty result."""
+    data does not have (naming those it has), ids none of which is in the split (naming them), or
+    an empty result."""
     out = list(chosen)
     if tasks.task_ids:
         by_id = {s.record_id: s for s in out}
@@ -63,6 +64,13 @@ def select_tasks(chosen: Sequence[Scenario], loaded: Any, tasks: TaskSelection) 
             )
         order = {rid: n for n, rid in enumerate(splits[tasks.task_split])}
         out = sorted((s for s in out if s.record_id in order), key=lambda s: order[s.record_id])
+        if not out and tasks.task_ids:
+            absent = ", ".join(one_line(rid, 40) for rid in dict.fromkeys(tasks.task_ids))
+            raise UsageError(
+                f"--task-ids: no task of {absent} is in split {one_line(tasks.task_split)!r} of "
+                f"{loaded.domain.name} (`evalctl list SPEC --task-split {one_line(tasks.task_split)}` "
+                "lists its tasks)"
+            )
         if not out:
             raise UsageError(
                 f"--task-split: split {one_line(tasks.task_split)!r} of {loaded.domain.name} names none "
