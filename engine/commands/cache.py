@@ -33,10 +33,10 @@ def cache_command(action: str, directory: str | None, as_json: bool = False) -> 
         if action != "clear":
             raise
         try:
-            removed = remove_cache_file(folder)
+            gone = remove_cache_file(folder)
         except OSError as oserr:
             raise OutputError(f"cannot remove {folder / FILE_NAME}: {oserr.strerror or oserr}") from None
-        names = ", ".join(p.name for p in removed)
+        names = ", ".join(p.name for p in gone)
         out.print(
             f"cache {folder}: not a usable cache ({err.reason}); removed {names}",
             markup=False,

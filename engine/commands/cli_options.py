@@ -314,6 +314,33 @@ def junit() -> Decorator:
     )
 
 
+def scenario_selection() -> Decorator:
+    """``--scenarios A,B`` (names or record ids) and ``--domain PREFIX``
+    (``engine.spec.selection.select_scenarios``): taken by ``run``, ``validate`` and ``list``."""
+    return stack(
+        click.option(
+            "--scenarios",
+            metavar="A,B",
+            default=None,
+            help="Only these scenarios, comma-separated names or record ids, e.g. "
+            "eva_airline__3_1_5,1.1.2 (default: all).",
+        ),
+        click.option(
+            "--domain",
+            "domain_prefix",
+            metavar="PREFIX",
+            default=None,
+            help="Only the scenarios whose name starts so, e.g. eva_airline__3 (default: all).",
+        ),
+    )
+
+
+def selectors() -> Decorator:
+    """Every scenario selector: :func:`scenario_selection` and :func:`task_selection` (the one
+    option set of ``run``, ``validate`` and ``list``)."""
+    return stack(scenario_selection(), task_selection())
+
+
 def task_selection() -> Decorator:
     """``--task-ids``, ``--task-split``, ``--num-tasks``: tau2's task selection
     (``engine.core.options.TaskSelection``)."""

@@ -86,14 +86,14 @@ def _write_extras(
     the first OutputError of the two (an unwritable path), returned for the caller to raise once
     the other is done and the run's closing lines are printed."""
     first: OutputError | None = None
-    for write in (
-        lambda: _write_junit(run_dir, junit),
-        lambda: _export_traces(run_dir, otel, trace_file, prices),
-    ):
-        try:
-            write()
-        except OutputError as err:
-            first = first or err
+    try:
+        _write_junit(run_dir, junit)
+    except OutputError as err:
+        first = err
+    try:
+        _export_traces(run_dir, otel, trace_file, prices)
+    except OutputError as err:
+        first = first or err
     return first
 
 

@@ -36,7 +36,7 @@ def _headers() -> dict[str, str]:
     from opentelemetry.util.re import parse_env_headers
 
     text = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or os.environ.get("OTEL_EXPORTER_OTLP_HEADERS")
-    return parse_env_headers(text or "", liberal=True)
+    return dict(parse_env_headers(text or "", liberal=True))
 
 
 def check_otlp_collector(timeout_s: float = OTLP_CHECK_TIMEOUT_S) -> str:
