@@ -43,11 +43,13 @@ def group() -> None:
     help="Print a JSON list of {name, id (eva_id in eva specs), description}.",
 )
 @opt.data_root()
-@opt.task_selection()
+@opt.selectors()
 def list_cmd(
     spec_dir: str,
     as_json: bool,
     data_root: str | None,
+    scenarios: str | None,
+    domain_prefix: str | None,
     task_ids: str | None,
     task_split: str | None,
     num_tasks: int | None,
@@ -64,7 +66,14 @@ def list_cmd(
     from engine.commands.list import list_scenarios
 
     tasks = _tasks(task_ids, task_split, num_tasks)
-    return list_scenarios(Path(spec_dir), _path(data_root), as_json=as_json, tasks=tasks)
+    return list_scenarios(
+        Path(spec_dir),
+        _path(data_root),
+        as_json=as_json,
+        tasks=tasks,
+        scenarios=_csv(scenarios),
+        domain_prefix=domain_prefix,
+    )
 
 
 @group.command("validate")
@@ -72,12 +81,14 @@ def list_cmd(
 @click.option("--no-replay", is_flag=True, help="Skip replaying the gold traces (default: replay them).")
 @opt.language()
 @opt.data_root()
-@opt.task_selection()
+@opt.selectors()
 def validate_cmd(
     spec_dir: str,
     no_replay: bool,
     language: str | None,
     data_root: str | None,
+    scenarios: str | None,
+    domain_prefix: str | None,
     task_ids: str | None,
     task_split: str | None,
     num_tasks: int | None,
@@ -96,7 +107,15 @@ def validate_cmd(
     from engine.commands.validate import validate
 
     tasks = _tasks(task_ids, task_split, num_tasks)
-    return validate(Path(spec_dir), _path(data_root), replay=not no_replay, tasks=tasks, language=language)
+    return validate(
+        Path(spec_dir),
+        _path(data_root),
+        replay=not no_replay,
+        tasks=tasks,
+        scenarios=_csv(scenarios),
+        domain_prefix=domain_prefix,
+        language=language,
+    )
 
 
 @group.command("render")

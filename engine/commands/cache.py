@@ -5,21 +5,44 @@ from __future__ import annotations
 import json
 
 from engine.commands.console import text_console
-from engine.util.callcache import CACHE_ENV, FILE_NAME, CallCache, cache_dir_from
-from engine.util.errors import UsageError
+from engine.util.callcache import (
+    CACHE_ENV,
+    FILE_NAME,
+    CallCache,
+    UnusableCache,
+    cache_dir_from,
+    remove_cache_file,
+)
+from engine.util.errors import OutputError, UsageError
 
 
 def cache_command(action: str, directory: str | None, as_json: bool = False) -> int:
     """``stats``: entries, bytes and entries per endpoint and model of the cache in ``directory``
-    (None: ``$EVALCTL_CACHE``); ``clear``: delete every entry. Returns 0. Raises UsageError (exit
-    2) when no folder is named or it holds no cache."""
+    (None: ``$EVALCTL_CACHE``); ``clear``: delete every entry, or remove a broken cache file (not
+    SQLite, another schema) and say so. Returns 0. Raises UsageError (exit 2) when no folder is
+    named or it holds no cache, and for ``stats`` when its file is not a usable cache."""
     folder = cache_dir_from(directory)
     if folder is None:
         raise UsageError(f"evalctl cache {action}: name the cache folder (DIR) or set ${CACHE_ENV}")
     if not (folder / FILE_NAME).is_file():
         raise UsageError(f"evalctl cache {action}: {folder} holds no model-call cache ({FILE_NAME})")
-    cache = CallCache(folder)
     out = text_console()
+    try:
+        cache = CallCache(folder)
+    except UnusableCache as err:
+        if action != "clear":
+            raise
+        try:
+            gone = remove_cache_file(folder)
+        except OSError as oserr:
+            raise OutputError(f"cannot remove {folder / FILE_NAME}: {oserr.strerror or oserr}") from None
+        names = ", ".join(p.name for p in gone)
+        out.print(
+            f"cache {folder}: not a usable cache ({err.reason}); removed {names}",
+            markup=False,
+            highlight=False,
+        )
+        return 0
     try:
         if action == "clear":
             removed = cache.clear()

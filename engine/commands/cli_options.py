@@ -61,22 +61,8 @@ def data_root() -> Decorator:
 
 
 def selection() -> Decorator:
-    """``--scenarios A,B`` and ``--domain PREFIX``: which scenarios of the spec folder."""
-    return stack(
-        click.option(
-            "--scenarios",
-            metavar="A,B",
-            default=None,
-            help="Comma-separated scenario names, e.g. eva_airline__3_1_5,eva_airline__7_4_1 (default: all).",
-        ),
-        click.option(
-            "--domain",
-            "domain_prefix",
-            metavar="PREFIX",
-            default=None,
-            help="Only scenarios whose name starts so, e.g. eva_airline__3 (default: every scenario).",
-        ),
-    )
+    """``--scenarios`` and ``--domain``: :func:`scenario_selection` (``run``, ``load``)."""
+    return scenario_selection()
 
 
 def sides() -> Decorator:
@@ -353,6 +339,33 @@ def junit() -> Decorator:
         "with the first cause `evalctl diff` gives, error verdicts as errors, missing or N/A as skipped) "
         "(default: none).",
     )
+
+
+def scenario_selection() -> Decorator:
+    """``--scenarios A,B`` (names or record ids) and ``--domain PREFIX``
+    (``engine.spec.selection.select_scenarios``): taken by ``run``, ``validate`` and ``list``."""
+    return stack(
+        click.option(
+            "--scenarios",
+            metavar="A,B",
+            default=None,
+            help="Only these scenarios, comma-separated names or record ids, e.g. "
+            "eva_airline__3_1_5,1.1.2 (default: all).",
+        ),
+        click.option(
+            "--domain",
+            "domain_prefix",
+            metavar="PREFIX",
+            default=None,
+            help="Only the scenarios whose name starts so, e.g. eva_airline__3 (default: all).",
+        ),
+    )
+
+
+def selectors() -> Decorator:
+    """Every scenario selector: :func:`scenario_selection` and :func:`task_selection` (the one
+    option set of ``run``, ``validate`` and ``list``)."""
+    return stack(scenario_selection(), task_selection())
 
 
 def task_selection() -> Decorator:

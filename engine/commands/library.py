@@ -50,17 +50,27 @@ def validate(
     *,
     replay: bool = True,
     tasks: TaskSelection | None = None,
+    scenarios: Sequence[str] = (),
+    domain_prefix: str | None = None,
     language: str | None = None,
 ) -> ValidationReport:
     """Every check of ``evalctl validate``: ``.ok`` True when there is no problem, ``.problems``
     one :class:`engine.util.errors.Problem` each (file, line, JSON path, message); ``replay``
-    False skips the gold-trace replay; ``tasks`` narrows the scenarios checked; ``language``
-    checks the domain in one of its languages (``evalctl run --language``). Raises DataRootError
-    for a missing data root, UsageError for a bad task selection or language."""
+    False skips the gold-trace replay; ``scenarios`` (names or record ids), ``domain_prefix`` and
+    ``tasks`` narrow the scenarios checked; ``language`` checks the domain in one of its
+    languages (``evalctl run --language``). Raises DataRootError for a missing data root,
+    UsageError for a bad task selection or language."""
     from engine.spec.validate import validate_specs
 
     return validate_specs(
-        Path(spec_dir), _opt_path(data_root), replay=replay, plugins=plugins(), tasks=tasks, language=language
+        Path(spec_dir),
+        _opt_path(data_root),
+        replay=replay,
+        plugins=plugins(),
+        tasks=tasks,
+        scenarios=tuple(scenarios),
+        domain_prefix=domain_prefix,
+        language=language,
     )
 
 

@@ -35,7 +35,8 @@ def play(
     ``runs/<UTC stamp>``), then scored, its report and its diff printed. Returns the run's exit
     code (``engine.commands.run.print_outcome``). Raises UsageError (exit 2) for an ``other``
     that is ``human`` or an external ``ws://`` side, and what ``evalctl run`` raises for bad input.
-    The session is bounded by the scenario's ``max_duration`` as any session is."""
+    The session is bounded by the scenario's ``max_duration`` as any session is; Ctrl-C (also
+    while the person's line is awaited) ends it with 130 and the usual interrupted line."""
     if other.strip() == "human" or other.strip().startswith(("ws://", "wss://")):
         raise UsageError(f"play: the other side is replay, noop or openai:MODEL, not {other!r}")
     opts = RunOptions(
@@ -58,6 +59,6 @@ def play(
     outcome = run_cli(opts)
     with CtrlC.while_printing(outcome):
         code = print_outcome(outcome)
-    if (outcome.run_dir / "summary.json").is_file():
-        diff(outcome.run_dir, scenario)
+    if not outcome.interrupted and (outcome.run_dir / "summary.json").is_file():
+        diff(outcome.run_dir, scenario)  # an interrupted session has no scored result to explain
     return code

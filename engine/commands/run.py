@@ -13,7 +13,7 @@ from engine.domains.registry import plugins
 from engine.results.costs import PriceTable
 from engine.results.run_report import RunReport
 from engine.run.runner import CtrlC, run_cli
-from engine.util.errors import INFRASTRUCTURE_EXIT
+from engine.util.errors import INFRASTRUCTURE_EXIT, OutputError
 
 
 def run(
@@ -39,35 +39,62 @@ def run(
     (``engine.run.ray_run``; exit 3 when a shard failed). ``junit``: also write the run's JUnit
     XML there (``engine.results.junit``) once it is scored; ``otel`` / ``trace_file``: export one
     trace per session (``engine.results.traces``) over OTLP/HTTP (the ``OTEL_EXPORTER_OTLP_*``
-    variables) and/or as OTLP JSON lines; the exit code is the same."""
+    variables; the collector is checked before the first session: InfrastructureError, exit 3,
+    when it does not answer) and/or as OTLP JSON lines; the exit code is the same, but an
+    unwritable ``junit`` or ``trace_file`` raises OutputError (exit 2) once the results, the
+    summary and the other output are written."""
     if otel or trace_file is not None:
         from engine.session.tracing import require_otel
 
         require_otel()
+    if otel:
+        from engine.session.otlp_check import check_otlp_collector
+
+        check_otlp_collector()  # before the first session: exit 3 when no collector answers
     opts = replace(opts, plugins=plugins())
     if ray is None:
         outcome = run_cli(opts)  # what library.run_options does: opts has every plugin
         with CtrlC.while_printing(outcome):
             code = print_outcome(outcome, fail_under, prices, allow_errors)
-        _write_junit(outcome.run_dir, junit)
-        _export_traces(outcome.run_dir, otel, trace_file, prices)
+        unwritten = _write_extras(outcome.run_dir, junit, otel, trace_file, prices)
         if opts.shard is not None:  # its rates are the slice's, not the selection's
             text_console().print(
                 f"shard {opts.shard} of the selection: `evalctl merge` combines the shards into one run",
                 markup=False,
                 highlight=False,
             )
+        if unwritten is not None:
+            raise unwritten
         return code
     from engine.run.ray_run import run_on_ray  # Ray is an optional extra
 
     done = run_on_ray(opts, ray, tuple(sys.argv[1:]))
     err = text_console(stderr=True)
     code = print_outcome(RunReport(done.run_dir, summary=done.summary), fail_under, prices, allow_errors)
-    _write_junit(done.run_dir, junit)
-    _export_traces(done.run_dir, otel, trace_file, prices)
+    unwritten = _write_extras(done.run_dir, junit, otel, trace_file, prices)
     for shard, message in sorted(done.failed.items()):
         err.print(f"evalctl: ray shard {shard} failed: {message}", markup=False, highlight=False)
+    if unwritten is not None:
+        raise unwritten
     return INFRASTRUCTURE_EXIT if done.failed and code in (0, 1) else code
+
+
+def _write_extras(
+    run_dir: Path, junit: Path | None, otel: bool, trace_file: Path | None, prices: PriceTable | None
+) -> OutputError | None:
+    """Write the JUnit file and export the traces (after the results and summary are written);
+    the first OutputError of the two (an unwritable path), returned for the caller to raise once
+    the other is done and the run's closing lines are printed."""
+    first: OutputError | None = None
+    try:
+        _write_junit(run_dir, junit)
+    except OutputError as err:
+        first = err
+    try:
+        _export_traces(run_dir, otel, trace_file, prices)
+    except OutputError as err:
+        first = first or err
+    return first
 
 
 def _write_junit(run_dir: Path, junit: Path | None) -> None:
@@ -90,14 +117,15 @@ def _export_traces(run_dir: Path, otel: bool, trace_file: Path | None, prices: P
         return
     from engine.results.traces import export_run_traces
 
-    sent, failed = export_run_traces(run_dir, otlp=otel, trace_file=trace_file, prices=prices)
-    where = " and ".join([*(["OTLP"] if otel else []), *([str(trace_file)] if trace_file else [])])
-    text_console().print(f"traces: {sent} sessions to {where}", markup=False, highlight=False)
-    if failed:
+    n = export_run_traces(run_dir, otlp=otel, trace_file=trace_file, prices=prices)
+    done = [f"exported {n.exported} of {n.results} session(s) to OTLP"] if otel else []
+    done += [f"wrote {n.traced} of {n.results} session(s) to {trace_file}"] if trace_file else []
+    text_console().print(f"traces: {'; '.join(done)}", markup=False, highlight=False)
+    why = [f"{n.unreadable} stored session(s) unreadable"] if n.unreadable else []
+    why += [f"{n.otlp_failed} refused or lost by the OTLP collector"] if otel and n.otlp_failed else []
+    if why:
         text_console(stderr=True).print(
-            f"evalctl: {failed} session trace(s) not exported (unreadable session or OTLP export failed)",
-            markup=False,
-            highlight=False,
+            f"evalctl: not every session trace exported: {', '.join(why)}", markup=False, highlight=False
         )
 
 

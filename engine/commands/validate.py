@@ -18,14 +18,25 @@ def validate(
     replay: bool = True,
     tasks: TaskSelection | None = None,
     language: str | None = None,
+    scenarios: tuple[str, ...] = (),
+    domain_prefix: str | None = None,
 ) -> int:
     """Print every problem as ``file:LINE: $.json.path: message [scenario]`` and the report's
     closing lines (see ``engine.spec.validate.ValidationReport.lines``); returns 1 when there is any
     problem, else 0. ``replay`` False skips the gold-trace replay. Specs are checked against every
-    registered domain plugin; ``tasks`` narrows the scenarios checked; ``language`` checks the
-    domain in one of its languages. Raises DataRootError for a missing data root, UsageError for
-    a bad task selection or language."""
-    report = library.validate(spec_dir, data_root, replay=replay, tasks=tasks, language=language)
+    registered domain plugin; ``scenarios`` (names or record ids), ``domain_prefix`` and ``tasks``
+    narrow the scenarios checked, as ``run``'s selectors do; ``language`` checks the domain in one
+    of its languages. Raises DataRootError for a missing data root, UsageError for a bad task
+    selection or language."""
+    report = library.validate(
+        spec_dir,
+        data_root,
+        replay=replay,
+        tasks=tasks,
+        scenarios=scenarios,
+        domain_prefix=domain_prefix,
+        language=language,
+    )
     for line in report.lines():
         click.echo(line)
     return OK_EXIT if report.ok else BELOW_BAR_EXIT

@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from engine.util.artifacts import UnreadableFile, loads_bounded
 from engine.util.errors import UsageError
 
 #: Request fields of the OpenAI chat-completions API that a role's args may set, sent as themselves.
@@ -55,14 +56,17 @@ _INTEGERS = ("seed", "max_tokens", "max_completion_tokens", "top_logprobs")
 
 def parse_model_args(text: str | None, flag: str) -> dict[str, Any]:
     """The args object of ``flag`` (``--agent-args``) from its JSON ``text`` (None or empty: ``{}``).
-    Raises UsageError (one line naming ``flag``) for text that is not a JSON object, a reserved
+    Raises UsageError (one line naming ``flag``) for text that is not a JSON object, nested too
+    deeply, holding a non-finite number or an over-long integer, a reserved
     field, or a number field of the wrong type (``{"temperature": "hot"}``)."""
     if text is None or not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
     except json.JSONDecodeError as err:
         raise UsageError(f"{flag}: not JSON ({err.msg} at character {err.pos}): {text[:80]!r}") from None
+    except UnreadableFile as err:
+        raise UsageError(f"{flag}: not JSON ({err}): {text[:80]!r}") from None
     if not isinstance(value, dict):
         raise UsageError(f"{flag}: expected a JSON object of request fields, got {type(value).__name__}")
     check_model_args(value, flag)

@@ -195,6 +195,8 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
     pairs: list[tuple[str, Any, Any]] = [
         ("evalctl version", a.evalctl_version, b.evalctl_version),
         ("git commit", a.git.commit if a.git else None, b.git.commit if b.git else None),
+        ("agent", a.settings.get("agent"), b.settings.get("agent")),
+        ("user simulator", a.settings.get("user"), b.settings.get("user")),
         ("models", _models(a), _models(b)),
         ("trials", sa.trials, sb.trials),
     ]

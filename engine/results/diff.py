@@ -443,7 +443,7 @@ def caller_lines(d: ScenarioDiff) -> list[str]:
     judged rubric could not add (it failed, or dropped findings citing no caller turn)."""
     lines = []
     if d.caller_findings:
-        note = "" if d.caller_enforced else " (the replay caller: reported, not an error)"
+        note = "" if d.caller_enforced else " (a replay, noop or human caller: reported, not an error)"
         lines.append(f"caller fidelity ({len(d.caller_findings)} finding(s)){note}:")
         for f in d.caller_findings:
             lines.append(f"  caller turn {f['turn'] + 1}: {f['check']}: {f['detail']}: {f['text']!r}")

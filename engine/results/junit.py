@@ -21,7 +21,7 @@ from engine.results.diff import ScenarioDiff, db_lines, explain, render_text
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import scored_dirs
 from engine.results.session_files import scenario_dir
-from engine.util.errors import UsageError
+from engine.util.errors import OutputError, UsageError
 from engine.util.untrusted import one_line
 
 #: The longest failure message written (the whole explanation is the element's text).
@@ -69,7 +69,7 @@ def _case_name(m: MetricsRecord, trials: int) -> str:
 def write_junit(run_dir: Path, out: Path) -> JUnitCounts:
     """Write the JUnit XML of the scored results of ``run_dir`` (and its missing ones, skipped) to
     ``out`` (UTF-8). Returns the counts written. Raises UsageError when ``run_dir`` holds no scored
-    result, OSError when ``out`` cannot be written."""
+    result, OutputError (one line, exit 2) when ``out`` cannot be written."""
     run_dir = Path(run_dir)
     rows = scored_dirs(run_dir) if run_dir.is_dir() else []
     if not rows:
@@ -125,6 +125,9 @@ def write_junit(run_dir: Path, out: Path) -> JUnitCounts:
         el.set("time", f"{total_time:.3f}")
     ET.indent(suites)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(ET.tostring(suites, encoding="utf-8", xml_declaration=True) + b"\n")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(ET.tostring(suites, encoding="utf-8", xml_declaration=True) + b"\n")
+    except OSError as err:
+        raise OutputError(f"cannot write {out}: {err.strerror or err}") from None
     return JUnitCounts(out, **counts)

@@ -45,7 +45,7 @@ def failure_causes(summary: SummaryRecord) -> Counter[str]:
 
 def _flip_line(c: Change, trials: bool) -> str:
     name = c.scenario + (f" trial {c.trial}" if trials else "")
-    why = ", ".join(c.failed_after or c.failed_before) or "-"
+    why = "-" if c.after is True else ", ".join(c.failed_after) or "-"  # what fails now, if anything
     return f"| `{_cell(name)}` | {_verdict(c.before)} → {_verdict(c.after)} | {_cell(why)} |"
 
 
@@ -96,6 +96,8 @@ def markdown_summary(run_dir: Path, baseline: Path | None = None) -> str:
             f"overall {delta}"
             + ("" if c.comparable else " (the runs are not comparable: see `evalctl compare`)"),
         ]
+        if c.notes:  # what else differs between the runs (agent, models, settings...), as compare says
+            lines += ["", f"The runs differ: {_cell('; '.join(c.notes))}."]
         flips = [*c.pass_to_fail, *c.fail_to_pass, *c.other_changes]
         if flips:
             lines += ["", "| result | verdict | failing signals |", "| --- | --- | --- |"]

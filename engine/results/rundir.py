@@ -9,7 +9,6 @@ it holds its lock (:func:`lock_run_dir`), so two processes never write one run.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -24,49 +23,10 @@ except ImportError:  # not POSIX: no lock (evalctl targets Linux and macOS)
 from engine.core.model import Scenario
 from engine.results import scoring_stage as results
 from engine.results.provenance import parse_run_record, read_run_record, run_provenance
+from engine.spec.selection import select_scenarios as select_scenarios  # its old home: re-exported
 from engine.util.artifacts import read_json, write_json
 from engine.util.errors import OutputError, UsageError
 from engine.util.untrusted import one_line
-
-
-def select_scenarios(
-    scenarios: tuple[Scenario, ...], names: tuple[str, ...], prefix: str | None
-) -> list[Scenario]:
-    """Scenarios by exact ``names`` or record ids (eva: ``1.1.2``), in the given order, or by name
-    ``prefix``; all when neither.
-
-    Raises UsageError for an unknown name (with a suggestion among names and record ids: the
-    scenario a record id names is shown with it) or an empty selection.
-    """
-    by_name = {s.name: s for s in scenarios}
-    by_id = {s.record_id: s for s in scenarios}
-    if names:
-        unknown = [n for n in names if n not in by_name and n not in by_id]
-        if unknown:
-            raise UsageError(f"no scenario named {unknown[0]!r}{_suggestion(unknown[0], scenarios)}")
-        chosen = list({id(s): s for s in (by_name.get(n) or by_id[n] for n in names)}.values())
-    else:
-        chosen = list(scenarios)
-    if prefix:
-        chosen = [s for s in chosen if s.name.startswith(prefix)]
-    if not chosen:
-        raise UsageError(f"no scenario matches --domain {prefix!r}" if prefix else "no scenarios to run")
-    return chosen
-
-
-def _suggestion(word: str, scenarios: tuple[Scenario, ...]) -> str:
-    """Did-you-mean over names and record ids: ``eva_airline__1_1_2`` is closest to the id
-    ``1.1.2`` spelled as a name, so both forms are compared."""
-    keys: dict[str, Scenario] = {}
-    for s in scenarios:
-        keys[s.name] = s
-        keys[s.record_id] = s
-        keys[f"{s.domain.name}__{s.record_id}".replace(".", "_").replace("-", "_")] = s
-    close = difflib.get_close_matches(word, list(keys), n=1, cutoff=0.6)
-    if not close:
-        return ""
-    s = keys[close[0]]
-    return f" (did you mean {s.name!r}, record {s.record_id!r}?)"
 
 
 def fresh_default_dir() -> Path:

@@ -5,6 +5,7 @@ the conversation loop untouched and works the same for ``--workers``, shards and
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from engine.results.costs import PriceTable, run_costs
@@ -13,12 +14,28 @@ from engine.results.session_files import load_session
 from engine.session.tracing import SessionTracer
 
 
+@dataclass(frozen=True)
+class TraceCounts:
+    """What :func:`export_run_traces` did: ``results`` scored results, ``traced`` traces built
+    (written to the trace file when one is given), ``otlp_failed`` of those the collector did not
+    take, ``unreadable`` results whose stored session does not read (no trace)."""
+
+    results: int
+    traced: int
+    otlp_failed: int
+    unreadable: int
+
+    @property
+    def exported(self) -> int:
+        """Traces the OTLP collector took."""
+        return self.traced - self.otlp_failed
+
+
 def export_run_traces(
     run_dir: Path, *, otlp: bool = False, trace_file: Path | None = None, prices: PriceTable | None = None
-) -> tuple[int, int]:
-    """Export one trace per scored result of ``run_dir``; returns (sessions exported, sessions
-    whose stored session does not read or whose OTLP export failed). Raises UsageError without
-    the ``[otel]`` extra, OSError when ``trace_file`` cannot be written."""
+) -> TraceCounts:
+    """Export one trace per scored result of ``run_dir``; returns the counts. Raises UsageError without
+    the ``[otel]`` extra, OutputError (one line, exit 2) when ``trace_file`` cannot be written."""
     rows = scored_dirs(Path(run_dir))
     costs = {(s.scenario, s.trial): s for s in run_costs([m for _, m in rows], prices).scenarios}
     skipped = 0
@@ -37,4 +54,4 @@ def export_run_traces(
                 str(m.error_cause) if m.error_cause is not None else None,
                 {role: rc.cost for role, rc in cost.roles.items()} if cost is not None else None,
             )
-        return tracer.sessions, skipped + tracer.failed_exports
+        return TraceCounts(len(rows), tracer.sessions, tracer.failed_exports, skipped)

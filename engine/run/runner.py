@@ -57,7 +57,14 @@ from engine.session.backends.probe import PROBE_TIMEOUT_S, check_endpoints
 from engine.session.backends.registry import evalctl_own, parse_backend_spec, scheme_of
 from engine.session.conversation import SessionLimits, SessionSetup, run_session
 from engine.session.settings import check_judge_key, run_info, with_resolved_base_url
-from engine.session.setup import check_counts, close_sides, endpoints, session_setup, side_for
+from engine.session.setup import (
+    check_counts,
+    close_sides,
+    endpoints,
+    ignored_args,
+    session_setup,
+    side_for,
+)
 from engine.session.sides import builtin_side
 from engine.spec.gold_check import refuse_gold_mismatch
 from engine.spec.loader import load_domain
@@ -97,6 +104,8 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                 opts, scoring=dataclasses.replace(opts.scoring, cache_dir=opts.cache_dir)
             )
         agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
+        for line in ignored_args(opts, agent_spec, user_spec):
+            print(f"evalctl: {line}", file=sys.stderr)
         limits = [
             n for n in (scheme_of(agent_spec).sessions_at_once, scheme_of(user_spec).sessions_at_once) if n
         ]

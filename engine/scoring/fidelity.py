@@ -30,8 +30,10 @@ from engine.core.model import Scenario, SessionResult
 from engine.core.records.fidelity import Finding, UserFidelity
 from engine.core.render import SPOKEN_DIGITS
 
-#: Callers whose words cannot be regenerated: the gold lines played back (findings reported only).
-UNENFORCED_CALLERS = frozenset({"replay", "noop"})
+#: Callers whose words cannot be regenerated: the gold lines played back, the silent caller, and a
+#: person (``evalctl play --as user``: hanging up early is their choice, not a failed simulator);
+#: their findings are reported only.
+UNENFORCED_CALLERS = frozenset({"replay", "noop", "human"})
 _CLIP = 160
 
 _CODE = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9-]{2,}[A-Za-z0-9]\b")
@@ -286,7 +288,7 @@ def check_fidelity(
     """Run every check of ``registry`` (default the built-in ones) on one session; returns its
     ``user_fidelity`` record (findings in turn order). ``goal_met``: the session reached the
     expected DB (None: unknown). A check that raises is recorded None (not applicable): it never
-    breaks scoring. ``enforced`` is False for the replay and noop callers."""
+    breaks scoring. ``enforced`` is False for the replay, noop and human callers."""
     registry = BUILTIN_REGISTRY if registry is None else registry
     inp = FidelityInputs(
         scenario, result, spoken_lines(result, "user"), spoken_lines(result, "agent"), goal_met

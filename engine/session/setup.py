@@ -47,6 +47,21 @@ def role_endpoint(opts: RunOptions, role: str) -> RoleEndpoint:
     return RoleEndpoint(opts.base_url, opts.api_key_env, dict(opts.agent_args), "--base-url")
 
 
+def ignored_args(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[str]:
+    """One warning line (without the ``evalctl:`` prefix) per role whose ``--agent-args`` /
+    ``--user-args`` were given for a side that sends no model request (replay, noop, an external
+    ``ws://`` side, an in-process agent): the args would be silently unused."""
+    lines = []
+    for role, spec, args, flag in (
+        ("agent", agent, opts.agent_args, "--agent-args"),
+        ("user", user, opts.user_args, "--user-args"),
+    ):
+        if args and not scheme_of(spec).model_endpoint:
+            side = spec.text or spec.kind
+            lines.append(f"{flag}: ignored: the {role} side ({side}) sends no model request")
+    return lines
+
+
 def side_for(
     spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario], role: str = "agent"
 ) -> BackendFactory | str:

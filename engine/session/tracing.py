@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.core.model import SessionResult
-from engine.util.errors import UsageError
+from engine.util.errors import OutputError, UsageError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -88,8 +88,13 @@ class SessionTracer:
             self._otlp = OTLPSpanExporter()
         self._file: TextIO | None = None
         if trace_file is not None:
-            trace_file.parent.mkdir(parents=True, exist_ok=True)
-            self._file = trace_file.open("a", encoding="utf-8")
+            self._trace_file = trace_file
+            try:
+                trace_file.parent.mkdir(parents=True, exist_ok=True)
+                self._file = trace_file.open("a", encoding="utf-8")
+            except OSError as err:
+                self._provider.shutdown()
+                raise OutputError(f"cannot write {trace_file}: {err.strerror or err}") from None
         self.sessions = 0
         self.failed_exports = 0
 
@@ -129,8 +134,11 @@ class SessionTracer:
             if self._otlp.export(spans) is not SpanExportResult.SUCCESS:
                 self.failed_exports += 1
         if self._file is not None:
-            self._file.write(otlp_json(spans) + "\n")
-            self._file.flush()
+            try:
+                self._file.write(otlp_json(spans) + "\n")
+                self._file.flush()
+            except OSError as err:
+                raise OutputError(f"cannot write {self._trace_file}: {err.strerror or err}") from None
         self.sessions += 1
         return spans
 

@@ -1,4 +1,5 @@
-"""tau2-style task selection over a loaded domain: ``--task-ids``, ``--task-split``, ``--num-tasks``.
+"""Scenario selection over a loaded domain: ``--scenarios`` / ``--domain`` (:func:`select_scenarios`)
+and tau2-style tasks: ``--task-ids``, ``--task-split``, ``--num-tasks`` (:func:`select_tasks`).
 
 The splits are the data's own: a domain whose scenario ids come from a list in a data-root file
 (``scenarios.ids``, e.g. tau2's ``split_tasks.json`` at ``/base``) offers every other list at the
@@ -16,6 +17,46 @@ from engine.core.model import Scenario
 from engine.core.options import TaskSelection
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
+
+
+def select_scenarios(
+    scenarios: tuple[Scenario, ...], names: tuple[str, ...], prefix: str | None
+) -> list[Scenario]:
+    """Scenarios by exact ``names`` or record ids (eva: ``1.1.2``), in the given order, or by name
+    ``prefix``; all when neither.
+
+    Raises UsageError for an unknown name (with a suggestion among names and record ids: the
+    scenario a record id names is shown with it) or an empty selection.
+    """
+    by_name = {s.name: s for s in scenarios}
+    by_id = {s.record_id: s for s in scenarios}
+    if names:
+        unknown = [n for n in names if n not in by_name and n not in by_id]
+        if unknown:
+            raise UsageError(f"no scenario named {unknown[0]!r}{_suggestion(unknown[0], scenarios)}")
+        chosen = list({id(s): s for s in (by_name.get(n) or by_id[n] for n in names)}.values())
+    else:
+        chosen = list(scenarios)
+    if prefix:
+        chosen = [s for s in chosen if s.name.startswith(prefix)]
+    if not chosen:
+        raise UsageError(f"no scenario matches --domain {prefix!r}" if prefix else "no scenarios to run")
+    return chosen
+
+
+def _suggestion(word: str, scenarios: tuple[Scenario, ...]) -> str:
+    """Did-you-mean over names and record ids: ``eva_airline__1_1_2`` is closest to the id
+    ``1.1.2`` spelled as a name, so both forms are compared."""
+    keys: dict[str, Scenario] = {}
+    for s in scenarios:
+        keys[s.name] = s
+        keys[s.record_id] = s
+        keys[f"{s.domain.name}__{s.record_id}".replace(".", "_").replace("-", "_")] = s
+    close = difflib.get_close_matches(word, list(keys), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    s = keys[close[0]]
+    return f" (did you mean {s.name!r}, record {s.record_id!r}?)"
 
 
 def task_splits(loaded: Any) -> dict[str, tuple[str, ...]]:
@@ -43,7 +84,8 @@ def select_tasks(chosen: Sequence[Scenario], loaded: Any, tasks: TaskSelection) 
     ``tasks.num_tasks``.
 
     Raises UsageError (exit 2) for an id that names no scenario (with the nearest id), a split the
-    data does not have (naming those it has), or an empty result."""
+    data does not have (naming those it has), ids none of which is in the split (naming them), or
+    an empty result."""
     out = list(chosen)
     if tasks.task_ids:
         by_id = {s.record_id: s for s in out}
@@ -63,6 +105,13 @@ def select_tasks(chosen: Sequence[Scenario], loaded: Any, tasks: TaskSelection) 
             )
         order = {rid: n for n, rid in enumerate(splits[tasks.task_split])}
         out = sorted((s for s in out if s.record_id in order), key=lambda s: order[s.record_id])
+        if not out and tasks.task_ids:
+            absent = ", ".join(one_line(rid, 40) for rid in dict.fromkeys(tasks.task_ids))
+            raise UsageError(
+                f"--task-ids: no task of {absent} is in split {one_line(tasks.task_split)!r} of "
+                f"{loaded.domain.name} (`evalctl list SPEC --task-split {one_line(tasks.task_split)}` "
+                "lists its tasks)"
+            )
         if not out:
             raise UsageError(
                 f"--task-split: split {one_line(tasks.task_split)!r} of {loaded.domain.name} names none "

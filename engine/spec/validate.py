@@ -17,7 +17,7 @@ from engine.scoring.rubric import RUBRIC_TEMPLATE, render_rubric_prompt
 from engine.spec.gold_replay import replay_gold
 from engine.spec.loader import load_domain
 from engine.spec.rtvi_map import tool_map_problems
-from engine.spec.selection import select_tasks
+from engine.spec.selection import select_scenarios, select_tasks
 from engine.util.errors import Problem, SpecError
 
 
@@ -131,6 +131,8 @@ def validate_specs(
     plugins: Plugins,
     tasks: TaskSelection | None = None,
     language: str | None = None,
+    scenarios: tuple[str, ...] = (),
+    domain_prefix: str | None = None,
 ) -> ValidationReport:
     """Load and check a spec directory; never raises for spec problems (they go in the report).
 
@@ -138,9 +140,10 @@ def validate_specs(
     ``engine.spec.loader.load_domain``), renders each scenario's judge prompt (:func:`judge_prompt_problems`),
     then replays each scenario's gold trace with
     ``engine.spec.gold_replay.replay_gold`` unless ``replay`` is False. Raises DataRootError for a missing
-    data root. ``tasks`` narrows the scenarios checked after loading (UsageError for a bad
-    selection, ``engine.spec.selection.select_tasks``). ``language``: the domain in one of its
-    languages (``engine.spec.languages.in_language``; UsageError for one it lacks).
+    data root. ``scenarios`` (names or record ids) / ``domain_prefix``, then ``tasks``, narrow the
+    scenarios checked after loading (UsageError for a bad selection,
+    ``engine.spec.selection.select_scenarios`` / ``select_tasks``). ``language``: the domain in one
+    of its languages (``engine.spec.languages.in_language``; UsageError for one it lacks).
     """
     report = ValidationReport(spec_dir=str(spec_dir))
     try:
@@ -149,6 +152,9 @@ def validate_specs(
         report.problems = err.problems
         return report
     ids = {s.record_id for s in loaded.scenarios}
+    if scenarios or domain_prefix:
+        chosen = select_scenarios(loaded.scenarios, scenarios, domain_prefix)
+        loaded = replace(loaded, scenarios=tuple(chosen))
     if tasks:
         loaded = replace(loaded, scenarios=tuple(select_tasks(loaded.scenarios, loaded, tasks)))
     report.scenarios = len(loaded.scenarios)

@@ -242,6 +242,27 @@ def read_json(path: Path, finite: bool = False) -> Any:
         raise UnreadableFile("nested too deeply") from None
 
 
+def loads_bounded(text: str, max_depth: int = MAX_RECORD_DEPTH) -> Any:
+    """The JSON value of ``text`` (a command-line argument, a small document), refusing what the
+    parser cannot hold: raises json.JSONDecodeError as is, :class:`UnreadableFile` (one line) for
+    nesting deeper than ``max_depth`` levels or beyond the interpreter's recursion limit, a
+    non-finite number (``NaN``, ``1e999``), or an integer longer than Python converts (4,300
+    digits by default)."""
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise UnreadableFile("nested too deeply") from None
+    except UnreadableFile:
+        raise
+    except json.JSONDecodeError:
+        raise
+    except ValueError as err:  # an integer of more digits than int() converts
+        raise UnreadableFile(f"an integer too long ({str(err).split(':')[-1].strip()})") from None
+    if _depth_over(value, max_depth):
+        raise UnreadableFile(f"nested too deeply (over {max_depth} levels)")
+    return value
+
+
 def read_record(path: Path) -> Any:
     """A record file (``metrics.json``, ``session.json``, ``run.json``, ``summary.json``...):
     :func:`read_json` with ``finite``, and at most :data:`MAX_RECORD_DEPTH` levels of nesting."""

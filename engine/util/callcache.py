@@ -33,6 +33,32 @@ _SCHEMA = (
 )
 
 
+#: The columns of the ``calls`` table; a file whose ``calls`` table has others is not a cache.
+_COLUMNS = ("key", "base_url", "model", "response", "created")
+
+
+class UnusableCache(UsageError):
+    """The cache folder cannot be created, or its file is not a model-call cache (not SQLite, or
+    a ``calls`` table of another schema). ``reason``: why, in one line."""
+
+    def __init__(self, directory: Path, reason: str) -> None:
+        self.directory, self.reason = directory, reason
+        super().__init__(f"--cache {directory}: not a usable cache folder ({reason})")
+
+
+def remove_cache_file(directory: Path) -> list[Path]:
+    """Delete the cache file of ``directory`` and its SQLite journal files (``-wal``, ``-shm``),
+    e.g. a broken one (``evalctl cache clear``); returns the paths removed. Raises OSError when one
+    cannot be removed."""
+    removed = []
+    for suffix in ("", "-wal", "-shm"):
+        path = Path(directory) / (FILE_NAME + suffix)
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
 def call_key(base_url: str, request: dict[str, Any]) -> str:
     """The cache key of one request to ``base_url`` (hex SHA-256 of the canonical JSON of the URL
     and the request body; keys sorted, no whitespace)."""
@@ -53,8 +79,9 @@ def cache_dir_from(given: str | Path | None) -> Path | None:
 
 
 class CallCache:
-    """One cache folder. ``hits`` / ``misses`` count this process's lookups. Raises UsageError
-    (one line) when the folder cannot be created or its file is not a cache."""
+    """One cache folder. ``hits`` / ``misses`` count this process's lookups. Raises
+    :class:`UnusableCache` (a UsageError, one line, exit 2) when the folder cannot be created or
+    its file is not a cache (not SQLite, or a ``calls`` table of another schema)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
@@ -67,7 +94,8 @@ class CallCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._db()
         except (OSError, sqlite3.Error) as err:
-            raise UsageError(f"--cache {self.directory}: not a usable cache folder ({err})") from None
+            self.close()
+            raise UnusableCache(self.directory, str(err)) from None
 
     def _db(self) -> sqlite3.Connection:
         """This process's connection (a forked worker opens its own)."""
@@ -76,6 +104,12 @@ class CallCache:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(_SCHEMA)
+            columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(calls)"))
+            if sorted(columns) != sorted(_COLUMNS):
+                conn.close()
+                raise sqlite3.DatabaseError(
+                    f"{self.path} has a table calls of another schema: ({', '.join(columns)})"
+                )
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 

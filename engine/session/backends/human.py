@@ -7,15 +7,22 @@ Each turn shows what the other side said, then reads lines from the person:
   malformed or refused call comes back as its error result): the result is shown and the turn goes
   on (another call, or words);
 - ``/tools`` lists the tools of the side with their arguments; ``/end`` hangs up (the agent: the
-  scenario's hang-up tool, ``ends_call: exit``; the caller: ``end_call``); end of input hangs up too.
+  scenario's hang-up tool, ``ends_call: exit``; the caller: ``end_call``); end of input hangs up too
+  (as the person's own hang-up: a human caller's early end is not a simulator failure);
+- any other ``/word`` is a mistyped command: it is refused (``unknown command /word``), never
+  spoken, and the line is asked for again.
 
 The lines come from ``read`` and the display goes to ``write`` (the terminal by default: stdin and
-stdout, read in a thread so the session's event loop is never blocked).
+stdout). Standard input is watched by the event loop (``loop.add_reader``) rather than read in a
+thread, so a cancelled session (Ctrl-C) stops waiting at once; a stdin the loop cannot watch (a
+regular file, a test's in-memory stream) is read in a thread, where a read never waits long.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
+import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,12 +33,57 @@ from engine.core.protocol import END_CALL_TOOL
 from engine.session.backends import BackendReply, SessionInfo, ToolCallRequest, TurnInfo, Usage
 from engine.util.untrusted import one_line
 
+#: The slash commands; any other line starting with ``/`` is refused as a mistyped command (it is
+#: never sent as the person's words).
+COMMANDS = frozenset({"/tool", "/tools", "/end"})
+
 #: What the person is told once, at the start of the session.
 HELP = "Type what you say and press Enter. /tool NAME {json} calls a tool, /tools lists them, /end hangs up."
 
 
 def _stdin_line() -> str:
     return sys.stdin.readline()
+
+
+class _StdinLines:
+    """Lines of the process's standard input read by the event loop: bytes are taken when the
+    loop says the descriptor is readable (never a blocking read), kept until a newline. ``b""``
+    from the descriptor is the end of input (then ``""``, as ``readline`` gives)."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._eof = False
+
+    async def readline(self) -> str:
+        """The next line with its newline, ``""`` at end of input. A cancellation ends the wait."""
+        try:
+            fd = sys.stdin.fileno()
+        except (AttributeError, ValueError, io.UnsupportedOperation):  # an in-memory stdin
+            return await asyncio.to_thread(sys.stdin.readline)
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self._buffer and not self._eof:
+            ready: asyncio.Future[None] = loop.create_future()
+            try:
+                loop.add_reader(fd, _wake, ready)
+            except (OSError, ValueError, NotImplementedError):  # a regular file: reads never wait
+                return await asyncio.to_thread(sys.stdin.readline)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(fd)
+            chunk = os.read(fd, 65536)
+            self._buffer += chunk
+            self._eof = not chunk
+        line, sep, self._buffer = self._buffer.partition(b"\n")
+        return (line + sep).decode("utf-8", errors="replace")
+
+
+def _wake(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
+
+
+_STDIN = _StdinLines()
 
 
 def _stdout(text: str) -> None:
@@ -66,7 +118,7 @@ class HumanBackend:
         if turn.closing and turn.round == 0:
             self.write(f"[the {other} ended the call: your closing words, or /end]")
         while True:
-            line = await asyncio.to_thread(self.read)
+            line = await (_STDIN.readline() if self.read is _stdin_line else asyncio.to_thread(self.read))
             if not line:  # end of input: hang up
                 return self._end()
             text = line.strip()
@@ -79,6 +131,10 @@ class HumanBackend:
                     fn = tool.get("function", {})
                     params = ", ".join((fn.get("parameters") or {}).get("properties", {}))
                     self.write(f"  {fn.get('name')}({params})")
+                continue
+            word = text.split(None, 1)[0]
+            if word.startswith("/") and word not in COMMANDS:
+                self.write(f"  unknown command {one_line(word, 80)} (commands: /tool, /tools, /end)")
                 continue
             if text.startswith("/tool"):
                 parts = text.split(None, 2)

@@ -95,8 +95,9 @@ def test_one_eva_session_as_a_trace(
             ]
         )  # fmt: skip
     assert code == 0
-    assert receiver.paths == ["/v1/traces"]
-    spans = [s for rs in receiver.requests[0].resource_spans for ss in rs.scope_spans for s in ss.spans]
+    assert receiver.paths == ["/v1/traces", "/v1/traces"]  # the collector's check, then the session
+    assert not receiver.requests[0].resource_spans  # the check sends no span
+    spans = [s for rs in receiver.requests[1].resource_spans for ss in rs.scope_spans for s in ss.spans]
     assert len({s.trace_id for s in spans}) == 1
     (root,) = [s for s in spans if not s.parent_span_id]
     assert root.name == f"session {SCENARIO}"

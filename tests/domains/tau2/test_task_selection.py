@@ -98,3 +98,14 @@ def test_task_selection_run_runs_only_the_selection(
     record = json.loads((out / "run.json").read_text())
     assert record["scenarios"] == ["tau2_airline__2", "tau2_airline__6"]  # 8 is third, 1 is not in test
     assert record["args"]["tasks"] == {"task_ids": ["2", "6", "8", "1"], "task_split": "test", "num_tasks": 2}
+
+
+def test_task_ids_not_in_the_split_say_so(capsys: pytest.CaptureFixture[str], data_root: Path) -> None:
+    spec = str(REPO / "specs/tau2_airline")
+    test = _listed(capsys, data_root, "tau2_airline", "--task-split", "test")
+    assert "0" not in test
+    code = cli.main(["list", spec, "--data-root", str(data_root), "--task-split", "test", "--task-ids", "0"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    # before: "(its ids are not this spec's tasks)", as if the split named none of the spec's tasks
+    assert err.startswith("evalctl: --task-ids: no task of 0 is in split 'test' of tau2_airline")

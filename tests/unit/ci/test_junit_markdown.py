@@ -116,3 +116,33 @@ def test_report_markdown_cli(ci_run: Path, capsys: pytest.CaptureFixture[str]) -
     assert capsys.readouterr().out.startswith("### evalctl: ")
     assert cli.main(["report", str(ci_run), "--baseline", str(ci_run)]) == 2
     assert "--baseline goes with --markdown" in capsys.readouterr().err
+
+
+def test_markdown_baseline_with_another_agent_says_so_and_lists_no_old_failures(
+    mock_sample_run_dir: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(mock_sample_run_dir, run)
+    body = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    before_agent = body["settings"]["agent"]
+    body["settings"]["agent"] = "openai:another-model"
+    (run / "run.json").write_text(json.dumps(body), encoding="utf-8")
+    fixed = None
+    for path in sorted(run.rglob("metrics.json")):
+        m = json.loads(path.read_text(encoding="utf-8"))
+        if m["is_successful"] is False and m["success_breakdown"]["failed"]:
+            fixed = m["scenario_name"], list(m["success_breakdown"]["failed"])
+            m["is_successful"] = m["is_task_successful"] = True
+            m["success_breakdown"]["failed"] = []
+            path.write_text(json.dumps(m), encoding="utf-8")
+            break
+    assert fixed is not None
+    record = read_run_record(run)
+    assert record is not None
+    finish_run(
+        run, {"spec_dir": record.spec_dir, "data_root": record.data_root, "scenarios": list(record.scenarios)}
+    )
+    text = markdown_summary(run, baseline=mock_sample_run_dir)
+    assert f"agent: A {before_agent}, B openai:another-model" in text  # compare's own note
+    (row,) = [line for line in text.splitlines() if line.startswith(f"| `{fixed[0]}`")]
+    assert row == f"| `{fixed[0]}` | fail → pass | - |"  # before: the signals it failed in the baseline

@@ -74,3 +74,22 @@ def test_the_help_output_shows_the_shared_text_with_the_verbs_examples() -> None
             "--allow-errors the overall rate, errors left out) is below RATE (0..1), e.g. 0.9 " in flat
         )
         assert "(default: exit 3)" in flat, verb
+
+
+def test_list_and_validate_take_every_selector_run_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+    selectors = {"--scenarios", "--domain", "--task-ids", "--task-split", "--num-tasks"}
+    for verb in ("run", "list", "validate"):
+        names = {p.opts[0] for p in cli.group.commands[verb].params if isinstance(p, click.Option)}
+        assert selectors <= names, f"evalctl {verb} lacks {sorted(selectors - names)}"
+    base = [str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
+    capsys.readouterr()
+    assert cli.main(["list", *base, "--scenarios", "mock__cancel_order"]) == 0  # before: no such option
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["mock__cancel_order"]
+    assert cli.main(["list", *base, "--domain", "mock__s"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["mock__shipped_refusal"]
+    assert cli.main(["validate", *base, "--scenarios", "mock__cancel_order", "--no-replay"]) == 0
+    assert capsys.readouterr().out.startswith("validated 1 scenario in ")
+    assert cli.main(["list", *base, "--scenarios", "mock__nope"]) == 2
+    assert capsys.readouterr().err.startswith("evalctl: no scenario named 'mock__nope'")

@@ -5,12 +5,16 @@ like any run's. Driven through stdin (click's CliRunner input: no terminal, no t
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 
 import cli
-from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 
 ONE = "mock__cancel_order"
 
@@ -59,3 +63,43 @@ def test_play_as_user_against_the_replay_agent_shows_the_agent_and_is_scored(tmp
 def test_play_refuses_a_human_or_external_other_side(tmp_path: Path) -> None:
     args = ["play", str(MOCK_SPEC_DIR), ONE, "--as", "agent", "--other", "human"]
     assert cli.main([*args, "--data-root", str(MOCK_DATA_ROOT)]) == 2
+
+
+def test_play_ctrl_c_while_waiting_for_the_person_exits_130(tmp_path: Path) -> None:
+    """Before: SIGINT left the stdin read running in a thread; play waited for stdin to close."""
+    args = ["play", str(MOCK_SPEC_DIR), ONE, "--as", "agent", "--data-root", str(MOCK_DATA_ROOT)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli", *args, "--output-dir", str(tmp_path / "run")],
+        stdin=subprocess.PIPE,  # kept open: only the signal can end the wait
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the prompt: the backend is waiting for the person now
+        assert first.startswith("[you are the agent]"), first
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    assert "evalctl: interrupted; finished results kept in" in err and "Traceback" not in err
+    assert f"results: {tmp_path / 'run'}" in out
+
+
+def test_play_unknown_slash_command_is_refused_not_spoken(tmp_path: Path) -> None:
+    _code, output, out = _play(tmp_path, "agent", ["/unknowncmd", "/end"])
+    assert "  unknown command /unknowncmd (commands: /tool, /tools, /end)" in output
+    transcript = (out / ONE / "transcript.jsonl").read_text(encoding="utf-8")
+    assert "/unknowncmd" not in transcript  # never the agent's words
+
+
+def test_play_as_user_closed_stdin_is_the_persons_hang_up(tmp_path: Path) -> None:
+    _code, output, out = _play(tmp_path, "user", [])
+    metrics = json.loads((out / ONE / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["is_successful"] is False  # a verdict, not `error` (before: user_simulator error)
+    assert metrics["error_cause"] is None and metrics["user_fidelity"]["enforced"] is False
+    assert "a replay, noop or human caller: reported, not an error" in output

@@ -145,3 +145,23 @@ def test_resume_with_another_output_dir_is_refused(
     )
     assert not other.exists()
     assert _run("--resume", str(out), "--output-dir", f"{out}/", "--no-progress") == 0  # the same folder
+
+
+@pytest.mark.parametrize("flag", ["--junit", "--trace-file"])
+def test_unwritable_junit_or_trace_file_is_one_line_exit_2(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("", encoding="utf-8")
+    bad = blocker / "out.xml"
+    out = tmp_path / "run"
+    # before: a NotADirectoryError traceback and exit 1
+    assert _run("--output-dir", str(out), "--no-progress", flag, str(bad)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines()[-1].startswith(f"evalctl: cannot write {bad}: ")
+    assert "Traceback" not in captured.err
+    assert (out / "summary.json").is_file() and f"results: {out}" in captured.out  # written first
+    if flag == "--junit":
+        assert cli.main(["report", str(out), "--junit", str(bad)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"evalctl: cannot write {bad}: ") and "\n" not in err

@@ -162,3 +162,36 @@ def test_worker_processes_share_one_cache(tmp_path: Path) -> None:
     cache = CallCache(tmp_path)
     assert cache.stats()["entries"] == 300  # 100 shared keys stored once, 100 of each worker
     assert cache.get("shared-7") in ({"by": 1}, {"by": 2})
+
+
+def _foreign_cache(folder: Path) -> Path:
+    import sqlite3
+
+    folder.mkdir()
+    conn = sqlite3.connect(folder / "calls.sqlite3")
+    conn.execute("create table calls (x int)")
+    conn.commit()
+    conn.close()
+    return folder
+
+
+def test_cache_of_another_schema_is_one_line_exit_2_and_clear_removes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = _foreign_cache(tmp_path / "cache")
+    says = f"--cache {cache}: not a usable cache folder ("
+    run_args = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--scenarios", SCENARIOS[0]]
+    # before: every result an `error` verdict with a traceback (no such column: response)
+    code = main([*run_args, "--agent", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+                 "--api-key-env", "EVALCTL_TEST_KEY", "--cache", str(cache),
+                 "--output-dir", str(tmp_path / "run"), "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith(f"evalctl: {says}") and "another schema" in err
+    assert not (tmp_path / "run" / SCENARIOS[0] / "metrics.json").exists()
+    assert main(["cache", "stats", str(cache)]) == 2  # before: a traceback
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"evalctl: {says}") and "\n" not in err
+    assert main(["cache", "clear", str(cache)]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith(f"cache {cache}: not a usable cache (") and out.endswith("; removed calls.sqlite3")
+    assert not (cache / "calls.sqlite3").exists()

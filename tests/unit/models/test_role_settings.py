@@ -168,3 +168,33 @@ def test_rescore_takes_judge_args_checked_as_run_does(
         capsys.readouterr().err.strip()
         == "evalctl: --judge-args: 'n' is set by evalctl itself and cannot be given"
     )
+
+
+@pytest.mark.parametrize(
+    ("flag", "text", "says"),
+    [
+        ("--agent-args", "[" * 60_000, "nested too deeply"),
+        ("--user-args", '{"a": ' * 300 + "1" + "}" * 300, "nested too deeply (over 256 levels)"),
+        ("--judge-args", '{"seed": ' + "9" * 5_000 + "}", "an integer too long"),
+    ],
+)
+def test_deep_or_huge_args_json_is_one_line_exit_2(
+    flag: str, text: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", str(MOCK_SPEC_DIR), flag, text])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.startswith(f"evalctl: {flag}: not JSON (") and says in err
+    assert "\n" not in err and "Traceback" not in err
+
+
+def test_args_for_a_side_without_model_requests_warn_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--scenarios", SCENARIO]
+    args += ["--output-dir", str(tmp_path / "run"), "--no-progress", "--user", "noop"]
+    code = main([*args, "--agent-args", '{"temperature": 0}', "--user-args", '{"seed": 1}'])
+    err = capsys.readouterr().err
+    assert code in (0, 1)  # a verdict: the args changed nothing
+    assert err.count("evalctl: --agent-args: ignored: the agent side (replay) sends no model request\n") == 1
+    assert err.count("evalctl: --user-args: ignored: the user side (noop) sends no model request\n") == 1

@@ -1,0 +1,84 @@
+"""``run --otel``: the OTLP collector is checked before the first session (before: every session
+ran, then the SDK logged "Transient error" lines for ~12 s and said "traces: 1 sessions to OTLP"
+next to "1 session trace(s) not exported"), and the closing line says how many were exported."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cli
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+ONE = "mock__cancel_order"
+
+
+def _run(out: Path) -> int:
+    args = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--scenarios", ONE]
+    return cli.main([*args, "--otel", "--output-dir", str(out), "--no-progress"])
+
+
+@pytest.fixture
+def refusing_port() -> Iterator[int]:
+    """A port bound but not listening: a connection to it is refused at once (no timing)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+def test_otel_with_no_collector_stops_before_the_first_session_exit_3(
+    tmp_path: Path, refusing_port: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{refusing_port}")
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    assert _run(tmp_path / "run") == 3
+    err = capsys.readouterr().err.strip()
+    url = f"http://127.0.0.1:{refusing_port}/v1/traces"
+    assert err.startswith(f"evalctl: --otel: OTLP collector {url} is unreachable (") and "\n" not in err
+    assert not (tmp_path / "run").exists()  # no session was spent
+
+
+class _FirstOnly:
+    """A collector that takes the check's empty request and refuses every export after it."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            seen = 0
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                Handler.seen += 1
+                self.send_response(200 if Handler.seen == 1 else 400)  # 400: not retried
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+
+
+def test_otel_closing_line_says_exported_n_of_m(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    collector = _FirstOnly()
+    collector.thread.start()
+    try:
+        host, port = collector.server.server_address[:2]
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host}:{port}")
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+        assert _run(tmp_path / "run") == 0
+    finally:
+        collector.server.shutdown()
+        collector.server.server_close()
+    captured = capsys.readouterr()
+    assert "traces: exported 0 of 1 session(s) to OTLP" in captured.out
+    said = "evalctl: not every session trace exported: 1 refused or lost by the OTLP collector"
+    assert said in captured.err
