@@ -21,9 +21,10 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -38,6 +39,8 @@ from engine.core.records.metrics import Signal
 from engine.core.render import BoundedSandbox, render
 from engine.util.callcache import CallCache, call_key
 from engine.util.untrusted import bounded_count
+
+T = TypeVar("T")
 
 JUDGE_TEMPLATE = "judge.md.j2"
 
@@ -384,6 +387,50 @@ class Judge:
                 return name
         return None
 
+    async def judged_request(
+        self, outcome: Any, build: Callable[[], dict[str, Any]], parse: Callable[[str], T]
+    ) -> T | None:
+        """Send ``build()`` with the judge's retries and return ``parse`` of the reply's text;
+        None when every try failed. ``outcome`` (a :class:`JudgeOutcome` or a rubric outcome: its
+        ``attempts``, ``usage``, ``raw_response`` and ``error``) records the tries, the tokens, the
+        last reply and the last failure (cleared on success; one bounded line naming the endpoint).
+        A failed call is retried ``judge_retries`` times; a parameter refused with HTTP 400 is
+        dropped and the request sent again at once (not counted as a retry). Never raises."""
+        options = self.options
+        retried: list[str] = []
+        attempt = 0
+        while attempt <= options.judge_retries:
+            attempt += 1
+            outcome.attempts = attempt
+            sent = build()
+            try:
+                reply = await self.complete(sent)
+                outcome.usage["calls"] += 1
+                if isinstance(reply, str | bytes | list | dict):  # the client could not parse it
+                    raise ValueError(f"the reply is not a chat completion: {str(reply)[:200]!r}")
+                usage = reply.usage  # odd token counts must not throw away a valid verdict
+                outcome.usage["prompt_tokens"] += bounded_count(getattr(usage, "prompt_tokens", 0))
+                outcome.usage["completion_tokens"] += bounded_count(getattr(usage, "completion_tokens", 0))
+                outcome.raw_response = reply.choices[0].message.content if reply.choices else None
+                parsed = parse(outcome.raw_response or "")
+            except Exception as exc:  # transport, HTTP status, bad reply: retry, then record
+                # one line, bounded, naming the endpoint (the cause first: it is what differs)
+                where = f" (judge {self.model} at {self.client().base_url})"
+                outcome.error = clip(f"{type(exc).__name__}: {str(exc)[:1500]}{where}")
+                refused = self.refused_parameter(exc, sent, retried)
+                if refused is not None:
+                    retried.append(refused)
+                    if refused not in self.refused:
+                        self.refused.append(refused)
+                    attempt -= 1  # sent again at once without it: not a retry
+                    continue
+                if attempt <= options.judge_retries:
+                    await asyncio.sleep(options.judge_retry_delay_s * attempt)
+                continue
+            outcome.error = None
+            return parsed
+        return None
+
     async def ask(self, scenario: Scenario, result: SessionResult) -> JudgeOutcome:
         """Ask about one session; never raises (failures end up in ``outcome.error``). A failed
         call is retried ``judge_retries`` times; a request parameter refused with HTTP 400 is
@@ -410,38 +457,15 @@ class Judge:
             usage={"model": self.model, "prompt_tokens": 0, "completion_tokens": 0, "calls": 0},
         )
         claims = list(scenario.nl_assertions)
-        retried: list[str] = []
-        attempt = 0
-        while attempt <= options.judge_retries:
-            attempt += 1
-            outcome.attempts = attempt
+
+        def build() -> dict[str, Any]:
             sent = self.request(prompt)
             outcome.dropped_parameters = [p for p in OPTIONAL_PARAMETERS if p not in sent]
-            try:
-                reply = await self.complete(sent)
-                outcome.usage["calls"] += 1
-                if isinstance(reply, str | bytes | list | dict):  # the client could not parse it
-                    raise ValueError(f"the reply is not a chat completion: {str(reply)[:200]!r}")
-                usage = reply.usage  # odd token counts must not throw away a valid verdict
-                outcome.usage["prompt_tokens"] += bounded_count(getattr(usage, "prompt_tokens", 0))
-                outcome.usage["completion_tokens"] += bounded_count(getattr(usage, "completion_tokens", 0))
-                outcome.raw_response = reply.choices[0].message.content if reply.choices else None
-                score, reason, verdicts = parse_judge_reply(outcome.raw_response or "", len(claims))
-            except Exception as exc:  # transport, HTTP status, bad reply: retry, then record
-                # one line, bounded, naming the endpoint (the cause first: it is what differs)
-                where = f" (judge {self.model} at {self.client().base_url})"
-                outcome.error = clip(f"{type(exc).__name__}: {str(exc)[:1500]}{where}")
-                refused = self.refused_parameter(exc, sent, retried)
-                if refused is not None:
-                    retried.append(refused)
-                    if refused not in self.refused:
-                        self.refused.append(refused)
-                    attempt -= 1  # sent again at once without it: not a retry
-                    continue
-                if attempt <= options.judge_retries:
-                    await asyncio.sleep(options.judge_retry_delay_s * attempt)
-                continue
-            outcome.error = None
+            return sent
+
+        parsed = await self.judged_request(outcome, build, lambda text: parse_judge_reply(text, len(claims)))
+        if parsed is not None:
+            score, reason, verdicts = parsed
             outcome.score, outcome.reason = score, reason
             outcome.passed = score >= options.judge_threshold
             outcome.nl_assertion_verdicts = [
@@ -455,7 +479,6 @@ class Judge:
             ]
             if claims:
                 outcome.nl_assertion_pass_rate = sum(v["passed"] for v in verdicts) / len(claims)
-            break
         return outcome
 
 

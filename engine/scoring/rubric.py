@@ -23,7 +23,6 @@ A rubric request that fails (transport, HTTP status, a reply that holds no findi
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
@@ -38,7 +37,6 @@ from engine.core.records.fidelity import Finding, UserFidelity
 from engine.core.render import BoundedSandbox, render_user_prompt
 from engine.scoring.fidelity import UNENFORCED_CALLERS, spoken_lines
 from engine.scoring.judge import Judge, clip_utterance, reply_objects
-from engine.util.untrusted import bounded_count
 
 RUBRIC_TEMPLATE = "user_rubric.md.j2"
 #: The response format's name in the request.
@@ -214,7 +212,6 @@ async def ask_rubric(judge: Judge, scenario: Scenario, result: SessionResult) ->
     is (``engine.scoring.judge.Judge.refused_parameter``)."""
     if not rubric_applies(result):
         return None
-    options = judge.options
     try:
         prompt = render_rubric_prompt(scenario, result)
     except Exception as exc:  # a broken template is the judge's failure, never the caller's
@@ -225,38 +222,13 @@ async def ask_rubric(judge: Judge, scenario: Scenario, result: SessionResult) ->
         hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
         usage={"model": judge.model, "prompt_tokens": 0, "completion_tokens": 0, "calls": 0},
     )
-    retried: list[str] = []
-    attempt = 0
-    while attempt <= options.judge_retries:
-        attempt += 1
-        outcome.attempts = attempt
-        sent = judge.request(prompt, RUBRIC_SCHEMA, RUBRIC_FORMAT)
-        try:
-            reply = await judge.complete(sent)
-            outcome.usage["calls"] += 1
-            if isinstance(reply, str | bytes | list | dict):  # the client could not parse it
-                raise ValueError(f"the reply is not a chat completion: {str(reply)[:200]!r}")
-            usage = reply.usage
-            outcome.usage["prompt_tokens"] += bounded_count(getattr(usage, "prompt_tokens", 0))
-            outcome.usage["completion_tokens"] += bounded_count(getattr(usage, "completion_tokens", 0))
-            outcome.raw_response = reply.choices[0].message.content if reply.choices else None
-            findings, dropped = parse_rubric_reply(outcome.raw_response or "", result)
-        except Exception as exc:  # transport, HTTP status, bad reply: retry, then record
-            where = f" (judge {judge.model} at {judge.client().base_url})"
-            outcome.error = clip(f"{type(exc).__name__}: {str(exc)[:1500]}{where}")
-            refused = judge.refused_parameter(exc, sent, retried)
-            if refused is not None:
-                retried.append(refused)
-                if refused not in judge.refused:
-                    judge.refused.append(refused)
-                attempt -= 1  # sent again at once without it: not a retry
-                continue
-            if attempt <= options.judge_retries:
-                await asyncio.sleep(options.judge_retry_delay_s * attempt)
-            continue
-        outcome.error = None
-        outcome.findings, outcome.dropped = findings, dropped
-        break
+    parsed = await judge.judged_request(
+        outcome,
+        lambda: judge.request(prompt, RUBRIC_SCHEMA, RUBRIC_FORMAT),
+        lambda text: parse_rubric_reply(text, result),
+    )
+    if parsed is not None:
+        outcome.findings, outcome.dropped = parsed
     return outcome
 
 
