@@ -50,7 +50,8 @@ def role_endpoint(opts: RunOptions, role: str) -> RoleEndpoint:
 def ignored_args(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[str]:
     """One warning line (without the ``evalctl:`` prefix) per role whose ``--agent-args`` /
     ``--user-args`` were given for a side that sends no model request (replay, noop, an external
-    ``ws://`` side, an in-process agent): the args would be silently unused."""
+    ``ws://`` side, an in-process agent): the args would be silently unused; and one for
+    ``--judge-args`` given without ``--judge-model``."""
     lines = []
     for role, spec, args, flag in (
         ("agent", agent, opts.agent_args, "--agent-args"),
@@ -59,6 +60,8 @@ def ignored_args(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> lis
         if args and not scheme_of(spec).model_endpoint:
             side = spec.text or spec.kind
             lines.append(f"{flag}: ignored: the {role} side ({side}) sends no model request")
+    if opts.scoring.judge_args and not opts.scoring.judge_model:
+        lines.append("--judge-args: ignored: no judge runs without --judge-model")
     return lines
 
 

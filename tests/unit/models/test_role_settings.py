@@ -198,3 +198,12 @@ def test_args_for_a_side_without_model_requests_warn_once(
     assert code in (0, 1)  # a verdict: the args changed nothing
     assert err.count("evalctl: --agent-args: ignored: the agent side (replay) sends no model request\n") == 1
     assert err.count("evalctl: --user-args: ignored: the user side (noop) sends no model request\n") == 1
+
+
+def test_judge_args_without_a_judge_warn_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--scenarios", SCENARIO]
+    args += ["--output-dir", str(tmp_path / "run"), "--no-progress", "--judge-args", '{"temperature": 0}']
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code in (0, 1)
+    assert err.count("evalctl: --judge-args: ignored: no judge runs without --judge-model\n") == 1
