@@ -4,6 +4,7 @@ explained like any run's (``engine.session.backends.human`` reads the person's l
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -13,6 +14,7 @@ from engine.core.options import RunOptions
 from engine.domains.registry import plugins
 from engine.run.runner import CtrlC, run_cli
 from engine.util.errors import UsageError
+from engine.util.untrusted import one_line
 
 #: Seconds the engine waits for one turn of a person (the run's 300 s is a model's pace).
 HUMAN_TURN_TIMEOUT_S = 3600.0
@@ -57,8 +59,27 @@ def play(
         workers=1,
     )
     outcome = run_cli(opts)
+    if not outcome.interrupted:
+        _show_last_words(outcome.run_dir / scenario / "transcript.jsonl", role)
     with CtrlC.while_printing(outcome):
         code = print_outcome(outcome)
     if not outcome.interrupted and (outcome.run_dir / "summary.json").is_file():
         diff(outcome.run_dir, scenario)  # an interrupted session has no scored result to explain
     return code
+
+
+def _show_last_words(transcript: Path, role: str) -> None:
+    """Print what the other side said after the person's last line (a goodbye before it hung up
+    is never asked about, so the person would not see it otherwise), as the session showed the
+    other lines (``agent: ...`` / ``caller: ...``). A missing or unreadable transcript prints
+    nothing: the report that follows says what happened."""
+    person, label = ("agent", "caller") if role == "agent" else ("user", "agent")
+    other = "user" if person == "agent" else "agent"
+    try:
+        entries = [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines() if line]
+    except (OSError, ValueError):
+        return
+    said = [i for i, e in enumerate(entries) if e.get("type") == "utterance" and e.get("role") == person]
+    for entry in entries[(said[-1] + 1) if said else 0 :]:
+        if entry.get("type") == "utterance" and entry.get("role") == other and entry.get("content"):
+            print(f"{label}: {one_line(str(entry['content']), None)}", flush=True)

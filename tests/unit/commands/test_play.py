@@ -103,3 +103,11 @@ def test_play_as_user_closed_stdin_is_the_persons_hang_up(tmp_path: Path) -> Non
     assert metrics["is_successful"] is False  # a verdict, not `error` (before: user_simulator error)
     assert metrics["error_cause"] is None and metrics["user_fidelity"]["enforced"] is False
     assert "a replay, noop or human caller: reported, not an error" in output
+
+
+def test_play_as_user_shows_the_agents_last_words_before_it_hung_up(tmp_path: Path) -> None:
+    lines = ["Hi, I want to cancel an order.", "It is O-100.", "Yes please.", "No, thanks. Bye."]
+    code, output, _ = _play(tmp_path, "user", lines)
+    assert code == 0, output
+    before_report = output.split("Overall Success Rate")[0]
+    assert before_report.count("agent: Goodbye!") == 1  # said after the person's last line, shown once
