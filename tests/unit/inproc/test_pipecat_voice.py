@@ -82,3 +82,59 @@ def test_voice_with_an_adapter_that_takes_no_audio_is_refused(agent: str, tmp_pa
         asyncio.run(run(opts, VoiceRun(VoiceConfig(tone), VoiceStyle(tone))))
     assert "\n" not in str(err.value)
     assert not (tmp_path / "r").exists()  # refused before anything ran
+
+
+def _pushed(source: Any, frame: Any, upstream: bool = False) -> Any:
+    from types import SimpleNamespace
+
+    from pipecat.processors.frame_processor import FrameDirection
+
+    direction = FrameDirection.UPSTREAM if upstream else FrameDirection.DOWNSTREAM
+    return SimpleNamespace(source=source, frame=frame, direction=direction)
+
+
+async def test_a_turns_speech_is_the_tts_audio_once_every_completion_was_spoken() -> None:
+    from pipecat.frames.frames import LLMFullResponseEndFrame, TTSAudioRawFrame
+
+    from engine.session.backends.pipecat_audio import PipelineAudio
+
+    audio, tts, other = PipelineAudio(16000), object(), object()
+    audio.tts = tts
+    audio.completion_started()  # a step with a tool call, then the answer
+    audio.completion_started()
+    stereo_24k = bytes(4 * 2400)  # 0.1 s of two-channel silence at 24 kHz
+    audio._pushed(_pushed(tts, TTSAudioRawFrame(audio=stereo_24k, sample_rate=24000, num_channels=2)))
+    audio._pushed(_pushed(other, TTSAudioRawFrame(audio=bytes(640), sample_rate=16000, num_channels=1)))
+    audio._pushed(_pushed(tts, LLMFullResponseEndFrame()))
+    audio._pushed(_pushed(tts, LLMFullResponseEndFrame(), upstream=True))  # not the TTS's output
+    waiting = asyncio.ensure_future(audio.speech())
+    await asyncio.sleep(0)
+    assert not waiting.done()  # one completion of two spoken
+    audio._pushed(_pushed(tts, LLMFullResponseEndFrame()))
+    said = await waiting
+    assert len(said.pcm) == 2 * 1600  # 0.1 s, mono, at the session's 16 kHz; the other processor's left out
+    assert said.first_audio_s is not None and said.first_audio_s >= 0
+    audio._pushed(_pushed(tts, LLMFullResponseEndFrame()))  # the next turn starts empty
+    assert (await audio.speech()).pcm == b""
+
+
+def test_the_callers_turn_goes_in_as_vad_bounded_20_ms_audio_frames() -> None:
+    from pipecat.frames.frames import (
+        InputAudioRawFrame,
+        VADUserStartedSpeakingFrame,
+        VADUserStoppedSpeakingFrame,
+    )
+
+    from engine.session.backends.pipecat_audio import PipelineAudio
+
+    audio = PipelineAudio(16000)
+    assert audio.input_frames() == []  # the caller said nothing: no frames
+    audio.hear(bytes(640 * 2))
+    audio.hear(bytes(100))
+    frames = audio.input_frames()
+    assert isinstance(frames[0], VADUserStartedSpeakingFrame)
+    assert isinstance(frames[-1], VADUserStoppedSpeakingFrame)
+    chunks = frames[1:-1]
+    assert all(isinstance(f, InputAudioRawFrame) and f.sample_rate == 16000 for f in chunks)
+    assert [len(f.audio) for f in chunks] == [640, 640, 100]
+    assert audio.input_frames() == []  # heard once
