@@ -228,6 +228,17 @@ class PipecatAgent:
         assert self.audio is not None, "speech() before listen()"
         return await self.audio.speech()
 
+    async def speech_so_far(self) -> TurnSpeech:
+        """The TTS audio of the turn in progress not yet taken, once there is some (empty after
+        :meth:`wake`)."""
+        assert self.audio is not None, "speech_so_far() before listen()"
+        return await self.audio.speech_so_far()
+
+    def wake(self) -> None:
+        """End a :meth:`speech_so_far` wait."""
+        assert self.audio is not None, "wake() before listen()"
+        self.audio.wake()
+
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
     ) -> BackendReply:

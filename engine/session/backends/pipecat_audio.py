@@ -76,6 +76,7 @@ class PipelineAudio:
         self._completions = 0
         self._ended = 0
         self._changed = asyncio.Event()
+        self._woken = False
         self.tts: Any = None
 
     def hear(self, pcm: bytes) -> None:
@@ -129,9 +130,27 @@ class PipelineAudio:
             if self._first is None:
                 self._first = time.perf_counter() - self._t0
             self._pcm += _to_session_rate(frame.audio, frame.sample_rate, frame.num_channels, self.rate)
+            self._changed.set()
         elif isinstance(frame, LLMFullResponseEndFrame):
             self._ended += 1
             self._changed.set()
+
+    async def speech_so_far(self) -> TurnSpeech:
+        """The audio the TTS has pushed since the last call, once there is some (empty when
+        :meth:`wake` ended the wait first); ``first_audio_s`` as in :class:`TurnSpeech`. For a
+        side that sends the speech as it comes, before :meth:`speech` takes the rest."""
+        while not self._pcm and not self._woken:
+            self._changed.clear()
+            await self._changed.wait()
+        self._woken = False
+        said = TurnSpeech(bytes(self._pcm), self._first)
+        self._pcm = bytearray()
+        return said
+
+    def wake(self) -> None:
+        """End a :meth:`speech_so_far` wait (the turn is being answered)."""
+        self._woken = True
+        self._changed.set()
 
     async def speech(self) -> TurnSpeech:
         """The turn's agent audio, once the TTS has passed on the end of every completion so far
@@ -140,7 +159,7 @@ class PipelineAudio:
             self._changed.clear()
             await self._changed.wait()
         said = TurnSpeech(bytes(self._pcm), self._first)
-        self._pcm, self._first = bytearray(), None
+        self._pcm, self._first, self._woken = bytearray(), None, False
         return said
 
 

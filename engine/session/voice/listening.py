@@ -11,11 +11,12 @@ The backend is a :class:`ListeningBackend` (``engine.session.backends.pipecat_ag
 - the engine's binary frames before a ``turn.request`` (the caller's speech) go to ``hear``, in
   order; the turn then runs as any side's (model steps, tool calls through the engine);
 - at ``turn.response`` the side awaits the backend's ``speech()`` (its pipeline's TTS audio of the
-  turn) and sends it as frames of stream ``turn``, stamped to start the measured wall time after
-  the end of the caller's audio (``first_audio_s``: the pipeline's own response time), never
-  before the agent's earlier audio ends; ``text`` is the agent's text of the turn (its LLM text,
-  what went into its TTS). The frames go out when the turn's speech is complete, so the engine's
-  time to first audio is the turn's whole time, not the first sample's.
+  turn) and sends its rest as frames of stream ``turn``; what the TTS produced before (while the
+  turn's tool calls ran, say) went out as it came (``speech_so_far``, one task per turn). The
+  turn's first frame is stamped to start the measured wall time after the end of the caller's
+  audio (``first_audio_s``: the pipeline's own response time), never before the agent's earlier
+  audio ends, and the turn's frames follow each other without gaps; ``text`` is the agent's text
+  of the turn (its LLM text, what went into its TTS).
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ class ListeningBackend(Protocol):
     def hear(self, pcm: bytes) -> None: ...
 
     async def speech(self) -> TurnSpeech: ...
+
+    async def speech_so_far(self) -> TurnSpeech: ...
+
+    def wake(self) -> None: ...
 
 
 class _Ears:
@@ -75,21 +80,53 @@ class _Ears:
 
 
 class _ListeningSession(_VoiceSession):
-    async def _speak(self, text: str) -> int:
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._at: float | None = None  # media time where the turn's next agent sample plays
+        self._frames = 0  # agent frames sent this turn
+
+    async def turn(self, request: dict[str, Any]) -> None:
+        self._at, self._frames = None, 0
+        self._stop_pump = False
+        pump = asyncio.ensure_future(self._pump(request))
+        self._pump_task = pump
+        try:
+            await super().turn(request)
+        finally:
+            if not pump.done():
+                pump.cancel()
+            await asyncio.gather(pump, return_exceptions=True)
+
+    async def _pump(self, request: dict[str, Any]) -> None:
+        """Send the turn's speech as the pipeline's TTS produces it, until the turn is answered."""
         backend = cast(ListeningBackend, self.backend)
-        said = await backend.speech()
-        if not said.pcm:
-            return 0
-        audio = self.request.get("audio")
-        heard_end = float(audio["end_ms"]) if audio else self.media_end
-        start = max(heard_end + 1000.0 * (said.first_audio_s or 0.0), self.media_end)
-        turn = int(self.request["turn"])
-        frames = split(said.pcm, self.rate, self.style.frame_ms, turn, self.seq, start)
+        while not self._stop_pump:
+            said = await backend.speech_so_far()
+            if said.pcm:
+                await self._send_speech(request, said)
+
+    async def _send_speech(self, request: dict[str, Any], said: TurnSpeech) -> None:
+        if self._at is None:  # the turn's first audio: the pipeline's own response time
+            audio = request.get("audio")
+            heard_end = float(audio["end_ms"]) if audio else self.media_end
+            self._at = max(heard_end + 1000.0 * (said.first_audio_s or 0.0), self.media_end)
+        frames = split(said.pcm, self.rate, self.style.frame_ms, int(request["turn"]), self.seq, self._at)
         for frame in frames:
             await self.ws.send(pack(frame))
         self.seq += len(frames)
-        self.media_end = max(self.media_end, start + duration_ms(said.pcm, self.rate))
-        return len(frames)
+        self._frames += len(frames)
+        self._at += duration_ms(said.pcm, self.rate)
+        self.media_end = max(self.media_end, self._at)
+
+    async def _speak(self, text: str) -> int:
+        backend = cast(ListeningBackend, self.backend)
+        self._stop_pump = True
+        backend.wake()
+        await asyncio.gather(self._pump_task, return_exceptions=True)  # its send in flight ends
+        said = await backend.speech()  # the rest, once every completion was spoken
+        if said.pcm:
+            await self._send_speech(self.request, said)
+        return self._frames
 
 
 class ListeningSideServer(VoiceSideServer):
