@@ -84,12 +84,12 @@ class _ListeningSession(_VoiceSession):
         super().__init__(*args, **kwargs)
         self._at: float | None = None  # media time where the turn's next agent sample plays
         self._frames = 0  # agent frames sent this turn
+        self._stop_pump = False
+        self._pump_task: asyncio.Future[None] | None = None
 
     async def turn(self, request: dict[str, Any]) -> None:
-        self._at, self._frames = None, 0
-        self._stop_pump = False
-        pump = asyncio.ensure_future(self._pump(request))
-        self._pump_task = pump
+        self._at, self._frames, self._stop_pump = None, 0, False
+        self._pump_task = pump = asyncio.ensure_future(self._pump(request))
         try:
             await super().turn(request)
         finally:
@@ -122,7 +122,8 @@ class _ListeningSession(_VoiceSession):
         backend = cast(ListeningBackend, self.backend)
         self._stop_pump = True
         backend.wake()
-        await asyncio.gather(self._pump_task, return_exceptions=True)  # its send in flight ends
+        if self._pump_task is not None:  # its send in flight ends first
+            await asyncio.gather(self._pump_task, return_exceptions=True)
         said = await backend.speech()  # the rest, once every completion was spoken
         if said.pcm:
             await self._send_speech(self.request, said)
