@@ -8,11 +8,16 @@ turns, ``engine.session.backends.replay.split_trace``): it finds the scenario fr
 with that turn's words and tool calls (the hang-up tool added on the last turn, as replay does)
 and a request ending with tool results with an empty answer. ``steps`` replaces that with
 a scripted list of answers (:class:`Answer`), one per request, for the faithfulness tests.
+``heard=True`` is for a bot that hears the caller through speech recognition (a voice run): its
+caller lines are what the recogniser made of the gold lines, so a request is matched to the gold
+whose caller lines are closest (difflib's ratio over the words, summed) with as many lines.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -56,9 +61,12 @@ class GoldLLM:
     """The server (module doc). ``requests`` counts the requests answered; use as a context
     manager; ``base_url`` is its ``http://127.0.0.1:PORT/v1``."""
 
-    def __init__(self, scenarios: Iterable[Scenario] = (), steps: list[Answer] | None = None):
+    def __init__(
+        self, scenarios: Iterable[Scenario] = (), steps: list[Answer] | None = None, heard: bool = False
+    ):
         self.golds = {s.name: _gold(s) for s in scenarios if s.gold_trace is not None}
         self.steps = steps
+        self.heard = heard
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         outer = self
@@ -118,9 +126,25 @@ class GoldLLM:
         users = [_text(m) for m in messages if m.get("role") == "user"]
         for gold in self.golds.values():
             if gold.user_lines[: len(users)] == users:
-                turn = len(users) - 1
-                return gold.turns[turn] if 0 <= turn < len(gold.turns) else Answer()
+                return _turn(gold, len(users) - 1)
+        if self.heard and users:
+            near = [g for g in self.golds.values() if len(g.user_lines) >= len(users)]
+            if near:
+                return _turn(max(near, key=lambda g: _closeness(g.user_lines, users)), len(users) - 1)
         return Answer("I am sorry, I did not follow.")
+
+
+def _turn(gold: _Gold, turn: int) -> Answer:
+    return gold.turns[turn] if 0 <= turn < len(gold.turns) else Answer()
+
+
+def _closeness(lines: list[str], heard: list[str]) -> float:
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z0-9']+", text.lower())
+
+    return sum(
+        difflib.SequenceMatcher(None, words(a), words(b)).ratio() for a, b in zip(lines, heard, strict=False)
+    )
 
 
 def _text(message: dict[str, Any]) -> str:

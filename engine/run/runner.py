@@ -104,6 +104,8 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                 opts, scoring=dataclasses.replace(opts.scoring, cache_dir=opts.cache_dir)
             )
         agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
+        if opts.voice and scheme_of(agent_spec).voice_refusal:
+            raise UsageError(f"--voice with --agent {agent_spec}: {scheme_of(agent_spec).voice_refusal}")
         for line in ignored_args(opts, agent_spec, user_spec):
             print(f"evalctl: {line}", file=sys.stderr)
         limits = [

@@ -39,6 +39,7 @@ from typing import Any
 
 from engine.session.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo
 from engine.session.backends.bridge import InprocSession, ToolBridge, own_failure
+from engine.session.backends.pipecat_audio import PipelineAudio, TurnSpeech, voice_services
 from engine.session.backends.pipecat_log import quiet_pipecat
 from engine.session.backends.python_agent import resolve
 from engine.util.errors import UsageError
@@ -207,6 +208,36 @@ class PipecatAgent:
         self._info = info
         self._worker: Any = None
         self._runner_task: asyncio.Task[Any] | None = None
+        self.audio: PipelineAudio | None = None
+
+    # --- a voice run (engine.session.voice.listening): the caller's audio in, the TTS's out -------
+
+    def listen(self, rate: int) -> None:
+        """Make this session an audio session at ``rate`` Hz: each turn feeds the caller's audio
+        (:meth:`hear`) to the pipeline's STT and :meth:`speech` returns its TTS audio
+        (``engine.session.backends.pipecat_audio``). Called before the first turn."""
+        self.audio = PipelineAudio(rate)
+
+    def hear(self, pcm: bytes) -> None:
+        """The caller's audio of the coming turn (mono s16le at the session's rate)."""
+        assert self.audio is not None, "hear() before listen()"
+        self.audio.hear(pcm)
+
+    async def speech(self) -> TurnSpeech:
+        """The pipeline's speech of the turn just answered, once its TTS has spoken it all."""
+        assert self.audio is not None, "speech() before listen()"
+        return await self.audio.speech()
+
+    async def speech_so_far(self) -> TurnSpeech:
+        """The TTS audio of the turn in progress not yet taken, once there is some (empty after
+        :meth:`wake`)."""
+        assert self.audio is not None, "speech_so_far() before listen()"
+        return await self.audio.speech_so_far()
+
+    def wake(self) -> None:
+        """End a :meth:`speech_so_far` wait."""
+        assert self.audio is not None, "wake() before listen()"
+        self.audio.wake()
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
@@ -218,6 +249,12 @@ class PipecatAgent:
 
         if self._worker is None:
             await self._start()
+        if self.audio is not None:
+            frames = self.audio.input_frames()
+            if frames:
+                for frame in frames:
+                    await self._worker.queue_frame(frame)
+                return
         new: list[Any] = [{"role": "user", "content": text}] if text else []
         await self._worker.queue_frame(LLMMessagesAppendFrame(messages=new, run_llm=True))
 
@@ -243,6 +280,13 @@ class PipecatAgent:
             raise BackendError(f"{self.name}: the pipeline has no OpenAI-compatible LLM service")
         for service in services:
             self._proxy_tools(service, session)
+        params = PipelineParams()
+        observers: list[Any] = []
+        if self.audio is not None:
+            _, self.audio.tts = voice_services(_processors(pipeline), self.name)
+            rate = self.audio.rate
+            params = PipelineParams(audio_in_sample_rate=rate, audio_out_sample_rate=rate)
+            observers.append(self.audio.observer())
         # evalctl reads the LLM service's stream itself: no RTVI processor and observer (pipecat adds
         # them by default and serializes every frame for a client there is none of), no turn
         # tracking observer, no idle monitor (the session's own timeouts bound it)
@@ -252,7 +296,8 @@ class PipecatAgent:
             enable_rtvi=False,
             enable_turn_tracking=False,
             idle_timeout_secs=None,
-            params=PipelineParams(),
+            params=params,
+            observers=observers,
         )
         started = asyncio.Event()
 
@@ -274,10 +319,12 @@ class PipecatAgent:
             raise BackendError(f"{self.name}: the pipeline stopped before it started")
 
     def _proxy_tools(self, service: Any, session: InprocSession) -> None:
-        bridge = self.bridge
+        bridge, audio = self.bridge, self.audio
         original = service.get_chat_completions
 
         async def get_chat_completions(context: Any) -> _Tap:
+            if audio is not None:
+                audio.completion_started()
             return _Tap(await original(context), bridge)
 
         service.get_chat_completions = get_chat_completions

@@ -86,6 +86,13 @@ class BackendScheme:
     #: ``livekit:``): a built-in scheme whose failures are the agent's, as an installed one's
     #: (:func:`evalctl_own`).
     runs_user_code: ClassVar[bool] = False
+    #: In a voice run (``--voice``) the backend hears the caller's audio and speaks for itself
+    #: (``engine.session.voice.listening``: a ``pipecat:`` pipeline's own STT and TTS) instead of
+    #: reading the caller's words and having the engine speak its text.
+    voice_audio: ClassVar[bool] = False
+    #: Why the scheme cannot take part in a voice run (empty: it can): ``--voice`` with it is
+    #: refused in one line.
+    voice_refusal: ClassVar[str] = ""
 
     @classmethod
     def parse(cls, text: str) -> BackendSpec:
@@ -220,12 +227,13 @@ class PythonScheme(BackendScheme):
 
 
 class PipecatScheme(BackendScheme):
-    """``pipecat:FILE.py:FACTORY``: a pipecat pipeline (the ``pipecat`` extra), text mode
-    (``engine.session.backends.pipecat_agent``)."""
+    """``pipecat:FILE.py:FACTORY``: a pipecat pipeline (the ``pipecat`` extra), text mode, or in a
+    voice run with its own STT and TTS (``engine.session.backends.pipecat_agent``)."""
 
     scheme = "pipecat"
     usage = "pipecat:FILE.py:FACTORY"
     runs_user_code = True
+    voice_audio = True
 
     @classmethod
     def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
@@ -241,6 +249,10 @@ class LiveKitScheme(BackendScheme):
     scheme = "livekit"
     usage = "livekit:FILE.py:FACTORY"
     runs_user_code = True
+    voice_refusal = (
+        "not supported: the adapter drives the agent through AgentSession.run(user_input=...),"
+        " which is text only (docs/agents.md, LiveKit)"
+    )
 
     @classmethod
     def factory(cls, spec: BackendSpec, options: BackendOptions) -> BackendFactory:
@@ -265,6 +277,9 @@ class RtviScheme(BackendScheme):
     agent_code = True
     files_per_session = 3
     sessions_at_once = 1
+    voice_refusal = (
+        "not supported: the adapter sends the bot text (send-text), not audio (docs/agents.md, RTVI bots)"
+    )
 
     @classmethod
     def parse(cls, text: str) -> BackendSpec:

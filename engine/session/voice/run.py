@@ -62,8 +62,14 @@ class VoiceRun:
 
     def agent_side(self, spec: BackendSpec, factory: BackendFactory) -> AbstractAsyncContextManager[str]:
         """Serve a built-in agent as a voice side; yields its URI. A model backend is given the
-        caller's words as text (it has no ears)."""
+        caller's words as text (it has no ears); a backend that hears and speaks for itself
+        (``voice_audio``: a ``pipecat:`` pipeline) is given the caller's audio and its own speech
+        is sent (``engine.session.voice.listening``)."""
         style = self.style
+        if scheme_of(spec).voice_audio:
+            from engine.session.voice.listening import listening_agent_side
+
+            return listening_agent_side(factory, style)
         if not scheme_of(spec).gold_side:
             style = dataclasses.replace(style, listen_text=True)
         return voice_agent_side(factory, style)
