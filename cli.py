@@ -308,6 +308,15 @@ def _prices(value: str | None) -> Any:
     "(espeak-ng and sox); WAVs, voice.json and voice metrics per scenario.",
 )
 @opt.caller_options()
+@click.option(
+    "--conditions",
+    default=None,
+    metavar="C1,C2[,...]",
+    help="With --voice: run the scenarios once per caller condition (each a --perturb; separate "
+    "them by ; when one has several items), e.g. clean,snr=5,telephone, each in RUN_DIR/<label>/, "
+    "then print and write (RUN_DIR/conditions.json) each condition's rates and voice figures and "
+    "its paired difference against the first.",
+)
 @opt.language()
 @click.option(
     "--allow-gold-mismatch",
@@ -396,6 +405,7 @@ def run_cmd(
     voice: bool,
     caller_voice: str | None,
     perturb: str | None,
+    conditions: str | None,
     language: str | None,
     allow_gold_mismatch: bool,
     workers: int | None,
@@ -507,6 +517,17 @@ def run_cmd(
         shard=shard,
         workers=workers or cpu_count(),
     )
+    if conditions is not None:
+        from engine.commands.conditions import parse_conditions, run_conditions
+
+        if ray_address is not None or junit is not None or otel or trace_file is not None:
+            raise UsageError(
+                "--conditions runs one sub-run per condition: give --ray, --junit or traces to one"
+            )
+        table = _prices(prices)
+        return run_conditions(
+            opts, parse_conditions(conditions), lambda o: run(o, fail_under, table, allow_errors)
+        )
     return run(
         opts,
         fail_under,

@@ -190,3 +190,60 @@ def test_run_json_records_the_caller_settings(tmp_path: Path) -> None:
     settings = json.loads((out / "run.json").read_text())["settings"]
     assert settings["caller_voices"] == [] and settings["perturb"] is None
     assert cli.main([*base, "--resume", str(out), "--perturb", "telephone"]) == 2
+
+
+# --- several conditions in one command -------------------------------------------------------------
+
+
+def test_the_conditions_option_grammar() -> None:
+    from engine.commands.conditions import parse_conditions
+    from engine.util.errors import UsageError
+
+    assert parse_conditions("clean,snr=5,telephone") == (
+        ("clean", "clean"),
+        ("snr5", "snr=5"),
+        ("tel", "telephone"),
+    )
+    assert parse_conditions("clean;telephone,snr=10") == (
+        ("clean", "clean"),
+        ("tel+snr10", "telephone,snr=10"),
+    )
+    for bad, message in (
+        ("clean", "at least two"),
+        ("clean,tel,telephone", "twice"),
+        ("clean,snr=x", "snr needs"),
+    ):
+        with pytest.raises(UsageError, match=message):
+            parse_conditions(bad)
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None, reason="espeak-ng/sox")
+def test_one_command_runs_each_condition_and_pairs_it_against_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("EVALCTL_ASR", "none")  # the grouping and pairing, not the hearing
+    out = tmp_path / "run"
+    args = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--no-progress", "--voice"]
+    names = ",".join(THREE[:2])
+    assert (
+        cli.main([*args, "--scenarios", names, "--conditions", "clean,volume=-6", "--output-dir", str(out)])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    doc = json.loads((out / "conditions.json").read_text())
+    assert doc["baseline"] == "clean" and [c["label"] for c in doc["conditions"]] == ["clean", "-6dB"]
+    quiet = doc["conditions"][1]
+    for c in doc["conditions"]:
+        assert c["success"]["passed"] == c["success"]["total"] == 2 and c["success"]["ci"] is not None
+    settings = [
+        json.loads((out / c["label"] / "run.json").read_text())["settings"] for c in doc["conditions"]
+    ]
+    assert [s["perturb"] for s in settings] == [None, "volume=-6"]
+    paired = quiet["paired"]
+    assert paired["against"] == "clean" and paired["overall"]["difference"] == 0.0
+    assert {v["name"] for v in paired["voice"]} >= {"response latency", "time to first audio"}
+    assert (
+        "Conditions (2, paired against clean):" in printed and "  -6dB (volume=-6): success 100.0%" in printed
+    )
+    assert cli.main([*args, "--conditions", "clean,telephone", "--perturb", "snr=5"]) == 2
+    assert "leave --perturb out" in capsys.readouterr().err
