@@ -66,5 +66,24 @@ def run_conditions(
         doc = write_condition_report(base, done)
         for line in condition_lines(doc):
             out.print(line, markup=False, highlight=False)
-        out.print(f"conditions: {Path(base) / CONDITIONS_JSON}", markup=False, highlight=False)
+        pages = _compare_pages(base, done)
+        out.print(
+            f"conditions: {Path(base) / CONDITIONS_JSON}; HTML: {', '.join(map(str, pages))}",
+            markup=False,
+            highlight=False,
+        )
     return max(codes)
+
+
+def _compare_pages(base: Path, done: Sequence[Condition]) -> list[Path]:
+    """One ``evalctl compare --html`` page per condition against the first:
+    ``RUN_DIR/compare-<label>.html``."""
+    from engine.report_html.compare_page import write_compare
+    from engine.results.compare import compare_runs
+
+    pages = []
+    for c in done[1:]:
+        page = Path(base) / f"compare-{c.label}.html"
+        write_compare(compare_runs(done[0].run_dir, c.run_dir), page)
+        pages.append(page)
+    return pages

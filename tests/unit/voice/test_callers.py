@@ -245,5 +245,8 @@ def test_one_command_runs_each_condition_and_pairs_it_against_the_first(
     assert (
         "Conditions (2, paired against clean):" in printed and "  -6dB (volume=-6): success 100.0%" in printed
     )
+    page = (out / "compare--6dB.html").read_text()
+    assert "Voice (paired over the scenarios both runs measured)" in page
+    assert "Caller: A clean → B volume=-6" in page
     assert cli.main([*args, "--conditions", "clean,telephone", "--perturb", "snr=5"]) == 2
     assert "leave --perturb out" in capsys.readouterr().err
