@@ -308,15 +308,7 @@ def _prices(value: str | None) -> Any:
     "(espeak-ng and sox); WAVs, voice.json and voice metrics per scenario.",
 )
 @opt.caller_options()
-@click.option(
-    "--conditions",
-    default=None,
-    metavar="C1,C2[,...]",
-    help="With --voice: run the scenarios once per caller condition (each a --perturb; separate "
-    "them by ; when one has several items), e.g. clean,snr=5,telephone, each in RUN_DIR/<label>/, "
-    "then print and write (RUN_DIR/conditions.json) each condition's rates and voice figures and "
-    "its paired difference against the first.",
-)
+@opt.conditions()
 @opt.language()
 @click.option(
     "--allow-gold-mismatch",

@@ -426,14 +426,14 @@ class PerturbationType(click.ParamType[str]):
 #: The help of the caller options (``run``; the same words in docs/cli.md).
 CALLER_VOICE_HELP = (
     "With --voice: the caller's espeak-ng voice, or a comma-separated list dealt across the "
-    "scenarios (each scenario always gets the same one, by its name), e.g. en-us+f3,en-gb "
-    "(default: the language's voice). A scenario's `caller: voice:` overrides it."
+    "scenarios (each scenario always gets the same one, by its name); a scenario's `caller: voice:` "
+    "overrides it, e.g. en-us+f3,en-gb (default: the language's voice)."
 )
 PERTURB_HELP = (
     "With --voice: perturb the line, e.g. snr=10,telephone,speed=1.2,volume=-6 (items: telephone, "
     "snr=DB, speed=F, volume=DB, or clean). All of it changes the caller's speech (what the agent "
     "hears); telephone and snr also change the agent's speech as the caller and the recogniser hear "
-    "it. A scenario's `caller: perturb:` overrides it (default: clean)."
+    "it; a scenario's `caller: perturb:` overrides it (default: clean)."
 )
 
 
@@ -450,3 +450,17 @@ def caller_options() -> Decorator:
         )(func)
 
     return apply
+
+
+CONDITIONS_HELP = (
+    "With --voice: run the scenarios once per caller condition (each a --perturb; separate them by "
+    "; when one has several items), e.g. clean,snr=5,telephone, each in RUN_DIR/<label>/, then "
+    "print and write (RUN_DIR/conditions.json) each condition's rates and voice figures and its "
+    "paired difference against the first (default: one run, one condition)."
+)
+
+
+def conditions() -> Decorator:
+    """``--conditions C1,C2[,...]``: one run per caller condition, compared
+    (``engine.commands.conditions``)."""
+    return click.option("--conditions", default=None, metavar="C1,C2[,...]", help=CONDITIONS_HELP)

@@ -250,3 +250,20 @@ def test_one_command_runs_each_condition_and_pairs_it_against_the_first(
     assert "Caller: A clean → B volume=-6" in page
     assert cli.main([*args, "--conditions", "clean,telephone", "--perturb", "snr=5"]) == 2
     assert "leave --perturb out" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None, reason="espeak-ng/sox")
+def test_a_resume_keeps_the_callers_voice_and_perturbation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALCTL_ASR", "none")
+    out = tmp_path / "run"
+    base = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--no-progress"]
+    given = ["--voice", "--caller-voice", "en-gb", "--perturb", "volume=-6"]
+    assert cli.main([*base, "--scenarios", THREE[0], *given, "--output-dir", str(out)]) == 0
+    shutil.rmtree(out / THREE[0])  # lost: the resume runs it again, with the run's own caller
+    assert cli.main([*base, "--resume", str(out)]) == 0
+    doc = _voice(out, THREE[0])
+    assert doc["caller"]["voice"] == "en-gb" and doc["caller"]["perturbation"] == "volume=-6"
+    assert doc["caller"]["tts"] == "espeak-ng:en-gb[-6dB]"
+    assert cli.main([*base, "--resume", str(out), "--caller-voice", "en-us"]) == 2
