@@ -267,3 +267,17 @@ def test_a_resume_keeps_the_callers_voice_and_perturbation(
     assert doc["caller"]["voice"] == "en-gb" and doc["caller"]["perturbation"] == "volume=-6"
     assert doc["caller"]["tts"] == "espeak-ng:en-gb[-6dB]"
     assert cli.main([*base, "--resume", str(out), "--caller-voice", "en-us"]) == 2
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None, reason="espeak-ng/sox")
+def test_a_voice_espeak_lacks_is_refused_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = _spec_with(tmp_path, "caller:\n  voice: en-us+nosuchvariant\n")
+    base = ["run", str(file.parent.parent), "--data-root", str(MOCK_DATA_ROOT), "--no-progress", "--voice"]
+    assert cli.main([*base, "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{file}: caller.voice en-us+nosuchvariant: espeak-ng has no voice variant 'nosuchvariant'" in err
+    assert cli.main([*base, "--caller-voice", "xx-nosuch", "--output-dir", str(tmp_path / "out2")]) == 2
+    assert "--caller-voice xx-nosuch: espeak-ng has no voice 'xx-nosuch'" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "run.json").exists()
