@@ -21,39 +21,45 @@ pytestmark = pytest.mark.skipif(missing_tts() is not None, reason=f"local TTS: {
 NAME = "eva_airline__5_2_5"  # the least agent speech of the 50 (3 agent turns)
 
 
-def _run(data_root: Path, out: Path, *extra: str) -> tuple[dict, dict]:
-    args = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", NAME, "--no-progress"]
-    assert cli.main([*args, "--voice", "--output-dir", str(out), *extra]) == 0
-    metrics = json.loads((out / NAME / "metrics.json").read_text())
-    return metrics, json.loads((out / NAME / "voice.json").read_text())
-
-
 @pytest.mark.skipif(not available(), reason="pocketsphinx not installed (the voice extra)")
 def test_noise_on_the_line_raises_the_word_error_rate(
     data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("EVALCTL_ASR", raising=False)
-    clean, _ = _run(data_root, tmp_path / "clean")
-    noisy, doc = _run(data_root, tmp_path / "noisy", "--perturb", "snr=-5", "--caller-voice", "en-us+f3")
+    out = tmp_path / "run"
+    args = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", NAME, "--no-progress"]
+    given = ["--voice", "--caller-voice", "en-us+f3", "--conditions", "clean,snr=-5"]
+    assert cli.main([*args, *given, "--output-dir", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "callers: espeak-ng:en-us+f3[snr-5] (1 sessions)" in printed
+    clean = json.loads((out / "clean" / NAME / "metrics.json").read_text())
+    noisy = json.loads((out / "snr-5" / NAME / "metrics.json").read_text())
+    doc = json.loads((out / "snr-5" / NAME / "voice.json").read_text())
     assert doc["caller"]["perturbation"] == "snr=-5" and doc["caller"]["tts"] == "espeak-ng:en-us+f3[snr-5]"
-    # the agent's words and the DB are the same; only the hearing of them differs
-    assert noisy["db_hash"] == clean["db_hash"] and noisy["voice"]["tts"] == "espeak-ng:en-us+f3[snr-5]"
-    # espeak-ng through PocketSphinx is hard to hear even clean (WER 0.90 on this scenario); 5 dB of
-    # noise above the speech takes it to 0.95 (deterministic: the noise is seeded)
+    assert "callers: espeak-ng:en-us+f3[snr-5] (1 sessions)" in printed
+    # the agent's words and the DB are the same; only the hearing of them differs. espeak-ng
+    # through PocketSphinx is hard to hear even clean (WER 0.90 on this scenario); noise 5 dB
+    # above the speech takes it to 0.95 (deterministic: the noise is seeded)
+    assert noisy["db_hash"] == clean["db_hash"] and noisy["is_successful"] is True
     assert noisy["voice"]["wer"] >= clean["voice"]["wer"] + 0.03, (
         clean["voice"]["wer"],
         noisy["voice"]["wer"],
     )
-    run = json.loads((tmp_path / "noisy" / "run.json").read_text())["settings"]
-    assert run["perturb"] == "snr=-5" and run["caller_voices"] == ["en-us+f3"]
-    summary = json.loads((tmp_path / "noisy" / "summary.json").read_text())
+    report = json.loads((out / "conditions.json").read_text())
+    rows = {c["label"]: c for c in report["conditions"]}
+    assert (
+        rows["snr-5"]["wer"]["rate"] == noisy["voice"]["wer"]
+        and rows["clean"]["wer"]["rate"] == clean["voice"]["wer"]
+    )
+    assert rows["snr-5"]["paired"]["against"] == "clean"
+    assert "  snr-5 (snr=-5): success 100.0%" in printed
+    settings = json.loads((out / "snr-5" / "run.json").read_text())["settings"]
+    assert settings["perturb"] == "snr=-5" and settings["caller_voices"] == ["en-us+f3"]
+    summary = json.loads((out / "snr-5" / "summary.json").read_text())
     assert summary["voice"]["callers"] == {"espeak-ng:en-us+f3[snr-5]": 1}
-    assert cli.main(["compare", str(tmp_path / "clean"), str(tmp_path / "noisy")]) == 0
-    out = capsys.readouterr().out
-    assert f"A: {tmp_path / 'clean'} (caller: clean)" in out
-    assert f"B: {tmp_path / 'noisy'} (caller: snr=-5; voices en-us+f3)" in out
+    assert cli.main(["compare", str(out / "clean"), str(out / "snr-5")]) == 0
+    shown = capsys.readouterr().out
+    assert f"A: {out / 'clean'} (caller: clean; voices en-us+f3)" in shown
+    assert f"B: {out / 'snr-5'} (caller: snr=-5; voices en-us+f3)" in shown
 
 
 def test_a_scheduled_barge_in_is_measured_on_real_speech(
