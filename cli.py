@@ -175,6 +175,8 @@ RUN_SETTINGS: dict[str, tuple[str, ...]] = {
     "request_timeout": ("request_timeout_s",),
     "voice": ("voice",),
     "language": ("language",),
+    "caller_voice": ("caller_voices",),
+    "perturb": ("perturb",),
     "allow_gold_mismatch": ("allow_gold_mismatch",),
     "min_agent_turns": ("scoring.min_agent_turns",),
     "strict_match": ("scoring.strict_match",),
@@ -305,6 +307,8 @@ def _prices(value: str | None) -> Any:
     help="Audio sessions with the agent (protocol v2): the caller is spoken by the local TTS engine "
     "(espeak-ng and sox); WAVs, voice.json and voice metrics per scenario.",
 )
+@opt.caller_options()
+@opt.conditions()
 @opt.language()
 @click.option(
     "--allow-gold-mismatch",
@@ -391,6 +395,9 @@ def run_cmd(
     keep_errors: bool,
     allow_errors: bool,
     voice: bool,
+    caller_voice: str | None,
+    perturb: str | None,
+    conditions: str | None,
     language: str | None,
     allow_gold_mismatch: bool,
     workers: int | None,
@@ -443,6 +450,10 @@ def run_cmd(
         raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
     if keep_errors and resume is None:
         raise UsageError("--keep-errors goes with --resume RUN_DIR")
+    if (caller_voice is not None or perturb is not None) and not voice and resume is None:
+        raise UsageError("--caller-voice and --perturb shape the caller's speech: they go with --voice")
+    if caller_voice is not None and not _csv(caller_voice):
+        raise UsageError(f"--caller-voice {caller_voice!r} names no voice (leave it out for the default)")
     elsewhere = output_dir is not None and os.path.realpath(output_dir) != os.path.realpath(resume or "")
     if resume is not None and elsewhere:
         raise UsageError(
@@ -473,6 +484,8 @@ def run_cmd(
         replay_latency_s=replay_latency,
         progress=progress,
         voice=voice,
+        caller_voices=_csv(caller_voice) if caller_voice is not None else (),
+        perturb=perturb,
         language=language,
         allow_gold_mismatch=allow_gold_mismatch,
         scoring=ScoringOptions(
@@ -496,6 +509,17 @@ def run_cmd(
         shard=shard,
         workers=workers or cpu_count(),
     )
+    if conditions is not None:
+        from engine.commands.conditions import parse_conditions, run_conditions
+
+        if ray_address is not None or junit is not None or otel or trace_file is not None:
+            raise UsageError(
+                "--conditions runs one sub-run per condition: give --ray, --junit or traces to one"
+            )
+        table = _prices(prices)
+        return run_conditions(
+            opts, parse_conditions(conditions), lambda o: run(o, fail_under, table, allow_errors)
+        )
     return run(
         opts,
         fail_under,

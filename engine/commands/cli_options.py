@@ -406,3 +406,61 @@ def language() -> Decorator:
         "2.1.0's cultures: names, starting utterance, the caller's espeak-ng voice), e.g. fr "
         "(default: the spec's own).",
     )
+
+
+class PerturbationType(click.ParamType[str]):
+    """``--perturb``'s grammar (``engine.core.caller.parse_perturbation``): the canonical text
+    (``telephone,snr=10``) on success, click's one-line error (exit 2) otherwise."""
+
+    name = "PERTURBATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from engine.core.caller import parse_perturbation  # only when the option is given
+
+        try:
+            return parse_perturbation(str(value)).spec
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
+
+
+#: The help of the caller options (``run``; the same words in docs/cli.md).
+CALLER_VOICE_HELP = (
+    "With --voice: the caller's espeak-ng voice, or a comma-separated list dealt across the "
+    "scenarios (each scenario always gets the same one, by its name); a scenario's `caller: voice:` "
+    "overrides it, e.g. en-us+f3,en-gb (default: the language's voice)."
+)
+PERTURB_HELP = (
+    "With --voice: perturb the line, e.g. snr=10,telephone,speed=1.2,volume=-6 (items: telephone, "
+    "snr=DB, speed=F, volume=DB, or clean). All of it changes the caller's speech (what the agent "
+    "hears); telephone and snr also change the agent's speech as the caller and the recogniser hear "
+    "it; a scenario's `caller: perturb:` overrides it (default: clean)."
+)
+
+
+def caller_options() -> Decorator:
+    """``--caller-voice VOICES`` and ``--perturb SPEC``: how the caller of a voice run sounds
+    (``engine.core.caller``)."""
+
+    def apply(func: Callable[..., Any]) -> Callable[..., Any]:
+        func = click.option(
+            "--perturb", default=None, type=PerturbationType(), metavar="SPEC", help=PERTURB_HELP
+        )(func)
+        return click.option(
+            "--caller-voice", default=None, metavar="VOICE[,VOICE...]", help=CALLER_VOICE_HELP
+        )(func)
+
+    return apply
+
+
+CONDITIONS_HELP = (
+    "With --voice: run the scenarios once per caller condition (each a --perturb; separate them by "
+    "; when one has several items), e.g. clean,snr=5,telephone, each in RUN_DIR/<label>/, then "
+    "print and write (RUN_DIR/conditions.json) each condition's rates and voice figures and its "
+    "paired difference against the first (default: one run, one condition)."
+)
+
+
+def conditions() -> Decorator:
+    """``--conditions C1,C2[,...]``: one run per caller condition, compared
+    (``engine.commands.conditions``)."""
+    return click.option("--conditions", default=None, metavar="C1,C2[,...]", help=CONDITIONS_HELP)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from engine.core.caller import CallerStyle
 from engine.core.grouping import GroupRule
 from engine.core.tools.writeset import json_copy, session_view
 
@@ -272,6 +273,9 @@ class Scenario:
     #: Extra variables of each side's prompt template (side -> name -> value), from the domain
     #: spec's ``template_variables``.
     template_variables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The scenario's ``caller:`` block (voice runs only: its voice, perturbation, barge-ins and
+    #: backchannels, ``engine.core.caller``); None: the run's caller options alone.
+    caller: CallerStyle | None = field(default=None, metadata=_HIDDEN)
 
     @property
     def group(self) -> str | None:

@@ -139,3 +139,9 @@ class RunOptions:
     #: ``--allow-gold-mismatch``: run a spec whose gold replay fails (``engine.spec.gold_check``)
     #: instead of refusing it (exit 2); the run records it in ``run.json``.
     allow_gold_mismatch: bool = False
+    #: ``--caller-voice``: the caller's espeak-ng voices in a voice run, dealt across the scenarios
+    #: (``engine.core.caller.dealt_voice``); empty: the language's voice.
+    caller_voices: tuple[str, ...] = ()
+    #: ``--perturb``: the line's perturbation in a voice run, in its canonical text
+    #: (``engine.core.caller.Perturbation.spec``); None: clean.
+    perturb: str | None = None

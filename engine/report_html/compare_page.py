@@ -65,6 +65,24 @@ def _significance(c: Comparison) -> str:
     )
 
 
+def _voice(c: Comparison) -> str:
+    """The voice measures paired (voice runs), under each run's caller condition."""
+    if not c.voice:
+        return ""
+    tone = {"regression": "down", "improvement": "up"}
+    rows = "".join(
+        f'<tr><td>{h(v.text())}</td><td class="{tone.get(v.verdict, "")}">{h(v.verdict)}</td></tr>'
+        for v in c.voice
+    )
+    label = ""
+    if c.condition_a or c.condition_b:
+        label = f"<p>Caller: A {h(c.condition_a or 'text run')} → B {h(c.condition_b or 'text run')}</p>"
+    return (
+        f'<section id="voice"><h2>Voice (paired over the scenarios both runs measured)</h2>{label}'
+        f'<table class="paired"><tbody>{rows}</tbody></table></section>'
+    )
+
+
 def _comparable(c: Comparison) -> str:
     if c.comparable:
         head = '<p class="ok-box">Comparable: the same spec, template and data hashes.</p>'
@@ -122,6 +140,7 @@ def render(c: Comparison) -> str:
         + "".join(_rate_row(r) for r in (*c.headline, *c.signals))
         + "</tbody></table></section>",
         _significance(c),
+        _voice(c),
         '<section id="flips"><h2>Verdicts that changed</h2>'
         + _changes("pass → fail", c.pass_to_fail, trials, "down")
         + _changes("fail → pass", c.fail_to_pass, trials, "up")

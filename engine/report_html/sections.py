@@ -91,6 +91,9 @@ def headline(model: ReportModel) -> str:
         )
     if s.adaptive is not None:
         cards.append(_card("Adaptive trials", f"{s.adaptive.sessions} sessions", s.adaptive.stopped))
+    if s.voice is not None and s.voice.callers:  # a caller voice or perturbation (--perturb, caller:)
+        listed = ", ".join(f"{name}: {n}" for name, n in s.voice.callers.items())
+        cards.append(_card("Callers", str(len(s.voice.callers)), f"sessions per caller: {listed}"))
     if model.unreadable:
         cards.append(_card("Unreadable records", str(len(model.unreadable)), "left out: see below", "bad"))
     wall = "n/a" if s.wall_time_s is None else f"{s.wall_time_s:.1f} s"

@@ -128,6 +128,9 @@ class Comparison:
     noise: NoiseSplit | None = None
     #: Voice runs: latency, time to first audio, WER and entities heard, paired (``voice_compare``).
     voice: tuple[VoiceChange, ...] = ()
+    #: Each voice run's caller condition (:func:`caller_condition`; None for a text run).
+    condition_a: str | None = None
+    condition_b: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         body = {
@@ -155,6 +158,8 @@ class Comparison:
         }
         if self.voice:
             body["voice"] = [v.to_json() for v in self.voice]
+        if self.condition_a is not None or self.condition_b is not None:
+            body["conditions"] = {"a": self.condition_a, "b": self.condition_b}
         return body
 
 
@@ -215,6 +220,7 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
 #: verdict (where the key is read from, the shard of a merged run).
 _SAID_ELSEWHERE = frozenset(
     {"agent", "user", "trials", "voice", "api_key_env", "shard", "judge_api_key_env", "user_api_key_env"}
+    | {"perturb", "caller_voices"}  # the runs' caller conditions, on their A / B lines
 )
 
 
@@ -246,6 +252,21 @@ def _is_voice(record: RunRecord | None, results: Mapping[tuple[str, int], Metric
     audio session (a run.json that is missing or predates the setting)."""
     said = record.settings.get("voice") if record is not None else None  # free-form settings
     return said is True or any(m.voice_run for m in results.values())
+
+
+def caller_condition(record: RunRecord | None, voice: bool) -> str | None:
+    """A voice run's caller condition from its ``run.json`` settings: its ``--perturb`` (``clean``
+    when unset) and its ``--caller-voice`` list when given, e.g. ``telephone,snr=5; voices
+    en-us+f3,en-gb``. None for a text run. A scenario's own ``caller:`` block is the spec's (the
+    same in both runs when the specs are)."""
+    if not voice:
+        return None
+    settings = record.settings if record is not None else {}
+    text = str(settings.get("perturb") or "clean")
+    voices = settings.get("caller_voices") or []
+    if isinstance(voices, list) and voices:
+        text += f"; voices {','.join(map(str, voices))}"
+    return text
 
 
 def _voice_warning(voice_a: bool, voice_b: bool) -> list[str]:
@@ -330,7 +351,8 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
     names = list(dict.fromkeys([*sa.signals, *sb.signals]))
     signals = tuple(RateChange(n, sa.signals.get(n), sb.signals.get(n)) for n in names)
     trials = max(sa.trials, sb.trials)
-    warnings = [*_voice_warning(_is_voice(pa, ra), _is_voice(pb, rb)), *set_differences(ra, rb, trials)]
+    voice_a, voice_b = _is_voice(pa, ra), _is_voice(pb, rb)
+    warnings = [*_voice_warning(voice_a, voice_b), *set_differences(ra, rb, trials)]
     return Comparison(
         run_a=str(run_a),
         run_b=str(run_b),
@@ -354,6 +376,8 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
         paired=paired_rates(ra, rb, names),
         noise=noise_split(ra, rb),
         voice=voice_changes(ra, rb),
+        condition_a=caller_condition(pa, voice_a),
+        condition_b=caller_condition(pb, voice_b),
     )
 
 
@@ -396,7 +420,10 @@ def _verdict(v: bool | str) -> str:
 def render_text(c: Comparison) -> str:
     """The comparison as readable text, one item per line."""
     trials = any(ch.trial != 1 for ch in (*c.pass_to_fail, *c.fail_to_pass, *c.other_changes))
-    out = [f"A: {c.run_a}", f"B: {c.run_b}"]
+    out = [
+        f"A: {c.run_a}" + (f" (caller: {c.condition_a})" if c.condition_a else ""),
+        f"B: {c.run_b}" + (f" (caller: {c.condition_b})" if c.condition_b else ""),
+    ]
     if c.comparable:
         out.append("comparable: yes (same spec, template and data hashes)")
     else:
@@ -413,7 +440,12 @@ def render_text(c: Comparison) -> str:
         out.append("is the difference real? (paired over the scenarios with a verdict in both runs)")
         out.extend(f"  {p.name}: {p.text()}" for p in c.paired if p.scenarios)
     if c.voice:
-        out.append("voice (paired over the scenarios both runs measured):")
+        label = (
+            f" ({c.condition_a} -> {c.condition_b})"
+            if c.condition_a and c.condition_a != c.condition_b
+            else ""
+        )
+        out.append(f"voice{label} (paired over the scenarios both runs measured):")
         out.extend(f"  {v.text()}" for v in c.voice)
     if c.noise is not None:
         out.append(

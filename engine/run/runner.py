@@ -129,6 +129,8 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         sides = {role: side_for(spec, opts, by_name, role) for role, spec in specs.items()}
         check_judge_key(opts.scoring)
         voice = _voice(opts, voice, loaded.domain.language)
+        if voice is not None:
+            voice.check_callers(chosen)  # a scenario's caller voice espeak-ng lacks: exit 2 now
         kinds = {role: spec.kind for role, spec in specs.items()}
         at_once = min(opts.concurrency, len(chosen) * opts.trials)
         needed = files_needed(at_once, kinds, bool(opts.scoring.judge_model))
@@ -298,7 +300,7 @@ def _voice(opts: RunOptions, given: VoiceRun | None, language: str = "en") -> Vo
     note = recognition_note(language)
     if note and not opts.quiet:
         print(f"evalctl: {note}", file=sys.stderr)
-    return VoiceRun.create(language=language)
+    return VoiceRun.create(language=language, voices=tuple(opts.caller_voices), perturb=opts.perturb)
 
 
 async def _run_jobs(

@@ -12,6 +12,7 @@ per-session mean, as edits may outnumber the reference words).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 from engine.core.records.voice import VoiceSummary
@@ -71,7 +72,17 @@ def voice_figures(summaries: Sequence[VoiceSummary]) -> VoiceFigures | None:
             bounded=False,
         ),
         entities=_share([(s.hearing.entities_heard, s.hearing.entities) for s in heard if s.hearing]),
+        callers=_callers(summaries),
     )
+
+
+def _callers(summaries: Sequence[VoiceSummary]) -> dict[str, int] | None:
+    """Sessions per caller synthesiser, when some session had a caller voice (``engine:voice``)
+    or a perturbation (``[label]``); None otherwise."""
+    names = Counter(s.tts for s in summaries)
+    if not any(":" in name or "[" in name for name in names):
+        return None
+    return dict(sorted(names.items()))
 
 
 def _ms(spread: Spread, name: str) -> str:
@@ -96,6 +107,10 @@ def voice_lines(figures: VoiceFigures | None) -> list[str]:
         f"  turn-taking: {figures.talking_over} agent turns over the caller, {figures.barge_ins} "
         f"barge-ins ({figures.barge_ins_yielded} yielded to), {figures.long_silences} silences of 3 s+",
     ]
+    if figures.callers:
+        lines.append(
+            "  callers: " + ", ".join(f"{name} ({n} sessions)" for name, n in figures.callers.items())
+        )
     if figures.wer is None:
         lines.append("  heard: no recogniser (EVALCTL_ASR=none, or the voice extra not installed)")
     else:

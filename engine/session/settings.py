@@ -45,6 +45,8 @@ SESSION_SETTINGS = (
     "user_args",
     "language",
     "allow_gold_mismatch",
+    "caller_voices",
+    "perturb",
 )
 #: ScoringOptions fields that are settings (under ``scoring`` in the record).
 SCORING_SETTINGS = (
@@ -100,6 +102,8 @@ FLAGS: dict[str, str] = {
     "user_args": "--user-args",
     "language": "--language",
     "allow_gold_mismatch": "--allow-gold-mismatch",
+    "caller_voices": "--caller-voice",
+    "perturb": "--perturb",
     "scoring.judge_args": "--judge-args",
     "scoring.min_agent_turns": "--min-agent-turns",
     "scoring.strict_match": "--strict-match",
@@ -150,6 +154,8 @@ def scoring_from(recorded: Mapping[str, Any], base: ScoringOptions) -> ScoringOp
 def _shown(value: Any) -> str:
     if isinstance(value, dict):
         return json.dumps(value, sort_keys=True)
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or "(none)"
     return "(none)" if value is None else str(value)
 
 
@@ -178,6 +184,8 @@ def resumed_options(opts: RunOptions, recorded: Mapping[str, Any], run_dir: Path
                 "start a new run)"
             )
     session = {k: keep.get(k, v) for k, v in session.items()}
+    if isinstance(session.get("caller_voices"), list):  # a JSON list in run.json
+        session["caller_voices"] = tuple(session["caller_voices"])
     scoring = {k: keep.get(f"scoring.{k}", v) for k, v in scoring_rec.items() if k in SCORING_SETTINGS}
     return dataclasses.replace(opts, **session, scoring=scoring_from(scoring, opts.scoring))
 

@@ -9,6 +9,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from engine.core.caller import CallerStyle, caller_from_spec
 from engine.core.datasources import read_error
 from engine.core.gold import CORE_ADAPTERS, GoldTrace, resolve_pointer
 from engine.core.model import Domain, DomainPlugin, GoldAdapter, Scenario, SourceRef, UserProfile
@@ -16,6 +17,7 @@ from engine.core.validation import did_you_mean, problem_at
 from engine.spec import scenario_fields as fields
 from engine.spec.gold_replay import gold_replay
 from engine.spec.scenario_fields import BuildContext
+from engine.util.errors import Problem
 from engine.util.yamlload import JsonPath, YamlDoc
 
 #: A record id that may name a data-root file (``{id}`` in a path): the scenario schema's id pattern.
@@ -188,6 +190,18 @@ def _gate_problem(gate: str, plugin: DomainPlugin | None, domain: str) -> str | 
     return None
 
 
+def _caller(doc: YamlDoc, block: Any, name: str, problems: list[Problem]) -> CallerStyle | None:
+    """The scenario's ``caller:`` block (schema-checked already) read into a CallerStyle; a
+    ``perturb`` the grammar refuses is a problem at its line."""
+    if not block:
+        return None
+    try:
+        return caller_from_spec(block)
+    except ValueError as err:
+        problems.append(problem_at(doc, ("caller", "perturb"), str(err).removeprefix("perturb: "), name))
+        return None
+
+
 def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     s, domain, name = doc.data, ctx.domain, doc.data["name"]
     before = len(ctx.problems)
@@ -266,6 +280,7 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
     if from_gold and trace is None:
         ctx.problems.append(problem_at(doc, id_key, "expected_db from gold_replay needs a gold trace", name))
     user = _user(ctx, record, s.get("user", {}), name)
+    caller = _caller(doc, s.get("caller"), name, ctx.problems)
     if len(ctx.problems) > before:
         return None
     scenario = Scenario(
@@ -295,6 +310,7 @@ def build_scenario(ctx: BuildContext, doc: YamlDoc) -> Scenario | None:
         kickoff=s.get("kickoff", domain.kickoff),
         judge_reference=s.get("judge_reference"),
         template_variables=variables or {},
+        caller=caller,
     )
     if (
         from_gold and trace is not None and ctx.gold

@@ -91,7 +91,9 @@ class VoiceFigures:
     turns that started before the caller finished, ``barge_ins`` / ``barge_ins_yielded`` the
     caller speaking into the agent and the agent stopping for it, ``long_silences``; ``wer`` the
     corpus word error rate (``hits`` = edits, ``total`` = reference words; None without a
-    recogniser), ``entities`` the key entities heard as meant (None without a recogniser)."""
+    recogniser), ``entities`` the key entities heard as meant (None without a recogniser);
+    ``callers`` the sessions per caller synthesiser (``espeak-ng:en-us+f3[tel+snr10]``: its voice
+    and perturbation), written only when a run set a caller voice or perturbation."""
 
     sessions: int
     latency_ms: Spread
@@ -102,6 +104,7 @@ class VoiceFigures:
     long_silences: int
     wer: Share | None
     entities: Share | None
+    callers: dict[str, int] | None = None
 
     KEYS = (
         "sessions",
@@ -119,13 +122,21 @@ class VoiceFigures:
         body: dict[str, Any] = {k: getattr(self, k) for k in self.KEYS}
         for k in ("latency_ms", "ttfa_ms", "wer", "entities"):
             body[k] = None if body[k] is None else body[k].to_json()
+        if self.callers is not None:
+            body["callers"] = dict(self.callers)
         return body
 
     @classmethod
     def from_json(cls, body: Any) -> VoiceFigures:
         if not isinstance(body, Mapping):
             raise RecordError("voice: not an object")
-        exact_keys(body, cls.KEYS, "voice")
+        exact_keys(body, cls.KEYS, "voice", optional=("callers",))
+        callers = body.get("callers")
+        if callers is not None and (
+            not isinstance(callers, Mapping)
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in callers.values())
+        ):
+            raise RecordError("voice.callers: not an object of session counts")
         return cls(
             sessions=get(body, "sessions", int),
             latency_ms=Spread.from_json(body["latency_ms"], "voice.latency_ms"),
@@ -138,4 +149,5 @@ class VoiceFigures:
             entities=None
             if body["entities"] is None
             else Share.from_json(body["entities"], "voice.entities"),
+            callers=None if callers is None else {str(k): int(v) for k, v in callers.items()},
         )

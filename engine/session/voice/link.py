@@ -24,11 +24,14 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
+from engine.core.caller import CallerStyle
 from engine.core.protocol import AUDIO_PROTOCOL_VERSION, ProtocolError
 from engine.session.sides.link import SideFailure, SideLink, how, other_role
 from engine.session.voice.asr import Recognizer, hear
 from engine.session.voice.frames import AudioFrame, FrameError, pack, split, unpack
 from engine.session.voice.pcm import trim
+from engine.session.voice.perturb import perturb, seed_of
+from engine.session.voice.schedule import plan_interjections
 from engine.session.voice.timeline import Timeline, TimelineError, Utterance
 from engine.session.voice.tts import Synthesizer, TTSError
 
@@ -72,6 +75,11 @@ class VoiceCall:
     tts_s: float = 0.0
     asr_errors: list[str] = field(default_factory=list)
     link: AudioLink | None = field(default=None, repr=False)
+    #: The session's caller (``engine.core.caller``): barge-ins, backchannels, the line.
+    caller: CallerStyle = field(default_factory=CallerStyle)
+    #: Agent turns the caller barged into, and the backchannels it said (by agent turn).
+    barged: list[int] = field(default_factory=list)
+    backchannels: list[int] = field(default_factory=list)
 
     def wrap(self, link: SideLink) -> SideLink:
         """The audio link replacing the agent's text link (same connection, ids and budget)."""
@@ -108,6 +116,49 @@ class AudioLink(SideLink):
         turn, words = int(fields["turn"]), fields.get("utterance") or ""
         if turn > 0xFFFF:
             raise SideFailure("error", f"audio sessions have at most 65536 turns (turn {turn})")
+        pcm = await self._synthesize(words)
+        plan = plan_interjections(call.caller, timeline.last("agent"), bool(pcm))
+        audio = None
+        sent: list[tuple[Utterance, bytes]] = []
+        try:
+            if plan.backchannel is not None:
+                word, at_ms = plan.backchannel
+                said = await self._synthesize(word)
+                if said:
+                    sent.append((timeline.caller(turn, said, word, at_ms, kind="backchannel"), said))
+                    call.backchannels.append(plan.agent_turn)
+            if pcm:
+                sent.append((timeline.caller(turn, pcm, words, plan.barge_in_ms), pcm))
+                if plan.barge_in_ms is not None:
+                    call.barged.append(plan.agent_turn)
+        except TimelineError as err:
+            raise SideFailure("timeout", f"media time: {err}") from None
+        frames_sent = 0
+        for utt, samples in sent:
+            frames = split(
+                samples, timeline.rate, call.config.frame_ms, turn, self.seq_out, int(utt.start_ms or 0)
+            )
+            for frame in frames:
+                await self._send_binary(pack(frame))
+            self.seq_out += len(frames)
+            utt.frames = len(frames)
+            frames_sent += len(frames)
+        if sent:
+            audio = {
+                "stream": turn,
+                "frames": frames_sent,
+                "start_ms": int(sent[0][0].start_ms or 0),
+                "end_ms": round(sent[-1][0].end_ms or 0),
+            }
+        fields["utterance"] = words if call.text_hint and words else None
+        msg_id = await super().send("turn.request", **fields, audio=audio)
+        self.current = timeline.agent_turn(turn, time.perf_counter())
+        return msg_id
+
+    async def _synthesize(self, words: str) -> bytes:
+        """The caller's speech of ``words``, trimmed to where its speech ends (empty for none)."""
+        call, timeline = self.call, self.call.timeline
+        assert timeline is not None
         t0 = time.perf_counter()
         try:
             pcm = await call.config.tts.synthesize(words, timeline.rate) if words.strip() else b""
@@ -116,28 +167,7 @@ class AudioLink(SideLink):
             # the engine's own synthesis of the caller (never the agent's failure)
             raise SideFailure("error", f"the caller's text-to-speech failed: {err}", "engine") from None
         call.tts_s += time.perf_counter() - t0
-        audio = None
-        if pcm:
-            try:
-                utt = timeline.caller(turn, pcm, words)
-            except TimelineError as err:
-                raise SideFailure("timeout", f"media time: {err}") from None
-            start = int(utt.start_ms or 0)
-            frames = split(pcm, timeline.rate, call.config.frame_ms, turn, self.seq_out, start)
-            for frame in frames:
-                await self._send_binary(pack(frame))
-            self.seq_out += len(frames)
-            utt.frames = len(frames)
-            audio = {
-                "stream": turn,
-                "frames": len(frames),
-                "start_ms": start,
-                "end_ms": round(utt.end_ms or 0),
-            }
-        fields["utterance"] = words if call.text_hint and words else None
-        msg_id = await super().send("turn.request", **fields, audio=audio)
-        self.current = timeline.agent_turn(turn, time.perf_counter())
-        return msg_id
+        return pcm
 
     async def _send_binary(self, data: bytes) -> None:
         if self.traffic is not None:
@@ -193,8 +223,12 @@ class AudioLink(SideLink):
         """Transcribe ``utt`` (its ``heard``); None when the recogniser failed (recorded)."""
         recognizer = self.call.config.recognizer
         assert recognizer is not None
+        line = self.call.caller.perturbation.line if self.call.caller.perturbation else None
         try:
-            utt.heard = await hear(recognizer, bytes(utt.pcm), utt.rate)
+            pcm = bytes(utt.pcm)
+            if line is not None and not line.clean:  # the agent's speech as the line carries it
+                pcm = await perturb(pcm, utt.rate, line, seed_of(f"agent turn {utt.turn}"))
+            utt.heard = await hear(recognizer, pcm, utt.rate)
         except (RuntimeError, OSError) as err:  # a broken recogniser is the engine's, never the agent's
             self.call.asr_errors.append(f"turn {utt.turn}: {err}")
             return None

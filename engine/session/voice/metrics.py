@@ -13,8 +13,10 @@ Per agent turn:
   speech, shows there).
 - ``ttfa_ms`` (time to first audio): the engine's own clock, from handing the turn over
   (``turn.request`` sent, after the caller's audio) to the arrival of the agent's first audio frame.
-- ``overlap_ms``: how long the agent's speech and the caller's speech run at the same time.
-- ``barge_in``: the caller started speaking while the agent spoke (``at_ms``); ``yielded`` when
+- ``overlap_ms``: how long the agent's speech and the caller's speech (backchannels included)
+  run at the same time.
+- ``barge_in``: the caller started its words of a turn while the agent spoke (``at_ms``; a
+  backchannel is not one); ``yielded`` when
   the agent's speech stopped within :data:`YIELD_MS` of it (``yield_ms``), else it talked through.
 - ``audio_ms``, ``frames``; with a recogniser, ``asr_text`` (what was heard), ``wer`` (against
   the agent's text), ``matched`` (:func:`speech_match`), ``entities`` / ``entities_heard``
@@ -104,11 +106,12 @@ def silences(timeline: Timeline) -> list[Segment]:
 def turn_metrics(timeline: Timeline) -> list[dict[str, Any]]:
     """One record per agent turn, in order (see the module docstring)."""
     out: list[dict[str, Any]] = []
-    callers = [u for u in timeline.utterances if u.role == "user"]
+    every = [u for u in timeline.utterances if u.role == "user"]  # with the backchannels
+    callers = [u for u in every if u.kind == "turn"]
     agents = [u for u in timeline.utterances if u.role == "agent"]
     caller_of = {u.turn: u for u in callers}
-    caller_segments = [seg for c in callers for seg in c.segments()]
-    barge = _barge_ins(callers, agents)
+    caller_segments = [seg for c in every for seg in c.segments()]
+    barge = _barge_ins(callers, agents)  # a backchannel does not take the floor
     for utt in agents:
         caller = caller_of.get(utt.turn)
         speech, said = utt.speech(), caller.speech() if caller is not None else None

@@ -2,7 +2,9 @@
 changes it, by sox (the OS package the local TTS already needs) and numpy.
 
 :class:`Perturbed` wraps any :class:`~engine.session.voice.tts.Synthesizer` and applies a
-:class:`Perturbation` to what it returns: ``speed`` (tempo, pitch kept: sox ``tempo``),
+:class:`~engine.core.caller.Perturbation` (its grammar and direction: ``engine.core.caller``) to
+what it returns; :func:`perturb` applies one to any audio (the agent's speech as the line
+carries it to the caller): ``speed`` (tempo, pitch kept: sox ``tempo``),
 ``volume_db`` (sox ``vol``), ``telephone`` (G.711 μ-law at 8 kHz and back: sox, the band and the
 quantisation noise of a phone call) and ``snr_db`` (white noise at that signal-to-noise ratio
 over the speech, numpy, seeded by the text so a run is reproducible). sox raises TTSError as the
@@ -12,37 +14,27 @@ espeak-ng voice variants for several callers.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 
-from engine.session.voice.tts import Synthesizer, _run
+from engine.core.caller import Perturbation
+from engine.session.voice.tts import EspeakNG, Synthesizer, _run
+
+__all__ = [
+    "VOICES",
+    "Perturbation",
+    "Perturbed",
+    "add_noise",
+    "caller_tts",
+    "perturb",
+    "seed_of",
+    "voice_problem",
+]
 
 #: espeak-ng voices for different callers (built into the package; ``+f3`` and the like are its
 #: variants: pitch, formants).
 VOICES = ("en-us", "en-us+f3", "en-us+m3", "en-gb", "en-us+f5")
-
-
-@dataclass(frozen=True)
-class Perturbation:
-    """What to change: ``speed`` factor (1 = as synthesised), ``volume_db`` gain, ``telephone``
-    (8 kHz μ-law round trip), ``snr_db`` (None: no noise)."""
-
-    speed: float = 1.0
-    volume_db: float = 0.0
-    telephone: bool = False
-    snr_db: float | None = None
-
-    @property
-    def label(self) -> str:
-        """A short name: ``clean``, or the changes joined (``tel+snr10+x1.2``)."""
-        parts = ["tel"] if self.telephone else []
-        if self.snr_db is not None:
-            parts.append(f"snr{self.snr_db:g}")
-        if self.speed != 1.0:
-            parts.append(f"x{self.speed:g}")
-        if self.volume_db:
-            parts.append(f"{self.volume_db:+g}dB")
-        return "+".join(parts) or "clean"
 
 
 def _raw(rate: int) -> list[str]:
@@ -91,19 +83,73 @@ class Perturbed:
 
     async def synthesize(self, text: str, rate: int) -> bytes:
         pcm = await self.inner.synthesize(text, rate)
-        if not pcm:
-            return pcm
-        c = self.change
-        effects: list[str] = []
-        if c.speed != 1.0:
-            effects += ["tempo", "-s", f"{c.speed:g}"]
-        if c.volume_db:
-            effects += ["vol", f"{c.volume_db:g}dB"]
-        if effects:
-            pcm = await _sox(pcm, rate, effects, self.timeout_s)
-        if c.telephone:
-            pcm = await _telephone(pcm, rate, self.timeout_s)
-        if c.snr_db is not None:
-            seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
-            pcm = add_noise(pcm, c.snr_db, seed)
+        return await perturb(pcm, rate, self.change, seed_of(text), self.timeout_s)
+
+
+def seed_of(text: str) -> int:
+    """The noise seed of ``text`` (the same text gets the same noise in every run)."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+
+
+async def perturb(pcm: bytes, rate: int, change: Perturbation, seed: int, timeout_s: float = 60.0) -> bytes:
+    """``pcm`` (mono s16le at ``rate`` Hz) with ``change`` applied, in this order: speed and
+    volume (sox), the telephone round trip (sox), then the noise (``seed``). Raises TTSError
+    when sox fails."""
+    if not pcm:
         return pcm
+    c = change
+    effects: list[str] = []
+    if c.speed != 1.0:
+        effects += ["tempo", "-s", f"{c.speed:g}"]
+    if c.volume_db:
+        effects += ["vol", f"{c.volume_db:g}dB"]
+    if effects:
+        pcm = await _sox(pcm, rate, effects, timeout_s)
+    if c.telephone:
+        pcm = await _telephone(pcm, rate, timeout_s)
+    if c.snr_db is not None:
+        pcm = add_noise(pcm, c.snr_db, seed)
+    return pcm
+
+
+def voice_problem(voice: str) -> str | None:
+    """Why espeak-ng cannot speak ``voice`` (``en-us``, ``en-us+f3``: a voice, then optionally
+    ``+`` and one of its variants), one line; None when it can (or espeak-ng is not installed:
+    the run says so itself)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("espeak-ng") is None:
+        return None
+    base, _, variant = voice.partition("+")
+    try:
+        spoke = subprocess.run(
+            ["espeak-ng", "-q", "-v", base, "x"], capture_output=True, timeout=10, check=False
+        )
+        if spoke.returncode != 0:
+            return f"espeak-ng has no voice {base!r} (espeak-ng --voices lists them)"
+        if variant:
+            listed = subprocess.run(
+                ["espeak-ng", "--voices=variant"], capture_output=True, timeout=10, check=False
+            ).stdout.decode(errors="replace")
+            names = {
+                cols[4].removeprefix("!v/")
+                for cols in map(str.split, listed.splitlines()[1:])
+                if len(cols) >= 5
+            }
+            if variant not in names:
+                return f"espeak-ng has no voice variant {variant!r} (espeak-ng --voices=variant lists them)"
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"espeak-ng could not be asked about voice {voice!r}: {err}"
+    return None
+
+
+def caller_tts(base: Synthesizer, voice: str | None, change: Perturbation | None) -> Synthesizer:
+    """The caller's synthesiser: ``base`` (the run's local engine) in ``voice`` when one is given
+    (an EspeakNG named ``espeak-ng:VOICE``), with ``change`` applied when it changes anything."""
+    tts = base
+    if voice is not None and isinstance(base, EspeakNG):
+        tts = dataclasses.replace(base, voice=voice, name=f"{base.name}:{voice}")
+    if change is not None and not change.clean:
+        tts = Perturbed(tts, change)
+    return tts

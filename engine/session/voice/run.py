@@ -16,11 +16,13 @@ The transcript (``transcript.jsonl``) holds each side's own text, as in text run
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from engine.core.caller import CallerStyle, dealt_voice, parse_perturbation
 from engine.core.model import Scenario
 from engine.core.records.voice import VoiceSummary
 from engine.session.backends import BackendFactory, BackendSpec
@@ -29,6 +31,7 @@ from engine.session.voice.asr import default_recognizer
 from engine.session.voice.link import VoiceCall, VoiceConfig
 from engine.session.voice.metrics import session_metrics, turn_metrics
 from engine.session.voice.pcm import wav_bytes
+from engine.session.voice.perturb import caller_tts, voice_problem
 from engine.session.voice.side import VoiceStyle, voice_agent_side
 from engine.session.voice.tts import Synthesizer, TTSError, local_tts
 from engine.util.artifacts import write_bytes, write_json
@@ -40,25 +43,68 @@ VOICE_JSON = "voice.json"
 @dataclass(frozen=True)
 class VoiceRun:
     """The audio settings of one run: ``config`` for the engine's end, ``style`` for a built-in
-    voice agent."""
+    voice agent; ``caller`` the run's caller options (``--perturb``; a scenario's ``caller:`` block
+    overrides them) and ``voices`` the ``--caller-voice`` list dealt across the scenarios."""
 
     config: VoiceConfig
     style: VoiceStyle
+    caller: CallerStyle = field(default_factory=CallerStyle)
+    voices: tuple[str, ...] = ()
 
     @classmethod
-    def create(cls, tts: Synthesizer | None = None, delay_ms: float = 0.0, language: str = "en") -> VoiceRun:
+    def create(
+        cls,
+        tts: Synthesizer | None = None,
+        delay_ms: float = 0.0,
+        language: str = "en",
+        voices: Sequence[str] = (),
+        perturb: str | None = None,
+    ) -> VoiceRun:
         """Settings with ``tts`` (default: the local engine in the espeak-ng voice of ``language``,
         a BCP 47 code) and the default recogniser for ``language``
         (``engine.session.voice.asr.default_recognizer``: ``$EVALCTL_ASR``, else PocketSphinx for
-        English). Raises UsageError when no TTS engine (or voice for the language) is installed or
-        the recogniser is misnamed."""
+        English); the caller speaks in ``voices`` (dealt across the scenarios) with ``perturb``
+        (``engine.core.caller`` grammar). Raises UsageError when no TTS engine (or voice for the
+        language) is installed, a caller voice is not espeak-ng's, ``perturb`` is not the grammar's
+        or the recogniser is misnamed."""
         if tts is None:
             try:
                 tts = local_tts(language)
             except TTSError as err:
                 raise UsageError(str(err)) from None
+        for voice in voices:
+            problem = voice_problem(voice)
+            if problem:
+                raise UsageError(f"--caller-voice {voice}: {problem}")
+        try:
+            change = parse_perturbation(perturb) if perturb is not None else None
+        except ValueError as err:
+            raise UsageError(f"--perturb: {err}") from None
         recognizer = default_recognizer(language)
-        return cls(VoiceConfig(tts, recognizer=recognizer), VoiceStyle(tts, delay_ms=delay_ms))
+        return cls(
+            VoiceConfig(tts, recognizer=recognizer),
+            VoiceStyle(tts, delay_ms=delay_ms),
+            CallerStyle(perturbation=change),
+            tuple(voices),
+        )
+
+    def caller_of(self, scenario: Scenario) -> CallerStyle:
+        """The caller of ``scenario``: its ``caller:`` block over the run's options and its dealt
+        voice."""
+        base = dataclasses.replace(self.caller, voice=dealt_voice(self.voices, scenario.name))
+        return base if scenario.caller is None else scenario.caller.over(base)
+
+    def check_callers(self, scenarios: Sequence[Scenario]) -> None:
+        """Raise UsageError (one line, naming the file) for the first scenario whose ``caller:``
+        voice espeak-ng does not have: before any session runs."""
+        checked = set(self.voices)
+        for scenario in scenarios:
+            voice = scenario.caller.voice if scenario.caller is not None else None
+            if voice and voice not in checked:
+                problem = voice_problem(voice)
+                if problem:
+                    raise UsageError(f"{scenario.source.file}: caller.voice {voice}: {problem}")
+                checked.add(voice)
 
     def agent_side(self, spec: BackendSpec, factory: BackendFactory) -> AbstractAsyncContextManager[str]:
         """Serve a built-in agent as a voice side; yields its URI. A model backend is given the
@@ -75,8 +121,17 @@ class VoiceRun:
         return voice_agent_side(factory, style)
 
     def call(self, scenario: Scenario) -> VoiceCall:
-        """A new session's audio state (media time bounded by the scenario's max duration)."""
-        return VoiceCall(self.config, limit_s=scenario.max_duration)
+        """A new session's audio state (media time bounded by the scenario's max duration), with
+        the scenario's caller (:meth:`caller_of`): its voice and perturbation in the caller's
+        synthesiser, the line part for the agent's speech as heard, its barge-ins and
+        backchannels."""
+        caller = self.caller_of(scenario)
+        config = self.config
+        if caller.voice is not None or caller.perturbation is not None:
+            config = dataclasses.replace(
+                config, tts=caller_tts(config.tts, caller.voice, caller.perturbation)
+            )
+        return VoiceCall(config, limit_s=scenario.max_duration, caller=caller)
 
     def artifacts(self, call: VoiceCall) -> Callable[[Path], VoiceSummary | None]:
         """The writer of ``call``'s artifacts into a scenario directory; returns the session's
@@ -118,10 +173,18 @@ def write_voice_artifacts(sdir: Path, call: VoiceCall) -> VoiceSummary | None:
             "segments_ms": [[round(a, 1), round(b, 1)] for a, b in u.segments()],
             "frames": u.frames,
             "text": u.text,
+            **({"kind": u.kind} if u.kind != "turn" else {}),
         }
         for u in timeline.utterances
     ]
-    doc = {"summary": summary.to_json(), "turns": turns, "utterances": utterances}
+    doc: dict[str, Any] = {"summary": summary.to_json(), "turns": turns, "utterances": utterances}
+    if call.caller != CallerStyle():  # a caller voice, perturbation or interjections
+        doc["caller"] = {
+            **call.caller.to_json(),
+            "tts": call.config.tts.name,
+            "barged_into_turns": call.barged,
+            "backchannel_turns": call.backchannels,
+        }
     if call.asr_errors:
         doc["asr_errors"] = call.asr_errors
     write_json(sdir / VOICE_JSON, doc)

@@ -40,6 +40,9 @@ class Utterance:
     requested_at: float | None = None
     first_audio_at: float | None = None
     heard: str | None = None
+    #: ``turn`` (the side's words of the turn), or ``backchannel`` (a caller's "mm-hmm" during the
+    #: agent's speech, sent with the caller's next turn: ``engine.session.voice.link``).
+    kind: str = "turn"
     _segments: list[Segment] | None = field(default=None, repr=False)
 
     @property
@@ -91,17 +94,28 @@ class Timeline:
         """Media time just after the last sample of any side (0 when silent so far)."""
         return max((u.end_ms for u in self.utterances if u.end_ms is not None), default=0.0)
 
-    def caller(self, turn: int, pcm: bytes, text: str) -> Utterance:
-        """Place the caller's utterance of ``turn`` right after all audio so far."""
-        utt = Utterance("user", turn, self.rate, text=text)
+    def caller(
+        self, turn: int, pcm: bytes, text: str, at_ms: float | None = None, kind: str = "turn"
+    ) -> Utterance:
+        """Place the caller's utterance of ``turn`` right after all audio so far, or at ``at_ms``
+        (a barge-in or a backchannel, into the agent's speech) but never before the caller's own
+        earlier audio ends."""
+        utt = Utterance("user", turn, self.rate, text=text, kind=kind)
         if pcm:
             start = self.end_ms
+            if at_ms is not None:
+                own = max((u.end_ms or 0.0 for u in self.utterances if u.role == "user"), default=0.0)
+                start = min(start, max(float(at_ms), own))
             if start + duration_ms(pcm, self.rate) > self.limit_ms:
                 raise TimelineError(f"caller audio would pass the session's {self.limit_ms / 1000:g} s")
             utt.place(start, pcm)
             utt.frames = 0  # counted as they are sent
         self.utterances.append(utt)
         return utt
+
+    def last(self, role: str) -> Utterance | None:
+        """The latest utterance of ``role`` (None before any)."""
+        return next((u for u in reversed(self.utterances) if u.role == role), None)
 
     def agent_turn(self, turn: int, requested_at: float) -> Utterance:
         """Open the side's utterance of ``turn``, handed over at ``requested_at``."""
