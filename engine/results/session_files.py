@@ -406,10 +406,29 @@ def write_session(
     the earlier attempts of this result (see :func:`spent_before`); ``voice`` writes an audio
     session's artifacts (``engine.session.voice.run.VoiceRun.artifacts``: ``voice.json``, ``audio/``).
     Raises OSError only when the run directory cannot be written."""
-    with open_folder(run_dir, scenario.name, result.trial, trials) as batch:
-        record = stage_session(batch, scenario, result, invocation, superseded, voice)
-        batch.commit()
+    record, batch = stage_write_session(run_dir, scenario, result, trials, invocation, superseded, voice)
+    batch.commit()
     return record
+
+
+def stage_write_session(
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    invocation: str,
+    superseded: Iterable[SpentUsage] = (),
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
+) -> tuple[SessionRecord, FolderWrite]:
+    """:func:`write_session` without the commit: the folder's files written (no sync), its marker
+    pending; returns the record and the batch for a group commit
+    (``engine.util.artifacts.commit_folders``). Raises OSError (nothing pending is left then)."""
+    batch = open_folder(run_dir, scenario.name, result.trial, trials)
+    try:
+        return stage_session(batch, scenario, result, invocation, superseded, voice), batch
+    except BaseException:
+        batch.abandon()
+        raise
 
 
 def stored_voice(sdir: Path) -> tuple[bool, VoiceSummary | None]:
