@@ -84,6 +84,10 @@ class WriterStats:
 _STOP = object()
 
 
+def _given(value: T, batch: FolderWrite) -> tuple[T, FolderWrite]:
+    return value, batch
+
+
 @dataclass
 class _Pending:
     future: Future[Any]
@@ -122,6 +126,12 @@ class GroupCommit:
         durable, or the exception ``stage`` or the commit raised (OSError). Raises RuntimeError
         once closed."""
         return self._put(True, stage, args)
+
+    def add(self, value: T, batch: FolderWrite) -> Future[T]:
+        """Join ``batch`` (a folder whose files the caller already wrote, its markers pending) to
+        the open batch: the future gets ``value`` once a group commit made it durable, or the
+        OSError the commit raised. Raises RuntimeError once closed."""
+        return self._put(True, _given, (value, batch))
 
     def _put(self, staged: bool, func: Callable[..., Any], args: tuple[Any, ...]) -> Future[Any]:
         if self._closed:
