@@ -26,7 +26,7 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -475,12 +475,13 @@ class FolderWrite:
         self._markers.clear()
 
 
-def commit_folders(batches: Sequence[FolderWrite]) -> int:
+def commit_folders(batches: Sequence[FolderWrite], marked: Callable[[], None] | None = None) -> int:
     """Make the folder writes ``batches`` durable together (group commit): ONE
     :func:`durable_sync` of every file they put (per filesystem holding them), then each folder's
     markers renamed into place in order, then one more sync for the renamed markers. When it
     returns, every folder of ``batches`` is complete on disk, through a power cut too. Returns the
-    number of syncs made (0 for no batches). Raises OSError (a folder that cannot be synced or a
+    number of syncs made (0 for no batches). ``marked``: called once the markers are renamed,
+    before the second sync (a test's fault injection). Raises OSError (a folder that cannot be synced or a
     marker that cannot be renamed); the markers not yet in place are then dropped."""
     try:
         if not batches:
@@ -492,6 +493,8 @@ def commit_folders(batches: Sequence[FolderWrite]) -> int:
             durable_sync(folder, files, dirs)
             syncs += 1
         landed = [d for b in batches for d in b.land_markers()]
+        if marked is not None:
+            marked()
         for folder in _one_per_filesystem(landed):
             durable_sync(folder, (), landed)
             syncs += 1

@@ -26,7 +26,9 @@ idle share a run's bench prints).
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -81,6 +83,24 @@ class WriterStats:
         }
 
 
+#: A fault-injection hook for the durability tests (tests/unit/results/test_group_commit.py):
+#: ``N`` kills this process (SIGKILL: nothing cleans up) when its writer starts its N-th commit,
+#: before any sync of it; ``N:markers`` once that commit's markers are renamed, before its second
+#: sync. Unset in normal use.
+KILL_ENV = "EVALCTL_KILL_AT_COMMIT"
+
+
+def _kill_point() -> tuple[int, str] | None:
+    raw = os.environ.get(KILL_ENV, "")
+    number, _, phase = raw.partition(":")
+    return (int(number), phase or "files") if number.isdigit() else None
+
+
+def _die_if(point: tuple[int, str] | None, commit: int, phase: str) -> None:
+    if point is not None and point == (commit, phase):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 _STOP = object()
 
 
@@ -112,6 +132,7 @@ class GroupCommit:
         self._pending: list[_Pending] = []
         self._oldest = 0.0
         self._closed = False
+        self._kill_at = _kill_point()
         self._thread = threading.Thread(target=self._loop, name="evalctl-write", daemon=True)
         self._thread.start()
 
@@ -198,8 +219,11 @@ class GroupCommit:
             return
         stats = self.stats
         start = time.perf_counter()
+        point, number = self._kill_at, stats.batches + 1
         try:
-            syncs = commit_folders([p.batch for p in pending])
+            _die_if(point, number, "files")
+            marked = (lambda: _die_if(point, number, "markers")) if point is not None else None
+            syncs = commit_folders([p.batch for p in pending], marked)
         except BaseException as err:
             for p in pending:
                 with contextlib.suppress(Exception):
