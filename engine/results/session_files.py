@@ -8,7 +8,8 @@ Per (scenario, trial) folder (:func:`scenario_dir`), every file written atomical
 ``voice.json`` and ``audio/{user,agent}.wav`` (audio sessions) and LAST ``session.json``
 (:class:`engine.core.records.session.SessionRecord`): its presence marks the session stored. Scoring
 then writes ``judge_result.json`` (judge on) and ``metrics.json``. The files of one write of a
-folder share one durable sync (``engine.util.artifacts.FolderWrite``); a run without a judge stores and
+folder are made durable together (``engine.util.artifacts.FolderWrite``), in a run with those of
+other folders (a group commit, ``engine.util.group_commit``); a run without a judge stores and
 scores a session in one such write (``engine.results.scoring_stage.store_and_score``).
 """
 
