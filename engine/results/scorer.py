@@ -47,6 +47,7 @@ _WRITER_LOCK = threading.Lock()
 #: When set, the file each process appends its writer's :class:`WriterStats` to (one JSON line,
 #: when the writer stops: :func:`release_threads`, or the process's exit); ``make bench`` reads it.
 STATS_ENV = "EVALCTL_WRITER_STATS"
+_AT_EXIT: list[Callable[[], None]] = []  # release_threads once registered to run at exit
 
 
 def _writer() -> GroupCommit:
@@ -54,8 +55,8 @@ def _writer() -> GroupCommit:
     with _WRITER_LOCK:
         if _WRITER is None:
             _WRITER = GroupCommit()
-            if os.environ.get(STATS_ENV):
-                atexit.register(release_threads)
+            if os.environ.get(STATS_ENV) and not _AT_EXIT:
+                _AT_EXIT.append(atexit.register(release_threads))
         return _WRITER
 
 
@@ -114,17 +115,12 @@ async def committed(stage: Callable[..., tuple[T, FolderWrite]], *args: Any, her
     Why ``here``: the files of a folder are a dozen small writes, each giving the GIL up and
     taking it back. On the writer thread, every take-back waits for the busy event loop to let
     go (up to the interpreter's switch interval, 5 ms): in the latency case of ``make bench``
-    the writer was busy 81-88 % of the time for 250 folders per worker, against 28-40 % when the
+    the writer was busy 81-88 % of the time for 250 folders per worker, against 28-46 % when the
     loop writes them itself and the writer only syncs (docs/performance.md, "Writes")."""
     if here:
         value, batch = stage(*args)
         return await _awaited(_writer().add(value, batch))
     return await _awaited(_writer().write(stage, *args))
-
-
-def writer_stats() -> WriterStats | None:
-    """The running writer's figures (None when this process has none running)."""
-    return _WRITER.stats if _WRITER is not None else None
 
 
 class Scorer:
