@@ -177,11 +177,32 @@ def score_session(
     this result replaced (see
     ``engine.results.session_files.spent_before``). An audio session's voice summary is read from its
     stored ``voice.json``. Raises OSError only when the folder cannot be written."""
-    sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
-    with FolderWrite(sdir) as batch:
-        metrics = stage_metrics(batch, scenario, result, options, judge, superseded, rubric=rubric)
-        batch.commit()
+    metrics, batch = stage_score_session(
+        run_dir, scenario, result, trials, options, judge, superseded, rubric
+    )
+    batch.commit()
     return metrics
+
+
+def stage_score_session(
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    options: ScoringOptions,
+    judge: JudgeOutcome | None = None,
+    superseded: tuple[SpentUsage, ...] = (),
+    rubric: RubricOutcome | None = None,
+) -> tuple[MetricsRecord, FolderWrite]:
+    """:func:`score_session` without the commit: returns the metrics and the folder's pending
+    batch for a group commit (``engine.util.artifacts.commit_folders``). Raises OSError."""
+    sdir = scenario_dir(Path(run_dir), scenario.name, result.trial, trials)
+    batch = FolderWrite(sdir)
+    try:
+        return stage_metrics(batch, scenario, result, options, judge, superseded, rubric=rubric), batch
+    except BaseException:
+        batch.abandon()
+        raise
 
 
 def stage_metrics(
@@ -321,8 +342,28 @@ def store_and_score(
     session record, the metrics and None, or the record, None and the exception scoring raised
     (the session is then stored unscored: a ``--resume`` scores it). Raises OSError only when the
     folder cannot be written."""
+    staged, batch = stage_store_and_score(
+        run_dir, scenario, result, trials, options, invocation, superseded, voice
+    )
+    batch.commit()
+    return staged
+
+
+def stage_store_and_score(
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    options: ScoringOptions,
+    invocation: str,
+    superseded: tuple[SpentUsage, ...] = (),
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
+) -> tuple[tuple[SessionRecord, MetricsRecord | None, Exception | None], FolderWrite]:
+    """:func:`store_and_score` without the commit: its value and the folder's pending batch, for
+    a group commit (``engine.util.artifacts.commit_folders``). Raises OSError."""
     hashes = db_hashes(scenario, result)
-    with open_folder(run_dir, scenario.name, result.trial, trials) as batch:
+    batch = open_folder(run_dir, scenario.name, result.trial, trials)
+    try:
         record = stage_session(batch, scenario, result, invocation, superseded, voice, hashes)
         metrics: MetricsRecord | None = None
         failure: Exception | None = None
@@ -330,8 +371,10 @@ def store_and_score(
             metrics = stage_metrics(batch, scenario, result, options, None, superseded, hashes)
         except Exception as err:  # scoring trouble: the session is still stored
             failure = err
-        batch.commit()
-    return record, metrics, failure
+    except BaseException:
+        batch.abandon()
+        raise
+    return (record, metrics, failure), batch
 
 
 async def finish_session(

@@ -8,7 +8,8 @@ Per (scenario, trial) folder (:func:`scenario_dir`), every file written atomical
 ``voice.json`` and ``audio/{user,agent}.wav`` (audio sessions) and LAST ``session.json``
 (:class:`engine.core.records.session.SessionRecord`): its presence marks the session stored. Scoring
 then writes ``judge_result.json`` (judge on) and ``metrics.json``. The files of one write of a
-folder share one durable sync (``engine.util.artifacts.FolderWrite``); a run without a judge stores and
+folder are made durable together (``engine.util.artifacts.FolderWrite``), in a run with those of
+other folders (a group commit, ``engine.util.group_commit``); a run without a judge stores and
 scores a session in one such write (``engine.results.scoring_stage.store_and_score``).
 """
 
@@ -406,10 +407,29 @@ def write_session(
     the earlier attempts of this result (see :func:`spent_before`); ``voice`` writes an audio
     session's artifacts (``engine.session.voice.run.VoiceRun.artifacts``: ``voice.json``, ``audio/``).
     Raises OSError only when the run directory cannot be written."""
-    with open_folder(run_dir, scenario.name, result.trial, trials) as batch:
-        record = stage_session(batch, scenario, result, invocation, superseded, voice)
-        batch.commit()
+    record, batch = stage_write_session(run_dir, scenario, result, trials, invocation, superseded, voice)
+    batch.commit()
     return record
+
+
+def stage_write_session(
+    run_dir: Path,
+    scenario: Scenario,
+    result: SessionResult,
+    trials: int,
+    invocation: str,
+    superseded: Iterable[SpentUsage] = (),
+    voice: Callable[[Path], VoiceSummary | None] | None = None,
+) -> tuple[SessionRecord, FolderWrite]:
+    """:func:`write_session` without the commit: the folder's files written (no sync), its marker
+    pending; returns the record and the batch for a group commit
+    (``engine.util.artifacts.commit_folders``). Raises OSError (nothing pending is left then)."""
+    batch = open_folder(run_dir, scenario.name, result.trial, trials)
+    try:
+        return stage_session(batch, scenario, result, invocation, superseded, voice), batch
+    except BaseException:
+        batch.abandon()
+        raise
 
 
 def stored_voice(sdir: Path) -> tuple[bool, VoiceSummary | None]:

@@ -23,6 +23,7 @@ from engine.core.records.metrics import MetricsRecord
 from engine.results.outcomes import Outcome, outcome
 from engine.results.resume import Job
 from engine.results.run_report import RunReport
+from engine.results.scorer import release_threads
 from engine.run.progress import Finished
 from engine.run.runner import run_here
 from engine.run.workers import WorkerTask
@@ -109,3 +110,4 @@ def main(task: WorkerTask, conn: Connection) -> Any:
             conn.send(("end", None))
     finally:
         conn.close()
+        release_threads()  # its writer's figures (``$EVALCTL_WRITER_STATS``): a worker skips atexit

@@ -8,9 +8,12 @@ Durability (after an OS crash or a power loss):
 
 - :func:`write_bytes` and the single-file writers fsync the file and its directory (two syncs per
   file; for the few run-level files: ``summary.json``, ``run.json``...);
-- :class:`FolderWrite` writes the many files of one result folder with ONE durable sync for them
-  all (:func:`durable_sync`), then renames its marker files (``session.json``, ``metrics.json``)
-  into place in order: a marker is only ever visible over files whose bytes are on disk.
+- :class:`FolderWrite` writes the many files of one result folder without a sync each;
+  :func:`commit_folders` then makes the files of MANY such folders durable with one sync
+  (:func:`durable_sync`), renames their marker files (``session.json``, ``metrics.json``) into
+  place in order, and syncs once more: a marker is only ever visible over files whose bytes are on
+  disk, and once :func:`commit_folders` returns the markers are on disk too (group commit: two
+  syncs per batch of folders, ``engine.util.group_commit``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -370,10 +373,11 @@ class FolderWrite:
 
     A ``marker`` file (``session.json``, ``metrics.json``: its presence says the folder is
     complete) is written under a temporary name (``.<name>.tmp``) and stays there until
-    :meth:`commit`, which makes every file durable with ONE sync (:func:`durable_sync`) and only
-    then renames the markers into place, in the order they were put. A crash at any point
-    therefore never leaves a marker over a missing or torn file; a marker renamed after the last
-    sync may be lost by a power cut (the folder then reads as incomplete and is redone).
+    :meth:`commit` (or :func:`commit_folders`, for many folders at once), which makes every file
+    durable with ONE sync (:func:`durable_sync`), only then renames the markers into place, in the
+    order they were put, and syncs again. A crash at any point therefore never leaves a marker over
+    a missing or torn file, and a folder whose commit returned stays complete through a power cut
+    (a crash before that may leave it incomplete: it is then redone).
 
     The other files: in a folder the caller made ``incomplete`` (no marker in it:
     ``engine.results.session_files.open_folder``), each is written in place, since only a folder that
@@ -447,16 +451,21 @@ class FolderWrite:
         return self.put_text(name, dumps_jsonl(rows))
 
     def commit(self) -> None:
-        """One durable sync for every file put, then the markers renamed into place in order.
-        Raises OSError; the markers not yet in place are then dropped."""
-        try:
-            durable_sync(self.folder, self._files, self._dirs)
-            while self._markers:
-                tmp, path = self._markers[0]
-                os.replace(tmp, path)
-                self._markers.pop(0)
-        finally:
-            self.abandon()
+        """:func:`commit_folders` of this folder alone: one durable sync for every file put, the
+        markers renamed into place in order, one more sync. Raises OSError; the markers not yet
+        in place are then dropped."""
+        commit_folders([self])
+
+    def land_markers(self) -> list[Path]:
+        """Rename the markers into place, in the order they were put (after a sync of the files:
+        :func:`commit_folders`); returns the directories that got one. Raises OSError."""
+        landed: dict[Path, None] = {}
+        while self._markers:
+            tmp, path = self._markers[0]
+            os.replace(tmp, path)
+            self._markers.pop(0)
+            landed[path.parent] = None
+        return list(landed)
 
     def abandon(self) -> None:
         """Drop the markers not yet in place (their temporary files)."""
@@ -464,3 +473,41 @@ class FolderWrite:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         self._markers.clear()
+
+
+def commit_folders(batches: Sequence[FolderWrite], marked: Callable[[], None] | None = None) -> int:
+    """Make the folder writes ``batches`` durable together (group commit): ONE
+    :func:`durable_sync` of every file they put (per filesystem holding them), then each folder's
+    markers renamed into place in order, then one more sync for the renamed markers. When it
+    returns, every folder of ``batches`` is complete on disk, through a power cut too. Returns the
+    number of syncs made (0 for no batches). ``marked``: called once the markers are renamed,
+    before the second sync (a test's fault injection). Raises OSError (a folder that cannot be synced or a
+    marker that cannot be renamed); the markers not yet in place are then dropped."""
+    try:
+        if not batches:
+            return 0
+        syncs = 0
+        files = [p for b in batches for p in b._files]
+        dirs = list(dict.fromkeys(d for b in batches for d in b._dirs))
+        for folder in _one_per_filesystem(b.folder for b in batches):
+            durable_sync(folder, files, dirs)
+            syncs += 1
+        landed = [d for b in batches for d in b.land_markers()]
+        if marked is not None:
+            marked()
+        for folder in _one_per_filesystem(landed):
+            durable_sync(folder, (), landed)
+            syncs += 1
+        return syncs
+    finally:
+        for batch in batches:
+            batch.abandon()
+
+
+def _one_per_filesystem(folders: Iterable[Path]) -> list[Path]:
+    """One of ``folders`` per filesystem (device) holding them, in order: one syncfs covers a
+    filesystem. Raises OSError for a folder that cannot be stat'ed."""
+    seen: dict[int, Path] = {}
+    for folder in folders:
+        seen.setdefault(os.stat(folder).st_dev, folder)
+    return list(seen.values())

@@ -1,0 +1,205 @@
+"""Group commit (issue #31 item 2): the writer thread commits many result folders with one pair of
+syncs, bounded in size and delay, flushes on close and on Ctrl-C, and a session is reported done
+only once the sync covering its folder returned: a run killed at any commit loses nothing it
+reported, and ``--resume`` completes the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cli
+from engine.results import scorer as scorer_module
+from engine.run import runner
+from engine.util import group_commit
+from engine.util.artifacts import FolderWrite
+from engine.util.group_commit import GroupCommit
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO, SPEC_DIR
+from tests.runtime_helpers import run_options
+
+
+def _stage(folder: Path, name: str) -> tuple[str, FolderWrite]:
+    """A folder write as the run stages one: a file in place, a marker pending."""
+    batch = FolderWrite(folder / name, incomplete=True)
+    batch.put_json("final_db.json", {"name": name})
+    batch.put_json("metrics.json", {"name": name}, marker=True)
+    return name, batch
+
+
+@pytest.fixture
+def commits(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The folders of each group commit, in order (the real commit runs)."""
+    seen: list[list[str]] = []
+    real = group_commit.commit_folders
+
+    def record(batches: Any, marked: Any = None) -> int:
+        seen.append([b.folder.name for b in batches])
+        return real(batches, marked)
+
+    monkeypatch.setattr(group_commit, "commit_folders", record)
+    return seen
+
+
+def _blocked(writer: GroupCommit) -> threading.Event:
+    """Hold the writer thread in a call until the event is set: what is submitted meanwhile
+    queues up, as sessions finishing during a slow sync do."""
+    go = threading.Event()
+    writer.call(go.wait)
+    return go
+
+
+def test_queued_folders_are_committed_in_batches_of_at_most_max_batch(tmp_path, commits):
+    writer = GroupCommit(max_batch=3, max_delay_s=60)
+    go = _blocked(writer)
+    futures = [writer.write(_stage, tmp_path, f"s{i}") for i in range(7)]
+    assert not any(f.done() for f in futures)
+    go.set()
+    assert [f.result(timeout=10) for f in futures] == [f"s{i}" for i in range(7)]
+    writer.close()
+    assert commits == [["s0", "s1", "s2"], ["s3", "s4", "s5"], ["s6"]]
+    assert all((tmp_path / f"s{i}" / "metrics.json").is_file() for i in range(7))
+    stats = writer.stats
+    assert (stats.folders, stats.batches, stats.syncs, stats.largest_batch) == (7, 3, 6, 3)
+    assert 0 < stats.busy_s <= stats.span_s and 0 <= stats.idle_share < 1
+
+
+def test_a_folder_waits_no_longer_than_the_delay_bound(tmp_path, commits):
+    writer = GroupCommit(max_batch=64, max_delay_s=0)  # no wait at all: every folder alone
+    go = _blocked(writer)
+    futures = [writer.write(_stage, tmp_path, f"s{i}") for i in range(3)]
+    go.set()
+    for f in futures:
+        f.result(timeout=10)
+    writer.close()
+    assert commits == [["s0"], ["s1"], ["s2"]]
+
+
+def test_a_lone_folder_is_committed_at_once(tmp_path, commits):
+    writer = GroupCommit(max_batch=64, max_delay_s=60)  # nothing else queued: no timer holds it
+    assert writer.write(_stage, tmp_path, "alone").result(timeout=10) == "alone"
+    assert commits == [["alone"]] and (tmp_path / "alone" / "metrics.json").is_file()
+    writer.close()
+
+
+def test_the_value_comes_only_after_the_commit_and_close_flushes(tmp_path, monkeypatch):
+    order: list[str] = []
+    real = group_commit.commit_folders
+    futures: list[Any] = []
+
+    def record(batches: Any, marked: Any = None) -> int:
+        assert not any(f.done() for f in futures)  # nobody told done before the sync
+        assert not (tmp_path / "a" / "metrics.json").exists()
+        order.append("commit")
+        return real(batches, marked)
+
+    monkeypatch.setattr(group_commit, "commit_folders", record)
+    writer = GroupCommit(max_batch=64, max_delay_s=60)
+    go = _blocked(writer)
+    futures += [writer.write(_stage, tmp_path, "a"), writer.add(*_stage(tmp_path, "b"))]
+    go.set()
+    writer.close()  # what was queued is committed before the thread stops
+    assert order == ["commit"] and [f.result(timeout=0) for f in futures] == ["a", "b"]
+    with pytest.raises(RuntimeError, match="closed"):
+        writer.write(_stage, tmp_path, "late")
+
+
+def test_a_failed_commit_reports_no_session_of_its_batch_done(tmp_path, monkeypatch):
+    def broken(batches: Any, marked: Any = None) -> int:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(group_commit, "commit_folders", broken)
+    writer = GroupCommit(max_batch=64, max_delay_s=60)
+    go = _blocked(writer)
+    futures = [writer.write(_stage, tmp_path, n) for n in ("a", "b")]
+    go.set()
+    for f in futures:
+        with pytest.raises(OSError, match="Input/output"):
+            f.result(timeout=10)
+    writer.close()
+    assert writer.stats.folders == 0
+
+
+def test_ctrl_c_while_a_write_waits_still_commits_it(tmp_path):
+    async def main() -> None:
+        writer = scorer_module._writer()
+        go = _blocked(writer)
+        task = asyncio.create_task(scorer_module.committed(_stage, tmp_path, "late"))
+        await asyncio.sleep(0)  # the write is queued behind the held call
+        task.cancel()
+        await asyncio.sleep(0)
+        assert not task.done()  # it waits for its write
+        go.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert (tmp_path / "late" / "metrics.json").is_file()  # committed before the cancellation went on
+
+    asyncio.run(main())
+    scorer_module.release_threads()
+
+
+def test_a_run_reports_a_session_only_after_its_folder_is_committed(tmp_path, monkeypatch):
+    reported: set[Path] = set()
+    checked: list[int] = []
+    real = group_commit.commit_folders
+    out = tmp_path / "run"
+
+    def check(batches: Any, marked: Any = None) -> int:
+        folders = {b.folder for b in batches}
+        assert not folders & reported  # none of this batch told done yet
+        assert all((f / "metrics.json").is_file() for f in reported)  # all told done are complete
+        checked.append(len(folders))
+        return real(batches, marked)
+
+    real_done = runner.Progress.done
+
+    def done(self: Any, result: Any, metrics: Any) -> None:
+        reported.add(out / result.scenario_name / f"trial_{result.trial}")
+        real_done(self, result, metrics)
+
+    monkeypatch.setattr(group_commit, "commit_folders", check)
+    monkeypatch.setattr(runner.Progress, "done", done)
+    opts = run_options(MOCK_SPEC_DIR, MOCK_DATA_ROOT, output_dir=out, trials=2, progress=False)
+    report = asyncio.run(runner.run(replace(opts, concurrency=4)))
+    assert report.summary is not None and report.summary.results == 6
+    assert sum(checked) == 6 and len(reported) == 6
+
+
+_LINE = re.compile(r"^\[\s*\d+/\d+\s+[\d.]+s\] \w+ (?P<name>\S+)#(?P<trial>\d+) ", re.M)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGKILL is Linux's here")
+def test_a_run_killed_at_a_commit_loses_nothing_it_reported(tmp_path, capsys):
+    """A real ``evalctl run`` killed by SIGKILL when its writer starts its 3rd commit, before any
+    sync of it (``$EVALCTL_KILL_AT_COMMIT``). One session at a time holds at most two folders
+    pending, so 12 sessions make at least 6 commits: the kill always comes, after sessions were
+    reported. Then ``--resume`` (in this process) completes the rest."""
+    out = tmp_path / "run"
+    spec = ["run", str(SPEC_DIR), "--data-root", str(REPO / "data"), "--num-tasks", "3", "--trials", "4",
+            "--concurrency", "1", "--workers", "1", "--no-progress"]  # fmt: skip
+    env = {**os.environ, group_commit.KILL_ENV: "3"}
+    argv = [sys.executable, str(REPO / "cli.py"), *spec, "--output-dir", str(out)]
+    killed = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    told = {(m["name"], int(m["trial"])) for m in _LINE.finditer(killed.stderr)}
+    assert 1 <= len(told) < 12
+    folders = [p for p in out.glob("*/trial_*") if p.is_dir()]
+    complete = {(p.parent.name, int(p.name.split("_")[1])) for p in folders if (p / "metrics.json").is_file()}
+    assert told <= complete  # every session reported done is on disk, whole
+    # the batch the kill caught: its files written, no marker over them
+    assert [p for p in folders if not (p / "metrics.json").exists() and (p / "transcript.jsonl").exists()]
+    assert cli.main([*spec, "--resume", str(out)]) == 0
+    again = {(m["name"], int(m["trial"])) for m in _LINE.finditer(capsys.readouterr().err)}
+    assert not again & complete and len(again) == 12 - len(complete)  # the rest, nothing twice
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["results"] == 12 and summary["overall"]["passed"] == 12 and summary["missing"] == []
