@@ -138,12 +138,7 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
             f"frame holds {colons:,} ':' (object keys, or colons in text), over the "
             f"{MAX_FRAME_COLONS:,} a frame may hold; not parsed",
         )
-    try:
-        msg = json.loads(raw)
-    except ValueError as err:
-        raise ProtocolError("bad_json", f"frame is not JSON: {err}") from None
-    except RecursionError:
-        raise ProtocolError("bad_json", "frame is nested too deeply") from None
+    msg = _parse(raw)
     if not isinstance(msg, dict):
         raise ProtocolError("bad_json", f"frame is JSON {type(msg).__name__}, expected an object")
     if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(msg):
@@ -169,6 +164,29 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
         detail = clip(f"{mtype}: {error.json_path}: {error.message}")
         raise ProtocolError("bad_message", detail, reply_to)
     return msg
+
+
+#: A run of 19 digits: a number that may be an integer beyond 64 bits, which orjson would parse
+#: as a float (the standard library keeps it an int).
+_LONG_DIGITS = re.compile(r"\d{19}")
+
+
+def _parse(raw: str) -> Any:
+    """The JSON value of ``raw``, exactly as ``json.loads`` gives it: by orjson (about five times
+    faster) when it can tell the result is the same, else by the standard library (what orjson
+    refuses: NaN and infinities, lone surrogates, nesting past its limit; and 19-digit runs).
+    Raises ProtocolError ``bad_json``."""
+    if not _LONG_DIGITS.search(raw):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # the standard library decides (and words the error)
+    try:
+        return json.loads(raw)
+    except ValueError as err:
+        raise ProtocolError("bad_json", f"frame is not JSON: {err}") from None
+    except RecursionError:
+        raise ProtocolError("bad_json", "frame is nested too deeply") from None
 
 
 def encode(msg: dict[str, Any]) -> str:
