@@ -166,21 +166,38 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
     return msg
 
 
-#: A run of 19 digits: a number that may be an integer beyond 64 bits, which orjson would parse
-#: as a float (the standard library keeps it an int).
-_LONG_DIGITS = re.compile(r"\d{19}")
+#: orjson parses an integer beyond 64 bits as a float (the standard library keeps it an int): a
+#: float this large and whole may have been one, so the frame is parsed again by the standard library.
+_BIG_FLOAT = float(2**63)
+
+
+def _may_be_big_int(value: Any) -> bool:
+    """Whether ``value`` (parsed by orjson) holds a whole float of at least 2**63 in magnitude."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float and abs(item) >= _BIG_FLOAT and item.is_integer():
+            return True
+    return False
 
 
 def _parse(raw: str) -> Any:
-    """The JSON value of ``raw``, exactly as ``json.loads`` gives it: by orjson (about five times
-    faster) when it can tell the result is the same, else by the standard library (what orjson
-    refuses: NaN and infinities, lone surrogates, nesting past its limit; and 19-digit runs).
-    Raises ProtocolError ``bad_json``."""
-    if not _LONG_DIGITS.search(raw):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass  # the standard library decides (and words the error)
+    """The JSON value of ``raw``, exactly as ``json.loads`` gives it: by orjson (several times
+    faster) unless orjson refuses it (NaN and infinities, lone surrogates, nesting past its limit)
+    or it may hold an integer beyond 64 bits (:func:`_may_be_big_int`); then by the standard
+    library. Raises ProtocolError ``bad_json``."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass  # the standard library decides (and words the error)
+    else:
+        if not _may_be_big_int(value):
+            return value
     try:
         return json.loads(raw)
     except ValueError as err:
