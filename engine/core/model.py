@@ -291,10 +291,16 @@ class Scenario:
 
     @property
     def tools(self) -> ToolTable:
-        """The agent's tools: the domain's table, or the scenario's subset of it."""
+        """The agent's tools: the domain's table, or the scenario's subset of it (made once per
+        scenario and kept: the gold replay's cache, ``engine.spec.gold_replay.gold_replay``, knows
+        a table by identity, so a new subset per call replayed the gold again for every session)."""
         if self.tool_names is None:
             return self.domain.tools
-        return self.domain.tools.subset(self.tool_names)
+        subset = self.__dict__.get("_tools")
+        if subset is None:
+            subset = self.domain.tools.subset(self.tool_names)
+            object.__setattr__(self, "_tools", subset)  # a frozen dataclass's cache
+        return subset
 
     @property
     def user_tools(self) -> ToolTable | None:
