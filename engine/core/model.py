@@ -124,15 +124,22 @@ class ToolSpec:
     check: ArgumentCheck | None = field(default=None, compare=False, repr=False)
 
     def openai_schema(self) -> dict[str, Any]:
-        """The OpenAI chat-completions ``tools`` entry: ``{type: function, function: {...}}``."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": copy.deepcopy(dict(self.parameters)),
-            },
-        }
+        """The OpenAI chat-completions ``tools`` entry: ``{type: function, function: {name,
+        description, parameters}}``, built once per tool (a deep copy of ``parameters``) and
+        shared by every scenario and session of the domain: **read-only** (it is sent to the sides
+        as frame text, so a side never holds this object; copy it before changing it)."""
+        built = self.__dict__.get("_openai_schema")
+        if built is None:
+            built = {
+                "type": "function",
+                "function": {
+                    "name": self.name,
+                    "description": self.description,
+                    "parameters": copy.deepcopy(dict(self.parameters)),
+                },
+            }
+            object.__setattr__(self, "_openai_schema", built)  # a frozen dataclass's cache
+        return built
 
 
 @dataclass(frozen=True)
@@ -153,6 +160,8 @@ class ToolTable:
         return tuple(t.name for t in self.tools)
 
     def openai_schemas(self) -> list[dict[str, Any]]:
+        """The ``tools`` list of the table (a new list of the tools' shared, read-only entries:
+        :meth:`ToolSpec.openai_schema`)."""
         return [t.openai_schema() for t in self.tools]
 
     def subset(self, names: tuple[str, ...]) -> ToolTable:
@@ -286,10 +295,16 @@ class Scenario:
 
     @property
     def tools(self) -> ToolTable:
-        """The agent's tools: the domain's table, or the scenario's subset of it."""
+        """The agent's tools: the domain's table, or the scenario's subset of it (made once per
+        scenario and kept: the gold replay's cache, ``engine.spec.gold_replay.gold_replay``, knows
+        a table by identity, so a new subset per call replayed the gold again for every session)."""
         if self.tool_names is None:
             return self.domain.tools
-        return self.domain.tools.subset(self.tool_names)
+        subset = self.__dict__.get("_tools")
+        if subset is None:
+            subset = self.domain.tools.subset(self.tool_names)
+            object.__setattr__(self, "_tools", subset)  # a frozen dataclass's cache
+        return subset
 
     @property
     def user_tools(self) -> ToolTable | None:

@@ -138,12 +138,7 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
             f"frame holds {colons:,} ':' (object keys, or colons in text), over the "
             f"{MAX_FRAME_COLONS:,} a frame may hold; not parsed",
         )
-    try:
-        msg = json.loads(raw)
-    except ValueError as err:
-        raise ProtocolError("bad_json", f"frame is not JSON: {err}") from None
-    except RecursionError:
-        raise ProtocolError("bad_json", "frame is nested too deeply") from None
+    msg = _parse(raw)
     if not isinstance(msg, dict):
         raise ProtocolError("bad_json", f"frame is JSON {type(msg).__name__}, expected an object")
     if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(msg):
@@ -169,6 +164,46 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
         detail = clip(f"{mtype}: {error.json_path}: {error.message}")
         raise ProtocolError("bad_message", detail, reply_to)
     return msg
+
+
+#: orjson parses an integer beyond 64 bits as a float (the standard library keeps it an int): a
+#: float this large and whole may have been one, so the frame is parsed again by the standard library.
+_BIG_FLOAT = float(2**63)
+
+
+def _may_be_big_int(value: Any) -> bool:
+    """Whether ``value`` (parsed by orjson) holds a whole float of at least 2**63 in magnitude."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float and abs(item) >= _BIG_FLOAT and item.is_integer():
+            return True
+    return False
+
+
+def _parse(raw: str) -> Any:
+    """The JSON value of ``raw``, exactly as ``json.loads`` gives it: by orjson (several times
+    faster) unless orjson refuses it (NaN and infinities, lone surrogates, nesting past its limit)
+    or it may hold an integer beyond 64 bits (:func:`_may_be_big_int`); then by the standard
+    library. Raises ProtocolError ``bad_json``."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass  # the standard library decides (and words the error)
+    else:
+        if not _may_be_big_int(value):
+            return value
+    try:
+        return json.loads(raw)
+    except ValueError as err:
+        raise ProtocolError("bad_json", f"frame is not JSON: {err}") from None
+    except RecursionError:
+        raise ProtocolError("bad_json", "frame is nested too deeply") from None
 
 
 def encode(msg: dict[str, Any]) -> str:

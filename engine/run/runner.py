@@ -273,7 +273,7 @@ async def run_here(
             if role == "agent" and voice is not None:
                 uris[role] = await stack.enter_async_context(voice.agent_side(agent_spec, side))
                 continue
-            uris[role] = await stack.enter_async_context(builtin_side(side, role, local=True))
+            uris[role] = await stack.enter_async_context(builtin_side(side, role, in_process=True))
         batch = jobs
         while batch:
             for job in batch:  # a later round's scenario that the first round did not run (a resume)

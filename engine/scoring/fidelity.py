@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from engine.core.fidelity import FidelityInputs, FidelityRegistry, fidelity_check
@@ -70,6 +71,10 @@ _AGENT_PHRASES = (
 _ROLE_LABEL = re.compile(r"^\s*(?:agent|assistant|representative)\s*:", re.I)
 _TOOL_TEXT = re.compile(r"\b[a-z]+_[a-z_]+\s*\(\s*\{|<tool_call>|\bfunctions\.[a-z_]+", re.I)
 _REFUSAL = re.compile(r"\b(?:cannot|can't|can not|unable|not able|not possible|won't be able)\b", re.I)
+_NOT_CANON = re.compile(r"[^A-Z0-9]")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{3,}")
+_WORD = re.compile(r"[a-z]+")
+_SPELLED_SPLIT = re.compile(r"[\s,.-]+")
 #: Words of write-tool names that are not the action asked for.
 _NOT_VERBS = frozenset(
     {"get", "set", "do", "make", "to", "the", "for", "by", "and", "of", "end", "user", "id"}
@@ -92,14 +97,14 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def _canon(token: str) -> str:
-    return re.sub(r"[^A-Z0-9]", "", token.upper())
+    return _NOT_CANON.sub("", token.upper())
 
 
 def _spelled(text: str) -> list[str]:
     """Codes spelled one character at a time (``Z, K, three, F``) as written (``ZK3F``)."""
     out = []
     for match in _SPELLED.finditer(text):
-        items = re.split(r"[\s,.-]+", match.group(0).strip())
+        items = _SPELLED_SPLIT.split(match.group(0).strip())
         chars = [
             str(SPOKEN_DIGITS.index(i.lower())) if i.lower() in SPOKEN_DIGITS else i.upper() for i in items
         ]
@@ -138,11 +143,18 @@ class _Facts:
     def add(self, texts: Iterable[str]) -> None:
         for text in texts:
             self.codes |= {_canon(c) for c in _CODE.findall(text)} | set(_spelled(text))
-            self.codes |= {_canon(t) for t in re.findall(r"[A-Za-z0-9_-]{3,}", text)}
+            self.codes |= {_canon(t) for t in _TOKEN.findall(text)}
             self.numbers |= _numbers(text)
             self.dates |= _dates(text)
-            self.words |= set(re.findall(r"[a-z]+", text.lower()))
+            self.words |= set(_WORD.findall(text.lower()))
             self.blob += " " + _canon(text)
+
+    def copy(self) -> _Facts:
+        """An independent copy (to :meth:`add` to without changing this one)."""
+        other = _Facts(())
+        other.codes, other.numbers, other.dates = set(self.codes), set(self.numbers), set(self.dates)
+        other.words, other.blob = set(self.words), self.blob
+        return other
 
     def knows_code(self, code: str) -> bool:
         return code in self.codes or (len(code) >= 4 and code in self.blob)
@@ -157,6 +169,13 @@ def _persona_texts(scenario: Scenario) -> tuple[str, ...]:
     return tuple(t for t in texts if t)
 
 
+@lru_cache(maxsize=256)
+def _persona_base(texts: tuple[str, ...]) -> _Facts:
+    """The facts of a persona's texts (:func:`_persona_texts`), built once per scenario (every
+    trial, both checks that read them) and shared: **read-only** (``copy()`` to add to it)."""
+    return _Facts(texts)
+
+
 def _clip(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _CLIP else text[: _CLIP - 3] + "..."
@@ -167,7 +186,7 @@ def persona_facts(inp: FidelityInputs) -> list[Finding] | None:
     """Codes, numbers, dates and names the caller says are its persona's (or said by the agent)."""
     if not inp.caller_lines:
         return None
-    facts = _Facts(_persona_texts(inp.scenario))
+    facts = _persona_base(_persona_texts(inp.scenario)).copy()
     agent = iter(inp.agent_lines)
     pending = next(agent, None)
     findings: list[Finding] = []
@@ -234,10 +253,10 @@ def invented_request(inp: FidelityInputs) -> list[Finding] | None:
     if not inp.caller_lines:
         return None
     verbs = _write_verbs(inp.scenario)
-    allowed = {w[:5] for w in _Facts(_persona_texts(inp.scenario)).words}
+    allowed = {w[:5] for w in _persona_base(_persona_texts(inp.scenario)).words}
     findings = []
     for turn, (_, text) in enumerate(inp.caller_lines):
-        asked = sorted({verbs[w[:5]] for w in re.findall(r"[a-z]+", text.lower()) if w[:5] in verbs} - set())
+        asked = sorted({verbs[w[:5]] for w in _WORD.findall(text.lower()) if w[:5] in verbs})
         invented = [v for v in asked if v[:5] not in allowed]
         if invented:
             detail = f"asks to {', '.join(invented)}: not in its goal"

@@ -24,6 +24,8 @@ from engine.core.protocol import (
     error_message,
     make,
 )
+from engine.session.sides.memory import MEMORY_SCHEME, MemoryConnection
+from engine.session.sides.memory import connect as connect_in_process
 
 #: Stop reasons of a side's failure: ``error`` / ``timeout`` (whoever is to blame), and the two that
 #: name an agent's own failure: ``agent_error`` (the agent side said it failed: an ``error`` frame of
@@ -173,9 +175,17 @@ PING_INTERVAL_S = 20.0
 #: with ``local``): ``ws+unix:`` then the socket's path. Only the run that serves it connects to it.
 UNIX_SCHEME = "ws+unix:"
 
-#: Per URI of a built-in side on a Unix socket: connections left open by finished sessions, for
-#: the next ones (:meth:`SideLink.close`; :func:`forget` when the side stops).
-_IDLE: dict[str, list[ClientConnection]] = {}
+#: A connection to a side: a WebSocket, or the engine's end of an in-process pair
+#: (``engine.session.sides.memory``, a built-in side served by this process).
+Connection = ClientConnection | MemoryConnection
+
+#: URI schemes of the built-in sides only this process connects to, whose connections a clean
+#: session leaves open for the next one (:meth:`SideLink.close`).
+_REUSED = (UNIX_SCHEME, MEMORY_SCHEME)
+
+#: Per URI of a built-in side on a Unix socket or in process: connections left open by finished
+#: sessions, for the next ones (:meth:`SideLink.close`; :func:`forget` when the side stops).
+_IDLE: dict[str, list[Connection]] = {}
 
 
 async def forget(uri: str) -> None:
@@ -213,7 +223,7 @@ class SideLink:
 
     version: int = PROTOCOL_VERSION
 
-    def __init__(self, role: str, uri: str, ws: ClientConnection, builtin: bool = False):
+    def __init__(self, role: str, uri: str, ws: Connection, builtin: bool = False):
         self.role = role
         self.uri = uri
         self.ws = ws
@@ -247,13 +257,20 @@ class SideLink:
     async def open(cls, role: str, uri: str, timeout_s: float, builtin: bool = False) -> SideLink:
         """Connect; raises :class:`SideFailure` when the side cannot be reached (``error``, or
         ``agent_disconnected`` for an external agent: see :func:`blame`). A built-in side on a Unix
-        socket (:data:`UNIX_SCHEME`) may give a connection an earlier session left open
+        socket (:data:`UNIX_SCHEME`) or in this process (``mem:``, no socket:
+        ``engine.session.sides.memory``) may give a connection an earlier session left open
         (:meth:`close`)."""
         idle = _IDLE.get(uri)
         while idle:
-            ws = idle.pop()
-            if ws.state is State.OPEN:
-                return cls(role, uri, ws, builtin)
+            old = idle.pop()
+            if old.state is State.OPEN:
+                return cls(role, uri, old, builtin)
+        if uri.startswith(MEMORY_SCHEME):
+            try:
+                return cls(role, uri, connect_in_process(uri), builtin)
+            except ConnectionRefusedError as err:
+                message = f"cannot connect to the {role} side at {uri}: {err}"
+                raise failure(role, "error", message, "connect", builtin) from None
         where: dict[str, Any] = {"uri": uri}
         if uri.startswith(UNIX_SCHEME):  # a built-in side of this process (engine.session.sides.server)
             where = {"uri": "ws://localhost/", "unix": True, "path": uri[len(UNIX_SCHEME) :]}
@@ -391,8 +408,9 @@ class SideLink:
         """Send ``session.end`` and close the connection (best effort; never raises: the session's
         artifacts are written after it, whatever the connection's state).
 
-        A connection to a built-in side on a Unix socket (:data:`UNIX_SCHEME`, served by
-        ``engine.session.sides.server.builtin_side`` with sessions back to back) is kept open for the next
+        A connection to a built-in side on a Unix socket (:data:`UNIX_SCHEME`) or in this process
+        (``mem:``), served by ``engine.session.sides.server.builtin_side`` with sessions back to
+        back, is kept open for the next
         session instead when this one left it clean: the session started (``session.ready``
         received), every turn answered, no failure of this side, ``session.end`` sent. Opening and
         closing a WebSocket costs about as much CPU as a whole replayed conversation's frames."""
@@ -411,7 +429,7 @@ class SideLink:
         except Exception:
             pass
         reusable = (
-            sent and self.started and self.clean and not self.turns_open and self.uri.startswith(UNIX_SCHEME)
+            sent and self.started and self.clean and not self.turns_open and self.uri.startswith(_REUSED)
         )
         if reusable and self.ws.state is State.OPEN and type(self) is SideLink:
             _IDLE.setdefault(self.uri, []).append(self.ws)

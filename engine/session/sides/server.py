@@ -53,9 +53,13 @@ from engine.session.backends import (
     TurnInfo,
     Usage,
 )
+from engine.session.sides import memory
 from engine.session.sides.link import UNIX_SCHEME, forget
 
 log = logging.getLogger(__name__)
+
+#: The side's end of a connection: a WebSocket, or an in-process pair's (``engine.session.sides.memory``).
+Peer = ServerConnection | memory.MemoryConnection
 
 
 class _SessionEnded(Exception):
@@ -67,7 +71,7 @@ class _Session:
 
     version: int = PROTOCOL_VERSION
 
-    def __init__(self, ws: ServerConnection, start: dict[str, Any], backend: Backend, check_schema: bool):
+    def __init__(self, ws: Peer, start: dict[str, Any], backend: Backend, check_schema: bool):
         self.ws = ws
         self.check_schema = check_schema
         self.ids = Ids("s")
@@ -214,7 +218,7 @@ class SideServer:
         #: protocol's one session per connection.
         self.serial = serial
 
-    async def handle(self, ws: ServerConnection) -> None:
+    async def handle(self, ws: Peer) -> None:
         """The connection handler: one session, start to end (with ``serial``, then the next
         session's start, until the engine closes the connection). Never raises."""
         ids = Ids("x")
@@ -242,7 +246,7 @@ class SideServer:
         finally:
             guard.close()
 
-    async def _run(self, ws: ServerConnection, guard: TurnGuard) -> None:
+    async def _run(self, ws: Peer, guard: TurnGuard) -> None:
         """One session: its ``session.start`` (:meth:`_start`), its backend, ``session.ready``
         (:meth:`_open`), then each ``turn.request`` answered until ``session.end`` or an error."""
         start = await self._start(ws)
@@ -270,7 +274,7 @@ class SideServer:
         finally:
             await _close_backend(backend)
 
-    async def _start(self, ws: ServerConnection) -> dict[str, Any]:
+    async def _start(self, ws: Peer) -> dict[str, Any]:
         """The connection's ``session.start``, for this server's role. Raises ProtocolError."""
         start = decode(await ws.recv(), check_schema=self.check_schema, version=self.version)
         if start["type"] != "session.start":
@@ -283,7 +287,7 @@ class SideServer:
             )
         return start
 
-    async def _open(self, ws: ServerConnection, start: dict[str, Any], backend: Backend) -> _Session:
+    async def _open(self, ws: Peer, start: dict[str, Any], backend: Backend) -> _Session:
         """The session of ``start`` with ``backend``, after its ``session.ready`` is sent."""
         session = _Session(ws, start, backend, self.check_schema)
         endpoint = getattr(backend, "endpoint", None)  # a model endpoint's name and URL, for messages
@@ -299,7 +303,7 @@ class TurnGuard:
     (a watcher task per turn cost about 30 µs). Create it in the handler's task; :meth:`close` it
     when the connection is done."""
 
-    def __init__(self, ws: ServerConnection) -> None:
+    def __init__(self, ws: Peer) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._task = task
@@ -336,7 +340,7 @@ class TurnGuard:
         self._watch.cancel()
 
 
-async def _send_quietly(ws: ServerConnection, msg: dict[str, Any]) -> None:
+async def _send_quietly(ws: Peer, msg: dict[str, Any]) -> None:
     with contextlib.suppress(ConnectionClosed, TimeoutError, OSError):
         async with asyncio.timeout(1.0):
             await ws.send(encode(msg))
@@ -375,13 +379,23 @@ def server_uri(server: Server) -> str:
 
 @contextlib.asynccontextmanager
 async def builtin_side(
-    factory: BackendFactory, role: str | None = None, local: bool = False
+    factory: BackendFactory, role: str | None = None, local: bool = False, in_process: bool = False
 ) -> AsyncIterator[str]:
     """Run a side server for the duration; yields its URI: ``ws://127.0.0.1:PORT`` (an ephemeral
     port), or with ``local``, where the platform has Unix sockets, ``ws+unix:PATH``: the same
     WebSocket protocol over a Unix socket in a fresh private temporary folder (removed at the end),
-    for a side only this process connects to. It skips the TCP stack: measured about a third less
-    CPU per frame exchanged (``make bench``). The runner serves its built-in sides this way."""
+    for a side only this process connects to (it skips the TCP stack: about a third less CPU per
+    frame). With ``in_process``, ``mem:NAME``: the same frames over no socket at all
+    (``engine.session.sides.memory``), the same checks on both ends; the runner serves its
+    built-in sides this way (``make bench``, ``bench_scaling``: the figures in docs/performance.md)."""
+    if in_process:
+        side = SideServer(factory, role, False, serial=True)
+        async with memory.serve(side.handle, role or "side") as uri:
+            try:
+                yield uri
+            finally:
+                await forget(uri)
+        return
     folder = _socket_folder() if local else None
     if folder is None:
         server = await start_side_server(factory, role=role)

@@ -23,11 +23,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import Server, serve
 
 from engine.core.protocol import AUDIO_PROTOCOL_VERSION, MAX_FRAME_BYTES, ProtocolError, decode
 from engine.session.backends import Backend, BackendFactory
-from engine.session.sides.server import SideServer, _Session, server_uri
+from engine.session.sides.server import Peer, SideServer, _Session, server_uri
 from engine.session.voice.frames import pack, split
 from engine.session.voice.pcm import duration_ms, silence, trim
 from engine.session.voice.tts import Synthesizer
@@ -55,7 +55,7 @@ class _VoiceSession(_Session):
     version = AUDIO_PROTOCOL_VERSION
 
     def __init__(
-        self, ws: ServerConnection, start: dict[str, Any], backend: Backend, style: VoiceStyle, rate: int
+        self, ws: Peer, start: dict[str, Any], backend: Backend, style: VoiceStyle, rate: int
     ):
         super().__init__(ws, start, backend, check_schema=False)
         self.style = style
@@ -110,7 +110,7 @@ class VoiceSideServer(SideServer):
         super().__init__(factory, role="agent")
         self.style = style
 
-    async def _start(self, ws: ServerConnection) -> dict[str, Any]:
+    async def _start(self, ws: Peer) -> dict[str, Any]:
         # the start frame is checked against its schema: its audio offer is read below
         start = decode(await ws.recv(), version=AUDIO_PROTOCOL_VERSION)
         if start["type"] != "session.start" or start["role"] != "agent":
@@ -119,7 +119,7 @@ class VoiceSideServer(SideServer):
             )
         return start
 
-    async def _open(self, ws: ServerConnection, start: dict[str, Any], backend: Backend) -> _VoiceSession:
+    async def _open(self, ws: Peer, start: dict[str, Any], backend: Backend) -> _VoiceSession:
         rates = start["audio"]["sample_rates"]
         rate = PREFERRED_RATE if PREFERRED_RATE in rates else rates[0]
         session = _VoiceSession(ws, start, backend, self.style, rate)

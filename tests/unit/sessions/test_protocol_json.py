@@ -36,3 +36,36 @@ def test_what_orjson_refuses_is_the_standard_librarys() -> None:
 @given(st.dictionaries(st.text(), json_values, max_size=5))
 def test_any_message_as_the_standard_library_writes_it(msg: dict[str, Any]) -> None:
     assert encode(msg) == _stdlib(msg)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of the same types all the way down (1 is not 1.0, -0.0 is not 0.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return repr(a) == repr(b)
+
+
+def test_parse_gives_the_standard_librarys_values_where_orjson_differs_or_refuses() -> None:
+    from engine.core.protocol import _parse
+
+    texts = ("[12345678901234567890123]", "[9223372036854775807]", "[NaN, Infinity]", '["\\ud800"]')
+    texts += (
+        '{"a": 1, "a": 2}',
+        "[1e400, -0.0, 1.5e-7, -0]",
+        '["\\u00e9\\n"]',
+        '{"k": [123456789012345678]}',
+    )
+    for text in texts:
+        assert _same(_parse(text), json.loads(text)), text
+
+
+@given(st.dictionaries(st.text(), json_values, max_size=5))
+def test_any_frame_parses_as_the_standard_library_parses_it(msg: dict[str, Any]) -> None:
+    from engine.core.protocol import _parse
+
+    for text in (_stdlib(msg), json.dumps(msg)):
+        assert _same(_parse(text), json.loads(text))
