@@ -145,7 +145,10 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                 why = err.strerror or err
                 raise OutputError(f"cannot write the run directory {run_dir}: {why}") from None
             held.enter_context(lock_run_dir(run_dir))
-        return await _run_locked(opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec), voice)
+        report = await _run_locked(opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec), voice)
+        if voice is not None and voice.cache is not None:  # this process's lookups (not --workers')
+            report.voice_cache = voice.cache.line()
+        return report
 
 
 async def _run_locked(

@@ -32,7 +32,7 @@ from engine.domains.eva_airline.spoken import DIAGNOSTICS
 from engine.domains.registry import plugins
 from engine.results.scoring_stage import finish_session
 from engine.run import runner
-from engine.session.voice.asr import shutdown_pool
+from engine.session.voice.pool import shutdown_pool
 from engine.session.voice.run import VoiceRun
 from engine.session.voice.tts import ToneVoice, missing_tts
 from engine.session.voice.vad import vad_name

@@ -27,6 +27,7 @@ from websockets.exceptions import ConnectionClosed
 from engine.core.protocol import AUDIO_PROTOCOL_VERSION, ProtocolError
 from engine.session.sides.link import SideFailure, SideLink, how, other_role
 from engine.session.voice.asr import Recognizer, hear
+from engine.session.voice.cache import VoiceCache
 from engine.session.voice.frames import AudioFrame, FrameError, pack, split, unpack
 from engine.session.voice.pcm import trim
 from engine.session.voice.timeline import Timeline, TimelineError, Utterance
@@ -40,13 +41,15 @@ SAMPLE_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
 class VoiceConfig:
     """Run-level audio settings: ``tts`` speaks the caller; ``sample_rates`` offered (Hz);
     ``frame_ms`` of the frames the engine sends; ``max_frame_ms`` the most a frame may carry;
-    ``recognizer`` (optional) transcribes each agent turn's audio as the turn ends."""
+    ``recognizer`` (optional) transcribes each agent turn's audio as the turn ends, its
+    transcripts kept in ``cache`` (optional; ``engine.session.voice.cache``)."""
 
     tts: Synthesizer
     sample_rates: tuple[int, ...] = SAMPLE_RATES
     frame_ms: int = 100
     max_frame_ms: int = 1000
     recognizer: Recognizer | None = None
+    cache: VoiceCache | None = None
 
     def offer(self) -> dict[str, Any]:
         """The ``audio`` field of ``session.start``."""
@@ -194,7 +197,7 @@ class AudioLink(SideLink):
         recognizer = self.call.config.recognizer
         assert recognizer is not None
         try:
-            utt.heard = await hear(recognizer, bytes(utt.pcm), utt.rate)
+            utt.heard = await hear(recognizer, bytes(utt.pcm), utt.rate, self.call.config.cache)
         except (RuntimeError, OSError) as err:  # a broken recogniser is the engine's, never the agent's
             self.call.asr_errors.append(f"turn {utt.turn}: {err}")
             return None

@@ -20,17 +20,19 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from engine.core.model import Scenario
 from engine.core.records.voice import VoiceSummary
 from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.registry import scheme_of
 from engine.session.voice.asr import default_recognizer
+from engine.session.voice.cache import VoiceCache, default_cache
 from engine.session.voice.link import VoiceCall, VoiceConfig
 from engine.session.voice.metrics import session_metrics, turn_metrics
 from engine.session.voice.pcm import wav_bytes
 from engine.session.voice.side import VoiceStyle, voice_agent_side
-from engine.session.voice.tts import Synthesizer, TTSError, local_tts
+from engine.session.voice.tts import Synthesizer, TTSError, cached, local_tts
 from engine.util.artifacts import write_bytes, write_json
 from engine.util.errors import UsageError
 
@@ -46,19 +48,35 @@ class VoiceRun:
     style: VoiceStyle
 
     @classmethod
-    def create(cls, tts: Synthesizer | None = None, delay_ms: float = 0.0, language: str = "en") -> VoiceRun:
+    def create(
+        cls,
+        tts: Synthesizer | None = None,
+        delay_ms: float = 0.0,
+        language: str = "en",
+        cache: VoiceCache | Literal["default"] | None = "default",
+    ) -> VoiceRun:
         """Settings with ``tts`` (default: the local engine in the espeak-ng voice of ``language``,
         a BCP 47 code) and the default recogniser for ``language``
         (``engine.session.voice.asr.default_recognizer``: ``$EVALCTL_ASR``, else PocketSphinx for
-        English). Raises UsageError when no TTS engine (or voice for the language) is installed or
-        the recogniser is misnamed."""
+        English); both behind ``cache`` (default: the user's voice cache,
+        ``engine.session.voice.cache.default_cache``, None when ``$EVALCTL_VOICE_CACHE=off``; None:
+        no cache) where they declare an identity. Raises UsageError when no TTS engine (or voice
+        for the language) is installed or the recogniser is misnamed."""
         if tts is None:
             try:
                 tts = local_tts(language)
             except TTSError as err:
                 raise UsageError(str(err)) from None
         recognizer = default_recognizer(language)
-        return cls(VoiceConfig(tts, recognizer=recognizer), VoiceStyle(tts, delay_ms=delay_ms))
+        store = default_cache() if cache == "default" else cache
+        tts = cached(tts, store)
+        config = VoiceConfig(tts, recognizer=recognizer, cache=store)
+        return cls(config, VoiceStyle(tts, delay_ms=delay_ms))
+
+    @property
+    def cache(self) -> VoiceCache | None:
+        """The run's voice cache (None: off); its ``counts`` are this process's hits and misses."""
+        return self.config.cache
 
     def agent_side(self, spec: BackendSpec, factory: BackendFactory) -> AbstractAsyncContextManager[str]:
         """Serve a built-in agent as a voice side; yields its URI. A model backend is given the

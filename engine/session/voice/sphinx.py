@@ -14,6 +14,7 @@ The settings trade accuracy for speed (``ds`` frame downsampling, ``topn`` Gauss
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
@@ -74,3 +75,18 @@ class PocketSphinx:
         decoder.end_utt()
         hyp = decoder.hyp()
         return " ".join(hyp.hypstr.split()) if hyp is not None else ""
+
+    def cache_identity(self) -> str:
+        """What decides the transcripts (the voice cache's key): the package version and every
+        setting of the decoder."""
+        return f"pocketsphinx {_version()} {dataclasses.asdict(self)}"
+
+
+@lru_cache(maxsize=1)
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pocketsphinx")
+    except PackageNotFoundError:
+        return "unknown"
