@@ -10,7 +10,9 @@ SHA-256 of everything that decides them:
   sample rate; the value is the mono s16le samples;
 - recognition (:func:`recognition_key`): the recogniser's identity (name, library version and
   configuration; :func:`engine.session.voice.asr.recognizer_identity`), the sample rate and the
-  SHA-256 of the samples; the value is the transcript.
+  SHA-256 of the samples; the value is the transcript;
+- voice activity (:func:`recognition_key` with the detector's identity,
+  :func:`engine.session.voice.vad.vad_identity`): the speech segments of one utterance's samples.
 
 Only engines that declare an identity are cached (the local ones: espeak-ng, the tone stand-in,
 PocketSphinx); a command named by ``$EVALCTL_ASR`` is not. The store is a
@@ -37,7 +39,7 @@ _OFF = frozenset({"off", "none", "0", "no"})
 #: The most the cache holds on disk (bytes); diskcache evicts the least recently used beyond it.
 SIZE_LIMIT = 2**30
 #: Key prefix of each kind of entry (also the counters' names).
-KINDS = ("tts", "asr")
+KINDS = ("tts", "asr", "vad")
 
 
 def voice_cache_dir() -> Path | None:
@@ -62,10 +64,11 @@ def synthesis_key(identity: str, text: str, rate: int) -> str:
     return "tts:" + _digest({"engine": identity, "text": text, "rate": rate})
 
 
-def recognition_key(identity: str, pcm: bytes, rate: int) -> str:
-    """The key of ``pcm`` (mono s16le at ``rate`` Hz) heard by the recogniser ``identity``."""
+def recognition_key(identity: str, pcm: bytes, rate: int, kind: str = "asr") -> str:
+    """The key of ``pcm`` (mono s16le at ``rate`` Hz) heard by the recogniser ``identity`` (or,
+    ``kind`` ``vad``, segmented by the voice activity detector ``identity``)."""
     audio = hashlib.sha256(pcm).hexdigest()
-    return "asr:" + _digest({"recognizer": identity, "audio": audio, "rate": rate})
+    return f"{kind}:" + _digest({"recognizer": identity, "audio": audio, "rate": rate})
 
 
 @dataclass
@@ -146,10 +149,10 @@ class VoiceCache:
 
     def line(self) -> str:
         """One line for the run summary: the hits and misses of each kind, and the folder."""
-        (th, tm), (ah, am) = self.counts["tts"], self.counts["asr"]
+        names = {"tts": "synthesis", "asr": "recognition", "vad": "voice activity"}
+        parts = ", ".join(f"{names[k]} {h} hits / {m} misses" for k, (h, m) in self.counts.items())
         where = f"off ({self.error})" if self.error else str(self.directory)
-        said = f"synthesis {th} hits / {tm} misses"
-        return f"voice cache: {said}, recognition {ah} hits / {am} misses ({where})"
+        return f"voice cache: {parts} ({where})"
 
     def close(self) -> None:
         if self._store is not None and self._pid == os.getpid():

@@ -32,6 +32,7 @@ from engine.session.voice.frames import AudioFrame, FrameError, pack, split, unp
 from engine.session.voice.pcm import trim
 from engine.session.voice.timeline import Timeline, TimelineError, Utterance
 from engine.session.voice.tts import Synthesizer, TTSError
+from engine.session.voice.vad import CachedVAD, speech_segments
 
 ENCODING = "pcm_s16le"
 SAMPLE_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
@@ -215,7 +216,8 @@ class AudioLink(SideLink):
                 f"session.ready: sample_rate {audio['sample_rate']} is not one of {config.sample_rates}",
             )
         self.call.text_hint = bool(audio.get("text", False))
-        self.call.timeline = Timeline(audio["sample_rate"], 1000.0 * self.call.limit_s)
+        finder = speech_segments if config.cache is None else CachedVAD(config.cache)
+        self.call.timeline = Timeline(audio["sample_rate"], 1000.0 * self.call.limit_s, finder=finder)
 
     def _response(self, msg: dict[str, Any]) -> Utterance | None:
         utt = self.current
