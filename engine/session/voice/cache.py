@@ -117,7 +117,7 @@ class VoiceCache:
                 value = store.get(key)
             except Exception as err:  # a cache never fails a run: note it, go on without
                 self.error, self._store = f"{self.directory}: {err}", None
-        self.counts[key.split(":", 1)[0]][0 if value is not None else 1] += 1
+        self.counts.setdefault(key.split(":", 1)[0], [0, 0])[0 if value is not None else 1] += 1
         return value
 
     def put(self, key: str, value: bytes | str) -> None:

@@ -120,9 +120,11 @@ class Timeline:
         earlier audio ends. Raises TimelineError past ``limit_ms``."""
         if utt.first_audio_at is None:
             utt.first_audio_at = now
-        floor = max(
-            (u.end_ms or 0.0 for u in self.utterances if u.role == "agent" and u is not utt), default=0.0
-        )
+        floor = 0.0  # only the first frame is placed against the side's earlier audio
+        if utt.start_ms is None:
+            floor = max(
+                (u.end_ms or 0.0 for u in self.utterances if u.role == "agent" and u is not utt), default=0.0
+            )
         at = max(float(t_ms), floor) if utt.start_ms is None else max(float(t_ms), utt.end_ms or 0.0)
         if at + duration_ms(pcm, self.rate) > self.limit_ms:
             raise TimelineError(
