@@ -109,9 +109,10 @@ def espeak_pcm(text: str, voice: str, words_per_minute: int, rate: int, timeout_
         text.encode("utf-8"),
         timeout_s,
     )
-    # -D: no dither, so the same text always gives the same samples (sox dithers with fresh noise
-    # by default: two syntheses differed in 44 % of their samples, by up to 2 LSB)
-    sox = ["sox", "-q", "-D", "-t", "wav", "-", "-t", "raw", "-r", str(rate), "-e", "signed", "-b", "16"]
+    # -R: sox's repeatable mode, its dither seeded with a fixed number, so the same text always
+    # gives the same samples (by default two syntheses differed in 44 % of their samples, by up to
+    # 2 LSB); dithered still: without it (-D) PocketSphinx hears digital silence worse
+    sox = ["sox", "-q", "-R", "-t", "wav", "-", "-t", "raw", "-r", str(rate), "-e", "signed", "-b", "16"]
     return _program([*sox, "-c", "1", "-L", "-"], wav, timeout_s)
 
 
@@ -148,7 +149,7 @@ class EspeakNG:
     def cache_identity(self) -> str:
         """What decides the samples (the voice cache's key): the programs' versions, the voice
         and the speed."""
-        return f"espeak-ng voice={self.voice} wpm={self.words_per_minute} sox -D ({program_versions()})"
+        return f"espeak-ng voice={self.voice} wpm={self.words_per_minute} sox -R ({program_versions()})"
 
 
 @dataclass(frozen=True)
