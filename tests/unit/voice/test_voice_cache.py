@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import cli
+from engine.run.runner import run
 from engine.session.voice.cache import VOICE_CACHE_ENV, VoiceCache, recognition_key, synthesis_key
 from engine.session.voice.link import VoiceConfig
 from engine.session.voice.pcm import samples
@@ -20,6 +21,8 @@ from engine.session.voice.run import VoiceRun
 from engine.session.voice.side import VoiceStyle
 from engine.session.voice.sphinx import PocketSphinx
 from engine.session.voice.tts import EspeakNG, ToneVoice, cached, synth_identity
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.runtime_helpers import run_options
 from tests.unit.voice.test_voice import THREE, _run
 
 #: Fields measured on the engine's wall clock (time to first audio, TTS seconds): they differ
@@ -59,7 +62,11 @@ async def test_a_warm_run_reads_everything_and_gives_the_cold_runs_results(tmp_p
     cold_cache, warm_cache = VoiceCache(tmp_path / "cache"), VoiceCache(tmp_path / "cache")
     names = THREE[:1]  # one scenario: 4 caller lines, 4 agent turns (fast; the bench runs eva's 50)
     cold = await _run(tmp_path / "cold", names, voice=_cached_run(cold_cache))
-    warm = await _run(tmp_path / "warm", names, voice=_cached_run(warm_cache))
+    opts = run_options(
+        MOCK_SPEC_DIR, MOCK_DATA_ROOT, scenarios=names, output_dir=tmp_path / "warm", quiet=True, voice=True
+    )
+    report = await run(opts, _cached_run(warm_cache))
+    warm = {n: json.loads((tmp_path / "warm" / n / "metrics.json").read_text()) for n in names}
     assert all(misses > 0 for _, misses in cold_cache.counts.values()) and cold_cache.error is None
     # warm: every line and every turn's audio found, nothing synthesised, recognised or segmented again
     assert warm_cache.counts == {kind: [sum(counts), 0] for kind, counts in cold_cache.counts.items()}
@@ -73,7 +80,9 @@ async def test_a_warm_run_reads_everything_and_gives_the_cold_runs_results(tmp_p
         assert all(t["asr_text"].startswith("word") for t in docs[1]["turns"])  # it heard something
         wavs = [(tmp_path / run / name / "audio" / "agent.wav").read_bytes() for run in ("cold", "warm")]
         assert wavs[0] == wavs[1]
-    assert "synthesis " in warm_cache.line() and " 0 misses" in warm_cache.line()
+    # the run's summary says so (evalctl run prints it under the voice figures)
+    assert report.voice_cache == warm_cache.line() and report.voice_cache.startswith("voice cache: synthesis")
+    assert f"recognition {sum(cold_cache.counts['asr'])} hits / 0 misses" in report.voice_cache
 
 
 def test_the_keys_cover_what_decides_the_value() -> None:
