@@ -14,9 +14,10 @@ package's defaults: about 0.4 s). Tried and not taken, on a third of those lines
 after the other on a machine at load 10-17): without the second, flat-lexicon pass
 (``fwdflat=False``) 0.158 s against 0.265 s (0.60x) for 89.2 % against 87.7 % WER, but the
 replay of eva_airline__5_2_5 then matched 2 of its 3 agent turns to their lines instead of 3
-(tests/domains/eva_airline/test_voice_hearing_eva.py); ``ds=3`` 90.2 % WER for no measurable
-saving. espeak-ng's formant speech is far from the model's training speech, so the WER is high
-either way; the gate ``speech_matches_text`` (the nearest line) is what must hold.
+(tests/domains/eva_airline/test_voice_hearing_eva.py); ``ds=3`` without the flat pass 0.212 s
+(no faster than that pass alone, within this machine's noise) for 90.2 % WER. espeak-ng's
+formant speech is far from the model's training speech, so the WER is high either way; the gate
+``speech_matches_text`` (the nearest line) is what must hold.
 """
 
 from __future__ import annotations
