@@ -937,19 +937,23 @@ def compare_cmd(run_a: str, run_b: str, as_json: bool, html: str | None, prices:
 @click.argument("action", type=click.Choice(["stats", "clear"]))
 @click.argument("directory", required=False, default=None, metavar="[DIR]")
 @click.option("--json", "as_json", is_flag=True, help="stats: print one JSON object.")
-def cache_cmd(action: str, directory: str | None, as_json: bool) -> int:
+@click.option("--voice", is_flag=True, help="The voice cache (synthesis and recognition of --voice runs).")
+def cache_cmd(action: str, directory: str | None, as_json: bool, voice: bool) -> int:
     """Show what the model-call cache in DIR holds (entries per endpoint and model), or empty it.
 
-    DIR defaults to $EVALCTL_CACHE (the folder `evalctl run --cache DIR` fills).
+    DIR defaults to $EVALCTL_CACHE (the folder `evalctl run --cache DIR` fills). With --voice,
+    or with neither DIR nor $EVALCTL_CACHE, the voice cache instead: what --voice runs synthesised
+    and recognised ($EVALCTL_VOICE_CACHE, else ~/.cache/evalctl/voice).
 
     \b
     Example:
       evalctl cache stats ~/.cache/evalctl
       evalctl cache clear ~/.cache/evalctl
+      evalctl cache clear --voice
     """
     from engine.commands.cache import cache_command
 
-    return cache_command(action, directory, as_json=as_json)
+    return cache_command(action, directory, as_json=as_json, voice=voice)
 
 
 def main(argv: list[str] | None = None) -> int:

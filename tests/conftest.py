@@ -19,6 +19,8 @@ from hypothesis import settings
 settings.register_profile("repeatable", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+# voice runs in tests keep no voice cache in the user's home (a test that wants one names a folder)
+os.environ.setdefault("EVALCTL_VOICE_CACHE", "off")
 
 # A suite started in the background (`make test &`, nohup, some CI runners) inherits an ignored
 # SIGINT, and an ignored signal stays ignored in every child: the tests that stop a child with

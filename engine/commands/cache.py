@@ -1,4 +1,5 @@
-"""``evalctl cache stats|clear [DIR]``: what the model-call cache holds, or empty it."""
+"""``evalctl cache stats|clear [DIR] [--voice]``: what the model-call cache or the voice cache
+holds, or empty it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import json
 
 from engine.commands.console import text_console
 from engine.util.callcache import (
-    CACHE_ENV,
     FILE_NAME,
     CallCache,
     UnusableCache,
@@ -16,14 +16,18 @@ from engine.util.callcache import (
 from engine.util.errors import OutputError, UsageError
 
 
-def cache_command(action: str, directory: str | None, as_json: bool = False) -> int:
-    """``stats``: entries, bytes and entries per endpoint and model of the cache in ``directory``
+def cache_command(action: str, directory: str | None, as_json: bool = False, voice: bool = False) -> int:
+    """The voice cache (:func:`voice_cache_command`) when ``voice`` is set, or when no folder is
+    named and ``$EVALCTL_CACHE`` is unset; else the model-call cache of ``directory``: ``stats``:
+    entries, bytes and entries per endpoint and model of the cache in ``directory``
     (None: ``$EVALCTL_CACHE``); ``clear``: delete every entry, or remove a broken cache file (not
-    SQLite, another schema) and say so. Returns 0. Raises UsageError (exit 2) when no folder is
-    named or it holds no cache, and for ``stats`` when its file is not a usable cache."""
+    SQLite, another schema) and say so. Returns 0. Raises UsageError (exit 2) when the folder holds
+    no cache, and for ``stats`` when its file is not a usable cache."""
     folder = cache_dir_from(directory)
-    if folder is None:
-        raise UsageError(f"evalctl cache {action}: name the cache folder (DIR) or set ${CACHE_ENV}")
+    if voice or folder is None:
+        if directory is not None and voice:
+            raise UsageError("evalctl cache --voice: its folder is $EVALCTL_VOICE_CACHE, not DIR")
+        return voice_cache_command(action, as_json)
     if not (folder / FILE_NAME).is_file():
         raise UsageError(f"evalctl cache {action}: {folder} holds no model-call cache ({FILE_NAME})")
     out = text_console()
@@ -61,4 +65,34 @@ def cache_command(action: str, directory: str | None, as_json: bool = False) -> 
     )
     for name, count in stats["models"].items():
         out.print(f"  {name}: {count}", markup=False, highlight=False)
+    return 0
+
+
+def voice_cache_command(action: str, as_json: bool = False) -> int:
+    """``stats`` / ``clear`` of the voice cache (``engine.session.voice.cache``: the user cache
+    dir, or ``$EVALCTL_VOICE_CACHE``). Returns 0; raises UsageError (exit 2) when the cache is off
+    or its folder holds none, OutputError when it cannot be opened."""
+    from engine.session.voice.cache import VOICE_CACHE_ENV, VoiceCache, voice_cache_dir
+
+    folder = voice_cache_dir()
+    if folder is None:
+        raise UsageError(f"evalctl cache {action}: the voice cache is off (${VOICE_CACHE_ENV})")
+    if not folder.is_dir():
+        raise UsageError(f"evalctl cache {action}: {folder} holds no voice cache")
+    cache, out = VoiceCache(folder), text_console()
+    try:
+        if action == "clear":
+            removed = cache.clear()
+            out.print(f"voice cache {folder}: {removed} entries removed", markup=False, highlight=False)
+            return 0
+        stats = cache.stats()
+    except RuntimeError as err:
+        raise OutputError(f"voice cache {folder}: {err}") from None
+    finally:
+        cache.close()
+    if as_json:
+        out.print(json.dumps(stats, indent=2), markup=False, highlight=False, soft_wrap=True)
+    else:
+        line = f"voice cache {folder}: {stats['entries']} entries, {stats['bytes'] / 1e6:.1f} MB"
+        out.print(line, markup=False, highlight=False)
     return 0

@@ -154,6 +154,8 @@ def print_outcome(
             )
         ):
             out.print(line, markup=False, highlight=False)
+    if outcome.voice_cache is not None:
+        out.print(f"  {outcome.voice_cache}", markup=False, highlight=False)
     if (outcome.run_dir / "summary.json").is_file():
         report(outcome.run_dir, out, prices=prices)
     for key, message in sorted(outcome.scoring_errors.items()):

@@ -34,6 +34,9 @@ class RunReport:
     totals: SummaryTotals = field(default_factory=SummaryTotals, repr=False)
     #: Ctrl-C presses the run took (``engine.run.runner.CtrlC``): the outcome is printed counting on.
     ctrl_c_presses: int = 0
+    #: A voice run's cache line (``engine.session.voice.cache.VoiceCache.line``: hits and misses of
+    #: synthesis and recognition in this process), printed with the summary; None otherwise.
+    voice_cache: str | None = None
 
     def add(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         """Keep what the report needs of a finished session (its small record, and its metrics in

@@ -149,7 +149,11 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                 why = err.strerror or err
                 raise OutputError(f"cannot write the run directory {run_dir}: {why}") from None
             held.enter_context(lock_run_dir(run_dir))
-        return await _run_locked(opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec), voice)
+        report = await _run_locked(opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec), voice)
+        cache = voice.cache if voice is not None else None
+        if cache is not None and any(sum(c) for c in cache.counts.values()):
+            report.voice_cache = cache.line()  # this process's lookups; --workers' are not gathered
+        return report
 
 
 async def _run_locked(

@@ -10,14 +10,16 @@ Real-time factor: a voice replay run (espeak-ng when installed, else the tone st
 eva scenarios at concurrency 1 and of all 50 at the default concurrency: wall time / media time
 of the conversations (below 1 is faster than real time), with the TTS time of the caller.
 
-CPU: a voice replay of the 50 eva scenarios with recognition and VAD on against a text replay
-(this process and its finished children: TTS programs and the recognition workers).
+CPU: a voice replay of the 50 eva scenarios with recognition and VAD on, cold (an empty voice
+cache) and warm (the cache the cold run filled), against a text replay in the same bench (this
+process and its finished children: the voice workers and the TTS programs they run).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import resource
 import statistics
 import tempfile
@@ -32,7 +34,8 @@ from engine.domains.eva_airline.spoken import DIAGNOSTICS
 from engine.domains.registry import plugins
 from engine.results.scoring_stage import finish_session
 from engine.run import runner
-from engine.session.voice.asr import shutdown_pool
+from engine.session.voice.cache import VoiceCache
+from engine.session.voice.pool import shutdown_pool
 from engine.session.voice.run import VoiceRun
 from engine.session.voice.tts import ToneVoice, missing_tts
 from engine.session.voice.vad import vad_name
@@ -122,7 +125,8 @@ def bench_spoken_overhead() -> None:
 
 def bench_voice_rtf() -> None:
     reason = missing_tts()
-    voice = VoiceRun.create() if reason is None else VoiceRun.create(tts=ToneVoice())
+    # no cache: the real-time factor of synthesising every line
+    voice = VoiceRun.create(cache=None) if reason is None else VoiceRun.create(tts=ToneVoice(), cache=None)
     label = "espeak-ng" if reason is None else f"tone stand-in ({reason})"
     with tempfile.TemporaryDirectory() as tmp:
         for names, concurrency in ((THREE, 1), ((), 8)):
@@ -148,34 +152,65 @@ def bench_voice_rtf() -> None:
             )
 
 
-def _cpu() -> float:
-    """CPU seconds of this process and of its finished children (TTS programs, recognisers)."""
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process and of its finished children (TTS programs and the voice
+    workers, with the programs they ran), as ``(own, children)``."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def _replay_cpu(out: Path, voice: VoiceRun | None) -> tuple[float, float, int]:
+    """``(own CPU s, children's CPU s, sessions passed)`` of a replay of the 50 eva scenarios."""
+    opts = run_options(SPEC_DIR, REPO / "data", output_dir=out, quiet=True, voice=voice is not None)
+    before = _cpu()
+    report = asyncio.run(runner.run(opts, voice))
+    shutdown_pool()  # the voice workers' CPU is counted once they have ended
+    after = _cpu()
+    passed = sum(1 for o in report.outcomes if o.is_successful is True)
+    return after[0] - before[0], after[1] - before[1], passed
 
 
 def bench_voice_cpu() -> None:
-    """CPU of a voice replay of the 50 eva scenarios with recognition and VAD on, against a text
-    replay of the same (target: at most 3x)."""
+    """CPU of a voice replay of the 50 eva scenarios with recognition and VAD on, with an empty
+    voice cache (cold) and again with the cache it filled (warm), against a text replay of the
+    same measured in the same bench (target: at most 3x). Text and warm runs alternate, two rounds
+    each (medians); the cold run, minutes of recognition, runs once."""
     if missing_tts() is not None:
         print(f"voice CPU: skipped ({missing_tts()})")
         return
-    voice = VoiceRun.create()  # espeak-ng, the default recogniser, webrtcvad
-    spent: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for kind in ("text", "voice"):
-            opts = run_options(
-                SPEC_DIR, REPO / "data", output_dir=Path(tmp) / kind, quiet=True, voice=kind == "voice"
-            )
-            t0 = _cpu()
-            asyncio.run(runner.run(opts, voice if kind == "voice" else None))
-            shutdown_pool()  # the recognition workers' CPU is counted once they have ended
-            spent[kind] = _cpu() - t0
-    ratio = spent["voice"] / spent["text"]
-    rec = voice.config.recognizer.name if voice.config.recognizer else "none"
+        cache = VoiceCache(Path(tmp) / "voice-cache")  # empty: the first voice run is cold
+        voice = VoiceRun.create(cache=cache)  # espeak-ng, the default recogniser, webrtcvad
+        rec = voice.config.recognizer.name if voice.config.recognizer else "none"
+        load = os.getloadavg()[0]
+        text, warm = [], []
+        text.append(_replay_cpu(Path(tmp) / "text0", None))
+        cold = _replay_cpu(Path(tmp) / "cold", voice)
+        cold_counts = {k: list(v) for k, v in cache.counts.items()}
+        for k in range(2):
+            cache.counts = {kind: [0, 0] for kind in cache.counts}
+            warm.append(_replay_cpu(Path(tmp) / f"warm{k}", voice))
+            text.append(_replay_cpu(Path(tmp) / f"text{k + 1}", None))
+        warm_counts = cache.counts
+        cache.close()
+    t = statistics.median(a + b for a, b, _ in text)
+    w = statistics.median(a + b for a, b, _ in warm)
+    c = cold[0] + cold[1]
+    n = 50
     print(
-        f"voice CPU: text replay of 50 eva scenarios {spent['text']:.1f} s, voice replay with "
-        f"recognition ({rec}) and VAD ({vad_name()}) {spent['voice']:.1f} s: {ratio:.1f}x (target <= 3x)"
+        f"voice CPU (recognition {rec}, VAD {vad_name()}; load average {load:.1f} at the start): "
+        f"text replay of {n} eva scenarios {t:.1f} s ({1000 * t / n:.0f} ms per session, median of "
+        f"{len(text)}), {text[-1][2]}/{n} passed"
+    )
+    print(
+        f"  voice cold (empty cache) {c:.1f} s ({c / n:.2f} s per session; engine {cold[0]:.1f} s, "
+        f"workers and programs {cold[1]:.1f} s): {c / t:.1f}x text (target <= 3x), {cold[2]}/{n} passed; "
+        f"cache {cold_counts}"
+    )
+    print(
+        f"  voice warm (cache filled) {w:.1f} s ({1000 * w / n:.0f} ms per session; engine "
+        f"{warm[-1][0]:.1f} s, workers and programs {warm[-1][1]:.1f} s, median of {len(warm)}): "
+        f"{w / t:.1f}x text (target <= 3x), {warm[-1][2]}/{n} passed; cache {warm_counts}"
     )
 
 

@@ -12,8 +12,6 @@ agent's own text (:func:`wer`, by jiwer when installed).
 
 from __future__ import annotations
 
-import asyncio
-import multiprocessing
 import os
 import re
 import shlex
@@ -21,13 +19,14 @@ import subprocess
 import tempfile
 import unicodedata
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from engine.core.render import SPOKEN_DIGITS
+from engine.session.voice.cache import VoiceCache, recognition_key
 from engine.session.voice.pcm import wav_bytes
+from engine.session.voice.pool import in_worker
 from engine.util.errors import UsageError
 
 ASR_ENV = "EVALCTL_ASR"
@@ -121,34 +120,33 @@ def recognition_note(language: str) -> str | None:
     )
 
 
-_POOL: ProcessPoolExecutor | None = None
+def recognizer_identity(recognizer: Recognizer) -> str | None:
+    """What decides ``recognizer``'s transcripts, for the voice cache
+    (``engine.session.voice.cache``): its ``cache_identity()`` when it has one (PocketSphinx: the
+    library's version and the decoder settings), else None (not cached: a command named by
+    ``$EVALCTL_ASR`` may change without its arguments changing)."""
+    ident = getattr(recognizer, "cache_identity", None)
+    return ident() if callable(ident) else None
 
 
-def _pool() -> ProcessPoolExecutor:
-    """The recognition workers (one per core; spawned, not forked: the engine holds threads and
-    an event loop), started on first use and shut down at interpreter exit."""
-    global _POOL
-    if _POOL is None:
-        ctx = multiprocessing.get_context("spawn")
-        _POOL = ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=ctx)
-    return _POOL
-
-
-def shutdown_pool() -> None:
-    """Stop the recognition workers (they start again on the next :func:`hear`)."""
-    global _POOL
-    if _POOL is not None:
-        _POOL.shutdown(wait=True)
-        _POOL = None
-
-
-async def hear(recognizer: Recognizer, pcm: bytes, rate: int) -> str:
-    """``recognizer.transcribe(pcm, rate)`` in a worker process (the recogniser is pickled to
-    it), awaited without blocking the event loop. Raises RuntimeError as the recogniser does."""
+async def hear(recognizer: Recognizer, pcm: bytes, rate: int, cache: VoiceCache | None = None) -> str:
+    """``recognizer.transcribe(pcm, rate)`` in a worker process (``engine.session.voice.pool``; the
+    recogniser is pickled to it), awaited without blocking the event loop; with ``cache``, a
+    transcript of the same samples by the same recogniser and settings is read from it instead
+    (:func:`engine.session.voice.cache.recognition_key`). Raises RuntimeError as the recogniser
+    does (a failure is not cached)."""
     if not pcm:
         return ""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_pool(), recognizer.transcribe, pcm, rate)
+    identity = recognizer_identity(recognizer) if cache is not None else None
+    key = recognition_key(identity, pcm, rate) if identity is not None else None
+    if cache is not None and key is not None:
+        hit = cache.get(key)
+        if isinstance(hit, str):
+            return hit
+    text = await in_worker(recognizer.transcribe, pcm, rate)
+    if cache is not None and key is not None:
+        cache.put(key, text)
+    return text
 
 
 _NUMBER = re.compile(r"\d")

@@ -28,12 +28,14 @@ from engine.core.caller import CallerStyle
 from engine.core.protocol import AUDIO_PROTOCOL_VERSION, ProtocolError
 from engine.session.sides.link import SideFailure, SideLink, how, other_role
 from engine.session.voice.asr import Recognizer, hear
+from engine.session.voice.cache import VoiceCache
 from engine.session.voice.frames import AudioFrame, FrameError, pack, split, unpack
 from engine.session.voice.pcm import trim
 from engine.session.voice.perturb import perturb, seed_of
 from engine.session.voice.schedule import plan_interjections
 from engine.session.voice.timeline import Timeline, TimelineError, Utterance
 from engine.session.voice.tts import Synthesizer, TTSError
+from engine.session.voice.vad import CachedVAD, speech_segments
 
 ENCODING = "pcm_s16le"
 SAMPLE_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
@@ -43,13 +45,15 @@ SAMPLE_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
 class VoiceConfig:
     """Run-level audio settings: ``tts`` speaks the caller; ``sample_rates`` offered (Hz);
     ``frame_ms`` of the frames the engine sends; ``max_frame_ms`` the most a frame may carry;
-    ``recognizer`` (optional) transcribes each agent turn's audio as the turn ends."""
+    ``recognizer`` (optional) transcribes each agent turn's audio as the turn ends, its
+    transcripts kept in ``cache`` (optional; ``engine.session.voice.cache``)."""
 
     tts: Synthesizer
     sample_rates: tuple[int, ...] = SAMPLE_RATES
     frame_ms: int = 100
     max_frame_ms: int = 1000
     recognizer: Recognizer | None = None
+    cache: VoiceCache | None = None
 
     def offer(self) -> dict[str, Any]:
         """The ``audio`` field of ``session.start``."""
@@ -228,7 +232,7 @@ class AudioLink(SideLink):
             pcm = bytes(utt.pcm)
             if line is not None and not line.clean:  # the agent's speech as the line carries it
                 pcm = await perturb(pcm, utt.rate, line, seed_of(f"agent turn {utt.turn}"))
-            utt.heard = await hear(recognizer, pcm, utt.rate)
+            utt.heard = await hear(recognizer, pcm, utt.rate, self.call.config.cache)
         except (RuntimeError, OSError) as err:  # a broken recogniser is the engine's, never the agent's
             self.call.asr_errors.append(f"turn {utt.turn}: {err}")
             return None
@@ -246,7 +250,8 @@ class AudioLink(SideLink):
                 f"session.ready: sample_rate {audio['sample_rate']} is not one of {config.sample_rates}",
             )
         self.call.text_hint = bool(audio.get("text", False))
-        self.call.timeline = Timeline(audio["sample_rate"], 1000.0 * self.call.limit_s)
+        finder = speech_segments if config.cache is None else CachedVAD(config.cache)
+        self.call.timeline = Timeline(audio["sample_rate"], 1000.0 * self.call.limit_s, finder=finder)
 
     def _response(self, msg: dict[str, Any]) -> Utterance | None:
         utt = self.current

@@ -31,7 +31,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from engine.core.protocol import MAX_FRAME_BYTES
 from engine.session.backends import Backend, BackendFactory
 from engine.session.backends.pipecat_audio import TurnSpeech
-from engine.session.sides.server import server_uri
+from engine.session.sides.server import Peer, server_uri
 from engine.session.voice.frames import pack, split, unpack
 from engine.session.voice.pcm import duration_ms
 from engine.session.voice.side import PREFERRED_RATE, VoiceSideServer, VoiceStyle, _VoiceSession
@@ -134,10 +134,10 @@ class ListeningSideServer(VoiceSideServer):
     """Serves the agent side of audio sessions for a :class:`ListeningBackend` (module doc);
     ``style`` gives the frame length."""
 
-    async def handle(self, ws: ServerConnection) -> None:
-        await super().handle(cast(ServerConnection, _Ears(ws)))
+    async def handle(self, ws: Peer) -> None:
+        await super().handle(cast(Peer, _Ears(cast(ServerConnection, ws))))
 
-    async def _open(self, ws: ServerConnection, start: dict[str, Any], backend: Backend) -> _VoiceSession:
+    async def _open(self, ws: Peer, start: dict[str, Any], backend: Backend) -> _VoiceSession:
         rates = start["audio"]["sample_rates"]
         rate = PREFERRED_RATE if PREFERRED_RATE in rates else rates[0]
         max_frame_ms = int(start["audio"].get("max_frame_ms", 1000))

@@ -48,12 +48,29 @@ async def _sox(pcm: bytes, rate: int, effects: list[str], timeout_s: float) -> b
 
 async def _telephone(pcm: bytes, rate: int, timeout_s: float) -> bytes:
     ulaw = await _run(
-        ["sox", "-q", *_raw(rate), "-", "-t", "raw", "-r", "8000", "-e", "u-law", "-b", "8", "-c", "1", "-"],
+        [
+            "sox",
+            "-q",
+            "-R",
+            *_raw(rate),
+            "-",
+            "-t",
+            "raw",
+            "-r",
+            "8000",
+            "-e",
+            "u-law",
+            "-b",
+            "8",
+            "-c",
+            "1",
+            "-",
+        ],
         pcm,
         timeout_s,
     )
     back = ["-t", "raw", "-r", "8000", "-e", "u-law", "-b", "8", "-c", "1", "-"]
-    return await _run(["sox", "-q", *back, *_raw(rate), "-"], ulaw, timeout_s)
+    return await _run(["sox", "-q", "-R", *back, *_raw(rate), "-"], ulaw, timeout_s)
 
 
 def add_noise(pcm: bytes, snr_db: float, seed: int) -> bytes:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from engine.core.caller import CallerStyle, dealt_voice, parse_perturbation
 from engine.core.model import Scenario
@@ -28,12 +28,13 @@ from engine.core.records.voice import VoiceSummary
 from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.registry import scheme_of
 from engine.session.voice.asr import default_recognizer
+from engine.session.voice.cache import VoiceCache, default_cache
 from engine.session.voice.link import VoiceCall, VoiceConfig
 from engine.session.voice.metrics import session_metrics, turn_metrics
 from engine.session.voice.pcm import wav_bytes
 from engine.session.voice.perturb import caller_tts, voice_problem
 from engine.session.voice.side import VoiceStyle, voice_agent_side
-from engine.session.voice.tts import Synthesizer, TTSError, local_tts
+from engine.session.voice.tts import CachedSynthesizer, Synthesizer, TTSError, cached, local_tts
 from engine.util.artifacts import write_bytes, write_json
 from engine.util.errors import UsageError
 
@@ -59,14 +60,17 @@ class VoiceRun:
         language: str = "en",
         voices: Sequence[str] = (),
         perturb: str | None = None,
+        cache: VoiceCache | Literal["default"] | None = "default",
     ) -> VoiceRun:
         """Settings with ``tts`` (default: the local engine in the espeak-ng voice of ``language``,
         a BCP 47 code) and the default recogniser for ``language``
         (``engine.session.voice.asr.default_recognizer``: ``$EVALCTL_ASR``, else PocketSphinx for
         English); the caller speaks in ``voices`` (dealt across the scenarios) with ``perturb``
-        (``engine.core.caller`` grammar). Raises UsageError when no TTS engine (or voice for the
-        language) is installed, a caller voice is not espeak-ng's, ``perturb`` is not the grammar's
-        or the recogniser is misnamed."""
+        (``engine.core.caller`` grammar); synthesis and recognition behind ``cache`` (default: the
+        user's voice cache, ``engine.session.voice.cache.default_cache``, None when
+        ``$EVALCTL_VOICE_CACHE=off``; None: no cache) where they declare an identity. Raises
+        UsageError when no TTS engine (or voice for the language) is installed, a caller voice is
+        not espeak-ng's, ``perturb`` is not the grammar's or the recogniser is misnamed."""
         if tts is None:
             try:
                 tts = local_tts(language)
@@ -81,8 +85,10 @@ class VoiceRun:
         except ValueError as err:
             raise UsageError(f"--perturb: {err}") from None
         recognizer = default_recognizer(language)
+        store = default_cache() if cache == "default" else cache
+        tts = cached(tts, store)
         return cls(
-            VoiceConfig(tts, recognizer=recognizer),
+            VoiceConfig(tts, recognizer=recognizer, cache=store),
             VoiceStyle(tts, delay_ms=delay_ms),
             CallerStyle(perturbation=change),
             tuple(voices),
@@ -106,6 +112,11 @@ class VoiceRun:
                     raise UsageError(f"{scenario.source.file}: caller.voice {voice}: {problem}")
                 checked.add(voice)
 
+    @property
+    def cache(self) -> VoiceCache | None:
+        """The run's voice cache (None: off); its ``counts`` are this process's hits and misses."""
+        return self.config.cache
+
     def agent_side(self, spec: BackendSpec, factory: BackendFactory) -> AbstractAsyncContextManager[str]:
         """Serve a built-in agent as a voice side; yields its URI. A model backend is given the
         caller's words as text (it has no ears); a backend that hears and speaks for itself
@@ -128,9 +139,9 @@ class VoiceRun:
         caller = self.caller_of(scenario)
         config = self.config
         if caller.voice is not None or caller.perturbation is not None:
-            config = dataclasses.replace(
-                config, tts=caller_tts(config.tts, caller.voice, caller.perturbation)
-            )
+            base = config.tts.inner if isinstance(config.tts, CachedSynthesizer) else config.tts
+            tts = cached(caller_tts(base, caller.voice, caller.perturbation), config.cache)
+            config = dataclasses.replace(config, tts=tts)
         return VoiceCall(config, limit_s=scenario.max_duration, caller=caller)
 
     def artifacts(self, call: VoiceCall) -> Callable[[Path], VoiceSummary | None]:

@@ -54,9 +54,7 @@ class VoiceStyle:
 class _VoiceSession(_Session):
     version = AUDIO_PROTOCOL_VERSION
 
-    def __init__(
-        self, ws: Peer, start: dict[str, Any], backend: Backend, style: VoiceStyle, rate: int
-    ):
+    def __init__(self, ws: Peer, start: dict[str, Any], backend: Backend, style: VoiceStyle, rate: int):
         super().__init__(ws, start, backend, check_schema=False)
         self.style = style
         self.rate = rate

@@ -8,12 +8,21 @@ first transcription. Audio at another rate than the model's 16 kHz is resampled 
 missing).
 
 The settings trade accuracy for speed (``ds`` frame downsampling, ``topn`` Gaussians,
-``maxhmmpf`` active HMMs per frame): about 0.13 s of CPU per second of speech here, against
-0.4 s with the package's defaults, for a few points of word error rate on synthetic speech.
+``maxhmmpf`` active HMMs per frame): on 34 of eva's gold agent lines (every sixth, 603 s of
+espeak-ng speech) they take 0.20 s of CPU per second of speech at a WER of 88.6 % (the
+package's defaults: about 0.4 s). Tried and not taken, on a third of those lines (195 s, one
+after the other on a machine at load 10-17): without the second, flat-lexicon pass
+(``fwdflat=False``) 0.158 s against 0.265 s (0.60x) for 89.2 % against 87.7 % WER, but the
+replay of eva_airline__5_2_5 then matched 2 of its 3 agent turns to their lines instead of 3
+(tests/domains/eva_airline/test_voice_hearing_eva.py); ``ds=3`` without the flat pass 0.212 s
+(no faster than that pass alone, within this machine's noise) for 90.2 % WER. espeak-ng's
+formant speech is far from the model's training speech, so the WER is high either way; the gate
+``speech_matches_text`` (the nearest line) is what must hold.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
@@ -52,12 +61,13 @@ def _at_model_rate(pcm: bytes, rate: int) -> bytes:
 
 @dataclass(frozen=True)
 class PocketSphinx:
-    """PocketSphinx with the package's en-US model; ``ds``, ``topn``, ``maxhmmpf`` as in the
-    module docstring. ``transcribe`` raises RuntimeError when the package is missing."""
+    """PocketSphinx with the package's en-US model; ``ds``, ``topn``, ``maxhmmpf``, ``fwdflat``
+    as in the module docstring. ``transcribe`` raises RuntimeError when the package is missing."""
 
     ds: int = 2
     topn: int = 2
     maxhmmpf: int = 3000
+    fwdflat: bool = True
     name: str = "pocketsphinx"
 
     def transcribe(self, pcm: bytes, rate: int) -> str:
@@ -66,7 +76,9 @@ class PocketSphinx:
         if not pcm:
             return ""
         try:
-            decoder = _decoder((("ds", self.ds), ("topn", self.topn), ("maxhmmpf", self.maxhmmpf)))
+            decoder = _decoder(
+                (("ds", self.ds), ("topn", self.topn), ("maxhmmpf", self.maxhmmpf), ("fwdflat", self.fwdflat))
+            )
         except ImportError:
             raise RuntimeError("pocketsphinx is not installed (pip install 'evalctl[voice]')") from None
         decoder.start_utt()
@@ -74,3 +86,18 @@ class PocketSphinx:
         decoder.end_utt()
         hyp = decoder.hyp()
         return " ".join(hyp.hypstr.split()) if hyp is not None else ""
+
+    def cache_identity(self) -> str:
+        """What decides the transcripts (the voice cache's key): the package version and every
+        setting of the decoder."""
+        return f"pocketsphinx {_version()} {dataclasses.asdict(self)}"
+
+
+@lru_cache(maxsize=1)
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pocketsphinx")
+    except PackageNotFoundError:
+        return "unknown"

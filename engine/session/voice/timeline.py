@@ -11,6 +11,7 @@ side's audio so far is appended at that end; a later one leaves silence before i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.session.voice.pcm import duration_ms
@@ -28,7 +29,8 @@ class Utterance:
     ``pcm`` the samples from ``start_ms`` on; ``text`` what the side says it said; ``frames``
     received or sent; ``heard`` what the run's recogniser heard in it (None: not transcribed);
     ``requested_at`` / ``first_audio_at``: the engine's clock (seconds, a
-    monotonic counter) when the turn was handed over and when its first frame arrived."""
+    monotonic counter) when the turn was handed over and when its first frame arrived;
+    ``finder`` finds its speech (default :func:`engine.session.voice.vad.speech_segments`)."""
 
     role: str
     turn: int
@@ -44,6 +46,7 @@ class Utterance:
     #: agent's speech, sent with the caller's next turn: ``engine.session.voice.link``).
     kind: str = "turn"
     _segments: list[Segment] | None = field(default=None, repr=False)
+    finder: Callable[[bytes, int], list[Segment]] = field(default=speech_segments, repr=False, compare=False)
 
     @property
     def end_ms(self) -> float | None:
@@ -70,7 +73,7 @@ class Utterance:
         activity detection (engine.session.voice.vad.speech_segments); empty when silent."""
         if self._segments is None:
             start = self.start_ms or 0.0
-            found = speech_segments(bytes(self.pcm), self.rate) if self.start_ms is not None else []
+            found = self.finder(bytes(self.pcm), self.rate) if self.start_ms is not None else []
             self._segments = [(start + a, start + b) for a, b in found]
         return self._segments
 
@@ -83,11 +86,13 @@ class Utterance:
 
 @dataclass
 class Timeline:
-    """The utterances of a session in order, at ``rate`` Hz; ``limit_ms`` bounds media time."""
+    """The utterances of a session in order, at ``rate`` Hz; ``limit_ms`` bounds media time;
+    ``finder`` finds each utterance's speech (:attr:`Utterance.finder`)."""
 
     rate: int
     limit_ms: float
     utterances: list[Utterance] = field(default_factory=list)
+    finder: Callable[[bytes, int], list[Segment]] = field(default=speech_segments, repr=False, compare=False)
 
     @property
     def end_ms(self) -> float:
@@ -100,7 +105,7 @@ class Timeline:
         """Place the caller's utterance of ``turn`` right after all audio so far, or at ``at_ms``
         (a barge-in or a backchannel, into the agent's speech) but never before the caller's own
         earlier audio ends."""
-        utt = Utterance("user", turn, self.rate, text=text, kind=kind)
+        utt = Utterance("user", turn, self.rate, text=text, kind=kind, finder=self.finder)
         if pcm:
             start = self.end_ms
             if at_ms is not None:
@@ -119,7 +124,7 @@ class Timeline:
 
     def agent_turn(self, turn: int, requested_at: float) -> Utterance:
         """Open the side's utterance of ``turn``, handed over at ``requested_at``."""
-        utt = Utterance("agent", turn, self.rate, requested_at=requested_at)
+        utt = Utterance("agent", turn, self.rate, requested_at=requested_at, finder=self.finder)
         self.utterances.append(utt)
         return utt
 
@@ -129,9 +134,11 @@ class Timeline:
         earlier audio ends. Raises TimelineError past ``limit_ms``."""
         if utt.first_audio_at is None:
             utt.first_audio_at = now
-        floor = max(
-            (u.end_ms or 0.0 for u in self.utterances if u.role == "agent" and u is not utt), default=0.0
-        )
+        floor = 0.0  # only the first frame is placed against the side's earlier audio
+        if utt.start_ms is None:
+            floor = max(
+                (u.end_ms or 0.0 for u in self.utterances if u.role == "agent" and u is not utt), default=0.0
+            )
         at = max(float(t_ms), floor) if utt.start_ms is None else max(float(t_ms), utt.end_ms or 0.0)
         if at + duration_ms(pcm, self.rate) > self.limit_ms:
             raise TimelineError(

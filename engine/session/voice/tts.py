@@ -1,9 +1,11 @@
 """Speech synthesis from local programs: nothing is downloaded, no model is fetched.
 
 :class:`EspeakNG` runs the OS packages ``espeak-ng`` (formant synthesis, its voices are built in)
-and ``sox`` (to the session's sample rate) as subprocesses; install them with
-``apt-get install espeak-ng sox``. :class:`ToneVoice` is a stand-in that needs nothing: one tone
-per word, for tests of the audio plumbing and metrics (it says nothing a recogniser could read).
+and ``sox`` (to the session's sample rate) as subprocesses of the voice worker processes
+(``engine.session.voice.pool``); install them with ``apt-get install espeak-ng sox``.
+:class:`ToneVoice` is a stand-in that needs nothing: one tone per word, for tests of the audio
+plumbing and metrics (it says nothing a recogniser could read). :class:`CachedSynthesizer` keeps
+what a deterministic synthesiser said in the voice cache (``engine.session.voice.cache``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
+from engine.session.voice.cache import VoiceCache, synthesis_key
 from engine.session.voice.pcm import silence, tone
+from engine.session.voice.pool import in_worker
 
 #: Longest text synthesised at once (characters); the rest is cut (a runaway model's reply).
 MAX_TTS_CHARS = 20_000
@@ -79,9 +83,58 @@ async def _end(proc: asyncio.subprocess.Process) -> None:
             transport.close()
 
 
+def _program(argv: list[str], data: bytes, timeout_s: float) -> bytes:
+    """``argv`` fed ``data``, its stdout (in a worker process: see :class:`EspeakNG`). Raises
+    TTSError when it is missing, fails or runs past ``timeout_s``."""
+    try:
+        done = subprocess.run(argv, input=data, capture_output=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise TTSError(f"{argv[0]} did not finish within {timeout_s:g} s") from None
+    except OSError as err:
+        raise TTSError(f"{argv[0]}: {err.strerror or err}") from None
+    if done.returncode != 0:
+        detail = done.stderr.decode(errors="replace")[:300]
+        raise TTSError(f"{argv[0]} exited with {done.returncode}: {detail}")
+    return done.stdout
+
+
+def espeak_pcm(text: str, voice: str, words_per_minute: int, rate: int, timeout_s: float) -> bytes:
+    """``text`` spoken by espeak-ng in ``voice`` (its WAV at 22,050 Hz), resampled by sox to mono
+    s16le at ``rate`` Hz; empty for empty text. Raises TTSError. Runs in a worker process."""
+    text = " ".join(text.split())[:MAX_TTS_CHARS]  # one line: espeak-ng pauses at line ends
+    if not text:
+        return b""
+    wav = _program(
+        ["espeak-ng", "--stdin", "--stdout", "-v", voice, "-s", str(words_per_minute)],
+        text.encode("utf-8"),
+        timeout_s,
+    )
+    # -R: sox's repeatable mode, its dither seeded with a fixed number, so the same text always
+    # gives the same samples (by default two syntheses differed in 44 % of their samples, by up to
+    # 2 LSB); dithered still: without it (-D) PocketSphinx hears digital silence worse
+    sox = ["sox", "-q", "-R", "-t", "wav", "-", "-t", "raw", "-r", str(rate), "-e", "signed", "-b", "16"]
+    return _program([*sox, "-c", "1", "-L", "-"], wav, timeout_s)
+
+
+@lru_cache(maxsize=1)
+def program_versions() -> str:
+    """The versions of espeak-ng and sox (their ``--version`` lines), part of what decides the
+    samples (:meth:`EspeakNG.cache_identity`)."""
+    out = []
+    for argv in (["espeak-ng", "--version"], ["sox", "--version"]):
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+            out.append(" ".join(done.stdout.decode(errors="replace").split()[:5]))
+        except (OSError, subprocess.TimeoutExpired):
+            out.append(f"{argv[0]} unknown")
+    return "; ".join(out)
+
+
 @dataclass(frozen=True)
 class EspeakNG:
-    """espeak-ng speaking ``voice`` at ``words_per_minute``, resampled by sox to the asked rate."""
+    """espeak-ng speaking ``voice`` at ``words_per_minute``, resampled by sox to the asked rate.
+    Both programs run in the voice worker processes (``engine.session.voice.pool``), never on
+    the event loop, and are forked from a small worker rather than from the engine."""
 
     voice: str = "en-us"
     words_per_minute: int = 175
@@ -89,16 +142,14 @@ class EspeakNG:
     name: str = "espeak-ng"
 
     async def synthesize(self, text: str, rate: int) -> bytes:
-        text = " ".join(text.split())[:MAX_TTS_CHARS]  # one line: espeak-ng pauses at line ends
-        if not text:
+        if not text.strip():
             return b""
-        wav = await _run(
-            ["espeak-ng", "--stdin", "--stdout", "-v", self.voice, "-s", str(self.words_per_minute)],
-            text.encode("utf-8"),
-            self.timeout_s,
-        )
-        sox = ["sox", "-q", "-t", "wav", "-", "-t", "raw", "-r", str(rate), "-e", "signed", "-b", "16"]
-        return await _run([*sox, "-c", "1", "-L", "-"], wav, self.timeout_s)
+        return await in_worker(espeak_pcm, text, self.voice, self.words_per_minute, rate, self.timeout_s)
+
+    def cache_identity(self) -> str:
+        """What decides the samples (the voice cache's key): the programs' versions, the voice
+        and the speed."""
+        return f"espeak-ng voice={self.voice} wpm={self.words_per_minute} sox -R ({program_versions()})"
 
 
 @dataclass(frozen=True)
@@ -118,6 +169,60 @@ class ToneVoice:
             return b""
         word = tone(self.word_ms, rate, hz=300.0) + silence(self.gap_ms, rate)
         return silence(self.lead_ms, rate) + word * len(words) + silence(self.tail_ms, rate)
+
+    def cache_identity(self) -> str:
+        """Its settings (the voice cache's key)."""
+        return repr(self)
+
+
+def synth_identity(tts: Synthesizer) -> str | None:
+    """What decides ``tts``'s samples, for the voice cache: its ``cache_identity()``; for a
+    synthesiser wrapping another with a change (``inner`` and ``change``, e.g.
+    ``engine.session.voice.perturb.Perturbed``) the inner one's and the change; None for one
+    without (not cached)."""
+    ident = getattr(tts, "cache_identity", None)
+    if callable(ident):
+        return str(ident())
+    inner, change = getattr(tts, "inner", None), getattr(tts, "change", None)
+    if inner is not None and change is not None:
+        base = synth_identity(inner)
+        return None if base is None else f"{base} + {change!r}"
+    return None
+
+
+@dataclass(frozen=True)
+class CachedSynthesizer:
+    """``inner`` with its output kept in ``cache`` under
+    :func:`engine.session.voice.cache.synthesis_key` of ``identity`` (:func:`synth_identity`),
+    the text and the rate: a line said again (this run or a later one) is read, not
+    synthesised. The same samples either way."""
+
+    inner: Synthesizer
+    cache: VoiceCache
+    identity: str
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def synthesize(self, text: str, rate: int) -> bytes:
+        if not text.strip():
+            return b""
+        key = synthesis_key(self.identity, text, rate)
+        hit = self.cache.get(key)
+        if isinstance(hit, bytes):
+            return hit
+        pcm = await self.inner.synthesize(text, rate)
+        self.cache.put(key, pcm)
+        return pcm
+
+
+def cached(tts: Synthesizer, cache: VoiceCache | None) -> Synthesizer:
+    """``tts`` behind ``cache`` when it has an identity (:func:`synth_identity`), else ``tts``."""
+    if cache is None or isinstance(tts, CachedSynthesizer):
+        return tts
+    identity = synth_identity(tts)
+    return tts if identity is None else CachedSynthesizer(tts, cache, identity)
 
 
 @lru_cache(maxsize=16)

@@ -17,11 +17,14 @@ Times are milliseconds from the start of the samples given.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
 from typing import Any
 
-from engine.session.voice.pcm import speech_bounds
+from engine.session.voice.cache import VoiceCache, recognition_key
+from engine.session.voice.pcm import SPEECH_DBFS, speech_bounds
 
 FRAME_MS = 10
 #: Pauses shorter than this inside one side's speech are part of it (ms).
@@ -155,6 +158,32 @@ def _backward_ends(data: bytes, rate: int, aggressiveness: int, join: int, short
     flags = _flags(samples[:n][::-1].tobytes(), rate, aggressiveness)
     total = len(flags)
     return [total - first for first, _ in _onsets(flags, join, shortest)]
+
+
+def vad_identity() -> str:
+    """What decides :func:`speech_segments`' answer (the voice cache's key): the detector, its
+    version and every setting of this module."""
+    lib = _webrtcvad()
+    version = getattr(lib, "__version__", "unknown") if lib is not None else "energy"
+    settings = (FRAME_MS, JOIN_MS, MIN_MS, AGGRESSIVENESS, PAD_MS, EDGE_MS, SPEECH_DBFS)
+    return f"{vad_name()} {version} {settings}"
+
+
+@dataclass(frozen=True)
+class CachedVAD:
+    """:func:`speech_segments` with its answers kept in ``cache`` (the voice cache), keyed by
+    the samples' SHA-256 and :func:`vad_identity`: the same segments, found once."""
+
+    cache: VoiceCache
+
+    def __call__(self, pcm: bytes, rate: int) -> list[Segment]:
+        key = recognition_key(vad_identity(), pcm, rate, kind="vad")
+        hit = self.cache.get(key)
+        if isinstance(hit, str):  # JSON: floats read back exactly
+            return [(float(a), float(b)) for a, b in json.loads(hit)]
+        found = speech_segments(pcm, rate)
+        self.cache.put(key, json.dumps(found))
+        return found
 
 
 def speech_span(pcm: bytes, rate: int) -> Segment | None:

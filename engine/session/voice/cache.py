@@ -1,0 +1,166 @@
+"""A content-addressed cache of a voice run's deterministic work: speech synthesis and recognition.
+
+The same line spoken by the same engine, voice and rate gives the same samples, and the same
+samples heard by the same recogniser and settings give the same words, so a second voice run of
+the same scenarios need not synthesise or recognise anything again. Entries are keyed by the
+SHA-256 of everything that decides them:
+
+- synthesis (:func:`synthesis_key`): the engine's identity (name, program version, voice, words per
+  minute, any perturbation; :func:`engine.session.voice.tts.synth_identity`), the text and the
+  sample rate; the value is the mono s16le samples;
+- recognition (:func:`recognition_key`): the recogniser's identity (name, library version and
+  configuration; :func:`engine.session.voice.asr.recognizer_identity`), the sample rate and the
+  SHA-256 of the samples; the value is the transcript;
+- voice activity (:func:`recognition_key` with the detector's identity,
+  :func:`engine.session.voice.vad.vad_identity`): the speech segments of one utterance's samples.
+
+Only engines that declare an identity are cached (the local ones: espeak-ng, the tone stand-in,
+PocketSphinx); a command named by ``$EVALCTL_ASR`` is not. The store is a
+`diskcache <https://grantjenks.com/docs/diskcache/>`_ folder (SQLite index, large values as
+files; the ``voice`` extra), in the user cache dir (``$XDG_CACHE_HOME/evalctl/voice``, else
+``~/.cache/evalctl/voice``), bounded to :data:`SIZE_LIMIT` bytes (least recently used entries go
+first). ``$EVALCTL_VOICE_CACHE`` names another folder, or ``off`` for none; ``evalctl cache
+clear`` empties it. A cached value is what the engine computed, byte for byte, so a warm run's
+verdicts, voice figures and DB hashes are a cold run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: The environment variable naming the voice cache folder, or ``off`` / ``none`` for no cache.
+VOICE_CACHE_ENV = "EVALCTL_VOICE_CACHE"
+_OFF = frozenset({"off", "none", "0", "no"})
+#: The most the cache holds on disk (bytes); diskcache evicts the least recently used beyond it.
+SIZE_LIMIT = 2**30
+#: Key prefix of each kind of entry (also the counters' names).
+KINDS = ("tts", "asr", "vad")
+
+
+def voice_cache_dir() -> Path | None:
+    """The voice cache folder: ``$EVALCTL_VOICE_CACHE`` (None when it says ``off``), else
+    ``$XDG_CACHE_HOME/evalctl/voice``, else ``~/.cache/evalctl/voice``."""
+    value = os.environ.get(VOICE_CACHE_ENV, "").strip()
+    if value.lower() in _OFF:
+        return None
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(base) if base else Path.home() / ".cache") / "evalctl" / "voice"
+
+
+def _digest(parts: dict[str, Any]) -> str:
+    body = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def synthesis_key(identity: str, text: str, rate: int) -> str:
+    """The key of ``text`` spoken at ``rate`` Hz by the engine ``identity`` (hex SHA-256)."""
+    return "tts:" + _digest({"engine": identity, "text": text, "rate": rate})
+
+
+def recognition_key(identity: str, pcm: bytes, rate: int, kind: str = "asr") -> str:
+    """The key of ``pcm`` (mono s16le at ``rate`` Hz) heard by the recogniser ``identity`` (or,
+    ``kind`` ``vad``, segmented by the voice activity detector ``identity``)."""
+    audio = hashlib.sha256(pcm).hexdigest()
+    return f"{kind}:" + _digest({"recognizer": identity, "audio": audio, "rate": rate})
+
+
+@dataclass
+class VoiceCache:
+    """One cache folder, opened on first use in each process (it is sent to ``--workers``
+    children as its folder only). ``counts`` holds this process's hits and misses per kind
+    (``{"tts": [hits, misses], "asr": [...]}``). A folder that cannot be opened (not writable,
+    diskcache not installed) turns the cache off for this process: ``error`` says why, and every
+    lookup is a miss that stores nothing."""
+
+    directory: Path
+    counts: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0] for k in KINDS})
+    error: str | None = None
+    _store: Any = field(default=None, repr=False, compare=False)
+    _pid: int = field(default=0, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"directory": self.directory, "counts": {k: [0, 0] for k in KINDS}, "error": self.error}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _store=None, _pid=0)
+
+    def _open(self) -> Any:
+        if self.error is not None:
+            return None
+        if self._store is None or self._pid != os.getpid():
+            try:
+                import diskcache  # type: ignore[import-untyped]
+
+                self._store = diskcache.Cache(str(self.directory), size_limit=SIZE_LIMIT)
+            except ImportError:
+                self.error = "diskcache is not installed (pip install 'evalctl[voice]')"
+                return None
+            except Exception as err:  # an unwritable folder, a broken index: no cache, one line
+                self.error = f"{self.directory}: {err}"
+                return None
+            self._pid = os.getpid()
+        return self._store
+
+    def get(self, key: str) -> Any:
+        """The value stored under ``key``, or None (counted as a hit or a miss of its kind)."""
+        store = self._open()
+        value = None
+        if store is not None:
+            try:
+                value = store.get(key)
+            except Exception as err:  # a cache never fails a run: note it, go on without
+                self.error, self._store = f"{self.directory}: {err}", None
+        self.counts.setdefault(key.split(":", 1)[0], [0, 0])[0 if value is not None else 1] += 1
+        return value
+
+    def put(self, key: str, value: bytes | str) -> None:
+        """Store ``value`` under ``key`` (nothing when the cache is off)."""
+        store = self._open()
+        if store is None:
+            return
+        try:
+            store.set(key, value)
+        except Exception as err:
+            self.error, self._store = f"{self.directory}: {err}", None
+
+    def clear(self) -> int:
+        """Delete every entry; returns how many there were. Raises RuntimeError when the folder
+        cannot be opened."""
+        store = self._open()
+        if store is None:
+            raise RuntimeError(self.error or "no cache")
+        count = len(store)
+        store.clear()
+        return int(count)
+
+    def stats(self) -> dict[str, Any]:
+        """``{"path", "entries", "bytes"}`` of the folder (RuntimeError as :meth:`clear`)."""
+        store = self._open()
+        if store is None:
+            raise RuntimeError(self.error or "no cache")
+        return {"path": str(self.directory), "entries": len(store), "bytes": int(store.volume())}
+
+    def line(self) -> str:
+        """One line for the run summary: the hits and misses of each kind, and the folder."""
+        names = {"tts": "synthesis", "asr": "recognition", "vad": "voice activity"}
+        parts = ", ".join(f"{names[k]} {h} hits / {m} misses" for k, (h, m) in self.counts.items())
+        where = f"off ({self.error})" if self.error else str(self.directory)
+        return f"voice cache: {parts} ({where})"
+
+    def close(self) -> None:
+        if self._store is not None and self._pid == os.getpid():
+            self._store.close()
+        self._store = None
+
+
+def default_cache() -> VoiceCache | None:
+    """The run's voice cache (:func:`voice_cache_dir`), or None when ``$EVALCTL_VOICE_CACHE`` is off."""
+    folder = voice_cache_dir()
+    return None if folder is None else VoiceCache(folder)
