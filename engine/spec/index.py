@@ -33,7 +33,7 @@ from engine.core.render import TemplateCheck
 from engine.core.validation import did_you_mean
 from engine.scoring.fidelity import replay_note
 from engine.spec.gold_replay import gold_problems
-from engine.spec.loader import load_parts
+from engine.spec.loader import LoadedDomain, load_parts
 from engine.spec.scenario_build import build_scenario
 from engine.spec.scenario_fields import BuildContext
 from engine.util.errors import Problem, SpecError, UsageError
@@ -128,6 +128,7 @@ class ScenarioIndex:
         self.live = Live(self)
         self._held: dict[str, tuple[Scenario, int]] = {}
         self._lock = threading.Lock()
+        self.whole = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -161,8 +162,11 @@ class ScenarioIndex:
         return replay_note(len(names), mute, sum(1 for n in names if self.entries[n].shell.user_override))
 
     def build(self, name: str) -> Scenario:
-        """Scenario ``name`` built anew from its doc (not kept). Raises SpecError when it no longer
-        builds (its files changed since the index pass)."""
+        """Scenario ``name`` built anew from its doc (not kept; an index of whole scenarios,
+        :func:`whole_index`, gives its own). Raises SpecError when it no longer builds (its files
+        changed since the index pass)."""
+        if self.whole:
+            return self.entries[name].shell
         problems: list[Problem] = []
         ctx = BuildContext(self.domain, self.ddoc, self.data, problems)
         scenario = build_scenario(ctx, self.entries[name].doc)
@@ -260,3 +264,18 @@ def _changed(data: DataFiles, domain: Domain, rels: set[str] | None) -> list[Pro
         )
         for rel, paths in data.changed(rels)
     ]
+
+
+def whole_index(loaded: LoadedDomain) -> ScenarioIndex:
+    """An index over the whole scenarios of ``loaded`` (``load_domain``'s result, or a test's
+    altered copy): each entry's "shell" is the scenario itself and preparing it gives it back."""
+    entries = []
+    for scenario in loaded.scenarios:
+        gold, trace = gold_problems(scenario), scenario.gold_trace
+        mute = trace is None or not trace.lines("user")
+        first = gold[0] if gold else None
+        entries.append(Entry(YamlDoc("", {}, {}), scenario, len(trace or ()), mute, first))
+    ddoc = YamlDoc(str(loaded.domain.source.file), {}, {})
+    index = ScenarioIndex(loaded.domain, ddoc, loaded.data or DataFiles(loaded.domain.data_root), entries)
+    index.whole = True
+    return index

@@ -1,8 +1,8 @@
 """A spec folder and data root of N *distinct* eva_airline scenarios, for the memory benches.
 
 Scenario k is eva scenario ``k mod 50`` copied under its own name and its own record id
-(``<eva id>-<k // 50>``), with its own initial DB file and its own dataset records (eva 0.1.3's record and eva 2.1.0's, with the gold trace, in
-two JSON Lines files holding all N): nothing is shared
+(``<eva id>-<k // 50>``), with its own initial DB file and its own dataset records (eva 0.1.3's
+record and eva 2.1.0's, with the gold trace, in two JSON Lines files holding all N): nothing is shared
 between two scenarios but the domain (policy, tool table, templates). Every copy replays and
 scores as its original does.
 
