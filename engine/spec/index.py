@@ -32,6 +32,7 @@ from engine.core.plugin import Plugins
 from engine.core.render import TemplateCheck
 from engine.core.validation import did_you_mean
 from engine.scoring.fidelity import replay_note
+from engine.spec.gold_check import gold_mismatches
 from engine.spec.gold_replay import gold_problems
 from engine.spec.loader import LoadedDomain, load_parts
 from engine.spec.scenario_build import build_scenario
@@ -146,8 +147,11 @@ class ScenarioIndex:
         )
 
     def gold_mismatches(self, names: list[str]) -> list[tuple[str, str]]:
-        """``(name, why)`` per named scenario whose gold replay failed in the index pass, in order
-        (as ``engine.spec.gold_check.gold_mismatches``)."""
+        """``(name, why)`` per named scenario whose gold replay fails, in order (as
+        ``engine.spec.gold_check.gold_mismatches``): found by the index pass, or, in an index of
+        whole scenarios, replayed now (the replay is kept with the scenario for its sessions)."""
+        if self.whole:
+            return gold_mismatches([self.entries[n].shell for n in names])
         return [(n, p) for n in names if (p := self.entries[n].gold_problem) is not None]
 
     def longest_first(self, jobs: list[Any]) -> list[Any]:
@@ -213,19 +217,29 @@ class ScenarioIndex:
         raise TypeError("a ScenarioIndex is not sent to other processes; index the spec there")
 
 
+#: A spec folder of at most this many scenarios is indexed whole: every scenario is kept as
+#: ``load_domain`` keeps it (and a run replays each selected gold once, for its check and its
+#: sessions). Above it, only shells are kept, and each gold is replayed twice: by the index pass
+#: (to refuse a failing one before any session) and when the scenario is prepared again.
+KEEP_WHOLE = 128
+
+
 def index_domain(
     spec_dir: str | Path,
     data_root: str | Path | None = None,
     *,
     plugins: Plugins,
     language: str | None = None,
+    keep_whole: int | None = None,
 ) -> ScenarioIndex:
     """Index ``spec_dir`` (module docstring): the checks of
-    :func:`engine.spec.loader.load_domain`, made one scenario at a time, keeping the index only.
+    :func:`engine.spec.loader.load_domain`, made one scenario at a time, keeping the index only;
+    a folder of at most ``keep_whole`` scenarios (default :data:`KEEP_WHOLE`) keeps them whole.
     Raises what ``load_domain`` raises (SpecError carrying every problem)."""
     domain, ddoc, data, docs, problems = load_parts(
         spec_dir, data_root, plugins=plugins, language=language, lean=True
     )
+    whole = len(docs) <= (KEEP_WHOLE if keep_whole is None else keep_whole)
     ctx = BuildContext(domain, ddoc, data, problems)
     data.take_record_files()
     entries: list[Entry] = []
@@ -236,19 +250,23 @@ def index_domain(
             continue
         before = templates.rendered
         templates.add(scenario)
-        gold = gold_problems(scenario) if templates.rendered == before + 2 and not problems else []
+        checked = not whole and templates.rendered == before + 2 and not problems
+        gold = gold_problems(scenario) if checked else []
         own = data.take_record_files()
         problems.extend(_changed(data, domain, own))
         data.unwatch(own)
         trace = scenario.gold_trace
         mute = trace is None or not trace.lines("user")
-        entries.append(Entry(doc, _shell(scenario), len(trace or ()), mute, gold[0] if gold else None))
+        kept = scenario if whole else _shell(scenario)
+        entries.append(Entry(doc, kept, len(trace or ()), mute, gold[0] if gold else None))
     problems.extend(templates.problems())
     if problems:
         raise SpecError(problems)
     if found := _changed(data, domain, None):  # the gold replays of expected DBs ran on the shared ones
         raise SpecError(found)
-    return ScenarioIndex(domain, ddoc, data, entries, templates.rendered)
+    index = ScenarioIndex(domain, ddoc, data, entries, templates.rendered)
+    index.whole = whole
+    return index
 
 
 def _changed(data: DataFiles, domain: Domain, rels: set[str] | None) -> list[Problem]:
@@ -271,10 +289,9 @@ def whole_index(loaded: LoadedDomain) -> ScenarioIndex:
     altered copy): each entry's "shell" is the scenario itself and preparing it gives it back."""
     entries = []
     for scenario in loaded.scenarios:
-        gold, trace = gold_problems(scenario), scenario.gold_trace
+        trace = scenario.gold_trace
         mute = trace is None or not trace.lines("user")
-        first = gold[0] if gold else None
-        entries.append(Entry(YamlDoc("", {}, {}), scenario, len(trace or ()), mute, first))
+        entries.append(Entry(YamlDoc("", {}, {}), scenario, len(trace or ()), mute, None))
     ddoc = YamlDoc(str(loaded.domain.source.file), {}, {})
     index = ScenarioIndex(loaded.domain, ddoc, loaded.data or DataFiles(loaded.domain.data_root), entries)
     index.whole = True

@@ -31,7 +31,7 @@ def distinct(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple
 def test_index_keeps_shells_and_prepares_the_scenario_load_domain_builds(distinct: tuple[Path, Path]) -> None:
     spec, data = distinct
     found = plugins()
-    index = index_domain(spec, data, plugins=found)
+    index = index_domain(spec, data, plugins=found, keep_whole=0)
     loaded = load_domain(spec, data, plugins=found)
     assert index.names == loaded.names and len(index.names) == COUNT
     shell = index.scenarios[0]
@@ -43,6 +43,7 @@ def test_index_keeps_shells_and_prepares_the_scenario_load_domain_builds(distinc
         assert entry.gold_steps == len(whole.gold_trace or ()) > 0 and entry.gold_problem is None
         prepared = index.prepare(whole.name)
         rules = whole.domain.hash_rules
+        assert prepared.expected_db is not None and whole.expected_db is not None
         assert prepared is not whole and prepared.initial_db == whole.initial_db
         assert db_hash(prepared.expected_db, rules) == db_hash(whole.expected_db, rules)
         assert prepared.gold_trace == whole.gold_trace and prepared.user == whole.user
@@ -76,6 +77,7 @@ def test_a_run_prepares_each_scenario_once_and_releases_it(
         made.append(real_index(*args, **kwargs))
         return made[-1]
 
+    monkeypatch.setattr(index_module, "KEEP_WHOLE", 0)
     monkeypatch.setattr(ScenarioIndex, "prepare", counting_prepare)
     monkeypatch.setattr(ScenarioIndex, "release", counting_release)
     monkeypatch.setattr("engine.run.runner.index_domain", keeping)
@@ -103,7 +105,7 @@ def test_a_bad_scenario_is_refused_before_any_session(distinct: tuple[Path, Path
         text = text.replace("eva_id: ", "eva_id: nope") if i == 2 else text
         (bad / "scenarios" / path.name).write_text(text)
     with pytest.raises(SpecError) as err:
-        index_domain(bad, data, plugins=plugins())
+        index_domain(bad, data, plugins=plugins(), keep_whole=0)
     [problem] = err.value.problems
     assert problem.file.endswith(sorted(p.name for p in (bad / "scenarios").iterdir())[2])
     assert problem.line == 2 and problem.json_path == "$.eva_id" and "not found in dataset" in problem.message
@@ -111,6 +113,13 @@ def test_a_bad_scenario_is_refused_before_any_session(distinct: tuple[Path, Path
     argv = ["run", str(bad), "--data-root", str(data), "--output-dir", str(out), "--no-progress"]
     assert cli.main(argv) == 2
     assert not any(out.glob("*/session.json"))
+
+
+def test_a_small_folder_is_indexed_whole(distinct: tuple[Path, Path]) -> None:
+    spec, data = distinct
+    index = index_domain(spec, data, plugins=plugins())
+    assert index.whole and isinstance(index.scenarios[0].initial_db, dict)
+    assert index.prepare(index.names[0]) is index.scenarios[0]  # kept: its gold replayed once a run
 
 
 def test_lean_jsonl_dataset_reads_records_by_range_and_locates_a_bad_line(tmp_path: Path) -> None:
