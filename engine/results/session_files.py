@@ -22,6 +22,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -233,12 +234,21 @@ def config_files(scenario: Scenario, expected_hash: str | None) -> tuple[tuple[s
     files += list(prompts.items())
     files.append(("tools.json", dumps_json(tools)))
     made = tuple((name, text.encode("utf-8", "replace")) for name, text in files)
+    ref = weakref.ref(scenario, partial(_drop_config, id(scenario)))
     with _CONFIGS_LOCK:
-        _CONFIGS[id(scenario)] = (weakref.ref(scenario), expected_hash, made)
+        _CONFIGS[id(scenario)] = (ref, expected_hash, made)
         _CONFIGS.move_to_end(id(scenario))
         while len(_CONFIGS) > _CONFIGS_KEPT:
             _CONFIGS.popitem(last=False)
     return made
+
+
+def _drop_config(key: int, ref: weakref.ref[Scenario]) -> None:
+    """The scenario of ``key`` is gone (a run released it): its files go too. Not under the lock
+    (the collector may call it while this thread holds it); one dict operation, atomic."""
+    hit = _CONFIGS.get(key)
+    if hit is not None and hit[0] is ref:
+        _CONFIGS.pop(key, None)
 
 
 def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str | None) -> dict[str, Any]:
