@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,7 @@ from engine.results.session_files import load_session, scenario_dir
 from engine.run import workers
 from engine.run.adaptive import FIRST_TRIALS, AdaptiveRounds
 from engine.run.breaker import EndpointBreaker
+from engine.run.interrupt import CtrlC
 from engine.run.prepared import Prepared
 from engine.run.progress import Progress, Sink
 from engine.run.shard import parse_shard, shard_scenarios
@@ -421,57 +422,6 @@ async def _session(
         return SessionResult(
             scenario.name, trial, "error", error=f"engine error: {err!r}", error_source="engine"
         )
-
-
-class CtrlC:
-    """What each Ctrl-C does to a run (the ``task`` running it): the first cancels it (the sessions
-    in flight stop, the finished ones and the summary are written) and says so; the second only
-    says the summary is coming (it used to quit without one); the third quits at once
-    (KeyboardInterrupt), the results written so far kept."""
-
-    FIRST = "stopping: the sessions in flight are cut; the finished ones are kept"
-    SECOND = "still writing; Ctrl-C once more quits without the summary (the results written so far are kept)"
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task = task
-        self.presses = 0
-
-    def press(self) -> None:
-        self.presses += 1
-        if self.presses > 2:
-            raise KeyboardInterrupt
-        if self.presses == 1:
-            self.task.cancel()
-        print(f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}", file=sys.stderr, flush=True)
-
-    @staticmethod
-    @contextlib.contextmanager
-    def while_printing(report: RunReport) -> Iterator[None]:
-        """Ctrl-C while the outcome of an interrupted run is printed (the run's loop and its
-        handler are gone by then) counts on from the run's presses: a second only says the rest is
-        coming, a third quits. Before, the default handler quit at once and cut the table and the
-        resume hint (``interrupted; finished results kept in ...``)."""
-        if not report.interrupted:
-            yield
-            return
-        presses = max(report.ctrl_c_presses, 1)
-
-        def press(signum: int, frame: Any) -> None:
-            nonlocal presses
-            presses += 1
-            if presses > 2:
-                raise KeyboardInterrupt
-            print(f"evalctl: {CtrlC.SECOND}", file=sys.stderr, flush=True)
-
-        try:
-            previous = signal.signal(signal.SIGINT, press)
-        except ValueError:  # not the main thread
-            yield
-            return
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
 
 
 def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
