@@ -32,6 +32,7 @@ import engine.run.runner as runner
 from engine.core.options import ScoringOptions
 from engine.domains.registry import plugins
 from engine.results.scoring_stage import finish_run
+from engine.spec.index import whole_index
 from engine.spec.loader import LoadedDomain, load_domain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import ScriptedOpenAI, Step, alter_gold_call, completion, run_options
@@ -151,7 +152,7 @@ def build_sample_run(sample: Sample, spec_dir: Path, data_root: Path, where: Pat
     run directory (``where/run``)."""
     run_dir, other = where / "run", where / "modelled"
     mp = pytest.MonkeyPatch()
-    mp.setattr(runner, "load_domain", lambda *a, **k: _altered(sample, spec_dir, data_root))
+    mp.setattr(runner, "index_domain", lambda *a, **k: whole_index(_altered(sample, spec_dir, data_root)))
     try:
         report = runner.run_cli(
             run_options(

@@ -375,22 +375,39 @@ def check_templates(scenarios: list[Scenario]) -> tuple[list[Problem], int]:
     """Render agent and user prompts for every scenario; returns ``(problems, prompts rendered)``.
 
     The same template error hit by many scenarios is reported once, naming the first scenario
-    and how many more hit it.
+    and how many more hit it (:class:`TemplateCheck`, which takes them one at a time).
     """
-    seen: dict[tuple[str, int, str], list[str]] = {}
-    rendered = 0
+    check = TemplateCheck()
     for scenario in scenarios:
+        check.add(scenario)
+    return check.problems(), check.rendered
+
+
+class TemplateCheck:
+    """:func:`check_templates` fed one scenario at a time (a streaming spec check keeps none of
+    them): :meth:`add` each, then :meth:`problems`; ``rendered`` counts the prompts rendered."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, int, str], list[str]] = {}
+        self.rendered = 0
+        self.first: list[Problem] | None = None  # the domain-wide checks, made on the first scenario
+
+    def add(self, scenario: Scenario) -> None:
         for side in ("agent", "user"):
             try:
                 render(scenario, side)
-                rendered += 1
+                self.rendered += 1
             except SpecError as err:
                 for p in err.problems:
-                    seen.setdefault((p.file, p.line, f"{p.json_path}\0{p.message}"), []).append(scenario.name)
-    problems = _compile_other_templates(scenarios[0]) if scenarios else []
-    problems += single_brace_problems(scenarios[0]) if scenarios else []
-    for (file, line, key), names in seen.items():
-        json_path, message = key.split("\0", 1)
-        more = f" (and {len(names) - 1} more scenario(s))" if len(names) > 1 else ""
-        problems.append(Problem(file, line, json_path, message + more, names[0]))
-    return problems, rendered
+                    key = (p.file, p.line, f"{p.json_path}\0{p.message}")
+                    self.seen.setdefault(key, []).append(scenario.name)
+        if self.first is None:
+            self.first = _compile_other_templates(scenario) + single_brace_problems(scenario)
+
+    def problems(self) -> list[Problem]:
+        problems = list(self.first or [])
+        for (file, line, key), names in self.seen.items():
+            json_path, message = key.split("\0", 1)
+            more = f" (and {len(names) - 1} more scenario(s))" if len(names) > 1 else ""
+            problems.append(Problem(file, line, json_path, message + more, names[0]))
+        return problems

@@ -19,9 +19,11 @@ import contextlib
 import logging
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +36,7 @@ from engine.core.records.session import SessionRecord
 from engine.core.records.voice import VoiceSummary
 from engine.results.unreadable import note_failure
 from engine.util.artifacts import FolderWrite, db_json_bytes, dumps_json, read_json, read_jsonl, read_record
+from engine.util.weakmemo import PerObject
 
 log = logging.getLogger(__name__)
 
@@ -208,10 +211,12 @@ def _rendered_config(scenario: Scenario) -> tuple[dict[str, str], list[dict[str,
         return {}, scenario.tools.openai_schemas(), f"{type(exc).__name__}: {exc}"
 
 
-#: The last scenarios' ``scenario_config/`` files (id(scenario) -> (scenario, expected hash, files)):
-#: the trials of a scenario, run one after another, render and dump them once. Bounded, so a run of
-#: many scenarios does not keep them all.
-_CONFIGS: OrderedDict[int, tuple[Scenario, str | None, tuple[tuple[str, bytes], ...]]] = OrderedDict()
+#: The last scenarios' ``scenario_config/`` files (id(scenario) -> (weak reference to the scenario,
+#: expected hash, files)): the trials of a scenario, run one after another, render and dump them
+#: once. Bounded, so a run of many scenarios does not keep them all, and weak, so a scenario the
+#: run let go (``engine.spec.index``) is not kept alive by them.
+_ConfigHit = tuple[weakref.ref[Scenario], str | None, tuple[tuple[str, bytes], ...]]
+_CONFIGS: OrderedDict[int, _ConfigHit] = OrderedDict()
 _CONFIGS_KEPT = 128
 _CONFIGS_LOCK = threading.Lock()
 
@@ -222,7 +227,7 @@ def config_files(scenario: Scenario, expected_hash: str | None) -> tuple[tuple[s
     ``_CONFIGS_KEPT`` scenarios' are kept)."""
     with _CONFIGS_LOCK:
         hit = _CONFIGS.get(id(scenario))
-        if hit is not None and hit[0] is scenario and hit[1] == expected_hash:
+        if hit is not None and hit[0]() is scenario and hit[1] == expected_hash:
             _CONFIGS.move_to_end(id(scenario))
             return hit[2]
     prompts, tools, render_error = _rendered_config(scenario)
@@ -230,12 +235,21 @@ def config_files(scenario: Scenario, expected_hash: str | None) -> tuple[tuple[s
     files += list(prompts.items())
     files.append(("tools.json", dumps_json(tools)))
     made = tuple((name, text.encode("utf-8", "replace")) for name, text in files)
+    ref = weakref.ref(scenario, partial(_drop_config, id(scenario)))
     with _CONFIGS_LOCK:
-        _CONFIGS[id(scenario)] = (scenario, expected_hash, made)
+        _CONFIGS[id(scenario)] = (ref, expected_hash, made)
         _CONFIGS.move_to_end(id(scenario))
         while len(_CONFIGS) > _CONFIGS_KEPT:
             _CONFIGS.popitem(last=False)
     return made
+
+
+def _drop_config(key: int, ref: weakref.ref[Scenario]) -> None:
+    """The scenario of ``key`` is gone (a run released it): its files go too. Not under the lock
+    (the collector may call it while this thread holds it); one dict operation, atomic."""
+    hit = _CONFIGS.get(key)
+    if hit is not None and hit[0] is ref:
+        _CONFIGS.pop(key, None)
 
 
 def _metadata(scenario: Scenario, expected_hash: str | None, render_error: str | None) -> dict[str, Any]:
@@ -287,19 +301,19 @@ def expected_db_bytes(scenario: Scenario) -> bytes:
     :data:`_EXPECTED_KEPT` scenarios: a run's trials of one scenario start together)."""
     with _CONFIGS_LOCK:
         hit = _EXPECTED_FILES.get(id(scenario))
-        if hit is not None and hit[0] is scenario:
+        if hit is not None and hit[0]() is scenario:
             return hit[1]
     data = db_json_bytes(scenario.expected_db)
     if len(data) <= 1 << 20:
         with _CONFIGS_LOCK:
-            _EXPECTED_FILES[id(scenario)] = (scenario, data)
+            _EXPECTED_FILES[id(scenario)] = (weakref.ref(scenario), data)
             while len(_EXPECTED_FILES) > _EXPECTED_KEPT:
                 _EXPECTED_FILES.popitem(last=False)
     return data
 
 
-#: id(scenario) -> (scenario, its expected_db.json bytes); the scenario is kept so its id stays unique.
-_EXPECTED_FILES: OrderedDict[int, tuple[Scenario, bytes]] = OrderedDict()
+#: id(scenario) -> (weak reference to the scenario, its expected_db.json bytes).
+_EXPECTED_FILES: OrderedDict[int, tuple[weakref.ref[Scenario], bytes]] = OrderedDict()
 _EXPECTED_KEPT = 16
 
 
@@ -330,15 +344,15 @@ def db_hashes(scenario: Scenario, result: SessionResult) -> tuple[str | None, st
     hash rules (None where there is no such DB); the expected DB's is computed once per scenario."""
     rules = scenario.domain.hash_rules
     actual = db_hash(result.final_db, rules) if result.final_db is not None else None
-    hit = _EXPECTED_HASHES.get(id(scenario))
-    if hit is None or hit[0] is not scenario:
-        expected = db_hash(scenario.expected_db, rules) if scenario.expected_db is not None else None
-        hit = _EXPECTED_HASHES[id(scenario)] = (scenario, expected)
-    return actual, hit[1]
+    hit = _EXPECTED_HASHES.get(scenario)
+    if hit is None:
+        hit = (db_hash(scenario.expected_db, rules) if scenario.expected_db is not None else None,)
+        _EXPECTED_HASHES.put(scenario, hit[0])
+    return actual, hit[0]
 
 
-#: id(scenario) -> (scenario, its expected DB's hash); the scenario is kept so its id stays unique.
-_EXPECTED_HASHES: dict[int, tuple[Scenario, str | None]] = {}
+#: Each scenario's expected DB hash, kept while the scenario lives (a released one takes it along).
+_EXPECTED_HASHES = PerObject()
 
 
 def open_folder(run_dir: Path, scenario_name: str, trial: int, trials: int) -> FolderWrite:

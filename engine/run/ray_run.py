@@ -36,7 +36,7 @@ from engine.results.merge import merge_runs
 from engine.results.rundir import fresh_default_dir, holds_a_run, select_scenarios
 from engine.run.runner import run_cli
 from engine.session.backends.probe import PROBE_TIMEOUT_S
-from engine.spec.loader import load_domain
+from engine.spec.index import index_domain
 from engine.spec.selection import select_tasks
 from engine.util.errors import InfrastructureError, UsageError
 from engine.util.untrusted import one_line
@@ -78,7 +78,7 @@ def _checked(opts: RunOptions) -> tuple[RunOptions, list[str], Path]:
         raise UsageError("--ray starts a new run: resume a Ray run's shards with --shard, or run it again")
     if opts.shard is not None:
         raise UsageError("--ray cuts the run into shards itself: leave --shard out")
-    loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language)
+    loaded = index_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language)
     chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
     if opts.tasks:
         chosen = select_tasks(chosen, loaded, opts.tasks)

@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from engine.core.model import Scenario, SessionResult
 from engine.core.options import RunOptions
 from engine.core.records.common import spent
+from engine.core.records.metrics import MetricsRecord
 from engine.results import scoring_stage as results
 from engine.results.provenance import new_invocation_id
 from engine.results.regenerate import attempts_kept, broken_caller, keep_attempt, keep_broken
@@ -48,10 +49,11 @@ from engine.results.session_files import load_session, scenario_dir
 from engine.run import workers
 from engine.run.adaptive import FIRST_TRIALS, AdaptiveRounds
 from engine.run.breaker import EndpointBreaker
+from engine.run.interrupt import CtrlC
+from engine.run.prepared import Prepared
 from engine.run.progress import Progress, Sink
 from engine.run.shard import parse_shard, shard_scenarios
 from engine.scoring import stats
-from engine.scoring.fidelity import caller_note
 from engine.session.backends import BackendFactory, BackendSpec
 from engine.session.backends.probe import PROBE_TIMEOUT_S, check_endpoints
 from engine.session.backends.registry import evalctl_own, parse_backend_spec, scheme_of
@@ -62,15 +64,15 @@ from engine.session.setup import (
     close_sides,
     endpoints,
     ignored_args,
-    session_setup,
+    session_setup,  # noqa: F401 (tests import it from here)
     side_for,
 )
 from engine.session.sides import builtin_side
-from engine.spec.gold_check import refuse_gold_mismatch
-from engine.spec.loader import load_domain
+from engine.spec.gold_check import refuse_mismatches
+from engine.spec.index import ScenarioIndex, index_domain
 from engine.spec.selection import select_tasks
 from engine.util import heap
-from engine.util.errors import OutputError, UsageError
+from engine.util.errors import OutputError, SpecError, UsageError
 from engine.util.oslimits import check_open_files, files_needed
 
 if TYPE_CHECKING:
@@ -113,20 +115,20 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         ]
         if limits and opts.concurrency > min(limits):  # a side that serves one client at a time
             opts = dataclasses.replace(opts, concurrency=min(limits))
-        loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language)
+        # the scenarios indexed (each checked, then let go); prepared when their sessions start
+        loaded = index_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language)
         held.enter_context(heap.settled())
         chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
         if opts.tasks:
             chosen = select_tasks(chosen, loaded, opts.tasks)
         if not opts.allow_gold_mismatch:
-            refuse_gold_mismatch(chosen)
+            refuse_mismatches(loaded.gold_mismatches([s.name for s in chosen]))
         if opts.shard is not None:
             shard = parse_shard(opts.shard)
             if opts.resume is None:  # a resumed shard run keeps the slice its run.json records
                 chosen = shard_scenarios(chosen, shard)
-        by_name = {s.name: s for s in loaded.scenarios}
         specs = {"agent": agent_spec, "user": user_spec}
-        sides = {role: side_for(spec, opts, by_name, role) for role, spec in specs.items()}
+        sides = {role: side_for(spec, opts, loaded.live, role) for role, spec in specs.items()}
         check_judge_key(opts.scoring)
         voice = _voice(opts, voice, loaded.domain.language)
         if voice is not None:
@@ -159,7 +161,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
 async def _run_locked(
     opts: RunOptions,
     run_dir: Path,
-    loaded: Any,
+    loaded: ScenarioIndex,
     chosen: list[Scenario],
     sides: dict[str, BackendFactory | str],
     specs: tuple[BackendSpec, BackendSpec],
@@ -187,7 +189,7 @@ async def _run_locked(
         "started_at": started,
         "invocation": invocation,
         "command": "resume" if opts.resume is not None else "run",
-        "caller_note": caller_note(opts.user, planned),
+        "caller_note": loaded.caller_note(opts.user, [s.name for s in planned]),
     }
     if base_info["caller_note"] and not opts.quiet:  # before the first session
         print(f"evalctl: caller: {base_info['caller_note']}", file=sys.stderr)
@@ -196,12 +198,15 @@ async def _run_locked(
     rounds = None
     if opts.adaptive_target_width is not None:  # --trials auto: more trials only where verdicts disagree
         rounds = AdaptiveRounds(opts, run_dir, chosen, report, base_info)
-        jobs = rounds.first()
+        jobs = loaded.longest_first(rounds.first())
         report.skipped = max(0, len(chosen) * min(FIRST_TRIALS, opts.trials) - rounds.first_planned)
     else:
-        jobs = plan_jobs(chosen, opts, run_dir)
+        jobs = loaded.longest_first(plan_jobs(chosen, opts, run_dir))
         report.skipped = len(chosen) * opts.trials - len(jobs)
-    more = rounds.next_round if rounds is not None else None
+    more = None
+    if rounds is not None:
+        next_round = rounds.next_round
+        more = lambda: loaded.longest_first(next_round())  # noqa: E731
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet, trials=opts.trials)
@@ -222,7 +227,7 @@ async def _run_locked(
             else:
                 stats.preload()  # the summary's statistics load while the sessions run (no fork here)
                 await run_here(
-                    jobs, opts, run_dir, invocation, sides, agent_spec, voice, progress, report, more
+                    jobs, opts, run_dir, invocation, sides, agent_spec, voice, progress, report, more, loaded
                 )
     except asyncio.CancelledError:
         task = asyncio.current_task()
@@ -253,13 +258,15 @@ async def run_here(
     progress: Sink,
     report: RunReport,
     more: Callable[[], list[Job]] | None = None,
+    index: ScenarioIndex | None = None,
 ) -> None:
     """Run ``jobs`` in this process: serve the built-in ``sides`` on loopback (closed at the end),
     then each session, stored and scored in ``run_dir`` (as invocation ``invocation``); each
     finished one goes to ``progress``. ``more``: called when every job is done, the next jobs
-    (adaptive trials' rounds; none ends the run). Cancellation stops the sessions in flight."""
-    scenarios = {job.scenario.name: job.scenario for job in jobs}  # once per scenario, not per trial
-    setups = {name: session_setup(scenario) for name, scenario in scenarios.items()}
+    (adaptive trials' rounds; none ends the run). ``index``: the scenario index the jobs' shells
+    come from (``engine.spec.index``; each scenario is prepared for its sessions and let go after
+    them); None when the jobs carry whole scenarios. Cancellation stops the sessions in flight."""
+    prepared = Prepared(jobs, index)
     scorer = Scorer(run_dir, opts.trials, opts.scoring, opts.concurrency, invocation)
     # the roles evalctl's own code answers for: served here with a built-in scheme's backend (an
     # installed scheme's backend is third-party code, blamed like an external side)
@@ -280,11 +287,9 @@ async def run_here(
             uris[role] = await stack.enter_async_context(builtin_side(side, role, in_process=True))
         batch = jobs
         while batch:
-            for job in batch:  # a later round's scenario that the first round did not run (a resume)
-                if job.scenario.name not in setups:
-                    setups[job.scenario.name] = session_setup(job.scenario)
-            await _run_jobs(batch, setups, uris, builtin, opts, scorer, report, progress, voice)
+            await _run_jobs(batch, prepared, uris, builtin, opts, scorer, report, progress, voice)
             batch = more() if more is not None else []
+            prepared.add(batch)
             if isinstance(progress, Progress):
                 progress.grow(len(batch))
 
@@ -309,7 +314,7 @@ def _voice(opts: RunOptions, given: VoiceRun | None, language: str = "en") -> Vo
 
 async def _run_jobs(
     jobs: list[Job],
-    setups: dict[str, SessionSetup],
+    prepared: Prepared,
     uris: dict[str, str],
     builtin: frozenset[str],
     opts: RunOptions,
@@ -321,47 +326,26 @@ async def _run_jobs(
     """Run every job: at most ``opts.concurrency`` sessions at once; each session's artifacts are
     stored as soon as it ends, after its slot is freed, then it is scored (the scorer has its own
     bound). At most twice ``opts.concurrency`` sessions are held at once (running, or waiting for
-    their folder to be written or judged): memory does not grow with the number of jobs."""
+    their folder to be written or judged), and only their scenarios are prepared (``prepared``):
+    memory does not grow with the number of jobs or of scenarios."""
     gate = asyncio.Semaphore(opts.concurrency)
     held = asyncio.Semaphore(2 * opts.concurrency)
     breaker = EndpointBreaker(opts.max_endpoint_failures)
 
     async def one(job: Job) -> None:
-        scenario, trial = job.scenario, job.trial
-        key = f"{scenario.name}#{trial}"
+        key = f"{job.scenario.name}#{job.trial}"
         try:
             async with held:
-                if job.action == "score":
-                    sdir = scenario_dir(scorer.run_dir, scenario.name, trial, opts.trials)
-                    _, result = await off_loop(load_session, sdir)
-                    metrics, failure = await scorer.finish(scenario, result, job.superseded, stored=True)
-                else:
-                    run_dir, trials = scorer.run_dir, opts.trials
-                    await off_loop(keep_broken, run_dir, scenario.name, trial, trials)  # a resume's rerun
-                    first = attempt = await off_loop(attempts_kept, run_dir, scenario.name, trial, trials)
-                    superseded = job.superseded
-                    while True:
-                        call = voice.call(scenario) if voice is not None else None
-                        async with gate:
-                            wrap = call.wrap if call is not None else None
-                            if breaker.tripped:  # the endpoint is down: not tried once more per session
-                                result = breaker.not_run(scenario, trial)
-                            else:
-                                result = await _session(
-                                    scenario, trial, setups[scenario.name], uris, builtin, opts, wrap, attempt
-                                )
-                                breaker.record(result)
-                        audio = voice.artifacts(call) if voice is not None and call is not None else None
-                        metrics, failure = await scorer.finish(scenario, result, superseded, audio)
-                        if (
-                            metrics is None
-                            or attempt - first >= opts.regenerate
-                            or not broken_caller(metrics)
-                        ):
-                            break
-                        await off_loop(keep_attempt, run_dir, scenario.name, trial, trials)
-                        superseded = spent(metrics.superseded_usage, *metrics.usage.items())  # still paid
-                        attempt += 1
+                try:
+                    scenario, setup = prepared.acquire(job)
+                except SpecError as err:  # its files changed since the run checked them
+                    prepared.done(job)
+                    report.scoring_errors[key] = f"the scenario no longer loads: {err.problems[0].message}"
+                    return
+                try:
+                    result, metrics, failure = await attempts(job, scenario, setup)
+                finally:
+                    prepared.done(job)
         except (OSError, ValueError) as err:  # the folder cannot be written (or read back)
             report.scoring_errors[key] = f"{type(err).__name__}: {err}"
             return
@@ -369,6 +353,37 @@ async def _run_jobs(
             report.scoring_errors[key] = failure
         report.add(result, metrics)
         progress.done(result, metrics)
+
+    async def attempts(
+        job: Job, scenario: Scenario, setup: SessionSetup
+    ) -> tuple[SessionResult, MetricsRecord | None, str | None]:
+        """The job's session (its regenerations of a broken caller included), stored and scored."""
+        trial = job.trial
+        if job.action == "score":
+            sdir = scenario_dir(scorer.run_dir, scenario.name, trial, opts.trials)
+            _, result = await off_loop(load_session, sdir)
+            metrics, failure = await scorer.finish(scenario, result, job.superseded, stored=True)
+            return result, metrics, failure
+        run_dir, trials = scorer.run_dir, opts.trials
+        await off_loop(keep_broken, run_dir, scenario.name, trial, trials)  # a resume's rerun
+        first = attempt = await off_loop(attempts_kept, run_dir, scenario.name, trial, trials)
+        superseded = job.superseded
+        while True:
+            call = voice.call(scenario) if voice is not None else None
+            async with gate:
+                wrap = call.wrap if call is not None else None
+                if breaker.tripped:  # the endpoint is down: not tried once more per session
+                    result = breaker.not_run(scenario, trial)
+                else:
+                    result = await _session(scenario, trial, setup, uris, builtin, opts, wrap, attempt)
+                    breaker.record(result)
+            audio = voice.artifacts(call) if voice is not None and call is not None else None
+            metrics, failure = await scorer.finish(scenario, result, superseded, audio)
+            if metrics is None or attempt - first >= opts.regenerate or not broken_caller(metrics):
+                return result, metrics, failure
+            await off_loop(keep_attempt, run_dir, scenario.name, trial, trials)
+            superseded = spent(metrics.superseded_usage, *metrics.usage.items())  # still paid
+            attempt += 1
 
     tasks = [asyncio.create_task(one(job)) for job in jobs]
     try:
@@ -415,57 +430,6 @@ async def _session(
         return SessionResult(
             scenario.name, trial, "error", error=f"engine error: {err!r}", error_source="engine"
         )
-
-
-class CtrlC:
-    """What each Ctrl-C does to a run (the ``task`` running it): the first cancels it (the sessions
-    in flight stop, the finished ones and the summary are written) and says so; the second only
-    says the summary is coming (it used to quit without one); the third quits at once
-    (KeyboardInterrupt), the results written so far kept."""
-
-    FIRST = "stopping: the sessions in flight are cut; the finished ones are kept"
-    SECOND = "still writing; Ctrl-C once more quits without the summary (the results written so far are kept)"
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task = task
-        self.presses = 0
-
-    def press(self) -> None:
-        self.presses += 1
-        if self.presses > 2:
-            raise KeyboardInterrupt
-        if self.presses == 1:
-            self.task.cancel()
-        print(f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}", file=sys.stderr, flush=True)
-
-    @staticmethod
-    @contextlib.contextmanager
-    def while_printing(report: RunReport) -> Iterator[None]:
-        """Ctrl-C while the outcome of an interrupted run is printed (the run's loop and its
-        handler are gone by then) counts on from the run's presses: a second only says the rest is
-        coming, a third quits. Before, the default handler quit at once and cut the table and the
-        resume hint (``interrupted; finished results kept in ...``)."""
-        if not report.interrupted:
-            yield
-            return
-        presses = max(report.ctrl_c_presses, 1)
-
-        def press(signum: int, frame: Any) -> None:
-            nonlocal presses
-            presses += 1
-            if presses > 2:
-                raise KeyboardInterrupt
-            print(f"evalctl: {CtrlC.SECOND}", file=sys.stderr, flush=True)
-
-        try:
-            previous = signal.signal(signal.SIGINT, press)
-        except ValueError:  # not the main thread
-            yield
-            return
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
 
 
 def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:

@@ -1,7 +1,8 @@
-"""One worker process of a ``--workers`` run (``engine.run.workers``): load the specs, serve its own
-built-in sides, run its share of the jobs into the shared run folder, and report each finished
-session to the run's process over a pipe. SIGTERM stops it the way Ctrl-C stops a run: the
-sessions in flight are cancelled, the finished ones are kept.
+"""One worker process of a ``--workers`` run (``engine.run.workers``): index the specs (or, forked,
+share the run's index), serve its own built-in sides, run its share of the jobs into the shared
+run folder (preparing only its share's scenarios, each for as long as its sessions run), and
+report each finished session to the run's process over a pipe. SIGTERM stops it the way Ctrl-C
+stops a run: the sessions in flight are cancelled, the finished ones are kept.
 
 Messages (``(kind, body)`` tuples): ``("done", [(Finished, Outcome, SummaryRow or None), ...])`` for
 finished sessions (their progress line, their ``engine.results.outcomes.Outcome`` and, when scored, their
@@ -30,7 +31,7 @@ from engine.run.workers import WorkerTask
 from engine.scoring.summary_rows import SummaryRow, summary_row
 from engine.session.backends.registry import parse_backend_spec
 from engine.session.setup import side_for
-from engine.spec.loader import load_domain
+from engine.spec.index import index_domain
 from engine.util import heap
 
 #: Seconds a finished session's progress line may wait to be sent with the next ones (a message per
@@ -80,15 +81,18 @@ class _Pipe:
 
 async def _work(task: WorkerTask, conn: Connection) -> None:
     opts = task.opts
-    loaded = task.loaded or load_domain(
+    # forked: the run's scenario index (shells only); spawned: indexed here (checked again)
+    loaded = task.loaded or index_domain(
         opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language
     )
-    by_name = {s.name: s for s in loaded.scenarios}
-    jobs = [Job(by_name[name], trial, action, superseded) for name, trial, action, superseded in task.jobs]
+    jobs = [
+        Job(loaded.entries[name].shell, trial, action, superseded)
+        for name, trial, action, superseded in task.jobs
+    ]
     agent_spec, user_spec = parse_backend_spec(opts.agent), parse_backend_spec(opts.user)
     sides = {
-        "agent": side_for(agent_spec, opts, by_name, "agent"),
-        "user": side_for(user_spec, opts, by_name, "user"),
+        "agent": side_for(agent_spec, opts, loaded.live, "agent"),
+        "user": side_for(user_spec, opts, loaded.live, "user"),
     }
     report = RunReport(task.run_dir)
     loop, me = asyncio.get_running_loop(), asyncio.current_task()
@@ -96,7 +100,9 @@ async def _work(task: WorkerTask, conn: Connection) -> None:
     if me is not None:
         loop.add_signal_handler(signal.SIGTERM, me.cancel)
     with heap.settled(), contextlib.suppress(asyncio.CancelledError):
-        await run_here(jobs, opts, task.run_dir, task.invocation, sides, agent_spec, task.voice, pipe, report)
+        run_dir, voice = task.run_dir, task.voice
+        invocation = task.invocation
+        await run_here(jobs, opts, run_dir, invocation, sides, agent_spec, voice, pipe, report, None, loaded)
     pipe.flush()
     for key, message in report.scoring_errors.items():  # stores that failed before scoring
         pipe.send(("scoring_error", (key, message)))

@@ -1,10 +1,12 @@
 """``--workers N``: a run's sessions in N worker processes sharing its run folder, its progress
 display and its one summary.
 
-The run's process loads the specs, plans the jobs, holds the folder's lock and deals the jobs
+The run's process indexes the specs (``engine.spec.index``: every scenario checked, then only its
+name, shell and plan figures kept), plans the jobs, holds the folder's lock and deals the jobs
 round-robin among the workers (``engine.run.shard.split``). Each worker (``engine.run.worker_child``)
-starts with the specs: forked (Linux, while the run's process has no other thread: the specs are
-already loaded) or spawned (a fresh interpreter that loads them again; :func:`start_method`). It
+starts with the index: forked (Linux, while the run's process has no other thread: the index is
+already made) or spawned (a fresh interpreter that indexes the specs again; :func:`start_method`),
+and prepares its own share's scenarios as their sessions start. It
 serves its own built-in sides, runs its share of the concurrency C (the shares add up to C),
 writes the scenario folders and sends the finished sessions' progress lines
 (``engine.run.progress.Finished``) through a pipe, with each one's small outcome record and summary
@@ -55,7 +57,7 @@ from engine.results.scorer import Scorer, off_loop, release_threads
 from engine.results.session_files import METRICS, read_metrics, read_session, scenario_dir
 from engine.run.progress import Finished, Progress
 from engine.run.shard import split
-from engine.util.errors import UsageError
+from engine.util.errors import SpecError, UsageError
 
 if TYPE_CHECKING:
     from engine.session.voice.run import VoiceRun
@@ -72,7 +74,8 @@ CHILD = "engine.run.worker_child"
 class WorkerTask:
     """One worker's share: the run's options (its concurrency already divided), folder,
     invocation id, voice settings, its jobs as ``(scenario name, trial, action, superseded)``,
-    and (forked workers only) the run's loaded specs (``engine.spec.loader.load_domain``'s result)."""
+    and (forked workers only) the run's scenario index (``engine.spec.index.index_domain``'s
+    result: names and shells; the worker prepares its own share's scenarios)."""
 
     opts: RunOptions
     run_dir: Path
@@ -80,7 +83,7 @@ class WorkerTask:
     voice: Any
     jobs: tuple[tuple[str, int, str, tuple[SpentUsage, ...]], ...]
     number: int = 1
-    loaded: Any = None  # the run's loaded specs, for a forked worker (never pickled)
+    loaded: Any = None  # the run's scenario index, for a forked worker (never pickled)
 
 
 @dataclass
@@ -231,7 +234,7 @@ async def run_in_workers(
     for w in workers:
         await off_loop(w.process.join, STOP_GRACE_S)
         if not w.ended:
-            await _fail_unfinished(w, by_key, opts, run_dir, invocation, progress, report)
+            await _fail_unfinished(w, by_key, opts, run_dir, invocation, progress, report, loaded)
 
 
 def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], None]:
@@ -291,6 +294,7 @@ async def _fail_unfinished(
     invocation: str,
     progress: Progress,
     report: Any,
+    loaded: Any = None,
 ) -> None:
     """The sessions of a worker that died without finishing: this run's stored verdict counts as
     done; a folder holding a stored conversation (an earlier attempt's, or this run's not yet
@@ -304,7 +308,6 @@ async def _fail_unfinished(
     for name, trial, _, superseded in worker.task.jobs:
         if (name, trial) in worker.reported:
             continue
-        job = by_key[(name, trial)]
         key = f"{name}#{trial}"
         sdir = scenario_dir(run_dir, name, trial, opts.trials)
         metrics = read_metrics(sdir / METRICS)
@@ -320,10 +323,17 @@ async def _fail_unfinished(
             continue
         else:
             result = SessionResult(name, trial, "error", error=lost, error_source="engine")
+            scenario = by_key[(name, trial)].scenario
             try:
-                await scorer.store(job.scenario, result, superseded)
-                metrics = await scorer.score(job.scenario, result, superseded)
-            except OSError as err:  # e.g. the disk is full: the run still ends with its summary
+                if loaded is not None:  # a shell of the run's index: its folder needs the whole scenario
+                    scenario = loaded.prepare(name)
+                try:
+                    await scorer.store(scenario, result, superseded)
+                    metrics = await scorer.score(scenario, result, superseded)
+                finally:
+                    if loaded is not None:
+                        loaded.release(name)
+            except (OSError, SpecError) as err:  # e.g. the disk is full: the run still ends with its summary
                 report.scoring_errors[key] = f"{lost}; its error could not be written: {err}"
                 progress.show(Finished.of(result, None))
                 continue

@@ -5,6 +5,7 @@ Used by the runner and by each worker process of a ``--workers`` run (``engine.r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +67,7 @@ def ignored_args(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> lis
 
 
 def side_for(
-    spec: BackendSpec, opts: RunOptions, scenarios: dict[str, Scenario], role: str = "agent"
+    spec: BackendSpec, opts: RunOptions, scenarios: Mapping[str, Scenario], role: str = "agent"
 ) -> BackendFactory | str:
     """An external side's URI, or the backend factory of the built-in ``role`` side (raises
     UsageError for a missing API key before anything is written). Its request timeout and retries

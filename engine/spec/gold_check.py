@@ -33,7 +33,12 @@ def gold_mismatches(scenarios: Iterable[Scenario]) -> list[tuple[str, str]]:
 def refuse_gold_mismatch(scenarios: Iterable[Scenario]) -> None:
     """Raise UsageError (exit 2, one line) naming the scenarios whose gold replay fails, with the
     first one's reason and the way out (``--allow-gold-mismatch``); nothing when all pass."""
-    bad = gold_mismatches(scenarios)
+    refuse_mismatches(gold_mismatches(scenarios))
+
+
+def refuse_mismatches(bad: list[tuple[str, str]]) -> None:
+    """:func:`refuse_gold_mismatch` for the ``(scenario name, why)`` pairs ``bad`` (found by
+    :func:`gold_mismatches`, or kept by the run's scenario index, ``engine.spec.index``)."""
     if not bad:
         return
     names = ", ".join(name for name, _ in bad[:SHOWN])

@@ -432,13 +432,57 @@ def load_domain(
     tau2 scenarios the replays were half its time). ``language``: run the domain in that language
     (``engine.spec.languages.in_language``; None: the spec's own; UsageError for one it lacks).
     """
+    domain, ddoc, data, docs, problems = load_parts(spec_dir, data_root, plugins=plugins, language=language)
+    ctx = BuildContext(domain, ddoc, data, problems, gold=gold)
+    scenarios = [sc for doc in docs if (sc := build_scenario(ctx, doc)) is not None]
+    template_problems, rendered = check_templates(scenarios)
+    problems.extend(template_problems)
+    if problems:
+        raise SpecError(problems)
+    loaded = LoadedDomain(domain, tuple(scenarios), rendered, data)
+    if problems := loaded.shared_db_problems():  # the gold replays of expected DBs ran on it
+        raise SpecError(problems)
+    return loaded
+
+
+def load_parts(
+    spec_dir: str | Path,
+    data_root: str | Path | None = None,
+    *,
+    plugins: Plugins,
+    language: str | None = None,
+    lean: bool = False,
+) -> tuple[Domain, YamlDoc, DataFiles, list[YamlDoc], list[Problem]]:
+    """What every scenario of ``spec_dir`` is built from, before any is built: ``(domain, the
+    domain doc, the data files, the scenario docs that passed their schema, the problems found so
+    far)`` (:func:`load_domain`, and the run's scenario index, ``engine.spec.index``, which builds
+    them one at a time). ``lean``: a :class:`DataFiles` that keeps nothing per scenario. Raises
+    DataRootError / UsageError as :func:`load_domain`, SpecError when the domain itself fails."""
     root = resolve_data_root(data_root)
     spec_path = Path(spec_dir).resolve()
     if not spec_path.is_dir():
         raise UsageError(f"spec directory {spec_dir} does not exist")
-    data = DataFiles(root)
+    data = DataFiles(root, lean=lean)
     problems: list[Problem] = []
     built = _build_domain(spec_path, root, data, plugins, problems, language)
+    docs = _scenario_docs(spec_path, problems)
+    if built is None:
+        raise SpecError(problems)
+    domain, ddoc = built
+    if "scenarios" in ddoc.data:
+        docs = generated_docs(ddoc, data, docs, problems, domain.plugin)
+    if not docs and not problems:
+        problems.append(
+            Problem(display_path(spec_path / SCENARIO_DIR), 0, "$", "no scenario files (*.yaml) found")
+        )
+    for release in sorted(_releases(ddoc)):
+        warn_if_modified(root, release, lambda line: print(line, file=sys.stderr))
+    return domain, ddoc, data, docs, problems
+
+
+def _scenario_docs(spec_path: Path, problems: list[Problem]) -> list[YamlDoc]:
+    """The scenario files' docs that passed their schema, sorted by file name; problems collected
+    (misplaced files, duplicate names, bad signals)."""
     docs: list[YamlDoc] = []
     first: dict[str, YamlDoc] = {}
     scenario_dir = spec_path / SCENARIO_DIR
@@ -465,24 +509,4 @@ def load_domain(
         problems.extend(check_signals(doc, ("success_signals",), doc.data.get("success_signals"), name))
         if ok:
             docs.append(doc)
-    if built is None:
-        raise SpecError(problems)
-    domain, ddoc = built
-    if "scenarios" in ddoc.data:
-        docs = generated_docs(ddoc, data, docs, problems, domain.plugin)
-    if not docs and not problems:
-        problems.append(
-            Problem(display_path(spec_path / SCENARIO_DIR), 0, "$", "no scenario files (*.yaml) found")
-        )
-    for release in sorted(_releases(ddoc)):
-        warn_if_modified(root, release, lambda line: print(line, file=sys.stderr))
-    ctx = BuildContext(domain, ddoc, data, problems, gold=gold)
-    scenarios = [sc for doc in docs if (sc := build_scenario(ctx, doc)) is not None]
-    template_problems, rendered = check_templates(scenarios)
-    problems.extend(template_problems)
-    if problems:
-        raise SpecError(problems)
-    loaded = LoadedDomain(domain, tuple(scenarios), rendered, data)
-    if problems := loaded.shared_db_problems():  # the gold replays of expected DBs ran on it
-        raise SpecError(problems)
-    return loaded
+    return docs

@@ -6,6 +6,7 @@ problem collected (used by ``engine.spec.loader.load_domain``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -43,7 +44,7 @@ def _source(ctx: BuildContext, path: JsonPath, record_id: str, record: Any, init
             )
         rel = spec["file"].replace("{eva_id}", record_id).replace("{id}", record_id)
         try:
-            base = ctx.data.file(rel)
+            base = ctx.data.file(rel, per_record=rel != spec["file"])
         except (OSError, ValueError) as err:
             raise LookupError(f"{key} file {read_error(rel, ctx.data.root, err)}") from None
     else:
@@ -93,7 +94,7 @@ def _user(ctx: BuildContext, record: Any, override: dict[str, Any], subject: str
 
 
 def _gold(
-    ctx: BuildContext, doc: YamlDoc, records: dict[str, Any], record_id: str, name: str
+    ctx: BuildContext, doc: YamlDoc, records: Mapping[str, Any], record_id: str, name: str
 ) -> GoldTrace | None:
     """The scenario's gold trace read by the adapter of ``gold_trace.format``; problems collected."""
     domain, dspec = ctx.domain, ctx.ddoc.data

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 MAX_SPEC_BYTES = 10 * 1024 * 1024
 """Largest spec file (YAML) or template read, in bytes (as ``engine.util.yamlload.MAX_FILE_BYTES``)."""
@@ -81,16 +82,28 @@ def read_contained(root: str | os.PathLike[str], rel: str | os.PathLike[str], ma
     without blocking, and checked again on the open descriptor, so a swap after the check cannot
     make it read a FIFO or a device. Raises FileNotFoundError or UnsafePathError (both OSError).
     """
-    path = contained(root, rel)
-    check_regular(path, max_bytes)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as fh:
-        _check_info(os.fstat(fh.fileno()), max_bytes)
+    with open_contained(root, rel, max_bytes) as fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise UnsafePathError(f"grew over the {max_bytes} byte limit while read")
     return data
+
+
+def open_contained(root: str | os.PathLike[str], rel: str | os.PathLike[str], max_bytes: int) -> BinaryIO:
+    """``root / rel`` opened for reading in binary, checked as :func:`read_contained` checks it
+    (contained, a regular file of at most ``max_bytes`` bytes, checked again on the descriptor):
+    for a reader that streams the file or reads one part of it. Raises as :func:`read_contained`."""
+    path = contained(root, rel)
+    check_regular(path, max_bytes)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    fh = os.fdopen(fd, "rb")
+    try:
+        _check_info(os.fstat(fh.fileno()), max_bytes)
+    except BaseException:
+        fh.close()
+        raise
+    return fh
 
 
 def read_text(root: str | os.PathLike[str], rel: str | os.PathLike[str], max_bytes: int) -> str:

@@ -3,27 +3,25 @@ replay's (recorded, never gating unless a spec lists it)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from engine.core.plugin import DiagnosticInputs
 from engine.domains.tau2_telecom.shapes import tau2_hash
 from engine.spec.gold_replay import gold_replay
+from engine.util.weakmemo import PerObject
 
-_GOLD_USER_HASHES: dict[int, tuple[Any, str | None]] = {}
-_LOCK = threading.Lock()
+#: Per scenario (while it lives) the tau2 hash of its gold replay's phone DB.
+_GOLD_USER_HASHES = PerObject()
 
 
 def _gold_user_hash(scenario: Any) -> str | None:
     """tau2 hash of the phone DB the scenario's gold replay ends with (cached per scenario)."""
-    with _LOCK:
-        hit = _GOLD_USER_HASHES.get(id(scenario))
-    if hit is not None and hit[0] is scenario:
-        return hit[1]
+    hit = _GOLD_USER_HASHES.get(scenario)
+    if hit is not None:
+        return str(hit[0]) if hit[0] is not None else None
     run = gold_replay(scenario) if scenario.gold_trace is not None else None
     value = tau2_hash(run.user_db, "user") if run is not None and run.user_db is not None else None
-    with _LOCK:
-        _GOLD_USER_HASHES[id(scenario)] = (scenario, value)
+    _GOLD_USER_HASHES.put(scenario, value)
     return value
 
 

@@ -301,8 +301,9 @@ class RtviScheme(BackendScheme):
         from engine.session.backends.rtvi_wire import encode_frame
 
         encode_frame({})  # pipecat missing: one line (UsageError) before the first session
-        for scenario in options.scenarios.values():
-            tool_map(scenario)  # a broken rtvi.yaml: one line before the first session
+        first = next(iter(options.scenarios.values()), None)  # one domain, one map (read once)
+        if first is not None:
+            tool_map(first)  # a broken rtvi.yaml: one line before the first session
         return RtviFactory(str(spec.uri), str(spec), options.scenarios)
 
 

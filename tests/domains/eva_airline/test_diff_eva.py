@@ -16,6 +16,7 @@ import engine.run.runner as runner
 from cli import main
 from engine.domains.registry import plugins
 from engine.results.diff import diff_run, render_text
+from engine.spec.index import whole_index
 from engine.spec.loader import LoadedDomain, load_domain
 from tests.conftest import SPEC_DIR
 from tests.runtime_helpers import alter_gold_call, run_options
@@ -50,7 +51,7 @@ def wrong_run(data_root, tmp_path_factory):
     patched = LoadedDomain(loaded.domain, altered, loaded.prompts_rendered)
     run_dir = tmp_path_factory.mktemp("wrong") / "run"
     mp = pytest.MonkeyPatch()
-    mp.setattr(runner, "load_domain", lambda *a, **k: patched)
+    mp.setattr(runner, "index_domain", lambda *a, **k: whole_index(patched))
     try:
         opts = run_options(
             spec_dir=SPEC_DIR,

@@ -13,6 +13,7 @@ import pytest
 import engine.run.runner as runner
 from cli import main
 from engine.domains.registry import plugins
+from engine.spec.index import whole_index
 from engine.spec.loader import LoadedDomain, load_domain
 from tests.mock_domain.judge_server import scripted_judge
 from tests.runtime_helpers import alter_gold_call
@@ -130,7 +131,7 @@ def wrong_run(tmp_path_factory):
         "nl_assertion_verdicts": [{"index": 1, "passed": True}, {"index": 2, "passed": False}],
     }
     mp = pytest.MonkeyPatch()
-    mp.setattr(runner, "load_domain", lambda *a, **k: LoadedDomain(loaded.domain, altered))
+    mp.setattr(runner, "index_domain", lambda *a, **k: whole_index(LoadedDomain(loaded.domain, altered)))
     try:
         with scripted_judge([low]) as (url, _):
             assert _run(out, url, "--allow-gold-mismatch") == 0  # exits 0 whatever the scores

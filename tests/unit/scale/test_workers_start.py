@@ -63,7 +63,7 @@ async def test_forked_workers_use_the_runs_loaded_specs(
     one = await run(
         run_options(*SHOP, output_dir=tmp_path / "one", workers=1, **common)
     )  # uses the write threads
-    monkeypatch.setattr(worker_child, "load_domain", no_loading)  # the forked workers inherit it
+    monkeypatch.setattr(worker_child, "index_domain", no_loading)  # the forked workers inherit it
     two = await run(run_options(*SHOP, output_dir=tmp_path / "two", workers=2, **common))
     assert chosen == ["fork"]  # the run's idle write threads were stopped before forking
     assert two.summary is not None and two.summary.results == 6 and two.exit_code() == 0

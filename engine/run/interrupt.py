@@ -1,0 +1,64 @@
+"""What each Ctrl-C does to a run (``engine.run.runner.run_cli``), and to the printing of an
+interrupted run's outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from engine.results.run_report import RunReport
+
+
+class CtrlC:
+    """What each Ctrl-C does to a run (the ``task`` running it): the first cancels it (the sessions
+    in flight stop, the finished ones and the summary are written) and says so; the second only
+    says the summary is coming (it used to quit without one); the third quits at once
+    (KeyboardInterrupt), the results written so far kept."""
+
+    FIRST = "stopping: the sessions in flight are cut; the finished ones are kept"
+    SECOND = "still writing; Ctrl-C once more quits without the summary (the results written so far are kept)"
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.presses = 0
+
+    def press(self) -> None:
+        self.presses += 1
+        if self.presses > 2:
+            raise KeyboardInterrupt
+        if self.presses == 1:
+            self.task.cancel()
+        print(f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}", file=sys.stderr, flush=True)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def while_printing(report: RunReport) -> Iterator[None]:
+        """Ctrl-C while the outcome of an interrupted run is printed (the run's loop and its
+        handler are gone by then) counts on from the run's presses: a second only says the rest is
+        coming, a third quits. Before, the default handler quit at once and cut the table and the
+        resume hint (``interrupted; finished results kept in ...``)."""
+        if not report.interrupted:
+            yield
+            return
+        presses = max(report.ctrl_c_presses, 1)
+
+        def press(signum: int, frame: Any) -> None:
+            nonlocal presses
+            presses += 1
+            if presses > 2:
+                raise KeyboardInterrupt
+            print(f"evalctl: {CtrlC.SECOND}", file=sys.stderr, flush=True)
+
+        try:
+            previous = signal.signal(signal.SIGINT, press)
+        except ValueError:  # not the main thread
+            yield
+            return
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
