@@ -12,7 +12,8 @@ from engine.commands.diff import diff
 from engine.commands.run import print_outcome
 from engine.core.options import RunOptions
 from engine.domains.registry import plugins
-from engine.run.runner import CtrlC, run_cli
+from engine.run.interrupt import CtrlC
+from engine.run.runner import run_cli
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
 

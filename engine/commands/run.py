@@ -12,7 +12,8 @@ from engine.core.options import RunOptions
 from engine.domains.registry import plugins
 from engine.results.costs import PriceTable
 from engine.results.run_report import RunReport
-from engine.run.runner import CtrlC, run_cli
+from engine.run.interrupt import CtrlC
+from engine.run.runner import run_cli
 from engine.util.errors import INFRASTRUCTURE_EXIT, OutputError
 
 
