@@ -29,8 +29,13 @@ $(BIN)/evalctl: pyproject.toml
 data: $(BIN)/evalctl
 	$(BIN)/python -m engine.core.datafetch --source '$(EVA_SOURCE)' --dest '$(DATA_ROOT)'
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist; `auto`: one per core), each test file on
+# one worker so its module fixtures are built once. PYTHONDONTWRITEBYTECODE is dropped for pytest
+# alone: with it set, pytest rewrote the asserts of every test module anew in every worker at each
+# start (tests/README.md "Running": what the suite costs).
+TEST_WORKERS ?= auto
 test: $(BIN)/evalctl
-	$(BIN)/python -m pytest -q
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(BIN)/evalctl
 	$(BIN)/ruff check .

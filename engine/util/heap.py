@@ -15,11 +15,16 @@ from collections.abc import Iterator
 
 @contextlib.contextmanager
 def settled() -> Iterator[None]:
-    """Collect once, then move every object alive now into the permanent generation
-    (``gc.freeze``) so the collections during the block skip it; on leaving, unfreeze (the
-    objects are collected normally again, so a process running many runs leaks nothing). Enter it
-    once the specs are loaded, before the sessions start."""
-    gc.collect()
+    """Collect the young generations, then move every object alive now into the permanent
+    generation (``gc.freeze``) so the collections during the block skip it; on leaving, unfreeze
+    (the objects are collected normally again, so a process running many runs leaks nothing).
+    Enter it once the specs are loaded, before the sessions start.
+
+    Only generations 0 and 1 are collected first: the garbage the loading just made is there,
+    while a full collection walks the whole heap of the process, which in a process that runs many
+    runs (the test suite, an embedding program) holds far more than the run; whatever cyclic
+    garbage the old generation still holds is frozen with it and collected after the block."""
+    gc.collect(1)
     gc.freeze()
     try:
         yield

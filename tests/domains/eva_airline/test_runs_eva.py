@@ -32,8 +32,10 @@ def test_select_scenarios(data_root: Path) -> None:
 
 
 def test_run_verb_prints_the_summary_and_honours_fail_under(
-    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # piped with no $COLUMNS (a pytest-xdist worker has COLUMNS=80 in its environment)
+    monkeypatch.delenv("COLUMNS", raising=False)
     base = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--no-progress", "--fail-under", "1"]
     ok = cli.main([*base, "--scenarios", "eva_airline__3_1_5", "--output-dir", str(tmp_path / "a")])
     out = capsys.readouterr().out

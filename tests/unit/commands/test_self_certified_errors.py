@@ -3,15 +3,19 @@ agent plays the mock shop's gold conversations and fails ``mock__cancel_order``:
 up without cancelling), or instead by sending an ``error`` frame, dropping its TCP connection,
 closing it, or (an ``openai:`` agent) getting an HTTP 400 from its endpoint. Every variant must
 score the same headline, the same strict rate and the same ``--fail-under`` exit codes. Real runs
-through the CLI on loopback; the agent's server runs in its own thread and event loop."""
+through the CLI on loopback; the agent's server runs in its own thread and event loop. The honest
+variant of each kind of agent is run once per module (a fixture each), and every variant is compared
+with it."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,23 +119,24 @@ def _run(out: Path, agent: tuple[str, ...], *extra: str) -> int:
     return main([*argv, "--agent", *agent, *extra])
 
 
-def _outcome(tmp_path: Path, agent: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+def _outcome(tmp_path: Path, agent: tuple[str, ...]) -> dict[str, Any]:
     """The headline lines (stdout and all_summary.txt), summary.json's rates and the exit codes of
     a run, ``--fail-under 0.9`` with and without ``--allow-errors``, and ``--resume`` of it."""
     codes = {}
-    for label, extra in (("plain", ()), ("fail_under", ("--fail-under", "0.9"))):
-        codes[label] = _run(tmp_path / label, agent, *extra)
-    codes["allow_errors"] = _run(tmp_path / "allow", agent, "--fail-under", "0.9", "--allow-errors")
-    printed = capsys.readouterr().out
+    with contextlib.redirect_stdout(io.StringIO()) as stdout:
+        for label, extra in (("plain", ()), ("fail_under", ("--fail-under", "0.9"))):
+            codes[label] = _run(tmp_path / label, agent, *extra)
+        codes["allow_errors"] = _run(tmp_path / "allow", agent, "--fail-under", "0.9", "--allow-errors")
+    printed = stdout.getvalue()
     run = tmp_path / "plain"
     text = (run / "all_summary.txt").read_text(encoding="utf-8")
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     metrics = json.loads((run / FAILED / "metrics.json").read_text(encoding="utf-8"))
     before = (run / FAILED / "session.json").read_bytes()
-    codes["resume"] = main(
-        ["run", str(SPEC), "--data-root", str(DATA), "--resume", str(run), "--no-progress"]
-    )
-    capsys.readouterr()
+    with contextlib.redirect_stdout(io.StringIO()):
+        codes["resume"] = main(
+            ["run", str(SPEC), "--data-root", str(DATA), "--resume", str(run), "--no-progress"]
+        )
     return {
         "stdout": [line.split(" [95% CI")[0] for line in printed.splitlines() if line.startswith(HEADLINES)],
         # the headline lines, their intervals (the same counts give the same interval) cut off
@@ -158,6 +163,13 @@ def _same_headline(honest: dict[str, Any], got: dict[str, Any], passed: int = 2)
     assert got["verdict"] is False and got["error_cause"] is None and not got["resumed_again"]
 
 
+@pytest.fixture(scope="module")
+def honest_ws(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The outcome of the external agent that fails :data:`FAILED` honestly. Read it only."""
+    with WsAgent("honest") as uri:
+        return _outcome(tmp_path_factory.mktemp("honest_ws"), (uri,))
+
+
 @pytest.mark.parametrize(
     ("how", "stop"),
     [
@@ -169,13 +181,12 @@ def _same_headline(honest: dict[str, Any], got: dict[str, Any], passed: int = 2)
     ],
 )
 def test_an_external_agent_that_errors_instead_of_failing_scores_the_same(
-    how: str, stop: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    how: str, stop: str, tmp_path: Path, honest_ws: dict[str, Any]
 ) -> None:
-    with WsAgent("honest") as uri:
-        honest = _outcome(tmp_path / "honest", (uri,), capsys)
+    honest = honest_ws
     assert honest["stop_reason"] == "exit"
     with WsAgent(how) as uri:
-        got = _outcome(tmp_path / how, (uri,), capsys)
+        got = _outcome(tmp_path / how, (uri,))
     # before: 100.0% (2/2 scenarios; 1 error left out), --allow-errors --fail-under 0.9 exited 0,
     # and --resume ran the "error" again
     _same_headline(honest, got)
@@ -223,14 +234,23 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "local")
 
 
+def _openai_outcome(tmp_path: Path, reject: bool | str) -> dict[str, Any]:
+    with ScriptedOpenAI([], route=_openai_route(reject)) as server:
+        return _outcome(tmp_path, ("openai:m", "--base-url", server.base_url))
+
+
+@pytest.fixture(scope="module")
+def honest_openai(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The outcome of the ``openai:`` agent whose model hangs up on :data:`FAILED`. Read it only."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OPENAI_API_KEY", "local")
+        yield _openai_outcome(tmp_path_factory.mktemp("honest_openai"), False)
+
+
 def test_an_openai_agent_whose_request_is_refused_scores_as_when_it_fails(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, honest_openai: dict[str, Any]
 ) -> None:
-    outcomes = {}
-    for reject in (False, True):
-        with ScriptedOpenAI([], route=_openai_route(reject)) as server:
-            agent = ("openai:m", "--base-url", server.base_url)
-            outcomes[reject] = _outcome(tmp_path / str(reject), agent, capsys)
+    outcomes = {False: honest_openai, True: _openai_outcome(tmp_path / "True", True)}
     # before: the 400 was the agent_model's error, left out of the rate. (The scripted model
     # plays shipped_refusal in too few turns: stalled, a failure in both variants.)
     _same_headline(outcomes[False], outcomes[True], passed=1)
@@ -268,13 +288,9 @@ def test_pass_hat_k_shows_its_denominators_and_the_trials_left_out() -> None:
 
 @pytest.mark.parametrize("refusal", [k for k in REFUSALS if k != "400"])
 def test_an_openai_agent_endpoint_answering_200_with_no_completion_scores_as_when_it_fails(
-    refusal: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    refusal: str, tmp_path: Path, honest_openai: dict[str, Any]
 ) -> None:
-    outcomes = {}
-    for reject in (False, refusal):
-        with ScriptedOpenAI([], route=_openai_route(reject)) as server:
-            agent = ("openai:m", "--base-url", server.base_url)
-            outcomes[reject] = _outcome(tmp_path / str(reject), agent, capsys)
+    outcomes = {False: honest_openai, refusal: _openai_outcome(tmp_path / refusal, refusal)}
     # before: the endpoint answered, yet the result was an agent_model error, left out of the rate
     _same_headline(outcomes[False], outcomes[refusal], passed=1)
     assert outcomes[refusal]["stop_reason"] == "agent_error"
@@ -296,10 +312,9 @@ class _ThirdPartyAgent:
         raise BackendError("pretend my endpoint failed", timeout=self.how == "timeout")
 
 
-@pytest.mark.parametrize("how", ["raise", "backend", "timeout"])
-def test_a_third_party_agent_scheme_that_raises_scores_as_when_it_fails(
-    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _third_party_scheme() -> Any:
+    """The ``thirdparty:HOW`` backend scheme: :class:`_ThirdPartyAgent` on :data:`FAILED`, the gold
+    replay elsewhere; ``thirdparty:honest`` hangs up on :data:`FAILED` without doing the task."""
     from engine.session.backends import registry
     from engine.session.backends.replay import ReplayFactory
 
@@ -321,11 +336,31 @@ def test_a_third_party_agent_scheme_that_raises_scores_as_when_it_fails(
 
             return make
 
-    monkeypatch.setattr(registry, "installed", lambda: {"thirdparty": ThirdParty})
-    honest = _outcome(tmp_path / "honest", ("thirdparty:honest", "--concurrency", "1"), capsys)
-    got = _outcome(tmp_path / how, (f"thirdparty:{how}", "--concurrency", "1"), capsys)
+    return ThirdParty
+
+
+def _third_party_outcome(tmp_path: Path, how: str, patch: pytest.MonkeyPatch) -> dict[str, Any]:
+    from engine.session.backends import registry
+
+    scheme = _third_party_scheme()
+    patch.setattr(registry, "installed", lambda: {"thirdparty": scheme})
+    return _outcome(tmp_path, (f"thirdparty:{how}", "--concurrency", "1"))
+
+
+@pytest.fixture(scope="module")
+def honest_third_party(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The outcome of ``thirdparty:honest``. Read it only."""
+    with pytest.MonkeyPatch.context() as patch:
+        return _third_party_outcome(tmp_path_factory.mktemp("honest_third_party"), "honest", patch)
+
+
+@pytest.mark.parametrize("how", ["raise", "backend", "timeout"])
+def test_a_third_party_agent_scheme_that_raises_scores_as_when_it_fails(
+    how: str, tmp_path: Path, honest_third_party: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    got = _third_party_outcome(tmp_path / how, how, monkeypatch)
     # before: the plugin's raise was an engine error, its BackendError an agent_model error, left out
-    _same_headline(honest, got)
+    _same_headline(honest_third_party, got)
     assert got["stop_reason"] == "agent_error"
 
 
