@@ -81,6 +81,10 @@ class PocketSphinx:
             )
         except ImportError:
             raise RuntimeError("pocketsphinx is not installed (pip install 'evalctl[voice]')") from None
+        # the feature state (cepstral mean, noise estimate) is reset so the transcript is a function
+        # of this audio alone, never of the utterances this process decoded before (which differ
+        # with the worker a turn lands on): what the voice cache, keyed by the samples, relies on
+        decoder.reinit_feat()
         decoder.start_utt()
         decoder.process_raw(_at_model_rate(pcm, rate), full_utt=True)
         decoder.end_utt()
@@ -90,7 +94,7 @@ class PocketSphinx:
     def cache_identity(self) -> str:
         """What decides the transcripts (the voice cache's key): the package version and every
         setting of the decoder."""
-        return f"pocketsphinx {_version()} {dataclasses.asdict(self)}"
+        return f"pocketsphinx {_version()} {dataclasses.asdict(self)} per-utterance features"
 
 
 @lru_cache(maxsize=1)
