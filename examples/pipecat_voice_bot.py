@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import AsyncGenerator
+from pathlib import Path
 from typing import Any
 
 from pipecat.frames.frames import ErrorFrame, Frame, TranscriptionFrame, TTSAudioRawFrame
@@ -40,7 +42,11 @@ from engine.session.backends.bridge import InprocSession
 from engine.session.backends.pipecat_agent import tools_schema
 from engine.session.voice.sphinx import PocketSphinx
 from engine.session.voice.tts import EspeakNG, TTSError
-from examples.pipecat_bot import SharedClientLLMService
+
+# the text example beside this file (its LLM service sharing one client per event loop), found
+# from this file's folder: `pipecat:examples/pipecat_voice_bot.py:...` works from any directory
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pipecat_bot import SharedClientLLMService
 
 
 class SphinxSTTService(SegmentedSTTService):

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +116,16 @@ def test_the_example_voice_bot_hears_with_pocketsphinx(
     doc = json.loads((tmp_path / name / "voice.json").read_text())
     assert doc["summary"]["agent_turns_with_audio"] >= 1
     assert "--voice --agent pipecat:examples/pipecat_voice_bot.py:make_pipeline" in DOC.read_text()
+
+
+def test_the_example_voice_bot_loads_from_any_directory(tmp_path: Path) -> None:
+    """Before: it imported its text sibling as ``examples.pipecat_bot``, which only a process
+    started in the repository with it on the path could import (the documented command failed)."""
+    pytest.importorskip("pipecat")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import runpy, sys; runpy.run_path(sys.argv[1]); print('loaded')"
+    path = str(REPO / "examples" / "pipecat_voice_bot.py")
+    done = subprocess.run(
+        [sys.executable, "-c", code, path], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "loaded", done.stderr[-2000:]
