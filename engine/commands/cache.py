@@ -29,7 +29,7 @@ def cache_command(action: str, directory: str | None, as_json: bool = False, voi
             raise UsageError("evalctl cache --voice: its folder is $EVALCTL_VOICE_CACHE, not DIR")
         return voice_cache_command(action, as_json)
     if not (folder / FILE_NAME).is_file():
-        raise UsageError(f"evalctl cache {action}: {folder} holds no model-call cache ({FILE_NAME})")
+        raise UsageError(f"cache {action}: {folder} holds no model-call cache ({FILE_NAME})")
     out = text_console()
     try:
         cache = CallCache(folder)
@@ -76,9 +76,9 @@ def voice_cache_command(action: str, as_json: bool = False) -> int:
 
     folder = voice_cache_dir()
     if folder is None:
-        raise UsageError(f"evalctl cache {action}: the voice cache is off (${VOICE_CACHE_ENV})")
+        raise UsageError(f"cache {action}: the voice cache is off (${VOICE_CACHE_ENV})")
     if not folder.is_dir():
-        raise UsageError(f"evalctl cache {action}: {folder} holds no voice cache")
+        raise UsageError(f"cache {action}: {folder} holds no voice cache")
     cache, out = VoiceCache(folder), text_console()
     try:
         if action == "clear":

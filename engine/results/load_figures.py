@@ -141,7 +141,7 @@ HEADER = (
     "p95 ms",
     "p99 ms",
 )
-_MORE = ("errors by cause", "wall s", "overhead")
+_MORE = ("failures and errors by cause", "wall s", "overhead")
 
 
 def _ms(value: float | None) -> str:

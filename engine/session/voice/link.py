@@ -231,6 +231,9 @@ class AudioLink(SideLink):
         try:
             pcm = bytes(utt.pcm)
             if line is not None and not line.clean:  # the agent's speech as the line carries it
+                # heard once as sent too: whether the audio carries the agent's words is the
+                # agent's; how it survives the line (WER, entities, what the caller answers) ours
+                utt.heard_clean = await hear(recognizer, pcm, utt.rate, self.call.config.cache)
                 pcm = await perturb(pcm, utt.rate, line, seed_of(f"agent turn {utt.turn}"))
             utt.heard = await hear(recognizer, pcm, utt.rate, self.call.config.cache)
         except (RuntimeError, OSError) as err:  # a broken recogniser is the engine's, never the agent's

@@ -145,7 +145,11 @@ def turn_metrics(timeline: Timeline) -> list[dict[str, Any]]:
                 wer_edits=edits,
                 wer_words=words,
                 wer=_ratio(edits, words),
-                matched=speech_match(utt.text, utt.heard, others) if utt.text.strip() else None,
+                # the gate asks whether the agent's audio carries its words: judged on the clean
+                # line's transcript when the run perturbs the line (the perturbation is ours)
+                matched=speech_match(utt.text, utt.heard_clean or utt.heard, others)
+                if utt.text.strip()
+                else None,
                 entities=len(keys),
                 entities_heard=sum(heard(k, utt.heard) for k in keys),
             )

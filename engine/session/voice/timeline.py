@@ -42,6 +42,9 @@ class Utterance:
     requested_at: float | None = None
     first_audio_at: float | None = None
     heard: str | None = None
+    #: What the recogniser heard of the side's own audio when ``heard`` is of a perturbed line
+    #: (None otherwise): the gate ``speech_matches_text`` is judged on it.
+    heard_clean: str | None = None
     #: ``turn`` (the side's words of the turn), or ``backchannel`` (a caller's "mm-hmm" during the
     #: agent's speech, sent with the caller's next turn: ``engine.session.voice.link``).
     kind: str = "turn"
