@@ -216,6 +216,7 @@ def _text(
     if st.count:
         console.print(
             f"[yellow]stalled:[/] {st.count} with fewer than {st.min_agent_turns} agent turns "
+            "(or than the gold's) "
             f"({escape(', '.join(st.scenarios))}) - counted as failures, left out of signal rates"
         )
     if summary.missing:

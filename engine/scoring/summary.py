@@ -430,7 +430,8 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     st = summary.stalled
     if st.count:
         lines.append(
-            f"WARNING: {st.count} stalled {unit} (fewer than {st.min_agent_turns} agent turns) "
+            f"WARNING: {st.count} stalled {unit} (fewer than {st.min_agent_turns} agent turns, "
+            "or than the gold's) "
             f"counted as failures and left out of per-signal rates: {', '.join(st.scenarios)}"
         )
     if summary.pass_hat_k is not None:

@@ -112,7 +112,7 @@ def voice_lines(figures: VoiceFigures | None) -> list[str]:
             "  callers: " + ", ".join(f"{name} ({n} sessions)" for name, n in figures.callers.items())
         )
     if figures.wer is None:
-        lines.append("  heard: no recogniser (EVALCTL_ASR=none, or the voice extra not installed)")
+        lines.append("  heard: nothing transcribed (no recogniser ran for this run's language or sessions)")
     else:
         w, e = figures.wer, figures.entities
         ent = "n/a" if e is None or e.rate is None else f"{100 * e.rate:.1f}% ({e.hits}/{e.total})"
