@@ -14,8 +14,10 @@ import cli
 
 #: The trailing "(default: ...)" / "(required: ...)" of a help text: what may differ per verb.
 _DEFAULT = re.compile(r" \((?:default|default file|required): [^()]*(?:\([^()]*\)[^()]*)*\)\.?$")
-#: Options whose help describes each verb's own output (the JSON shape), not one setting.
-_PER_VERB = {"--json", "--help"}
+#: Options whose help describes each verb's own output (the JSON shape), not one setting, or
+#: whose meaning is the verb's own (``cache --voice`` names the voice cache, ``run --voice`` runs
+#: audio sessions).
+_PER_VERB = {"--json", "--help", "--voice"}
 
 
 def _options() -> dict[str, list[tuple[str, click.Option]]]:
