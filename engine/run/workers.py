@@ -57,6 +57,7 @@ from engine.results.scorer import Scorer, off_loop, release_threads
 from engine.results.session_files import METRICS, read_metrics, read_session, scenario_dir
 from engine.run.progress import Finished, Progress
 from engine.run.shard import split
+from engine.session.backends.registry import parse_backend_spec, scheme_of
 from engine.util.errors import SpecError, UsageError
 
 if TYPE_CHECKING:
@@ -303,6 +304,10 @@ async def _fail_unfinished(
     counted as not scored too: the run still writes its summary."""
     proc = worker.process
     why = f"worker process {worker.task.number} (pid {proc.pid}) {_exit_text(proc.exitcode)}"
+    # an agent whose own code runs in the worker (python:, pipecat:, livekit:) took its process
+    # with it: its failure, never an error left out of the rates (the engine cannot tell its
+    # crash from ours, and the agent must not be able to turn a hard scenario into an error)
+    own_code = _agent_runs_here(opts)
     scoring = dataclasses.replace(opts.scoring, judge_model=None)  # nothing to judge
     scorer = Scorer(run_dir, opts.trials, scoring, 1, invocation)
     for name, trial, _, superseded in worker.task.jobs:
@@ -322,7 +327,11 @@ async def _fail_unfinished(
             progress.show(Finished.of(result, None))
             continue
         else:
-            result = SessionResult(name, trial, "error", error=lost, error_source="engine")
+            if own_code:
+                lost = f"{why} before this session finished: the agent's own code runs in that process"
+                result = SessionResult(name, trial, "agent_error", error=lost)
+            else:
+                result = SessionResult(name, trial, "error", error=lost, error_source="engine")
             scenario = by_key[(name, trial)].scenario
             try:
                 if loaded is not None:  # a shell of the run's index: its folder needs the whole scenario
@@ -339,6 +348,15 @@ async def _fail_unfinished(
                 continue
         report.add(result, metrics)
         progress.show(Finished.of(result, metrics))
+
+
+def _agent_runs_here(opts: RunOptions) -> bool:
+    """True when the run's agent side runs the user's code in the worker's process
+    (``engine.session.backends.registry`` ``runs_user_code``)."""
+    try:
+        return scheme_of(parse_backend_spec(opts.agent)).runs_user_code
+    except (UsageError, ValueError):
+        return False
 
 
 def cpu_count() -> int:

@@ -130,3 +130,33 @@ async def test_workers_with_an_external_agent_and_a_resume(tmp_path: Path) -> No
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=10)
     assert not _workers()
+
+
+AGENT_THAT_KILLS_ITS_PROCESS = """
+import os
+
+
+def make(session, tools):
+    async def turn(line):
+        os._exit(9)  # takes the worker with it: no Python exception to catch
+
+    return turn
+"""
+
+
+async def test_an_in_process_agent_that_kills_its_worker_fails_instead_of_erroring(tmp_path: Path) -> None:
+    """Before: its sessions were ``error`` (source ``engine``), left out of the rates: an agent
+    could crash on its hard scenarios to take them out of its score."""
+    agent = tmp_path / "crasher.py"
+    agent.write_text(AGENT_THAT_KILLS_ITS_PROCESS)
+    opts = run_options(*SHOP, scenarios=NAMES, trials=2, workers=2, concurrency=2, agent=f"python:{agent}:make",
+                       output_dir=tmp_path / "run", progress=False)  # fmt: skip
+    report = await asyncio.wait_for(run(opts), 120)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["results"] == 6 and summary["errors"] == 0 and summary["missing"] == []
+    assert summary["overall"]["passed"] == 0 and report.exit_code() == 0  # the agent's FAILs, no errors
+    for path in (tmp_path / "run").glob("*/trial_*/metrics.json"):
+        metrics = json.loads(path.read_text())
+        assert metrics["is_successful"] is False and metrics["stop_reason"] == "agent_error"
+        assert "the agent's own code runs in that process" in metrics["error"]
+    assert not _workers()
