@@ -16,15 +16,16 @@ from engine.report_html.load_page import load_page
 from engine.results.load_figures import load_table
 from engine.run.load import LoadOutcome, LoadPlan, run_load
 from engine.util.artifacts import dumps_json, write_text
-from engine.util.errors import BELOW_BAR_EXIT, INTERRUPTED_EXIT, OK_EXIT, OutputError
+from engine.util.errors import BELOW_BAR_EXIT, INFRASTRUCTURE_EXIT, INTERRUPTED_EXIT, OK_EXIT, OutputError
 
 
 def load(opts: RunOptions, plan: LoadPlan) -> int:
     """Run the ramp ``plan`` with the run settings ``opts`` (every registered domain plugin), print
     one line per finished step on stderr, then the table; write ``OUT/load.json`` and
     ``OUT/load.html`` (OUT: ``plan.output_dir``, by default a fresh ``runs/<UTC stamp>``).
-    Returns 130 when interrupted, 1 (``BELOW_BAR_EXIT``) when a step's failure
-    share exceeded ``--fail-above`` (the ramp stopped after it), else 0. Raises what
+    Returns 130 when interrupted, 3 when a step after the first could not run (its endpoint
+    gone: the finished steps are still printed and written), 1 (``BELOW_BAR_EXIT``) when a step's
+    failure share exceeded ``--fail-above`` (the ramp stopped after it), else 0. Raises what
     ``engine.run.load.run_load`` raises (exit 2, or 3 for an endpoint that fails its check) and
     OutputError when the load folder cannot be written."""
     opts = replace(opts, plugins=plugins())
@@ -68,4 +69,7 @@ def load(opts: RunOptions, plan: LoadPlan) -> int:
     if done.interrupted:
         err.print(f"evalctl: interrupted; the finished steps are in {folder}", markup=False)
         return INTERRUPTED_EXIT
+    if done.failure is not None:
+        err.print(f"evalctl: {done.failure}; the finished steps are in {folder}", markup=False)
+        return INFRASTRUCTURE_EXIT
     return BELOW_BAR_EXIT if done.record.stopped_at is not None else OK_EXIT

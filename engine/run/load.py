@@ -30,7 +30,7 @@ from engine.results.rundir import fresh_default_dir, select_scenarios
 from engine.run.runner import run
 from engine.scoring import stats
 from engine.spec.loader import load_domain
-from engine.util.errors import UsageError
+from engine.util.errors import InfrastructureError, UsageError
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,9 @@ class LoadOutcome:
     record: LoadRecord
     output_dir: Path
     interrupted: bool = False
+    #: Why a step after the first could not run (an endpoint gone: InfrastructureError's line);
+    #: the steps before it are in ``record``. None: every planned step ran or the ramp stopped.
+    failure: str | None = None
 
 
 def fill(names: list[str], sessions: int) -> tuple[tuple[str, ...], int]:
@@ -111,6 +114,7 @@ async def run_load(
     steps: list[LoadStep] = []
     stopped: int | None = None
     interrupted = False
+    failure: str | None = None
     mean_session_s: float | None = None
     for index, callers in enumerate(plan.callers):
         chosen, trials = fill(names, step_sessions(plan, callers, mean_session_s))
@@ -130,7 +134,13 @@ async def run_load(
             quiet=True,
         )
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        report = await run(step_opts)
+        try:
+            report = await run(step_opts)
+        except InfrastructureError as err:
+            if not steps:
+                raise  # nothing measured: the command fails as a run would
+            failure = f"step {index + 1} ({callers} callers) could not run: {err}"
+            break
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         step = step_figures(report, callers, wall, cpu, folder)
         steps.append(step)
@@ -152,4 +162,4 @@ async def run_load(
         stopped_at=stopped,
         steps=tuple(steps),
     )
-    return LoadOutcome(record, out, interrupted)
+    return LoadOutcome(record, out, interrupted, failure)

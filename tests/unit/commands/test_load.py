@@ -132,3 +132,54 @@ def test_a_step_runs_one_session_per_caller_or_what_is_asked(tmp_path: Path) -> 
 def test_a_step_size_is_given_one_way(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = _load("replay", tmp_path / "out", "2", "--sessions-per-step", "4", "--step-duration", "10")
     assert code == 2 and "give one of them" in capsys.readouterr().err
+
+
+def test_an_agent_gone_after_a_step_keeps_the_steps_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the ramp raised at the next step's endpoint check and load.json was never written.
+    The agent is an external side stopped when the first step is done (``on_step``: no timing)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from engine.commands import load as load_command
+    from engine.run import load as load_module
+    from tests.conftest import REPO
+
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "cli.py"), "serve", "agent", "--port", "0", "--spec-dir",
+         str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)],
+        cwd=REPO, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        match = re.search(r"on (ws://127\.0\.0\.1:\d+)", proc.stderr.readline())
+        assert match
+        real = load_module.run_load
+
+        async def stop_after_the_first_step(opts, plan, on_step=None):  # type: ignore[no-untyped-def]
+            def told(step):  # type: ignore[no-untyped-def]
+                if on_step is not None:
+                    on_step(step)
+                proc.send_signal(signal.SIGINT)
+                proc.communicate(timeout=10)
+
+            return await real(opts, plan, told)
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(load_command, "run_load", stop_after_the_first_step)
+            code = _load(match.group(1), tmp_path, "2,4")
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=10)
+    captured = capsys.readouterr()
+    assert code == 3
+    record = LoadRecord.from_json(json.loads((tmp_path / "load.json").read_text(encoding="utf-8")))
+    assert [s.callers for s in record.steps] == [2] and (tmp_path / "load.html").is_file()
+    assert (
+        "step 2 (4 callers) could not run: " in captured.err and "the finished steps are in" in captured.err
+    )
+    assert HEADER[0] in captured.out  # the table of the step measured was printed
