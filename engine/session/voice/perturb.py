@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from dataclasses import dataclass
 
 from engine.core.caller import Perturbation
@@ -129,6 +130,10 @@ async def perturb(pcm: bytes, rate: int, change: Perturbation, seed: int, timeou
     return pcm
 
 
+#: A voice name as the scenario schema's ``caller.voice`` has it (schemas/scenario.schema.json).
+_VOICE_NAME = re.compile(r"[A-Za-z0-9_-]+(\+[A-Za-z0-9_-]+)?")
+
+
 def voice_problem(voice: str) -> str | None:
     """Why espeak-ng cannot speak ``voice`` (``en-us``, ``en-us+f3``: a voice, then optionally
     ``+`` and one of its variants), one line; None when it can (or espeak-ng is not installed:
@@ -136,6 +141,8 @@ def voice_problem(voice: str) -> str | None:
     import shutil
     import subprocess
 
+    if not _VOICE_NAME.fullmatch(voice):
+        return "not a voice name: a voice, optionally + one of its variants (e.g. en-us, en-us+f3)"
     if shutil.which("espeak-ng") is None:
         return None
     base, _, variant = voice.partition("+")

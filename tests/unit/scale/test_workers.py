@@ -149,8 +149,8 @@ async def test_an_in_process_agent_that_kills_its_worker_fails_instead_of_errori
     could crash on its hard scenarios to take them out of its score."""
     agent = tmp_path / "crasher.py"
     agent.write_text(AGENT_THAT_KILLS_ITS_PROCESS)
-    opts = run_options(*SHOP, scenarios=NAMES, trials=2, workers=2, concurrency=2, agent=f"python:{agent}:make",
-                       output_dir=tmp_path / "run", progress=False)  # fmt: skip
+    opts = run_options(*SHOP, scenarios=NAMES, trials=2, workers=2, concurrency=2,
+                       agent=f"python:{agent}:make", output_dir=tmp_path / "run", progress=False)  # fmt: skip
     report = await asyncio.wait_for(run(opts), 120)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["results"] == 6 and summary["errors"] == 0 and summary["missing"] == []

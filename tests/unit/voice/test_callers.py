@@ -281,3 +281,14 @@ def test_a_voice_espeak_lacks_is_refused_before_the_run(
     assert cli.main([*base, "--caller-voice", "xx-nosuch", "--output-dir", str(tmp_path / "out2")]) == 2
     assert "--caller-voice xx-nosuch: espeak-ng has no voice 'xx-nosuch'" in capsys.readouterr().err
     assert not (tmp_path / "out" / "run.json").exists()
+
+
+@pytest.mark.parametrize("voice", ["+f3", "en-us+", "en-us --stdout", ""])
+def test_a_malformed_voice_name_is_refused_before_espeak_is_asked(voice: str) -> None:
+    """Before: ``+f3`` passed (espeak-ng speaks an empty voice name) and every session then failed."""
+    from engine.session.voice.perturb import voice_problem
+
+    assert (
+        voice_problem(voice)
+        == "not a voice name: a voice, optionally + one of its variants (e.g. en-us, en-us+f3)"
+    )
