@@ -59,6 +59,20 @@ def _digest(parts: dict[str, Any]) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
+def _digest_of(value: bytes | str) -> str:
+    data = value if isinstance(value, bytes) else value.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def _checked(entry: Any) -> bytes | str | None:
+    """The value of a stored ``(value, SHA-256 hex)`` entry when the digest still matches it;
+    None for anything else (a missing key, an entry damaged on disk or of an older format)."""
+    if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], (bytes, str))):
+        return None
+    value, digest = entry
+    return value if digest == _digest_of(value) else None
+
+
 def synthesis_key(identity: str, text: str, rate: int) -> str:
     """The key of ``text`` spoken at ``rate`` Hz by the engine ``identity`` (hex SHA-256)."""
     return "tts:" + _digest({"engine": identity, "text": text, "rate": rate})
@@ -114,7 +128,9 @@ class VoiceCache:
         value = None
         if store is not None:
             try:
-                value = store.get(key)
+                value = _checked(store.get(key))
+                if value is None:
+                    store.delete(key)  # absent, or damaged on disk: computed again, stored anew
             except Exception as err:  # a cache never fails a run: note it, go on without
                 self.error, self._store = f"{self.directory}: {err}", None
         self.counts.setdefault(key.split(":", 1)[0], [0, 0])[0 if value is not None else 1] += 1
@@ -126,7 +142,7 @@ class VoiceCache:
         if store is None:
             return
         try:
-            store.set(key, value)
+            store.set(key, (value, _digest_of(value)))
         except Exception as err:
             self.error, self._store = f"{self.directory}: {err}", None
 

@@ -164,3 +164,22 @@ def test_cache_stats_and_clear_voice(
     monkeypatch.setenv(VOICE_CACHE_ENV, "off")
     assert cli.main(["cache", "clear", "--voice"]) == 2
     assert "the voice cache is off" in capsys.readouterr().err
+
+
+def test_an_entry_damaged_on_disk_is_a_miss_and_is_stored_anew(tmp_path: Path) -> None:
+    """Before: whatever the store gave back was used (a damaged synthesis failed the replay agent's
+    speech gate, with no word of the cache)."""
+    import diskcache  # type: ignore[import-untyped]
+
+    cache = VoiceCache(tmp_path / "voice")
+    key = synthesis_key("engine x", "Hello there.", 16000)
+    cache.put(key, b"\x00\x01" * 800)
+    assert cache.get(key) == b"\x00\x01" * 800
+    cache.close()
+    with diskcache.Cache(str(tmp_path / "voice")) as raw:  # the bytes on disk change under it
+        _, digest = raw.get(key)
+        raw.set(key, (b"\x01", digest))
+    again = VoiceCache(tmp_path / "voice")
+    assert again.get(key) is None and again.counts["tts"] == [0, 1]  # a miss, not the damage
+    assert again.get(key) is None  # and gone: the next computation stores it anew
+    again.close()
