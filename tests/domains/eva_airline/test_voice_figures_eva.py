@@ -63,7 +63,7 @@ def test_summary_json_and_the_stdout_summary_carry_the_voice_figures(two_runs: t
         text = (folder / "all_summary.txt").read_text()
         assert f"Voice ({len(SIX)} audio sessions):" in text
         assert f"response latency (from the audio): p50 {spread.p50:.0f} ms" in text
-        assert "heard: no recogniser" in text
+        assert "heard: nothing transcribed" in text
 
 
 def test_compare_calls_the_latency_regression_significant(two_runs: tuple[Path, Path]) -> None:
