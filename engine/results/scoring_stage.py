@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -138,6 +139,8 @@ def replaced_attempts(sdir: Path, name: str, trial: int) -> tuple[int, tuple[str
     its ``metrics.json``); ``(0, ())`` when there is none."""
     run_dir = sdir.parent.parent if sdir.name.startswith("trial_") else sdir.parent
     folder = attempts_dir(run_dir, name, trial, 2 if sdir.name.startswith("trial_") else 1)
+    if not os.path.lexists(folder):  # nearly every result: no attempt was ever replaced
+        return 0, ()
     reasons = []
     for k in range(1, 100):
         record = read_metrics(folder / f"attempt_{k}" / METRICS)
