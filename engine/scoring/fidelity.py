@@ -21,8 +21,10 @@ only the scenario's own user record (name, persona, goal, decision tree, extra f
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -167,20 +169,27 @@ def _persona_texts(scenario: Scenario) -> tuple[str, ...]:
     key = id(scenario)
     with _TEXTS_LOCK:
         hit = _TEXTS.get(key)
-    if hit is not None and hit[0] is scenario:
+    if hit is not None and hit[0]() is scenario:
         return hit[1]
     texts = _texts_of(scenario)
     with _TEXTS_LOCK:
-        _TEXTS[key] = (scenario, texts)
-        while len(_TEXTS) > _TEXTS_KEPT:
-            _TEXTS.pop(next(iter(_TEXTS)))
+        if len(_TEXTS) >= _TEXTS_KEPT:
+            _TEXTS.clear()
+        _TEXTS[key] = (weakref.ref(scenario, functools.partial(_forget_texts, key)), texts)
     return texts
 
 
-#: id(scenario) -> (scenario, its persona texts); the scenario is kept so its id stays unique.
-_TEXTS: dict[int, tuple[Scenario, tuple[str, ...]]] = {}
+def _forget_texts(key: int, ref: weakref.ref[Scenario]) -> None:
+    with _TEXTS_LOCK:
+        hit = _TEXTS.get(key)
+        if hit is not None and hit[0] is ref:
+            del _TEXTS[key]
+
+
+#: id(scenario) -> (weak reference to the scenario, its persona texts): dropped with the scenario.
+_TEXTS: dict[int, tuple[weakref.ref[Scenario], tuple[str, ...]]] = {}
 _TEXTS_KEPT = 256
-_TEXTS_LOCK = threading.Lock()
+_TEXTS_LOCK = threading.RLock()  # re-entrant: a drop may come from the garbage collector meanwhile
 
 
 def _texts_of(scenario: Scenario) -> tuple[str, ...]:
