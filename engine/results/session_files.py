@@ -355,8 +355,9 @@ def open_folder(run_dir: Path, scenario_name: str, trial: int, trials: int) -> F
 
 
 #: The files a folder shares with its siblings (the other trials of its scenario, the other
-#: scenarios of a one-trial run): one with the same name and bytes is hard-linked, not written.
-SIBLING_FILES = SharedFiles()
+#: scenarios of a one-trial run): one with the same name and bytes is hard-linked, not written
+#: (None: every file written).
+SIBLING_FILES: SharedFiles | None = SharedFiles()
 
 
 def stage_session(

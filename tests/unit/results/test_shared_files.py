@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
+from engine.spec.loader import LoadedDomain
 from engine.util.artifacts import FolderWrite
 from engine.util.shared_files import SharedFiles
 
@@ -68,3 +70,32 @@ def test_large_files_are_not_kept_and_memory_is_bounded(tmp_path: Path) -> None:
     assert os.stat(again).st_nlink == 1
     kept = _put(shared, tmp_path / "g3" / "trial_2", "f", b"12345678")
     assert os.stat(kept).st_nlink == 2
+
+
+def test_trials_share_their_equal_files_byte_for_byte(loaded: LoadedDomain, tmp_path: Path) -> None:
+    """Two trials of the same session: the files they share are one inode (never a marker), and
+    every file holds exactly what a run without sharing writes."""
+    from engine.core.options import ScoringOptions
+    from engine.results import session_files
+    from engine.results.scoring_stage import store_and_score
+    from tests.mock_domain.eva_fixtures import expected_copy, session
+
+    sc = loaded.scenario("mock__cancel_order")
+    result = session(sc, expected_copy(sc))
+    for trial in (1, 2):
+        store_and_score(tmp_path / "shared", sc, replace(result, trial=trial), 2, ScoringOptions(), "x")
+    saved = session_files.SIBLING_FILES
+    session_files.SIBLING_FILES = None
+    try:
+        store_and_score(tmp_path / "plain", sc, replace(result, trial=2), 2, ScoringOptions(), "x")
+    finally:
+        session_files.SIBLING_FILES = saved
+    one, two = tmp_path / "shared" / sc.name / "trial_1", tmp_path / "shared" / sc.name / "trial_2"
+    plain = tmp_path / "plain" / sc.name / "trial_2"
+    names = sorted(str(p.relative_to(two)) for p in two.rglob("*") if p.is_file())
+    assert names == sorted(str(p.relative_to(plain)) for p in plain.rglob("*") if p.is_file())
+    linked = {n for n in names if os.stat(two / n).st_ino == os.stat(one / n).st_ino}
+    assert {"expected_db.json", "final_db.json", "scenario_config/tools.json"} <= linked
+    assert not linked & {"session.json", "metrics.json"}
+    for name in names:
+        assert (two / name).read_bytes() == (plain / name).read_bytes(), name
