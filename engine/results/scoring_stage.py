@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -138,6 +139,8 @@ def replaced_attempts(sdir: Path, name: str, trial: int) -> tuple[int, tuple[str
     its ``metrics.json``); ``(0, ())`` when there is none."""
     run_dir = sdir.parent.parent if sdir.name.startswith("trial_") else sdir.parent
     folder = attempts_dir(run_dir, name, trial, 2 if sdir.name.startswith("trial_") else 1)
+    if not os.path.lexists(folder):  # nearly every result: no attempt was ever replaced
+        return 0, ()
     reasons = []
     for k in range(1, 100):
         record = read_metrics(folder / f"attempt_{k}" / METRICS)
@@ -214,15 +217,19 @@ def stage_metrics(
     superseded: tuple[SpentUsage, ...] = (),
     hashes: tuple[str | None, str | None] | None = None,
     rubric: RubricOutcome | None = None,
+    fresh: bool = False,
 ) -> MetricsRecord:
     """Score the session whose folder ``batch`` writes: ``judge_result.json`` (when ``judge``),
     ``user_rubric.json`` (when ``rubric``: its findings join the caller-fidelity ones) and
     ``metrics.json`` as a marker (it lands when the batch is committed); returns the metrics.
     ``hashes``: the final and expected DB hashes when already known
-    (``engine.results.session_files.db_hashes``)."""
+    (``engine.results.session_files.db_hashes``). ``fresh``: the folder was just cleared and
+    holds no audio (``stage_store_and_score`` without a voice writer): no ``voice.json`` to
+    read, no earlier verdict file to remove."""
     sdir = batch.folder
-    voice_run, voice = stored_voice(sdir)
-    (sdir / METRICS).unlink(missing_ok=True)  # incomplete until the new verdict lands
+    voice_run, voice = (False, None) if fresh else stored_voice(sdir)
+    if not fresh:
+        (sdir / METRICS).unlink(missing_ok=True)  # incomplete until the new verdict lands
     actual_hash, expected_hash = hashes or db_hashes(scenario, result)
     inputs = SignalInputs(
         scenario,
@@ -270,12 +277,12 @@ def stage_metrics(
     if judge is not None:
         batch.put_json(JUDGE_RESULT, judge.to_json())
         usage["judge"] = dict(judge.usage)
-    else:
+    elif not fresh:
         (sdir / JUDGE_RESULT).unlink(missing_ok=True)
     if rubric is not None:
         batch.put_json(USER_RUBRIC, rubric.to_json())
         usage["judge"] = _sum_usage(usage.get("judge"), rubric.usage)
-    else:
+    elif not fresh:
         (sdir / USER_RUBRIC).unlink(missing_ok=True)
     metrics = MetricsRecord(
         scenario_name=scenario.name,
@@ -368,7 +375,8 @@ def stage_store_and_score(
         metrics: MetricsRecord | None = None
         failure: Exception | None = None
         try:
-            metrics = stage_metrics(batch, scenario, result, options, None, superseded, hashes)
+            fresh = voice is None  # open_folder cleared it; only a voice writer adds voice.json
+            metrics = stage_metrics(batch, scenario, result, options, None, superseded, hashes, fresh=fresh)
         except Exception as err:  # scoring trouble: the session is still stored
             failure = err
     except BaseException:

@@ -21,7 +21,10 @@ only the scenario's own user record (name, persona, goal, decision tree, extra f
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -161,6 +164,35 @@ class _Facts:
 
 
 def _persona_texts(scenario: Scenario) -> tuple[str, ...]:
+    """The texts a persona's facts come from (:func:`_texts_of`), made once per scenario: every
+    trial and both checks that read them ask again."""
+    key = id(scenario)
+    with _TEXTS_LOCK:
+        hit = _TEXTS.get(key)
+    if hit is not None and hit[0]() is scenario:
+        return hit[1]
+    texts = _texts_of(scenario)
+    with _TEXTS_LOCK:
+        if len(_TEXTS) >= _TEXTS_KEPT:
+            _TEXTS.clear()
+        _TEXTS[key] = (weakref.ref(scenario, functools.partial(_forget_texts, key)), texts)
+    return texts
+
+
+def _forget_texts(key: int, ref: weakref.ref[Scenario]) -> None:
+    with _TEXTS_LOCK:
+        hit = _TEXTS.get(key)
+        if hit is not None and hit[0] is ref:
+            del _TEXTS[key]
+
+
+#: id(scenario) -> (weak reference to the scenario, its persona texts): dropped with the scenario.
+_TEXTS: dict[int, tuple[weakref.ref[Scenario], tuple[str, ...]]] = {}
+_TEXTS_KEPT = 256
+_TEXTS_LOCK = threading.RLock()  # re-entrant: a drop may come from the garbage collector meanwhile
+
+
+def _texts_of(scenario: Scenario) -> tuple[str, ...]:
     user = scenario.user
     texts = [user.name, user.persona, user.goal, user.starting_utterance]
     texts += list(_strings(user.decision_tree)) + list(_strings(user.extra))
@@ -186,11 +218,22 @@ def persona_facts(inp: FidelityInputs) -> list[Finding] | None:
     """Codes, numbers, dates and names the caller says are its persona's (or said by the agent)."""
     if not inp.caller_lines:
         return None
-    facts = _persona_base(_persona_texts(inp.scenario)).copy()
-    agent = iter(inp.agent_lines)
+    return list(_persona_findings(_persona_texts(inp.scenario), inp.caller_lines, inp.agent_lines))
+
+
+#: ``(transcript event index, text)`` of one side's spoken turns.
+Lines = tuple[tuple[int, str], ...]
+
+
+@lru_cache(maxsize=256)
+def _persona_findings(texts: tuple[str, ...], caller_lines: Lines, agent_lines: Lines) -> tuple[Finding, ...]:
+    """:func:`persona_facts`'s findings: a function of the persona's texts and the spoken lines
+    alone, so the same lines (every trial of a replayed scenario) are checked once."""
+    facts = _persona_base(texts).copy()
+    agent = iter(agent_lines)
     pending = next(agent, None)
     findings: list[Finding] = []
-    for turn, (index, text) in enumerate(inp.caller_lines):
+    for turn, (index, text) in enumerate(caller_lines):
         while pending is not None and pending[0] < index:
             facts.add([pending[1]])
             pending = next(agent, None)
@@ -205,7 +248,7 @@ def persona_facts(inp: FidelityInputs) -> list[Finding] | None:
         if wrong:
             said = ", ".join(dict.fromkeys(wrong))
             findings.append(Finding("persona_facts", turn, f"says {said}: not in its persona", _clip(text)))
-    return findings
+    return tuple(findings)
 
 
 def _in_code(number: float, text: str) -> bool:

@@ -58,8 +58,9 @@ def floor_cpu(trials: int = TRIALS) -> tuple[float, int]:
     return time.process_time() - start, len(scenarios) * trials
 
 
-def run_cpu(workers: int, base: Path, trials: int = TRIALS) -> tuple[float, float]:
-    """(CPU s, wall s) of one ``evalctl run`` of ``trials`` trials in a child process."""
+def run_cpu(workers: int, base: Path, trials: int = TRIALS) -> tuple[float, float, float]:
+    """(CPU s, wall s, system CPU s) of one ``evalctl run`` of ``trials`` trials in a child
+    process (the system part: file creation, syncs; it follows the disk's other users)."""
     out = base / f"run-w{workers}"
     argv = [sys.executable, "-m", "cli", "run", str(SPEC_DIR), "--data-root", str(resolve_data_root(None))]
     argv += ["--trials", str(trials), "--workers", str(workers), "--no-progress", "--output-dir", str(out)]
@@ -73,7 +74,7 @@ def run_cpu(workers: int, base: Path, trials: int = TRIALS) -> tuple[float, floa
     if code != 0:
         raise RuntimeError(f"evalctl run exited {code}: {err.decode(errors='replace')[-500:]}")
     shutil.rmtree(out, ignore_errors=True)
-    return usage.ru_utime + usage.ru_stime, wall
+    return usage.ru_utime + usage.ru_stime, wall, usage.ru_stime
 
 
 def _load() -> str:
@@ -87,7 +88,7 @@ def run() -> None:
         return
     rounds = int(os.environ.get("EVALCTL_BENCH_FLOOR_ROUNDS", "2"))
     floors: list[float] = []
-    runs: dict[int, list[tuple[float, float]]] = {w: [] for w in workers}
+    runs: dict[int, list[tuple[float, float, float]]] = {w: [] for w in workers}
     sessions = 0
     print(f"  load average before: {_load()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,12 +105,14 @@ def run() -> None:
         f"{', '.join(f'{f:.2f}' for f in floors)})"
     )
     for w, found in runs.items():
-        cpu = statistics.median(c for c, _ in found)
-        wall = statistics.median(t for _, t in found)
+        cpu = statistics.median(c for c, _, _ in found)
+        wall = statistics.median(t for _, t, _ in found)
+        system = statistics.median(s for _, _, s in found)
         per = 1000 * cpu / sessions
         print(
-            f"  evalctl run --trials {TRIALS} --workers {w}: {cpu:.2f} s CPU, {wall:.1f} s wall "
-            f"(median of {len(found)}: {', '.join(f'{c:.2f}' for c, _ in found)} s CPU) | "
+            f"  evalctl run --trials {TRIALS} --workers {w}: {cpu:.2f} s CPU ({system:.2f} s of it "
+            f"system), {wall:.1f} s wall "
+            f"(median of {len(found)}: {', '.join(f'{c:.2f}' for c, _, _ in found)} s CPU) | "
             f"{per:.2f} ms CPU/session (target <= {TARGET_MS:g}) | ratio to the floor "
             f"{cpu / floor:.1f}x (target <= {TARGET_RATIO:g}x)"
         )

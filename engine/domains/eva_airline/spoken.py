@@ -20,8 +20,17 @@ import threading
 import weakref
 from typing import Any
 
+import orjson
+
 from engine.core.plugin import DiagnosticInputs
-from engine.session.voice.spoken import SpokenReport, SpokenRules, agent_lines, collect, session_check
+from engine.session.voice.spoken import (
+    SpokenCheck,
+    SpokenReport,
+    SpokenRules,
+    agent_lines,
+    collect,
+    session_check,
+)
 
 RULES = SpokenRules(
     code_fields=frozenset(
@@ -83,20 +92,48 @@ def spoken_report(inp: DiagnosticInputs) -> SpokenReport:
         hit = _REPORTS.get(id(result))
     if hit is not None and hit[0]() is result:
         return hit[1]
-    scenario = inp.scenario
-    check = session_check(
-        RULES,
-        (call.get("result") for call in result.tool_calls),
-        (t.name for t in scenario.tools.tools),
-        base=_base(scenario),
-        language=scenario.domain.language,
+    report = _check(inp.scenario, [call.get("result") for call in result.tool_calls]).report(
+        agent_lines(result.transcript)
     )
-    report = check.report(agent_lines(result.transcript))
     with _LOCK:
         if len(_REPORTS) > 64:
             _REPORTS.clear()
         _REPORTS[id(result)] = (weakref.ref(result), report)
     return report
+
+
+def _check(scenario: Any, results: list[Any]) -> SpokenCheck:
+    """The session's :class:`SpokenCheck`: the scenario's initial DB codes and those of the tool
+    ``results``. Sessions whose tool results are the same JSON (every trial of a replayed
+    scenario) share one check: the results' orjson text is the key (the codes are read from
+    their strings alone, so equal text means equal codes); results orjson cannot write are
+    checked afresh."""
+    try:
+        key: bytes | None = orjson.dumps(results)
+    except TypeError:
+        key = None
+    with _LOCK:
+        hit = _CHECKS.get(id(scenario))
+    if key is not None and hit is not None and hit[0]() is scenario and hit[1] == key:
+        return hit[2]
+    check = session_check(
+        RULES,
+        results,
+        (t.name for t in scenario.tools.tools),
+        base=_base(scenario),
+        language=scenario.domain.language,
+    )
+    if key is not None:
+        with _LOCK:
+            if len(_CHECKS) > 256:
+                _CHECKS.clear()
+            _CHECKS[id(scenario)] = (weakref.ref(scenario), key, check)
+    return check
+
+
+#: id(scenario) -> (weak reference to the scenario, the orjson text of the last session's tool
+#: results, their check).
+_CHECKS: dict[int, tuple[weakref.ref[Any], bytes, SpokenCheck]] = {}
 
 
 def unspelled_codes(inp: DiagnosticInputs) -> int:
