@@ -36,8 +36,8 @@ from engine.core.records.session import SessionRecord
 from engine.core.records.voice import VoiceSummary
 from engine.results.unreadable import note_failure
 from engine.util.artifacts import FolderWrite, db_json_bytes, dumps_json, read_json, read_jsonl, read_record
-from engine.util.weakmemo import PerObject
 from engine.util.shared_files import SharedFiles
+from engine.util.weakmemo import PerObject
 
 log = logging.getLogger(__name__)
 
