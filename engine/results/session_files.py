@@ -36,7 +36,6 @@ from engine.core.records.session import SessionRecord
 from engine.core.records.voice import VoiceSummary
 from engine.results.unreadable import note_failure
 from engine.util.artifacts import FolderWrite, db_json_bytes, dumps_json, read_json, read_jsonl, read_record
-from engine.util.shared_files import SharedFiles
 from engine.util.weakmemo import PerObject
 
 log = logging.getLogger(__name__)
@@ -365,13 +364,7 @@ def open_folder(run_dir: Path, scenario_name: str, trial: int, trials: int) -> F
         sdir.mkdir(parents=True)
     except FileExistsError:
         _clear(sdir)
-    return FolderWrite(sdir, incomplete=True, shared=SIBLING_FILES)
-
-
-#: The files a folder shares with its siblings (the other trials of its scenario, the other
-#: scenarios of a one-trial run): one with the same name and bytes is hard-linked, not written
-#: (None: every file written).
-SIBLING_FILES: SharedFiles | None = SharedFiles()
+    return FolderWrite(sdir, incomplete=True)
 
 
 def stage_session(

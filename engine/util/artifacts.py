@@ -32,8 +32,6 @@ from typing import Any
 
 import orjson
 
-from engine.util.shared_files import SharedFiles
-
 
 def _fsync_dir(directory: Path) -> None:
     """fsync a directory so a rename in it survives a crash (no-op where unsupported)."""
@@ -387,19 +385,14 @@ class FolderWrite:
     folder getting a new file, e.g. a rescore's ``judge_result.json``) each goes to a temporary file
     renamed over the target, so it is never torn.
 
-    ``shared`` (an incomplete folder only): a file whose bytes equal the same file of a sibling
-    folder (the same parent) written through the same :class:`engine.util.shared_files.SharedFiles`
-    is hard-linked to it rather than written anew (the trials of a scenario).
-
     Use as a context manager: leaving it by an exception (or without :meth:`commit`) removes the
     markers' temporary files. Paths given to ``put_*`` are relative to ``folder``. One batch per
     folder at a time (the run's lock keeps other runs out).
     """
 
-    def __init__(self, folder: Path, incomplete: bool = False, shared: SharedFiles | None = None) -> None:
+    def __init__(self, folder: Path, incomplete: bool = False) -> None:
         self.folder = Path(folder)
         self.incomplete = incomplete
-        self.shared = shared if incomplete else None
         self._files: list[Path] = []
         self._dirs: dict[Path, None] = {self.folder.parent: None}
         self._markers: list[tuple[Path, Path]] = []
@@ -426,12 +419,7 @@ class FolderWrite:
             self._markers.append((tmp, path))
             self._files.append(tmp)
             return path
-        if self.shared is not None:
-            group, key = str(self.folder.parent), str(name)
-            if not self.shared.link(group, key, path, data):
-                _write_new(path, data)
-                self.shared.remember(group, key, path, data)
-        elif self.incomplete:
+        if self.incomplete:
             _write_new(path, data)
         else:
             fd, tmp = _temp_beside(path)
