@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine.results.run_report import RunReport
@@ -25,6 +26,31 @@ class CtrlC:
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
         self.presses = 0
+
+    QUIT = "quitting without the summary (the results written so far are kept)"
+
+    def on_signal(self, loop: asyncio.AbstractEventLoop) -> Callable[[int, Any], None]:
+        """A SIGINT handler (``signal.signal``) counting the presses as :meth:`press` does, that
+        works while the event loop is busy or blocked: Python runs it between two bytecodes of the
+        main thread, wherever that is (a turn of an in-process agent that never awaits, the
+        run's synchronous wind-down). The first press cancels the run's task through the loop
+        (``call_soon_threadsafe``), the second says the summary is coming, the third quits there
+        and then (exit 130, ``os._exit``: nothing the stuck loop would have to run). Before, the
+        presses went through the loop (``add_signal_handler``): a loop that did not turn never
+        saw them, and the ones made during the wind-down were dropped with the handler."""
+
+        def handler(signum: int, frame: Any) -> None:
+            self.presses += 1
+            if self.presses > 2:
+                with contextlib.suppress(Exception):
+                    sys.stdout.flush()
+                os.write(2, f"evalctl: {self.QUIT}\n".encode())
+                os._exit(130)
+            if self.presses == 1:
+                loop.call_soon_threadsafe(self.task.cancel)
+            os.write(2, f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}\n".encode())
+
+        return handler
 
     def press(self) -> None:
         self.presses += 1

@@ -441,9 +441,12 @@ def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
         assert task is not None
         ctrl_c = CtrlC(task)
+        previous: Any = None
+        installed = False
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
-            loop.add_signal_handler(signal.SIGINT, ctrl_c.press)
+            previous = signal.signal(signal.SIGINT, ctrl_c.on_signal(loop))
+            installed = True
         try:
             report = await run(opts, voice)
             report.ctrl_c_presses = ctrl_c.presses
@@ -451,7 +454,10 @@ def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGTERM)
-                loop.remove_signal_handler(signal.SIGINT)
+                if installed:
+                    signal.signal(
+                        signal.SIGINT, previous if previous is not None else signal.default_int_handler
+                    )
 
     try:
         return asyncio.run(main())

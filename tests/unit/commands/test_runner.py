@@ -393,3 +393,63 @@ def test_sigterm_stops_like_ctrl_c_and_keeps_the_summary(tmp_path: Path) -> None
     assert f"evalctl: interrupted; finished results kept in {out}" in err
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["interrupted"] is True and summary["missing"]
+
+
+SPINNING_AGENT = """
+from pathlib import Path
+
+
+def make(session, tools):
+    async def turn(line):
+        Path(__file__).with_suffix(".spinning").touch()
+        while True:  # never awaits: the event loop is stuck in here
+            pass
+
+    return turn
+"""
+
+
+def test_three_ctrl_c_quit_a_run_whose_agent_never_yields(tmp_path: Path) -> None:
+    """Before: the presses went through the event loop, which an in-process agent spinning without
+    awaiting never lets turn: neither Ctrl-C nor --turn-timeout stopped the run (only kill -9)."""
+    import queue
+    import subprocess
+    import sys
+    import threading
+
+    from engine.run.runner import CtrlC
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
+
+    agent = tmp_path / "spin.py"
+    agent.write_text(SPINNING_AGENT)
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "cli.py"), "run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT),
+         "--agent", f"python:{agent}:make", "--output-dir", str(tmp_path / "run"), "--no-progress",
+         "--workers", "1"],
+        cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        marker = agent.with_suffix(".spinning")
+        for _ in range(1200):  # the agent says when it is stuck (no timing: its file)
+            if marker.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert marker.exists(), "the agent never ran"
+        assert proc.stderr is not None
+        lines: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        for expected in (CtrlC.FIRST, CtrlC.SECOND):
+            proc.send_signal(signal.SIGINT)
+            line = ""
+            while line.strip() != f"evalctl: {expected}":
+                line = lines.get(timeout=60)  # a generous bound on an answer that takes milliseconds
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        reader.join(timeout=10)
+        rest = "".join(lines.queue)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and f"evalctl: {CtrlC.QUIT}" in rest
