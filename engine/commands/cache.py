@@ -77,7 +77,7 @@ def voice_cache_command(action: str, as_json: bool = False) -> int:
     folder = voice_cache_dir()
     if folder is None:
         raise UsageError(f"cache {action}: the voice cache is off (${VOICE_CACHE_ENV})")
-    if not folder.is_dir():
+    if not (folder / "cache.db").is_file():  # diskcache's index: never made in a folder that has none
         raise UsageError(f"cache {action}: {folder} holds no voice cache")
     cache, out = VoiceCache(folder), text_console()
     try:

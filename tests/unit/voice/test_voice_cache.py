@@ -150,6 +150,12 @@ def test_cache_stats_and_clear_voice(
     monkeypatch.delenv("EVALCTL_CACHE", raising=False)
     assert cli.main(["cache", "stats", "--voice"]) == 2
     assert "holds no voice cache" in capsys.readouterr().err
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")  # a folder of the user's, not a cache
+    assert cli.main(["cache", "clear", "--voice"]) == 2
+    assert "holds no voice cache" in capsys.readouterr().err
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]  # nothing made in it
+    (folder / "notes.txt").unlink()
     cache = VoiceCache(folder)
     cache.put(synthesis_key("tone", "hi", 16000), b"\x01\x00" * 10)
     cache.put(recognition_key("loudness 1", b"\x01\x00", 16000), "word")
