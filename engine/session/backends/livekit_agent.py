@@ -10,7 +10,9 @@ scenario's system prompt and tool schemas. The adapter then
   the scenario's schemas; the agent's own function tools are replaced, as the engine runs the
   tools on the scenario DB);
 - drives it as LiveKit's testing helpers do, one ``AgentSession.run(user_input=LINE)`` per caller
-  line (text input, no audio);
+  line (text input, no audio), in a session with the text-mode options of
+  :func:`text_session_options` (no voice activity detection, turn detector, interruptions, preemptive
+  generation or user-away timer: there is no audio, and the adapter commits each line itself);
 - wraps the agent's ``llm_node`` (the user's LLM call, below LiveKit's tool execution): each LLM
   response is one model step; its tool calls go to the engine as the model sent them (the raw
   argument text, never repaired: LiveKit would repair it with ``json_repair`` or refuse it, and
@@ -41,6 +43,25 @@ def _require_livekit() -> None:
         import livekit.agents  # noqa: F401
     except ImportError:
         raise UsageError("backend livekit: needs livekit-agents (pip install 'evalctl[livekit]')") from None
+
+
+def text_session_options() -> dict[str, Any]:
+    """The ``AgentSession`` keyword arguments of a text-mode session (a new dict each call).
+
+    LiveKit's defaults are for a voice call: a VAD and a turn detector made for every session
+    (the detector's stream and its audio buffer are most of a session's start-up), interruptions
+    (one more waiter a reply), preemptive generation and a 15 s user-away timer. Text mode has no
+    audio and the adapter commits each caller line itself, so all are off. An agent's own
+    settings (``Agent(vad=..., turn_handling=...)``) still take precedence over these."""
+    return {
+        "vad": None,
+        "turn_handling": {
+            "turn_detection": "manual",
+            "interruption": {"enabled": False},
+            "preemptive_generation": {"enabled": False},
+        },
+        "user_away_timeout": None,
+    }
 
 
 def proxy_tools(session: InprocSession) -> list[Any]:
@@ -139,7 +160,7 @@ class LiveKitAgent:
         original = agent.llm_node
         setattr(agent, "llm_node", self._node(agent, original))  # noqa: B010 (a method of the instance)
         self._agent = agent
-        self._session = AgentSession()
+        self._session = AgentSession(**text_session_options())
         await self._session.start(agent)
 
     def _node(self, agent: Any, original: Callable[..., Any]) -> Callable[..., Any]:

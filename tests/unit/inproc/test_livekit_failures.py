@@ -66,3 +66,33 @@ def test_a_livekit_llm_call_raising_system_exit_is_the_agents_fail(tmp_path: Pat
     result = _result("livekit:" + register_agent(_exiting_llm).removeprefix("python:"), tmp_path)
     assert result.stop_reason == "agent_error"
     assert "SystemExit: the LLM call quit" in (result.error or "")
+
+
+def _recording(seen: list[Any]) -> Any:
+    def make(session: InprocSession) -> Any:
+        from livekit.agents import Agent
+        from livekit.plugins.openai import LLM
+
+        class Recording(Agent):
+            async def llm_node(self, chat_ctx: Any, tools: Any, model_settings: Any) -> Any:
+                seen.append(self.session)
+                yield "Goodbye."
+
+        return Recording(instructions=session.system_prompt, llm=LLM(model="m", api_key="local"))
+
+    return make
+
+
+def test_a_livekit_agent_runs_in_a_text_mode_session(tmp_path: Path) -> None:
+    """No VAD, no turn detector, no interruptions, no preemptive generation, no user-away timer:
+    the voice-call machinery a text session has no audio for (issue #27 item 5, the cost)."""
+    pytest.importorskip("livekit.plugins.openai")
+    seen: list[Any] = []
+    result = _result("livekit:" + register_agent(_recording(seen)).removeprefix("python:"), tmp_path)
+    assert result.agent_turns >= 1 and result.error is None
+    session = seen[0]
+    assert session.vad is None
+    assert session.options.turn_handling["turn_detection"] == "manual"
+    assert session.options.interruption["enabled"] is False
+    assert session.options.preemptive_generation["enabled"] is False
+    assert session.options.user_away_timeout is None
