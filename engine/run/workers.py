@@ -57,6 +57,7 @@ from engine.results.scorer import Scorer, off_loop, release_threads
 from engine.results.session_files import METRICS, read_metrics, read_session, scenario_dir
 from engine.run.progress import Finished, Progress
 from engine.run.shard import split
+from engine.scoring import stats
 from engine.session.backends.registry import parse_backend_spec, scheme_of
 from engine.util.errors import SpecError, UsageError
 
@@ -69,6 +70,11 @@ MIN_JOBS_PER_WORKER = 40
 STOP_GRACE_S = 20.0
 #: The module a worker runs (``main(task, conn)``); named, not imported: it imports the runner.
 CHILD = "engine.run.worker_child"
+
+#: The thread importing scipy for the summary (:func:`engine.scoring.stats.preload`), started once
+#: the workers are forked: the import (about 0.5 s of CPU) then overlaps the sessions instead of
+#: delaying the summary, and no thread runs while this process forks (:func:`start_method`).
+_PRELOAD: threading.Thread | None = None
 
 
 @dataclass(frozen=True)
@@ -201,8 +207,11 @@ async def run_in_workers(
     to ``progress``, its outcome to ``report.outcomes`` and its summary row to ``report.totals``;
     scoring errors the workers report go to ``report.scoring_errors``.
     Cancellation stops the workers (then re-raises); a worker that dies fails its own sessions."""
+    global _PRELOAD
     loop = asyncio.get_running_loop()
     release_threads()  # idle write threads would make forking unsafe
+    if _PRELOAD is not None:  # an earlier batch's (adaptive rounds) ends before this one forks
+        _PRELOAD.join()  # no helper thread to wait in: it would be running at the fork
     method = start_method()
     # one literal per call: typeshed types a context with Process() only for a literal method name
     ctx = multiprocessing.get_context("fork") if method == "fork" else multiprocessing.get_context("spawn")
@@ -224,6 +233,7 @@ async def run_in_workers(
             worker = _Worker(task, proc, recv, closed=loop.create_future())
             loop.add_reader(recv.fileno(), _reader(worker, progress, report))
             workers.append(worker)
+        _PRELOAD = stats.preload()  # every worker is forked: the summary's statistics load meanwhile
         await asyncio.gather(*(asyncio.shield(w.closed) for w in workers if w.closed is not None))
     except asyncio.CancelledError:
         await _stop(workers)

@@ -8,11 +8,17 @@ with 0.1 s per replay model step against the ideal: every model step's sleep pac
 200 slots (total model time / 200), and never less than the longest session's model time
 (target, issue #31: <= 1.5x with N workers), with the idle share of each process's writer thread
 (busy seconds over its active span, ``engine.util.group_commit.WriterStats``; target >= 50 %).
+Beside the ideal it prints what bounds the wall below it: the sessions packed whole, longest
+first, on the 200 slots (a session's steps cannot spread over slots, so no run can beat this even
+at no CPU cost), and how the wall splits into the run's sessions (``run.json``'s ``wall_time_s``:
+from the jobs planned to the last worker's end) and the rest (interpreter start, imports, spec
+indexing before; the summary and exit after).
 ``EVALCTL_BENCH_SIZES=50,500`` runs fewer sizes.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import subprocess
@@ -42,6 +48,7 @@ class Measured:
     model_calls: list[int]
     passed: int
     writers: list[dict[str, float]]
+    run_wall_s: float
 
 
 def _run(out: Path, *args: str) -> Measured:
@@ -72,7 +79,16 @@ def _run(out: Path, *args: str) -> Measured:
         model_calls=calls,
         passed=sum(1 for m in rows if m["is_successful"] is True),
         writers=[json.loads(line) for line in stats.read_text().splitlines()] if stats.exists() else [],
+        run_wall_s=float(json.loads((out / "run.json").read_text())["invocations"][-1]["wall_time_s"]),
     )
+
+
+def packed_s(durations: list[float], slots: int) -> float:
+    """The makespan of ``durations`` (seconds) started longest first, each on the slot free soonest."""
+    free = [0.0] * slots
+    for d in sorted(durations, reverse=True):
+        heapq.heappush(free, heapq.heappop(free) + d)
+    return max(free)
 
 
 def _writer_line(m: Measured) -> str:
@@ -132,6 +148,10 @@ def run() -> None:
                 f"--workers {workers}: wall {m.wall_s:.2f} s, ideal {ideal:.2f} s "
                 f"({sum(m.model_calls)} model steps / 200 slots), ratio {ratio:.2f}x{target}, "
                 f"load average {os.getloadavg()[0]:.1f}"
+            )
+            print(
+                f"  sessions packed whole on 200 slots: {packed_s(model_s, 200):.2f} s; of the wall, "
+                f"{m.run_wall_s:.2f} s the sessions, {m.wall_s - m.run_wall_s:.2f} s start-up and summary"
             )
             print(_writer_line(m))
     print(f"peak memory of the largest process of any run above: {peak:.0f} MiB")

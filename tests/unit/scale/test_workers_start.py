@@ -5,6 +5,7 @@ back for the summary."""
 
 from __future__ import annotations
 
+import multiprocessing
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ import pytest
 from engine.results import scoring_stage as results
 from engine.run import worker_child, workers
 from engine.run.runner import run
+from engine.scoring import stats
 from tests.conftest import REPO
 from tests.runtime_helpers import run_options
 from tests.unit.scale.helpers import NAMES, SHOP, SHOP_RUN, hashes, verdicts
@@ -72,6 +74,40 @@ async def test_forked_workers_use_the_runs_loaded_specs(
     assert sorted((o.scenario_name, o.trial) for o in two.outcomes) == sorted(
         (o.scenario_name, o.trial) for o in one.outcomes
     )
+
+
+async def test_the_summarys_statistics_load_once_every_worker_is_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # scipy's import (about 0.5 s) overlaps the workers' sessions instead of delaying the summary
+    # after them, and its thread never runs while the run's process forks (a fork then is a spawn)
+    events: list[str] = []
+    real, start = stats.preload, multiprocessing.process.BaseProcess.start
+
+    def preload() -> threading.Thread:
+        events.append("preload")
+        return real()
+
+    def started(process: multiprocessing.process.BaseProcess) -> None:
+        events.append("worker")
+        start(process)
+
+    monkeypatch.setattr(stats, "preload", preload)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", started)
+    chosen: list[str] = []
+    method = workers.start_method
+
+    def recorded() -> str:
+        chosen.append(method())
+        return chosen[-1]
+
+    monkeypatch.setattr(workers, "start_method", recorded)
+    common = {"scenarios": NAMES, "trials": 2, "progress": False}
+    for folder in ("one", "two"):  # the second run forks while the first one's import may still run
+        report = await run(run_options(*SHOP, output_dir=tmp_path / folder, workers=2, **common))
+        assert report.summary is not None and report.summary.results == 6
+    assert events == ["worker", "worker", "preload"] * 2  # after both workers of each run started
+    assert chosen[1] == chosen[0]  # the first run's import thread was done before the second fork
 
 
 async def test_spawned_workers_load_their_own_specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
