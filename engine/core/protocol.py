@@ -170,10 +170,6 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
 #: float this large and whole may have been one, so the frame is parsed again by the standard library.
 _BIG_FLOAT = float(2**63)
 
-#: An integer of at least 2**63 in magnitude is written with at least 19 digits in a row: a frame
-#: without such a run (nearly every frame) holds none, and its parsed value is not walked.
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
-
 
 def _may_be_big_int(value: Any) -> bool:
     """Whether ``value`` (parsed by orjson) holds a whole float of at least 2**63 in magnitude."""
@@ -200,7 +196,7 @@ def _parse(raw: str) -> Any:
     except orjson.JSONDecodeError:
         pass  # the standard library decides (and words the error)
     else:
-        if _LONG_DIGITS.search(raw) is None or not _may_be_big_int(value):
+        if not _may_be_big_int(value):
             return value
     try:
         return json.loads(raw)
