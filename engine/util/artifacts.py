@@ -32,6 +32,8 @@ from typing import Any
 
 import orjson
 
+from engine.util.canonical_orjson import floats_of
+
 
 def _fsync_dir(directory: Path | str) -> None:
     """fsync a directory so a rename in it survives a crash (no-op where unsupported)."""
@@ -116,8 +118,13 @@ def _stdlib_text(obj: Any) -> str:
 
 
 def _all_finite(obj: Any) -> bool:
-    """False when a float in ``obj`` is NaN or infinite: the standard library's C encoder (compact,
-    fast) refuses those with ``allow_nan=False``. Only asked when orjson's text holds a ``null``."""
+    """False when a float in ``obj`` is NaN or infinite. Only asked when orjson's text holds a
+    ``null`` (every DB with an empty field): the floats of a DB of plain JSON types are collected
+    level by level (``engine.util.canonical_orjson.floats_of``: 22 us for an eva DB), anything else
+    is asked of the standard library's C encoder, which refuses them with ``allow_nan=False`` (76
+    us for the same DB)."""
+    if isinstance(obj, dict) and (floats := floats_of(obj)) is not None:
+        return all(map(math.isfinite, floats))
     try:
         json.dumps(obj, allow_nan=False, default=str, separators=(",", ":"))
     except ValueError:
