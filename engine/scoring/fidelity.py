@@ -278,6 +278,13 @@ def early_hangup(inp: FidelityInputs) -> list[Finding] | None:
     return [Finding("early_hangup", max(turns - 1, 0), detail, _clip(text))]
 
 
+@lru_cache(maxsize=256)
+def _persona_stems(texts: tuple[str, ...]) -> frozenset[str]:
+    """The first 5 letters of each word of a persona's texts (the verbs it may ask for), made once
+    per persona: every trial of a scenario asked for them (about 80 us a session for eva)."""
+    return frozenset(w[:5] for w in _persona_base(texts).words)
+
+
 def _write_verbs(scenario: Scenario) -> dict[str, str]:
     """Stem (first 5 letters) -> verb of the first word of each write tool's name."""
     verbs: dict[str, str] = {}
@@ -296,7 +303,7 @@ def invented_request(inp: FidelityInputs) -> list[Finding] | None:
     if not inp.caller_lines:
         return None
     verbs = _write_verbs(inp.scenario)
-    allowed = {w[:5] for w in _persona_base(_persona_texts(inp.scenario)).words}
+    allowed = _persona_stems(_persona_texts(inp.scenario))
     findings = []
     for turn, (_, text) in enumerate(inp.caller_lines):
         asked = sorted({verbs[w[:5]] for w in _WORD.findall(text.lower()) if w[:5] in verbs})
