@@ -321,15 +321,23 @@ def agent_speak(inp: FidelityInputs) -> list[Finding] | None:
         return None
     findings = []
     for turn, (_, text) in enumerate(inp.caller_lines):
-        low = " ".join(text.lower().replace("\u2019", "'").split())
-        hit = next((p for p in _AGENT_PHRASES if p in low), None)
-        if hit is None and _ROLE_LABEL.search(text):
-            hit = "a role label"
-        if hit is None and _TOOL_TEXT.search(text):
-            hit = "tool-call text"
+        hit = _agent_words(text)
         if hit is not None:
             findings.append(Finding("agent_speak", turn, f"speaks as the agent ({hit!r})", _clip(text)))
     return findings
+
+
+@lru_cache(maxsize=4096)
+def _agent_words(text: str) -> str | None:
+    """What in a caller's line is the agent's (a service phrase, ``a role label``, ``tool-call
+    text``), or None; remembered per line, since every trial of a replayed scenario says the same."""
+    low = " ".join(text.lower().replace("\u2019", "'").split())
+    hit = next((p for p in _AGENT_PHRASES if p in low), None)
+    if hit is None and _ROLE_LABEL.search(text):
+        hit = "a role label"
+    if hit is None and _TOOL_TEXT.search(text):
+        hit = "tool-call text"
+    return hit
 
 
 #: The built-in checks, in display order.
