@@ -150,11 +150,10 @@ def report(
     those of the scenarios that failed in every trial with a verdict (pass^k 0 for every k;
     ``engine.scoring.passk.failed_every_trial``). Each record that does not read is a warning line
     on stderr and counted in the report. ``just_written``: this process has just written every
-    result of the run (``evalctl run`` and ``rescore`` print their report): the text report reads
-    the ``metrics.json`` files back only for what needs more than ``summary.json`` (token costs,
-    ``failed_every_trial``): reading them back cost about 0.2-0.4 ms of CPU a result. Returns 0. Raises UsageError when ``run_dir`` has no
-    readable ``summary.json`` or no readable result, OSError when ``html`` or ``junit`` cannot be
-    written.
+    result of the run (``evalctl run`` printing its own report): the text report reads the
+    ``metrics.json`` files back only for what needs more than ``summary.json`` (token costs,
+    ``failed_every_trial``). Returns 0. Raises UsageError when ``run_dir`` has no readable
+    ``summary.json`` or no readable result, OSError when ``html`` or ``junit`` cannot be written.
     """
     console = console or text_console()
     with warning_of_unreadable():

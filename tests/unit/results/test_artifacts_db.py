@@ -118,15 +118,17 @@ def test_a_db_read_back_from_its_file_hashes_as_the_db() -> None:
 _ANY_FLOAT = st.floats() | st.just(float("nan")) | st.just(float("-inf"))
 _WITH_NULLS = st.recursive(
     st.none() | st.integers() | st.text(max_size=3) | _ANY_FLOAT,
-    lambda children: st.lists(children, max_size=4)
-    | st.tuples(children)
-    | st.dictionaries(st.text(max_size=3), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children)
+        | st.dictionaries(st.text(max_size=3), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
 
 @given(st.dictionaries(st.text(max_size=3), _WITH_NULLS, max_size=4))
-def test_a_db_with_nan_or_an_infinity_is_written_as_the_standard_library_writes_it(db: dict[str, Any]) -> None:
+def test_a_db_with_nan_or_infinity_is_written_as_the_standard_library_writes_it(db: dict[str, Any]) -> None:
     """The non-finite check that picks the standard library's text (NaN, Infinity) finds every
     such float at any depth, in lists, tuples and objects, and only those."""
     stdlib = json.dumps({"null": None, **db}, indent=2, ensure_ascii=False, default=str) + "\n"
