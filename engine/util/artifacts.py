@@ -393,11 +393,12 @@ class FolderWrite:
     renamed over the target, so it is never torn.
 
     Use as a context manager: leaving it by an exception (or without :meth:`commit`) removes the
-    markers' temporary files. Paths given to ``put_*`` are relative to ``folder``. One batch per
+    markers' temporary files. Paths given to ``put_*`` are relative to ``folder``; their folders are
+    created as needed (``made``: ``folder`` itself exists already). One batch per
     folder at a time (the run's lock keeps other runs out).
     """
 
-    def __init__(self, folder: Path, incomplete: bool = False) -> None:
+    def __init__(self, folder: Path, incomplete: bool = False, made: bool = False) -> None:
         self.folder = Path(folder)
         self.incomplete = incomplete
         # plain strings: a folder's dozen writes, one per file, went through pathlib's joins and
@@ -405,6 +406,8 @@ class FolderWrite:
         self._root = os.fspath(self.folder)
         self._files: list[str] = []
         self._dirs: dict[str, None] = {os.path.dirname(self._root) or ".": None}
+        if made:  # the caller just made the folder: not made again at the first file
+            self._dirs[self._root] = None
         self._markers: list[tuple[str, str]] = []
 
     def __enter__(self) -> FolderWrite:
