@@ -401,8 +401,7 @@ class FolderWrite:
     def __init__(self, folder: Path, incomplete: bool = False, made: bool = False) -> None:
         self.folder = Path(folder)
         self.incomplete = incomplete
-        # plain strings: a folder's dozen writes, one per file, went through pathlib's joins and
-        # parents (about a fifth of a replay session's storing)
+        # plain strings: a folder's dozen writes went through pathlib's joins and parents per file
         self._root = os.fspath(self.folder)
         self._files: list[str] = []
         self._dirs: dict[str, None] = {os.path.dirname(self._root) or ".": None}
