@@ -139,6 +139,7 @@ def report(
     markdown: bool = False,
     baseline: Path | None = None,
     failed_every_trial: bool = False,
+    just_written: bool = False,
 ) -> int:
     """Print the report of ``run_dir`` on ``console`` (default: stdout, long lines unwrapped);
     with ``prices`` also the cost per role and per scenario; with ``html`` write the HTML report
@@ -148,9 +149,11 @@ def report(
     ``failed_every_trial``: the unsuccessful results listed (and the HTML scenario table) are only
     those of the scenarios that failed in every trial with a verdict (pass^k 0 for every k;
     ``engine.scoring.passk.failed_every_trial``). Each record that does not read is a warning line
-    on stderr and counted in the report. Returns 0. Raises UsageError when ``run_dir`` has no
-    readable ``summary.json`` or no readable result, OSError when ``html`` or ``junit`` cannot be
-    written.
+    on stderr and counted in the report. ``just_written``: this process has just written every
+    result of the run (``evalctl run`` printing its own report): the text report reads the
+    ``metrics.json`` files back only for what needs more than ``summary.json`` (token costs,
+    ``failed_every_trial``). Returns 0. Raises UsageError when ``run_dir`` has no readable
+    ``summary.json`` or no readable result, OSError when ``html`` or ``junit`` cannot be written.
     """
     console = console or text_console()
     with warning_of_unreadable():
@@ -171,7 +174,7 @@ def report(
             return 0
         if html is not None:
             return _html(run_dir, html, prices, console, failed_every_trial)
-        return _text(run_dir, prices, console, failed_every_trial)
+        return _text(run_dir, prices, console, failed_every_trial, just_written)
 
 
 def _html(
@@ -190,18 +193,24 @@ def _html(
 
 
 def _text(
-    run_dir: Path, prices: PriceTable | None, console: Console, failed_every_trial: bool = False
+    run_dir: Path,
+    prices: PriceTable | None,
+    console: Console,
+    failed_every_trial: bool = False,
+    just_written: bool = False,
 ) -> int:
     with watching() as found:
         summary = load_summary(run_dir)
-        metrics = load_run_metrics(run_dir)
-    if not metrics and len(found):
+        spent = any(u.prompt_tokens or u.completion_tokens for u in summary.usage.values())
+        read_back = not just_written or prices is not None or spent or failed_every_trial
+        metrics = load_run_metrics(run_dir) if read_back else []
+    if read_back and not metrics and len(found):
         raise UsageError(f"{run_dir}: no readable results ({records_text(len(found))}, warned above)")
     console.print(summary_table(summary))
     if (why := headline_not_applicable(summary)) is not None:
         console.print(f"overall success not applicable: {why}", markup=False, highlight=False)
     # replay sides spend no tokens: no table to show
-    if prices is not None or any(u.prompt_tokens or u.completion_tokens for u in summary.usage.values()):
+    if prices is not None or spent:
         cost = run_costs(metrics, prices)
         if cost.tokens or prices is not None:
             console.print(usage_table(cost))

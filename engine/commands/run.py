@@ -56,7 +56,7 @@ def run(
     if ray is None:
         outcome = run_cli(opts)  # what library.run_options does: opts has every plugin
         with CtrlC.while_printing(outcome):
-            code = print_outcome(outcome, fail_under, prices, allow_errors)
+            code = print_outcome(outcome, fail_under, prices, allow_errors, just_written=True)
         unwritten = _write_extras(outcome.run_dir, junit, otel, trace_file, prices)
         if opts.shard is not None:  # its rates are the slice's, not the selection's
             text_console().print(
@@ -135,10 +135,13 @@ def print_outcome(
     fail_under: float | None = None,
     prices: PriceTable | None = None,
     allow_errors: bool = False,
+    just_written: bool = False,
 ) -> int:
     """What ``evalctl run`` (and ``evalctl rescore``) prints when it ends: the headline lines of
     ``all_summary.txt``, the report table with failures and the diff hint, scoring errors, where
-    the results are, and why the exit code is not 0. Returns the exit code (see ``run``)."""
+    the results are, and why the exit code is not 0. ``just_written``: this process wrote every
+    result of the run (a run's own report: ``engine.commands.report.report``). Returns the exit
+    code (see ``run``)."""
     out = text_console()
     err = text_console(stderr=True)
     voice = False  # inside the voice block (``Voice (N audio sessions):`` and its indented lines)
@@ -158,7 +161,7 @@ def print_outcome(
     if outcome.voice_cache is not None:
         out.print(f"  {outcome.voice_cache}", markup=False, highlight=False)
     if (outcome.run_dir / "summary.json").is_file():
-        report(outcome.run_dir, out, prices=prices)
+        report(outcome.run_dir, out, prices=prices, just_written=just_written)
     for key, message in sorted(outcome.scoring_errors.items()):
         err.print(f"evalctl: scoring failed for {key}: {message}", markup=False, highlight=False)
     if outcome.skipped:

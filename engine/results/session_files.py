@@ -364,7 +364,7 @@ def open_folder(run_dir: Path, scenario_name: str, trial: int, trials: int) -> F
         sdir.mkdir(parents=True)
     except FileExistsError:
         _clear(sdir)
-    return FolderWrite(sdir, incomplete=True)
+    return FolderWrite(sdir, incomplete=True, made=True)
 
 
 def stage_session(

@@ -45,7 +45,7 @@ from engine.results.rundir import (
     select_scenarios,
 )
 from engine.results.scorer import Scorer, off_loop
-from engine.results.session_files import load_session, scenario_dir
+from engine.results.session_files import REGENERATED, load_session, scenario_dir
 from engine.run import workers
 from engine.run.adaptive import FIRST_TRIALS, AdaptiveRounds
 from engine.run.breaker import EndpointBreaker
@@ -331,6 +331,10 @@ async def _run_jobs(
     gate = asyncio.Semaphore(opts.concurrency)
     held = asyncio.Semaphore(2 * opts.concurrency)
     breaker = EndpointBreaker(opts.max_endpoint_failures)
+    # a fresh run's folder holds no run (``check_run_dir``): no result of a broken caller to keep
+    # and no replaced attempts to count, so its sessions skip those two probes (two trips each to
+    # the writer thread)
+    earlier = opts.resume is not None or (scorer.run_dir / REGENERATED).exists()
 
     async def one(job: Job) -> None:
         key = f"{job.scenario.name}#{job.trial}"
@@ -365,8 +369,10 @@ async def _run_jobs(
             metrics, failure = await scorer.finish(scenario, result, job.superseded, stored=True)
             return result, metrics, failure
         run_dir, trials = scorer.run_dir, opts.trials
-        await off_loop(keep_broken, run_dir, scenario.name, trial, trials)  # a resume's rerun
-        first = attempt = await off_loop(attempts_kept, run_dir, scenario.name, trial, trials)
+        first = attempt = 0
+        if earlier:  # a resume's rerun: keep a broken caller's result, number the attempts on
+            await off_loop(keep_broken, run_dir, scenario.name, trial, trials)
+            first = attempt = await off_loop(attempts_kept, run_dir, scenario.name, trial, trials)
         superseded = job.superseded
         while True:
             call = voice.call(scenario) if voice is not None else None

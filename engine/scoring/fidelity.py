@@ -278,6 +278,13 @@ def early_hangup(inp: FidelityInputs) -> list[Finding] | None:
     return [Finding("early_hangup", max(turns - 1, 0), detail, _clip(text))]
 
 
+@lru_cache(maxsize=256)
+def _persona_stems(texts: tuple[str, ...]) -> frozenset[str]:
+    """The first 5 letters of each word of a persona's texts (the verbs it may ask for), made once
+    per persona: every trial of a scenario asked for them (about 80 us a session for eva)."""
+    return frozenset(w[:5] for w in _persona_base(texts).words)
+
+
 def _write_verbs(scenario: Scenario) -> dict[str, str]:
     """Stem (first 5 letters) -> verb of the first word of each write tool's name."""
     verbs: dict[str, str] = {}
@@ -296,7 +303,7 @@ def invented_request(inp: FidelityInputs) -> list[Finding] | None:
     if not inp.caller_lines:
         return None
     verbs = _write_verbs(inp.scenario)
-    allowed = {w[:5] for w in _persona_base(_persona_texts(inp.scenario)).words}
+    allowed = _persona_stems(_persona_texts(inp.scenario))
     findings = []
     for turn, (_, text) in enumerate(inp.caller_lines):
         asked = sorted({verbs[w[:5]] for w in _WORD.findall(text.lower()) if w[:5] in verbs})
@@ -314,15 +321,23 @@ def agent_speak(inp: FidelityInputs) -> list[Finding] | None:
         return None
     findings = []
     for turn, (_, text) in enumerate(inp.caller_lines):
-        low = " ".join(text.lower().replace("\u2019", "'").split())
-        hit = next((p for p in _AGENT_PHRASES if p in low), None)
-        if hit is None and _ROLE_LABEL.search(text):
-            hit = "a role label"
-        if hit is None and _TOOL_TEXT.search(text):
-            hit = "tool-call text"
+        hit = _agent_words(text)
         if hit is not None:
             findings.append(Finding("agent_speak", turn, f"speaks as the agent ({hit!r})", _clip(text)))
     return findings
+
+
+@lru_cache(maxsize=4096)
+def _agent_words(text: str) -> str | None:
+    """What in a caller's line is the agent's (a service phrase, ``a role label``, ``tool-call
+    text``), or None; remembered per line, since every trial of a replayed scenario says the same."""
+    low = " ".join(text.lower().replace("\u2019", "'").split())
+    hit = next((p for p in _AGENT_PHRASES if p in low), None)
+    if hit is None and _ROLE_LABEL.search(text):
+        hit = "a role label"
+    if hit is None and _TOOL_TEXT.search(text):
+        hit = "tool-call text"
+    return hit
 
 
 #: The built-in checks, in display order.

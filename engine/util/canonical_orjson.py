@@ -61,7 +61,7 @@ _WRITTEN_ALIKE: set[float] = set()
 _WRITTEN_ALIKE_LIMIT = 20_000
 
 
-def _floats(db: Mapping[str, Any]) -> list[float] | None:
+def floats_of(db: Mapping[str, Any]) -> list[float] | None:
     """Every float value in ``db`` (one entry per occurrence), or None when a value is not of a
     plain JSON type. A level's values are screened before the next level is asked for, so only
     dicts, lists and tuples are ever opened."""
@@ -162,7 +162,7 @@ def orjson_canonical_text(db: Mapping[str, Any], unordered: Collection[str]) -> 
         return None
     if not raw.isascii() or b"\\" in raw or b"\x7f" in raw:
         return None
-    floats = _floats(db)
+    floats = floats_of(db)
     if floats is None:
         return None
     if floats:

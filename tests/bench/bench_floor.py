@@ -9,15 +9,18 @@
   each expected DB hashed once; CPU by ``time.process_time``, the spec loading not counted.
 
 Rounds alternate floor and runs (``EVALCTL_BENCH_FLOOR_ROUNDS``, default 2; medians are printed);
-``EVALCTL_BENCH_FLOOR_WORKERS`` (default ``1,2``; ``0`` skips) picks the runs. The load average is
-printed before and after: the machine is shared, so only the ratio within one bench run means much.
-Targets (issue #31): run CPU <= 5x the floor, <= 2 ms of CPU per session.
+``EVALCTL_BENCH_FLOOR_WORKERS`` (default ``1,2``; ``0`` skips) picks the runs.
+``EVALCTL_BENCH_FLOOR_BASELINE``: another checkout (a worktree of ``main``) whose ``evalctl run``
+takes its turn in every round, right after this one's, under the same load. Each run's folder is
+kept until the bench ends: removing its 28,000 files just before the next run made that run's file
+creations dearer (ext4 passes over the inodes freed moments ago when it allocates new ones). The
+load average is printed before and after: the machine is shared, so only the ratio within one
+bench run means much. Targets (issue #31): run CPU <= 5x the floor, <= 2 ms of CPU per session.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -58,14 +61,25 @@ def floor_cpu(trials: int = TRIALS) -> tuple[float, int]:
     return time.process_time() - start, len(scenarios) * trials
 
 
-def run_cpu(workers: int, base: Path, trials: int = TRIALS) -> tuple[float, float, float]:
+def run_cpu(workers: int, base: Path, trials: int = TRIALS, repo: Path = REPO) -> tuple[float, float, float]:
     """(CPU s, wall s, system CPU s) of one ``evalctl run`` of ``trials`` trials in a child
-    process (the system part: file creation, syncs; it follows the disk's other users)."""
-    out = base / f"run-w{workers}"
-    argv = [sys.executable, "-m", "cli", "run", str(SPEC_DIR), "--data-root", str(resolve_data_root(None))]
-    argv += ["--trials", str(trials), "--workers", str(workers), "--no-progress", "--output-dir", str(out)]
+    process, of the checkout ``repo`` (the system part: file creation, syncs; it follows the
+    disk's other users). Its folder is left in ``base`` (a new one per call)."""
+    out = Path(tempfile.mkdtemp(prefix=f"run-w{workers}-", dir=base))
+    spec_dir = repo / "specs" / "eva_airline"
+    argv = [sys.executable, "-m", "cli", "run", str(spec_dir), "--data-root", str(resolve_data_root(None))]
+    argv += [
+        "--trials",
+        str(trials),
+        "--workers",
+        str(workers),
+        "--no-progress",
+        "--output-dir",
+        str(out / "run"),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -73,12 +87,29 @@ def run_cpu(workers: int, base: Path, trials: int = TRIALS) -> tuple[float, floa
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise RuntimeError(f"evalctl run exited {code}: {err.decode(errors='replace')[-500:]}")
-    shutil.rmtree(out, ignore_errors=True)
     return usage.ru_utime + usage.ru_stime, wall, usage.ru_stime
 
 
 def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _baseline() -> Path | None:
+    raw = os.environ.get("EVALCTL_BENCH_FLOOR_BASELINE", "").strip()
+    return Path(raw).resolve() if raw else None
+
+
+def _line(label: str, found: list[tuple[float, float, float]], sessions: int, floor: float) -> str:
+    cpu = statistics.median(c for c, _, _ in found)
+    wall = statistics.median(t for _, t, _ in found)
+    system = statistics.median(s for _, _, s in found)
+    per = 1000 * cpu / sessions
+    return (
+        f"  {label}: {cpu:.2f} s CPU ({system:.2f} s of it system), {wall:.1f} s wall "
+        f"(median of {len(found)}: {', '.join(f'{c:.2f}' for c, _, _ in found)} s CPU; system "
+        f"{', '.join(f'{s:.2f}' for _, _, s in found)}) | {per:.2f} ms CPU/session (target <= "
+        f"{TARGET_MS:g}) | ratio to the floor {cpu / floor:.1f}x (target <= {TARGET_RATIO:g}x)"
+    )
 
 
 def run() -> None:
@@ -87,8 +118,10 @@ def run() -> None:
         print("floor comparison skipped (EVALCTL_BENCH_FLOOR_WORKERS=0)")
         return
     rounds = int(os.environ.get("EVALCTL_BENCH_FLOOR_ROUNDS", "2"))
+    baseline = _baseline()
     floors: list[float] = []
     runs: dict[int, list[tuple[float, float, float]]] = {w: [] for w in workers}
+    base_runs: dict[int, list[tuple[float, float, float]]] = {w: [] for w in workers}
     sessions = 0
     print(f"  load average before: {_load()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,6 +130,8 @@ def run() -> None:
                 cpu, sessions = floor_cpu()
                 floors.append(cpu)
                 runs[w].append(run_cpu(w, Path(tmp)))
+                if baseline is not None:
+                    base_runs[w].append(run_cpu(w, Path(tmp), repo=baseline))
     print(f"  load average after: {_load()}")
     floor = statistics.median(floors)
     print(
@@ -105,17 +140,9 @@ def run() -> None:
         f"{', '.join(f'{f:.2f}' for f in floors)})"
     )
     for w, found in runs.items():
-        cpu = statistics.median(c for c, _, _ in found)
-        wall = statistics.median(t for _, t, _ in found)
-        system = statistics.median(s for _, _, s in found)
-        per = 1000 * cpu / sessions
-        print(
-            f"  evalctl run --trials {TRIALS} --workers {w}: {cpu:.2f} s CPU ({system:.2f} s of it "
-            f"system), {wall:.1f} s wall "
-            f"(median of {len(found)}: {', '.join(f'{c:.2f}' for c, _, _ in found)} s CPU) | "
-            f"{per:.2f} ms CPU/session (target <= {TARGET_MS:g}) | ratio to the floor "
-            f"{cpu / floor:.1f}x (target <= {TARGET_RATIO:g}x)"
-        )
+        print(_line(f"evalctl run --trials {TRIALS} --workers {w}", found, sessions, floor))
+        if baseline is not None:
+            print(_line(f"  baseline {baseline.name}, the same run", base_runs[w], sessions, floor))
 
 
 if __name__ == "__main__":

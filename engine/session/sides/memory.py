@@ -108,16 +108,18 @@ class MemoryConnection:
                 self._waiter = None
         return self._inbox.popleft()
 
-    def __aiter__(self) -> AsyncIterator[Frame]:
-        return self._frames()
+    def __aiter__(self) -> MemoryConnection:
+        return self
 
-    async def _frames(self) -> AsyncIterator[Frame]:
-        """Every frame until a normal close (1000, 1001); raises ConnectionClosedError after another."""
-        while True:
-            try:
-                yield await self.recv()
-            except ConnectionClosedOK:
-                return
+    async def __anext__(self) -> Frame:
+        """The next frame, until a normal close (1000, 1001); raises ConnectionClosedError after
+        another. The connection is its own iterator, not an async generator: a side leaves its
+        ``async for`` at ``session.end``, and an async generator left unfinished is closed by the
+        event loop's finaliser (a task and a wake-up through its self-pipe, twice a session)."""
+        try:
+            return await self.recv()
+        except ConnectionClosedOK:
+            raise StopAsyncIteration from None
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         """Close the pair: this end sends ``code``, the peer answers with the same code."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.util.artifacts import FolderWrite, db_json_bytes, dumps_json
 from tests.json_strategies import json_values
@@ -112,3 +113,29 @@ def test_a_db_read_back_from_its_file_hashes_as_the_db() -> None:
     db = {"orders": {"O1": {"total": float("nan"), "credit": float("inf"), "note": None, "n": 1.5}}}
     rules = HashRules()
     assert db_hash(json.loads(db_json_bytes(db)), rules) == db_hash(db, rules)
+
+
+_ANY_FLOAT = st.floats() | st.just(float("nan")) | st.just(float("-inf"))
+_WITH_NULLS = st.recursive(
+    st.none() | st.integers() | st.text(max_size=3) | _ANY_FLOAT,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children)
+        | st.dictionaries(st.text(max_size=3), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(max_size=3), _WITH_NULLS, max_size=4))
+def test_a_db_with_nan_or_infinity_is_written_as_the_standard_library_writes_it(db: dict[str, Any]) -> None:
+    """The non-finite check that picks the standard library's text (NaN, Infinity) finds every
+    such float at any depth, in lists, tuples and objects, and only those."""
+    stdlib = json.dumps({"null": None, **db}, indent=2, ensure_ascii=False, default=str) + "\n"
+    written = db_json_bytes({"null": None, **db})
+    try:
+        json.dumps(db, allow_nan=False)
+    except ValueError:
+        assert written.decode() == stdlib
+    else:
+        assert json.loads(written) == json.loads(stdlib)

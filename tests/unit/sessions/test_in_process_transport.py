@@ -184,3 +184,29 @@ async def test_an_in_process_side_reuses_clean_connections_and_closes_them_when_
     assert three.ws.state.name == "CLOSED"  # the side stopped: its connections are closed
     with pytest.raises(Exception, match="cannot connect to the agent side"):
         await SideLink.open("agent", uri, 5.0, builtin=True)
+
+
+async def test_iterating_an_in_process_connection_gives_its_frames_then_stops_or_raises() -> None:
+    """``async for`` over a pair's end gives every frame sent before a close, then stops at a
+    normal close and raises ConnectionClosedError after another, as over a WebSocket; leaving the
+    loop early leaves nothing for the event loop to finalise (it is not an async generator)."""
+    for code, raises in ((1000, False), (1001, False), (1011, True)):
+        ours, theirs = memory.MemoryConnection.pair()
+        for frame in ("a", "b", "c"):
+            await theirs.send(frame)
+        await theirs.close(code)
+        got: list[Any] = []
+        if raises:
+            with pytest.raises(websockets.ConnectionClosedError):
+                async for frame in ours:
+                    got.append(frame)
+        else:
+            async for frame in ours:
+                got.append(frame)
+        assert got == ["a", "b", "c"], code
+    ours, theirs = memory.MemoryConnection.pair()
+    await theirs.send("first")
+    async for frame in ours:
+        assert frame == "first"
+        break  # a side leaves its loop at session.end
+    assert type(aiter(ours)).__name__ == "MemoryConnection"  # no async generator was left open

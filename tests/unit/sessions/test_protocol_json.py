@@ -58,6 +58,10 @@ def test_parse_gives_the_standard_librarys_values_where_orjson_differs_or_refuse
         "[1e400, -0.0, 1.5e-7, -0]",
         '["\\u00e9\\n"]',
         '{"k": [123456789012345678]}',
+        # 19 digits or more: the only texts whose value is walked for a float that was an integer
+        "[18446744073709551616, -9223372036854775809, 9223372036854775808]",
+        '{"t": "ref 12345678901234567890", "n": 1}',
+        "[1e19, 12345678901234567890.0]",
     )
     for text in texts:
         assert _same(_parse(text), json.loads(text)), text
@@ -69,3 +73,11 @@ def test_any_frame_parses_as_the_standard_library_parses_it(msg: dict[str, Any])
 
     for text in (_stdlib(msg), json.dumps(msg)):
         assert _same(_parse(text), json.loads(text))
+
+
+@given(st.integers(min_value=-(2**80), max_value=2**80), st.text(max_size=8))
+def test_an_integer_of_any_size_parses_as_the_standard_library_parses_it(n: int, text: str) -> None:
+    from engine.core.protocol import _parse
+
+    frame = json.dumps({"v": 1, "text": text, "n": n, "deep": [{"x": n}]})
+    assert _same(_parse(frame), json.loads(frame))
