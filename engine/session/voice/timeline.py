@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.session.voice.cache import audio_digest
 from engine.session.voice.pcm import duration_ms
-from engine.session.voice.vad import Segment, speech_segments
+from engine.session.voice.vad import CachedVAD, Segment, speech_segments
 
 
 class TimelineError(ValueError):
@@ -49,6 +50,7 @@ class Utterance:
     #: agent's speech, sent with the caller's next turn: ``engine.session.voice.link``).
     kind: str = "turn"
     _segments: list[Segment] | None = field(default=None, repr=False)
+    _audio: tuple[bytes, str] | None = field(default=None, repr=False, compare=False)
     finder: Callable[[bytes, int], list[Segment]] = field(default=speech_segments, repr=False, compare=False)
 
     @property
@@ -61,7 +63,7 @@ class Utterance:
     def place(self, t_ms: float, pcm: bytes, floor_ms: float = 0.0) -> None:
         """Add ``pcm`` stamped ``t_ms``: at its stamp (not before ``floor_ms`` for the first
         frame), else after the audio so far, with silence filling any gap."""
-        self._segments = None
+        self._segments = self._audio = None
         if self.start_ms is None:
             self.start_ms = max(float(t_ms), floor_ms)
         else:
@@ -71,12 +73,25 @@ class Utterance:
         self.pcm.extend(pcm)
         self.frames += 1
 
+    def audio(self) -> tuple[bytes, str]:
+        """``(samples, SHA-256 hex)`` of its audio so far, made once (until more is placed): the
+        recogniser's and the voice activity detector's cache keys share the one digest."""
+        if self._audio is None:
+            pcm = bytes(self.pcm)
+            self._audio = (pcm, audio_digest(pcm))
+        return self._audio
+
     def segments(self) -> list[Segment]:
         """Its speech on the media timeline as ``[(start_ms, end_ms), ...]``, found by voice
         activity detection (engine.session.voice.vad.speech_segments); empty when silent."""
         if self._segments is None:
             start = self.start_ms or 0.0
-            found = self.finder(bytes(self.pcm), self.rate) if self.start_ms is not None else []
+            found: list[Segment] = []
+            if self.start_ms is not None and isinstance(self.finder, CachedVAD):
+                pcm, digest = self.audio()
+                found = self.finder(pcm, self.rate, digest)
+            elif self.start_ms is not None:
+                found = self.finder(bytes(self.pcm), self.rate)
             self._segments = [(start + a, start + b) for a, b in found]
         return self._segments
 
