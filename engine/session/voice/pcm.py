@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import math
 import operator
+import struct
 import sys
 import wave
 from array import array
@@ -91,6 +92,21 @@ def wav_bytes(pcm: bytes, rate: int) -> bytes:
         w.setframerate(rate)
         w.writeframes(pcm)
     return buf.getvalue()
+
+
+#: The RIFF header :func:`wav_bytes` (the standard library's ``wave``) writes for mono 16-bit PCM.
+_WAV_HEADER = struct.Struct("<4sI4s4sIHHIIHH4sI")
+#: Its size (bytes): where the samples of such a file start.
+WAV_HEADER_BYTES = _WAV_HEADER.size
+
+
+def wav_header(data_bytes: int, rate: int) -> bytes:
+    """The 44-byte header of a mono 16-bit WAV file holding ``data_bytes`` bytes of samples at
+    ``rate`` Hz: the bytes :func:`wav_bytes` puts before them, for a file built in place (one
+    buffer, no copy of the samples)."""
+    return _WAV_HEADER.pack(
+        b"RIFF", 36 + data_bytes, b"WAVE", b"fmt ", 16, 1, 1, rate, 2 * rate, 2, 16, b"data", data_bytes
+    )
 
 
 def read_wav(data: bytes) -> tuple[bytes, int]:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.session.voice.cache import audio_digest
-from engine.session.voice.pcm import duration_ms
+from engine.session.voice.pcm import WAV_HEADER_BYTES, duration_ms, wav_header
 from engine.session.voice.vad import CachedVAD, Segment, speech_segments
 
 
@@ -166,12 +166,22 @@ class Timeline:
 
     def track(self, role: str) -> bytes:
         """One side's samples over the whole timeline (silence where it does not speak)."""
+        return bytes(self._fill(role, 0))
+
+    def wav(self, role: str) -> bytearray:
+        """:meth:`track` as a WAV file (``engine.session.voice.pcm.wav_bytes`` of it, byte for
+        byte), built in one buffer: a session's two tracks are megabytes, each copy of them costs."""
+        out = self._fill(role, WAV_HEADER_BYTES)
+        out[:WAV_HEADER_BYTES] = wav_header(len(out) - WAV_HEADER_BYTES, self.rate)
+        return out
+
+    def _fill(self, role: str, offset: int) -> bytearray:
         total = round(self.end_ms * self.rate / 1000.0)
-        out = bytearray(2 * total)
+        out = bytearray(offset + 2 * total)
         for u in self.utterances:
             if u.role != role or u.start_ms is None:
                 continue
-            at = 2 * round(u.start_ms * self.rate / 1000.0)
-            chunk = bytes(u.pcm[: max(0, len(out) - at)])
-            out[at : at + len(chunk)] = chunk
-        return bytes(out)
+            at = offset + 2 * round(u.start_ms * self.rate / 1000.0)
+            size = max(0, min(len(u.pcm), len(out) - at))
+            out[at : at + size] = memoryview(u.pcm)[:size]
+        return out
