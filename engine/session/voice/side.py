@@ -1,4 +1,6 @@
-"""A built-in voice agent: a side server speaking protocol version 2 (audio sessions).
+"""A built-in voice agent: a side server speaking protocol version 2 (audio sessions), served in
+the run's own process over the in-process transport (``engine.session.sides.memory``), as the
+run's text sides are: its audio frames are the protocol's binary frames, without a socket.
 
 It runs a model backend like the text sides do (``replay`` plays the gold trace, so a run needs
 no model and no network) and speaks each turn's text through a local :class:`Synthesizer`

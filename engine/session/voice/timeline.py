@@ -50,7 +50,7 @@ class Utterance:
     #: agent's speech, sent with the caller's next turn: ``engine.session.voice.link``).
     kind: str = "turn"
     _segments: list[Segment] | None = field(default=None, repr=False)
-    _audio: tuple[bytes, str] | None = field(default=None, repr=False, compare=False)
+    _digest: str | None = field(default=None, repr=False, compare=False)
     finder: Callable[[bytes, int], list[Segment]] = field(default=speech_segments, repr=False, compare=False)
 
     @property
@@ -63,7 +63,7 @@ class Utterance:
     def place(self, t_ms: float, pcm: bytes, floor_ms: float = 0.0) -> None:
         """Add ``pcm`` stamped ``t_ms``: at its stamp (not before ``floor_ms`` for the first
         frame), else after the audio so far, with silence filling any gap."""
-        self._segments = self._audio = None
+        self._segments = self._digest = None
         if self.start_ms is None:
             self.start_ms = max(float(t_ms), floor_ms)
         else:
@@ -74,12 +74,13 @@ class Utterance:
         self.frames += 1
 
     def audio(self) -> tuple[bytes, str]:
-        """``(samples, SHA-256 hex)`` of its audio so far, made once (until more is placed): the
-        recogniser's and the voice activity detector's cache keys share the one digest."""
-        if self._audio is None:
-            pcm = bytes(self.pcm)
-            self._audio = (pcm, audio_digest(pcm))
-        return self._audio
+        """``(samples, SHA-256 hex)`` of its audio so far; the digest is computed once (until more
+        is placed): the recogniser's and the voice activity detector's cache keys share it. Only
+        the digest is kept (the samples are copied out on each call, a fraction of hashing them)."""
+        pcm = bytes(self.pcm)
+        if self._digest is None:
+            self._digest = audio_digest(pcm)
+        return pcm, self._digest
 
     def segments(self) -> list[Segment]:
         """Its speech on the media timeline as ``[(start_ms, end_ms), ...]``, found by voice
