@@ -37,6 +37,7 @@ from engine.core.plugin import DiagnosticInputs
 from engine.domains.eva_airline import spoken
 from engine.domains.eva_airline.spoken import DIAGNOSTICS
 from engine.domains.registry import plugins
+from engine.results.run_report import RunReport
 from engine.results.scoring_stage import finish_session
 from engine.run import runner
 from engine.session.voice.cache import VOICE_CACHE_ENV, VoiceCache
@@ -166,13 +167,15 @@ class Cpu:
     """One replay run's CPU seconds: ``user`` and ``system`` of the evalctl process (every thread:
     the event loop and the writer thread) and of its reaped children (the voice workers and the
     espeak-ng / sox programs they ran), ``workers`` the children's share; ``passed`` sessions;
-    ``pool`` whether the voice workers were started at all."""
+    ``pool`` whether the voice workers were started at all; ``heard`` what the recogniser heard
+    over the run (:func:`_heard`; empty for text)."""
 
     user: float
     system: float
     workers: float
     passed: int
     pool: bool
+    heard: str = ""
 
     @property
     def total(self) -> float:
@@ -188,6 +191,28 @@ def _usage() -> tuple[float, float, float]:
     )
 
 
+def _heard(report: RunReport) -> str:
+    """The run's word error rate (edits over the reference words of every transcribed agent
+    turn), the turns whose transcript matched their own line (the gate ``speech_matches_text``)
+    and the key entities heard as said; empty for a run without recognition."""
+    edits = words = matched = turns = entities = heard = 0.0
+    for _, metrics in report.results():
+        voice = metrics.voice if metrics is not None else None
+        if voice is None or voice.hearing is None or voice.wer is None:
+            continue
+        h = voice.hearing
+        edits += voice.wer * h.words
+        words += h.words
+        matched, turns = matched + h.matched, turns + h.transcribed
+        entities, heard = entities + h.entities, heard + h.entities_heard
+    if not words:
+        return ""
+    return (
+        f"WER {100 * edits / words:.1f} % of {words:.0f} words, {matched:.0f}/{turns:.0f} turns heard as "
+        f"their own line, {heard:.0f}/{entities:.0f} entities heard"
+    )
+
+
 def _replay_cpu(out: Path, voice: VoiceRun | None) -> Cpu:
     """The CPU of a replay of the 50 eva scenarios in this process (:class:`Cpu`); its folder is
     removed after (a voice run's is 0.3 GB of WAV files)."""
@@ -199,10 +224,11 @@ def _replay_cpu(out: Path, voice: VoiceRun | None) -> Cpu:
     started = pool._POOL is not None
     shutdown_pool()  # the voice workers' CPU is counted once they have ended (RUSAGE_CHILDREN)
     after = _usage()
+    heard = _heard(report) if voice is not None else ""
     shutil.rmtree(out, ignore_errors=True)
     passed = sum(1 for o in report.outcomes if o.is_successful is True)
     user, system, workers = (a - b for a, b in zip(after, before, strict=True))
-    return Cpu(user, system, workers, passed, started)
+    return Cpu(user, system, workers, passed, started, heard)
 
 
 def _cli_cpu(out: Path, voice: bool, cache: Path) -> float:
@@ -282,6 +308,8 @@ def bench_voice_cpu() -> None:
         _line("voice cold (empty cache)", [cold], t, n)
         + f" (target <= 3x: not for a cold run, real recognition of every agent turn); cache {cold_counts}"
     )
+    same = all(r.heard == cold.heard for r in warm)
+    print(f"    heard (cold): {cold.heard}; the warm runs heard {'the same' if same else 'OTHER WORDS'}")
     print(
         _line(f"voice warm (the cold run's cache, median of {len(warm)})", warm, t, n)
         + f"; median of the rounds' ratios {ratios:.2f}x (target <= 3x: "
