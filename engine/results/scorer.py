@@ -143,7 +143,7 @@ class Scorer:
         scenario: Scenario,
         result: SessionResult,
         superseded: tuple[SpentUsage, ...] = (),
-        voice: Callable[[Path], VoiceSummary | None] | None = None,
+        voice: Callable[[FolderWrite], VoiceSummary | None] | None = None,
     ) -> SessionRecord:
         """Write the session's artifacts (``engine.results.session_files.write_session``; ``voice`` an audio
         session's writer). Raises OSError when the run directory cannot be written."""
@@ -156,7 +156,7 @@ class Scorer:
             self.invocation,
             superseded,
             voice,
-            here=voice is None,  # an audio session's files are large and fsynced one by one
+            here=voice is None,  # an audio session's files are large: written off the event loop
         )
 
     async def score(
@@ -188,7 +188,7 @@ class Scorer:
         scenario: Scenario,
         result: SessionResult,
         superseded: tuple[SpentUsage, ...] = (),
-        voice: Callable[[Path], VoiceSummary | None] | None = None,
+        voice: Callable[[FolderWrite], VoiceSummary | None] | None = None,
         stored: bool = False,
     ) -> tuple[MetricsRecord | None, str | None]:
         """Store (unless ``stored``: the folder already holds it) and score a session; returns its

@@ -342,7 +342,7 @@ def store_and_score(
     options: ScoringOptions,
     invocation: str,
     superseded: tuple[SpentUsage, ...] = (),
-    voice: Callable[[Path], VoiceSummary | None] | None = None,
+    voice: Callable[[FolderWrite], VoiceSummary | None] | None = None,
 ) -> tuple[SessionRecord, MetricsRecord | None, Exception | None]:
     """Store a session that just ended and score it without a judge, all in ONE write of its
     folder (one durable sync; ``session.json`` then ``metrics.json`` land last). Returns the
@@ -364,7 +364,7 @@ def stage_store_and_score(
     options: ScoringOptions,
     invocation: str,
     superseded: tuple[SpentUsage, ...] = (),
-    voice: Callable[[Path], VoiceSummary | None] | None = None,
+    voice: Callable[[FolderWrite], VoiceSummary | None] | None = None,
 ) -> tuple[tuple[SessionRecord, MetricsRecord | None, Exception | None], FolderWrite]:
     """:func:`store_and_score` without the commit: its value and the folder's pending batch, for
     a group commit (``engine.util.artifacts.commit_folders``). Raises OSError."""
@@ -391,7 +391,7 @@ async def finish_session(
     result: SessionResult,
     trials: int,
     options: ScoringOptions,
-    voice: Callable[[Path], VoiceSummary | None] | None = None,
+    voice: Callable[[FolderWrite], VoiceSummary | None] | None = None,
 ) -> MetricsRecord:
     """Store, judge (when ``options.judge_model``) and score one session in one call; returns its
     metrics. ``voice`` writes an audio session's artifacts (``engine.session.voice.run.VoiceRun.artifacts``).

@@ -373,13 +373,12 @@ def stage_session(
     result: SessionResult,
     invocation: str,
     superseded: Iterable[SpentUsage] = (),
-    voice: Callable[[Path], VoiceSummary | None] | None = None,
+    voice: Callable[[FolderWrite], VoiceSummary | None] | None = None,
     hashes: tuple[str | None, str | None] | None = None,
 ) -> SessionRecord:
     """Put the artifacts of a session into ``batch`` (a folder from :func:`open_folder`), with
     ``session.json`` as a marker: it lands when the batch is committed. ``hashes``: the
     :func:`db_hashes` when already known. See :func:`write_session` for the rest."""
-    sdir = batch.folder
     actual_hash, expected_hash = hashes or db_hashes(scenario, result)
     if result.final_db is not None:
         batch.put_db_json("final_db.json", result.final_db)
@@ -400,7 +399,7 @@ def stage_session(
         # for evalctl diff: where it left the gold
         batch.put_json("scenario_config/gold_path.json", gold_path(scenario))
     if voice is not None:
-        voice(sdir)
+        voice(batch)  # audio/*.wav and voice.json, in the same batch (one group commit)
     record = session_record(result, invocation, tuple(superseded))
     batch.put_json(SESSION, record.to_json(), marker=True)
     return record
@@ -413,7 +412,7 @@ def write_session(
     trials: int,
     invocation: str,
     superseded: Iterable[SpentUsage] = (),
-    voice: Callable[[Path], VoiceSummary | None] | None = None,
+    voice: Callable[[FolderWrite], VoiceSummary | None] | None = None,
 ) -> SessionRecord:
     """Write the artifacts of a session that just ended, ``session.json`` last, with one durable
     sync for the folder (``engine.util.artifacts.FolderWrite``); returns its record.
@@ -433,7 +432,7 @@ def stage_write_session(
     trials: int,
     invocation: str,
     superseded: Iterable[SpentUsage] = (),
-    voice: Callable[[Path], VoiceSummary | None] | None = None,
+    voice: Callable[[FolderWrite], VoiceSummary | None] | None = None,
 ) -> tuple[SessionRecord, FolderWrite]:
     """:func:`write_session` without the commit: the folder's files written (no sync), its marker
     pending; returns the record and the batch for a group commit

@@ -322,10 +322,13 @@ class SideLink:
         within ``timeout_s`` seconds; ``error`` on disconnect, a protocol violation (the side is
         told with a typed ``error`` first) or an ``error`` message from the side (a
         ``backend_timeout`` error gives ``timeout``)."""
+        poll = getattr(self.ws, "poll", None)  # the in-process transport: frames already there
         while True:
             try:
-                async with asyncio.timeout(timeout_s):
-                    raw = await self.ws.recv()
+                raw = poll() if poll is not None else None
+                if raw is None:
+                    async with asyncio.timeout(timeout_s):
+                        raw = await self.ws.recv()
             except TimeoutError:
                 silent = f"{self.role} side sent nothing for {timeout_s:g} s"
                 if self.endpoint:

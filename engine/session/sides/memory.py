@@ -108,6 +108,11 @@ class MemoryConnection:
                 self._waiter = None
         return self._inbox.popleft()
 
+    def poll(self) -> Frame | None:
+        """The next frame if one has arrived, else None (never waits): a receiver draining a
+        burst of frames (a side's audio of a turn) needs no timer per frame."""
+        return self._inbox.popleft() if self._inbox else None
+
     def __aiter__(self) -> MemoryConnection:
         return self
 

@@ -7,7 +7,7 @@ a command that reads a WAV file and prints its transcript, e.g.
 the file's path; the command runs without a shell), or ``none`` for no recognition. Each agent
 turn's audio is transcribed as the turn ends (:func:`hear`: in a pool of worker processes, never
 on the event loop); the caller is given what was heard, and the metrics compare it with the
-agent's own text (:func:`wer`, by jiwer when installed).
+agent's own text (:func:`wer`, by rapidfuzz, jiwer's engine, when installed).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import tempfile
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -129,16 +130,18 @@ def recognizer_identity(recognizer: Recognizer) -> str | None:
     return ident() if callable(ident) else None
 
 
-async def hear(recognizer: Recognizer, pcm: bytes, rate: int, cache: VoiceCache | None = None) -> str:
+async def hear(
+    recognizer: Recognizer, pcm: bytes, rate: int, cache: VoiceCache | None = None, digest: str | None = None
+) -> str:
     """``recognizer.transcribe(pcm, rate)`` in a worker process (``engine.session.voice.pool``; the
     recogniser is pickled to it), awaited without blocking the event loop; with ``cache``, a
     transcript of the same samples by the same recogniser and settings is read from it instead
-    (:func:`engine.session.voice.cache.recognition_key`). Raises RuntimeError as the recogniser
-    does (a failure is not cached)."""
+    (:func:`engine.session.voice.cache.recognition_key`; ``digest``: the samples' SHA-256 hex when
+    known). Raises RuntimeError as the recogniser does (a failure is not cached)."""
     if not pcm:
         return ""
     identity = recognizer_identity(recognizer) if cache is not None else None
-    key = recognition_key(identity, pcm, rate) if identity is not None else None
+    key = recognition_key(identity, pcm, rate, digest=digest) if identity is not None else None
     if cache is not None and key is not None:
         hit = cache.get(key)
         if isinstance(hit, str):
@@ -156,9 +159,16 @@ _WORD = re.compile(r"[a-z0-9']+")
 def normalize(text: str) -> list[str]:
     """Words for WER: NFKC, lower case, punctuation dropped, apostrophes kept inside words, each
     digit said as its word (``703`` -> ``seven zero three``; a crude but symmetric rule)."""
+    return list(_normalized(text))
+
+
+@lru_cache(maxsize=4096)
+def _normalized(text: str) -> tuple[str, ...]:
+    # a session's lines are compared with every turn's transcript (metrics.speech_match): each
+    # text is normalised once
     text = unicodedata.normalize("NFKC", text).lower().replace("\u2019", "'")
     text = _NUMBER.sub(lambda m: f" {SPOKEN_DIGITS[int(m.group(0))]} ", text)
-    return [w.strip("'") for w in _WORD.findall(text) if w.strip("'")]
+    return tuple(w.strip("'") for w in _WORD.findall(text) if w.strip("'"))
 
 
 def edit_distance(ref: Sequence[str], hyp: Sequence[str]) -> int:
@@ -173,16 +183,17 @@ def edit_distance(ref: Sequence[str], hyp: Sequence[str]) -> int:
 
 
 def wer(reference: str, hypothesis: str) -> tuple[int, int]:
-    """``(edits, reference words)`` after :func:`normalize`; WER is their ratio. Counted by jiwer
-    (``process_words``) when installed, else by :func:`edit_distance` (the same number)."""
-    ref, hyp = normalize(reference), normalize(hypothesis)
+    """``(edits, reference words)`` after :func:`normalize`; WER is their ratio. The edits are the
+    word-level Levenshtein distance, counted by rapidfuzz (the library jiwer counts with; jiwer's
+    ``process_words`` gives the same number, at forty times the cost of its string transforms)
+    when installed, else by :func:`edit_distance` (the same number)."""
+    ref, hyp = _normalized(reference), _normalized(hypothesis)
     if not ref:
         return len(hyp), 0
     if not hyp:
         return len(ref), len(ref)
     try:
-        import jiwer
+        from rapidfuzz.distance import Levenshtein
     except ImportError:
         return edit_distance(ref, hyp), len(ref)
-    out = jiwer.process_words(" ".join(ref), " ".join(hyp))
-    return out.substitutions + out.deletions + out.insertions, len(ref)
+    return int(Levenshtein.distance(ref, hyp)), len(ref)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,17 +61,39 @@ def _digest(parts: dict[str, Any]) -> str:
 
 
 def _digest_of(value: bytes | str) -> str:
+    """The integrity tag stored beside a value: ``crc32:`` and the CRC-32 of its bytes (a check
+    against damage on disk, not against tampering: it costs a fifth of a SHA-256 to verify)."""
     data = value if isinstance(value, bytes) else value.encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
+    return f"crc32:{zlib.crc32(data):08x}"
+
+
+def _matches(value: bytes | str, digest: str) -> bool:
+    """True when ``digest`` is ``value``'s tag: a CRC-32 (:func:`_digest_of`), or the SHA-256 hex
+    that entries stored before it carry."""
+    if digest.startswith("crc32:"):
+        return digest == _digest_of(value)
+    data = value if isinstance(value, bytes) else value.encode("utf-8")
+    return digest == hashlib.sha256(data).hexdigest()
 
 
 def _checked(entry: Any) -> bytes | str | None:
-    """The value of a stored ``(value, SHA-256 hex)`` entry when the digest still matches it;
-    None for anything else (a missing key, an entry damaged on disk or of an older format)."""
-    if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], (bytes, str))):
+    """The value of a stored ``(value, tag)`` entry when the tag (:func:`_matches`) still matches
+    it; None for anything else (a missing key, an entry damaged on disk or of an older format)."""
+    if not (
+        isinstance(entry, tuple)
+        and len(entry) == 2
+        and isinstance(entry[0], (bytes, str))
+        and isinstance(entry[1], str)
+    ):
         return None
     value, digest = entry
-    return value if digest == _digest_of(value) else None
+    return value if _matches(value, digest) else None
+
+
+def audio_digest(pcm: bytes) -> str:
+    """The SHA-256 hex of ``pcm``: what keys its transcript and its speech segments
+    (:func:`recognition_key`); computed once per utterance (``engine.session.voice.timeline``)."""
+    return hashlib.sha256(pcm).hexdigest()
 
 
 def synthesis_key(identity: str, text: str, rate: int) -> str:
@@ -78,10 +101,13 @@ def synthesis_key(identity: str, text: str, rate: int) -> str:
     return "tts:" + _digest({"engine": identity, "text": text, "rate": rate})
 
 
-def recognition_key(identity: str, pcm: bytes, rate: int, kind: str = "asr") -> str:
+def recognition_key(
+    identity: str, pcm: bytes, rate: int, kind: str = "asr", digest: str | None = None
+) -> str:
     """The key of ``pcm`` (mono s16le at ``rate`` Hz) heard by the recogniser ``identity`` (or,
-    ``kind`` ``vad``, segmented by the voice activity detector ``identity``)."""
-    audio = hashlib.sha256(pcm).hexdigest()
+    ``kind`` ``vad``, segmented by the voice activity detector ``identity``); ``digest``: the
+    samples' :func:`audio_digest` when the caller has it already (not computed again)."""
+    audio = digest if digest is not None else audio_digest(pcm)
     return f"{kind}:" + _digest({"recognizer": identity, "audio": audio, "rate": rate})
 
 

@@ -229,13 +229,16 @@ class AudioLink(SideLink):
         assert recognizer is not None
         line = self.call.caller.perturbation.line if self.call.caller.perturbation else None
         try:
-            pcm = bytes(utt.pcm)
+            pcm, digest = utt.audio()
+            cache = self.call.config.cache
             if line is not None and not line.clean:  # the agent's speech as the line carries it
                 # heard once as sent too: whether the audio carries the agent's words is the
                 # agent's; how it survives the line (WER, entities, what the caller answers) ours
-                utt.heard_clean = await hear(recognizer, pcm, utt.rate, self.call.config.cache)
+                utt.heard_clean = await hear(recognizer, pcm, utt.rate, cache, digest)
                 pcm = await perturb(pcm, utt.rate, line, seed_of(f"agent turn {utt.turn}"))
-            utt.heard = await hear(recognizer, pcm, utt.rate, self.call.config.cache)
+                utt.heard = await hear(recognizer, pcm, utt.rate, cache)
+            else:
+                utt.heard = await hear(recognizer, pcm, utt.rate, cache, digest)
         except (RuntimeError, OSError) as err:  # a broken recogniser is the engine's, never the agent's
             self.call.asr_errors.append(f"turn {utt.turn}: {err}")
             return None

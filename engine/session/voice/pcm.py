@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import math
 import operator
+import struct
 import sys
 import wave
 from array import array
@@ -52,15 +53,25 @@ def tone(ms: float, rate: int, hz: float = 440.0, level_dbfs: float = -12.0) -> 
     return to_bytes(array("h", (int(amp * math.sin(step * i)) for i in range(n))))
 
 
-def _loud(window: array[int], threshold: float) -> bool:
+def _view(pcm: bytes) -> array[int] | memoryview:
+    """The samples of ``pcm`` indexable as ints: a view of its bytes where the machine is
+    little-endian (no copy), else :func:`samples`."""
+    if sys.byteorder != "little":
+        return samples(pcm)
+    view = memoryview(pcm)
+    return view[: len(view) - len(view) % 2].cast("h")
+
+
+def _loud(window: array[int] | memoryview, threshold: float) -> bool:
     return sum(map(operator.mul, window, window)) > threshold * len(window)
 
 
 def speech_bounds(pcm: bytes, rate: int, dbfs: float = SPEECH_DBFS) -> tuple[float, float] | None:
     """``(start_ms, end_ms)`` of the speech in ``pcm``: from the start of the first 10 ms window
     whose RMS is above ``dbfs`` to the end of the last one; None when no window is. Scans inwards
-    from both ends, so the cost is the leading and trailing silence, not the whole clip."""
-    values = samples(pcm)
+    from both ends, so the cost is the leading and trailing silence, not the whole clip (the
+    samples are read in place, not copied, on a little-endian machine)."""
+    values = _view(pcm)
     n = max(1, rate * WINDOW_MS // 1000)
     threshold = (32768 * 10 ** (dbfs / 20)) ** 2  # mean square at the threshold
     count = (len(values) + n - 1) // n
@@ -91,6 +102,21 @@ def wav_bytes(pcm: bytes, rate: int) -> bytes:
         w.setframerate(rate)
         w.writeframes(pcm)
     return buf.getvalue()
+
+
+#: The RIFF header :func:`wav_bytes` (the standard library's ``wave``) writes for mono 16-bit PCM.
+_WAV_HEADER = struct.Struct("<4sI4s4sIHHIIHH4sI")
+#: Its size (bytes): where the samples of such a file start.
+WAV_HEADER_BYTES = _WAV_HEADER.size
+
+
+def wav_header(data_bytes: int, rate: int) -> bytes:
+    """The 44-byte header of a mono 16-bit WAV file holding ``data_bytes`` bytes of samples at
+    ``rate`` Hz: the bytes :func:`wav_bytes` puts before them, for a file built in place (one
+    buffer, no copy of the samples)."""
+    return _WAV_HEADER.pack(
+        b"RIFF", 36 + data_bytes, b"WAVE", b"fmt ", 16, 1, 1, rate, 2 * rate, 2, 16, b"data", data_bytes
+    )
 
 
 def read_wav(data: bytes) -> tuple[bytes, int]:

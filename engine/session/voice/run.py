@@ -19,7 +19,6 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from engine.core.caller import CallerStyle, dealt_voice, parse_perturbation
@@ -31,11 +30,10 @@ from engine.session.voice.asr import default_recognizer
 from engine.session.voice.cache import VoiceCache, default_cache
 from engine.session.voice.link import VoiceCall, VoiceConfig
 from engine.session.voice.metrics import session_metrics, turn_metrics
-from engine.session.voice.pcm import wav_bytes
 from engine.session.voice.perturb import caller_tts, voice_problem
 from engine.session.voice.side import VoiceStyle, voice_agent_side
 from engine.session.voice.tts import CachedSynthesizer, Synthesizer, TTSError, cached, local_tts
-from engine.util.artifacts import write_bytes, write_json
+from engine.util.artifacts import FolderWrite
 from engine.util.errors import UsageError
 
 VOICE_JSON = "voice.json"
@@ -144,23 +142,26 @@ class VoiceRun:
             config = dataclasses.replace(config, tts=tts)
         return VoiceCall(config, limit_s=scenario.max_duration, caller=caller)
 
-    def artifacts(self, call: VoiceCall) -> Callable[[Path], VoiceSummary | None]:
-        """The writer of ``call``'s artifacts into a scenario directory; returns the session's
-        voice summary (``engine.results.scoring_stage.finish_session``'s ``voice`` hook)."""
+    def artifacts(self, call: VoiceCall) -> Callable[[FolderWrite], VoiceSummary | None]:
+        """The writer of ``call``'s artifacts into a scenario directory's batch of writes; returns
+        the session's voice summary (``engine.results.scoring_stage.finish_session``'s ``voice``
+        hook)."""
 
-        def write(sdir: Path) -> VoiceSummary | None:
-            return write_voice_artifacts(sdir, call)
+        def write(batch: FolderWrite) -> VoiceSummary | None:
+            return write_voice_artifacts(batch, call)
 
         return write
 
 
-def write_voice_artifacts(sdir: Path, call: VoiceCall) -> VoiceSummary | None:
-    """Write ``audio/*.wav`` and ``voice.json`` for ``call`` into ``sdir``; returns the session's
-    voice summary (None when the session never agreed on audio). The agent's turns were
-    transcribed during the session (``engine.session.voice.link``)."""
+def write_voice_artifacts(batch: FolderWrite, call: VoiceCall) -> VoiceSummary | None:
+    """Put ``audio/*.wav`` and ``voice.json`` for ``call`` into ``batch`` (a scenario folder's
+    writes, made durable with the folder's other files by one group commit,
+    ``engine.util.artifacts.commit_folders``); returns the session's voice summary (None when the
+    session never agreed on audio). The agent's turns were transcribed during the session
+    (``engine.session.voice.link``). Raises OSError when the folder cannot be written."""
     timeline = call.timeline
     if timeline is None:
-        write_json(sdir / VOICE_JSON, {"error": "no audio session (the agent side never got ready)"})
+        batch.put_json(VOICE_JSON, {"error": "no audio session (the agent side never got ready)"})
         return None
     recognizer = call.config.recognizer
     turns = turn_metrics(timeline)
@@ -173,7 +174,7 @@ def write_voice_artifacts(sdir: Path, call: VoiceCall) -> VoiceSummary | None:
         len(call.asr_errors),
     )
     for role in ("user", "agent"):
-        write_bytes(sdir / "audio" / f"{role}.wav", wav_bytes(timeline.track(role), timeline.rate))
+        batch.put_bytes(f"audio/{role}.wav", timeline.wav(role))
     utterances = [
         {
             "role": u.role,
@@ -198,5 +199,5 @@ def write_voice_artifacts(sdir: Path, call: VoiceCall) -> VoiceSummary | None:
         }
     if call.asr_errors:
         doc["asr_errors"] = call.asr_errors
-    write_json(sdir / VOICE_JSON, doc)
+    batch.put_json(VOICE_JSON, doc)
     return summary

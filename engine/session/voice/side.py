@@ -1,4 +1,6 @@
-"""A built-in voice agent: a side server speaking protocol version 2 (audio sessions).
+"""A built-in voice agent: a side server speaking protocol version 2 (audio sessions), served in
+the run's own process over the in-process transport (``engine.session.sides.memory``), as the
+run's text sides are: its audio frames are the protocol's binary frames, without a socket.
 
 It runs a model backend like the text sides do (``replay`` plays the gold trace, so a run needs
 no model and no network) and speaks each turn's text through a local :class:`Synthesizer`
@@ -23,11 +25,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from websockets.asyncio.server import Server, serve
-
-from engine.core.protocol import AUDIO_PROTOCOL_VERSION, MAX_FRAME_BYTES, ProtocolError, decode
+from engine.core.protocol import AUDIO_PROTOCOL_VERSION, ProtocolError, decode
 from engine.session.backends import Backend, BackendFactory
-from engine.session.sides.server import Peer, SideServer, _Session, server_uri
+from engine.session.sides import memory
+from engine.session.sides.server import Peer, SideServer, _Session
 from engine.session.voice.frames import pack, split
 from engine.session.voice.pcm import duration_ms, silence, trim
 from engine.session.voice.tts import Synthesizer
@@ -130,19 +131,8 @@ class VoiceSideServer(SideServer):
 
 @contextlib.asynccontextmanager
 async def voice_agent_side(factory: BackendFactory, style: VoiceStyle) -> AsyncIterator[str]:
-    """Run a :class:`VoiceSideServer` on 127.0.0.1 (ephemeral port) for the duration; yields its URI."""
-    server: Server = await serve(
-        VoiceSideServer(factory, style).handle,
-        "127.0.0.1",
-        0,
-        compression=None,
-        max_size=MAX_FRAME_BYTES,
-        close_timeout=1.0,
-    )
-    try:
-        yield server_uri(server)
-    finally:
-        server.close()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(2.0):
-                await server.wait_closed()
+    """Serve a :class:`VoiceSideServer` in this process for the duration, over the in-process
+    transport the run's text sides use (``engine.session.sides.memory``: the same frames, JSON
+    text and binary audio, with the same checks, and no socket); yields its ``mem:`` URI."""
+    async with memory.serve(VoiceSideServer(factory, style).handle, "voice-agent") as uri:
+        yield uri

@@ -18,6 +18,13 @@ replay of eva_airline__5_2_5 then matched 2 of its 3 agent turns to their lines 
 (no faster than that pass alone, within this machine's noise) for 90.2 % WER. espeak-ng's
 formant speech is far from the model's training speech, so the WER is high either way; the gate
 ``speech_matches_text`` (the nearest line) is what must hold.
+
+Tried in issue #28's cost round, not taken: on 17 gold agent lines (every twelfth, 290 s of
+speech, one after the other at load about 1) ``maxhmmpf=1500`` took 0.073 s of CPU per second of
+speech against 0.099 s (0.74x) at 89.2 % WER against 89.3 %, but on the whole eva replay
+(``make bench``'s cold run) it heard 188 of the 202 agent turns as their own line against 195,
+and 29 of 980 key entities against 37 (WER 88.4 % against 88.1 %); ``ds=3`` 0.093 s at 92.3 %
+and ``topn=1`` 0.086 s at 90.2 % gave little for the accuracy lost.
 """
 
 from __future__ import annotations

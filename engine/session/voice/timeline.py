@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine.session.voice.pcm import duration_ms
-from engine.session.voice.vad import Segment, speech_segments
+from engine.session.voice.cache import audio_digest
+from engine.session.voice.pcm import WAV_HEADER_BYTES, duration_ms, wav_header
+from engine.session.voice.vad import CachedVAD, Segment, speech_segments
 
 
 class TimelineError(ValueError):
@@ -49,6 +50,7 @@ class Utterance:
     #: agent's speech, sent with the caller's next turn: ``engine.session.voice.link``).
     kind: str = "turn"
     _segments: list[Segment] | None = field(default=None, repr=False)
+    _digest: str | None = field(default=None, repr=False, compare=False)
     finder: Callable[[bytes, int], list[Segment]] = field(default=speech_segments, repr=False, compare=False)
 
     @property
@@ -61,7 +63,7 @@ class Utterance:
     def place(self, t_ms: float, pcm: bytes, floor_ms: float = 0.0) -> None:
         """Add ``pcm`` stamped ``t_ms``: at its stamp (not before ``floor_ms`` for the first
         frame), else after the audio so far, with silence filling any gap."""
-        self._segments = None
+        self._segments = self._digest = None
         if self.start_ms is None:
             self.start_ms = max(float(t_ms), floor_ms)
         else:
@@ -71,12 +73,26 @@ class Utterance:
         self.pcm.extend(pcm)
         self.frames += 1
 
+    def audio(self) -> tuple[bytes, str]:
+        """``(samples, SHA-256 hex)`` of its audio so far; the digest is computed once (until more
+        is placed): the recogniser's and the voice activity detector's cache keys share it. Only
+        the digest is kept (the samples are copied out on each call, a fraction of hashing them)."""
+        pcm = bytes(self.pcm)
+        if self._digest is None:
+            self._digest = audio_digest(pcm)
+        return pcm, self._digest
+
     def segments(self) -> list[Segment]:
         """Its speech on the media timeline as ``[(start_ms, end_ms), ...]``, found by voice
         activity detection (engine.session.voice.vad.speech_segments); empty when silent."""
         if self._segments is None:
             start = self.start_ms or 0.0
-            found = self.finder(bytes(self.pcm), self.rate) if self.start_ms is not None else []
+            found: list[Segment] = []
+            if self.start_ms is not None and isinstance(self.finder, CachedVAD):
+                pcm, digest = self.audio()
+                found = self.finder(pcm, self.rate, digest)
+            elif self.start_ms is not None:
+                found = self.finder(bytes(self.pcm), self.rate)
             self._segments = [(start + a, start + b) for a, b in found]
         return self._segments
 
@@ -151,12 +167,22 @@ class Timeline:
 
     def track(self, role: str) -> bytes:
         """One side's samples over the whole timeline (silence where it does not speak)."""
+        return bytes(self._fill(role, 0))
+
+    def wav(self, role: str) -> bytearray:
+        """:meth:`track` as a WAV file (``engine.session.voice.pcm.wav_bytes`` of it, byte for
+        byte), built in one buffer: a session's two tracks are megabytes, each copy of them costs."""
+        out = self._fill(role, WAV_HEADER_BYTES)
+        out[:WAV_HEADER_BYTES] = wav_header(len(out) - WAV_HEADER_BYTES, self.rate)
+        return out
+
+    def _fill(self, role: str, offset: int) -> bytearray:
         total = round(self.end_ms * self.rate / 1000.0)
-        out = bytearray(2 * total)
+        out = bytearray(offset + 2 * total)
         for u in self.utterances:
             if u.role != role or u.start_ms is None:
                 continue
-            at = 2 * round(u.start_ms * self.rate / 1000.0)
-            chunk = bytes(u.pcm[: max(0, len(out) - at)])
-            out[at : at + len(chunk)] = chunk
-        return bytes(out)
+            at = offset + 2 * round(u.start_ms * self.rate / 1000.0)
+            size = max(0, min(len(u.pcm), len(out) - at))
+            out[at : at + size] = memoryview(u.pcm)[:size]
+        return out

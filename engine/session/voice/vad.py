@@ -176,8 +176,9 @@ class CachedVAD:
 
     cache: VoiceCache
 
-    def __call__(self, pcm: bytes, rate: int) -> list[Segment]:
-        key = recognition_key(vad_identity(), pcm, rate, kind="vad")
+    def __call__(self, pcm: bytes, rate: int, digest: str | None = None) -> list[Segment]:
+        """The segments of ``pcm`` at ``rate`` Hz; ``digest``: its SHA-256 hex when known."""
+        key = recognition_key(vad_identity(), pcm, rate, kind="vad", digest=digest)
         hit = self.cache.get(key)
         if isinstance(hit, str):  # JSON: floats read back exactly
             return [(float(a), float(b)) for a, b in json.loads(hit)]
