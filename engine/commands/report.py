@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from engine.commands.console import text_console, warning_of_unreadable
+from engine.core.records.error_words import error_sources, errors_line, hints_text
 from engine.core.records.intervals import Interval
 from engine.core.records.metrics import MetricsRecord
 from engine.core.records.summary import COUNT, FailedResult, SummaryRecord
@@ -218,7 +219,8 @@ def _text(
             console.print(scenario_cost_table(cost, summary.trials))
     if summary.errors:
         console.print(
-            f"[red]errors:[/] {summary.errors} result(s) without a verdict (infrastructure failed); "
+            f"[red]errors:[/] {escape(errors_line(summary.errors, summary.failed))}; "
+            f"{escape(hints_text(error_sources(summary.failed)))}; "
             f"first: {escape(one_line(summary.first_error or ''))}"
         )
     st = summary.stalled

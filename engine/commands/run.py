@@ -9,6 +9,8 @@ from pathlib import Path
 from engine.commands.console import text_console
 from engine.commands.report import report
 from engine.core.options import RunOptions
+from engine.core.records.common import ErrorSource
+from engine.core.records.error_words import error_sources, errors_line, hints_text
 from engine.domains.registry import plugins
 from engine.results.costs import PriceTable
 from engine.results.run_report import RunReport
@@ -182,10 +184,15 @@ def print_outcome(
     elif outcome.errors and not allow_errors and code in (1, INFRASTRUCTURE_EXIT):
         summary = outcome.summary
         first = f"; first: {summary.first_error}" if summary is not None and summary.first_error else ""
+        sources = error_sources(summary.failed) if summary is not None else []
+        resume = (
+            f"`evalctl run ... --resume {outcome.run_dir}` runs them again, "
+            if not sources or set(sources) - {ErrorSource.USER_SIMULATOR, ErrorSource.JUDGE}
+            else ""
+        )
         err.print(
-            f"evalctl: {outcome.errors} result(s) have no verdict (verdict error: infrastructure failed)"
-            f"{first}; `evalctl run ... --resume {outcome.run_dir}` runs them again, --allow-errors "
-            "exits 0",
+            f"evalctl: {errors_line(outcome.errors, summary.failed if summary is not None else ())}"
+            f"{first}; {hints_text(sources) + '; ' if sources else ''}{resume}--allow-errors exits 0",
             markup=False,
             highlight=False,
         )

@@ -30,7 +30,7 @@ from engine.core.records.summary import SummaryRecord
 from engine.report_html.transcript import Budget, chat_entries
 from engine.report_html.voice import voice_detail
 from engine.results.costs import PriceTable, RunCost, run_costs
-from engine.results.diff import agent_hash_lines, caller_lines, db_lines, explain
+from engine.results.diff import agent_hash_lines, caller_lines, db_lines, error_line, explain
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import Unreadable, records_text, watching
@@ -98,7 +98,8 @@ def natural_key(text: str) -> tuple[Any, ...]:
 
 
 def _verdict(value: bool | str) -> str:
-    """``pass``, ``fail``, ``error`` (no verdict: infrastructure failed) or ``n/a``."""
+    """``pass``, ``fail``, ``error`` (no verdict: the caller simulator, the judge or infrastructure
+    failed) or ``n/a``."""
     return "pass" if value is True else "fail" if value is False else "error" if value == "error" else "n/a"
 
 
@@ -211,8 +212,11 @@ def _judge_detail(judge: JudgeRecord | None, note: str | None, budget: Budget) -
 
 
 def trust_head(d: Any) -> list[str]:
-    """The lines shown above the DB differences: a FAIL's cause and the caller's findings."""
+    """The lines shown above the DB differences: a FAIL's cause, an ``error`` verdict's (who failed
+    and what helps, as ``evalctl diff`` says) and the caller's findings."""
     head = [f"cause: {d.attribution['cause']}: {d.attribution['evidence']}"] if d.attribution else []
+    if d.error_cause:
+        head.append(error_line(d))
     return head + caller_lines(d)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.core.dbdiff import DiffLine, db_diff
 from engine.core.model import HashRules
+from engine.core.records.error_words import hint, origin
 from engine.core.records.metrics import MetricsRecord
 from engine.core.tools.arguments import ArgumentChecker
 from engine.core.validation import did_you_mean
@@ -59,7 +60,8 @@ class ScenarioDiff:
     #: When is_action_match failed: the reference items no action satisfies, as text.
     unmatched_reference: list[str] = field(default_factory=list)
     gold_path: str | None = None
-    #: ``source: message`` when the verdict is ``error`` (infrastructure, not the agent).
+    #: ``source: message`` when the verdict is ``error`` (not the agent: the caller simulator, the
+    #: judge, infrastructure or evalctl, as ``error_source`` says).
     error_cause: str | None = None
     #: The agent's own DB hash line when the agent reported one (an RTVI bot), e.g.
     #: ``HEX (differs from db_hash)``; None when it reported none.
@@ -78,6 +80,8 @@ class ScenarioDiff:
     #: The agent's tool calls that the tools refused (an error result), in call order:
     #: ``{name, arguments, turn, error}`` (``error`` as ``error_type: message``).
     refused: list[dict[str, Any]] = field(default_factory=list)
+    #: The ``error_cause.source`` of an ``error`` verdict (an ``ErrorSource`` value), else None.
+    error_source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The diff as JSON: each DB line ``{path, kind, expected, actual, text}``, plus
@@ -262,6 +266,7 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
         actions=_load_optional(sdir / "actions.json") or [],
         assertions=[v for v in signals.db_state_assertion_verdicts if not v["passed"]],
         error_cause=str(metrics.error_cause) if metrics.error_cause is not None else None,
+        error_source=metrics.error_cause.source if metrics.error_cause is not None else None,
         attribution=metrics.attribution.to_json() if metrics.attribution is not None else None,
     )
     if metrics.user_fidelity is not None:
@@ -438,6 +443,13 @@ def db_lines(d: ScenarioDiff) -> list[str]:
     return out
 
 
+def error_line(d: ScenarioDiff) -> str:
+    """The no-verdict line of an ``error`` result: its cause, who failed and what helps, e.g.
+    ``no verdict: user_simulator: caller fidelity: ... (the caller simulator, not the agent; fix or
+    change the caller model ...)``."""
+    return f"no verdict: {d.error_cause} ({origin(d.error_source)}, not the agent; {hint(d.error_source)})"
+
+
 def caller_lines(d: ScenarioDiff) -> list[str]:
     """The caller-fidelity findings, one line each (none when the caller held), then what the
     judged rubric could not add (it failed, or dropped findings citing no caller turn)."""
@@ -468,7 +480,7 @@ def render_text(diffs: list[ScenarioDiff], run_dir: Path) -> str:
             where = f" (transcript event {at})" if at is not None else ""
             out.append(f"cause: {d.attribution['cause']}: {d.attribution['evidence']}{where}")
         if d.error_cause:
-            out.append(f"no verdict: {d.error_cause} (infrastructure, not the agent; resume or rescore)")
+            out.append(error_line(d))
         why = ", ".join(d.failed_signals) or "none"
         stall = (
             f"  [stalled: {d.agent_turns} agent turn{'' if d.agent_turns == 1 else 's'}, "

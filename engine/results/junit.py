@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.core.records.error_words import origin
 from engine.core.records.metrics import MetricsRecord
 from engine.results.diff import ScenarioDiff, db_lines, explain, render_text
 from engine.results.provenance import read_run_record
@@ -41,11 +42,11 @@ class JUnitCounts:
 
 def first_cause(d: ScenarioDiff) -> str:
     """The first reason ``evalctl diff`` gives for a result that is not successful, one line of at
-    most :data:`MESSAGE_CHARS` characters: the infrastructure cause of an ``error`` verdict, else the
-    failing signals (and ``stalled``) then the first DB difference, failed assertion, unmatched
-    reference item, or the stop reason with the session's error."""
+    most :data:`MESSAGE_CHARS` characters: the cause of an ``error`` verdict (who failed, then its
+    message), else the failing signals (and ``stalled``) then the first DB difference, failed
+    assertion, unmatched reference item, or the stop reason with the session's error."""
     if d.error_cause:
-        text = f"no verdict: {d.error_cause}"
+        text = f"no verdict, {origin(d.error_source)} failed: {d.error_cause}"
     else:
         parts = ", ".join(d.failed_signals) or "not successful"
         if d.stalled:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from engine.core.records.error_words import errors_line
 from engine.core.records.summary import SummaryRecord
 from engine.results.compare import Change, compare_runs, delta_text, rate_text
 from engine.results.provenance import read_run_record
@@ -77,7 +78,7 @@ def markdown_summary(run_dir: Path, baseline: Path | None = None) -> str:
     ]
     notes = []
     if s.errors:
-        notes.append(f"{s.errors} result(s) have the verdict error (infrastructure, no verdict)")
+        notes.append(f"verdict error: {errors_line(s.errors, s.failed)}")
     if s.stalled.count:
         notes.append(f"{s.stalled.count} stalled (fewer than {s.stalled.min_agent_turns} agent turns)")
     if s.missing:

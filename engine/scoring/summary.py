@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import __version__
+from engine.core.records.error_words import error_sources, errors_line, hints_text
 from engine.core.records.fidelity import CAUSES
 from engine.core.records.intervals import Adaptive
 from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal
@@ -405,8 +406,8 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     ]
     if summary.errors:
         lines.append(
-            f"ERRORS: {summary.errors} result(s) without a verdict (infrastructure failed; left out of "
-            f"every rate, `evalctl run ... --resume` reruns them); first: {summary.first_error}"
+            f"ERRORS: {errors_line(summary.errors, summary.failed)}, left out of every rate; "
+            f"{hints_text(error_sources(summary.failed))}; first: {summary.first_error}"
         )
     if summary.missing:
         lines.append(f"Missing results: {len(summary.missing)} (resume the run to complete them)")

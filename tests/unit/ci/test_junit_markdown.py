@@ -63,7 +63,9 @@ def test_junit_round_trip(ci_run: Path, tmp_path: Path) -> None:
     altered = cases["mock__cancel_order"].result[0].message
     cause = "orders.O-100.status: expected 'cancelled', got 'placed'"
     assert altered == f"db_state_assertion, is_action_match: {cause}"
-    assert cases[ERRORED].result[0].message == "no verdict: user_simulator: simulator model: HTTP 503"
+    assert cases[ERRORED].result[0].message == (
+        "no verdict, the caller simulator failed: user_simulator: simulator model: HTTP 503"
+    )
     assert (suite.failures, suite.errors, suite.skipped) == (len(failed), 1, 1)
     assert all(case.classname == "mock" for n, case in cases.items() if n != MISSING)
 

@@ -83,11 +83,16 @@ def test_a_gating_judge_that_fails_is_an_error_not_a_pass(tmp_path: Path, capsys
     assert (ci["low"], ci["high"]) == pytest.approx((wilson.low, wilson.high))
     assert "ERRORS: 1 result(s) without a verdict" in text and f"first: {LATE}: judge: " in text
     assert f"{LATE}: ERROR judge: " in text
-    assert "1 result(s) have no verdict" in err and "--allow-errors" in err
+    assert "1 result(s) without a verdict (the judge failed" in err and "--allow-errors" in err
+    assert "`evalctl rescore` the run" in err
     assert main(["diff", str(out)]) == 0
     shown = capsys.readouterr().out
     # before: the error result's unmet signals read "failing signals", as if the agent failed
-    assert f"== {LATE}: ERROR" in shown and "no verdict: judge: " in shown
+    assert (
+        f"== {LATE}: ERROR" in shown
+        and "no verdict: judge: " in shown
+        and "(the judge, not the agent" in shown
+    )
     assert "signals not met (not a verdict): " in shown
 
 
