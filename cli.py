@@ -548,7 +548,9 @@ def run_cmd(
     default=None,
     type=click.IntRange(min=1),
     metavar="N",
-    help="Sessions per step, the scenarios cycled, e.g. 200 (default: one per caller).",
+    help="Sessions per step, the scenarios cycled in whole rounds (each scenario taken runs as often: "
+    "up to trials - 1 more, e.g. 3 callers over 2 scenarios run 4 sessions), e.g. 200 (default: one "
+    "per caller, rounded so).",
 )
 @click.option(
     "--fail-above",
@@ -584,7 +586,12 @@ def load_cmd(
     """Load-test an agent: a ramp of concurrent simulated callers, each running real scenarios
     of SPEC_DIR (cycled), scored as in `evalctl run`; one run folder per step.
 
-    Per step it reports the success rate with its 95 % interval and denominator, the agent's reply
+    A step runs one session per caller unless --sessions-per-step or --step-duration says
+    otherwise, the scenarios cycled in whole rounds: each scenario taken runs equally often, so
+    3 callers over 2 scenarios run 4 sessions (the table's sessions column is what ran).
+
+    Per step it reports the success rate over the sessions with a verdict (errors left out, never
+    failures) with its 95 % interval (scenarios as the unit, their count shown), the agent's reply
     time percentiles (p50/p90/p95/p99, from the engine's transcript timestamps), the errors and
     failures by cause, and evalctl's own CPU as a share of wall; then writes OUT/load.json and
     OUT/load.html.

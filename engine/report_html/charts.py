@@ -13,14 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-PASS, FAIL, NA = "#2e7d32", "#c62828", "#9e9e9e"
+PASS, FAIL, NA, ERROR = "#2e7d32", "#c62828", "#9e9e9e", "#ef8f00"
 _LABEL_W, _BAR_W, _TEXT_W, _ROW_H = 160, 240, 180, 22
 
 
 @dataclass(frozen=True)
 class Bar:
     """One bar: ``label``, ``passed`` / ``failed`` / ``not_applicable`` counts (stacked), the
-    ``unit`` after the count (``scenarios``, ``predicates``...) and a ``note`` shown in its title."""
+    ``unit`` after the count (``scenarios``, ``predicates``...), a ``note`` shown in its title and
+    ``errors``: results without a verdict, drawn after the N/A ones and never in the rate's
+    denominator (``passed + failed``)."""
 
     label: str
     passed: int
@@ -28,6 +30,7 @@ class Bar:
     not_applicable: int = 0
     unit: str = ""
     note: str = ""
+    errors: int = 0
 
     @property
     def total(self) -> int:
@@ -40,7 +43,7 @@ def _pct(passed: int, total: int) -> str:
 
 def rate_bars(bars: Sequence[Bar], title: str) -> str:
     """Horizontal bars: the pass share of ``passed + failed`` in green, failures in red, N/A in
-    grey after them; right of each bar its rate and ``passed/total unit``."""
+    grey and errors in amber after them; right of each bar its rate and ``passed/total unit``."""
     height = _ROW_H * len(bars) + 8
     width = _LABEL_W + _BAR_W + _TEXT_W
     out = [
@@ -49,16 +52,22 @@ def rate_bars(bars: Sequence[Bar], title: str) -> str:
     ]
     for n, bar in enumerate(bars):
         y = 4 + n * _ROW_H
-        counted = bar.total + bar.not_applicable
+        counted = bar.total + bar.not_applicable + bar.errors
         label = bar.label if len(bar.label) <= 24 else bar.label[:23] + "…"
         tip = f"{bar.label}: {bar.passed} passed, {bar.failed} failed"
         tip += f", {bar.not_applicable} n/a" if bar.not_applicable else ""
+        tip += f", {bar.errors} without a verdict (errors)" if bar.errors else ""
         tip += f" ({bar.note})" if bar.note else ""
         out.append(f"<g><title>{escape(tip)}</title>")
         out.append(f'<text x="{_LABEL_W - 8}" y="{y + 15}" text-anchor="end">{escape(label)}</text>')
         out.append(f'<rect x="{_LABEL_W}" y="{y + 3}" width="{_BAR_W}" height="16" class="track"/>')
         x = float(_LABEL_W)
-        for count, colour in ((bar.passed, PASS), (bar.failed, FAIL), (bar.not_applicable, NA)):
+        for count, colour in (
+            (bar.passed, PASS),
+            (bar.failed, FAIL),
+            (bar.not_applicable, NA),
+            (bar.errors, ERROR),
+        ):
             if counted and count:
                 w = _BAR_W * count / counted
                 out.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="16" fill="{colour}"/>')

@@ -1,8 +1,10 @@
 """``load.html``: one self-contained page of an ``evalctl load`` ramp (no script, no external file).
 
 Two inline SVG charts from ``load.json`` (``engine.core.records.load.LoadRecord``): the verdicts
-of each step as stacked bars (``engine.report_html.charts.rate_bars``) and the agent's reply time
-percentiles (p50, p95, p99, in ms) against the callers of each step, then the table of
+of each step as stacked bars (``engine.report_html.charts.rate_bars``: the rate over the sessions
+with a verdict, as the table's; errors and unscored sessions drawn apart, never as failures) and
+the agent's reply time percentiles (p50, p95, p99, in ms) against the callers of each step, then
+the table of
 ``engine.results.load_figures.load_table``.
 """
 
@@ -54,8 +56,17 @@ def latency_chart(record: LoadRecord) -> str:
 
 def load_page(record: LoadRecord) -> str:
     """The whole page as HTML text."""
+    # as the table: the rate over the sessions with a verdict; errors and unscored results apart
     bars = [
-        Bar(f"{s.callers} callers", s.passed, s.failed + s.errors + s.unscored, s.not_applicable, "sessions")
+        Bar(
+            f"{s.callers} callers",
+            s.passed,
+            s.failed,
+            s.not_applicable,
+            "sessions",
+            f"of {s.sessions} sessions" + (f"; {s.unscored} not scored" if s.unscored else ""),
+            s.errors + s.unscored,
+        )
         for s in record.steps
     ]
     table = "\n".join(load_table(record))

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.core.records.error_words import short
 from engine.core.records.load import PERCENTILES, LoadRecord, LoadStep
 from engine.results.outcomes import Outcome
 from engine.results.run_report import RunReport
@@ -92,7 +93,7 @@ def step_figures(report: RunReport, callers: int, wall_s: float, cpu_s: float, r
             causes["unscored"] += 1
         elif verdict == "error":
             counts["errors"] += 1
-            causes[f"error:{item.error_source or 'unknown'}"] += 1
+            causes[f"error:{item.verdict_source or item.error_source or 'unknown'}"] += 1
         elif verdict == "N/A":
             counts["not_applicable"] += 1
         else:
@@ -119,6 +120,7 @@ def step_figures(report: RunReport, callers: int, wall_s: float, cpu_s: float, r
         unscored=counts["unscored"],
         rate=counts["passed"] / judged if judged else None,
         ci=stats.rate_interval([(p, t) for p, t in per_scenario.values()]),
+        rate_scenarios=sum(1 for _, t in per_scenario.values() if t),
         failure_share=round(bad / sessions, 4) if sessions else 0.0,
         latency_ms=percentiles_ms(replies),
         replies=len(replies),
@@ -133,8 +135,8 @@ def step_figures(report: RunReport, callers: int, wall_s: float, cpu_s: float, r
 HEADER = (
     "callers",
     "sessions",
-    "success",
-    "95% interval",
+    "success (of sessions with a verdict)",
+    "95% interval (scenarios as the unit)",
     "fail+err",
     "p50 ms",
     "p90 ms",
@@ -142,6 +144,12 @@ HEADER = (
     "p99 ms",
 )
 _MORE = ("failures and errors by cause", "wall s", "overhead")
+
+
+def _cause(key: str, count: int) -> str:
+    """``fail:signals 2``; an error with who failed: ``error:user_simulator (caller simulator) 2``."""
+    kind, _, source = key.partition(":")
+    return f"{key} ({short(source)}) {count}" if kind == "error" else f"{key} {count}"
 
 
 def _ms(value: float | None) -> str:
@@ -155,10 +163,12 @@ def table_rows(record: LoadRecord) -> list[tuple[str, ...]]:
         rate = (
             "n/a"
             if step.rate is None
-            else f"{100 * step.rate:.1f}% ({step.passed}/{step.passed + step.failed})"
+            else f"{100 * step.rate:.1f}% ({step.passed}/{step.passed + step.failed} sessions)"
         )
         ci = "-" if step.ci is None else f"{100 * step.ci.low:.1f}-{100 * step.ci.high:.1f}%"
-        causes = ", ".join(f"{k} {v}" for k, v in sorted(step.errors_by_cause.items())) or "-"
+        if step.ci is not None and step.rate_scenarios is not None:
+            ci += f" ({step.rate_scenarios} scenario{'' if step.rate_scenarios == 1 else 's'})"
+        causes = ", ".join(_cause(k, v) for k, v in sorted(step.errors_by_cause.items())) or "-"
         rows.append(
             (
                 str(step.callers),

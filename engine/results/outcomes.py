@@ -43,6 +43,9 @@ class Outcome:
     scored: bool = False
     is_successful: bool | str | None = None
     stalled: bool = False
+    #: The ``error_cause.source`` of the verdict ``error`` (its metrics'), which scoring may set when
+    #: the session itself ended cleanly (a caller-fidelity or judge error); None otherwise.
+    verdict_source: str | None = None
 
     @property
     def clean_exit(self) -> bool:
@@ -72,6 +75,9 @@ def outcome(result: SessionResult, metrics: MetricsRecord | None) -> Outcome:
         scored=metrics is not None,
         is_successful=metrics.is_successful if metrics is not None else None,
         stalled=metrics.stalled if metrics is not None else False,
+        verdict_source=(
+            metrics.error_cause.source if metrics is not None and metrics.error_cause is not None else None
+        ),
     )
 
 

@@ -1,10 +1,12 @@
-"""``load.json`` (schema ``evalctl.load/1``): what ``evalctl load`` measured, one object per ramp step.
+"""``load.json`` (schema ``evalctl.load/2``; version 1 had no ``rate_scenarios``): what
+``evalctl load`` measured, one object per ramp step.
 
 Written by ``engine.commands.load`` from ``engine.run.load.run_load``. Per step: ``callers`` (the
 sessions at once), ``sessions`` run and their verdict counts (``passed``, ``failed``, ``errors``:
 verdict ``error``; ``not_applicable``; ``unscored``: scoring failed), the success ``rate``
 (passed / (passed + failed), 0–1, None when nothing had a verdict) with its 95 % interval ``ci``
-(``engine.scoring.stats.rate_interval``, scenarios as the unit), ``failure_share``
+(``engine.scoring.stats.rate_interval``, scenarios as the unit) and ``rate_scenarios`` (how many
+scenarios had a session with a verdict: the interval's n), ``failure_share``
 ((failed + errors + unscored) / sessions, what ``--fail-above`` judges), the agent's reply time
 percentiles ``latency_ms`` (``p50``/``p90``/``p95``/``p99`` in milliseconds, None without a reply;
 ``replies`` how many agent replies were timed), ``errors_by_cause`` (the ``error`` verdicts by
@@ -26,8 +28,8 @@ from typing import Any
 from engine.core.records.fields import RecordError, exact_keys, get, objects, schema_version
 from engine.core.records.intervals import Interval, interval_json
 
-LOAD_SCHEMA = "evalctl.load/1"
-LOAD_VERSION = 1
+LOAD_SCHEMA = "evalctl.load/2"
+LOAD_VERSION = 2
 PERCENTILES = ("p50", "p90", "p95", "p99")
 
 _KEYS = ("schema", "spec_dir", "agent", "user", "fail_above", "stopped_at", "steps")
@@ -41,6 +43,7 @@ _STEP_KEYS = (
     "unscored",
     "rate",
     "ci",
+    "rate_scenarios",
     "failure_share",
     "latency_ms",
     "replies",
@@ -73,6 +76,8 @@ class LoadStep:
     cpu_s: float
     overhead: float
     run_dir: str
+    #: The scenarios with a verdict-bearing session (the interval's unit count); None in version 1.
+    rate_scenarios: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +90,7 @@ class LoadStep:
             "unscored": self.unscored,
             "rate": self.rate,
             "ci": interval_json(self.ci),
+            "rate_scenarios": self.rate_scenarios,
             "failure_share": self.failure_share,
             "latency_ms": {p: self.latency_ms.get(p) for p in PERCENTILES},
             "replies": self.replies,
@@ -96,11 +102,13 @@ class LoadStep:
         }
 
     @classmethod
-    def from_json(cls, body: Any) -> LoadStep:
-        """Parse one step object; RecordError for a missing or unknown key or a wrong type."""
+    def from_json(cls, body: Any, version: int = LOAD_VERSION) -> LoadStep:
+        """Parse one step object of a ``version`` record; RecordError for a missing or unknown key
+        or a wrong type."""
         if not isinstance(body, dict):
             raise RecordError("load step: not an object")
-        exact_keys(body, _STEP_KEYS, "load step")
+        keys = _STEP_KEYS if version >= 2 else tuple(k for k in _STEP_KEYS if k != "rate_scenarios")
+        exact_keys(body, keys, "load step")
         latency = get(body, "latency_ms", dict)
         exact_keys(latency, PERCENTILES, "load step latency_ms")
         causes = get(body, "errors_by_cause", dict)
@@ -124,6 +132,7 @@ class LoadStep:
             cpu_s=float(get(body, "cpu_s", int, float)),
             overhead=float(get(body, "overhead", int, float)),
             run_dir=get(body, "run_dir", str),
+            rate_scenarios=get(body, "rate_scenarios", int, None) if version >= 2 else None,
         )
 
 
@@ -155,9 +164,9 @@ class LoadRecord:
         or a value of the wrong type."""
         if not isinstance(body, dict):
             raise RecordError(f"not a load record: JSON {type(body).__name__}, not an object")
-        schema_version(body, "load", LOAD_VERSION, None)
+        version = schema_version(body, "load", LOAD_VERSION, None)
         exact_keys(body, _KEYS, "load")
-        steps = tuple(LoadStep.from_json(s) for s in objects(body, "steps"))
+        steps = tuple(LoadStep.from_json(s, version) for s in objects(body, "steps"))
         stopped = get(body, "stopped_at", int, None)
         if stopped is not None and not 0 <= stopped < len(steps):
             raise RecordError(f"stopped_at: {stopped} is not a step index (0..{len(steps) - 1})")

@@ -45,9 +45,9 @@ def test_a_ramp_reports_each_step(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert re.split(r"\s{2,}", lines[0])[: len(HEADER)] == list(HEADER)  # the columns, in order
     rows = [re.split(r"\s{2,}", line) for line in lines[1:4]]
     assert [(r[0], r[1], r[2]) for r in rows] == [
-        ("2", "2", "100.0% (2/2)"),
-        ("4", "4", "100.0% (4/4)"),
-        ("8", "9", "100.0% (9/9)"),
+        ("2", "2", "100.0% (2/2 sessions)"),
+        ("4", "4", "100.0% (4/4 sessions)"),
+        ("8", "9", "100.0% (9/9 sessions)"),
     ]
     body = json.loads((tmp_path / "load.json").read_text(encoding="utf-8"))
     record = LoadRecord.from_json(body)

@@ -1,6 +1,6 @@
-"""``load.json`` (``evalctl.load/1``): the field names the writer produces are pinned for this schema
-version (a change of fields needs a version bump), a written record reads back equal, and the
-reader refuses what the writer would never write."""
+"""``load.json`` (``evalctl.load/2``; ``/1`` read too): the field names the writer produces are
+pinned for this schema version (a change of fields needs a version bump), a written record reads
+back equal, and the reader refuses what the writer would never write."""
 
 from __future__ import annotations
 
@@ -32,12 +32,14 @@ STEP = LoadStep(
     cpu_s=0.3,
     overhead=0.2,
     run_dir="step-02-8",
+    rate_scenarios=3,
 )
 RECORD = LoadRecord("specs/x", "ws://127.0.0.1:9000", "replay", 0.2, 0, (STEP,))
 
-#: evalctl.load/1's fields, in the order written: a change here is a new schema version.
-FIELDS_V1 = ["schema", "spec_dir", "agent", "user", "fail_above", "stopped_at", "steps"]
-STEP_FIELDS_V1 = [
+#: evalctl.load/2's fields, in the order written: a change here is a new schema version (version 1
+#: had no ``rate_scenarios``).
+FIELDS_V2 = ["schema", "spec_dir", "agent", "user", "fail_above", "stopped_at", "steps"]
+STEP_FIELDS_V2 = [
     "callers",
     "sessions",
     "passed",
@@ -47,6 +49,7 @@ STEP_FIELDS_V1 = [
     "unscored",
     "rate",
     "ci",
+    "rate_scenarios",
     "failure_share",
     "latency_ms",
     "replies",
@@ -58,11 +61,11 @@ STEP_FIELDS_V1 = [
 ]
 
 
-def test_the_fields_of_version_1_are_pinned() -> None:
+def test_the_fields_of_version_2_are_pinned() -> None:
     body = RECORD.to_json()
-    assert LOAD_SCHEMA == "evalctl.load/1" and body["schema"] == LOAD_SCHEMA
-    assert list(body) == FIELDS_V1
-    assert list(body["steps"][0]) == STEP_FIELDS_V1
+    assert LOAD_SCHEMA == "evalctl.load/2" and body["schema"] == LOAD_SCHEMA
+    assert list(body) == FIELDS_V2
+    assert list(body["steps"][0]) == STEP_FIELDS_V2
     assert list(body["steps"][0]["latency_ms"]) == ["p50", "p90", "p95", "p99"]
 
 
@@ -71,10 +74,20 @@ def test_a_written_record_reads_back_equal() -> None:
     assert LoadRecord.from_json(body) == RECORD
 
 
+def test_a_version_1_record_reads_without_the_interval_count() -> None:
+    body = json.loads(json.dumps(RECORD.to_json()))
+    body["schema"] = "evalctl.load/1"
+    del body["steps"][0]["rate_scenarios"]
+    assert LoadRecord.from_json(body).steps[0].rate_scenarios is None
+    body["steps"][0]["rate_scenarios"] = 3  # not a key of version 1
+    with pytest.raises(RecordError, match="rate_scenarios"):
+        LoadRecord.from_json(body)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda b: b.update(schema="evalctl.load/2"), "newer evalctl"),
+        (lambda b: b.update(schema="evalctl.load/3"), "newer evalctl"),
         (lambda b: b.update(schema="evalctl.summary/1"), "not an evalctl load record"),
         (lambda b: b.update(extra=1), "unknown key(s) extra"),
         (lambda b: b["steps"][0].pop("overhead"), "no overhead"),
