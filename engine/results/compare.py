@@ -205,7 +205,7 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
         ("models", _models(a), _models(b)),
         ("trials", sa.trials, sb.trials),
     ]
-    changed = _setting_changes(a.settings, b.settings)
+    changed = [c for c in _setting_changes(a.settings, b.settings) if in_effect(c[0], a.settings, b.settings)]
     pairs += [(FLAGS.get(key, key), _unset(va), _unset(vb)) for key, va, vb in changed]
     for what, va, vb in pairs:
         if va != vb:
@@ -222,6 +222,17 @@ _SAID_ELSEWHERE = frozenset(
     {"agent", "user", "trials", "voice", "api_key_env", "shard", "judge_api_key_env", "user_api_key_env"}
     | {"perturb", "caller_voices"}  # the runs' caller conditions, on their A / B lines
 )
+
+
+def in_effect(key: str, *settings: Mapping[str, Any]) -> bool:
+    """Whether the run setting ``key`` (``scoring.judge_base_url``, ``max_turns``...) could change a
+    verdict in every one of the runs whose ``run.json`` settings are given: a judge setting other
+    than ``scoring.judge_model`` only where a judge was configured (``scoring.judge_model`` set;
+    two runs without a judge differ in no judge setting, and a judge in one run only is said by
+    ``--judge-model`` itself); every other setting always."""
+    if not key.startswith("scoring.judge_") or key == "scoring.judge_model":
+        return True
+    return all(isinstance(s.get("scoring"), Mapping) and s["scoring"].get("judge_model") for s in settings)
 
 
 def _unset(value: Any) -> Any:

@@ -254,7 +254,8 @@ def _text(value: str) -> str:
 class OpenAIFactory:
     """Makes an :class:`OpenAIBackend` per session; all sessions share one client (connection pool).
 
-    ``base_url`` None = ``$OPENAI_BASE_URL``, else the client's default. Raises UsageError at once
+    ``base_url`` None = ``$OPENAI_BASE_URL``, else the client's default, https://api.openai.com/v1
+    (README says so; tests/unit/sessions/test_default_base_url.py). Raises UsageError at once
     when the environment variable ``api_key_env`` is unset or empty.
     """
 

@@ -185,3 +185,30 @@ def test_runs_with_other_limits_or_scoring_rules_say_so(tmp_path: Path) -> None:
     notes = compare_runs(plain, short).notes
     assert notes == ("--max-turns: A not set, B 2",)  # the option's name, not run.json's key and None
     assert "note: --max-turns: A not set, B 2" in render_text(compare_runs(plain, short))
+
+
+def test_judge_settings_are_compared_only_where_a_judge_ran(tmp_path: Path) -> None:
+    """Before: two runs without a judge noted ``--judge-base-url: A http://127.0.0.1:8011/v1, B not
+    set``, a setting in effect in neither run. With a judge in both, it is still noted."""
+    from engine.core.options import ScoringOptions
+    from tests.conftest import MOCK_SPEC_DIR
+
+    def one(out: Path, **scoring) -> Path:
+        report = run_cli(
+            run_options(
+                MOCK_SPEC_DIR, MOCK_DATA_ROOT, scenarios=("mock__shipped_refusal",), output_dir=out,
+                quiet=True, progress=False, scoring=ScoringOptions(**scoring),
+            )
+        )  # fmt: skip
+        assert report.summary is not None
+        return out
+
+    url = "http://127.0.0.1:8011/v1"
+    assert compare_runs(one(tmp_path / "a", judge_base_url=url), one(tmp_path / "b")).notes == ()
+    from engine.results.compare import in_effect
+
+    judged = {"scoring": {"judge_model": "j1", "judge_base_url": url}}
+    other = {"scoring": {"judge_model": "j1", "judge_base_url": None}}
+    assert in_effect("scoring.judge_base_url", judged, other)
+    assert not in_effect("scoring.judge_base_url", judged, {"scoring": {"judge_model": None}})
+    assert in_effect("scoring.judge_model", {}, {}) and in_effect("max_turns", {}, {})
