@@ -11,6 +11,8 @@ a scripted list of answers (:class:`Answer`), one per request, for the faithfuln
 ``heard=True`` is for a bot that hears the caller through speech recognition (a voice run): its
 caller lines are what the recogniser made of the gold lines, so a request is matched to the gold
 whose caller lines are closest (difflib's ratio over the words, summed) with as many lines.
+Every answer reports :data:`USAGE` (a streamed one on its last chunk, as ``include_usage`` asks);
+``usage=False`` leaves it out, as a server that counts no tokens.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from typing import Any
 
 from engine.core.model import Scenario
 from engine.session.backends.replay import gold_script
+
+#: The token use each answer reports.
+USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
 @dataclass(frozen=True)
@@ -62,11 +67,16 @@ class GoldLLM:
     manager; ``base_url`` is its ``http://127.0.0.1:PORT/v1``."""
 
     def __init__(
-        self, scenarios: Iterable[Scenario] = (), steps: list[Answer] | None = None, heard: bool = False
+        self,
+        scenarios: Iterable[Scenario] = (),
+        steps: list[Answer] | None = None,
+        heard: bool = False,
+        usage: bool = True,
     ):
         self.golds = {s.name: _gold(s) for s in scenarios if s.gold_trace is not None}
         self.steps = steps
         self.heard = heard
+        self.usage = usage
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         outer = self
@@ -85,10 +95,10 @@ class GoldLLM:
                     outer.requests.append(body)
                 answer = outer.answer(body, index)
                 if body.get("stream"):
-                    payload = b"".join(_sse(answer, body.get("model", "gold")))
+                    payload = b"".join(_sse(answer, body.get("model", "gold"), outer.usage))
                     content_type = "text/event-stream"
                 else:
-                    payload = json.dumps(_completion(answer, body.get("model", "gold"))).encode()
+                    payload = json.dumps(_completion(answer, body.get("model", "gold"), outer.usage)).encode()
                     content_type = "application/json"
                 self.send_response(200)
                 self.send_header("content-type", content_type)
@@ -154,7 +164,7 @@ def _text(message: dict[str, Any]) -> str:
     return str(content or "")
 
 
-def _completion(answer: Answer, model: str) -> dict[str, Any]:
+def _completion(answer: Answer, model: str, usage: bool = True) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
     if answer.calls:
         message["tool_calls"] = [
@@ -168,11 +178,11 @@ def _completion(answer: Answer, model: str) -> dict[str, Any]:
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        **({"usage": dict(USAGE)} if usage else {}),
     }
 
 
-def _sse(answer: Answer, model: str) -> Iterable[bytes]:
+def _sse(answer: Answer, model: str, usage: bool = True) -> Iterable[bytes]:
     def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
         chunk = {
             "id": "chatcmpl-gold",
@@ -192,14 +202,14 @@ def _sse(answer: Answer, model: str) -> Iterable[bytes]:
         if args:
             yield event({"tool_calls": [{"index": i, "function": {"arguments": args}}]})
     yield event({}, "tool_calls" if answer.calls else "stop")
-    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-    tail = {
-        "id": "chatcmpl-gold",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": model,
-        "choices": [],
-        "usage": usage,
-    }
-    yield f"data: {json.dumps(tail)}\n\n".encode()
+    if usage:
+        tail = {
+            "id": "chatcmpl-gold",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [],
+            "usage": dict(USAGE),
+        }
+        yield f"data: {json.dumps(tail)}\n\n".encode()
     yield b"data: [DONE]\n\n"

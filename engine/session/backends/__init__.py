@@ -30,16 +30,20 @@ class ToolCallRequest:
 
 @dataclass
 class Usage:
-    """Tokens and model requests spent (``calls`` counts requests, retries excluded)."""
+    """Tokens and model requests spent (``calls`` counts requests, retries excluded);
+    ``unreported``: how many of those requests' tokens the backend could not learn (an in-process
+    framework that reported none), so the token counts are a lower bound, not the whole."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
+    unreported: int = 0
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.calls += other.calls
+        self.unreported += other.unreported
 
 
 def token_count(value: Any) -> int:

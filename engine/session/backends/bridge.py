@@ -59,6 +59,8 @@ class InprocSession:
 class _Step:
     text: str
     calls: list[ToolCallRequest]
+    #: The step's model tokens as the agent's framework reported them; None: not reported.
+    usage: Usage | None = None
 
 
 class ToolBridge:
@@ -75,12 +77,15 @@ class ToolBridge:
 
     # --- the agent's side ---------------------------------------------------------------------
 
-    def step(self, text: str, calls: list[ToolCallRequest]) -> None:
+    def step(self, text: str, calls: list[ToolCallRequest], usage: Usage | None = None) -> None:
         """The agent finished one model step: it said ``text`` and made ``calls`` (raw arguments,
-        as the model sent them). The calls' results are then awaited with :meth:`result`."""
+        as the model sent them); ``usage``: the step's prompt and completion tokens as the model
+        server counted them (its ``calls`` ignored: a step is one request), None when the agent's
+        framework did not report them (the step's tokens are then unknown, never 0). The calls'
+        results are then awaited with :meth:`result`."""
         for call in calls:
             self._future(call.call_id)
-        self._steps.put_nowait(_Step(text, list(calls)))
+        self._steps.put_nowait(_Step(text, list(calls), usage))
 
     async def result(self, call_id: str) -> str:
         """The engine's result of call ``call_id`` (the text the model is shown), once it ran."""
@@ -130,7 +135,11 @@ class ToolBridge:
                 f"the agent made tool calls in more than {turn.round} model steps of turn {turn.index}"
                 f" (the max_tool_rounds cap, --max-tool-rounds): {names} not run"
             )
-        return BackendReply(text=item.text, tool_calls=item.calls, usage=Usage(calls=1))
+        if item.usage is None:
+            spent = Usage(calls=1, unreported=1)
+        else:
+            spent = Usage(item.usage.prompt_tokens, item.usage.completion_tokens, calls=1)
+        return BackendReply(text=item.text, tool_calls=item.calls, usage=spent)
 
     def _settle_pending(self) -> None:
         for future in self._results.values():

@@ -18,7 +18,11 @@ scenario's system prompt and tool schemas. The adapter then
   argument text, never repaired: LiveKit would repair it with ``json_repair`` or refuse it, and
   answers an unknown tool itself), and their results go back into the chat context for the
   next LLM response of the turn, recorded in the agent's history as function call / output
-  items. ``end_conversation`` / ``transfer_to_agent`` end the call when the engine runs them.
+  items. ``end_conversation`` / ``transfer_to_agent`` end the call when the engine runs them;
+- reads the model's token use from the chunks the LLM yields (``ChatChunk.usage``, the
+  ``CompletionUsage`` LiveKit's own ``LLMMetrics`` are made from; the openai plugin asks for it with
+  ``include_usage``): the prompt and completion tokens recorded as the ``openai:`` backend records
+  them (none reported: the step's tokens are unknown, ``unreported``, never 0).
 
 What the user's code raises (even ``SystemExit``), a factory that returns no ``Agent`` and an agent
 with no LLM are the agent's FAIL (``agent_error``), in one line.
@@ -32,7 +36,15 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.session.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo
+from engine.session.backends import (
+    BackendError,
+    BackendReply,
+    SessionInfo,
+    ToolCallRequest,
+    TurnInfo,
+    Usage,
+    token_count,
+)
 from engine.session.backends.bridge import InprocSession, ToolBridge, own_failure
 from engine.session.backends.python_agent import resolve
 from engine.util.errors import UsageError
@@ -173,12 +185,18 @@ class LiveKitAgent:
             while True:
                 text: list[str] = []
                 calls: list[ToolCallRequest] = []
+                usage: Usage | None = None
                 try:
                     async for item in _chunks(original(chat_ctx, tools, model_settings)):
                         if isinstance(item, str):
                             text.append(item)
                             yield item
                         elif isinstance(item, llm.ChatChunk):
+                            if item.usage is not None:  # the LLM's usage chunk (CompletionUsage)
+                                usage = Usage(
+                                    token_count(item.usage.prompt_tokens),
+                                    token_count(item.usage.completion_tokens),
+                                )
                             delta = item.delta
                             for part in delta.tool_calls if delta else []:
                                 calls.append(
@@ -194,7 +212,7 @@ class LiveKitAgent:
                         raise
                     bridge.fail(exc)
                     return
-                bridge.step("".join(text), calls)
+                bridge.step("".join(text), calls, usage)
                 if not calls:
                     break
                 results = [await bridge.result(c.call_id) for c in calls]

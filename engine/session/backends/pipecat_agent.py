@@ -17,6 +17,10 @@ user ships, in text mode (no transport, STT or TTS): typically a context aggrega
   the tap sends the engine each call's raw argument text as the model sent it, never repaired,
   and hands pipecat one chunk per call with arguments that parse (a non-JSON text wrapped as
   ``{"__evalctl_raw__": TEXT}``) so that none is dropped;
+- reads the model's token use from the same stream: pipecat's OpenAI services ask for it
+  (``stream_options={"include_usage": True}``) and the server sends it on the last chunk, the
+  prompt and completion tokens recorded as the ``openai:`` backend records them (a stream without
+  it: the step's tokens are unknown, ``unreported``, never 0);
 - sends each caller line as ``LLMMessagesAppendFrame(run_llm=True)``; each completion is one
   model step (its text and its batch of tool calls) of the session. ``end_conversation`` /
   ``transfer_to_agent`` end the call when the engine runs them.
@@ -37,7 +41,15 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.session.backends import BackendError, BackendReply, SessionInfo, ToolCallRequest, TurnInfo
+from engine.session.backends import (
+    BackendError,
+    BackendReply,
+    SessionInfo,
+    ToolCallRequest,
+    TurnInfo,
+    Usage,
+    token_count,
+)
 from engine.session.backends.bridge import InprocSession, ToolBridge, own_failure
 from engine.session.backends.pipecat_audio import PipelineAudio, TurnSpeech, voice_services
 from engine.session.backends.pipecat_log import quiet_pipecat
@@ -115,6 +127,7 @@ class _Tap:
         text: list[str] = []
         calls: dict[int, list[str]] = {}
         model = ""
+        usage: Usage | None = None
         stream = aiter(self.stream)
         while True:
             try:
@@ -127,6 +140,10 @@ class _Tap:
                 self.bridge.fail(exc)
                 return
             model = chunk.model or model
+            if getattr(chunk, "usage", None) is not None:  # the stream's last chunk (include_usage)
+                usage = Usage(
+                    token_count(chunk.usage.prompt_tokens), token_count(chunk.usage.completion_tokens)
+                )
             delta = chunk.choices[0].delta if chunk.choices else None
             if delta is not None and delta.content:
                 text.append(delta.content)
@@ -163,7 +180,7 @@ class _Tap:
                 model=model or "unknown",
                 object="chat.completion.chunk",
             )
-        self.bridge.step("".join(text), batch)
+        self.bridge.step("".join(text), batch, usage)
 
     async def close(self) -> None:
         close = getattr(self.stream, "close", None) or getattr(self.stream, "aclose", None)
