@@ -490,7 +490,7 @@ def render_text(c: Comparison) -> str:
                     parts.append("-")
                     continue
                 priced = f", {money(rc.cost)}" if cost.priced else ""
-                parts.append(f"{rc.prompt_tokens}+{rc.completion_tokens}{priced}")
+                parts.append(f"{rc.tokens_text()}{priced}")
             out.append(f"  {role}: {parts[0]} -> {parts[1]}")
         if c.cost_a.priced:
             out.append(f"  total cost: {money(c.cost_a.cost)} -> {money(c.cost_b.cost)}")

@@ -88,9 +88,19 @@ class RoleCost:
     models: list[str] = field(default_factory=list)
     cost: float | None = None
     unpriced: list[str] = field(default_factory=list)
+    #: Requests whose tokens are unknown (``engine.core.records.common.Usage.unreported``).
+    unreported: int = 0
+
+    def tokens_text(self) -> str:
+        """``PROMPT+COMPLETION``; ``unknown`` when no request's tokens were reported, and
+        ``PROMPT+COMPLETION (N of M requests unknown)`` when some were not."""
+        if self.unreported and self.unreported >= self.calls:
+            return "unknown"
+        text = f"{self.prompt_tokens}+{self.completion_tokens}"
+        return text + (f" ({self.unreported} of {self.calls} requests unknown)" if self.unreported else "")
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body = {
             "models": list(self.models),
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -98,6 +108,9 @@ class RoleCost:
             "cost": self.cost,
             "unpriced": list(self.unpriced),
         }
+        if self.unreported:
+            body["unreported"] = self.unreported
+        return body
 
 
 @dataclass(frozen=True)
@@ -191,8 +204,9 @@ def run_costs(metrics: Sequence[MetricsRecord], prices: PriceTable | None = None
                 bounded_count(u.completion_tokens),
                 bounded_count(u.calls),
             )
-            _add(mine.setdefault(role, RoleCost()), model, *counts, prices)
-            _add(totals.setdefault(role, RoleCost()), model, *counts, prices)
+            for acc in (mine.setdefault(role, RoleCost()), totals.setdefault(role, RoleCost())):
+                _add(acc, model, *counts, prices)
+                acc.unreported += bounded_count(u.unreported)
         unpriced = tuple(dict.fromkeys(x for c in mine.values() for x in c.unpriced))
         cost = None if prices is None else sum(c.cost or 0.0 for c in mine.values())
         rows.append(ScenarioCost(m.scenario_name, m.trial, mine, cost, unpriced))

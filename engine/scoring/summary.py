@@ -173,14 +173,15 @@ def _usage(rows: Sequence[SummaryRow]) -> dict[str, UsageTotal]:
     models: dict[str, list[str]] = {}
     sums: dict[str, list[int]] = {}
     for m in rows:
-        for role, model, prompt, completion, calls in m.usage:
+        for role, model, prompt, completion, calls, unreported in m.usage:
             seen = models.setdefault(role, [])
             if model and model not in seen:
                 seen.append(model)
-            acc = sums.setdefault(role, [0, 0, 0])
+            acc = sums.setdefault(role, [0, 0, 0, 0])
             acc[0] += prompt
             acc[1] += completion
             acc[2] += calls
+            acc[3] += unreported
     return {role: UsageTotal(tuple(models[role]), *sums[role]) for role in sorted(sums)}
 
 
@@ -448,10 +449,13 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     lines.append("Token usage:" if summary.usage else "Token usage: none (no model calls)")
     for role, u in summary.usage.items():
         models = ", ".join(u.models) or "?"
-        lines.append(
-            f"  {role} ({models}): {u.prompt_tokens} prompt + {u.completion_tokens} "
-            f"completion tokens, {u.calls} calls"
+        tokens = (
+            "unknown tokens (not reported)"
+            if u.unreported and u.unreported >= u.calls
+            else f"{u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
+            + (f" ({u.unreported} calls' tokens unknown)" if u.unreported else "")
         )
+        lines.append(f"  {role} ({models}): {tokens}, {u.calls} calls")
     wall = summary.wall_time_s
     st_s = summary.session_time_s
     over = f" over {summary.invocations} invocations" if summary.invocations > 1 else ""

@@ -25,7 +25,8 @@ class SummaryRow:
     ``nl_assertion``, ...) to (passed, total) of its verdicts and ``units`` to what they are;
     ``signal_names`` the signals the record holds (the six, then the registered others),
     ``reported_signals`` those among them that are reported only (role ``diagnostic``); ``usage`` is
-    (role, model on one line or None, prompt tokens, completion tokens, calls) per usage entry,
+    (role, model on one line or None, prompt tokens, completion tokens, calls, calls whose tokens
+    are unknown) per usage entry,
     the superseded attempts' included, counts bounded (``engine.util.untrusted.bounded_count``);
     ``voice`` an audio session's voice summary (None otherwise; ``engine.scoring.voice_figures``)."""
 
@@ -45,7 +46,7 @@ class SummaryRow:
     diagnostic_names: tuple[str, ...]
     values: dict[str, Any]
     assertions: dict[str, tuple[int, int]]
-    usage: tuple[tuple[str, str | None, int, int, int], ...]
+    usage: tuple[tuple[str, str | None, int, int, int, int], ...]
     #: (role, model) of the result's own usage entries that name a model (as written)
     models: tuple[tuple[str, str], ...] = ()
     min_agent_turns: int = 0
@@ -85,6 +86,7 @@ def summary_row(m: MetricsRecord) -> SummaryRow:
             bounded_count(u.prompt_tokens),  # a side's numbers (also from an older metrics.json)
             bounded_count(u.completion_tokens),
             bounded_count(u.calls),
+            bounded_count(u.unreported),
         )
         for role, u in [*m.usage.items(), *((e.role, e.usage) for e in spent(m.superseded_usage))]
     )

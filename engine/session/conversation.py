@@ -417,6 +417,8 @@ class _Session:
         entry["model"] = one_line(model, 200) if model else entry["model"]
         for key in ("prompt_tokens", "completion_tokens", "calls"):
             entry[key] += bounded_count(usage.get(key, 0))
+        if usage.get("unreported"):  # requests whose tokens the side could not learn: unknown, not 0
+            entry["unreported"] = entry.get("unreported", 0) + bounded_count(usage["unreported"])
 
     async def close(self, stop_reason: str, error: str | None) -> None:
         await asyncio.gather(*(link.close(stop_reason, error) for link in self.links.values()))

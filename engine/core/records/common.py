@@ -59,28 +59,42 @@ class ErrorCause:
 @dataclass(frozen=True)
 class Usage:
     """Model use of one role (agent, user, judge): ``model`` (None when the side never named one),
-    tokens as the server counted them, ``calls`` = model requests (retries excluded)."""
+    tokens as the server counted them, ``calls`` = model requests (retries excluded);
+    ``unreported``: how many of those requests' tokens are unknown (an in-process framework that
+    reported none: the token counts then cover only the others; written only when not 0, so
+    records without it are unchanged). :attr:`tokens_known` is False when none was reported."""
 
     model: str | None
     prompt_tokens: int
     completion_tokens: int
     calls: int
+    unreported: int = 0
 
     FIELDS = ("model", "prompt_tokens", "completion_tokens", "calls")
+    OPTIONAL = ("unreported",)
+
+    @property
+    def tokens_known(self) -> bool:
+        """Whether any request's tokens were reported (False: the counts are unknown, not 0)."""
+        return self.unreported == 0 or self.unreported < self.calls
 
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.FIELDS}
+        body = {k: getattr(self, k) for k in self.FIELDS}
+        if self.unreported:
+            body["unreported"] = self.unreported
+        return body
 
     @classmethod
     def from_json(cls, body: Any) -> Usage:
         if not isinstance(body, dict):
             raise RecordError("usage: not an object")
-        exact_keys(body, cls.FIELDS, "usage")
+        exact_keys(body, cls.FIELDS, "usage", cls.OPTIONAL)
         return cls(
             get(body, "model", str, None),
             get(body, "prompt_tokens", int),
             get(body, "completion_tokens", int),
             get(body, "calls", int),
+            get(body, "unreported", int) if "unreported" in body else 0,
         )
 
 
@@ -107,7 +121,7 @@ class SpentUsage:
     def from_json(cls, body: Any) -> SpentUsage:
         if not isinstance(body, dict):
             raise RecordError("superseded_usage: not a list of objects")
-        exact_keys(body, ("role", *Usage.FIELDS), "superseded_usage")
+        exact_keys(body, ("role", *Usage.FIELDS), "superseded_usage", Usage.OPTIONAL)
         rest = {k: v for k, v in body.items() if k != "role"}
         return cls(get(body, "role", str), Usage.from_json(rest))
 
@@ -117,10 +131,11 @@ def spent(entries: Iterable[SpentUsage], *more: tuple[str, Usage]) -> tuple[Spen
     without any call or token are dropped."""
     sums: dict[tuple[str, str | None], list[int]] = {}
     for role, u in [*((e.role, e.usage) for e in entries), *more]:
-        acc = sums.setdefault((role, u.model), [0, 0, 0])
+        acc = sums.setdefault((role, u.model), [0, 0, 0, 0])
         acc[0] += u.prompt_tokens
         acc[1] += u.completion_tokens
         acc[2] += u.calls
+        acc[3] += u.unreported
     return tuple(SpentUsage(role, Usage(model, *acc)) for (role, model), acc in sums.items() if any(acc))
 
 

@@ -230,25 +230,32 @@ class UsageTotal:
     prompt_tokens: int
     completion_tokens: int
     calls: int
+    #: Requests whose tokens are unknown (``engine.core.records.common.Usage.unreported``);
+    #: written only when not 0.
+    unreported: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "models": list(self.models),
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "calls": self.calls,
         }
+        if self.unreported:
+            body["unreported"] = self.unreported
+        return body
 
     @classmethod
     def from_json(cls, body: Any, what: str) -> UsageTotal:
         if not isinstance(body, dict):
             raise RecordError(f"{what}: not an object")
-        exact_keys(body, ("models", "prompt_tokens", "completion_tokens", "calls"), what)
+        exact_keys(body, ("models", "prompt_tokens", "completion_tokens", "calls"), what, ("unreported",))
         return cls(
             strings(body, "models"),
             get(body, "prompt_tokens", int),
             get(body, "completion_tokens", int),
             get(body, "calls", int),
+            get(body, "unreported", int) if "unreported" in body else 0,
         )
 
 

@@ -142,6 +142,7 @@ class _Session:
                 "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens,
                 "calls": usage.calls,
+                **({"unreported": usage.unreported} if usage.unreported else {}),
                 **({"finish_reasons": finish_reasons} if finish_reasons else {}),
             },
         )

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from engine.domains.registry import plugins
+from engine.results.compare import compare_runs, render_text
 from engine.run.runner import run
 from engine.spec.loader import load_domain
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
@@ -46,6 +47,7 @@ def _run(agent: str, out: Path, monkeypatch: pytest.MonkeyPatch, usage: bool = T
             base_url=llm.base_url,
         )
         report = asyncio.run(run(opts))
+        assert not report.scoring_errors, report.scoring_errors
         [(_, metrics)] = list(report.results())
         return metrics, len(llm.requests)
 
@@ -57,6 +59,24 @@ def test_the_tokens_are_what_the_server_sent(
     metrics, requests = _run(AGENTS[name], tmp_path / name, monkeypatch)
     agent = metrics.usage["agent"]
     assert metrics.is_successful is True and requests > 0
-    assert agent.calls == requests
+    assert agent.calls == requests and agent.unreported == 0 and agent.tokens_known
     assert agent.prompt_tokens == USAGE["prompt_tokens"] * requests
     assert agent.completion_tokens == USAGE["completion_tokens"] * requests
+
+
+@pytest.mark.parametrize("name", ["pipecat", "livekit"])
+def test_tokens_a_server_never_reported_are_unknown_not_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    metrics, requests = _run(AGENTS[name], tmp_path / "quiet", monkeypatch, usage=False)
+    agent = metrics.usage["agent"]
+    assert agent.calls == requests and agent.unreported == requests and not agent.tokens_known
+    assert (agent.prompt_tokens, agent.completion_tokens) == (0, 0)
+    body = (tmp_path / "quiet" / SCENARIO / "metrics.json").read_text()
+    assert f'"unreported": {requests}' in body
+    summary = (tmp_path / "quiet" / "all_summary.txt").read_text()
+    assert f"unknown tokens (not reported), {requests} calls" in summary
+    _run(AGENTS["openai"], tmp_path / "counted", monkeypatch)
+    text = render_text(compare_runs(tmp_path / "counted", tmp_path / "quiet"))
+    counted = f"{USAGE['prompt_tokens'] * requests}+{USAGE['completion_tokens'] * requests}"
+    assert f"  agent: {counted} -> unknown" in text  # before: -> 0+0
