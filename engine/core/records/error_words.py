@@ -19,7 +19,7 @@ ORIGIN: dict[str, str] = {
     ErrorSource.JUDGE: "the judge",
     ErrorSource.AGENT_MODEL: "infrastructure (the agent's model endpoint)",
     ErrorSource.TRANSPORT: "infrastructure (the transport)",
-    ErrorSource.ENGINE: "evalctl itself (an engine error)",
+    ErrorSource.ENGINE: "the engine itself (an engine error)",
 }
 
 #: What helps, per source.

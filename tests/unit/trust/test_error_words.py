@@ -64,7 +64,7 @@ def test_a_caller_fidelity_error_names_the_caller_everywhere(
         (ErrorSource.JUDGE, "the judge", "rescore"),
         (ErrorSource.AGENT_MODEL, "infrastructure (the agent's model endpoint)", "--resume"),
         (ErrorSource.TRANSPORT, "infrastructure (the transport)", "--resume"),
-        (ErrorSource.ENGINE, "evalctl itself", "--resume"),
+        (ErrorSource.ENGINE, "the engine itself", "--resume"),
     ],
 )
 def test_each_source_is_named_with_its_hint(source: str, who: str, helps: str) -> None:
