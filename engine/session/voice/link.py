@@ -7,7 +7,9 @@ session's turn logic is the same as for text:
 - ``session.start`` goes out as version 2 with the audio offer; the side's ``session.ready`` must
   pick an offered encoding and sample rate (else ``bad_message``);
 - ``turn.request``: the caller's words (from the user side, which stays text) are spoken by the
-  local TTS engine and sent first, as binary frames of stream ``turn``; the request then carries
+  local TTS engine and sent first, as binary frames of stream ``turn``, through the caller's phone
+  line when its perturbation has one (``telephone``, ``snr``: the agent hears the line; the
+  timeline keeps each side's audio as it was sent, so timing is never the line's); the request then carries
   the audio's place on the media timeline, and the words only when the side asked for text;
 - the side's binary frames until its ``turn.response`` are its speech of that turn; the response
   says how many it sent (checked) and, as ``text``, what they say; with a recogniser the turn's
@@ -24,7 +26,7 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
-from engine.core.caller import CallerStyle
+from engine.core.caller import CallerStyle, Perturbation
 from engine.core.protocol import AUDIO_PROTOCOL_VERSION, ProtocolError
 from engine.session.sides.link import SideFailure, SideLink, how, other_role
 from engine.session.voice.asr import Recognizer, hear
@@ -84,6 +86,15 @@ class VoiceCall:
     #: Agent turns the caller barged into, and the backchannels it said (by agent turn).
     barged: list[int] = field(default_factory=list)
     backchannels: list[int] = field(default_factory=list)
+    #: The caller synthesiser's name with the whole perturbation (``espeak-ng:en-us+f3[tel+snr10]``;
+    #: None: ``config.tts``'s): ``config.tts`` speaks only the caller's manner, the line is the link's.
+    tts_name: str | None = None
+
+    @property
+    def line(self) -> Perturbation | None:
+        """The phone line's part of the caller's perturbation (None: a clean line)."""
+        change = self.caller.perturbation
+        return None if change is None or change.line.clean else change.line
 
     def wrap(self, link: SideLink) -> SideLink:
         """The audio link replacing the agent's text link (same connection, ids and budget)."""
@@ -139,6 +150,7 @@ class AudioLink(SideLink):
             raise SideFailure("timeout", f"media time: {err}") from None
         frames_sent = 0
         for utt, samples in sent:
+            samples = await self._down_the_line(samples, timeline.rate, utt.text)
             frames = split(
                 samples, timeline.rate, call.config.frame_ms, turn, self.seq_out, int(utt.start_ms or 0)
             )
@@ -172,6 +184,19 @@ class AudioLink(SideLink):
             raise SideFailure("error", f"the caller's text-to-speech failed: {err}", "engine") from None
         call.tts_s += time.perf_counter() - t0
         return pcm
+
+    async def _down_the_line(self, pcm: bytes, rate: int, words: str) -> bytes:
+        """The caller's ``pcm`` as the line carries it to the agent (as it is without a line), the
+        same length: the timeline keeps it as the caller said it, so the caller's speech (and the
+        agent's latency after it) is timed without the line's noise."""
+        line = self.call.line
+        if line is None:
+            return pcm
+        try:
+            carried = await perturb(pcm, rate, line, seed_of(words))
+        except TTSError as err:
+            raise SideFailure("error", f"the caller's phone line (sox) failed: {err}", "engine") from None
+        return carried[: len(pcm)].ljust(len(pcm), b"\0")
 
     async def _send_binary(self, data: bytes) -> None:
         if self.traffic is not None:
@@ -227,11 +252,11 @@ class AudioLink(SideLink):
         """Transcribe ``utt`` (its ``heard``); None when the recogniser failed (recorded)."""
         recognizer = self.call.config.recognizer
         assert recognizer is not None
-        line = self.call.caller.perturbation.line if self.call.caller.perturbation else None
+        line = self.call.line
         try:
             pcm, digest = utt.audio()
             cache = self.call.config.cache
-            if line is not None and not line.clean:  # the agent's speech as the line carries it
+            if line is not None:  # the agent's speech as the line carries it
                 # heard once as sent too: whether the audio carries the agent's words is the
                 # agent's; how it survives the line (WER, entities, what the caller answers) ours
                 utt.heard_clean = await hear(recognizer, pcm, utt.rate, cache, digest)
