@@ -229,7 +229,10 @@ def test_one_command_runs_each_condition_and_pairs_it_against_the_first(
         cli.main([*args, "--scenarios", names, "--conditions", "clean,volume=-6", "--output-dir", str(out)])
         == 0
     )
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    # the replay caller's note once for the whole run, in the first condition's summary
+    assert printed.count("NOTE: replay caller") == 1 and "evalctl: caller" not in captured.err
     doc = json.loads((out / "conditions.json").read_text())
     assert doc["baseline"] == "clean" and [c["label"] for c in doc["conditions"]] == ["clean", "-6dB"]
     quiet = doc["conditions"][1]
