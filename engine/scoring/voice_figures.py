@@ -140,7 +140,7 @@ def voice_lines(figures: VoiceFigures | None) -> list[str]:
     if figures is None:
         return []
     lines = [
-        f"Voice ({figures.sessions} audio sessions):",
+        f"Voice ({figures.sessions} audio session{'' if figures.sessions == 1 else 's'}):",
         "  " + _ms(figures.latency_ms, "response latency (from the audio)", LATENCY_TURNS),
         "  " + _ms(figures.ttfa_ms, "time to first audio", TTFA_TURNS),
         f"  turn-taking: {figures.talking_over} agent turns over the caller, {figures.barge_ins} "

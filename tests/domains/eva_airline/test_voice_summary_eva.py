@@ -38,7 +38,7 @@ def test_the_voice_summary_says_what_it_counts_and_report_prints_it_again(
     assert (wer["unit"], wer["sessions"], wer["interval_by"]) == ("words", 1, "session mean")
     assert voice["matched"]["unit"] == "turns" and voice["matched"]["total"] >= 1
     # the stdout block: together, its cache line last, the note after it and only there
-    start = next(i for i, line in enumerate(printed) if line.startswith("Voice (1 audio sessions):"))
+    start = next(i for i, line in enumerate(printed) if line.startswith("Voice (1 audio session):"))
     end = next(i for i in range(start + 1, len(printed)) if not printed[i].startswith("  "))
     block = printed[start:end]
     assert block[-1].startswith("  voice cache: "), block
@@ -63,6 +63,6 @@ def test_the_voice_summary_says_what_it_counts_and_report_prints_it_again(
     page = tmp_path / "report.html"
     assert cli.main(["report", str(out), "--html", str(page)]) == 0
     html = page.read_text()
-    assert "<h3>Voice (1 audio sessions)</h3>" in html
+    assert "<h3>Voice (1 audio session)</h3>" in html
     for line in block[1:-1]:  # the cache line is the run's own process's
         assert line.strip().replace("&", "&amp;").replace("'", "&#x27;") in html, line
