@@ -32,7 +32,7 @@ from engine.session.sides.link import SideFailure, SideLink, how, other_role
 from engine.session.voice.asr import Recognizer, hear
 from engine.session.voice.cache import VoiceCache
 from engine.session.voice.frames import AudioFrame, FrameError, pack, split, unpack
-from engine.session.voice.pcm import trim
+from engine.session.voice.pcm import speech_slice
 from engine.session.voice.perturb import perturb, seed_of
 from engine.session.voice.schedule import plan_interjections
 from engine.session.voice.timeline import Timeline, TimelineError, Utterance
@@ -56,6 +56,10 @@ class VoiceConfig:
     max_frame_ms: int = 1000
     recognizer: Recognizer | None = None
     cache: VoiceCache | None = None
+    #: The caller's speech as its phone line carries it to the agent, behind the voice cache
+    #: (``engine.session.voice.run.VoiceRun.call``); None: no line, or no cache (the link then
+    #: applies the caller's line to ``tts``'s samples itself: the same samples).
+    line_tts: Synthesizer | None = None
 
     def offer(self) -> dict[str, Any]:
         """The ``audio`` field of ``session.start``."""
@@ -131,26 +135,27 @@ class AudioLink(SideLink):
         turn, words = int(fields["turn"]), fields.get("utterance") or ""
         if turn > 0xFFFF:
             raise SideFailure("error", f"audio sessions have at most 65536 turns (turn {turn})")
-        pcm = await self._synthesize(words)
+        pcm, carried = await self._synthesize(words)
         plan = plan_interjections(call.caller, timeline.last("agent"), bool(pcm))
         audio = None
+        # each caller utterance on the timeline as the caller said it, and its samples as the
+        # line carries them to the agent (the same without a line)
         sent: list[tuple[Utterance, bytes]] = []
         try:
             if plan.backchannel is not None:
                 word, at_ms = plan.backchannel
-                said = await self._synthesize(word)
+                said, heard = await self._synthesize(word)
                 if said:
-                    sent.append((timeline.caller(turn, said, word, at_ms, kind="backchannel"), said))
+                    sent.append((timeline.caller(turn, said, word, at_ms, kind="backchannel"), heard))
                     call.backchannels.append(plan.agent_turn)
             if pcm:
-                sent.append((timeline.caller(turn, pcm, words, plan.barge_in_ms), pcm))
+                sent.append((timeline.caller(turn, pcm, words, plan.barge_in_ms), carried))
                 if plan.barge_in_ms is not None:
                     call.barged.append(plan.agent_turn)
         except TimelineError as err:
             raise SideFailure("timeout", f"media time: {err}") from None
         frames_sent = 0
         for utt, samples in sent:
-            samples = await self._down_the_line(samples, timeline.rate, utt.text)
             frames = split(
                 samples, timeline.rate, call.config.frame_ms, turn, self.seq_out, int(utt.start_ms or 0)
             )
@@ -171,32 +176,29 @@ class AudioLink(SideLink):
         self.current = timeline.agent_turn(turn, time.perf_counter())
         return msg_id
 
-    async def _synthesize(self, words: str) -> bytes:
-        """The caller's speech of ``words``, trimmed to where its speech ends (empty for none)."""
+    async def _synthesize(self, words: str) -> tuple[bytes, bytes]:
+        """The caller's speech of ``words`` cut to its speech (empty for none), and the same
+        stretch as its phone line carries it to the agent (``config.line_tts``; the speech itself
+        without a line), sample for sample: the timeline keeps the first, so the caller's speech
+        (and the agent's latency after it) is timed without the line's noise."""
         call, timeline = self.call, self.call.timeline
         assert timeline is not None
+        rate, line_tts = timeline.rate, call.config.line_tts
         t0 = time.perf_counter()
         try:
-            pcm = await call.config.tts.synthesize(words, timeline.rate) if words.strip() else b""
-            pcm = trim(pcm, timeline.rate)  # the caller's audio ends where its speech ends
+            pcm = await call.config.tts.synthesize(words, rate) if words.strip() else b""
+            cut = speech_slice(pcm, rate)  # the caller's audio ends where its speech ends
+            said = carried = b"" if cut is None else pcm[cut]
+            if cut is not None and line_tts is not None:  # cached: the line's samples read back
+                carried = (await line_tts.synthesize(words, rate))[cut]
+            elif cut is not None and call.line is not None:
+                carried = (await perturb(pcm, rate, call.line, seed_of(words)))[cut]
+            carried = carried[: len(said)].ljust(len(said), b"\0")
         except TTSError as err:
             # the engine's own synthesis of the caller (never the agent's failure)
             raise SideFailure("error", f"the caller's text-to-speech failed: {err}", "engine") from None
         call.tts_s += time.perf_counter() - t0
-        return pcm
-
-    async def _down_the_line(self, pcm: bytes, rate: int, words: str) -> bytes:
-        """The caller's ``pcm`` as the line carries it to the agent (as it is without a line), the
-        same length: the timeline keeps it as the caller said it, so the caller's speech (and the
-        agent's latency after it) is timed without the line's noise."""
-        line = self.call.line
-        if line is None:
-            return pcm
-        try:
-            carried = await perturb(pcm, rate, line, seed_of(words))
-        except TTSError as err:
-            raise SideFailure("error", f"the caller's phone line (sox) failed: {err}", "engine") from None
-        return carried[: len(pcm)].ljust(len(pcm), b"\0")
+        return said, carried
 
     async def _send_binary(self, data: bytes) -> None:
         if self.traffic is not None:

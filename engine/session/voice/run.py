@@ -31,7 +31,7 @@ from engine.session.voice.asr import default_recognizer
 from engine.session.voice.cache import VoiceCache, default_cache
 from engine.session.voice.link import VoiceCall, VoiceConfig
 from engine.session.voice.metrics import session_metrics, turn_metrics
-from engine.session.voice.perturb import caller_tts, voice_problem
+from engine.session.voice.perturb import Perturbed, caller_tts, voice_problem
 from engine.session.voice.side import VoiceStyle, voice_agent_side
 from engine.session.voice.tts import CachedSynthesizer, Synthesizer, TTSError, cached, local_tts
 from engine.util.artifacts import FolderWrite
@@ -140,10 +140,15 @@ class VoiceRun:
         if caller.voice is not None or caller.perturbation is not None:
             base = config.tts.inner if isinstance(config.tts, CachedSynthesizer) else config.tts
             name = caller_tts(base, caller.voice, caller.perturbation).name  # voice, manner and line
-            # the synthesiser speaks the caller's manner; the link puts the line on what it sends
-            manner = caller.perturbation.manner if caller.perturbation is not None else None
-            tts = cached(caller_tts(base, caller.voice, manner), config.cache)
-            config = dataclasses.replace(config, tts=tts)
+            # the caller as it speaks (voice, speed, volume: on the timeline), and that speech
+            # through its phone line (telephone, noise: what the agent is sent), both cached
+            change = caller.perturbation
+            tts = cached(caller_tts(base, caller.voice, change.manner if change else None), config.cache)
+            line = change.line if change is not None and not change.line.clean else None
+            line_tts = None
+            if line is not None and config.cache is not None:
+                line_tts = cached(Perturbed(tts, line), config.cache)
+            config = dataclasses.replace(config, tts=tts, line_tts=line_tts)
         return VoiceCall(config, limit_s=scenario.max_duration, caller=caller, tts_name=name)
 
     def artifacts(self, call: VoiceCall) -> Callable[[FolderWrite], VoiceSummary | None]:
