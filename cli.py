@@ -518,7 +518,9 @@ def run_cmd(
             )
         table = _prices(prices)
         return run_conditions(
-            opts, parse_conditions(conditions), lambda o: run(o, fail_under, table, allow_errors)
+            opts,
+            parse_conditions(conditions),
+            lambda o, first: run(o, fail_under, table, allow_errors, note=first),
         )
     return run(
         opts,

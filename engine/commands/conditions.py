@@ -38,10 +38,11 @@ def parse_conditions(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def run_conditions(
-    opts: RunOptions, conditions: Sequence[tuple[str, str]], run_one: Callable[[RunOptions], int]
+    opts: RunOptions, conditions: Sequence[tuple[str, str]], run_one: Callable[[RunOptions, bool], int]
 ) -> int:
-    """Run ``opts`` once per condition (``run_one``: ``engine.commands.run.run`` with the verb's
-    other options) into ``RUN_DIR/<label>/``, write ``RUN_DIR/conditions.json`` and print the
+    """Run ``opts`` once per condition (``run_one(opts, first)``: ``engine.commands.run.run`` with
+    the verb's other options; ``first`` True for the first condition only, whose summary alone
+    prints the caller's note) into ``RUN_DIR/<label>/``, write ``RUN_DIR/conditions.json`` and print the
     comparison. Returns the highest exit code of the runs. Raises UsageError for options a
     condition run cannot take (``--resume``, ``--shard``, ``--perturb``)."""
     if not opts.voice:
@@ -55,11 +56,11 @@ def run_conditions(
     base = opts.output_dir if opts.output_dir is not None else fresh_default_dir()
     out = text_console()
     done: list[Condition] = []
-    codes = []
+    codes: list[int] = []
     for label, spec in conditions:
         out.print(f"condition {label} ({spec}): {base / label}", markup=False, highlight=False)
         sub = dataclasses.replace(opts, perturb=None if spec == "clean" else spec, output_dir=base / label)
-        codes.append(run_one(sub))
+        codes.append(run_one(sub, not codes))
         if (base / label / "summary.json").is_file():
             done.append(Condition(label, spec, base / label))
     if len(done) >= 2 and done[0].label == conditions[0][0]:

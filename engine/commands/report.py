@@ -25,7 +25,7 @@ from engine.results.costs import PriceTable, RunCost, money, run_costs
 from engine.results.scoring_stage import load_run_metrics, load_summary
 from engine.results.unreadable import records_text, watching
 from engine.scoring.passk import failed_every_trial
-from engine.scoring.summary import failure_reason, headline_not_applicable, noise_lines
+from engine.scoring.summary import failure_reason, headline_not_applicable, noise_lines, outcome_lines
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
 
@@ -141,6 +141,8 @@ def report(
     baseline: Path | None = None,
     failed_every_trial: bool = False,
     just_written: bool = False,
+    voice_cache: str | None = None,
+    note: bool = True,
 ) -> int:
     """Print the report of ``run_dir`` on ``console`` (default: stdout, long lines unwrapped);
     with ``prices`` also the cost per role and per scenario; with ``html`` write the HTML report
@@ -153,7 +155,10 @@ def report(
     on stderr and counted in the report. ``just_written``: this process has just written every
     result of the run (``evalctl run`` printing its own report): the text report reads the
     ``metrics.json`` files back only for what needs more than ``summary.json`` (token costs,
-    ``failed_every_trial``). Returns 0. Raises UsageError when ``run_dir`` has no readable
+    ``failed_every_trial``). The text report starts with the lines ``evalctl run`` prints
+    (``engine.scoring.summary.outcome_lines``: headline rates, voice figures, the caller's note
+    unless ``note`` is False, failures by cause), ``voice_cache`` (the run's own voice cache
+    line) in its voice block. Returns 0. Raises UsageError when ``run_dir`` has no readable
     ``summary.json`` or no readable result, OSError when ``html`` or ``junit`` cannot be written.
     """
     console = console or text_console()
@@ -175,7 +180,7 @@ def report(
             return 0
         if html is not None:
             return _html(run_dir, html, prices, console, failed_every_trial)
-        return _text(run_dir, prices, console, failed_every_trial, just_written)
+        return _text(run_dir, prices, console, failed_every_trial, just_written, voice_cache, note)
 
 
 def _html(
@@ -199,6 +204,8 @@ def _text(
     console: Console,
     failed_every_trial: bool = False,
     just_written: bool = False,
+    voice_cache: str | None = None,
+    note: bool = True,
 ) -> int:
     with watching() as found:
         summary = load_summary(run_dir)
@@ -207,6 +214,8 @@ def _text(
         metrics = load_run_metrics(run_dir) if read_back else []
     if read_back and not metrics and len(found):
         raise UsageError(f"{run_dir}: no readable results ({records_text(len(found))}, warned above)")
+    for line in outcome_lines(summary, voice_cache, note):
+        console.print(line, markup=False, highlight=False)
     console.print(summary_table(summary))
     if (why := headline_not_applicable(summary)) is not None:
         console.print(f"overall success not applicable: {why}", markup=False, highlight=False)

@@ -28,6 +28,7 @@ def run(
     junit: Path | None = None,
     otel: bool = False,
     trace_file: Path | None = None,
+    note: bool = True,
 ) -> int:
     """Run what ``opts`` selects (see ``engine.run.runner.run``), then print the outcome. Returns the
     exit code (:meth:`engine.results.run_report.RunReport.exit_code`): 130 when interrupted, 3 when
@@ -45,7 +46,8 @@ def run(
     variables; the collector is checked before the first session: InfrastructureError, exit 3,
     when it does not answer) and/or as OTLP JSON lines; the exit code is the same, but an
     unwritable ``junit`` or ``trace_file`` raises OutputError (exit 2) once the results, the
-    summary and the other output are written."""
+    summary and the other output are written. ``note`` False leaves the caller's note out of
+    the printed summary (``--conditions``: said once, with the first condition)."""
     if otel or trace_file is not None:
         from engine.session.tracing import require_otel
 
@@ -58,7 +60,7 @@ def run(
     if ray is None:
         outcome = run_cli(opts)  # what library.run_options does: opts has every plugin
         with CtrlC.while_printing(outcome):
-            code = print_outcome(outcome, fail_under, prices, allow_errors, just_written=True)
+            code = print_outcome(outcome, fail_under, prices, allow_errors, just_written=True, note=note)
         unwritten = _write_extras(outcome.run_dir, junit, otel, trace_file, prices)
         if opts.shard is not None:  # its rates are the slice's, not the selection's
             text_console().print(
@@ -138,32 +140,25 @@ def print_outcome(
     prices: PriceTable | None = None,
     allow_errors: bool = False,
     just_written: bool = False,
+    note: bool = True,
 ) -> int:
-    """What ``evalctl run`` (and ``evalctl rescore``) prints when it ends: the headline lines of
-    ``all_summary.txt``, the report table with failures and the diff hint, scoring errors, where
-    the results are, and why the exit code is not 0. ``just_written``: this process wrote every
-    result of the run (a run's own report: ``engine.commands.report.report``). Returns the exit
-    code (see ``run``)."""
+    """What ``evalctl run`` (and ``evalctl rescore``) prints when it ends: the run's report
+    (``engine.commands.report.report``: the headline rates, the voice block with this process's
+    voice cache line, the caller's note unless ``note`` is False, the table, failures and the
+    diff hint), scoring errors, where the results are, and why the exit code is not 0.
+    ``just_written``: this process wrote every result of the run. Returns the exit code (see
+    ``run``)."""
     out = text_console()
     err = text_console(stderr=True)
-    voice = False  # inside the voice block (``Voice (N audio sessions):`` and its indented lines)
-    for line in outcome.summary_text().splitlines():
-        voice = line.startswith("Voice (") or (voice and line.startswith("  "))
-        if voice or line.startswith(
-            (
-                "Overall Success Rate",
-                "Strict Success Rate",
-                "Task Success Rate",
-                "NOTE: ",
-                "Failures by cause",
-                "regenerated: ",
-            )
-        ):
-            out.print(line, markup=False, highlight=False)
-    if outcome.voice_cache is not None:
-        out.print(f"  {outcome.voice_cache}", markup=False, highlight=False)
-    if (outcome.run_dir / "summary.json").is_file():
-        report(outcome.run_dir, out, prices=prices, just_written=just_written)
+    if (outcome.run_dir / "summary.json").is_file():  # the lines `evalctl report` prints too, then the table
+        report(
+            outcome.run_dir,
+            out,
+            prices=prices,
+            just_written=just_written,
+            voice_cache=outcome.voice_cache,
+            note=note,
+        )
     for key, message in sorted(outcome.scoring_errors.items()):
         err.print(f"evalctl: scoring failed for {key}: {message}", markup=False, highlight=False)
     if outcome.skipped:

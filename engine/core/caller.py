@@ -13,7 +13,10 @@ most once: ``clean`` (nothing; alone), ``telephone`` (or ``tel``: 8 kHz G.711 μ
 Direction: the whole perturbation applies to the caller's speech (what the agent hears); its
 *line* part (``telephone``, ``snr``; :attr:`Perturbation.line`) also applies to the agent's speech
 as the caller and the run's recogniser hear it, since a phone line degrades both directions;
-speed and volume are the caller's own manner of speaking and leave the agent's audio alone.
+speed and volume are the caller's own manner of speaking (:attr:`Perturbation.manner`) and leave
+the agent's audio alone. The line sits between the two sides: each side's timing (voice activity,
+response latency, overlap, silences) is read from its audio as it sent it, before the line, so
+the line's noise is never charged to the agent (``engine.session.voice.link``).
 """
 
 from __future__ import annotations
@@ -76,6 +79,11 @@ class Perturbation:
     def line(self) -> Perturbation:
         """The part a phone line applies to both directions: ``telephone`` and ``snr_db``."""
         return Perturbation(telephone=self.telephone, snr_db=self.snr_db)
+
+    @property
+    def manner(self) -> Perturbation:
+        """The caller's own manner of speaking: ``speed`` and ``volume_db`` (the rest is the line's)."""
+        return Perturbation(speed=self.speed, volume_db=self.volume_db)
 
 
 def parse_perturbation(text: str) -> Perturbation:

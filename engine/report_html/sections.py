@@ -18,6 +18,7 @@ from engine.report_html.collect import ReportModel
 from engine.results.costs import RunCost, money
 from engine.results.unreadable import records_text
 from engine.scoring.summary import headline_not_applicable
+from engine.scoring.voice_figures import voice_lines
 from engine.util.untrusted import one_line
 
 
@@ -118,7 +119,18 @@ def headline(model: ReportModel) -> str:
             f"were computed when they were written):\n{listed}{more}"
         )
     notes = "".join(f'<p class="warn">{h(w)}</p>' for w in warn)
-    return f'<section id="headline"><div class="cards">{"".join(cards)}</div>{notes}</section>'
+    return f'<section id="headline"><div class="cards">{"".join(cards)}</div>{notes}{voice(s)}</section>'
+
+
+def voice(summary: SummaryRecord) -> str:
+    """The run's voice figures (latency, time to first audio, turn-taking, WER, entities, the
+    gate's turns) as the lines ``evalctl run`` prints them
+    (``engine.scoring.voice_figures.voice_lines``); empty for a text run."""
+    lines = voice_lines(summary.voice)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{h(one_line(line.strip(), None))}</li>" for line in lines[1:])
+    return f'<div id="voice-figures"><h3>{h(lines[0].rstrip(":"))}</h3><ul>{items}</ul></div>'
 
 
 def _unpriced(models: Iterable[str]) -> str:

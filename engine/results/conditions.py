@@ -18,8 +18,10 @@ from typing import Any
 
 from engine.core.records.intervals import interval_json
 from engine.core.records.summary import SummaryRecord
+from engine.core.records.voice_run import Share
 from engine.results.compare import compare_runs
 from engine.results.scoring_stage import load_summary
+from engine.scoring.voice_figures import share_text
 from engine.util.artifacts import write_json
 
 CONDITIONS_JSON = "conditions.json"
@@ -80,9 +82,13 @@ def write_condition_report(run_dir: Path, conditions: Sequence[Condition]) -> di
     return doc
 
 
-def _pct(share: dict[str, Any] | None) -> str:
+def _pct(share: dict[str, Any] | None, hits: str = "") -> str:
+    """A condition's share as the run summary prints it (``share_text``): rate, counts in their
+    unit and sessions, interval and what it resamples; the success rate (no unit) as before."""
     if share is None or share.get("rate") is None:
         return "n/a"
+    if "unit" in share:
+        return share_text(Share.from_json(share, "condition share"), hits)
     ci = share.get("ci")
     interval = "" if ci is None else f" [95% CI {100 * ci['low']:.1f}-{100 * ci['high']:.1f}%]"
     return f"{100 * share['rate']:.1f}%{interval}"
@@ -96,8 +102,8 @@ def condition_lines(doc: dict[str, Any]) -> list[str]:
         lat = row["latency_ms"]
         latency = "n/a" if not lat or lat["p50"] is None else f"p50 {lat['p50']:.0f} ms"
         lines.append(
-            f"  {row['label']} ({row['perturb']}): success {_pct(row['success'])}, WER {_pct(row['wer'])}, "
-            f"entities heard {_pct(row['entities'])}, latency {latency}"
+            f"  {row['label']} ({row['perturb']}): success {_pct(row['success'])}, "
+            f"WER {_pct(row['wer'], 'edits')}, entities heard {_pct(row['entities'])}, latency {latency}"
         )
         paired = row.get("paired")
         if not paired:
@@ -115,7 +121,7 @@ def condition_lines(doc: dict[str, Any]) -> list[str]:
                 return f"{x:+.0f} ms" if unit == "ms" else f"{100 * x:+.1f} pt"
 
             ci = v["ci"]
-            interval = "" if ci is None else f" [95% CI {show(ci['low'])} to {show(ci['high'])}]"
+            interval = "" if ci is None else f" [95% CI {show(ci['low'])} to {show(ci['high'])}, by scenario]"
             lines.append(
                 f"    {v['name']} vs {paired['against']}: {show(v['difference'])}{interval}, "
                 f"paired p={v['p_value']:.3g} ({v['scenarios']} scenarios): {v['verdict']}"

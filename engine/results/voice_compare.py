@@ -86,10 +86,11 @@ class VoiceChange:
             return f"{x:.0f} ms" if self.unit == "ms" else f"{100 * x:.1f}%"
 
         sign = "+" if self.difference >= 0 else "-"
-        ci = "" if self.ci is None else f" [95% CI {show(self.ci.low)} to {show(self.ci.high)}]"
+        ci = "" if self.ci is None else f" [95% CI {show(self.ci.low)} to {show(self.ci.high)}, by scenario]"
         return (
             f"{self.name}: {show(self.mean_a)} -> {show(self.mean_b)} ({sign}{show(abs(self.difference))}"
-            f"{ci}, paired p={self.p_value:.3g}, {self.scenarios} scenarios): {self.verdict}"
+            f"{ci}, paired p={self.p_value:.3g}, mean per scenario over {self.scenarios} scenarios): "
+            f"{self.verdict}"
         )
 
 

@@ -191,8 +191,6 @@ async def _run_locked(
         "command": "resume" if opts.resume is not None else "run",
         "caller_note": loaded.caller_note(opts.user, [s.name for s in planned]),
     }
-    if base_info["caller_note"] and not opts.quiet:  # before the first session
-        print(f"evalctl: caller: {base_info['caller_note']}", file=sys.stderr)
     open_run_dir(run_dir, opts.resume is not None, base_info)
     report = RunReport(run_dir, trials=opts.trials)
     rounds = None

@@ -385,15 +385,15 @@ def headline_not_applicable(summary: SummaryRecord) -> str | None:
     return why
 
 
-def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
-    """The ``all_summary.txt`` text (headline lines first, as the reference harness prints them)."""
+def headline_lines(summary: SummaryRecord) -> list[str]:
+    """The three headline rate lines: ``Overall Success Rate: ...``, ``Strict Success Rate ...``,
+    ``Task Success Rate ...``, each with its counts and 95 % interval."""
     unit = summary.unit
     ov, task = summary.overall, summary.task
     na = f"; {ov.not_applicable} N/A" if ov.not_applicable else ""
     why = headline_not_applicable(summary)
     strict = summary.strict_tally
-    lines = [
-        f"evalctl run summary{': ' + title if title else ''}",
+    return [
         f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na}{_errors(ov.errors)})"
         + ci_text(ov.ci)
         + (f": {why}" if why else "")
@@ -403,6 +403,30 @@ def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
         + ci_text(strict.ci),
         f"Task Success Rate (excl. clean_exit): {_pct(task.rate)} ({task.passed}/{task.total} {unit}"
         f"{_left_out(task.errors)}){ci_text(task.ci)}",
+    ]
+
+
+def outcome_lines(summary: SummaryRecord, voice_cache: str | None = None, note: bool = True) -> list[str]:
+    """What ``evalctl run`` prints above its report table and ``evalctl report`` prints the same:
+    the headline rates, the voice block (:func:`engine.scoring.voice_figures.voice_lines`, with
+    ``voice_cache``, this process's voice cache line, indented at its end), then the caller's
+    note (``note`` False leaves it out: printed once already), the failures by cause and the
+    regenerated sessions. Each line is one line whatever a side sent."""
+    lines = headline_lines(summary)
+    voice = voice_lines(summary.voice)
+    if voice_cache:
+        voice.append(f"  {voice_cache}")
+    lines += voice
+    lines += [line for line in trust_lines(summary) if note or not line.startswith("NOTE: ")]
+    return [one_line(line, None) for line in lines]
+
+
+def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
+    """The ``all_summary.txt`` text (headline lines first, as the reference harness prints them)."""
+    unit = summary.unit
+    lines = [
+        f"evalctl run summary{': ' + title if title else ''}",
+        *headline_lines(summary),
         f"Scenarios: {summary.scenarios}, trials: {summary.trials}, results: {summary.results}",
     ]
     if summary.errors:

@@ -17,7 +17,20 @@ from collections.abc import Sequence
 
 from engine.core.records.voice import VoiceSummary
 from engine.core.records.voice_run import Share, Spread, VoiceFigures
-from engine.scoring.stats import ci_text, rate_interval, value_interval
+from engine.scoring.stats import rate_interval, value_interval
+
+#: What the latency's turn count counts: an agent turn is timed when the caller spoke before it and
+#: the agent spoke in it (the greeting, or a turn after a silent caller, has no latency).
+LATENCY_TURNS = "agent turns with caller speech before them"
+#: What time to first audio counts: every agent turn that sent audio (the greeting too).
+TTFA_TURNS = "agent turns with audio"
+#: How the gate decides, said beside its figure: it is no WER bound (docs/scoring.md).
+GATE_RULE = (
+    "a turn matches when its transcript is nearer (WER) its own line than the session's other lines "
+    "and 3 decoy sentences; a session passes with no silent turn and 75%+ of its words in matching "
+    "turns. No WER bound: PocketSphinx hears espeak-ng's formant speech poorly, so the WER stays "
+    "high on speech that does carry the line"
+)
 
 
 def _spread(per_session: Sequence[Sequence[float]]) -> Spread:
@@ -41,16 +54,37 @@ def _spread(per_session: Sequence[Sequence[float]]) -> Spread:
     )
 
 
-def _share(pairs: Sequence[tuple[int, int]], bounded: bool = True) -> Share | None:
-    """The pooled rate of per-session (hits, total) and its interval: over sessions for a rate
-    in 0–1 (``rate_interval``); for a WER (edits may pass the reference words) the interval of
-    the per-session mean, unclipped (``value_interval``)."""
+def _share(pairs: Sequence[tuple[int, int]], unit: str, bounded: bool = True) -> Share | None:
+    """The pooled rate of per-session (hits, total) counts of ``unit`` and its interval: over
+    sessions for a rate in 0–1 (``rate_interval``: ``interval_by`` ``session``); for a WER (edits
+    may pass the reference words) the interval of the per-session mean, unclipped
+    (``value_interval``: ``session mean``)."""
     pairs = [(h, t) for h, t in pairs if t > 0]
     if not pairs:
         return None
     hits, total = sum(h for h, _ in pairs), sum(t for _, t in pairs)
     ci = rate_interval(pairs) if bounded else value_interval([h / t for h, t in pairs])
-    return Share(hits, total, round(hits / total, 4), ci)
+    by = "session" if bounded else "session mean"
+    return Share(hits, total, round(hits / total, 4), ci, unit, len(pairs), by)
+
+
+def share_text(share: Share | None, hits: str = "") -> str:
+    """A run-level share as the summary, the report and the conditions print it: the rate, the
+    counts with their unit and the sessions they came from, the interval and what it resamples,
+    ``0.0% (0/34 entities in 2 sessions) [95% CI 0.0-65.8%, by session]``; ``hits`` names the
+    hits when they are not of the unit (``edits``: ``(288 edits / 313 words in 2 sessions)``).
+    ``n/a`` for None or nothing counted."""
+    if share is None or share.rate is None:
+        return "n/a"
+    unit = f" {share.unit}" if share.unit else ""
+    n = share.sessions
+    where = "" if n is None else f" in {n} session{'' if n == 1 else 's'}"
+    counts = f"{share.hits} {hits} / {share.total}" if hits else f"{share.hits}/{share.total}"
+    ci = ""
+    if share.ci is not None:
+        by = {"session": "by session", "session mean": "of the per-session mean"}.get(share.interval_by or "")
+        ci = f" [95% CI {100 * share.ci.low:.1f}-{100 * share.ci.high:.1f}%{', ' + by if by else ''}]"
+    return f"{100 * share.rate:.1f}% ({counts}{unit}{where}){ci}"
 
 
 def voice_figures(summaries: Sequence[VoiceSummary]) -> VoiceFigures | None:
@@ -69,10 +103,14 @@ def voice_figures(summaries: Sequence[VoiceSummary]) -> VoiceFigures | None:
         long_silences=sum(t.long_silences for t in timings),
         wer=_share(
             [(round((s.wer or 0.0) * s.hearing.words), s.hearing.words) for s in heard if s.hearing],
+            "words",
             bounded=False,
         ),
-        entities=_share([(s.hearing.entities_heard, s.hearing.entities) for s in heard if s.hearing]),
+        entities=_share(
+            [(s.hearing.entities_heard, s.hearing.entities) for s in heard if s.hearing], "entities"
+        ),
         callers=_callers(summaries),
+        matched=_share([(s.hearing.matched, s.hearing.transcribed) for s in heard if s.hearing], "turns"),
     )
 
 
@@ -85,14 +123,15 @@ def _callers(summaries: Sequence[VoiceSummary]) -> dict[str, int] | None:
     return dict(sorted(names.items()))
 
 
-def _ms(spread: Spread, name: str) -> str:
+def _ms(spread: Spread, name: str, what: str) -> str:
     if not spread.turns:
         return f"{name}: n/a"
+    counted = f"{spread.turns} {what}"
     ci = spread.ci
     mean = f"mean {spread.mean:.0f} ms" + (f" [95% CI {ci.low:.0f}-{ci.high:.0f} ms]" if ci else "")
     return (
         f"{name}: p50 {spread.p50:.0f} ms, p90 {spread.p90:.0f} ms, p95 {spread.p95:.0f} ms, "
-        f"{mean} ({spread.turns} turns)"
+        f"{mean} ({counted})"
     )
 
 
@@ -101,9 +140,9 @@ def voice_lines(figures: VoiceFigures | None) -> list[str]:
     if figures is None:
         return []
     lines = [
-        f"Voice ({figures.sessions} audio sessions):",
-        "  " + _ms(figures.latency_ms, "response latency (from the audio)"),
-        "  " + _ms(figures.ttfa_ms, "time to first audio"),
+        f"Voice ({figures.sessions} audio session{'' if figures.sessions == 1 else 's'}):",
+        "  " + _ms(figures.latency_ms, "response latency (from the audio)", LATENCY_TURNS),
+        "  " + _ms(figures.ttfa_ms, "time to first audio", TTFA_TURNS),
         f"  turn-taking: {figures.talking_over} agent turns over the caller, {figures.barge_ins} "
         f"barge-ins ({figures.barge_ins_yielded} yielded to), {figures.long_silences} silences of 3 s+",
     ]
@@ -114,10 +153,11 @@ def voice_lines(figures: VoiceFigures | None) -> list[str]:
     if figures.wer is None:
         lines.append("  heard: nothing transcribed (no recogniser ran for this run's language or sessions)")
     else:
-        w, e = figures.wer, figures.entities
-        ent = "n/a" if e is None or e.rate is None else f"{100 * e.rate:.1f}% ({e.hits}/{e.total})"
         lines.append(
-            f"  heard: WER {100 * (w.rate or 0):.1f}% ({w.hits} edits / {w.total} words){ci_text(w.ci)}, "
-            f"key entities heard as meant {ent}{ci_text(e.ci) if e else ''}"
+            f"  heard: WER {share_text(figures.wer, 'edits')}, "
+            f"key entities heard as meant {share_text(figures.entities)}"
         )
+        if figures.matched is not None:
+            lines.append(f"  speech_matches_text (the gate): turns matched {share_text(figures.matched)}")
+            lines.append(f"    ({GATE_RULE})")
     return lines

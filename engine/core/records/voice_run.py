@@ -58,28 +58,42 @@ class Spread:
 
 @dataclass(frozen=True)
 class Share:
-    """``hits`` of ``total`` (a rate, None when ``total`` is 0) and its 95 % interval."""
+    """``hits`` of ``total`` (a rate, None when ``total`` is 0) and its 95 % interval. ``unit``
+    names what ``total`` counts (``entities``, ``words``); ``sessions`` how many audio sessions
+    they came from and ``interval_by`` what the interval resamples: ``session`` (the pooled
+    rate, sessions as the unit: the items of one call are not independent) or ``session mean``
+    (the mean of the per-session rates: a WER, whose edits may pass the words). The three are
+    None in a summary written before they were recorded."""
 
     hits: int
     total: int
     rate: float | None
     ci: Interval | None
+    unit: str | None = None
+    sessions: int | None = None
+    interval_by: str | None = None
 
     KEYS = ("hits", "total", "rate", "ci")
+    OPTIONAL = ("unit", "sessions", "interval_by")
 
     def to_json(self) -> dict[str, Any]:
-        return {"hits": self.hits, "total": self.total, "rate": self.rate, "ci": interval_json(self.ci)}
+        body = {"hits": self.hits, "total": self.total, "rate": self.rate, "ci": interval_json(self.ci)}
+        body.update({k: getattr(self, k) for k in self.OPTIONAL if getattr(self, k) is not None})
+        return body
 
     @classmethod
     def from_json(cls, body: Any, what: str) -> Share:
         if not isinstance(body, Mapping):
             raise RecordError(f"{what}: not an object")
-        exact_keys(body, cls.KEYS, what)
+        exact_keys(body, cls.KEYS, what, optional=cls.OPTIONAL)
         return cls(
             get(body, "hits", int),
             get(body, "total", int),
             get(body, "rate", *_NUM_OR_NONE),
             Interval.from_json(body["ci"], f"{what}.ci"),
+            get(body, "unit", str, None) if "unit" in body else None,
+            get(body, "sessions", int, None) if "sessions" in body else None,
+            get(body, "interval_by", str, None) if "interval_by" in body else None,
         )
 
 
@@ -93,7 +107,10 @@ class VoiceFigures:
     corpus word error rate (``hits`` = edits, ``total`` = reference words; None without a
     recogniser), ``entities`` the key entities heard as meant (None without a recogniser);
     ``callers`` the sessions per caller synthesiser (``espeak-ng:en-us+f3[tel+snr10]``: its voice
-    and perturbation), written only when a run set a caller voice or perturbation."""
+    and perturbation), written only when a run set a caller voice or perturbation; ``matched``
+    the transcribed agent turns whose transcript is nearer their own line than any other (the
+    gate ``speech_matches_text``'s rule; None without a recogniser, or in a summary written before
+    it was recorded)."""
 
     sessions: int
     latency_ms: Spread
@@ -105,6 +122,7 @@ class VoiceFigures:
     wer: Share | None
     entities: Share | None
     callers: dict[str, int] | None = None
+    matched: Share | None = None
 
     KEYS = (
         "sessions",
@@ -124,13 +142,15 @@ class VoiceFigures:
             body[k] = None if body[k] is None else body[k].to_json()
         if self.callers is not None:
             body["callers"] = dict(self.callers)
+        if self.matched is not None:
+            body["matched"] = self.matched.to_json()
         return body
 
     @classmethod
     def from_json(cls, body: Any) -> VoiceFigures:
         if not isinstance(body, Mapping):
             raise RecordError("voice: not an object")
-        exact_keys(body, cls.KEYS, "voice", optional=("callers",))
+        exact_keys(body, cls.KEYS, "voice", optional=("callers", "matched"))
         callers = body.get("callers")
         if callers is not None and (
             not isinstance(callers, Mapping)
@@ -150,4 +170,7 @@ class VoiceFigures:
             if body["entities"] is None
             else Share.from_json(body["entities"], "voice.entities"),
             callers=None if callers is None else {str(k): int(v) for k, v in callers.items()},
+            matched=None
+            if body.get("matched") is None
+            else Share.from_json(body["matched"], "voice.matched"),
         )

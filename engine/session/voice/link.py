@@ -7,7 +7,9 @@ session's turn logic is the same as for text:
 - ``session.start`` goes out as version 2 with the audio offer; the side's ``session.ready`` must
   pick an offered encoding and sample rate (else ``bad_message``);
 - ``turn.request``: the caller's words (from the user side, which stays text) are spoken by the
-  local TTS engine and sent first, as binary frames of stream ``turn``; the request then carries
+  local TTS engine and sent first, as binary frames of stream ``turn``, through the caller's phone
+  line when its perturbation has one (``telephone``, ``snr``: the agent hears the line; the
+  timeline keeps each side's audio as it was sent, so timing is never the line's); the request then carries
   the audio's place on the media timeline, and the words only when the side asked for text;
 - the side's binary frames until its ``turn.response`` are its speech of that turn; the response
   says how many it sent (checked) and, as ``text``, what they say; with a recogniser the turn's
@@ -24,13 +26,13 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
-from engine.core.caller import CallerStyle
+from engine.core.caller import CallerStyle, Perturbation
 from engine.core.protocol import AUDIO_PROTOCOL_VERSION, ProtocolError
 from engine.session.sides.link import SideFailure, SideLink, how, other_role
 from engine.session.voice.asr import Recognizer, hear
 from engine.session.voice.cache import VoiceCache
 from engine.session.voice.frames import AudioFrame, FrameError, pack, split, unpack
-from engine.session.voice.pcm import trim
+from engine.session.voice.pcm import speech_slice
 from engine.session.voice.perturb import perturb, seed_of
 from engine.session.voice.schedule import plan_interjections
 from engine.session.voice.timeline import Timeline, TimelineError, Utterance
@@ -54,6 +56,10 @@ class VoiceConfig:
     max_frame_ms: int = 1000
     recognizer: Recognizer | None = None
     cache: VoiceCache | None = None
+    #: The caller's speech as its phone line carries it to the agent, behind the voice cache
+    #: (``engine.session.voice.run.VoiceRun.call``); None: no line, or no cache (the link then
+    #: applies the caller's line to ``tts``'s samples itself: the same samples).
+    line_tts: Synthesizer | None = None
 
     def offer(self) -> dict[str, Any]:
         """The ``audio`` field of ``session.start``."""
@@ -84,6 +90,15 @@ class VoiceCall:
     #: Agent turns the caller barged into, and the backchannels it said (by agent turn).
     barged: list[int] = field(default_factory=list)
     backchannels: list[int] = field(default_factory=list)
+    #: The caller synthesiser's name with the whole perturbation (``espeak-ng:en-us+f3[tel+snr10]``;
+    #: None: ``config.tts``'s): ``config.tts`` speaks only the caller's manner, the line is the link's.
+    tts_name: str | None = None
+
+    @property
+    def line(self) -> Perturbation | None:
+        """The phone line's part of the caller's perturbation (None: a clean line)."""
+        change = self.caller.perturbation
+        return None if change is None or change.line.clean else change.line
 
     def wrap(self, link: SideLink) -> SideLink:
         """The audio link replacing the agent's text link (same connection, ids and budget)."""
@@ -120,19 +135,21 @@ class AudioLink(SideLink):
         turn, words = int(fields["turn"]), fields.get("utterance") or ""
         if turn > 0xFFFF:
             raise SideFailure("error", f"audio sessions have at most 65536 turns (turn {turn})")
-        pcm = await self._synthesize(words)
+        pcm, carried = await self._synthesize(words)
         plan = plan_interjections(call.caller, timeline.last("agent"), bool(pcm))
         audio = None
+        # each caller utterance on the timeline as the caller said it, and its samples as the
+        # line carries them to the agent (the same without a line)
         sent: list[tuple[Utterance, bytes]] = []
         try:
             if plan.backchannel is not None:
                 word, at_ms = plan.backchannel
-                said = await self._synthesize(word)
+                said, heard = await self._synthesize(word)
                 if said:
-                    sent.append((timeline.caller(turn, said, word, at_ms, kind="backchannel"), said))
+                    sent.append((timeline.caller(turn, said, word, at_ms, kind="backchannel"), heard))
                     call.backchannels.append(plan.agent_turn)
             if pcm:
-                sent.append((timeline.caller(turn, pcm, words, plan.barge_in_ms), pcm))
+                sent.append((timeline.caller(turn, pcm, words, plan.barge_in_ms), carried))
                 if plan.barge_in_ms is not None:
                     call.barged.append(plan.agent_turn)
         except TimelineError as err:
@@ -159,19 +176,29 @@ class AudioLink(SideLink):
         self.current = timeline.agent_turn(turn, time.perf_counter())
         return msg_id
 
-    async def _synthesize(self, words: str) -> bytes:
-        """The caller's speech of ``words``, trimmed to where its speech ends (empty for none)."""
+    async def _synthesize(self, words: str) -> tuple[bytes, bytes]:
+        """The caller's speech of ``words`` cut to its speech (empty for none), and the same
+        stretch as its phone line carries it to the agent (``config.line_tts``; the speech itself
+        without a line), sample for sample: the timeline keeps the first, so the caller's speech
+        (and the agent's latency after it) is timed without the line's noise."""
         call, timeline = self.call, self.call.timeline
         assert timeline is not None
+        rate, line_tts = timeline.rate, call.config.line_tts
         t0 = time.perf_counter()
         try:
-            pcm = await call.config.tts.synthesize(words, timeline.rate) if words.strip() else b""
-            pcm = trim(pcm, timeline.rate)  # the caller's audio ends where its speech ends
+            pcm = await call.config.tts.synthesize(words, rate) if words.strip() else b""
+            cut = speech_slice(pcm, rate)  # the caller's audio ends where its speech ends
+            said = carried = b"" if cut is None else pcm[cut]
+            if cut is not None and line_tts is not None:  # cached: the line's samples read back
+                carried = (await line_tts.synthesize(words, rate))[cut]
+            elif cut is not None and call.line is not None:
+                carried = (await perturb(pcm, rate, call.line, seed_of(words)))[cut]
+            carried = carried[: len(said)].ljust(len(said), b"\0")
         except TTSError as err:
             # the engine's own synthesis of the caller (never the agent's failure)
             raise SideFailure("error", f"the caller's text-to-speech failed: {err}", "engine") from None
         call.tts_s += time.perf_counter() - t0
-        return pcm
+        return said, carried
 
     async def _send_binary(self, data: bytes) -> None:
         if self.traffic is not None:
@@ -227,11 +254,11 @@ class AudioLink(SideLink):
         """Transcribe ``utt`` (its ``heard``); None when the recogniser failed (recorded)."""
         recognizer = self.call.config.recognizer
         assert recognizer is not None
-        line = self.call.caller.perturbation.line if self.call.caller.perturbation else None
+        line = self.call.line
         try:
             pcm, digest = utt.audio()
             cache = self.call.config.cache
-            if line is not None and not line.clean:  # the agent's speech as the line carries it
+            if line is not None:  # the agent's speech as the line carries it
                 # heard once as sent too: whether the audio carries the agent's words is the
                 # agent's; how it survives the line (WER, entities, what the caller answers) ours
                 utt.heard_clean = await hear(recognizer, pcm, utt.rate, cache, digest)

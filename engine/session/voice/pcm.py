@@ -83,14 +83,21 @@ def speech_bounds(pcm: bytes, rate: int, dbfs: float = SPEECH_DBFS) -> tuple[flo
     return 1000.0 * first * n / rate, 1000.0 * end / rate
 
 
-def trim(pcm: bytes, rate: int) -> bytes:
-    """``pcm`` cut to its speech (:func:`speech_bounds`): a synthesiser's leading and trailing
-    silence removed, so the audio ends where the speech ends; empty when it holds no speech."""
+def speech_slice(pcm: bytes, rate: int) -> slice | None:
+    """The byte range of ``pcm``'s speech (:func:`speech_bounds`), to cut the same stretch out of
+    another version of the same audio (a perturbed one); None when it holds no speech."""
     bounds = speech_bounds(pcm, rate)
     if bounds is None:
-        return b""
+        return None
     start, end = (2 * round(ms * rate / 1000.0) for ms in bounds)
-    return pcm[start:end]
+    return slice(start, end)
+
+
+def trim(pcm: bytes, rate: int) -> bytes:
+    """``pcm`` cut to its speech (:func:`speech_slice`): a synthesiser's leading and trailing
+    silence removed, so the audio ends where the speech ends; empty when it holds no speech."""
+    cut = speech_slice(pcm, rate)
+    return b"" if cut is None else pcm[cut]
 
 
 def wav_bytes(pcm: bytes, rate: int) -> bytes:

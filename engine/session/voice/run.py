@@ -6,7 +6,8 @@ the local TTS engine. A built-in agent (``replay``, ``openai:MODEL``) is served 
 session the engine writes, beside the usual results:
 
 - ``audio/user.wav`` and ``audio/agent.wav``: each side's speech on the session's media timeline
-  (mono, 16-bit, at the agreed rate; silence where the side does not speak, so the two align);
+  as the side sent it, before any perturbed line (mono, 16-bit, at the agreed rate; silence where
+  the side does not speak, so the two align); the timing figures are read from these;
 - ``voice.json``: every utterance's place on the timeline and text, the per-turn metrics and the
   session's (``engine.session.voice.metrics``); the session's summary is also ``metrics.json`` ``voice``.
 
@@ -30,7 +31,7 @@ from engine.session.voice.asr import default_recognizer
 from engine.session.voice.cache import VoiceCache, default_cache
 from engine.session.voice.link import VoiceCall, VoiceConfig
 from engine.session.voice.metrics import session_metrics, turn_metrics
-from engine.session.voice.perturb import caller_tts, voice_problem
+from engine.session.voice.perturb import Perturbed, caller_tts, voice_problem
 from engine.session.voice.side import VoiceStyle, voice_agent_side
 from engine.session.voice.tts import CachedSynthesizer, Synthesizer, TTSError, cached, local_tts
 from engine.util.artifacts import FolderWrite
@@ -135,12 +136,20 @@ class VoiceRun:
         synthesiser, the line part for the agent's speech as heard, its barge-ins and
         backchannels."""
         caller = self.caller_of(scenario)
-        config = self.config
+        config, name = self.config, self.config.tts.name
         if caller.voice is not None or caller.perturbation is not None:
             base = config.tts.inner if isinstance(config.tts, CachedSynthesizer) else config.tts
-            tts = cached(caller_tts(base, caller.voice, caller.perturbation), config.cache)
-            config = dataclasses.replace(config, tts=tts)
-        return VoiceCall(config, limit_s=scenario.max_duration, caller=caller)
+            name = caller_tts(base, caller.voice, caller.perturbation).name  # voice, manner and line
+            # the caller as it speaks (voice, speed, volume: on the timeline), and that speech
+            # through its phone line (telephone, noise: what the agent is sent), both cached
+            change = caller.perturbation
+            tts = cached(caller_tts(base, caller.voice, change.manner if change else None), config.cache)
+            line = change.line if change is not None and not change.line.clean else None
+            line_tts = None
+            if line is not None and config.cache is not None:
+                line_tts = cached(Perturbed(tts, line), config.cache)
+            config = dataclasses.replace(config, tts=tts, line_tts=line_tts)
+        return VoiceCall(config, limit_s=scenario.max_duration, caller=caller, tts_name=name)
 
     def artifacts(self, call: VoiceCall) -> Callable[[FolderWrite], VoiceSummary | None]:
         """The writer of ``call``'s artifacts into a scenario directory's batch of writes; returns
@@ -168,7 +177,7 @@ def write_voice_artifacts(batch: FolderWrite, call: VoiceCall) -> VoiceSummary |
     summary = session_metrics(
         timeline,
         turns,
-        call.config.tts.name,
+        call.tts_name or call.config.tts.name,
         call.tts_s,
         recognizer.name if recognizer else None,
         len(call.asr_errors),
@@ -193,7 +202,7 @@ def write_voice_artifacts(batch: FolderWrite, call: VoiceCall) -> VoiceSummary |
     if call.caller != CallerStyle():  # a caller voice, perturbation or interjections
         doc["caller"] = {
             **call.caller.to_json(),
-            "tts": call.config.tts.name,
+            "tts": call.tts_name or call.config.tts.name,
             "barged_into_turns": call.barged,
             "backchannel_turns": call.backchannels,
         }

@@ -205,6 +205,10 @@ class CachedSynthesizer:
     def name(self) -> str:
         return self.inner.name
 
+    def cache_identity(self) -> str:
+        """``identity``: a change wrapped around it (the phone line) is cached under it and the change."""
+        return self.identity
+
     async def synthesize(self, text: str, rate: int) -> bytes:
         if not text.strip():
             return b""

@@ -87,3 +87,22 @@ def test_a_scheduled_barge_in_is_measured_on_real_speech(
         assert abs(b["at_ms"] - (start + 800.0)) <= 30, (turn, b, start)
         assert b["yielded"] is False  # the replay agent talks on through it
     assert metrics["voice"]["overlap_ms"] > 0
+
+
+def test_the_lines_noise_is_not_charged_to_the_agents_timing(
+    data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the same replay agent on a clean line and on a noisy phone line: its response latency,
+    # time to first audio aside (the engine's clock), overlap and silences are read from the
+    # audio as each side sent it, so they are the same; the line is evalctl's, never the agent's
+    monkeypatch.setenv("EVALCTL_ASR", "none")  # timing only: no recognition
+    out = tmp_path / "run"
+    args = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", NAME, "--no-progress"]
+    given = ["--voice", "--conditions", "clean;telephone,snr=10", "--output-dir", str(out)]
+    assert cli.main([*args, *given]) == 0
+    clean, line = (json.loads((out / d / NAME / "voice.json").read_text()) for d in ("clean", "tel+snr10"))
+    assert line["caller"]["perturbation"] == "telephone,snr=10"
+    timing = ("caller_speech_ms", "agent_speech_ms", "latency_ms", "overlap_ms", "barge_in")
+    assert [[t[k] for k in timing] for t in line["turns"]] == [[t[k] for k in timing] for t in clean["turns"]]
+    assert [t["latency_ms"] for t in line["turns"]] == [0.0] * len(line["turns"])
+    assert line["summary"]["timing"]["long_silences"] == clean["summary"]["timing"]["long_silences"]

@@ -229,7 +229,10 @@ def test_one_command_runs_each_condition_and_pairs_it_against_the_first(
         cli.main([*args, "--scenarios", names, "--conditions", "clean,volume=-6", "--output-dir", str(out)])
         == 0
     )
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    # the replay caller's note once for the whole run, in the first condition's summary
+    assert printed.count("NOTE: replay caller") == 1 and "evalctl: caller" not in captured.err
     doc = json.loads((out / "conditions.json").read_text())
     assert doc["baseline"] == "clean" and [c["label"] for c in doc["conditions"]] == ["clean", "-6dB"]
     quiet = doc["conditions"][1]
@@ -292,3 +295,36 @@ def test_a_malformed_voice_name_is_refused_before_espeak_is_asked(voice: str) ->
         voice_problem(voice)
         == "not a voice name: a voice, optionally + one of its variants (e.g. en-us, en-us+f3)"
     )
+
+
+@pytest.mark.parametrize("with_cache", [False, True])
+async def test_the_line_is_on_what_the_agent_is_sent_not_on_the_timeline(
+    tmp_path: Path, with_cache: bool
+) -> None:
+    # the caller's speech is placed (and timed) as the caller said it; the agent is sent the same
+    # stretch as its noisy line carries it, sample for sample, with the cache or without
+    from engine.core.caller import parse_perturbation
+    from engine.session.sides.link import SideLink
+    from engine.session.voice.cache import VoiceCache
+    from engine.session.voice.link import AudioLink
+    from engine.session.voice.pcm import trim
+    from engine.session.voice.perturb import perturb, seed_of
+    from engine.session.voice.timeline import Timeline
+
+    cache = VoiceCache(tmp_path / "cache") if with_cache else None
+    run = VoiceRun.create(tts=TONE, perturb="snr=10,volume=-6", cache=cache)
+    scenario = next(iter(load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins()).scenarios))
+    call = run.call(scenario)
+    assert call.tts_name == f"{TONE.name}[snr10+-6dB]" and call.line == parse_perturbation("snr=10")
+    call.timeline = Timeline(16000, 60_000.0)
+    link = AudioLink(SideLink("agent", "mem:test", None), call)  # type: ignore[arg-type]
+    for _ in range(2):  # the second time from the cache, when there is one
+        said, carried = await link._synthesize("I want to cancel my order")
+        quiet = await perturb(await TONE.synthesize("I want to cancel my order", 16000), 16000,
+                              parse_perturbation("volume=-6"), 0)  # fmt: skip
+        assert said == trim(quiet, 16000) and len(carried) == len(said) and carried != said
+        noisy = await perturb(
+            quiet, 16000, parse_perturbation("snr=10"), seed_of("I want to cancel my order")
+        )
+        start = quiet.index(said[:200])
+        assert carried == noisy[start : start + len(said)]
