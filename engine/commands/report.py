@@ -107,8 +107,7 @@ def usage_table(cost: RunCost) -> Table:
         row = (
             role,
             ", ".join(rc.models) or "?",
-            f"{rc.prompt_tokens:,}",
-            f"{rc.completion_tokens:,}",
+            *rc.token_cells(),
             f"{rc.calls:,}",
         )
         table.add_row(*(escape(c) for c in (*row, *(priced if cost.priced else ()))))

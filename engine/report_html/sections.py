@@ -242,8 +242,7 @@ def usage(cost: RunCost) -> str:
         head.append("cost")
     rows = []
     for role, rc in cost.roles.items():
-        row: list[Any] = [role, ", ".join(rc.models) or "?", f"{rc.prompt_tokens:,}"]
-        row += [f"{rc.completion_tokens:,}", f"{rc.calls:,}"]
+        row: list[Any] = [role, ", ".join(rc.models) or "?", *rc.token_cells(), f"{rc.calls:,}"]
         if cost.priced:
             row.append(money(rc.cost) + _unpriced(rc.unpriced))
         rows.append(row)

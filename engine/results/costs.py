@@ -99,6 +99,14 @@ class RoleCost:
         text = f"{self.prompt_tokens}+{self.completion_tokens}"
         return text + (f" ({self.unreported} of {self.calls} requests unknown)" if self.unreported else "")
 
+    def token_cells(self) -> tuple[str, str]:
+        """The prompt and completion token counts as table cells (``1,234``): ``unknown`` when no
+        request's tokens were reported; a count with ``(N of M requests unknown)`` when some were not."""
+        if self.unreported and self.unreported >= self.calls:
+            return "unknown", "unknown"
+        note = f" ({self.unreported} of {self.calls} requests unknown)" if self.unreported else ""
+        return f"{self.prompt_tokens:,}{note}", f"{self.completion_tokens:,}{note}"
+
     def to_json(self) -> dict[str, Any]:
         body = {
             "models": list(self.models),
