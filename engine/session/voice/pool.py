@@ -5,6 +5,10 @@ machine has cores (``os.cpu_count()``), spawned, not forked (the engine holds th
 event loop), started on first use and shut down at interpreter exit or by :func:`shutdown_pool`.
 The workers ignore SIGINT: a terminal's Ctrl-C reaches the whole process group, and the run's own
 cancellation ends the work (a worker killed by it would break the pool with a traceback).
+The workers end when the process that started them dies, even by ``kill -9``
+(``engine.util.parent``: SIGTERM from the kernel when the pool was started from the main thread,
+and in any case a thread polling the parent pid), instead of running on under PID 1; multiprocessing's
+resource tracker then ends too (its last user gone).
 """
 
 from __future__ import annotations
@@ -13,17 +17,26 @@ import asyncio
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
+
+from engine.util.parent import stop_with_parent, watch_parent
 
 T = TypeVar("T")
 
 _POOL: ProcessPoolExecutor | None = None
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int, signalled: bool) -> None:
+    """A worker's start: SIGINT ignored, and ended with its parent (pid ``parent``): by
+    ``PR_SET_PDEATHSIG`` when ``signalled`` (started from the parent's main thread, which lives
+    as long as the process), and by a thread watching the parent pid."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if signalled:
+        stop_with_parent(parent)
+    watch_parent(parent)
 
 
 def worker_count() -> int:
@@ -36,7 +49,14 @@ def pool() -> ProcessPoolExecutor:
     global _POOL
     if _POOL is None:
         ctx = multiprocessing.get_context("spawn")
-        _POOL = ProcessPoolExecutor(max_workers=worker_count(), mp_context=ctx, initializer=_worker_init)
+        # Python 3.11 spawns the workers from the thread that submits (the event loop's)
+        signalled = threading.current_thread() is threading.main_thread()
+        _POOL = ProcessPoolExecutor(
+            max_workers=worker_count(),
+            mp_context=ctx,
+            initializer=_worker_init,
+            initargs=(os.getpid(), signalled),
+        )
     return _POOL
 
 
