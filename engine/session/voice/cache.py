@@ -156,8 +156,9 @@ class VoiceCache:
     """One cache folder, opened on first use in each process (it is sent to ``--workers``
     children as its folder only). ``counts`` holds this process's hits and misses per kind
     (``{"tts": [hits, misses], "asr": [...]}``). A folder that cannot be opened (not writable,
-    diskcache not installed) turns the cache off for this process: ``error`` says why, and every
-    lookup is a miss that stores nothing."""
+    diskcache not installed) or written turns the cache off for this process: ``error`` says why,
+    and every lookup is a miss that stores nothing. A damaged entry is not that: it is one miss,
+    deleted (:meth:`get`)."""
 
     directory: Path
     counts: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0] for k in KINDS})
