@@ -70,3 +70,36 @@ def test_kill_9_of_the_run_ends_its_pool_workers_and_the_resource_tracker() -> N
     for pid in left:  # do not leave them behind even when the test fails
         os.kill(pid, signal.SIGKILL)
     assert left == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_parent_watch_ends_a_child_whose_parent_died() -> None:
+    """The path a pool started from another thread than the main one relies on (no
+    PR_SET_PDEATHSIG there: the kernel would signal when that thread ends)."""
+    read, write = os.pipe()
+    middle = os.fork()
+    if middle == 0:  # the "run's process": starts a worker that watches it, then dies
+        try:
+            me = os.getpid()  # taken before the fork, as the pool's initargs are
+            worker = os.fork()
+            if worker == 0:
+                from engine.util.parent import watch_parent
+
+                watch_parent(me, interval_s=0.05)
+                time.sleep(600)
+            os.write(write, f"{worker}\n".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        worker = int(pipe.readline())
+    os.waitpid(middle, 0)
+    fields = _stat(worker)
+    started = fields[19] if fields else ""
+    deadline = time.monotonic() + 60
+    while _alive(worker, started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = _alive(worker, started)
+    if alive:
+        os.kill(worker, signal.SIGKILL)
+    assert not alive
