@@ -167,6 +167,13 @@ def print_outcome(
     if outcome.interrupted:
         err.print(f"evalctl: interrupted; finished results kept in {outcome.run_dir}", markup=False)
     code = outcome.exit_code(fail_under, allow_errors)
+    if outcome.statistics_unavailable:
+        err.print(
+            f"evalctl: statistics unavailable: {outcome.statistics_unavailable}; the summary's 95% "
+            "intervals are left out (results and summary are written), exit 3",
+            markup=False,
+            highlight=False,
+        )
     if code == INFRASTRUCTURE_EXIT and (outcome.missing or outcome.scoring_errors):
         what = [f"{outcome.missing} result(s) missing"] if outcome.missing else []
         what += [f"{len(outcome.scoring_errors)} not scored"] if outcome.scoring_errors else []

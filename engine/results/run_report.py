@@ -37,6 +37,9 @@ class RunReport:
     #: A voice run's cache line (``engine.session.voice.cache.VoiceCache.line``: hits and misses of
     #: synthesis and recognition in this process), printed with the summary; None otherwise.
     voice_cache: str | None = None
+    #: Why the summary's statistics could not be computed (``engine.scoring.stats.unavailable``:
+    #: scipy cannot be imported); its intervals are then left out and the run exits 3.
+    statistics_unavailable: str | None = None
 
     def add(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         """Keep what the report needs of a finished session (its small record, and its metrics in
@@ -98,14 +101,15 @@ class RunReport:
 
     def exit_code(self, fail_under: float | None = None, allow_errors: bool = False) -> int:
         """130 when interrupted; 3 (``INFRASTRUCTURE_EXIT``) when some planned result is missing
-        or could not be scored (whatever ``allow_errors``); 1 when ``fail_under`` (0..1) is set
+        or could not be scored, or when the summary's statistics could not be computed
+        (:attr:`statistics_unavailable`; whatever ``allow_errors``); 1 when ``fail_under`` (0..1) is set
         and the rate it judges (:meth:`judged_rate`: the strict rate, errors counted as failures,
         unless ``allow_errors``) is below it or not applicable; else 3 when some result has the
         verdict ``error`` unless ``allow_errors``; else 0. A run below its bar counting its
         errors as failures is below it whatever they were hiding: errors cannot turn a 1 into a 3."""
         if self.interrupted:
             return INTERRUPTED_EXIT
-        if self.missing or self.scoring_errors:
+        if self.missing or self.scoring_errors or self.statistics_unavailable:
             return INFRASTRUCTURE_EXIT
         if fail_under is not None:
             rate = self.judged_rate(allow_errors)

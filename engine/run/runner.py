@@ -236,6 +236,7 @@ async def _run_locked(
     info = {**base_info, "wall_time_s": round(report.wall_s, 3), "interrupted": report.interrupted}
     try:
         report.summary = results.finish_run(run_dir, info, report.totals, opts.trials)
+        report.statistics_unavailable = stats.unavailable()
     except OSError as err:
         unwritten = f"; {len(report.scoring_errors)} session(s) not written" if report.scoring_errors else ""
         raise OutputError(

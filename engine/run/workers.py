@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import dataclasses
 import multiprocessing
 import os
@@ -60,6 +59,7 @@ from engine.run.shard import split
 from engine.scoring import stats
 from engine.session.backends.registry import parse_backend_spec, scheme_of
 from engine.util.errors import SpecError, UsageError
+from engine.util.parent import stop_with_parent
 
 if TYPE_CHECKING:
     from engine.session.voice.run import VoiceRun
@@ -136,25 +136,6 @@ def start_method() -> Literal["fork", "spawn"]:
     return "spawn"
 
 
-def _stop_with_parent(parent: int) -> None:
-    """On Linux, ask for SIGTERM when the run's process ends (``PR_SET_PDEATHSIG``): a worker of a
-    run killed with SIGKILL stops at once, as after Ctrl-C, instead of running on until it next
-    reports. When the run's process (pid ``parent``) is already gone, end at once. Call it once the
-    process's own SIGTERM action is in place (a forked worker's inherited one is the run's loop's)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # it died before the request: nothing was done yet, end now
-        os._exit(1)
-
-
-_PR_SET_PDEATHSIG = 1
-
-
 def _bootstrap(module: str, task: WorkerTask, conn: Connection, parent: int = 0) -> None:
     """A worker process's entry: ``module.main(task, conn)`` (SIGINT ignored: the run's process
     stops its workers with SIGTERM). A forked worker first leaves the run's event loop behind:
@@ -167,7 +148,7 @@ def _bootstrap(module: str, task: WorkerTask, conn: Connection, parent: int = 0)
         asyncio._set_running_loop(None)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _stop_with_parent(parent)
+    stop_with_parent(parent)
     importlib.import_module(module).main(task, conn)
 
 

@@ -17,20 +17,28 @@ Paired tests between two runs over the same scenarios: exact McNemar on the disc
 permutation test over scenarios (``scipy.stats.permutation_test``, ``permutation_type="samples"``,
 seeded). scipy is imported on first use (it costs about half a second);
 :func:`preload` imports it in a background thread so a run does not wait for it at the end.
+When scipy cannot be imported, every interval function (and the detectable difference) gives
+None (:func:`unavailable` says why; a run writes its results and summary without intervals and
+exits 3) and the tests raise :class:`StatisticsUnavailable`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import threading
 import warnings
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from engine.core.records.intervals import Interval
 
 if TYPE_CHECKING:
     import numpy as np
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: The confidence level of every interval.
 CONFIDENCE = 0.95
@@ -48,11 +56,50 @@ BOOTSTRAP = "bootstrap"
 WILSON_SCENARIOS = "wilson-scenarios"
 
 
-def _scipy_stats() -> Any:
-    # about half a second: only when a statistic is asked for; scipy ships no type information
-    import scipy.stats  # type: ignore[import-untyped]
+class StatisticsUnavailable(RuntimeError):
+    """scipy (or numpy) cannot be imported: no interval, test or detectable difference can be
+    computed. The message names the cause."""
 
+
+#: Why the statistics could not be loaded in this process (None: not tried, or loaded).
+_FAILED: str | None = None
+
+
+def unavailable() -> str | None:
+    """Why this process could not load scipy (one line, e.g. ``scipy cannot be imported
+    (ImportError: ...)``), or None when it did or never tried; nothing is imported here."""
+    return _FAILED
+
+
+def _scipy_stats() -> Any:
+    """``scipy.stats``; raises :class:`StatisticsUnavailable` when it cannot be imported."""
+    global _FAILED
+    # about half a second: only when a statistic is asked for; scipy ships no type information
+    try:
+        import scipy.stats  # type: ignore[import-untyped]
+    except Exception as err:  # ImportError, or a broken install failing inside its own import
+        _FAILED = f"scipy cannot be imported ({type(err).__name__}: {err})"
+        raise StatisticsUnavailable(_FAILED) from err
     return scipy.stats
+
+
+def _unavailable_is_none(func: Callable[P, R]) -> Callable[P, R | None]:
+    """``func`` giving None (no interval or figure: :func:`unavailable` says why) instead of
+    raising :class:`StatisticsUnavailable`: a run's summary is written without them."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | None:
+        try:
+            return func(*args, **kwargs)
+        except StatisticsUnavailable:
+            return None
+
+    return wrapper
+
+
+def _load_quietly() -> None:
+    with contextlib.suppress(StatisticsUnavailable):  # said once, by the run, not as a traceback
+        _scipy_stats()
 
 
 def _rng() -> np.random.Generator:
@@ -63,12 +110,14 @@ def _rng() -> np.random.Generator:
 
 def preload() -> threading.Thread:
     """Import scipy.stats in a daemon thread (a run calls it as it starts, so the summary at its
-    end finds scipy loaded); returns the thread."""
-    thread = threading.Thread(target=_scipy_stats, name="evalctl-scipy-preload", daemon=True)
+    end finds scipy loaded); returns the thread. A failed import prints nothing: it is
+    :func:`unavailable`'s answer."""
+    thread = threading.Thread(target=_load_quietly, name="evalctl-scipy-preload", daemon=True)
     thread.start()
     return thread
 
 
+@_unavailable_is_none
 def wilson(passed: int, total: int) -> Interval | None:
     """The Wilson 95 % interval of ``passed`` / ``total``; None when ``total`` is 0.
 
@@ -81,6 +130,7 @@ def wilson(passed: int, total: int) -> Interval | None:
     return Interval(float(ci.low), float(ci.high), WILSON)
 
 
+@_unavailable_is_none
 def rate_interval(per_scenario: Sequence[tuple[int, int]]) -> Interval | None:
     """The 95 % interval of the pooled rate of ``per_scenario`` (passed, total) counts, one pair per
     scenario (pairs with total 0 are left out): Wilson when every total is 1, else the bootstrap
@@ -111,6 +161,7 @@ def _bootstrap_ratio(pairs: Sequence[tuple[int, int]]) -> Interval | None:
     return _bootstrap((passed, total), pooled, paired=True)
 
 
+@_unavailable_is_none
 def mean_interval(values: Sequence[float]) -> Interval | None:
     """The 95 % interval of the mean of per-scenario ``values`` in 0–1 (pass^k): the bootstrap
     over scenarios, Wilson over the scenarios when they all have the same value. None when empty."""
@@ -124,6 +175,7 @@ def mean_interval(values: Sequence[float]) -> Interval | None:
     return _bootstrap((data,), np.mean)
 
 
+@_unavailable_is_none
 def value_interval(values: Sequence[float]) -> Interval | None:
     """The 95 % interval of the mean of per-session ``values`` in any unit (ms: latency), not
     clipped to 0–1: the bootstrap over sessions (BCa, seeded; percentile when BCa is undefined);
@@ -210,6 +262,7 @@ def paired_permutation(a: Sequence[float], b: Sequence[float]) -> float:
 MIN_PAIRED = 2
 
 
+@_unavailable_is_none
 def difference_interval(a: Sequence[float], b: Sequence[float]) -> Interval | None:
     """The 95 % interval of the mean per-scenario difference ``b`` − ``a`` (−1..1): the bootstrap
     over scenarios (BCa, seeded); when every scenario differs by the same amount the interval is
@@ -253,6 +306,7 @@ def smallest_significant_count() -> int:
     return m
 
 
+@_unavailable_is_none
 def minimum_detectable_difference(scenarios: int, variance: float, trials: float = 1) -> float | None:
     """The smallest difference of two rates (0–1) over the same ``scenarios`` with ``trials``
     sessions each that a two-sided test at :data:`ALPHA` detects with :data:`POWER` power:
@@ -261,7 +315,7 @@ def minimum_detectable_difference(scenarios: int, variance: float, trials: float
     :func:`smallest_significant_count` / (scenarios · trials). ``variance`` is one session's
     Bernoulli variance p(1 − p): the run's for one trial, the mean within-scenario variance with
     trials. At most 1.0 (100 points: a handful of scenarios cannot show any difference); None
-    without scenarios."""
+    without scenarios or without scipy (:func:`unavailable`)."""
     if scenarios <= 0 or trials <= 0:
         return None
     stats = _scipy_stats()

@@ -56,3 +56,43 @@ def test_the_errors_and_the_run_exit_with_the_constants(tmp_path: Path) -> None:
     assert RunReport(tmp_path, interrupted=True).exit_code() == INTERRUPTED_EXIT
     assert cli.main(["list", str(tmp_path / "nope")]) == BAD_INPUT_EXIT
     assert cli.main(["report", str(tmp_path), "--markdown", "--html"]) == BAD_INPUT_EXIT
+
+
+def test_a_run_without_scipy_writes_its_summary_and_exits_3(tmp_path: Path, data_root: Path) -> None:
+    """Before: the preload thread printed a traceback, the summary raised a second one, no
+    summary was written and the run exited 1 (the code of "below the bar")."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    broken = tmp_path / "broken" / "scipy"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text('raise ImportError("scipy broken for test")\n')
+    repo = DOC.parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(broken.parent), str(repo)])}
+    out = tmp_path / "run"
+    names = "eva_airline__1_1_3,eva_airline__1_1_4,eva_airline__7_2_2"
+    done = subprocess.run(
+        [
+            *(sys.executable, str(repo / "cli.py"), "run", str(repo / "specs" / "eva_airline")),
+            *("--data-root", str(data_root), "--scenarios", names, "--trials", "2", "--output-dir", str(out)),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == INFRASTRUCTURE_EXIT, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    line = "evalctl: statistics unavailable: scipy cannot be imported (ImportError: scipy broken for test)"
+    assert next(x for x in done.stderr.splitlines() if "statistics unavailable" in x).startswith(line)
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["overall"]["passed"], summary["overall"]["total"], summary["overall"]["ci"]) == (
+        6,
+        6,
+        None,
+    )
+    assert "Overall" in (out / "all_summary.txt").read_text()
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == names.split(",")
+    assert RunReport(tmp_path, statistics_unavailable="scipy cannot be imported").exit_code(0.5) == 3

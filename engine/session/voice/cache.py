@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,45 @@ def _checked(entry: Any) -> bytes | str | None:
     return value if _matches(value, digest) else None
 
 
+def _pcm(value: Any) -> bytes:
+    if not isinstance(value, bytes) or len(value) % 2:
+        raise ValueError("not s16le samples")
+    return value
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("not a transcript")
+    return value
+
+
+def _segments(value: Any) -> list[tuple[float, float]]:
+    """A ``vad`` entry's JSON (``[[start_ms, end_ms], ...]``) read back (floats exactly)."""
+    if not isinstance(value, str):
+        raise ValueError("not JSON text")
+    found = [(float(a), float(b)) for a, b in json.loads(value)]
+    if any(not 0 <= a <= b for a, b in found):
+        raise ValueError("not speech segments")
+    return found
+
+
+#: How each kind's stored value is read back; ValueError / TypeError: not of its type and shape.
+READERS: dict[str, Callable[[Any], Any]] = {"tts": _pcm, "asr": _text, "vad": _segments}
+
+
+def _readable(key: str, entry: Any) -> Any:
+    """``entry``'s value (:func:`_checked`) read by its kind's reader (:data:`READERS`; a kind
+    without one: as stored), or None when either finds it unfit."""
+    value = _checked(entry)
+    reader = READERS.get(key.split(":", 1)[0])
+    if value is None or reader is None:
+        return value
+    try:
+        return reader(value)
+    except (ValueError, TypeError):  # json.JSONDecodeError is a ValueError
+        return None
+
+
 def audio_digest(pcm: bytes) -> str:
     """The SHA-256 hex of ``pcm``: what keys its transcript and its speech segments
     (:func:`recognition_key`); computed once per utterance (``engine.session.voice.timeline``)."""
@@ -116,8 +156,9 @@ class VoiceCache:
     """One cache folder, opened on first use in each process (it is sent to ``--workers``
     children as its folder only). ``counts`` holds this process's hits and misses per kind
     (``{"tts": [hits, misses], "asr": [...]}``). A folder that cannot be opened (not writable,
-    diskcache not installed) turns the cache off for this process: ``error`` says why, and every
-    lookup is a miss that stores nothing."""
+    diskcache not installed) or written turns the cache off for this process: ``error`` says why,
+    and every lookup is a miss that stores nothing. A damaged entry is not that: it is one miss,
+    deleted (:meth:`get`)."""
 
     directory: Path
     counts: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0] for k in KINDS})
@@ -149,18 +190,32 @@ class VoiceCache:
         return self._store
 
     def get(self, key: str) -> Any:
-        """The value stored under ``key``, or None (counted as a hit or a miss of its kind)."""
+        """The value stored under ``key`` as its kind's reader gives it (:data:`READERS`: ``tts``
+        bytes, ``asr`` str, ``vad`` a list of ``(start_ms, end_ms)``), or None; counted as a hit
+        or a miss of its kind. An entry that cannot be read (its file damaged, truncated or
+        emptied), whose check tag does not match, or whose value is not of its kind's type and
+        shape is a miss and is deleted: computed again and stored anew, the cache stays on. Only
+        a store that cannot be written (that entry cannot even be deleted) turns the cache off.
+        Never raises."""
         store = self._open()
         value = None
         if store is not None:
             try:
-                value = _checked(store.get(key))
-                if value is None:
-                    store.delete(key)  # absent, or damaged on disk: computed again, stored anew
-            except Exception as err:  # a cache never fails a run: note it, go on without
-                self.error, self._store = f"{self.directory}: {err}", None
+                value = _readable(key, store.get(key))
+            except Exception:  # an unreadable entry (a bad pickle, a short file): that one is gone
+                value = None
+            if value is None:
+                self._discard(store, key)
         self.counts.setdefault(key.split(":", 1)[0], [0, 0])[0 if value is not None else 1] += 1
         return value
+
+    def _discard(self, store: Any, key: str) -> None:
+        """Delete ``key`` (absent or damaged: computed again, stored anew); a store that cannot
+        do even that is off for this process, with one line (:attr:`error`)."""
+        try:
+            store.delete(key)
+        except Exception as err:  # a cache never fails a run: note it, go on without
+            self.error, self._store = f"{self.directory}: {err}", None
 
     def put(self, key: str, value: bytes | str) -> None:
         """Store ``value`` under ``key`` (nothing when the cache is off)."""

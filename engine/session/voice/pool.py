@@ -5,6 +5,11 @@ machine has cores (``os.cpu_count()``), spawned, not forked (the engine holds th
 event loop), started on first use and shut down at interpreter exit or by :func:`shutdown_pool`.
 The workers ignore SIGINT: a terminal's Ctrl-C reaches the whole process group, and the run's own
 cancellation ends the work (a worker killed by it would break the pool with a traceback).
+The workers end when the process that started them dies, even by ``kill -9``
+(``engine.util.parent.watch_parent``: a thread in each worker polling the parent pid; not
+``PR_SET_PDEATHSIG``, which fires when the *thread* that spawned the worker ends, and Python 3.11
+spawns pool workers from whichever thread submits), instead of running on under PID 1;
+multiprocessing's resource tracker then ends too (its last user gone).
 """
 
 from __future__ import annotations
@@ -17,13 +22,18 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from engine.util.parent import watch_parent
+
 T = TypeVar("T")
 
 _POOL: ProcessPoolExecutor | None = None
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int) -> None:
+    """A worker's start: SIGINT ignored, and ended within about half a second of its parent (pid
+    ``parent``) by a thread watching the parent pid."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch_parent(parent)
 
 
 def worker_count() -> int:
@@ -36,7 +46,12 @@ def pool() -> ProcessPoolExecutor:
     global _POOL
     if _POOL is None:
         ctx = multiprocessing.get_context("spawn")
-        _POOL = ProcessPoolExecutor(max_workers=worker_count(), mp_context=ctx, initializer=_worker_init)
+        _POOL = ProcessPoolExecutor(
+            max_workers=worker_count(),
+            mp_context=ctx,
+            initializer=_worker_init,
+            initargs=(os.getpid(),),
+        )
     return _POOL
 
 

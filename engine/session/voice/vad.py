@@ -180,8 +180,8 @@ class CachedVAD:
         """The segments of ``pcm`` at ``rate`` Hz; ``digest``: its SHA-256 hex when known."""
         key = recognition_key(vad_identity(), pcm, rate, kind="vad", digest=digest)
         hit = self.cache.get(key)
-        if isinstance(hit, str):  # JSON: floats read back exactly
-            return [(float(a), float(b)) for a, b in json.loads(hit)]
+        if hit is not None:  # the stored JSON read back (floats exactly), its shape checked
+            return list(hit)
         found = speech_segments(pcm, rate)
         self.cache.put(key, json.dumps(found))
         return found

@@ -271,11 +271,13 @@ def test_a_worker_whose_run_died_before_it_started_ends_at_once(parent_alive: bo
     told: the worker then finds its parent gone and ends before doing anything."""
     import os
 
+    from engine.util.parent import stop_with_parent
+
     pid = os.fork()
     if pid == 0:  # the "worker": its parent is this test's process
         parent = os.getppid() if parent_alive else os.getppid() + 1_000_000
         try:
-            workers._stop_with_parent(parent)
+            stop_with_parent(parent)
         finally:
             os._exit(0)
     _, status = os.waitpid(pid, 0)

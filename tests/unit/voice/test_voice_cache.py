@@ -189,3 +189,84 @@ def test_an_entry_damaged_on_disk_is_a_miss_and_is_stored_anew(tmp_path: Path) -
     assert again.get(key) is None and again.counts["tts"] == [0, 1]  # a miss, not the damage
     assert again.get(key) is None  # and gone: the next computation stores it anew
     again.close()
+
+
+def _entry_file(folder: Path) -> Path:
+    """The one value file diskcache wrote (values over its 32 KiB threshold go to files)."""
+    files = [p for p in folder.rglob("*.val")]
+    assert len(files) == 1
+    return files[0]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: bytes([b[0] ^ 0xFF]) + b[1:],  # byte 0 flipped: "invalid load key"
+        lambda b: b[: len(b) // 2],  # truncated
+        lambda b: b"",  # emptied
+    ],
+    ids=["flipped", "truncated", "emptied"],
+)
+def test_an_unreadable_entry_file_is_one_miss_and_the_cache_stays_on(tmp_path: Path, damage: Any) -> None:
+    """Before: the unpickling error turned the whole cache off (``off (...: invalid load key``),
+    and the entry stayed, so every later run was cold too."""
+    folder = tmp_path / "voice"
+    cache = VoiceCache(folder)
+    key, other = synthesis_key("engine x", "Hello.", 16000), synthesis_key("engine x", "Bye.", 16000)
+    cache.put(key, b"\x00\x01" * 40_000)
+    cache.put(other, b"\x02\x00" * 10)  # small: in the index, not a file
+    cache.close()
+    path = _entry_file(folder)
+    path.write_bytes(damage(path.read_bytes()))
+    again = VoiceCache(folder)
+    assert again.get(key) is None and again.error is None and again.counts["tts"] == [0, 1]
+    assert again.get(other) == b"\x02\x00" * 10  # the rest of the cache still serves
+    assert not list(folder.rglob("*.val"))  # that entry is gone, its file too
+    again.put(key, b"\x00\x01" * 40_000)  # computed again, stored anew
+    assert again.get(key) == b"\x00\x01" * 40_000 and again.counts["tts"] == [2, 1]
+    assert "off (" not in again.line()
+    again.close()
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        (recognition_key("vad x", b"\x01\x00", 16000, kind="vad"), "not json"),
+        (recognition_key("vad x", b"\x01\x00", 16000, kind="vad"), '{"a": 1}'),
+        (recognition_key("vad x", b"\x01\x00", 16000, kind="vad"), "[[5.0, 1.0]]"),
+        (synthesis_key("engine x", "Hello.", 16000), b"abc"),  # 3 bytes: not s16le samples
+        (synthesis_key("engine x", "Hello.", 16000), "text, not samples"),
+        (recognition_key("asr x", b"\x01\x00", 16000), b"bytes, not a transcript"),
+    ],
+    ids=["vad-not-json", "vad-object", "vad-backwards", "tts-odd", "tts-str", "asr-bytes"],
+)
+def test_a_value_of_the_wrong_shape_under_a_valid_tag_is_a_deleted_miss(
+    tmp_path: Path, key: str, value: bytes | str
+) -> None:
+    """Before: a tagged VAD value that was not JSON failed scoring on every run (exit 3), and a
+    3-byte synthesis failed the agent (WER 100 %); neither was ever evicted."""
+    import diskcache  # type: ignore[import-untyped]
+
+    from engine.session.voice.cache import _digest_of
+
+    with diskcache.Cache(str(tmp_path / "voice")) as raw:
+        raw.set(key, (value, _digest_of(value)))
+    cache = VoiceCache(tmp_path / "voice")
+    kind = key.split(":", 1)[0]
+    assert cache.get(key) is None and cache.counts[kind] == [0, 1] and cache.error is None
+    with diskcache.Cache(str(tmp_path / "voice")) as raw:
+        assert key not in raw
+    cache.close()
+
+
+def test_the_cached_vad_recomputes_a_bad_value(tmp_path: Path) -> None:
+    from engine.session.voice.vad import CachedVAD, speech_segments, vad_identity
+
+    cache = VoiceCache(tmp_path / "voice")
+    pcm = b"\x00\x00" * 1600 + b"\xff\x3f\x01\xc0" * 4000 + b"\x00\x00" * 1600
+    key = recognition_key(vad_identity(), pcm, 16000, kind="vad")
+    cache.put(key, "garbage")  # its tag is right: only the shape is wrong
+    assert CachedVAD(cache)(pcm, 16000) == speech_segments(pcm, 16000)
+    assert CachedVAD(cache)(pcm, 16000) == speech_segments(pcm, 16000)  # stored anew: a hit
+    assert cache.counts["vad"] == [1, 1] and cache.error is None
+    cache.close()
