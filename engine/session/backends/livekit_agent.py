@@ -20,14 +20,22 @@ scenario's system prompt and tool schemas. The adapter then
   next LLM response of the turn, recorded in the agent's history as function call / output
   items. ``end_conversation`` / ``transfer_to_agent`` end the call when the engine runs them.
 
+What the agent says before the first caller line (its ``on_enter``: ``session.say(...)`` or
+``session.generate_reply(...)``) is collected as LiveKit's own testing does (``AgentSession.start(
+capture_run=True)``, awaited before the first line) and said first in the agent's first turn.
+
 What the user's code raises (even ``SystemExit``), a factory that returns no ``Agent`` and an agent
-with no LLM are the agent's FAIL (``agent_error``), in one line.
+with no LLM are the agent's FAIL (``agent_error``), in one line; so is an error LiveKit logs with a
+traceback while it runs the agent's code (its ``on_enter``, its own ``vad=``, which LiveKit runs in
+text mode too): :func:`_AgentErrors` takes the record off the console and fails the session.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +51,30 @@ def _require_livekit() -> None:
         import livekit.agents  # noqa: F401
     except ImportError:
         raise UsageError("backend livekit: needs livekit-agents (pip install 'evalctl[livekit]')") from None
+
+
+#: The bridge of the session whose code is running (set in the session's tasks).
+_CURRENT: contextvars.ContextVar[ToolBridge | None] = contextvars.ContextVar("evalctl_livekit", default=None)
+
+
+class _AgentErrors(logging.Filter):
+    """On LiveKit's ``livekit.agents`` logger: a record with a traceback logged in an evalctl
+    session's task (LiveKit's ``log_exceptions``: "Error in _vad_task", ...) fails that session
+    with the exception (one line in the result) and is not printed. Records of other code pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        bridge = _CURRENT.get()
+        error = record.exc_info[1] if record.exc_info else None
+        if bridge is None or error is None:
+            return True
+        bridge.fail(error)
+        return False
+
+
+def _route_livekit_errors() -> None:
+    logger = logging.getLogger("livekit.agents")
+    if not any(isinstance(f, _AgentErrors) for f in logger.filters):
+        logger.addFilter(_AgentErrors())
 
 
 def text_session_options() -> dict[str, Any]:
@@ -112,6 +144,8 @@ class LiveKitAgent:
         self._run: Any = None
         self._watch: asyncio.Future[None] | None = None
         self._ids = 0
+        self._opening: list[str] | None = None  # on_enter's words while it runs
+        self._greeting = ""  # on_enter's words, said first in the next step
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
@@ -120,6 +154,7 @@ class LiveKitAgent:
 
     async def _begin(self, text: str) -> None:
         if self._session is None:
+            _CURRENT.set(self.bridge)  # the session's tasks, made from here on, inherit it
             await self._start()
         if self._run is not None and not self._run.done():
             await asyncio.gather(self._finished(self._run), return_exceptions=True)
@@ -159,9 +194,45 @@ class LiveKitAgent:
             raise BackendError(f"{self.name}: the factory failed: {type(exc).__name__}: {exc}") from exc
         original = agent.llm_node
         setattr(agent, "llm_node", self._node(agent, original))  # noqa: B010 (a method of the instance)
+        setattr(agent, "on_enter", self._on_enter(agent.on_enter))  # noqa: B010
         self._agent = agent
+        _route_livekit_errors()
         self._session = AgentSession(**text_session_options())
-        await self._session.start(agent)
+        self._opening = []
+        try:
+            opening = await self._session.start(agent, capture_run=True)
+            if opening is not None:
+                await asyncio.gather(self._finished(opening), return_exceptions=True)
+                for event in opening.events:
+                    item = getattr(event, "item", None)
+                    if getattr(event, "type", "") == "message" and item.role == "assistant":
+                        self._opening.append(item.text_content or "")
+        finally:
+            self._greeting = "\n\n".join(t for t in self._opening if t.strip())
+            self._opening = None
+
+    def _on_enter(self, original: Callable[[], Any]) -> Callable[[], Any]:
+        bridge = self.bridge
+
+        async def on_enter() -> None:
+            try:
+                await original()
+            except BaseException as exc:  # the user's code, even SystemExit: its FAIL
+                if not own_failure(exc):
+                    raise
+                bridge.fail(exc)
+
+        return on_enter
+
+    def _step(self, text: str, calls: list[ToolCallRequest]) -> None:
+        """Hand one model step to the bridge, the opening's words first; words said while
+        ``on_enter`` runs are the opening's (collected from LiveKit's run of it)."""
+        if self._opening is not None and not calls:
+            return
+        if self._greeting:
+            text = self._greeting + ("\n\n" + text if text else "")
+            self._greeting = ""
+        self.bridge.step(text, calls)
 
     def _node(self, agent: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         from livekit.agents import llm
@@ -194,7 +265,7 @@ class LiveKitAgent:
                         raise
                     bridge.fail(exc)
                     return
-                bridge.step("".join(text), calls)
+                self._step("".join(text), calls)
                 if not calls:
                     break
                 results = [await bridge.result(c.call_id) for c in calls]
