@@ -177,6 +177,7 @@ class LiveKitAgent:
     async def _start(self) -> None:
         from livekit.agents import Agent, AgentSession
         from livekit.agents.utils import is_given
+        from livekit.agents.voice.run_result import ChatMessageEvent
 
         session = InprocSession(
             self._info.system_prompt, list(self._info.tools), dict(self._info.scenario), self._info.role
@@ -204,9 +205,8 @@ class LiveKitAgent:
             if opening is not None:
                 await asyncio.gather(self._finished(opening), return_exceptions=True)
                 for event in opening.events:
-                    item = getattr(event, "item", None)
-                    if getattr(event, "type", "") == "message" and item.role == "assistant":
-                        self._opening.append(item.text_content or "")
+                    if isinstance(event, ChatMessageEvent) and event.item.role == "assistant":
+                        self._opening.append(event.item.text_content or "")
         finally:
             self._greeting = "\n\n".join(t for t in self._opening if t.strip())
             self._opening = None
