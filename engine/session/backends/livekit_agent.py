@@ -153,8 +153,8 @@ class LiveKitAgent:
         return await self.bridge.respond(messages, turn, self._begin)
 
     async def _begin(self, text: str) -> None:
+        _CURRENT.set(self.bridge)  # the session's tasks made from here on inherit it
         if self._session is None:
-            _CURRENT.set(self.bridge)  # the session's tasks, made from here on, inherit it
             await self._start()
         if self._run is not None and not self._run.done():
             await asyncio.gather(self._finished(self._run), return_exceptions=True)
