@@ -20,9 +20,11 @@ scenario's system prompt and tool schemas. The adapter then
   next LLM response of the turn, recorded in the agent's history as function call / output
   items. ``end_conversation`` / ``transfer_to_agent`` end the call when the engine runs them.
 
-What the agent says before the first caller line (its ``on_enter``: ``session.say(...)`` or
-``session.generate_reply(...)``) is collected as LiveKit's own testing does (``AgentSession.start(
-capture_run=True)``, awaited before the first line) and said first in the agent's first turn.
+What the agent says outside an LLM step of a caller line reaches evalctl as the agent's words,
+first in its next step: its ``on_enter`` (``session.say(...)``, ``session.generate_reply(...)``:
+the session starts as LiveKit's own testing starts one, ``AgentSession.start(capture_run=True)``,
+and that run is awaited before the first caller line), and any ``session.say(...)`` (LiveKit's
+``speech_created`` event; its words once the speech is done).
 
 What the user's code raises (even ``SystemExit``), a factory that returns no ``Agent`` and an agent
 with no LLM are the agent's FAIL (``agent_error``), in one line; so is an error LiveKit logs with a
@@ -144,8 +146,8 @@ class LiveKitAgent:
         self._run: Any = None
         self._watch: asyncio.Future[None] | None = None
         self._ids = 0
-        self._opening: list[str] | None = None  # on_enter's words while it runs
-        self._greeting = ""  # on_enter's words, said first in the next step
+        self._opening = False  # on_enter runs
+        self._held: list[str] = []  # words said outside a step, said first in the next one
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
@@ -177,7 +179,6 @@ class LiveKitAgent:
     async def _start(self) -> None:
         from livekit.agents import Agent, AgentSession
         from livekit.agents.utils import is_given
-        from livekit.agents.voice.run_result import ChatMessageEvent
 
         session = InprocSession(
             self._info.system_prompt, list(self._info.tools), dict(self._info.scenario), self._info.role
@@ -199,17 +200,24 @@ class LiveKitAgent:
         self._agent = agent
         _route_livekit_errors()
         self._session = AgentSession(**text_session_options())
-        self._opening = []
+        self._session.on("speech_created", self._speech_created)
+        self._opening = True
         try:
             opening = await self._session.start(agent, capture_run=True)
-            if opening is not None:
+            if opening is not None:  # on_enter and what it said, as LiveKit's testing awaits it
                 await asyncio.gather(self._finished(opening), return_exceptions=True)
-                for event in opening.events:
-                    if isinstance(event, ChatMessageEvent) and event.item.role == "assistant":
-                        self._opening.append(event.item.text_content or "")
         finally:
-            self._greeting = "\n\n".join(t for t in self._opening if t.strip())
-            self._opening = None
+            self._opening = False
+
+    def _speech_created(self, event: Any) -> None:
+        """A ``session.say(...)`` (no LLM step of ours): its words are held for the next step."""
+        if event.source == "say":
+            event.speech_handle.add_done_callback(self._said)
+
+    def _said(self, handle: Any) -> None:
+        for item in handle.chat_items:
+            if getattr(item, "role", None) == "assistant" and (item.text_content or "").strip():
+                self._held.append(item.text_content)
 
     def _on_enter(self, original: Callable[[], Any]) -> Callable[[], Any]:
         bridge = self.bridge
@@ -225,14 +233,15 @@ class LiveKitAgent:
         return on_enter
 
     def _step(self, text: str, calls: list[ToolCallRequest]) -> None:
-        """Hand one model step to the bridge, the opening's words first; words said while
-        ``on_enter`` runs are the opening's (collected from LiveKit's run of it)."""
-        if self._opening is not None and not calls:
+        """Hand one model step to the bridge, the words held until then (``say``, and the LLM's
+        words while ``on_enter`` runs) first, a blank line between."""
+        if self._opening and not calls:
+            if text.strip():
+                self._held.append(text)
             return
-        if self._greeting:
-            text = self._greeting + ("\n\n" + text if text else "")
-            self._greeting = ""
-        self.bridge.step(text, calls)
+        words = [*self._held, text] if text else self._held
+        self._held = []
+        self.bridge.step("\n\n".join(words), calls)
 
     def _node(self, agent: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         from livekit.agents import llm

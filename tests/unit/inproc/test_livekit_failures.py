@@ -197,3 +197,26 @@ def test_a_livekit_agents_on_enter_or_vad_raising_is_a_one_line_fail(
     assert result.stop_reason == "agent_error" and said in (result.error or "")
     assert "Traceback" not in capfd.readouterr().err
     assert not [r for r in caplog.records if r.exc_info]
+
+
+def _saying_in_llm_node(session: InprocSession) -> Any:
+    from livekit.agents import Agent
+    from livekit.plugins.openai import LLM
+
+    class Saying(Agent):
+        async def llm_node(self, chat_ctx: Any, tools: Any, model_settings: Any) -> Any:
+            self.session.say("One moment.")
+            yield "Goodbye."
+
+    return Saying(instructions=session.system_prompt, llm=LLM(model="m", api_key="local"))
+
+
+def test_what_a_livekit_agent_says_mid_call_reaches_the_transcript(tmp_path: Path) -> None:
+    """A ``session.say`` outside on_enter is the agent's words too (LiveKit plays it after the
+    reply it was made in: evalctl says it first in the agent's next turn)."""
+    pytest.importorskip("livekit.plugins.openai")
+    result = _result("livekit:" + register_agent(_saying_in_llm_node).removeprefix("python:"), tmp_path)
+    assert result.error is None
+    agent = [text for role, text in _agent_lines(tmp_path) if role == "agent"]
+    assert agent[0] == "Goodbye." and len(agent) >= 2
+    assert all(text == "One moment.\n\nGoodbye." for text in agent[1:])
