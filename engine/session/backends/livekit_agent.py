@@ -24,14 +24,24 @@ scenario's system prompt and tool schemas. The adapter then
   ``include_usage``): the prompt and completion tokens recorded as the ``openai:`` backend records
   them (none reported: the step's tokens are unknown, ``unreported``, never 0).
 
+What the agent says outside an LLM step of a caller line reaches evalctl as the agent's words,
+first in its next step: its ``on_enter`` (``session.say(...)``, ``session.generate_reply(...)``:
+the session starts as LiveKit's own testing starts one, ``AgentSession.start(capture_run=True)``,
+and that run is awaited before the first caller line), and any ``session.say(...)`` (LiveKit's
+``speech_created`` event; its words once the speech is done).
+
 What the user's code raises (even ``SystemExit``), a factory that returns no ``Agent`` and an agent
-with no LLM are the agent's FAIL (``agent_error``), in one line.
+with no LLM are the agent's FAIL (``agent_error``), in one line; so is an error LiveKit logs with a
+traceback while it runs the agent's code (its ``on_enter``, its own ``vad=``, which LiveKit runs in
+text mode too): :func:`_AgentErrors` takes the record off the console and fails the session.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +65,30 @@ def _require_livekit() -> None:
         import livekit.agents  # noqa: F401
     except ImportError:
         raise UsageError("backend livekit: needs livekit-agents (pip install 'evalctl[livekit]')") from None
+
+
+#: The bridge of the session whose code is running (set in the session's tasks).
+_CURRENT: contextvars.ContextVar[ToolBridge | None] = contextvars.ContextVar("evalctl_livekit", default=None)
+
+
+class _AgentErrors(logging.Filter):
+    """On LiveKit's ``livekit.agents`` logger: a record with a traceback logged in an evalctl
+    session's task (LiveKit's ``log_exceptions``: "Error in _vad_task", ...) fails that session
+    with the exception (one line in the result) and is not printed. Records of other code pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        bridge = _CURRENT.get()
+        error = record.exc_info[1] if record.exc_info else None
+        if bridge is None or error is None:
+            return True
+        bridge.fail(error)
+        return False
+
+
+def _route_livekit_errors() -> None:
+    logger = logging.getLogger("livekit.agents")
+    if not any(isinstance(f, _AgentErrors) for f in logger.filters):
+        logger.addFilter(_AgentErrors())
 
 
 def text_session_options() -> dict[str, Any]:
@@ -124,6 +158,9 @@ class LiveKitAgent:
         self._run: Any = None
         self._watch: asyncio.Future[None] | None = None
         self._ids = 0
+        self._opening = False  # on_enter runs
+        self._held: list[str] = []  # words said outside a step, said first in the next one
+        self._held_usage: Usage | None = None  # the held steps' tokens
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
@@ -131,6 +168,7 @@ class LiveKitAgent:
         return await self.bridge.respond(messages, turn, self._begin)
 
     async def _begin(self, text: str) -> None:
+        _CURRENT.set(self.bridge)  # the session's tasks made from here on inherit it
         if self._session is None:
             await self._start()
         if self._run is not None and not self._run.done():
@@ -171,9 +209,62 @@ class LiveKitAgent:
             raise BackendError(f"{self.name}: the factory failed: {type(exc).__name__}: {exc}") from exc
         original = agent.llm_node
         setattr(agent, "llm_node", self._node(agent, original))  # noqa: B010 (a method of the instance)
+        setattr(agent, "on_enter", self._on_enter(agent.on_enter))  # noqa: B010
         self._agent = agent
+        _route_livekit_errors()
         self._session = AgentSession(**text_session_options())
-        await self._session.start(agent)
+        self._session.on("speech_created", self._speech_created)
+        self._opening = True
+        try:
+            opening = await self._session.start(agent, capture_run=True)
+            if opening is not None:  # on_enter and what it said, as LiveKit's testing awaits it
+                await asyncio.gather(self._finished(opening), return_exceptions=True)
+        finally:
+            self._opening = False
+
+    def _speech_created(self, event: Any) -> None:
+        """A ``session.say(...)`` (no LLM step of ours): its words are held for the next step."""
+        if event.source == "say":
+            event.speech_handle.add_done_callback(self._said)
+
+    def _said(self, handle: Any) -> None:
+        for item in handle.chat_items:
+            if getattr(item, "role", None) == "assistant" and (item.text_content or "").strip():
+                self._held.append(item.text_content)
+
+    def _on_enter(self, original: Callable[[], Any]) -> Callable[[], Any]:
+        bridge = self.bridge
+
+        async def on_enter() -> None:
+            try:
+                await original()
+            except BaseException as exc:  # the user's code, even SystemExit: its FAIL
+                if not own_failure(exc):
+                    raise
+                bridge.fail(exc)
+
+        return on_enter
+
+    def _step(self, text: str, calls: list[ToolCallRequest], usage: Usage | None) -> None:
+        """Hand one model step to the bridge, the words held until then (``say``, and the LLM's
+        words while ``on_enter`` runs) first, a blank line between. A held step's tokens are
+        added to the next step's (its request is not counted apart); unknown stays unknown."""
+        if self._opening and not calls:
+            if text.strip():
+                self._held.append(text)
+            if usage is not None:
+                self._held_usage = usage if self._held_usage is None else self._sum(self._held_usage, usage)
+            return
+        words = [*self._held, text] if text else self._held
+        self._held = []
+        if self._held_usage is not None and usage is not None:
+            usage = self._sum(self._held_usage, usage)
+        self._held_usage = None
+        self.bridge.step("\n\n".join(words), calls, usage)
+
+    @staticmethod
+    def _sum(a: Usage, b: Usage) -> Usage:
+        return Usage(a.prompt_tokens + b.prompt_tokens, a.completion_tokens + b.completion_tokens)
 
     def _node(self, agent: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         from livekit.agents import llm
@@ -212,7 +303,7 @@ class LiveKitAgent:
                         raise
                     bridge.fail(exc)
                     return
-                bridge.step("".join(text), calls, usage)
+                self._step("".join(text), calls, usage)
                 if not calls:
                     break
                 results = [await bridge.result(c.call_id) for c in calls]
