@@ -161,6 +161,7 @@ class LiveKitAgent:
         self._opening = False  # on_enter runs
         self._held: list[str] = []  # words said outside a step, said first in the next one
         self._held_usage: Usage | None = None  # the held steps' tokens
+        self._held_unknown = False  # a held step reported no tokens: the next step's are unknown
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
@@ -248,18 +249,23 @@ class LiveKitAgent:
     def _step(self, text: str, calls: list[ToolCallRequest], usage: Usage | None) -> None:
         """Hand one model step to the bridge, the words held until then (``say``, and the LLM's
         words while ``on_enter`` runs) first, a blank line between. A held step's tokens are
-        added to the next step's (its request is not counted apart); unknown stays unknown."""
+        added to the next step's (its request is not counted apart); unknown stays unknown: a held
+        step that reported none makes the next step's tokens unknown, never an undercount."""
         if self._opening and not calls:
             if text.strip():
                 self._held.append(text)
-            if usage is not None:
+            if usage is None:
+                self._held_unknown = True
+            else:
                 self._held_usage = usage if self._held_usage is None else self._sum(self._held_usage, usage)
             return
         words = [*self._held, text] if text else self._held
         self._held = []
-        if self._held_usage is not None and usage is not None:
+        if self._held_unknown:
+            usage = None  # part of what this step stands for was never counted
+        elif self._held_usage is not None and usage is not None:
             usage = self._sum(self._held_usage, usage)
-        self._held_usage = None
+        self._held_usage, self._held_unknown = None, False
         self.bridge.step("\n\n".join(words), calls, usage)
 
     @staticmethod
