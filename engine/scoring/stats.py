@@ -188,13 +188,41 @@ def value_interval(values: Sequence[float]) -> Interval | None:
     return difference_interval(a, list(values))  # the mean of (values - 0)
 
 
+@_unavailable_is_none
+def ratio_interval(pairs: Sequence[tuple[int, int]]) -> Interval | None:
+    """The 95 % interval of the pooled ratio sum(hits) / sum(total) of per-session (hits, total)
+    counts whose hits may pass the total (a WER: edits over reference words), not clipped to 1:
+    the bootstrap over sessions (BCa, seeded, the pairs resampled together; percentile when BCa
+    is undefined), so it brackets the pooled figure printed beside it. The ratio itself
+    (``constant``) when every session has the same ratio; None below two sessions or when the
+    bootstrap has no finite bound. Pairs with total 0 are left out."""
+    import numpy as np
+
+    kept = [(h, t) for h, t in pairs if t > 0]
+    if len(kept) < 2:
+        return None
+    hits = np.array([h for h, _ in kept], dtype=float)
+    total = np.array([t for _, t in kept], dtype=float)
+    ratios = hits / total
+    if np.all(ratios == ratios[0]):
+        return Interval(float(ratios[0]), float(ratios[0]), "constant")
+
+    def pooled(h: np.ndarray, t: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.sum(h, axis=axis) / np.sum(t, axis=axis)
+
+    ci = _bootstrap((hits, total), pooled, paired=True, upper=math.inf)
+    if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+        return None
+    return ci
+
+
 def _scenario_wilson(rate: float, scenarios: int) -> Interval | None:
     """Wilson's interval with the scenario count as the sample size (no spread to resample)."""
     ci = wilson(math.floor(rate * scenarios + 0.5), scenarios)
     return None if ci is None else Interval(ci.low, ci.high, WILSON_SCENARIOS)
 
 
-def _bootstrap(data: tuple[Any, ...], statistic: Any, paired: bool = False) -> Interval:
+def _bootstrap(data: tuple[Any, ...], statistic: Any, paired: bool = False, upper: float = 1.0) -> Interval:
     stats = _scipy_stats()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a degenerate resample is handled below, not printed
@@ -221,7 +249,7 @@ def _bootstrap(data: tuple[Any, ...], statistic: Any, paired: bool = False) -> I
                 rng=_rng(),
             )
             low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return Interval(max(0.0, low), min(1.0, high), BOOTSTRAP)
+    return Interval(max(0.0, low), min(upper, high), BOOTSTRAP)
 
 
 def mcnemar(b: int, c: int) -> float:

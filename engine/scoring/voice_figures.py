@@ -5,8 +5,9 @@ audio pooled over every agent turn (p50 / p90 / p95 by nearest rank) with the 95
 the per-session mean (:func:`engine.scoring.stats.value_interval`: sessions are resampled, as
 the turns of one call are not independent); counts of turns talking over the caller, barge-ins
 and long silences; the corpus WER and the key entities heard as meant, each with its interval
-over sessions (:func:`engine.scoring.stats.rate_interval`; the WER's is the interval of the
-per-session mean, as edits may outnumber the reference words).
+over sessions (:func:`engine.scoring.stats.rate_interval`; the WER's is
+:func:`engine.scoring.stats.ratio_interval`, the same bootstrap of the pooled figure but not
+clipped to 100 %, as edits may outnumber the reference words).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 
 from engine.core.records.voice import VoiceSummary
 from engine.core.records.voice_run import Share, Spread, VoiceFigures
-from engine.scoring.stats import rate_interval, value_interval
+from engine.scoring.stats import rate_interval, ratio_interval, value_interval
 
 #: What the latency's turn count counts: an agent turn is timed when the caller spoke before it and
 #: the agent spoke in it (the greeting, or a turn after a silent caller, has no latency).
@@ -56,16 +57,15 @@ def _spread(per_session: Sequence[Sequence[float]]) -> Spread:
 
 def _share(pairs: Sequence[tuple[int, int]], unit: str, bounded: bool = True) -> Share | None:
     """The pooled rate of per-session (hits, total) counts of ``unit`` and its interval: over
-    sessions for a rate in 0–1 (``rate_interval``: ``interval_by`` ``session``); for a WER (edits
-    may pass the reference words) the interval of the per-session mean, unclipped
-    (``value_interval``: ``session mean``)."""
+    sessions, ``interval_by`` ``session``: ``rate_interval`` for a rate in 0–1, ``ratio_interval``
+    (not clipped to 1) for a WER, whose edits may pass the reference words. Either interval is of
+    the pooled figure it stands beside."""
     pairs = [(h, t) for h, t in pairs if t > 0]
     if not pairs:
         return None
     hits, total = sum(h for h, _ in pairs), sum(t for _, t in pairs)
-    ci = rate_interval(pairs) if bounded else value_interval([h / t for h, t in pairs])
-    by = "session" if bounded else "session mean"
-    return Share(hits, total, round(hits / total, 4), ci, unit, len(pairs), by)
+    ci = rate_interval(pairs) if bounded else ratio_interval(pairs)
+    return Share(hits, total, round(hits / total, 4), ci, unit, len(pairs), "session")
 
 
 def share_text(share: Share | None, hits: str = "") -> str:

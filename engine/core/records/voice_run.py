@@ -61,9 +61,10 @@ class Share:
     """``hits`` of ``total`` (a rate, None when ``total`` is 0) and its 95 % interval. ``unit``
     names what ``total`` counts (``entities``, ``words``); ``sessions`` how many audio sessions
     they came from and ``interval_by`` what the interval resamples: ``session`` (the pooled
-    rate, sessions as the unit: the items of one call are not independent) or ``session mean``
-    (the mean of the per-session rates: a WER, whose edits may pass the words). The three are
-    None in a summary written before they were recorded."""
+    rate, sessions as the unit: the items of one call are not independent; a WER's interval is
+    not clipped at 1) or, in older summaries, ``session mean`` (a WER's interval was then of the
+    mean of the per-session WERs). The three are None in a summary written before they were
+    recorded."""
 
     hits: int
     total: int

@@ -35,7 +35,7 @@ def test_the_voice_summary_says_what_it_counts_and_report_prints_it_again(
     voice = json.loads((out / "summary.json").read_text())["voice"]
     ent, wer = voice["entities"], voice["wer"]
     assert (ent["unit"], ent["sessions"], ent["interval_by"]) == ("entities", 1, "session")
-    assert (wer["unit"], wer["sessions"], wer["interval_by"]) == ("words", 1, "session mean")
+    assert (wer["unit"], wer["sessions"], wer["interval_by"]) == ("words", 1, "session")
     assert voice["matched"]["unit"] == "turns" and voice["matched"]["total"] >= 1
     # the stdout block: together, its cache line last, the note after it and only there
     start = next(i for i, line in enumerate(printed) if line.startswith("Voice (1 audio session):"))

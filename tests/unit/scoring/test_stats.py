@@ -186,3 +186,39 @@ def test_compare_with_one_paired_scenario_prints_no_interval() -> None:
     assert one.text().startswith("-100.0 pt [95% CI: n too small], exact McNemar")
     assert stats.difference_interval([1.0], [0.0]) is None and stats.difference_interval([], []) is None
     assert stats.difference_interval([1.0, 1.0], [0.0, 0.0]) is not None  # two scenarios agree
+
+
+def _pooled(h: np.ndarray, t: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.sum(h, axis=axis) / np.sum(t, axis=axis)
+
+
+def test_a_wers_interval_is_the_bootstrap_of_the_pooled_wer_it_stands_beside() -> None:
+    """Issue: the run's WER was the pooled edits / words, its interval that of the mean of the
+    per-session WERs, which here lies far from the pooled figure and leaves it out."""
+    pairs = [(1, 1)] * 10 + [(5, 100)] * 20  # ten one-word sessions all wrong, long ones at 5 %
+    hits = np.array([h for h, _ in pairs], dtype=float)
+    total = np.array([t for _, t in pairs], dtype=float)
+    pooled = hits.sum() / total.sum()
+    ci = stats.ratio_interval(pairs)
+    assert ci is not None and ci.method == stats.BOOTSTRAP
+    assert ci.low <= pooled <= ci.high
+    expected = scipy.stats.bootstrap(
+        (hits, total),
+        _pooled,
+        paired=True,
+        vectorized=True,
+        n_resamples=RESAMPLES,
+        confidence_level=0.95,
+        method="BCa",
+        rng=np.random.default_rng(SEED),
+    ).confidence_interval
+    assert (ci.low, ci.high) == pytest.approx((expected.low, expected.high))
+    old = stats.value_interval([h / t for h, t in pairs])  # what the interval used to be
+    assert old is not None and not old.low <= pooled <= old.high
+
+
+def test_a_wer_above_one_keeps_its_interval_above_one() -> None:
+    ci = stats.ratio_interval([(3, 2), (5, 3), (4, 2), (7, 4)])  # more edits than words
+    assert ci is not None and ci.high > 1.0 and ci.low <= 19 / 11 <= ci.high
+    assert stats.ratio_interval([(1, 2), (2, 4)]) == stats.Interval(0.5, 0.5, "constant")
+    assert stats.ratio_interval([(1, 2)]) is None and stats.ratio_interval([(1, 2), (3, 0)]) is None
