@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from engine.core.render import SPOKEN_DIGITS
-from engine.session.voice.cache import VoiceCache, recognition_key
+from engine.session.voice.cache import VoiceCache, computed_once, recognition_key
 from engine.session.voice.pcm import wav_bytes
 from engine.session.voice.pool import in_worker
 from engine.util.errors import UsageError
@@ -142,14 +142,9 @@ async def hear(
         return ""
     identity = recognizer_identity(recognizer) if cache is not None else None
     key = recognition_key(identity, pcm, rate, digest=digest) if identity is not None else None
-    if cache is not None and key is not None:
-        hit = cache.get(key)
-        if isinstance(hit, str):
-            return hit
-    text = await in_worker(recognizer.transcribe, pcm, rate)
-    if cache is not None and key is not None:
-        cache.put(key, text)
-    return text
+    if cache is not None and key is not None:  # the same samples being heard right now: once
+        return await computed_once(cache, key, lambda: in_worker(recognizer.transcribe, pcm, rate), str)
+    return await in_worker(recognizer.transcribe, pcm, rate)
 
 
 _NUMBER = re.compile(r"\d")

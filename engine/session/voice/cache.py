@@ -26,14 +26,17 @@ verdicts, voice figures and DB hashes are a cold run's.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: The environment variable naming the voice cache folder, or ``off`` / ``none`` for no cache.
 VOICE_CACHE_ENV = "EVALCTL_VOICE_CACHE"
@@ -261,3 +264,43 @@ def default_cache() -> VoiceCache | None:
     """The run's voice cache (:func:`voice_cache_dir`), or None when ``$EVALCTL_VOICE_CACHE`` is off."""
     folder = voice_cache_dir()
     return None if folder is None else VoiceCache(folder)
+
+
+#: The lookups under way in this process, by event loop and key: a second session asking for a
+#: line or a transcript another session is computing right now waits for that one.
+_PENDING: dict[tuple[int, str], asyncio.Future[Any]] = {}
+_AGAIN = object()  # the computing session was cancelled: a waiter computes it itself
+
+
+async def computed_once(cache: VoiceCache, key: str, make: Callable[[], Awaitable[T]], kind: type[T]) -> T:
+    """The value under ``key``: from ``cache`` when it holds one of type ``kind``; else, when
+    another task of this event loop is computing the same key, that computation's value (or its
+    exception: the same input fails the same way); else ``await make()``, stored under ``key``.
+    So two sessions starting the same line at once (a cold run's shared greeting) synthesise or
+    recognise it once. A computation cancelled with its session is not shared: its waiters each
+    compute it. Raises what ``make`` raises."""
+    hit = cache.get(key)
+    if isinstance(hit, kind):
+        return hit
+    slot = (id(asyncio.get_running_loop()), key)
+    while (pending := _PENDING.get(slot)) is not None:
+        value = await asyncio.shield(pending)
+        if value is not _AGAIN:
+            return value
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    _PENDING[slot] = future
+    try:
+        value = await make()
+    except asyncio.CancelledError:
+        future.set_result(_AGAIN)
+        raise
+    except BaseException as err:
+        future.set_exception(err)
+        future.exception()  # retrieved here: no "never retrieved" warning when nobody waited
+        raise
+    else:
+        cache.put(key, value)  # type: ignore[arg-type]
+        future.set_result(value)
+        return value
+    finally:
+        del _PENDING[slot]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
-from engine.session.voice.cache import VoiceCache, synthesis_key
+from engine.session.voice.cache import VoiceCache, computed_once, synthesis_key
 from engine.session.voice.pcm import silence, tone
 from engine.session.voice.pool import in_worker
 
@@ -195,7 +195,8 @@ class CachedSynthesizer:
     """``inner`` with its output kept in ``cache`` under
     :func:`engine.session.voice.cache.synthesis_key` of ``identity`` (:func:`synth_identity`),
     the text and the rate: a line said again (this run or a later one) is read, not
-    synthesised. The same samples either way."""
+    synthesised, and a line another session is synthesising right now is waited for
+    (:func:`engine.session.voice.cache.computed_once`). The same samples either way."""
 
     inner: Synthesizer
     cache: VoiceCache
@@ -213,12 +214,7 @@ class CachedSynthesizer:
         if not text.strip():
             return b""
         key = synthesis_key(self.identity, text, rate)
-        hit = self.cache.get(key)
-        if isinstance(hit, bytes):
-            return hit
-        pcm = await self.inner.synthesize(text, rate)
-        self.cache.put(key, pcm)
-        return pcm
+        return await computed_once(self.cache, key, lambda: self.inner.synthesize(text, rate), bytes)
 
 
 def cached(tts: Synthesizer, cache: VoiceCache | None) -> Synthesizer:
