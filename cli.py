@@ -322,7 +322,9 @@ def _prices(value: str | None) -> Any:
     type=click.IntRange(min=1),
     metavar="N",
     help="Processes that run the sessions (one run folder, one summary). Default: the machine's cores; "
-    "small runs stay in one process.",
+    "small runs stay in one process, except that an agent running your own code (python:, pipecat:, "
+    "livekit:) runs in a supervised worker so its crash fails its sessions, not the run. --workers 1: "
+    "everything in this process (breakpoints in your agent work).",
 )
 @click.option(
     "--shard",
@@ -508,6 +510,7 @@ def run_cmd(
         keep_errors=keep_errors,
         shard=shard,
         workers=workers or cpu_count(),
+        isolate_agent_code=workers != 1,  # --workers 1: all in this process (a debugger works)
     )
     if conditions is not None:
         from engine.commands.conditions import parse_conditions, run_conditions

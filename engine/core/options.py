@@ -110,8 +110,15 @@ class RunOptions:
     #: ``--shard I/N``: run only that slice of the selection (``engine.run.shard``); a setting, so a
     #: resume of a shard run keeps it.
     shard: str | None = None
-    #: Worker processes sharing the run (``--workers``; ``engine.run.workers``): 1 runs in this process.
+    #: Worker processes sharing the run (``--workers``; ``engine.run.workers``): 1 runs in this process
+    #: (but see ``isolate_agent_code``).
     workers: int = 1
+    #: An agent running the user's own code in evalctl's process (``python:``, ``pipecat:``,
+    #: ``livekit:``) runs in a supervised worker process even when the run has one (Linux, forked:
+    #: milliseconds), so that its crash or a blocked event loop fails its own sessions instead of
+    #: taking the run (``engine.run.workers``). False (the CLI's ``--workers 1``): in this process,
+    #: where a debugger's breakpoint in the agent works.
+    isolate_agent_code: bool = True
     #: ``--trials auto[:MAX]``: the width (0–1) of the overall rate's 95 % interval at which an
     #: adaptive run stops spending trials (``engine.run.adaptive``; ``trials`` is then MAX); None:
     #: every scenario runs ``trials`` times.

@@ -26,6 +26,12 @@ def passed(metrics: MetricsRecord | None, result: SessionResult) -> bool:
 class Sink(Protocol):
     """Where a run's finished sessions go: a :class:`Progress`, or a worker's pipe to its run."""
 
+    def started(self, scenario_name: str, trial: int) -> None:
+        """The session ``scenario_name`` #``trial`` is about to talk to the sides (each attempt)."""
+
+    def talked(self, result: SessionResult) -> None:
+        """That session's conversation is over (``result``); storing and scoring it come next."""
+
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None: ...
 
 
@@ -75,6 +81,12 @@ class Progress:
         self.total += more
         if self._bar is not None:
             self._bar.update(self._task, total=self.total)
+
+    def started(self, scenario_name: str, trial: int) -> None:
+        """Nothing to show until the session ends."""
+
+    def talked(self, result: SessionResult) -> None:
+        """Nothing to show until the session is scored."""
 
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         """Record one finished session and show it."""

@@ -211,7 +211,7 @@ async def _run_locked(
     try:
         with progress:
             count = workers.worker_count(opts, len(jobs), voice)
-            if count > 1:
+            if count > 1 or workers.isolated(opts):  # isolated: the agent's own code in one worker
                 try:
                     batch = jobs
                     while batch:
@@ -380,7 +380,9 @@ async def _run_jobs(
                 if breaker.tripped:  # the endpoint is down: not tried once more per session
                     result = breaker.not_run(scenario, trial)
                 else:
+                    progress.started(scenario.name, trial)  # a supervised worker's crash names it
                     result = await _session(scenario, trial, setup, uris, builtin, opts, wrap, attempt)
+                    progress.talked(result)
                     breaker.record(result)
             audio = voice.artifacts(call) if voice is not None and call is not None else None
             metrics, failure = await scorer.finish(scenario, result, superseded, audio)

@@ -4,10 +4,13 @@ run folder (preparing only its share's scenarios, each for as long as its sessio
 report each finished session to the run's process over a pipe. SIGTERM stops it the way Ctrl-C
 stops a run: the sessions in flight are cancelled, the finished ones are kept.
 
-Messages (``(kind, body)`` tuples): ``("done", [(Finished, Outcome, SummaryRow or None), ...])`` for
+Messages (``(kind, body)`` tuples): ``("started", (name, trial))`` as each session starts, when the
+task asks for it (``report_starts``: the agent's own code runs here), then ``("talked", SessionResult)``
+as its conversation ends, ``("done", [(Finished, Outcome, SummaryRow or None), ...])`` for
 finished sessions (their progress line, their ``engine.results.outcomes.Outcome`` and, when scored, their
 row of the summary's running totals: the run's process reads no result folder back),
 ``("scoring_error", (key, message))`` per session that could not be stored or scored, and
+``("alive", None)`` every ``BEAT_S`` seconds (with ``report_starts``: its event loop runs) and
 ``("end", None)`` last, when the worker ran or was stopped without crashing.
 """
 
@@ -25,6 +28,7 @@ from engine.results.outcomes import Outcome, outcome
 from engine.results.resume import Job
 from engine.results.run_report import RunReport
 from engine.results.scorer import release_threads
+from engine.run import workers
 from engine.run.progress import Finished
 from engine.run.runner import run_here
 from engine.run.workers import WorkerTask
@@ -43,8 +47,11 @@ class _Pipe:
     """The worker's progress sink: finished sessions, sent to the run in small batches (at most
     :data:`FLUSH_S` late). A session not yet sent when the worker dies is found on disk by the run."""
 
-    def __init__(self, conn: Connection, report: RunReport, main: asyncio.Task[Any] | None):
+    def __init__(
+        self, conn: Connection, report: RunReport, main: asyncio.Task[Any] | None, report_starts: bool = False
+    ):
         self.conn = conn
+        self.report_starts = report_starts
         self.report = report
         self.main = main
         self.batch: list[tuple[Finished, Outcome, SummaryRow | None]] = []
@@ -58,6 +65,18 @@ class _Pipe:
         except OSError:
             if self.main is not None:
                 self.main.cancel()
+
+    def started(self, scenario_name: str, trial: int) -> None:
+        """Sent at once (``report_starts``): should this process die, the run knows which sessions
+        it was running (the agent's failures) and which it never started (run elsewhere)."""
+        if self.report_starts:
+            self.send(("started", (scenario_name, trial)))
+
+    def talked(self, result: SessionResult) -> None:
+        """Sent at once (``report_starts``) with the whole result: should this process die before
+        the session is scored, the run scores it (its verdict, not the crash's)."""
+        if self.report_starts:
+            self.send(("talked", result))
 
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         key = f"{result.scenario_name}#{result.trial}"
@@ -79,6 +98,12 @@ class _Pipe:
             self.batch = []
 
 
+def _beat(pipe: _Pipe, loop: asyncio.AbstractEventLoop) -> None:
+    """Send ``("alive", None)`` now and every ``engine.run.workers.BEAT_S`` seconds."""
+    pipe.send(("alive", None))
+    loop.call_later(workers.BEAT_S, _beat, pipe, loop)
+
+
 async def _work(task: WorkerTask, conn: Connection) -> None:
     opts = task.opts
     # forked: the run's scenario index (shells only); spawned: indexed here (checked again)
@@ -96,7 +121,9 @@ async def _work(task: WorkerTask, conn: Connection) -> None:
     }
     report = RunReport(task.run_dir)
     loop, me = asyncio.get_running_loop(), asyncio.current_task()
-    pipe = _Pipe(conn, report, me)
+    pipe = _Pipe(conn, report, me, task.report_starts)
+    if task.report_starts:  # signs of life: the run kills a worker whose event loop stays blocked
+        _beat(pipe, loop)
     if me is not None:
         loop.add_signal_handler(signal.SIGTERM, me.cancel)
     with heap.settled(), contextlib.suppress(asyncio.CancelledError):

@@ -29,6 +29,17 @@ end without reading the result folders back.
   only: each gets the verdict ``error`` (source ``engine``, the message names the worker's exit
   code), written by the run's process; ``--resume`` runs them again. A session whose
   ``metrics.json`` was already written counts as done.
+- An agent that runs the user's own code in the worker (``python:``, ``pipecat:``, ``livekit:``;
+  ``runs_user_code``) is the one to answer for its process: each worker reports every session as
+  it starts, and when one dies, the sessions it had in flight get the agent's ``agent_error`` (never
+  an ``error`` left out of the rates: an agent must not be able to turn a hard scenario into one by
+  crashing), while those it had not started run in a new worker (they were never tried, so no
+  session gets a second attempt). Such an agent runs in one supervised worker even when the run is
+  small enough for one process (:func:`isolated`), so its crash never takes the run and its summary.
+  A session whose conversation had ended is scored by the run's process with its real result. Such
+  a worker also sends a sign of life every :data:`BEAT_S`; one silent for the turn timeout plus
+  :data:`HANG_GRACE_S` (its event loop blocked by the agent's code, so no timeout can fire in it) is
+  killed and handled as a crash: a blocked agent cannot hang the run.
 """
 
 from __future__ import annotations
@@ -68,6 +79,12 @@ if TYPE_CHECKING:
 MIN_JOBS_PER_WORKER = 40
 #: Seconds the run's process waits for stopped workers to finish their writes before killing them.
 STOP_GRACE_S = 20.0
+#: Seconds between a user-code agent's worker's signs of life (its event loop runs: ``("alive", None)``).
+BEAT_S = 2.0
+#: Seconds beyond the run's turn timeout that such a worker may stay silent before it is killed: its
+#: event loop is blocked (a synchronous call in the agent's async code), so no timeout of its own
+#: can fire, and by then every turn in flight is past the turn timeout.
+HANG_GRACE_S = 10.0
 #: The module a worker runs (``main(task, conn)``); named, not imported: it imports the runner.
 CHILD = "engine.run.worker_child"
 
@@ -91,6 +108,7 @@ class WorkerTask:
     jobs: tuple[tuple[str, int, str, tuple[SpentUsage, ...]], ...]
     number: int = 1
     loaded: Any = None  # the run's scenario index, for a forked worker (never pickled)
+    report_starts: bool = False  # send ("started", (name, trial)) as each session starts
 
 
 @dataclass
@@ -99,6 +117,10 @@ class _Worker:
     process: Any
     conn: Connection
     reported: set[tuple[str, int]] = field(default_factory=set)
+    started: set[tuple[str, int]] = field(default_factory=set)  # with ``task.report_starts``
+    talked: dict[tuple[str, int], SessionResult] = field(default_factory=dict)  # ended, not yet scored
+    heard: float = 0.0  # loop time of its last message (or its start)
+    silent_s: float | None = None  # killed after this many seconds without a message (a blocked loop)
     ended: bool = False  # sent its last message (it finished or was stopped)
     closed: asyncio.Future[None] | None = None
 
@@ -124,6 +146,29 @@ def worker_count(opts: RunOptions, jobs: int, voice: VoiceRun | None) -> int:
                 f"({type(err).__name__}); leave --workers out or give --workers 1"
             ) from None
     return count
+
+
+def isolated(opts: RunOptions) -> bool:
+    """True when a run that needs one process runs in one supervised worker instead: its agent
+    runs the user's own code (:func:`_agent_runs_here`), ``opts.isolate_agent_code`` is set and
+    the worker can be forked (:func:`start_method`: milliseconds, nothing to pickle; where only
+    spawning is possible, a second of start-up per run, the run stays in this process, and says
+    so unless ``opts.quiet``). Lets this process's idle helper threads go first (an earlier run's
+    writer, the statistics import): they would rule the fork out."""
+    if not (opts.isolate_agent_code and _agent_runs_here(opts)):
+        return False
+    release_threads()
+    if _PRELOAD is not None:
+        _PRELOAD.join()
+    if start_method() == "fork":
+        return True
+    if not opts.quiet:
+        print(
+            "evalctl: the agent's own code runs in this process (no worker can be forked here: "
+            "other threads run, or this is not Linux); a crash in it ends the run",
+            file=sys.stderr,
+        )
+    return False
 
 
 def start_method() -> Literal["fork", "spawn"]:
@@ -187,7 +232,27 @@ async def run_in_workers(
     """Run ``jobs`` in ``count`` worker processes (module docstring); each finished session goes
     to ``progress``, its outcome to ``report.outcomes`` and its summary row to ``report.totals``;
     scoring errors the workers report go to ``report.scoring_errors``.
-    Cancellation stops the workers (then re-raises); a worker that dies fails its own sessions."""
+    Cancellation stops the workers (then re-raises); a worker that dies fails its own sessions
+    (those a user-code agent's worker had not started run again in new workers: each round runs
+    fewer jobs than the one before, since its dead workers had finished or failed one at least)."""
+    while jobs:
+        jobs = await _round(jobs, count, opts, run_dir, invocation, voice, progress, report, loaded)
+        count = max(1, min(count, len(jobs) // MIN_JOBS_PER_WORKER))
+
+
+async def _round(
+    jobs: list[Job],
+    count: int,
+    opts: RunOptions,
+    run_dir: Path,
+    invocation: str,
+    voice: Any,
+    progress: Progress,
+    report: Any,
+    loaded: Any = None,
+) -> list[Job]:
+    """One round of :func:`run_in_workers`: ``jobs`` in ``count`` workers; returns the jobs to run
+    again (those a dead user-code agent's worker never started)."""
     global _PRELOAD
     loop = asyncio.get_running_loop()
     release_threads()  # idle write threads would make forking unsafe
@@ -198,8 +263,10 @@ async def run_in_workers(
     ctx = multiprocessing.get_context("fork") if method == "fork" else multiprocessing.get_context("spawn")
     workers: list[_Worker] = []
     by_key = {(j.scenario.name, j.trial): j for j in jobs}
+    own_code = _agent_runs_here(opts)
     try:
         for task in _tasks(jobs, count, opts, run_dir, invocation, voice):
+            task = dataclasses.replace(task, report_starts=own_code)
             if method == "fork":  # the worker starts with this process's loaded specs
                 task = dataclasses.replace(task, loaded=loaded)
             recv, send = ctx.Pipe(duplex=False)
@@ -211,11 +278,17 @@ async def run_in_workers(
             )
             proc.start()
             send.close()  # the worker holds the only writing end: its exit closes the pipe
-            worker = _Worker(task, proc, recv, closed=loop.create_future())
+            worker = _Worker(task, proc, recv, closed=loop.create_future(), heard=loop.time())
             loop.add_reader(recv.fileno(), _reader(worker, progress, report))
             workers.append(worker)
         _PRELOAD = stats.preload()  # every worker is forked: the summary's statistics load meanwhile
-        await asyncio.gather(*(asyncio.shield(w.closed) for w in workers if w.closed is not None))
+        limit = opts.turn_timeout_s + HANG_GRACE_S + (0.0 if method == "fork" else 60.0)  # spawn: imports
+        watch = asyncio.create_task(_watch(workers, limit)) if own_code else None
+        try:
+            await asyncio.gather(*(asyncio.shield(w.closed) for w in workers if w.closed is not None))
+        finally:
+            if watch is not None:
+                watch.cancel()
     except asyncio.CancelledError:
         await _stop(workers)
         raise
@@ -223,16 +296,43 @@ async def run_in_workers(
         for w in workers:
             with contextlib.suppress(Exception):
                 loop.remove_reader(w.conn.fileno())
+    again: list[Job] = []
     for w in workers:
         await off_loop(w.process.join, STOP_GRACE_S)
         if not w.ended:
-            await _fail_unfinished(w, by_key, opts, run_dir, invocation, progress, report, loaded)
+            # its untried sessions run again only when it finished or failed one at least
+            untried = [k for k in _keys(w) if k not in w.started] if w.started else []
+            await _fail_unfinished(w, by_key, opts, run_dir, invocation, progress, report, loaded, untried)
+            again += [by_key[k] for k in untried]
+    return again
+
+
+async def _watch(workers: list[_Worker], limit: float) -> None:
+    """Kill each worker silent for more than ``limit`` seconds (its event loop is blocked)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(min(BEAT_S, limit / 2))
+        now = loop.time()
+        for w in workers:
+            if (
+                w.closed is not None
+                and not w.closed.done()
+                and now - w.heard > limit
+                and w.process.is_alive()
+            ):
+                w.silent_s = now - w.heard
+                w.process.kill()
+
+
+def _keys(worker: _Worker) -> list[tuple[str, int]]:
+    return [(name, trial) for name, trial, _, _ in worker.task.jobs]
 
 
 def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], None]:
     """The pipe's read callback: one message per call; EOF closes the worker."""
 
     def read() -> None:
+        worker.heard = asyncio.get_running_loop().time()
         try:
             kind, body = worker.conn.recv()
         except (EOFError, OSError):
@@ -243,10 +343,16 @@ def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], No
         if kind == "done":
             for fin, done, row in body:
                 worker.reported.add((fin.scenario_name, fin.trial))
+                worker.talked.pop((fin.scenario_name, fin.trial), None)
                 report.outcomes.append(done)
                 if row is not None:
                     report.totals.add_row(row)
                 progress.show(fin)
+        elif kind == "started":
+            worker.started.add(body)
+            worker.talked.pop(body, None)  # a new attempt (a broken caller's session run again)
+        elif kind == "talked":
+            worker.talked[(body.scenario_name, body.trial)] = body
         elif kind == "scoring_error":
             key, message = body
             report.scoring_errors[key] = message
@@ -287,31 +393,74 @@ async def _fail_unfinished(
     progress: Progress,
     report: Any,
     loaded: Any = None,
+    untried: list[tuple[str, int]] | None = None,
 ) -> None:
-    """The sessions of a worker that died without finishing: this run's stored verdict counts as
-    done; a folder holding a stored conversation (an earlier attempt's, or this run's not yet
-    scored) is left as it is and the session counts as not scored (``--resume`` completes it);
-    the others get the verdict ``error`` (source ``engine``). A folder that cannot be written is
+    """The sessions of a worker that died without finishing, except ``untried`` (run again): this
+    run's stored verdict counts as done; a folder holding a stored conversation (an earlier
+    attempt's, or this run's not yet scored) is left as it is and the session counts as not scored
+    (``--resume`` completes it); the others get the verdict ``error`` (source ``engine``), or
+    ``agent_error`` when the agent's own code ran in the worker. A folder that cannot be written is
     counted as not scored too: the run still writes its summary."""
     proc = worker.process
     why = f"worker process {worker.task.number} (pid {proc.pid}) {_exit_text(proc.exitcode)}"
+    if worker.silent_s is not None:
+        why = (
+            f"worker process {worker.task.number} (pid {proc.pid}) was killed after {worker.silent_s:.0f} s "
+            "without a sign of life (its event loop was blocked: a synchronous call in async code?)"
+        )
+    skip = set(untried or ())
+    if not opts.quiet:
+        lost = len([k for k in _keys(worker) if k not in worker.reported]) - len(skip)
+        again = f"; its {len(skip)} session(s) not yet started run in a new worker" if skip else ""
+        print(f"evalctl: {why} before reporting {lost} session(s){again}", file=sys.stderr)
     # an agent whose own code runs in the worker (python:, pipecat:, livekit:) took its process
     # with it: its failure, never an error left out of the rates (the engine cannot tell its
     # crash from ours, and the agent must not be able to turn a hard scenario into an error)
-    own_code = _agent_runs_here(opts)
     scoring = dataclasses.replace(opts.scoring, judge_model=None)  # nothing to judge
     scorer = Scorer(run_dir, opts.trials, scoring, 1, invocation)
+    judged = Scorer(run_dir, opts.trials, opts.scoring, 1, invocation) if worker.talked else scorer
+    try:
+        await _fail_each(worker, by_key, opts, run_dir, invocation, progress, report, loaded, skip, why,
+                         scorer, judged)  # fmt: skip
+    finally:
+        await scorer.aclose()
+        if judged is not scorer:
+            await judged.aclose()
+
+
+async def _fail_each(
+    worker: _Worker,
+    by_key: dict[tuple[str, int], Job],
+    opts: RunOptions,
+    run_dir: Path,
+    invocation: str,
+    progress: Progress,
+    report: Any,
+    loaded: Any,
+    skip: set[tuple[str, int]],
+    why: str,
+    scorer: Scorer,
+    judged: Scorer,
+) -> None:
+    own_code = _agent_runs_here(opts)
     for name, trial, _, superseded in worker.task.jobs:
-        if (name, trial) in worker.reported:
+        if (name, trial) in worker.reported or (name, trial) in skip:
             continue
         key = f"{name}#{trial}"
         sdir = scenario_dir(run_dir, name, trial, opts.trials)
         metrics = read_metrics(sdir / METRICS)
         stored = read_session(sdir)
         lost = f"{why} before this session finished"
+        talked = worker.talked.get((name, trial))
         if stored is not None and metrics is not None and stored.invocation == invocation:
             # it had: the reason this run's own session wrote in its metrics.json
             result = SessionResult(name, trial, cast(StopReason, metrics.stop_reason), error=metrics.error)
+        elif talked is not None:  # its conversation had ended: stored and scored here, as it went
+            result = talked
+            metrics = await _store(judged, by_key[(name, trial)], result, superseded, loaded, report, lost)
+            if metrics is None:
+                progress.show(Finished.of(result, None))
+                continue
         elif stored is not None:  # a stored conversation (an earlier attempt's, or unscored): kept
             result = SessionResult(name, trial, "error", error=lost, error_source="engine")
             report.scoring_errors[key] = f"{lost}; the conversation stored in its folder is kept"
@@ -319,26 +468,44 @@ async def _fail_unfinished(
             continue
         else:
             if own_code:
-                lost = f"{why} before this session finished: the agent's own code runs in that process"
+                when = (
+                    "while this session ran"
+                    if (name, trial) in worker.started
+                    else "before this session finished"
+                )
+                lost = f"{why} {when}: the agent's own code runs in that process"
                 result = SessionResult(name, trial, "agent_error", error=lost)
             else:
                 result = SessionResult(name, trial, "error", error=lost, error_source="engine")
-            scenario = by_key[(name, trial)].scenario
-            try:
-                if loaded is not None:  # a shell of the run's index: its folder needs the whole scenario
-                    scenario = loaded.prepare(name)
-                try:
-                    await scorer.store(scenario, result, superseded)
-                    metrics = await scorer.score(scenario, result, superseded)
-                finally:
-                    if loaded is not None:
-                        loaded.release(name)
-            except (OSError, SpecError) as err:  # e.g. the disk is full: the run still ends with its summary
-                report.scoring_errors[key] = f"{lost}; its error could not be written: {err}"
+            metrics = await _store(scorer, by_key[(name, trial)], result, superseded, loaded, report, lost)
+            if metrics is None:
                 progress.show(Finished.of(result, None))
                 continue
         report.add(result, metrics)
         progress.show(Finished.of(result, metrics))
+
+
+async def _store(
+    scorer: Scorer, job: Job, result: SessionResult, superseded: Any, loaded: Any, report: Any, lost: str
+) -> Any:
+    """Store and score ``result`` (the job's session) in the run's process; its metrics, or None
+    when its folder cannot be written or scored (then in ``report.scoring_errors``)."""
+    name, key = job.scenario.name, f"{job.scenario.name}#{job.trial}"
+    scenario = job.scenario
+    try:
+        if loaded is not None:  # a shell of the run's index: its folder needs the whole scenario
+            scenario = loaded.prepare(name)
+        try:
+            metrics, failure = await scorer.finish(scenario, result, superseded)
+        finally:
+            if loaded is not None:
+                loaded.release(name)
+    except (OSError, SpecError) as err:  # e.g. the disk is full: the run still ends with its summary
+        report.scoring_errors[key] = f"{lost}; its result could not be written: {err}"
+        return None
+    if failure is not None:
+        report.scoring_errors[key] = failure
+    return metrics
 
 
 def _agent_runs_here(opts: RunOptions) -> bool:

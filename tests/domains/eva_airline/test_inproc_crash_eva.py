@@ -1,0 +1,54 @@
+"""evalctl run specs/eva_airline with an in-process agent (``python:``) that crashes its process in
+one scenario: the run survives in its supervised worker (``engine.run.workers.isolated``), the
+crashed session is the agent's ``agent_error``, the others are scored, the summary is written;
+``--workers 1`` keeps the agent in the run's own process, as asked."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import REPO, SPEC_DIR
+from tests.unit.scale.isolation_child import CRASHER
+
+
+def _metrics(run_dir: Path) -> dict[str, dict[str, Any]]:
+    return {
+        p.relative_to(run_dir).parts[0]: json.loads(p.read_text()) for p in run_dir.glob("**/metrics.json")
+    }
+
+
+EVA = ("eva_airline__1_1_3", "eva_airline__1_1_4", "eva_airline__7_2_2")
+
+
+def test_the_cli_run_on_eva_survives_the_agents_crash_and_says_so(tmp_path: Path, data_root: Path) -> None:
+    """``evalctl run specs/eva_airline`` (default --workers): the summary is written, the exit code
+    is a run's own; ``--workers 1`` keeps the agent in the run's process, as asked."""
+    path = tmp_path / "crasher.py"
+    path.write_text(CRASHER)
+    crasher = f"python:{path}:make"
+    argv = [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
+            "--scenarios", ",".join(EVA), "--agent", crasher, "--concurrency", "1"]  # fmt: skip
+    env = {**os.environ, "CRASH_ON": EVA[1], "PYTHONPATH": str(REPO)}
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [*argv, "--output-dir", str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr  # a run of FAILs (exit 0), not the agent's exit code 9
+    assert "exited with code 9 before reporting " in done.stderr
+    assert "session(s) not yet started run in a new worker" in done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["results"] == 3 and summary["errors"] == 0 and summary["missing"] == []
+    found = _metrics(out)
+    assert (
+        found[EVA[1]]["stop_reason"] == "agent_error" and "while this session ran" in found[EVA[1]]["error"]
+    )
+    assert [found[n]["stop_reason"] for n in (EVA[0], EVA[2])] == ["exit", "exit"]  # its goodbye
+    here = tmp_path / "here"
+    kept = subprocess.run([*argv, "--workers", "1", "--output-dir", str(here)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert kept.returncode == 9 and not (here / "summary.json").exists()

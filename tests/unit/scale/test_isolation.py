@@ -1,0 +1,119 @@
+"""An agent running the user's own code (``python:``) in a run small enough for one process runs
+in one supervised worker (``engine.run.workers.isolated``): its crash (``os._exit``, a segfault)
+fails the sessions it had in flight as the agent's ``agent_error``, the sessions it had not started
+run in a new worker, and the run writes its summary; a worker whose event loop stays blocked is
+killed and handled the same way. ``isolate_agent_code=False`` (the CLI's ``--workers 1``) keeps
+everything in this process. Each run is made in a fresh interpreter (``isolation_child``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+from tests.unit.scale.helpers import NAMES
+from tests.unit.scale.isolation_child import CRASHER
+
+
+def _metrics(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per scenario (one trial), its ``metrics.json``."""
+    return {
+        p.relative_to(run_dir).parts[0]: json.loads(p.read_text()) for p in run_dir.glob("**/metrics.json")
+    }
+
+
+def _all_metrics(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (scenario, trial folder), its ``metrics.json``."""
+    return {
+        (p.parent.parent.name, p.parent.name): json.loads(p.read_text())
+        for p in run_dir.glob("*/trial_*/metrics.json")
+    }
+
+
+def _run(tmp_path: Path, env: dict[str, str] | None = None, **args: Any) -> dict[str, Any]:
+    """The mock shop run in a fresh interpreter with ``args`` (``isolation_child``); its JSON line."""
+    args = {"scenarios": list(NAMES), "output_dir": str(tmp_path / "run"), "quiet": True, **args}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.unit.scale.isolation_child", json.dumps(args)],
+        cwd=REPO, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.fixture
+def crasher(tmp_path: Path) -> str:
+    path = tmp_path / "crasher.py"
+    path.write_text(CRASHER)
+    return f"python:{path}:make"
+
+
+def test_a_crash_fails_the_session_it_ran_and_the_others_still_run(tmp_path: Path, crasher: str) -> None:
+    """Before: the run's process died with the agent's, and no summary was written."""
+    out = _run(tmp_path, {"CRASH_ON": NAMES[1]}, agent=crasher, trials=2, concurrency=1)
+    assert out == {"exit_code": 0, "isolated": True, "seen": 0}
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["results"] == 6 and summary["errors"] == 0 and summary["missing"] == []
+    found = _all_metrics(tmp_path / "run")
+    assert len(found) == 6
+    for (name, _), metrics in found.items():
+        if name == NAMES[1]:  # one at a time: each crash was in this scenario's session alone
+            assert metrics["stop_reason"] == "agent_error" and metrics["is_successful"] is False
+            assert "while this session ran" in metrics["error"] and "exited with code 9" in metrics["error"]
+        else:  # ended before a crash (scored by the run's process if need be), or run by the next worker
+            assert metrics["stop_reason"] == "exit" and metrics["error"] is None
+
+
+def test_an_agent_that_crashes_every_session_ends_with_every_session_its_failure(
+    tmp_path: Path, crasher: str
+) -> None:
+    """Each worker round fails at least one session, so the rounds end; nothing is an ``error``."""
+    out = _run(tmp_path, agent=crasher, trials=3, concurrency=2)
+    assert out["exit_code"] == 0 and out["isolated"] is True
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["results"] == 9 and summary["errors"] == 0 and summary["overall"]["passed"] == 0
+    assert [m["stop_reason"] for m in _all_metrics(tmp_path / "run").values()] == ["agent_error"] * 9
+
+
+def test_without_isolation_the_agent_runs_in_this_process(tmp_path: Path) -> None:
+    """``isolate_agent_code=False``: the agent's factory runs in the run's process (a debugger's
+    breakpoint works); by default it runs in the supervised worker."""
+    here = _run(tmp_path / "a", agent="recording", scenarios=[NAMES[0]], isolate=False)
+    assert here == {"exit_code": 0, "isolated": False, "seen": 1}
+    there = _run(tmp_path / "b", agent="recording", scenarios=[NAMES[0]])
+    assert there == {"exit_code": 0, "isolated": True, "seen": 0}
+    assert _metrics(tmp_path / "b" / "run")[NAMES[0]]["stop_reason"] == "exit"  # it ran, over there
+
+
+#: Blocks its worker's event loop (a synchronous sleep in async code) in every session.
+BLOCKER = """
+import time
+
+
+def make(session, tools):
+    async def turn(line):
+        time.sleep(600)
+        return "too late"
+
+    return turn
+"""
+
+
+def test_an_agent_that_blocks_its_event_loop_is_stopped_and_fails(tmp_path: Path) -> None:
+    """Before: no timeout fires in a blocked loop, and the run hung for as long as the agent slept."""
+    path = tmp_path / "blocker.py"
+    path.write_text(BLOCKER)
+    out = _run(tmp_path, agent=f"python:{path}:make", concurrency=2, turn_timeout_s=0.5,
+               beat_s=0.1, hang_grace_s=0.5)  # fmt: skip
+    assert out["exit_code"] == 0 and out["isolated"] is True
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["results"] == 3 and summary["errors"] == 0 and summary["overall"]["passed"] == 0
+    for metrics in _metrics(tmp_path / "run").values():
+        assert metrics["stop_reason"] == "agent_error"
+        assert "without a sign of life (its event loop was blocked" in metrics["error"]
