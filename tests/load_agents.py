@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import multiprocessing
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,9 @@ def gold_turns(trace: list[GoldStep]) -> list[Turn]:
 
 class GoldAgent:
     """Gold play after ``latency_s`` per reply; ``fails_above``: see the module docstring.
-    ``peak`` is the most sessions open at once; :meth:`register` gives the ``--agent`` spec."""
+    ``peak`` is the most sessions open at once; :meth:`register` gives the ``--agent`` spec. The
+    counts live in shared memory: the run's supervised worker (``engine.run.workers.isolated``),
+    forked after this object was made, updates the same counts this process reads."""
 
     def __init__(
         self, spec_dir: Path, data_root: Path | None, latency_s: float, fails_above: int | None = None
@@ -52,24 +55,37 @@ class GoldAgent:
         self.scripts = {s.name: gold_turns(list(s.gold_trace or ())) for s in loaded.scenarios}
         self.latency_s = latency_s
         self.fails_above = fails_above
-        self.open = 0
-        self.peak = 0
+        self._counts = multiprocessing.Array("i", 2)  # open, peak
+
+    @property
+    def open(self) -> int:
+        return int(self._counts[0])
+
+    @property
+    def peak(self) -> int:
+        return int(self._counts[1])
+
+    def _opened(self, by: int) -> int:
+        """Count a session opened (``by`` 1) or closed (-1); the sessions open now."""
+        with self._counts.get_lock():
+            self._counts[0] += by
+            self._counts[1] = max(self._counts[1], self._counts[0])
+            return int(self._counts[0])
 
     def register(self, name: str) -> str:
         return register_agent(self.make_agent, name)
 
     def make_agent(self, session: InprocSession, tools: ToolCaller) -> Any:
         script = self.scripts.get(str(session.scenario.get("name")), [])
-        self.open += 1
-        self.peak = max(self.peak, self.open)
-        overloaded = self.fails_above is not None and self.open > self.fails_above
+        now_open = self._opened(1)
+        overloaded = self.fails_above is not None and now_open > self.fails_above
         turns = iter(range(len(script) + 100))
         state = {"open": True}
 
         def close() -> None:
             if state["open"]:
                 state["open"] = False
-                self.open -= 1
+                self._opened(-1)
 
         async def turn(line: str) -> str | None:
             k = next(turns)

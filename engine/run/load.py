@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,6 +96,14 @@ def step_sessions(plan: LoadPlan, callers: int, mean_session_s: float | None) ->
     return callers
 
 
+def cpu_s() -> float:
+    """Seconds of CPU of this process (every thread) and of its ended child processes: a step's
+    worker (an in-process agent runs in a supervised one, ``engine.run.workers.isolated``) is
+    joined before the step ends, so its CPU counts in the step's."""
+    times = os.times()
+    return time.process_time() + times.children_user + times.children_system
+
+
 async def run_load(
     opts: RunOptions, plan: LoadPlan, on_step: Callable[[LoadStep], None] | None = None
 ) -> LoadOutcome:
@@ -133,7 +142,7 @@ async def run_load(
             progress=False,
             quiet=True,
         )
-        cpu0, wall0 = time.process_time(), time.perf_counter()
+        cpu0, wall0 = cpu_s(), time.perf_counter()
         try:
             report = await run(step_opts)
         except InfrastructureError as err:
@@ -141,7 +150,7 @@ async def run_load(
                 raise  # nothing measured: the command fails as a run would
             failure = f"step {index + 1} ({callers} callers) could not run: {err}"
             break
-        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        wall, cpu = time.perf_counter() - wall0, cpu_s() - cpu0
         step = step_figures(report, callers, wall, cpu, folder)
         steps.append(step)
         if report.outcomes:

@@ -183,3 +183,30 @@ def test_an_agent_gone_after_a_step_keeps_the_steps_measured(
         "step 2 (4 callers) could not run: " in captured.err and "the finished steps are in" in captured.err
     )
     assert HEADER[0] in captured.out  # the table of the step measured was printed
+
+
+#: Spends 0.2 s of CPU in each turn (counted by the CPU clock, not the wall), then ends the call.
+BURNER = """
+import time
+
+
+def make(session, tools):
+    async def turn(line):
+        start = time.process_time()
+        while time.process_time() - start < 0.2:
+            pass
+        await tools.call("end_conversation", "{}", say="Goodbye.")
+        return ""
+
+    return turn
+"""
+
+
+def test_a_steps_cpu_counts_the_in_process_agents_worker(tmp_path: Path) -> None:
+    """An in-process agent runs in a supervised worker process (engine.run.workers.isolated): its
+    CPU is the step's too. Before: the step counted only its own process's CPU, none of the agent's."""
+    agent = tmp_path / "burner.py"
+    agent.write_text(BURNER)
+    assert _load(f"python:{agent}:make", tmp_path / "out", "3") == 0
+    [step] = json.loads((tmp_path / "out" / "load.json").read_text())["steps"]
+    assert step["sessions"] == 3 and step["cpu_s"] >= 3 * 0.2
