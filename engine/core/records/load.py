@@ -15,7 +15,8 @@ did not end cleanly, else ``"fail:stalled"`` or ``"fail:signals"``; ``"unscored"
 ``wall_s`` (the step's wall time, seconds), ``cpu_s`` (the CPU of the evalctl process during the
 step, seconds, every thread, and of the worker process an in-process agent runs in) and
 ``overhead`` (cpu_s / wall_s: the engine's own share of wall, an in-process agent's work
-included) and ``run_dir`` (the step's run folder, relative to the load folder). ``stopped_at`` is the index of the step whose failure share exceeded ``fail_above``
+included) and ``run_dir`` (the step's run folder, relative to the load folder).
+``stopped_at`` is the index of the step whose failure share exceeded ``fail_above``
 (the ramp stopped after it), None when every step held.
 """
 
