@@ -36,6 +36,10 @@ end without reading the result folders back.
   crashing), while those it had not started run in a new worker (they were never tried, so no
   session gets a second attempt). Such an agent runs in one supervised worker even when the run is
   small enough for one process (:func:`isolated`), so its crash never takes the run and its summary.
+  The same holds for a caller simulator of the user's own code (``--user python:...``), except that
+  its crash is the simulator's: its sessions in flight are ``error`` results (source
+  ``user_simulator``), not the agent's failures (when both sides are the user's code, the agent
+  answers: an agent must not be able to pass its crash off as the caller's).
   A session whose conversation had ended is scored by the run's process with its real result. Such
   a worker also sends a sign of life every :data:`BEAT_S`; one silent for the turn timeout plus
   :data:`HANG_GRACE_S` (its event loop blocked by the agent's code, so no timeout can fire in it) is
@@ -150,12 +154,13 @@ def worker_count(opts: RunOptions, jobs: int, voice: VoiceRun | None) -> int:
 
 def isolated(opts: RunOptions) -> bool:
     """True when a run that needs one process runs in one supervised worker instead: its agent
-    runs the user's own code (:func:`_agent_runs_here`), ``opts.isolate_agent_code`` is set and
+    or its caller simulator runs the user's own code (:func:`_user_code_here`),
+    ``opts.isolate_agent_code`` is set and
     the worker can be forked (:func:`start_method`: milliseconds, nothing to pickle; where only
     spawning is possible, a second of start-up per run, the run stays in this process, and says
     so unless ``opts.quiet``). Lets this process's idle helper threads go first (an earlier run's
     writer, the statistics import): they would rule the fork out."""
-    if not (opts.isolate_agent_code and _agent_runs_here(opts)):
+    if not (opts.isolate_agent_code and _user_code_here(opts)):
         return False
     release_threads()
     if _PRELOAD is not None:
@@ -164,8 +169,8 @@ def isolated(opts: RunOptions) -> bool:
         return True
     if not opts.quiet:
         print(
-            "evalctl: the agent's own code runs in this process (no worker can be forked here: "
-            "other threads run, or this is not Linux); a crash in it ends the run",
+            "evalctl: your own code (the agent or the caller simulator) runs in this process (no "
+            "worker can be forked here: other threads run, or this is not Linux); a crash in it ends the run",
             file=sys.stderr,
         )
     return False
@@ -263,7 +268,7 @@ async def _round(
     ctx = multiprocessing.get_context("fork") if method == "fork" else multiprocessing.get_context("spawn")
     workers: list[_Worker] = []
     by_key = {(j.scenario.name, j.trial): j for j in jobs}
-    own_code = _agent_runs_here(opts)
+    own_code = _user_code_here(opts)
     try:
         for task in _tasks(jobs, count, opts, run_dir, invocation, voice):
             task = dataclasses.replace(task, report_starts=own_code)
@@ -443,6 +448,7 @@ async def _fail_each(
     judged: Scorer,
 ) -> None:
     own_code = _agent_runs_here(opts)
+    callers_code = _runs_user_code(opts.user)  # a crash with only the caller's own code: the caller's
     for name, trial, _, superseded in worker.task.jobs:
         if (name, trial) in worker.reported or (name, trial) in skip:
             continue
@@ -475,6 +481,9 @@ async def _fail_each(
                 )
                 lost = f"{why} {when}: the agent's own code runs in that process"
                 result = SessionResult(name, trial, "agent_error", error=lost)
+            elif callers_code:
+                lost = f"{why} before this session finished: the caller simulator's own code runs there"
+                result = SessionResult(name, trial, "error", error=lost, error_source="user_simulator")
             else:
                 result = SessionResult(name, trial, "error", error=lost, error_source="engine")
             metrics = await _store(scorer, by_key[(name, trial)], result, superseded, loaded, report, lost)
@@ -511,8 +520,18 @@ async def _store(
 def _agent_runs_here(opts: RunOptions) -> bool:
     """True when the run's agent side runs the user's code in the worker's process
     (``engine.session.backends.registry`` ``runs_user_code``)."""
+    return _runs_user_code(opts.agent)
+
+
+def _user_code_here(opts: RunOptions) -> bool:
+    """True when either side (the agent, or the caller simulator: ``--user python:...``) runs the
+    user's code in the worker's process."""
+    return _runs_user_code(opts.agent) or _runs_user_code(opts.user)
+
+
+def _runs_user_code(spec: str) -> bool:
     try:
-        return scheme_of(parse_backend_spec(opts.agent)).runs_user_code
+        return scheme_of(parse_backend_spec(spec)).runs_user_code
     except (UsageError, ValueError):
         return False
 

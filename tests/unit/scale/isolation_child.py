@@ -58,7 +58,7 @@ def main(raw: str) -> None:
     workers.BEAT_S = args.pop("beat_s", workers.BEAT_S)
     workers.HANG_GRACE_S = args.pop("hang_grace_s", workers.HANG_GRACE_S)
     isolate = args.pop("isolate", True)
-    agent = args.pop("agent")
+    agent = args.pop("agent", "replay")
     if agent == "recording":
         agent = register_agent(_recording, "recording")
     args["scenarios"] = tuple(args["scenarios"])

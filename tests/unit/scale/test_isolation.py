@@ -117,3 +117,17 @@ def test_an_agent_that_blocks_its_event_loop_is_stopped_and_fails(tmp_path: Path
     for metrics in _metrics(tmp_path / "run").values():
         assert metrics["stop_reason"] == "agent_error"
         assert "without a sign of life (its event loop was blocked" in metrics["error"]
+
+
+def test_a_caller_simulator_of_ones_own_code_that_crashes_is_the_callers_error(
+    tmp_path: Path, crasher: str
+) -> None:
+    """``--user python:...``: its crash is the simulator's (``error``, source ``user_simulator``),
+    never the agent's failure; the run writes its summary."""
+    out = _run(tmp_path, user=crasher, concurrency=1)
+    assert out["isolated"] is True and out["exit_code"] == 3  # results without a verdict
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["results"] == 3 and summary["errors"] == 3 and summary["missing"] == []
+    for metrics in _metrics(tmp_path / "run").values():
+        assert metrics["is_successful"] == "error" and metrics["error_cause"]["source"] == "user_simulator"
+        assert "the caller simulator's own code runs there" in metrics["error"]
