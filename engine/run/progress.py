@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
-from engine.core.model import SessionResult
+from engine.core.model import Scenario, SessionResult
 from engine.core.records.metrics import MetricsRecord
 from engine.util.untrusted import one_line
 
@@ -29,8 +29,9 @@ class Sink(Protocol):
     def started(self, scenario_name: str, trial: int) -> None:
         """The session ``scenario_name`` #``trial`` is about to talk to the sides (each attempt)."""
 
-    def talked(self, result: SessionResult) -> None:
-        """That session's conversation is over (``result``); storing and scoring it come next."""
+    def talked(self, scenario: Scenario, result: SessionResult) -> None:
+        """That session's conversation is over (``result``, of ``scenario``); storing and scoring
+        it come next."""
 
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None: ...
 
@@ -85,7 +86,7 @@ class Progress:
     def started(self, scenario_name: str, trial: int) -> None:
         """Nothing to show until the session ends."""
 
-    def talked(self, result: SessionResult) -> None:
+    def talked(self, scenario: Scenario, result: SessionResult) -> None:
         """Nothing to show until the session is scored."""
 
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:

@@ -382,7 +382,7 @@ async def _run_jobs(
                 else:
                     progress.started(scenario.name, trial)  # a supervised worker's crash names it
                     result = await _session(scenario, trial, setup, uris, builtin, opts, wrap, attempt)
-                    progress.talked(result)
+                    progress.talked(scenario, result)
                     breaker.record(result)
             audio = voice.artifacts(call) if voice is not None and call is not None else None
             metrics, failure = await scorer.finish(scenario, result, superseded, audio)

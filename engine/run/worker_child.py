@@ -4,26 +4,29 @@ run folder (preparing only its share's scenarios, each for as long as its sessio
 report each finished session to the run's process over a pipe. SIGTERM stops it the way Ctrl-C
 stops a run: the sessions in flight are cancelled, the finished ones are kept.
 
-Messages (``(kind, body)`` tuples): ``("started", (name, trial))`` as each session starts, when the
-task asks for it (``report_starts``: the agent's own code runs here), then ``("talked", SessionResult)``
-as its conversation ends, ``("done", [(Finished, Outcome, SummaryRow or None), ...])`` for
-finished sessions (their progress line, their ``engine.results.outcomes.Outcome`` and, when scored, their
-row of the summary's running totals: the run's process reads no result folder back),
-``("scoring_error", (key, message))`` per session that could not be stored or scored, and
-``("alive", None)`` every ``BEAT_S`` seconds (with ``report_starts``: its event loop runs) and
-``("end", None)`` last, when the worker ran or was stopped without crashing.
+Messages (``(kind, body)`` tuples): ``("started", (name, trial))`` as each session starts, when
+the task asks for it (``report_starts``: the user's own code runs here), then ``("talked",
+(SessionResult without its DBs, their deltas))`` as its conversation ends; ``("done", [(Finished,
+Outcome, SummaryRow or None), ...])`` for finished sessions (their progress line, their
+``engine.results.outcomes.Outcome`` and, when scored, their row of the summary's running totals:
+the run's process reads no result folder back); ``("scoring_error", (key, message))`` per session
+that could not be stored or scored; ``("alive", None)`` every ``BEAT_S`` seconds (with
+``report_starts``: its event loop runs); and ``("end", None)`` last, when the worker ran or was
+stopped without crashing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 from multiprocessing.connection import Connection
 from typing import Any
 
-from engine.core.model import SessionResult
+from engine.core.model import Scenario, SessionResult
 from engine.core.records.metrics import MetricsRecord
+from engine.core.tools.writeset import view_delta
 from engine.results.outcomes import Outcome, outcome
 from engine.results.resume import Job
 from engine.results.run_report import RunReport
@@ -72,11 +75,18 @@ class _Pipe:
         if self.report_starts:
             self.send(("started", (scenario_name, trial)))
 
-    def talked(self, result: SessionResult) -> None:
-        """Sent at once (``report_starts``) with the whole result: should this process die before
-        the session is scored, the run scores it (its verdict, not the crash's)."""
+    def talked(self, scenario: Scenario, result: SessionResult) -> None:
+        """Sent at once (``report_starts``): should this process die before the session is scored,
+        the run scores it (its verdict, not the crash's). Its DBs go as what the session changed
+        (``engine.core.tools.writeset.view_delta``; a tau2 airline DB whole would cost a
+        quarter of a second each way)."""
         if self.report_starts:
-            self.send(("talked", result))
+            self.send(
+                (
+                    "talked",
+                    (dataclasses.replace(result, final_db=None, user_db=None), _deltas(scenario, result)),
+                )
+            )
 
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         key = f"{result.scenario_name}#{result.trial}"
@@ -96,6 +106,16 @@ class _Pipe:
         if self.batch:
             self.send(("done", self.batch))
             self.batch = []
+
+
+def _deltas(scenario: Scenario, result: SessionResult) -> tuple[Any, Any]:
+    """The session's final DB and user-side DB as changes to the scenario's initial ones (None:
+    no such DB)."""
+    db, user = result.final_db, result.user_db
+    return (
+        None if db is None else view_delta(scenario.initial_db, db),
+        None if user is None else view_delta(scenario.user_initial_db or {}, user),
+    )
 
 
 def _beat(pipe: _Pipe, loop: asyncio.AbstractEventLoop) -> None:

@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from engine.core.model import SessionResult, StopReason
 from engine.core.options import RunOptions
 from engine.core.records.common import SpentUsage
+from engine.core.tools.writeset import apply_delta
 from engine.results.resume import Job
 from engine.results.scorer import Scorer, off_loop, release_threads
 from engine.results.session_files import METRICS, read_metrics, read_session, scenario_dir
@@ -122,7 +123,8 @@ class _Worker:
     conn: Connection
     reported: set[tuple[str, int]] = field(default_factory=set)
     started: set[tuple[str, int]] = field(default_factory=set)  # with ``task.report_starts``
-    talked: dict[tuple[str, int], SessionResult] = field(default_factory=dict)  # ended, not yet scored
+    #: ended, not yet scored: the result without its DBs, and the DBs' deltas (``view_delta``)
+    talked: dict[tuple[str, int], tuple[SessionResult, tuple[Any, Any]]] = field(default_factory=dict)
     heard: float = 0.0  # loop time of its last message (or its start)
     silent_s: float | None = None  # killed after this many seconds without a message (a blocked loop)
     ended: bool = False  # sent its last message (it finished or was stopped)
@@ -357,7 +359,7 @@ def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], No
             worker.started.add(body)
             worker.talked.pop(body, None)  # a new attempt (a broken caller's session run again)
         elif kind == "talked":
-            worker.talked[(body.scenario_name, body.trial)] = body
+            worker.talked[(body[0].scenario_name, body[0].trial)] = body
         elif kind == "scoring_error":
             key, message = body
             report.scoring_errors[key] = message
@@ -462,8 +464,9 @@ async def _fail_each(
             # it had: the reason this run's own session wrote in its metrics.json
             result = SessionResult(name, trial, cast(StopReason, metrics.stop_reason), error=metrics.error)
         elif talked is not None:  # its conversation had ended: stored and scored here, as it went
-            result = talked
-            metrics = await _store(judged, by_key[(name, trial)], result, superseded, loaded, report, lost)
+            result, deltas = talked
+            job = by_key[(name, trial)]
+            metrics = await _store(judged, job, result, superseded, loaded, report, lost, deltas)
             if metrics is None:
                 progress.show(Finished.of(result, None))
                 continue
@@ -495,16 +498,31 @@ async def _fail_each(
 
 
 async def _store(
-    scorer: Scorer, job: Job, result: SessionResult, superseded: Any, loaded: Any, report: Any, lost: str
+    scorer: Scorer,
+    job: Job,
+    result: SessionResult,
+    superseded: Any,
+    loaded: Any,
+    report: Any,
+    lost: str,
+    deltas: tuple[Any, Any] | None = None,
 ) -> Any:
     """Store and score ``result`` (the job's session) in the run's process; its metrics, or None
-    when its folder cannot be written or scored (then in ``report.scoring_errors``)."""
+    when its folder cannot be written or scored (then in ``report.scoring_errors``). ``deltas``:
+    its final DB and user-side DB as changes to the scenario's initial ones (``view_delta``)."""
     name, key = job.scenario.name, f"{job.scenario.name}#{job.trial}"
     scenario = job.scenario
     try:
         if loaded is not None:  # a shell of the run's index: its folder needs the whole scenario
             scenario = loaded.prepare(name)
         try:
+            if deltas is not None:
+                db, user = deltas
+                result = dataclasses.replace(
+                    result,
+                    final_db=None if db is None else apply_delta(scenario.initial_db, db),
+                    user_db=None if user is None else apply_delta(scenario.user_initial_db or {}, user),
+                )
             metrics, failure = await scorer.finish(scenario, result, superseded)
         finally:
             if loaded is not None:

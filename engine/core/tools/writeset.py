@@ -53,6 +53,56 @@ def session_view(base: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def view_delta(base: Mapping[str, Any], view: Mapping[str, Any]) -> dict[str, Any]:
+    """What a session's DB ``view`` (a :func:`session_view` over ``base``, after its writes) holds
+    that ``base`` does not, found by identity (a record no write copied is ``base``'s own object):
+    ``{"order": [the view's top-level keys], "top": {key: value replaced whole}, "rows": {key:
+    {record key: record}}}`` (records changed or appended in a top-level dict whose other records
+    and order are ``base``'s). :func:`apply_delta` rebuilds the view from ``base``. A few records for a
+    session over a big DB (tau2 airline: 7 MB of JSON); the whole DB when the view is a deep copy."""
+    top: dict[str, Any] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for key, value in view.items():
+        was = base.get(key, _MISSING)
+        if value is was:
+            continue
+        if isinstance(value, dict) and isinstance(was, dict) and _appended_only(was, value):
+            changed = {k: v for k, v in value.items() if was.get(k, _MISSING) is not v}
+            if changed:
+                rows[key] = changed
+        elif isinstance(value, list) and isinstance(was, list) and len(value) == len(was):
+            if any(a is not b for a, b in zip(value, was, strict=True)):
+                top[key] = value
+        else:
+            top[key] = value
+    return {"order": list(view), "top": top, "rows": rows}
+
+
+def _appended_only(base: dict[str, Any], view: dict[str, Any]) -> bool:
+    """Whether ``view`` holds ``base``'s keys in ``base``'s order, then perhaps new ones."""
+    if len(view) < len(base):
+        return False
+    return all(a == b for a, b in zip(base, view, strict=False))
+
+
+def apply_delta(base: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
+    """The session DB :func:`view_delta` described: a :func:`session_view` over ``base`` with the
+    delta's changes (records shared with ``base`` where it kept them)."""
+    top, rows = delta["top"], delta["rows"]
+    db = {}
+    for key in delta["order"]:
+        if key in top:
+            db[key] = top[key]
+            continue
+        value = base[key]
+        db[key] = (
+            dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
+        )
+        if key in rows:
+            db[key].update(rows[key])
+    return db
+
+
 @dataclass(frozen=True)
 class WritePath:
     """One parsed declaration: ``segments`` (``{name}`` placeholders kept) and ``entries``
