@@ -6,11 +6,13 @@ is False, in this order of precedence:
 1. ``infrastructure``: the session stopped on an engine-side ``error`` that blamed no one;
 2. ``data``: the scenario's own gold conversation does not reach its expected DB (the gold or the
    tool data is inconsistent: no agent could pass);
-3. ``user_simulator``: the caller broke its instructions (``user_fidelity`` findings) at or before
+3. ``agent``, when the session ended on the agent's own error (stop reason ``agent_error``: its
+   exception, a protocol breach, its crash): what it then left undone follows from that;
+4. ``user_simulator``: the caller broke its instructions (``user_fidelity`` findings) at or before
    the agent's first departure from the gold;
-4. ``speech`` (audio sessions only): the agent's first wrong argument is a near miss of the gold
+5. ``speech`` (audio sessions only): the agent's first wrong argument is a near miss of the gold
    value (at most two characters apart once case and separators are dropped): a mis-heard value;
-5. ``agent`` otherwise: the first write call that leaves the gold path (a wrong tool or argument,
+6. ``agent`` otherwise: the first write call that leaves the gold path (a wrong tool or argument,
    an extra write), the gold write the agent never made (a missing write, a refused policy
    step), or, when every write matches, the failing signals (a wrong end state, no clean exit).
 
@@ -132,6 +134,9 @@ def attribute(
         return Attribution(
             "data", "the gold conversation does not reach the expected DB: the data is inconsistent"
         )
+    if result.stop_reason == "agent_error" and result.error:  # what it left undone follows from it
+        error = result.error if len(result.error) <= 4 * _CLIP else result.error[: 4 * _CLIP - 3] + "..."
+        return Attribution("agent", f"the agent's own error ended the session: {error}")
     departure = _first_departure(scenario, result)
     if fidelity is not None and fidelity.findings:
         first = fidelity.findings[0]

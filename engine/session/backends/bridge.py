@@ -20,10 +20,15 @@ agent's FAIL (these schemes are not evalctl's own code: ``registry.evalctl_own``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import json
+import os
+import site
 import sys
+import sysconfig
+import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,7 +132,7 @@ class ToolBridge:
         item = await self._steps.get()
         if isinstance(item, BaseException):
             said = f": {item}" if str(item) else ""
-            raise BackendError(f"the agent failed: {type(item).__name__}{said}") from item
+            raise BackendError(f"the agent failed: {type(item).__name__}{said}{raised_at(item)}") from item
         _check_text(item)
         if item.calls and turn.last_round:
             names = ", ".join(repr(c.name) for c in item.calls)
@@ -152,6 +157,38 @@ class ToolBridge:
             failed = failed or (item if isinstance(item, BaseException) else None)
         if failed is not None:  # the agent failed between turns: this turn's answer
             self._steps.put_nowait(failed)
+
+
+#: Where evalctl's own code and installed packages live: a frame there is not the agent's code.
+_NOT_YOURS = tuple(
+    str(Path(p).resolve()) + os.sep
+    for p in {
+        *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")),
+        *site.getsitepackages(),
+        str(Path(__file__).resolve().parents[2]),  # engine/
+    }
+)
+
+
+def raised_at(exc: BaseException) -> str:
+    """`` (raised at FILE:LINE in FUNCTION)``: the innermost frame of ``exc``'s traceback in the
+    agent's own code (not evalctl's, the standard library's or an installed package's: a library's
+    error is shown where the agent called it); FILE relative to the working folder when under it.
+    Empty when no frame is the agent's (evalctl's own checks say what to fix).
+    The FAIL then names the line to fix: the traceback itself is not kept (it would hold the
+    agent's locals in its frames)."""
+    mine = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not str(Path(f.filename).resolve()).startswith(_NOT_YOURS)
+    ]
+    if not mine:
+        return ""
+    frame = mine[-1]
+    path = Path(frame.filename)
+    with contextlib.suppress(ValueError):
+        path = path.resolve().relative_to(Path.cwd())
+    return f" (raised at {path}:{frame.lineno} in {frame.name})"
 
 
 def _check_text(step: _Step) -> None:

@@ -24,6 +24,7 @@ names it (``python:@NAME``), for the Python API; a registered factory lives in t
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -138,7 +139,13 @@ class PythonAgent:
                 if not callable(made):
                     raise TypeError(f"the factory returned {type(made).__name__}, not an async callable")
                 self._turn_fn = made
-            reply = await self._turn_fn(text)
+            pending = self._turn_fn(text)
+            if not inspect.isawaitable(pending):  # a plain def: its value, not a coroutine
+                raise TypeError(
+                    f"the turn function returned {type(pending).__name__} instead of an awaitable: "
+                    "define it with `async def turn(line)`"
+                )
+            reply = await pending
             if reply is not None and not isinstance(reply, str):
                 raise TypeError(f"a turn returned {type(reply).__name__}, not a string")
             self.bridge.step(reply or "", [])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from engine.run.runner import run
 from engine.session.backends.bridge import InprocSession
 from engine.session.backends.python_agent import ToolCaller, register_agent
 from engine.session.backends.registry import evalctl_own, parse_backend_spec
-from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
 
 SCENARIO = "mock__cancel_order"
@@ -78,12 +79,49 @@ def _not_text(session: InprocSession, tools: ToolCaller) -> Any:
     return turn
 
 
-@pytest.mark.parametrize(("factory", "said"), [(_raising, "the agent broke"), (_not_text, "not a string")])
+def _library_error(session: InprocSession, tools: ToolCaller) -> Any:
+    async def turn(line: str) -> str:
+        return str(json.loads("{not json"))  # raises inside the standard library
+
+    return turn
+
+
+def _plain_def(session: InprocSession, tools: ToolCaller) -> Any:
+    def turn(line: str) -> str:  # not async: its value cannot be awaited
+        return "hello"
+
+    return turn
+
+
+@pytest.mark.parametrize(
+    ("factory", "said"),
+    [
+        (_raising, "the agent broke"),
+        (_not_text, "not a string"),
+        (_plain_def, "returned str instead of an awaitable: define it with `async def turn(line)`"),
+    ],
+)
 def test_the_agents_failure_is_its_fail_not_an_error(factory: Any, said: str, tmp_path: Path) -> None:
     result, metrics = _session(register_agent(factory), tmp_path)
     assert result.stop_reason == "agent_error" and result.error_source is None
     assert said in (result.error or "")
     assert metrics is not None and metrics.is_successful is False
+
+
+@pytest.mark.parametrize("factory", [_raising, _library_error])
+def test_the_agents_failure_names_the_line_of_its_own_code(factory: Any, tmp_path: Path) -> None:
+    """Before: only the exception's name and words; a library's error gave no clue where the
+    agent called it. Now the innermost frame of the agent's own code, never a library's."""
+    result, _ = _session(register_agent(factory), tmp_path)
+    where = re.search(r"\(raised at (\S+):(\d+) in turn\)$", result.error or "")
+    assert where is not None, result.error
+    path, line = Path(where.group(1)), int(where.group(2))
+    assert path.name == "test_python_agent.py"
+    assert "raise" in (REPO / "tests/unit/inproc/test_python_agent.py").read_text().splitlines()[
+        line - 1
+    ] or (
+        "json.loads" in (REPO / "tests/unit/inproc/test_python_agent.py").read_text().splitlines()[line - 1]
+    )
 
 
 def test_a_target_that_does_not_load_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

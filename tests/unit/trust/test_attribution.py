@@ -161,3 +161,18 @@ def test_a_caller_finding_before_the_agents_departure_is_the_user_simulators() -
     # an inconsistent gold is the data's; a voice session's near miss is speech
     assert attribute(scenario, result, (), False, held, gold_ok=False).cause == "data"
     assert attribute(scenario, result, (), False, held, voice_run=True).cause == "speech"
+
+
+def test_a_session_ended_by_the_agents_own_error_is_attributed_to_that_error() -> None:
+    """Found by a new-user pass: an agent that raised led ``diff`` with "missing write: the agent
+    never called cancel_order", a consequence, instead of the exception that ended the session."""
+    loaded = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
+    scenario = next(s for s in loaded.scenarios if s.name == CANCEL)
+    error = (
+        "agent side reported backend_error: the agent failed: ValueError: boom (raised at bot.py:3 in turn)"
+    )
+    result = SessionResult(CANCEL, 1, "agent_error", error=error)
+    got = attribute(scenario, result, ("db_state_match", "clean_exit"), True, None)
+    assert got == Attribution("agent", f"the agent's own error ended the session: {error}")
+    missing = attribute(scenario, SessionResult(CANCEL, 1, "exit"), ("db_state_match",), False, None)
+    assert missing.evidence.startswith("missing write: the agent never called cancel_order")
