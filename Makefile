@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 EVA_SOURCE ?= ../shared
 DATA_ROOT ?= data
 # What `make setup` installs: the developer tools and every optional feature (pyproject.toml's
-# extras). A user's install is `pip install evalctl` (or `evalctl[otel]`...): README "Install".
+# extras). A user's install is `pip install .` from a clone (or `'.[otel]'`...): README "Install".
 DEV_EXTRAS ?= dev,ray,report-tests,voice,pipecat,livekit,otel
 
 .PHONY: setup bytecode data test lint schemas bench screenshot smoke-real clean

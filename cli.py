@@ -601,8 +601,12 @@ def load_cmd(
     failures by cause, and evalctl's own CPU as a share of wall; then writes OUT/load.json and
     OUT/load.html.
 
+    The overhead column is evalctl's CPU time over the step's wall time (an in-process agent's
+    CPU included): how much of a core the engine itself spent driving the callers.
+
     Exit codes: 0 done; 1 a step exceeded --fail-above (the ramp stopped after it); 2 bad input;
-    3 a model endpoint failed its check; 130 interrupted.
+    3 a model endpoint failed its check, or the agent could no longer be reached for a later step
+    (the steps measured are kept); 130 interrupted.
 
     \b
     Example:

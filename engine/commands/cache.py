@@ -4,6 +4,7 @@ holds, or empty it."""
 from __future__ import annotations
 
 import json
+import os
 
 from engine.commands.console import text_console
 from engine.util.callcache import (
@@ -70,15 +71,24 @@ def cache_command(action: str, directory: str | None, as_json: bool = False, voi
 
 def voice_cache_command(action: str, as_json: bool = False) -> int:
     """``stats`` / ``clear`` of the voice cache (``engine.session.voice.cache``: the user cache
-    dir, or ``$EVALCTL_VOICE_CACHE``). Returns 0; raises UsageError (exit 2) when the cache is off
-    or its folder holds none, OutputError when it cannot be opened."""
+    dir, or ``$EVALCTL_VOICE_CACHE``). Returns 0 (the default folder before any voice run: empty);
+    raises UsageError (exit 2) when the cache is off or the folder ``$EVALCTL_VOICE_CACHE`` names
+    holds none, OutputError when it cannot be opened."""
     from engine.session.voice.cache import VOICE_CACHE_ENV, VoiceCache, voice_cache_dir
 
     folder = voice_cache_dir()
     if folder is None:
         raise UsageError(f"cache {action}: the voice cache is off (${VOICE_CACHE_ENV})")
     if not (folder / "cache.db").is_file():  # diskcache's index: never made in a folder that has none
-        raise UsageError(f"cache {action}: {folder} holds no voice cache")
+        if os.environ.get(VOICE_CACHE_ENV, "").strip():  # a folder the user named: a typo is bad input
+            raise UsageError(f"cache {action}: {folder} holds no voice cache")
+        empty = (  # the default folder before any voice run: empty, nothing wrong
+            json.dumps({"entries": 0, "bytes": 0}, indent=2)
+            if as_json and action == "stats"
+            else f"voice cache {folder}: empty (no voice run has cached anything yet)"
+        )
+        text_console().print(empty, markup=False, highlight=False, soft_wrap=True)
+        return 0
     cache, out = VoiceCache(folder), text_console()
     try:
         if action == "clear":

@@ -65,7 +65,12 @@ def load(opts: RunOptions, plan: LoadPlan) -> int:
         write_text(folder / "load.html", load_page(done.record))
     except OSError as error:
         raise OutputError(f"cannot write {folder}/load.json: {error.strerror or error}") from None
-    out.print(f"load: {folder / 'load.json'}", markup=False, highlight=False)
+    out.print(
+        "overhead: evalctl's CPU time over the step's wall time (an in-process agent's included)",
+        markup=False,
+        highlight=False,
+    )
+    out.print(f"load: {folder / 'load.json'}, {folder / 'load.html'}", markup=False, highlight=False)
     if done.interrupted:
         err.print(f"evalctl: interrupted; the finished steps are in {folder}", markup=False)
         return INTERRUPTED_EXIT

@@ -46,7 +46,18 @@ def summary_table(summary: SummaryRecord) -> Table:
     """Headline rates then per-signal rates, each with its 95 % interval, its own count and unit
     (the errors left out), then pass^k with its interval and the scenarios it is over."""
     unit = summary.unit
-    table = Table(title=f"evalctl run: {escape(summary.run_dir)}", title_justify="left")
+    caption = None
+    if summary.trials > 1:  # the rates count sessions; their intervals resample scenarios
+        caption = (
+            f"95% CI: by scenario (each of the {summary.scenarios} scenarios is one unit: its "
+            f"{summary.trials} trials are not independent draws)"
+        )
+    table = Table(
+        title=f"evalctl run: {escape(summary.run_dir)}",
+        title_justify="left",
+        caption=caption,
+        caption_justify="left",
+    )
     for col, justify in (
         ("metric", "left"),
         ("rate", "right"),
@@ -80,7 +91,7 @@ def summary_table(summary: SummaryRecord) -> Table:
                 n = sum(1 for row in per.values() if k in row) if per else summary.scenarios
             table.add_row(
                 f"pass^{k}",
-                f"{v:.3f}",
+                _pct(v),
                 _ci(cis.get(k)),
                 f"{n} scenarios{_errors(phk.errors_left_out)}",
                 "trials",
@@ -250,7 +261,7 @@ def _text(
         )
     for line in noise_lines(summary):  # the noise floor of a run with trials, adaptive trials' spend
         console.print(one_line(line, None), markup=False, highlight=False)
-    reasons = ", ".join(f"{k} {v}" for k, v in summary.stop_reasons.items())
+    reasons = ", ".join(f"{k} {v}" for k, v in summary.stop_reasons.items()) or "none (no session ended)"
     console.print(f"stop reasons: {reasons}", markup=False, highlight=False)
     if summary.judge_errors:
         console.print(

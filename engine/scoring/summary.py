@@ -541,6 +541,7 @@ def noise_lines(summary: SummaryRecord) -> list[str]:
             f"Noise floor: {nf.flaky}/{nf.scenarios} scenarios flaky ({share}: their verdicts disagree "
             f"across trials); minimum detectable difference at 80% power: "
             + ("n/a" if mdd is None else f"~{100 * mdd:.1f} pt")
+            + " (between this run and another over the same scenarios and trials)"
             + (f"; flaky: {', '.join(nf.flaky_scenarios)}" if nf.flaky_scenarios else "")
         )
     ad = summary.adaptive

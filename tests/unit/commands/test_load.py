@@ -42,6 +42,9 @@ def test_a_ramp_reports_each_step(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert _load(agent.register("load_gold"), tmp_path, "2,4,8", "--fail-above", "0.2") == 0
     assert agent.peak == 8  # the last step ran its 8 callers at once
     lines = capsys.readouterr().out.splitlines()
+    # the last lines say what overhead means and name both files (before: load.json alone)
+    assert lines[-2].startswith("overhead: evalctl's CPU time over the step's wall time")
+    assert lines[-1] == f"load: {tmp_path / 'load.json'}, {tmp_path / 'load.html'}"
     assert re.split(r"\s{2,}", lines[0])[: len(HEADER)] == list(HEADER)  # the columns, in order
     rows = [re.split(r"\s{2,}", line) for line in lines[1:4]]
     assert [(r[0], r[1], r[2]) for r in rows] == [

@@ -98,8 +98,17 @@ def test_pass_hat_k_lines_when_trials_lack_verdicts() -> None:
     console = Console(width=200, record=True)
     console.print(summary_table(summary))
     # pass^2 rests on scenario a alone (b has one trial with a verdict); before: '2 scenarios'
-    lines = {line.split("│")[1].strip(): line for line in console.export_text().splitlines() if "│" in line}
+    shown = console.export_text()
+    lines = {line.split("│")[1].strip(): line for line in shown.splitlines() if "│" in line}
     assert "1 scenarios" in lines["pass^2"] and "2 scenarios" in lines["pass^1"]
+    # pass^k in percent like every rate beside it (before: 1.000 next to 100.0-100.0%); the table
+    # says which unit its intervals resample (before: "150/150 sessions" beside a 50-scenario CI)
+    assert lines["pass^1"].split("│")[2].strip() == "100.0%"
+    text = " ".join(shown.split())
+    assert (
+        "95% CI: by scenario (each of the 2 scenarios is one unit: its 2 trials are not independent draws)"
+        in text
+    )
     none = build_summary([replace(rows[3], trial=t) for t in (1, 2)], {"trials": 2})
     assert "pass^k over 2 trials: n/a (no trial had a verdict)" in render_summary_text(none)
 

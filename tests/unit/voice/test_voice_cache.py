@@ -155,6 +155,15 @@ def test_cache_stats_and_clear_voice(
     assert cli.main(["cache", "clear", "--voice"]) == 2
     assert "holds no voice cache" in capsys.readouterr().err
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]  # nothing made in it
+    # the default folder before any voice run is empty, not bad input (before: exit 2)
+    monkeypatch.delenv(VOICE_CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cli.main(["cache", "stats"]) == 0
+    assert "empty (no voice run has cached anything yet)" in capsys.readouterr().out
+    assert cli.main(["cache", "stats", "--voice", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"entries": 0, "bytes": 0}
+    assert not (tmp_path / "xdg").exists()  # looking made nothing
+    monkeypatch.setenv(VOICE_CACHE_ENV, str(folder))
     (folder / "notes.txt").unlink()
     cache = VoiceCache(folder)
     cache.put(synthesis_key("tone", "hi", 16000), b"\x01\x00" * 10)
