@@ -3,9 +3,11 @@
 Per rate (the overall and task rates, each signal's) the scenarios with a verdict in both runs
 are paired; each scenario's rate is its passed / counted items over its trials (errors, ``N/A``
 and, for the signal rates, stalled results left out, as in the summary). The difference is the
-mean over the paired scenarios of B's rate minus A's, with its 95 % interval (the bootstrap over
-scenarios, ``engine.scoring.stats.difference_interval``) and a paired test: exact McNemar on the
-discordant scenarios when every scenario holds one verdict per run, else a paired permutation
+mean over the paired scenarios of B's rate minus A's, with its 95 % interval and a paired test:
+when every scenario holds one verdict per run, Newcombe's interval for paired proportions
+(``engine.scoring.stats.paired_proportion_interval``: never zero-width, so five scenarios all worse
+read −100 to −39 pt, not a certain −100) and exact McNemar on the discordant scenarios; else the
+bootstrap over scenarios (``engine.scoring.stats.difference_interval``) and a paired permutation
 test over scenarios. The verdict is ``better`` / ``worse`` at p < 0.05, else ``no detectable
 difference at n = N; a difference below ~M pt cannot be seen`` with M the minimum detectable
 difference at 80 % power for that n and K (``engine.scoring.stats.minimum_detectable_difference``).
@@ -26,11 +28,13 @@ from engine.core.records.metrics import SIGNALS, MetricsRecord, Signal
 from engine.scoring.composite import diagnostic_verdict, normalize_verdict
 from engine.scoring.stats import (
     ALPHA,
+    MIN_PAIRED,
     ci_text,
     difference_interval,
     mcnemar,
     minimum_detectable_difference,
     paired_permutation,
+    paired_proportion_interval,
     within_variance,
 )
 from engine.scoring.summary_rows import SummaryRow, summary_row
@@ -155,12 +159,20 @@ def paired_rate(name: str, a: Mapping[str, tuple[int, int]], b: Mapping[str, tup
     if all(a[s][1] == 1 and b[s][1] == 1 for s in names):
         only_a = sum(1 for x, y in zip(ra, rb, strict=True) if x > y)
         only_b = sum(1 for x, y in zip(ra, rb, strict=True) if y > x)
+        both = sum(1 for x, y in zip(ra, rb, strict=True) if x == y == 1)
         discordant, test, p = (only_a, only_b), MCNEMAR, mcnemar(only_a, only_b)
         pooled = (sum(ra) + sum(rb)) / (2 * n)
         variance = pooled * (1 - pooled)
+        # one scenario's verdicts are no interval (as the bootstrap's MIN_PAIRED): "n too small"
+        ci = (
+            paired_proportion_interval(both, only_a, only_b, n - both - only_a - only_b)
+            if n >= MIN_PAIRED
+            else None
+        )
     else:
         test, p = PERMUTATION, paired_permutation(ra, rb)
         variance = (within_variance([a[s] for s in names]) + within_variance([b[s] for s in names])) / 2
+        ci = difference_interval(ra, rb)
     difference = (sum(rb) - sum(ra)) / n
     detectable = minimum_detectable_difference(n, variance, trials)
     if p < ALPHA and difference != 0:
@@ -173,7 +185,7 @@ def paired_rate(name: str, a: Mapping[str, tuple[int, int]], b: Mapping[str, tup
         n,
         round(trials, 3),
         difference,
-        difference_interval(ra, rb),
+        ci,
         test,
         p,
         discordant,

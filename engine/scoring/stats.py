@@ -288,6 +288,35 @@ def paired_permutation(a: Sequence[float], b: Sequence[float]) -> float:
 
 #: The fewest paired scenarios a difference gets an interval from.
 MIN_PAIRED = 2
+#: The method of :func:`paired_proportion_interval`.
+NEWCOMBE = "newcombe"
+
+
+@_unavailable_is_none
+def paired_proportion_interval(both: int, only_a: int, only_b: int, neither: int) -> Interval | None:
+    """The 95 % interval of p_B − p_A (−1..1) for two runs' verdicts on the same scenarios, one
+    verdict each: ``both`` passed in both runs, ``only_a`` / ``only_b`` passed in that run alone,
+    ``neither`` in none. Newcombe's hybrid score interval for paired proportions (Newcombe 1998,
+    *Statistics in Medicine* 17: 2635, method 10): each run's :func:`wilson` interval, combined with
+    the phi correlation of the 2×2 table. Never zero-width: five scenarios all worse give about
+    −100 to −39 pt, not −100 to −100. None without a scenario."""
+    n = both + only_a + only_b + neither
+    if n == 0:
+        return None
+    wa, wb = wilson(both + only_a, n), wilson(both + only_b, n)
+    if wa is None or wb is None:
+        return None
+    pa, pb = (both + only_a) / n, (both + only_b) / n
+    denominator = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
+    phi = (both * neither - only_a * only_b) / math.sqrt(denominator) if denominator else 0.0
+    down = math.sqrt(
+        max(0.0, (pb - wb.low) ** 2 - 2 * phi * (pb - wb.low) * (wa.high - pa) + (wa.high - pa) ** 2)
+    )
+    up = math.sqrt(
+        max(0.0, (wb.high - pb) ** 2 - 2 * phi * (wb.high - pb) * (pa - wa.low) + (pa - wa.low) ** 2)
+    )
+    difference = pb - pa
+    return Interval(max(-1.0, difference - down), min(1.0, difference + up), NEWCOMBE)
 
 
 @_unavailable_is_none

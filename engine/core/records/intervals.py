@@ -13,7 +13,7 @@ from typing import Any
 from engine.core.records.fields import RecordError, exact_keys, get, strings
 
 #: How an interval was computed (``engine.scoring.stats``).
-METHODS = ("wilson", "bootstrap", "wilson-scenarios", "constant")
+METHODS = ("wilson", "bootstrap", "wilson-scenarios", "constant", "newcombe")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from engine.run.runner import run_cli
 from tests.conftest import MOCK_DATA_ROOT
 from tests.mock_domain.sample_run import ALTERED, MODELLED, REPLAYED
 from tests.runtime_helpers import run_options
+from tests.stats_helpers import newcombe_by_hand
 
 FAILING = sorted([*ALTERED, *MODELLED])
 
@@ -70,9 +71,10 @@ def test_flips_both_ways_and_rate_changes(clean_run: Path, mock_sample_run_dir: 
         "  db_state_match: 100.0% (6/6 scenarios) [95% CI 61.0-100.0%] -> 33.3% (2/6 scenarios) "
         "[95% CI 9.7-70.0%]  -66.7 pt"
     ) in text
+    low, high = newcombe_by_hand(2, 4, 0, 0)  # 2 pass in both, 4 only in A: Newcombe's paired interval
     assert (
-        "  overall: -66.7 pt [95% CI -100.0 to -16.7 pt], exact McNemar p = 0.125 (4 vs 0 discordant): "
-        in text
+        f"  overall: -66.7 pt [95% CI {100 * low:+.1f} to {100 * high:+.1f} pt], exact McNemar p = 0.125 "
+        "(4 vs 0 discordant): " in text
     )
     assert "pass -> fail (4):\n  mock__cancel_by_model  [db_state_match]\n" in text
     assert "fail -> pass: none" in text

@@ -17,6 +17,7 @@ from engine.results.paired import paired_rate
 from engine.scoring import stats
 from engine.scoring.summary import build_summary, render_summary_text
 from tests.record_helpers import metrics_row
+from tests.stats_helpers import newcombe_by_hand
 
 SEED, RESAMPLES = 20250125, 9999  # the documented seed and resamples of every resampling
 
@@ -142,15 +143,30 @@ def test_a_paired_rate_says_whether_the_difference_is_real() -> None:
         worse.verdict == "worse" and worse.discordant == (10, 0) and worse.difference == pytest.approx(-0.2)
     )
     assert worse.p_value == pytest.approx(scipy.stats.binomtest(10, 10, 0.5).pvalue)
-    d = np.array([flipped[n][0] - same[n][0] for n in sorted(same)], dtype=float)
-    res = scipy.stats.bootstrap(
-        (d,), np.mean, vectorized=True, n_resamples=RESAMPLES, rng=np.random.default_rng(SEED)
-    )
-    assert worse.ci is not None
-    assert (worse.ci.low, worse.ci.high) == pytest.approx(
-        (res.confidence_interval.low, res.confidence_interval.high)
-    )
+    # one verdict per scenario and run: Newcombe's paired interval (30 both, 10 only in A, 0 only in B)
+    assert worse.ci is not None and worse.ci.method == "newcombe"
+    assert (worse.ci.low, worse.ci.high) == pytest.approx(newcombe_by_hand(30, 10, 0, 10))
     assert paired_rate("overall", flipped, same).verdict == "better"
+
+
+def test_the_paired_proportion_interval_is_newcombes_and_covers_95_percent() -> None:
+    """Before: the bootstrap of the per-scenario differences, zero-width when they were all equal:
+    five scenarios all worse read "-100.0 to -100.0 pt" beside "no detectable difference"."""
+    for table in ((0, 5, 0, 0), (50, 0, 0, 0), (30, 2, 8, 10), (3, 4, 1, 2)):
+        got = stats.paired_proportion_interval(*table)
+        assert got is not None and (got.low, got.high) == pytest.approx(newcombe_by_hand(*table))
+        assert got.width > 0
+    five_worse = stats.paired_proportion_interval(0, 5, 0, 0)
+    assert five_worse is not None and five_worse.low == -1.0 and -0.45 < five_worse.high < -0.3
+    assert stats.paired_proportion_interval(0, 0, 0, 0) is None
+    rng = np.random.default_rng(7)  # coverage near the nominal 95 % (Newcombe's own finding)
+    probs, n, truth = (0.5, 0.1, 0.2, 0.2), 40, 0.2 - 0.1
+    hits = 0
+    for _ in range(1000):
+        ci = stats.paired_proportion_interval(*(int(c) for c in rng.multinomial(n, probs)))
+        assert ci is not None
+        hits += ci.low <= truth <= ci.high
+    assert 0.92 <= hits / 1000 <= 0.98
 
 
 def test_the_minimum_detectable_difference() -> None:
