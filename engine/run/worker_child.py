@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
+import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -164,3 +165,6 @@ def main(task: WorkerTask, conn: Connection) -> Any:
     finally:
         conn.close()
         release_threads()  # its writer's figures (``$EVALCTL_WRITER_STATS``): a worker skips atexit
+        pool = sys.modules.get("engine.session.voice.pool")
+        if pool is not None:  # a voice run's speech workers: stopped before multiprocessing joins
+            pool.shutdown_pool()  # them at this process's exit, or that join waits for ever

@@ -281,7 +281,9 @@ async def _round(
                 target=_bootstrap,
                 args=(CHILD, task, send, os.getpid()),
                 name=f"evalctl-worker-{task.number}",
-                daemon=True,
+                # not daemonic: a voice run's worker starts its own speech pool (a daemonic
+                # process may start none); this process joins or kills every worker itself
+                daemon=False,
             )
             proc.start()
             send.close()  # the worker holds the only writing end: its exit closes the pipe

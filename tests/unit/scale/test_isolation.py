@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from engine.session.voice.tts import missing_tts
 from tests.conftest import REPO
 from tests.unit.scale.helpers import NAMES
 from tests.unit.scale.isolation_child import CRASHER
@@ -131,3 +132,14 @@ def test_a_caller_simulator_of_ones_own_code_that_crashes_is_the_callers_error(
     for metrics in _metrics(tmp_path / "run").values():
         assert metrics["is_successful"] == "error" and metrics["error_cause"]["source"] == "user_simulator"
         assert "the caller simulator's own code runs there" in metrics["error"]
+
+
+@pytest.mark.skipif(missing_tts() is not None, reason=f"local TTS: {missing_tts()}")
+def test_a_voice_run_of_an_in_process_agent_runs_in_its_worker(tmp_path: Path) -> None:
+    """Found by a breaker pass: the worker was a daemonic process, and a voice run's speech pool
+    (worker processes) could not start in it: every session was an ``error`` ("daemonic processes
+    are not allowed to have children")."""
+    out = _run(tmp_path, agent="recording", scenarios=[NAMES[0]], voice=True)
+    assert out == {"exit_code": 0, "isolated": True, "seen": 0}
+    [metrics] = _metrics(tmp_path / "run").values()
+    assert metrics["error"] is None and metrics["stop_reason"] == "exit"
