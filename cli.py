@@ -640,7 +640,7 @@ def load_cmd(
 
 
 @group.command("serve")
-@click.argument("role", type=click.Choice(["agent", "user"]))
+@click.argument("role", type=click.Choice(["agent", "user", "model"]))
 @click.option(
     "--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 = any free port."
 )
@@ -651,10 +651,16 @@ def load_cmd(
 @click.option(
     "--spec-dir", default=None, type=click.Path(file_okay=False), help="Needed by replay (gold traces)."
 )
+@click.option(
+    "--heard",
+    is_flag=True,
+    help="model: match the caller's lines as a speech recogniser heard them (a voice bot's).",
+)
 @opt.data_root()
 @opt.model_options()
 def serve_cmd(
-    role: Literal["agent", "user"],
+    role: Literal["agent", "user", "model"],
+    heard: bool,
     port: int,
     host: str,
     backend: str,
@@ -664,16 +670,37 @@ def serve_cmd(
     api_key_env: str,
     request_timeout: float,
 ) -> int:
-    """Serve a built-in ROLE side (agent or user) as its own process, until Ctrl-C.
+    """Serve a built-in ROLE side (agent or user) as its own process, until Ctrl-C; or, with ROLE
+    model, the gold model of --spec-dir's scenarios.
 
-    Point a run at it with --agent / --user ws://HOST:PORT.
+    Point a run at a side with --agent / --user ws://HOST:PORT.
+
+    The gold model is an OpenAI-compatible chat-completions endpoint that answers each scenario's
+    caller lines with its gold agent turns (words and tool calls), as a perfect model would. Point
+    your own agent's LLM client at it (OPENAI_BASE_URL=http://HOST:PORT/v1, any key) and run the
+    scenarios: an agent whose wiring is right (its tools registered, their arguments passed on,
+    their results handed back, the call ended) passes them all, with no key and no cost. Its
+    port defaults to 8000 (--port 8765 is the sides').
 
     \b
     Example:
       evalctl serve agent --port 8765 --backend replay --spec-dir specs/eva_airline
       evalctl run specs/eva_airline --agent ws://127.0.0.1:8765
+      evalctl serve model --spec-dir specs/eva_airline --port 8000
+      OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_API_KEY=local \\
+        evalctl run specs/eva_airline --agent python:examples/python_agent.py:make_agent
     """
-    from engine.commands.serve import serve
+    from engine.commands.serve import serve, serve_model
+
+    if role == "model":
+        if spec_dir is None:
+            raise UsageError("serve model plays the gold conversations of a spec: give --spec-dir DIR")
+        if backend != "replay" or base_url is not None:
+            raise UsageError("serve model plays the gold: --backend and --base-url do not apply")
+        chosen = port if "port" in _given({"port": ("port",)}) else 8000
+        return serve_model(Path(spec_dir), _path(data_root), host=host, port=chosen, heard=heard)
+    if heard:
+        raise UsageError("--heard goes with serve model")
 
     return serve(
         role,

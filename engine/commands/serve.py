@@ -1,9 +1,11 @@
-"""``evalctl serve ROLE``: a built-in side as its own process, until Ctrl-C."""
+"""``evalctl serve ROLE``: a built-in side, or the gold model (``model``), as its own process,
+until Ctrl-C."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -11,6 +13,7 @@ import click
 
 from engine.domains.registry import plugins
 from engine.session.sides.standalone import serve_side
+from engine.util.errors import UsageError
 
 
 def serve(
@@ -50,4 +53,38 @@ def serve(
                 on_ready=ready,
             )
         )
+    return 0
+
+
+def serve_model(
+    spec_dir: Path,
+    data_root: Path | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    heard: bool = False,
+) -> int:
+    """Serve the gold model of ``spec_dir``'s scenarios (``engine.session.gold_model.GoldLLM``: an
+    OpenAI-compatible ``/v1/chat/completions`` that answers with each scenario's gold agent turns)
+    on ``http://host:port/v1`` (port 0 = any free port) until Ctrl-C; says where on stderr once
+    listening. ``heard``: match the caller lines as a speech recogniser heard them (a voice bot).
+    Returns 0. Raises SpecError / DataRootError for specs that do not load, UsageError for a port
+    that cannot be bound."""
+    from engine.session.gold_model import GoldLLM
+    from engine.spec.loader import load_domain
+
+    loaded = load_domain(spec_dir, data_root, plugins=plugins())
+    played = [s for s in loaded.scenarios if s.gold_trace is not None]
+    try:
+        llm = GoldLLM(played, heard=heard, host=host, port=port)
+    except OSError as err:
+        raise UsageError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    with llm, contextlib.suppress(KeyboardInterrupt):
+        click.echo(
+            f"serving the gold model of {len(played)} scenario(s) of {loaded.domain.name} on {llm.base_url} "
+            "(any model name, any key); Ctrl-C stops",
+            err=True,
+        )
+        while True:
+            time.sleep(3600)
     return 0
