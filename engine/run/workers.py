@@ -75,7 +75,7 @@ from engine.run.shard import split
 from engine.scoring import stats
 from engine.session.backends.registry import parse_backend_spec, scheme_of
 from engine.util.errors import SpecError, UsageError
-from engine.util.parent import stop_with_parent
+from engine.util.parent import stop_with_parent, watch_parent
 
 if TYPE_CHECKING:
     from engine.session.voice.run import VoiceRun
@@ -127,6 +127,11 @@ class _Worker:
     talked: dict[tuple[str, int], tuple[SessionResult, tuple[Any, Any]]] = field(default_factory=dict)
     heard: float = 0.0  # loop time of its last message (or its start)
     silent_s: float | None = None  # killed after this many seconds without a message (a blocked loop)
+    stopping: bool = False  # this process asked it to stop (Ctrl-C, SIGTERM of the run)
+    all_done_at: float | None = None  # loop time it reported its last session
+    lingered: bool = False  # killed for not ending after its last session
+    exit_fd: int | None = None  # readable once the process has ended (:func:`_exit_fd`)
+    eof: bool = False  # its pipe reached end of file
     ended: bool = False  # sent its last message (it finished or was stopped)
     closed: asyncio.Future[None] | None = None
 
@@ -201,6 +206,10 @@ def _bootstrap(module: str, task: WorkerTask, conn: Connection, parent: int = 0)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     stop_with_parent(parent)
+    if task.report_starts:  # the user's code runs here: it may block the loop, or start processes
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)  # its own group: what the agent leaves behind is killed with it
+        watch_parent(parent, grace_s=STOP_GRACE_S)  # a blocked loop cannot act on SIGTERM
     importlib.import_module(module).main(task, conn)
 
 
@@ -288,7 +297,10 @@ async def _round(
             proc.start()
             send.close()  # the worker holds the only writing end: its exit closes the pipe
             worker = _Worker(task, proc, recv, closed=loop.create_future(), heard=loop.time())
-            loop.add_reader(recv.fileno(), _reader(worker, progress, report))
+            read = _reader(worker, progress, report)
+            loop.add_reader(recv.fileno(), read)
+            worker.exit_fd = _exit_fd(proc)
+            loop.add_reader(worker.exit_fd, _exited(worker, read))
             workers.append(worker)
         _PRELOAD = stats.preload()  # every worker is forked: the summary's statistics load meanwhile
         limit = opts.turn_timeout_s + HANG_GRACE_S + (0.0 if method == "fork" else 60.0)  # spawn: imports
@@ -307,8 +319,10 @@ async def _round(
                 loop.remove_reader(w.conn.fileno())
     again: list[Job] = []
     for w in workers:
+        _kill_group(w)  # first: a process it left holding its sentinel would hold up the join
         await off_loop(w.process.join, STOP_GRACE_S)
-        if not w.ended:
+        unfinished = len(w.reported) < len(w.task.jobs)
+        if not w.ended or (unfinished and not w.stopping):  # died, or stopped by someone else
             # its untried sessions run again only when it finished or failed one at least
             untried = [k for k in _keys(w) if k not in w.started] if w.started else []
             await _fail_unfinished(w, by_key, opts, run_dir, invocation, progress, report, loaded, untried)
@@ -323,14 +337,23 @@ async def _watch(workers: list[_Worker], limit: float) -> None:
         await asyncio.sleep(min(BEAT_S, limit / 2))
         now = loop.time()
         for w in workers:
-            if (
-                w.closed is not None
-                and not w.closed.done()
-                and now - w.heard > limit
-                and w.process.is_alive()
-            ):
+            running = w.closed is not None and not w.closed.done() and w.process.is_alive()
+            if running and now - w.heard > limit:
                 w.silent_s = now - w.heard
                 w.process.kill()
+            elif running and w.all_done_at is not None and now - w.all_done_at > STOP_GRACE_S:
+                w.lingered = True  # every session reported, yet it does not end: nothing is lost
+                w.process.kill()
+
+
+def _kill_group(worker: _Worker) -> None:
+    """Kill what is left of a user-code worker's process group (it leads its own:
+    :func:`_bootstrap`): processes the agent's code started and left behind, which would outlive
+    the run."""
+    pid = worker.process.pid
+    if worker.task.report_starts and pid is not None and sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _keys(worker: _Worker) -> list[tuple[str, int]]:
@@ -341,13 +364,17 @@ def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], No
     """The pipe's read callback: one message per call; EOF closes the worker."""
 
     def read() -> None:
-        worker.heard = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        worker.heard = loop.time()
         try:
             kind, body = worker.conn.recv()
         except (EOFError, OSError):
-            asyncio.get_running_loop().remove_reader(worker.conn.fileno())
-            if worker.closed is not None and not worker.closed.done():
-                worker.closed.set_result(None)
+            worker.eof = True
+            if worker.exit_fd is not None and worker.exit_fd != worker.process.sentinel:
+                with contextlib.suppress(Exception):
+                    loop.remove_reader(worker.conn.fileno())  # its pidfd says when it has ended
+                return
+            _close(worker)
             return
         if kind == "done":
             for fin, done, row in body:
@@ -357,6 +384,8 @@ def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], No
                 if row is not None:
                     report.totals.add_row(row)
                 progress.show(fin)
+            if len(worker.reported) >= len(worker.task.jobs):
+                worker.all_done_at = loop.time()
         elif kind == "started":
             worker.started.add(body)
             worker.talked.pop(body, None)  # a new attempt (a broken caller's session run again)
@@ -371,9 +400,52 @@ def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], No
     return read
 
 
+def _close(worker: _Worker) -> None:
+    """The worker is gone (its pipe's EOF, or its process ended: :func:`_exited`)."""
+    with contextlib.suppress(Exception):
+        asyncio.get_running_loop().remove_reader(worker.conn.fileno())
+    if worker.exit_fd is not None:
+        with contextlib.suppress(Exception):
+            asyncio.get_running_loop().remove_reader(worker.exit_fd)
+        if worker.exit_fd != worker.process.sentinel:
+            with contextlib.suppress(OSError):
+                os.close(worker.exit_fd)
+        worker.exit_fd = None
+    if worker.closed is not None and not worker.closed.done():
+        worker.closed.set_result(None)
+
+
+def _exit_fd(proc: Any) -> int:
+    """A descriptor readable once ``proc`` has ended: a pidfd (Linux), which no other process
+    holds (the process's sentinel pipe is inherited by what it forks, and stays open while they
+    live), else the sentinel."""
+    with contextlib.suppress(AttributeError, OSError):
+        return os.pidfd_open(proc.pid)
+    return int(proc.sentinel)
+
+
+def _exited(worker: _Worker, read: Callable[[], None]) -> Callable[[], None]:
+    """The exit descriptor's callback: the worker ended. What it sent is read first; its pipe may
+    never reach EOF (a process the agent forked holds its writing end), so this closes it."""
+
+    def done() -> None:
+        with contextlib.suppress(OSError, EOFError):
+            while (
+                not worker.eof
+                and worker.closed is not None
+                and not worker.closed.done()
+                and worker.conn.poll(0)
+            ):
+                read()
+        _close(worker)
+
+    return done
+
+
 async def _stop(workers: list[_Worker]) -> None:
     """Ask every live worker to stop (SIGTERM), wait for them (:data:`STOP_GRACE_S`), kill the rest."""
     for w in workers:
+        w.stopping = True
         if w.process.is_alive():
             with contextlib.suppress(OSError):
                 w.process.terminate()
@@ -412,13 +484,25 @@ async def _fail_unfinished(
     counted as not scored too: the run still writes its summary."""
     proc = worker.process
     why = f"worker process {worker.task.number} (pid {proc.pid}) {_exit_text(proc.exitcode)}"
+    if worker.ended and not worker.stopping:
+        why = (
+            f"worker process {worker.task.number} (pid {proc.pid}) stopped before its sessions finished, "
+            "not asked to by the run (a SIGTERM from elsewhere: the agent's own code?)"
+        )
     if worker.silent_s is not None:
         why = (
             f"worker process {worker.task.number} (pid {proc.pid}) was killed after {worker.silent_s:.0f} s "
             "without a sign of life (its event loop was blocked: a synchronous call in async code?)"
         )
     skip = set(untried or ())
-    if not opts.quiet:
+    if worker.lingered and not opts.quiet:
+        print(
+            f"evalctl: worker process {worker.task.number} (pid {proc.pid}) did not end within "
+            f"{STOP_GRACE_S:.0f} s of its last session (a task of the agent's that ignores "
+            "cancellation?): killed; every session had been reported",
+            file=sys.stderr,
+        )
+    if not opts.quiet and len(worker.reported) < len(worker.task.jobs):
         lost = len([k for k in _keys(worker) if k not in worker.reported]) - len(skip)
         again = f"; its {len(skip)} session(s) not yet started run in a new worker" if skip else ""
         print(f"evalctl: {why} before reporting {lost} session(s){again}", file=sys.stderr)

@@ -34,14 +34,18 @@ def stop_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def watch_parent(parent: int, interval_s: float = 0.5) -> threading.Thread:
+def watch_parent(parent: int, interval_s: float = 0.5, grace_s: float = 0.0) -> threading.Thread:
     """A daemon thread that ends this process (``os._exit(1)``) within about ``interval_s``
     seconds of the parent (pid ``parent``) ending, on any platform and whatever thread started
-    it: the parent pid, polled (an orphan's parent becomes another process). Returns the thread."""
+    it: the parent pid, polled (an orphan's parent becomes another process). ``grace_s``: seconds
+    left first for a graceful stop (a worker's SIGTERM from :func:`stop_with_parent`), which an
+    event loop blocked by the user's code cannot act on. Returns the thread."""
 
     def watch() -> None:
         while os.getppid() == parent:
             threading.Event().wait(interval_s)
+        if grace_s > 0:
+            threading.Event().wait(grace_s)
         os._exit(1)
 
     thread = threading.Thread(target=watch, name="evalctl-parent-watch", daemon=True)

@@ -57,6 +57,7 @@ def main(raw: str) -> None:
     args = json.loads(raw)
     workers.BEAT_S = args.pop("beat_s", workers.BEAT_S)
     workers.HANG_GRACE_S = args.pop("hang_grace_s", workers.HANG_GRACE_S)
+    workers.STOP_GRACE_S = args.pop("stop_grace_s", workers.STOP_GRACE_S)
     isolate = args.pop("isolate", True)
     agent = args.pop("agent", "replay")
     if agent == "recording":

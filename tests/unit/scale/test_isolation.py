@@ -143,3 +143,163 @@ def test_a_voice_run_of_an_in_process_agent_runs_in_its_worker(tmp_path: Path) -
     assert out == {"exit_code": 0, "isolated": True, "seen": 0}
     [metrics] = _metrics(tmp_path / "run").values()
     assert metrics["error"] is None and metrics["stop_reason"] == "exit"
+
+
+#: Forks a helper that would live a minute (its pid in $HELPER_PID_FILE), then ends the call.
+FORKER = """
+import os
+import time
+
+
+def make(session, tools):
+    async def turn(line):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        with open(os.environ["HELPER_PID_FILE"], "a") as out:
+            out.write(f"{pid}\\n")
+        await tools.call("end_conversation", "{}", say="Goodbye.")
+        return ""
+
+    return turn
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie waiting for its reaper is gone too
+        return stat.read().split()[2] == "Z"
+
+
+def test_a_process_the_agent_forks_neither_holds_the_run_nor_outlives_it(tmp_path: Path) -> None:
+    """Found by a breaker pass: the helper held the worker's pipe open, so the run waited for it
+    (a minute here; for ever for a server), and it outlived the run."""
+    path, pids = tmp_path / "forker.py", tmp_path / "pids.txt"
+    path.write_text(FORKER)
+    out = _run(tmp_path, {"HELPER_PID_FILE": str(pids)}, agent=f"python:{path}:make", concurrency=1)
+    assert out["exit_code"] == 0 and out["isolated"] is True
+    helpers = [int(x) for x in pids.read_text().split()]
+    assert len(helpers) == 3 and all(_gone(pid) for pid in helpers)  # killed with the worker's group
+    assert {m["stop_reason"] for m in _metrics(tmp_path / "run").values()} == {"exit"}
+
+
+#: Sends its own process SIGTERM in the session of $CRASH_ON (as if the run had been stopped).
+SELF_TERMINATING = """
+import asyncio
+import os
+import signal
+
+
+def make(session, tools):
+    async def turn(line):
+        if session.scenario["name"] == os.environ["CRASH_ON"]:
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.sleep(0.5)
+            return "still here"
+        await tools.call("end_conversation", "{}", say="Goodbye.")
+        return ""
+
+    return turn
+"""
+
+
+def test_an_agent_that_stops_its_worker_fails_instead_of_leaving_its_sessions_out(tmp_path: Path) -> None:
+    """Found by a breaker pass: the worker stopped as if the run had stopped it, and every
+    unfinished session was missing (the agent's hard scenario left out, results 0, exit 3)."""
+    path = tmp_path / "term.py"
+    path.write_text(SELF_TERMINATING)
+    out = _run(tmp_path, {"CRASH_ON": NAMES[1]}, agent=f"python:{path}:make", concurrency=1)
+    assert out["exit_code"] == 0 and out["isolated"] is True
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["results"] == 3 and summary["missing"] == [] and summary["errors"] == 0
+    found = _metrics(tmp_path / "run")
+    assert found[NAMES[1]]["stop_reason"] == "agent_error"
+    assert "not asked to by the run" in found[NAMES[1]]["error"]
+    assert {found[n]["stop_reason"] for n in (NAMES[0], NAMES[2])} == {"exit"}
+
+
+#: Leaves a task behind that ignores cancellation: the worker's event loop never finishes.
+STUBBORN = """
+import asyncio
+
+KEEP = []
+
+
+async def _forever():
+    while True:
+        try:
+            await asyncio.sleep(1)
+        except asyncio.CancelledError:
+            pass
+
+
+def make(session, tools):
+    async def turn(line):
+        KEEP.append(asyncio.ensure_future(_forever()))
+        await tools.call("end_conversation", "{}", say="Goodbye.")
+        return ""
+
+    return turn
+"""
+
+
+def test_a_worker_that_does_not_end_after_its_last_session_is_killed(tmp_path: Path) -> None:
+    """Found by a breaker pass: every result was written, and the run hung for ever."""
+    path = tmp_path / "stubborn.py"
+    path.write_text(STUBBORN)
+    out = _run(tmp_path, agent=f"python:{path}:make", concurrency=1, stop_grace_s=1.0, beat_s=0.2)
+    assert out["exit_code"] == 0 and out["isolated"] is True
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["results"] == 3 and summary["missing"] == [] and summary["errors"] == 0
+
+
+#: Blocks its worker's event loop for good, after writing the worker's pid to $WORKER_PID_FILE.
+BLOCKED_FOR_GOOD = """
+import os
+import time
+
+
+def make(session, tools):
+    async def turn(line):
+        with open(os.environ["WORKER_PID_FILE"], "w") as out:
+            out.write(str(os.getpid()))
+        time.sleep(600)
+        return ""
+
+    return turn
+"""
+
+
+def test_a_blocked_worker_ends_when_the_runs_process_is_killed(tmp_path: Path) -> None:
+    """Found by a breaker pass: a worker whose loop the agent blocked could not act on the SIGTERM
+    its parent's death sends, ran on under PID 1 and kept the run folder locked."""
+    import time
+
+    path, pid_file = tmp_path / "blocked.py", tmp_path / "worker.pid"
+    path.write_text(BLOCKED_FOR_GOOD)
+    args = {"scenarios": [NAMES[0]], "output_dir": str(tmp_path / "run"), "quiet": True,
+            "agent": f"python:{path}:make", "stop_grace_s": 1.0}  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.unit.scale.isolation_child", json.dumps(args)],
+        cwd=REPO, env={**os.environ, "WORKER_PID_FILE": str(pid_file)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # the agent says when it is blocked (its file: no timing)
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        worker = int(pid_file.read_text())
+        assert worker != child.pid
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    for _ in range(300):  # its parent watch ends it after the 1 s grace
+        if _gone(worker):
+            break
+        time.sleep(0.1)
+    assert _gone(worker)
