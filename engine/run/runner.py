@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import signal
 import sys
 from collections.abc import Callable
@@ -128,6 +129,9 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
             if opts.resume is None:  # a resumed shard run keeps the slice its run.json records
                 chosen = shard_scenarios(chosen, shard)
         specs = {"agent": agent_spec, "user": user_spec}
+        for role, spec in specs.items():  # code that ends its process as it loads: one line, exit 2
+            load = functools.partial(side_for, spec, opts, loaded.live, role)
+            workers.probe_user_code(opts, role, str(spec), load)
         sides = {role: side_for(spec, opts, loaded.live, role) for role, spec in specs.items()}
         check_judge_key(opts.scoring)
         voice = _voice(opts, voice, loaded.domain.language)

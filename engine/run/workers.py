@@ -159,14 +159,14 @@ def worker_count(opts: RunOptions, jobs: int, voice: VoiceRun | None) -> int:
     return count
 
 
-def isolated(opts: RunOptions) -> bool:
+def isolated(opts: RunOptions, note: bool = True) -> bool:
     """True when a run that needs one process runs in one supervised worker instead: its agent
     or its caller simulator runs the user's own code (:func:`_user_code_here`),
     ``opts.isolate_agent_code`` is set and
     the worker can be forked (:func:`start_method`: milliseconds, nothing to pickle; where only
     spawning is possible, a second of start-up per run, the run stays in this process, and says
     so unless ``opts.quiet``). Lets this process's idle helper threads go first (an earlier run's
-    writer, the statistics import): they would rule the fork out."""
+    writer, the statistics import): they would rule the fork out. ``note``: say so when it cannot."""
     if not (opts.isolate_agent_code and _user_code_here(opts)):
         return False
     release_threads()
@@ -174,13 +174,47 @@ def isolated(opts: RunOptions) -> bool:
         _PRELOAD.join()
     if start_method() == "fork":
         return True
-    if not opts.quiet:
+    if note and not opts.quiet:
         print(
             "evalctl: your own code (the agent or the caller simulator) runs in this process (no "
             "worker can be forked here: other threads run, or this is not Linux); a crash in it ends the run",
             file=sys.stderr,
         )
     return False
+
+
+def probe_user_code(opts: RunOptions, role: str, spec: str, build: Callable[[], Any]) -> None:
+    """Load the user's own code of side ``role`` (``spec``: ``python:``, ``pipecat:``, ``livekit:``)
+    once in a forked process first (``build``: what loads it), when that side will run in a
+    supervised worker (:func:`isolated`): code that ends its process as it loads (``os._exit``, a
+    segfault at import) ends the probe, not the run, which would otherwise stop without a word (with
+    ``os._exit(0)``: exit 0, nothing run). Raises UsageError then; an ordinary error of ``build``
+    (a target that does not load) is left for this process's own load to raise."""
+    if not (_runs_user_code(spec) and isolated(opts, note=False)):  # the run says it, if need be
+        return
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the probe: load, say how it went, leave at once (no cleanup of the run's state)
+        os.close(read_end)
+        word = b"error"
+        try:
+            build()
+            word = b"ok"
+        except BaseException:
+            pass
+        os.write(write_end, word)
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as said:
+        word = said.read()
+    _, status = os.waitpid(pid, 0)
+    if word:
+        return
+    code = os.waitstatus_to_exitcode(status)
+    raise UsageError(
+        f"--{role} {spec}: loading it ended its process ({_exit_text(code)}) before it could run: "
+        "its module does that at import, or its factory's set-up does"
+    )
 
 
 def start_method() -> Literal["fork", "spawn"]:

@@ -52,3 +52,27 @@ def test_the_cli_run_on_eva_survives_the_agents_crash_and_says_so(tmp_path: Path
     kept = subprocess.run([*argv, "--workers", "1", "--output-dir", str(here)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert kept.returncode == 9 and not (here / "summary.json").exists()
+
+
+def test_an_agent_that_ends_its_process_as_it_loads_is_one_line_exit_2(
+    tmp_path: Path, data_root: Path
+) -> None:
+    """Found by a breaker pass: the module is loaded in the run's own process, so ``os._exit(0)``
+    at import ended ``evalctl run`` with exit 0 having run nothing (a CI job's pass), and a
+    segfault with 139 and no word. It is loaded once in a forked probe first."""
+    for name, body, how in (
+        ("exits", "import os\nos._exit(0)\n", "exited with code 0"),
+        ("segfaults", "import ctypes\nctypes.string_at(0)\n", "was killed by signal 11"),
+    ):
+        (tmp_path / f"{name}.py").write_text(body)
+        agent = f"python:{tmp_path / name}.py:make"
+        done = subprocess.run(
+            [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
+             "--scenarios", EVA[0], "--agent", agent, "--output-dir", str(tmp_path / name)],
+            cwd=REPO, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip() == (
+            f"evalctl: --agent {agent}: loading it ended its process ({how}) before it could run: "
+            "its module does that at import, or its factory's set-up does"
+        )
