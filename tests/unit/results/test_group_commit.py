@@ -147,17 +147,22 @@ def test_a_run_reports_a_session_only_after_its_folder_is_committed(tmp_path, mo
     real = group_commit.commit_folders
     out = tmp_path / "run"
 
+    lock = threading.Lock()  # check runs on the writer thread, done on the event loop's
+
     def check(batches: Any, marked: Any = None) -> int:
         folders = {b.folder for b in batches}
-        assert not folders & reported  # none of this batch told done yet
-        assert all((f / "metrics.json").is_file() for f in reported)  # all told done are complete
+        with lock:
+            told = set(reported)
+        assert not folders & told  # none of this batch told done yet
+        assert all((f / "metrics.json").is_file() for f in told)  # all told done are complete
         checked.append(len(folders))
         return real(batches, marked)
 
     real_done = runner.Progress.done
 
     def done(self: Any, result: Any, metrics: Any) -> None:
-        reported.add(out / result.scenario_name / f"trial_{result.trial}")
+        with lock:
+            reported.add(out / result.scenario_name / f"trial_{result.trial}")
         real_done(self, result, metrics)
 
     monkeypatch.setattr(group_commit, "commit_folders", check)
