@@ -537,84 +537,69 @@ async def _fail_unfinished(
             file=sys.stderr,
         )
     if not opts.quiet and len(worker.reported) < len(worker.task.jobs):
-        lost = len([k for k in _keys(worker) if k not in worker.reported]) - len(skip)
+        unreported = len([k for k in _keys(worker) if k not in worker.reported]) - len(skip)
         again = f"; its {len(skip)} session(s) not yet started run in a new worker" if skip else ""
-        print(f"evalctl: {why} before reporting {lost} session(s){again}", file=sys.stderr)
+        print(f"evalctl: {why} before reporting {unreported} session(s){again}", file=sys.stderr)
     # an agent whose own code runs in the worker (python:, pipecat:, livekit:) took its process
     # with it: its failure, never an error left out of the rates (the engine cannot tell its
     # crash from ours, and the agent must not be able to turn a hard scenario into an error)
     scoring = dataclasses.replace(opts.scoring, judge_model=None)  # nothing to judge
     scorer = Scorer(run_dir, opts.trials, scoring, 1, invocation)
     judged = Scorer(run_dir, opts.trials, opts.scoring, 1, invocation) if worker.talked else scorer
-    try:
-        await _fail_each(worker, by_key, opts, run_dir, invocation, progress, report, loaded, skip, why,
-                         scorer, judged)  # fmt: skip
-    finally:
-        await scorer.aclose()
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(scorer.aclose)
         if judged is not scorer:
-            await judged.aclose()
-
-
-async def _fail_each(
-    worker: _Worker,
-    by_key: dict[tuple[str, int], Job],
-    opts: RunOptions,
-    run_dir: Path,
-    invocation: str,
-    progress: Progress,
-    report: Any,
-    loaded: Any,
-    skip: set[tuple[str, int]],
-    why: str,
-    scorer: Scorer,
-    judged: Scorer,
-) -> None:
-    own_code = _agent_runs_here(opts)
-    callers_code = _runs_user_code(opts.user)  # a crash with only the caller's own code: the caller's
-    for name, trial, _, superseded in worker.task.jobs:
-        if (name, trial) in worker.reported or (name, trial) in skip:
-            continue
-        key = f"{name}#{trial}"
-        sdir = scenario_dir(run_dir, name, trial, opts.trials)
-        metrics = read_metrics(sdir / METRICS)
-        stored = read_session(sdir)
-        lost = f"{why} before this session finished"
-        talked = worker.talked.get((name, trial))
-        if stored is not None and metrics is not None and stored.invocation == invocation:
-            # it had: the reason this run's own session wrote in its metrics.json
-            result = SessionResult(name, trial, cast(StopReason, metrics.stop_reason), error=metrics.error)
-        elif talked is not None:  # its conversation had ended: stored and scored here, as it went
-            result, deltas = talked
-            job = by_key[(name, trial)]
-            metrics = await _store(judged, job, result, superseded, loaded, report, lost, deltas)
-            if metrics is None:
-                progress.show(Finished.of(result, None))
+            stack.push_async_callback(judged.aclose)
+        own_code = _agent_runs_here(opts)
+        callers_code = _runs_user_code(opts.user)  # a crash with only the caller's own code: the caller's
+        for name, trial, _, superseded in worker.task.jobs:
+            if (name, trial) in worker.reported or (name, trial) in skip:
                 continue
-        elif stored is not None:  # a stored conversation (an earlier attempt's, or unscored): kept
-            result = SessionResult(name, trial, "error", error=lost, error_source="engine")
-            report.scoring_errors[key] = f"{lost}; the conversation stored in its folder is kept"
-            progress.show(Finished.of(result, None))
-            continue
-        else:
-            if own_code:
-                when = (
-                    "while this session ran"
-                    if (name, trial) in worker.started
-                    else "before this session finished"
+            key = f"{name}#{trial}"
+            sdir = scenario_dir(run_dir, name, trial, opts.trials)
+            metrics = read_metrics(sdir / METRICS)
+            stored = read_session(sdir)
+            lost = f"{why} before this session finished"
+            talked = worker.talked.get((name, trial))
+            if stored is not None and metrics is not None and stored.invocation == invocation:
+                # it had: the reason this run's own session wrote in its metrics.json
+                result = SessionResult(
+                    name, trial, cast(StopReason, metrics.stop_reason), error=metrics.error
                 )
-                lost = f"{why} {when}: the agent's own code runs in that process"
-                result = SessionResult(name, trial, "agent_error", error=lost)
-            elif callers_code:
-                lost = f"{why} before this session finished: the caller simulator's own code runs there"
-                result = SessionResult(name, trial, "error", error=lost, error_source="user_simulator")
-            else:
+            elif talked is not None:  # its conversation had ended: stored and scored here, as it went
+                result, deltas = talked
+                job = by_key[(name, trial)]
+                metrics = await _store(judged, job, result, superseded, loaded, report, lost, deltas)
+                if metrics is None:
+                    progress.show(Finished.of(result, None))
+                    continue
+            elif stored is not None:  # a stored conversation (an earlier attempt's, or unscored): kept
                 result = SessionResult(name, trial, "error", error=lost, error_source="engine")
-            metrics = await _store(scorer, by_key[(name, trial)], result, superseded, loaded, report, lost)
-            if metrics is None:
+                report.scoring_errors[key] = f"{lost}; the conversation stored in its folder is kept"
                 progress.show(Finished.of(result, None))
                 continue
-        report.add(result, metrics)
-        progress.show(Finished.of(result, metrics))
+            else:
+                if own_code:
+                    when = (
+                        "while this session ran"
+                        if (name, trial) in worker.started
+                        else "before this session finished"
+                    )
+                    lost = f"{why} {when}: the agent's own code runs in that process"
+                    result = SessionResult(name, trial, "agent_error", error=lost)
+                elif callers_code:
+                    lost = f"{why} before this session finished: the caller simulator's own code runs there"
+                    result = SessionResult(name, trial, "error", error=lost, error_source="user_simulator")
+                else:
+                    result = SessionResult(name, trial, "error", error=lost, error_source="engine")
+                metrics = await _store(
+                    scorer, by_key[(name, trial)], result, superseded, loaded, report, lost
+                )
+                if metrics is None:
+                    progress.show(Finished.of(result, None))
+                    continue
+            report.add(result, metrics)
+            progress.show(Finished.of(result, metrics))
 
 
 async def _store(
