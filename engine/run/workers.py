@@ -192,8 +192,11 @@ def probe_user_code(opts: RunOptions, role: str, spec: str, build: Callable[[], 
     (a target that does not load) is left for this process's own load to raise."""
     if not (_runs_user_code(spec) and isolated(opts, note=False)):  # the run says it, if need be
         return
-    read_end, write_end = os.pipe()
-    pid = os.fork()
+    try:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+    except OSError:  # no process to spare (EAGAIN, ENOMEM): loaded here only, as before
+        return
     if pid == 0:  # the probe: load, say how it went, leave at once (no cleanup of the run's state)
         os.close(read_end)
         word = b"error"
