@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
+import jsonschema_rs
 import orjson
 
 from engine.core.model import SCHEMA_DIR
@@ -86,6 +87,23 @@ def validator(message_type: str, version: int = PROTOCOL_VERSION) -> jsonschema.
     return cls(schema)
 
 
+@cache
+def fast_validator(message_type: str, version: int = PROTOCOL_VERSION) -> Any:
+    """The compiled (Rust) ``jsonschema_rs`` validator of the same schema as :func:`validator`
+    (cached): about 100x faster on a frame. Only its acceptance is used; a frame it refuses, or one
+    it cannot take (an integer beyond 64 bits, NaN), is judged and worded by :func:`validator`."""
+    schema = json.loads(schema_path(message_type, version).read_text(encoding="utf-8"))
+    return jsonschema_rs.validator_for(schema)
+
+
+def _accepted_fast(msg: dict[str, Any], message_type: str, version: int) -> bool:
+    """Whether the compiled validator accepts ``msg`` (False: the frame goes to jsonschema)."""
+    try:
+        return bool(fast_validator(message_type, version).is_valid(msg))
+    except (ValueError, TypeError, OverflowError):  # a value it cannot convert: jsonschema decides
+        return False
+
+
 MAX_MESSAGE_CHARS = 2000
 """Longest message text from or about a side that the engine keeps (results, progress lines)."""
 
@@ -126,8 +144,9 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
     Raises :class:`ProtocolError`: ``bad_json`` (not a JSON object in a text frame),
     ``unsupported_version`` (``v`` is not ``version``), ``bad_message`` (unknown type
     or schema violation; the message names the JSON path); ``bad_json`` also for a lone surrogate
-    escape (``\\ud800``), valid JSON syntax but not Unicode text. ``check_schema=False`` skips the schema
-    (the costly part): for frames from a trusted peer, i.e. the engine talking to a built-in side.
+    escape (``\\ud800``), valid JSON syntax but not Unicode text. ``check_schema=False`` skips the
+    schema (the costly part, though a compiled check accepts a valid frame in under a microsecond:
+    :func:`fast_validator`): for frames from a trusted peer, i.e. the engine talking to a built-in side.
     A frame of more than :data:`MAX_FRAME_COLONS` colons is ``bad_json`` before it is parsed.
     """
     if isinstance(raw, bytes):
@@ -157,7 +176,7 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
     mtype = msg.get("type")
     if mtype not in MESSAGE_TYPES:
         raise ProtocolError("bad_message", f"unknown message type {clip(repr(mtype), 200)}", reply_to)
-    if not check_schema:
+    if not check_schema or _accepted_fast(msg, mtype, version):
         return msg
     error = jsonschema.exceptions.best_match(validator(mtype, version).iter_errors(msg))
     if error is not None:

@@ -59,14 +59,16 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(agent: str, data_root: Path, **options: Any) -> Measure:
-    """Run the 50 eva scenarios with ``agent`` in this process; SystemExit unless all 50 pass."""
-    with tempfile.TemporaryDirectory() as tmp:
+def measure(agent: str, data_root: Path, base: Path | None = None, **options: Any) -> Measure:
+    """Run the 50 eva scenarios with ``agent`` in this process; SystemExit unless all 50 pass.
+    The run's folder is made in ``base`` and left there (default: a temporary folder removed at once)."""
+    with contextlib.ExitStack() as stack:
+        folder = base if base is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
         opts = run_options(
             SPEC_DIR,
             data_root,
             agent=agent,
-            output_dir=Path(tmp) / "run",
+            output_dir=Path(tempfile.mkdtemp(prefix="run-", dir=folder)) / "run",
             progress=False,
             quiet=True,
             workers=1,
@@ -85,13 +87,16 @@ def measure(agent: str, data_root: Path, **options: Any) -> Measure:
 
 def rounds(agents: Mapping[str, str], data_root: Path, count: int, **options: Any) -> dict[str, Measure]:
     """Each agent once to warm up, then ``count`` rounds alternating between them; per agent the
-    median wall and median CPU."""
-    for agent in agents.values():
-        measure(agent, data_root, **options)
+    median wall and median CPU. The runs' folders are kept until the last round has run: a file
+    made just after many were deleted costs up to 50x more on this machine's ext4
+    (docs/performance.md), which a run right after another's clean-up would pay."""
     found: dict[str, list[Measure]] = {name: [] for name in agents}
-    for _ in range(count):
-        for name, agent in agents.items():
-            found[name].append(measure(agent, data_root, **options))
+    with tempfile.TemporaryDirectory(prefix="evalctl-bench-") as tmp:
+        for agent in agents.values():
+            measure(agent, data_root, Path(tmp), **options)
+        for _ in range(count):
+            for name, agent in agents.items():
+                found[name].append(measure(agent, data_root, Path(tmp), **options))
     return {
         name: Measure(
             statistics.median(m.wall for m in ms), statistics.median(m.cpu for m in ms), ms[0].turns
