@@ -15,6 +15,7 @@ from engine.domains.registry import plugins
 from engine.report_html.load_page import load_page
 from engine.results.load_figures import load_table
 from engine.run.load import LoadOutcome, LoadPlan, run_load
+from engine.util.aio import run_to_end
 from engine.util.artifacts import dumps_json, write_text
 from engine.util.errors import BELOW_BAR_EXIT, INFRASTRUCTURE_EXIT, INTERRUPTED_EXIT, OK_EXIT, OutputError
 
@@ -53,7 +54,7 @@ def load(opts: RunOptions, plan: LoadPlan) -> int:
                 loop.remove_signal_handler(signal.SIGTERM)
 
     try:
-        done = asyncio.run(main())
+        done = run_to_end(main())
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
     out = text_console()

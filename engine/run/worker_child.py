@@ -41,6 +41,7 @@ from engine.session.backends.registry import parse_backend_spec
 from engine.session.setup import side_for
 from engine.spec.index import index_domain
 from engine.util import heap
+from engine.util.aio import run_to_end
 
 #: Seconds a finished session's progress line may wait to be sent with the next ones (a message per
 #: session wakes the run's process once per session; on a busy machine that costs the worker time).
@@ -159,7 +160,7 @@ async def _work(task: WorkerTask, conn: Connection) -> None:
 def main(task: WorkerTask, conn: Connection) -> Any:
     """Run ``task``; the last message is ``("end", None)``."""
     try:
-        asyncio.run(_work(task, conn))
+        run_to_end(_work(task, conn))
         with contextlib.suppress(OSError):
             conn.send(("end", None))
     finally:

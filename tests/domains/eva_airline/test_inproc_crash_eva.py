@@ -76,3 +76,27 @@ def test_an_agent_that_ends_its_process_as_it_loads_is_one_line_exit_2(
             f"evalctl: --agent {agent}: loading it ended its process ({how}) before it could run: "
             "its module does that at import, or its factory's set-up does"
         )
+
+
+def test_an_agent_task_that_ignores_cancellation_does_not_hold_the_run(
+    tmp_path: Path, data_root: Path
+) -> None:
+    """Found by a breaker pass: with ``--workers 1`` the run wrote its summary and then waited for
+    ever on the agent's task that catches its cancellation (asyncio.run waits for every task). The
+    task is now named and left behind; the run ends with its own exit code, in both process modes."""
+    from tests.unit.scale.test_isolation import STUBBORN
+
+    path = tmp_path / "stubborn.py"
+    path.write_text(STUBBORN)
+    argv = [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
+            "--scenarios", EVA[0], "--agent", f"python:{path}:make", "--no-progress"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for mode in (["--workers", "1"], []):
+        out = tmp_path / f"run{len(mode)}"
+        done = subprocess.run([*argv, *mode, "--output-dir", str(out)], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "ignored cancellation and was left behind: _forever() at " in done.stderr, mode
+        assert "Task was destroyed" not in done.stderr
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["results"] == 1 and summary["errors"] == 0 and summary["missing"] == []

@@ -1,0 +1,102 @@
+"""Running a command's coroutine to its end: what ``asyncio.run`` does, except that tasks left
+running when the coroutine is done get a bounded time to finish their cancellation.
+
+``asyncio.run`` cancels every task still pending when its coroutine returns and then waits for
+them all, without a limit: one task that catches its ``CancelledError`` and goes on (an in-process
+agent's background task, a library's watchdog) held ``evalctl run --workers 1`` for ever after its
+summary was written. Here such a task is named in one line and left behind, and the process ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: Seconds the tasks left running get to finish once cancelled.
+GRACE_S = 5.0
+
+
+def run_to_end(
+    main: Coroutine[Any, Any, T],
+    *,
+    grace_s: float = GRACE_S,
+    say: Callable[[str], None] | None = None,
+) -> T:
+    """Run ``main`` on a new event loop (``asyncio.Runner``: Ctrl-C cancels it, as with
+    ``asyncio.run``) and return its value or raise what it raises. Then every task still pending
+    is cancelled and given ``grace_s`` seconds to end; one that has not ended by then is left
+    behind, suspended for good, and named by ``say`` (default: a line on stderr), as are the
+    default executor's threads if they do not stop in that time."""
+    runner = asyncio.Runner()
+    try:
+        return runner.run(main)
+    finally:
+        loop = runner.get_loop()
+        stuck = _cancel_leftovers(loop, grace_s)
+        if stuck:
+            (say or _stderr)(_left_behind(stuck))
+            _close_without(loop, grace_s, say or _stderr)
+        else:
+            runner.close()
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop, grace_s: float) -> list[asyncio.Task[Any]]:
+    """Cancel the loop's pending tasks and run the loop until they end or ``grace_s`` passes;
+    returns those still pending."""
+    tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    if not tasks:
+        return []
+    for task in tasks:
+        task.cancel()
+    loop.run_until_complete(asyncio.wait(tasks, timeout=grace_s))
+    for task in tasks:  # what the ended ones raised was theirs to handle: not reported twice
+        if task.done() and not task.cancelled():
+            task.exception()
+    return [t for t in tasks if not t.done()]
+
+
+def _left_behind(stuck: list[asyncio.Task[Any]]) -> str:
+    names = ", ".join(_where(t) for t in stuck[:3])
+    if len(stuck) > 3:
+        names += f" and {len(stuck) - 3} more"
+    count = f"{len(stuck)} task{'s' if len(stuck) != 1 else ''}"
+    return (
+        f"evalctl: {count} still running at the end ignored cancellation and "
+        f"{'were' if len(stuck) != 1 else 'was'} left behind: {names} (what was written is complete)"
+    )
+
+
+def _where(task: asyncio.Task[Any]) -> str:
+    """``name() at FILE:LINE`` of the task's coroutine where it waits."""
+    coro = task.get_coro()
+    name = getattr(coro, "__qualname__", None) or task.get_name()
+    frame = getattr(coro, "cr_frame", None)
+    if frame is None:
+        return f"{name}()"
+    return f"{name}() at {frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _close_without(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str], None]) -> None:
+    """Close ``loop`` as ``Runner.close`` does, but without waiting for the stuck tasks again
+    (``Runner.close`` gathers every task) and with a limit on the executor's shutdown."""
+    for task in asyncio.all_tasks(loop):
+        # asyncio's own flag: a task destroyed while pending is not logged at exit ("Task was
+        # destroyed but it is pending!"): it was named above
+        task._log_destroy_pending = False  # type: ignore[attr-defined]
+    try:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        try:
+            loop.run_until_complete(asyncio.wait_for(loop.shutdown_default_executor(), grace_s))
+        except TimeoutError:
+            say("evalctl: the default executor's threads did not stop in time and were left behind")
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()

@@ -1,0 +1,88 @@
+"""``engine.util.aio.run_to_end``: a command's coroutine run as ``asyncio.run`` runs it, except
+that a task left running which ignores its cancellation is named and left behind instead of
+holding the process for ever."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from engine.util.aio import run_to_end
+
+
+async def _ignores_cancellation(ended: list[str]) -> None:
+    while True:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            ended.append("swallowed")
+
+
+async def _ends_when_cancelled(ended: list[str]) -> None:
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        ended.append("cleaned up")
+        raise
+
+
+def test_the_value_of_main_and_a_stuck_task_named_not_waited_for() -> None:
+    said: list[str] = []
+    ended: list[str] = []
+    keep: list[asyncio.Task[None]] = []
+
+    async def main() -> int:
+        keep.append(asyncio.ensure_future(_ignores_cancellation(ended)))
+        keep.append(asyncio.ensure_future(_ends_when_cancelled(ended)))
+        await asyncio.sleep(0)
+        return 7
+
+    assert run_to_end(main(), grace_s=0.2, say=said.append) == 7
+    assert sorted(ended) == ["cleaned up", "swallowed"]
+    assert len(said) == 1
+    assert "1 task still running at the end ignored cancellation" in said[0]
+    assert "_ignores_cancellation() at " in said[0] and "test_run_to_end.py:" in said[0]
+    assert keep[1].cancelled() and not keep[0].done()
+
+
+def test_tasks_that_end_when_cancelled_end_in_silence() -> None:
+    said: list[str] = []
+    ended: list[str] = []
+
+    keep: list[asyncio.Task[None]] = []
+
+    async def main() -> str:
+        keep.append(asyncio.ensure_future(_ends_when_cancelled(ended)))
+        await asyncio.sleep(0)
+        return "done"
+
+    assert run_to_end(main(), say=said.append) == "done"
+    assert ended == ["cleaned up"] and said == []
+
+
+def test_what_main_raises_is_raised_after_the_leftovers_are_settled() -> None:
+    said: list[str] = []
+    ended: list[str] = []
+
+    keep: list[asyncio.Task[None]] = []
+
+    async def main() -> None:
+        keep.append(asyncio.ensure_future(_ignores_cancellation(ended)))
+        await asyncio.sleep(0)
+        raise LookupError("main failed")
+
+    with pytest.raises(LookupError, match="main failed"):
+        run_to_end(main(), grace_s=0.1, say=said.append)
+    assert ended == ["swallowed"] and len(said) == 1
+
+
+def test_a_loop_is_usable_again_afterwards() -> None:
+    keep: list[asyncio.Task[None]] = []
+
+    async def main() -> None:
+        keep.append(asyncio.ensure_future(_ignores_cancellation([])))
+        await asyncio.sleep(0)
+
+    run_to_end(main(), grace_s=0.05, say=lambda _: None)
+    assert asyncio.run(asyncio.sleep(0, "again")) == "again"
