@@ -50,17 +50,23 @@ def _stderr(line: str) -> None:
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop, grace_s: float) -> list[asyncio.Task[Any]]:
     """Cancel the loop's pending tasks and run the loop until they end or ``grace_s`` passes;
-    returns those still pending."""
-    tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
-    if not tasks:
-        return []
-    for task in tasks:
-        task.cancel()
-    loop.run_until_complete(asyncio.wait(tasks, timeout=grace_s))
-    for task in tasks:  # what the ended ones raised was theirs to handle: not reported twice
+    tasks they start meanwhile are cancelled in turn. Returns those still pending then."""
+    deadline = loop.time() + grace_s
+    cancelled: set[asyncio.Task[Any]] = set()
+    while pending := [t for t in asyncio.all_tasks(loop) if not t.done()]:
+        for task in pending:
+            if task not in cancelled:
+                task.cancel()
+                cancelled.add(task)
+        left = deadline - loop.time()
+        if left <= 0:
+            break
+        # back as one ends (it may have started another) or at the deadline
+        loop.run_until_complete(asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED))
+    for task in cancelled:  # what the ended ones raised was theirs to handle: not reported twice
         if task.done() and not task.cancelled():
             task.exception()
-    return [t for t in tasks if not t.done()]
+    return [t for t in asyncio.all_tasks(loop) if not t.done()]
 
 
 def _left_behind(stuck: list[asyncio.Task[Any]]) -> str:

@@ -86,3 +86,23 @@ def test_a_loop_is_usable_again_afterwards() -> None:
 
     run_to_end(main(), grace_s=0.05, say=lambda _: None)
     assert asyncio.run(asyncio.sleep(0, "again")) == "again"
+
+
+def test_a_task_started_by_a_cancelled_one_is_cancelled_in_turn() -> None:
+    said: list[str] = []
+    ended: list[str] = []
+    keep: list[asyncio.Task[None]] = []
+
+    async def hands_over() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            keep.append(asyncio.ensure_future(_ignores_cancellation(ended)))
+            raise
+
+    async def main() -> None:
+        keep.append(asyncio.ensure_future(hands_over()))
+        await asyncio.sleep(0)
+
+    run_to_end(main(), grace_s=0.3, say=said.append)
+    assert ended == ["swallowed"] and len(said) == 1 and "_ignores_cancellation() at" in said[0]
