@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -39,9 +40,7 @@ def run_to_end(
         stuck = _cancel_leftovers(loop, grace_s)
         if stuck:
             (say or _stderr)(_left_behind(stuck))
-            _close_without(loop, grace_s, say or _stderr)
-        else:
-            runner.close()
+        _close(loop, grace_s, say or _stderr)
 
 
 def _stderr(line: str) -> None:
@@ -90,19 +89,38 @@ def _where(task: asyncio.Task[Any]) -> str:
     return f"{name}() at {frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def _close_without(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str], None]) -> None:
-    """Close ``loop`` as ``Runner.close`` does, but without waiting for the stuck tasks again
-    (``Runner.close`` gathers every task) and with a limit on the executor's shutdown."""
+def _close(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str], None]) -> None:
+    """Close ``loop`` as ``Runner.close`` does, but without waiting for stuck tasks again
+    (``Runner.close`` gathers every task) and with a limit on the default executor's shutdown."""
     for task in asyncio.all_tasks(loop):
         # asyncio's own flag: a task destroyed while pending is not logged at exit ("Task was
         # destroyed but it is pending!"): it was named above
         task._log_destroy_pending = False  # type: ignore[attr-defined]
     try:
         loop.run_until_complete(loop.shutdown_asyncgens())
-        try:
-            loop.run_until_complete(asyncio.wait_for(loop.shutdown_default_executor(), grace_s))
-        except TimeoutError:
-            say("evalctl: the default executor's threads did not stop in time and were left behind")
+        _stop_executor(loop, grace_s, say)
     finally:
         asyncio.set_event_loop(None)
         loop.close()
+
+
+def _stop_executor(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str], None]) -> None:
+    """Shut the loop's default executor down (``to_thread`` / ``run_in_executor(None, ...)``),
+    waiting at most ``grace_s`` for its threads. ``loop.shutdown_default_executor`` cannot be
+    bounded: cancelled, it still joins its thread, so a blocking call of the agent's held the
+    loop for as long as it blocked. Threads still running are said; the interpreter joins them
+    at exit, as it joins every non-daemon thread."""
+    executor = getattr(loop, "_default_executor", None)  # asyncio's own; None when never used
+    if executor is None:
+        return
+    executor.shutdown(wait=False, cancel_futures=True)
+    threads = list(getattr(executor, "_threads", ()))
+    deadline = time.monotonic() + grace_s
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if alive := sum(t.is_alive() for t in threads):
+        say(
+            f"evalctl: {alive} thread{'s' if alive != 1 else ''} of asyncio's default executor "
+            "(blocking calls given to asyncio.to_thread or run_in_executor) still running at the end; "
+            "the process ends when they do (what was written is complete)"
+        )

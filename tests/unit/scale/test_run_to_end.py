@@ -106,3 +106,24 @@ def test_a_task_started_by_a_cancelled_one_is_cancelled_in_turn() -> None:
 
     run_to_end(main(), grace_s=0.3, say=said.append)
     assert ended == ["swallowed"] and len(said) == 1 and "_ignores_cancellation() at" in said[0]
+
+
+def test_a_blocking_call_in_the_default_executor_holds_the_loop_no_longer_than_the_grace() -> None:
+    """``loop.shutdown_default_executor`` joins its threads even when cancelled: a blocking call
+    of the agent's held the end of the run for as long as it blocked."""
+    import threading
+
+    said: list[str] = []
+    release = threading.Event()
+
+    async def main() -> str:
+        asyncio.get_running_loop().run_in_executor(None, release.wait)
+        await asyncio.sleep(0)
+        return "done"
+
+    try:
+        assert run_to_end(main(), grace_s=0.2, say=said.append) == "done"
+        assert len(said) == 1 and "1 thread of asyncio's default executor" in said[0]
+        assert "the process ends when they do" in said[0]
+    finally:
+        release.set()
