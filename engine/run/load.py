@@ -30,7 +30,7 @@ from engine.results.load_figures import step_figures
 from engine.results.rundir import fresh_default_dir, select_scenarios
 from engine.run.runner import run
 from engine.scoring import stats
-from engine.spec.loader import load_domain
+from engine.spec.index import index_domain
 from engine.util.errors import InfrastructureError, UsageError
 
 
@@ -113,7 +113,7 @@ async def run_load(
     DataRootError, InfrastructureError) and UsageError for a bad plan or an empty selection."""
     plan.check()
     scipy_loaded = stats.preload()  # a one-time import (about 0.5 s), not any step's cost
-    loaded = load_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins)
+    loaded = index_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language)
     names = [s.name for s in select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)]
     if not names:
         raise UsageError(f"no scenario selected in {opts.spec_dir}")
