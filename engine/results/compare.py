@@ -192,7 +192,8 @@ def _file_differences(a: RunRecord, b: RunRecord) -> list[FileDifference]:
 
 
 def _models(run: RunRecord) -> str:
-    return ", ".join(f"{role}: {model}" for role, model in sorted((run.models or {}).items())) or "none"
+    named = sorted((role, model) for role, model in (run.models or {}).items() if model is not None)
+    return ", ".join(f"{role}: {model}" for role, model in named) or "none"
 
 
 def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> list[str]:

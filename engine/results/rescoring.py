@@ -138,6 +138,8 @@ async def rescore_run(opts: RescoreOptions) -> RescoreReport:
         out.report.wall_s = asyncio.get_running_loop().time() - t0
         settings = {**record.settings, "scoring": scoring_settings(scoring)}
         models = {**(record.models or {}), "judge": scoring.judge_model}
+        if scoring.judge_model is None:  # no judge this time: none named (not "judge": null)
+            models.pop("judge")
         info = {
             "invocation": invocation,
             "command": "rescore",
