@@ -815,14 +815,16 @@ def merge_cmd(runs: tuple[str, ...], output_dir: str, fail_under: float | None, 
 @click.argument("scenario", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per scenario.")
 def diff_cmd(run_dir: str, scenario: str | None, as_json: bool) -> int:
-    """Explain why each failed scenario of RUN_DIR failed (or SCENARIO, failed or not): the failing
-    signals, the DB difference field by field (DeepDiff after the hash's normalisation), records
+    """Explain why each failed scenario of RUN_DIR failed (or SCENARIO, failed or not; its name or
+    its record id, as `run --scenarios` takes them): the failing signals, the DB difference field
+    by field (DeepDiff after the hash's normalisation), records
     added or removed, and the actions the agent took.
 
     \b
     Example:
       evalctl diff runs/20260101-120000
       evalctl diff runs/20260101-120000 eva_airline__3_1_5 --json
+      evalctl diff runs/20260101-120000 3.1.5
     """
     from engine.commands.diff import diff
 

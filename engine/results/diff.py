@@ -331,8 +331,10 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
         raise UsageError(f"{run_dir}: no scored scenarios (not a run directory?)")
     if scenario is not None:
         chosen = [(d, m) for d, m in rows if m.scenario_name == scenario]
+        if not chosen:  # a record id (eva: ``1.1.2``), as run --scenarios takes it
+            chosen = [(d, m) for d, m in rows if m.record_id == scenario]
         if not chosen:
-            names = sorted({m.scenario_name for _, m in rows})
+            names = sorted({m.scenario_name for _, m in rows} | {m.record_id for _, m in rows if m.record_id})
             raise UsageError(f"no scenario named {scenario!r} in {run_dir}{did_you_mean(scenario, names)}")
     else:
         chosen = [

@@ -107,6 +107,13 @@ def test_diff_cli_text_and_json(wrong_run, capsys):
     assert any("refund_amount" in f["path"] for f in body["fields"])
 
 
+def test_diff_takes_a_record_id_as_run_does(wrong_run, capsys):
+    """Found by a new-user pass: ``run --scenarios 5.1.2`` works, ``diff RUN 5.1.2`` said no such scenario."""
+    assert main(["diff", str(wrong_run), "5.1.2", "--json"]) == 0
+    (body,) = json.loads(capsys.readouterr().out)
+    assert body["scenario"] == "eva_airline__5_1_2" and body["failed_signals"] == ["db_state_match"]
+
+
 def test_diff_unknown_scenario_is_one_line_error(wrong_run, capsys):
     assert main(["diff", str(wrong_run), "eva_airline__1_1_33"]) == 2
     err = capsys.readouterr().err
