@@ -155,7 +155,9 @@ def attribute(
         return Attribution("agent", evidence, turn)
     if stalled:
         return Attribution(
-            "agent", f"stalled: {result.agent_turns} agent turns (stop reason {result.stop_reason})"
+            "agent",
+            f"stalled: {result.agent_turns} agent turn{'' if result.agent_turns == 1 else 's'} "
+            f"(stop reason {result.stop_reason})",
         )
     what = ", ".join(failed_signals) or "the verdict"
     return Attribution("agent", f"failing signals: {what} (stop reason {result.stop_reason})")
