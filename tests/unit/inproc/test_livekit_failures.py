@@ -23,6 +23,8 @@ SCENARIO = "mock__cancel_order"
 
 
 def _result(agent: str, out: Path) -> Any:
+    """The one scenario's result, the agent in this process (``isolate_agent_code=False``): a test
+    that reads what the agent saw must not depend on whether a worker could be forked."""
     opts = run_options(
         MOCK_SPEC_DIR,
         MOCK_DATA_ROOT,
@@ -31,6 +33,7 @@ def _result(agent: str, out: Path) -> Any:
         output_dir=out,
         progress=False,
         turn_timeout_s=60.0,  # the failure must come at once, long before this
+        isolate_agent_code=False,
     )
     [(result, _)] = list(asyncio.run(run(opts)).results())
     return result
