@@ -100,7 +100,7 @@ def _accepted_fast(msg: dict[str, Any], message_type: str, version: int) -> bool
     """Whether the compiled validator accepts ``msg`` (False: the frame goes to jsonschema)."""
     try:
         return bool(fast_validator(message_type, version).is_valid(msg))
-    except (ValueError, TypeError, OverflowError):  # a value it cannot convert: jsonschema decides
+    except (ValueError, TypeError, OverflowError, RecursionError):  # jsonschema decides (and words it)
         return False
 
 
@@ -127,6 +127,8 @@ def _has_lone_surrogate(msg: dict[str, Any]) -> bool:
         json.dumps(msg, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return True
+    except RecursionError:  # nested too deeply: the schema check refuses the frame
+        return False
     return False
 
 
@@ -143,7 +145,8 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
 
     Raises :class:`ProtocolError`: ``bad_json`` (not a JSON object in a text frame),
     ``unsupported_version`` (``v`` is not ``version``), ``bad_message`` (unknown type
-    or schema violation; the message names the JSON path); ``bad_json`` also for a lone surrogate
+    or schema violation; the message names the JSON path, or says a value is nested too deeply to
+    word the error: no field of a message nests; ``bad_json`` also for a lone surrogate
     escape (``\\ud800``), valid JSON syntax but not Unicode text. ``check_schema=False`` skips the
     schema (the costly part, though a compiled check accepts a valid frame in under a microsecond:
     :func:`fast_validator`): for frames from a trusted peer, i.e. the engine talking to a built-in side.
@@ -178,9 +181,12 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
         raise ProtocolError("bad_message", f"unknown message type {clip(repr(mtype), 200)}", reply_to)
     if not check_schema or _accepted_fast(msg, mtype, version):
         return msg
-    error = jsonschema.exceptions.best_match(validator(mtype, version).iter_errors(msg))
-    if error is not None:
-        detail = clip(f"{mtype}: {error.json_path}: {error.message}")
+    try:
+        error = jsonschema.exceptions.best_match(validator(mtype, version).iter_errors(msg))
+        detail = None if error is None else clip(f"{mtype}: {error.json_path}: {error.message}")
+    except RecursionError:  # a value nested ~1000 deep: orjson parses it, jsonschema cannot word it
+        detail = f"{mtype}: a value nested too deeply for any field of this message; not checked further"
+    if detail is not None:
         raise ProtocolError("bad_message", detail, reply_to)
     return msg
 

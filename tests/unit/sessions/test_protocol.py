@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import sys
 import re
 
 import jsonschema
@@ -177,3 +179,22 @@ def test_a_frame_with_a_lone_surrogate_escape_is_bad_json() -> None:
     assert info.value.code == "bad_json"
     emoji = '{"v": 1, "type": "turn.response", "id": "a1", "reply_to": "e1", "text": "\\ud83d\\ude00"}'
     assert decode(emoji)["text"] == "\N{GRINNING FACE}"  # a proper pair is text
+
+
+def test_a_frame_too_deep_to_word_its_error_is_bad_message() -> None:
+    """A value nested 900 deep parses (orjson goes to 1024) and is refused by the compiled check;
+    jsonschema's wording of the error recurses through it: with less stack than that, the frame is
+    still a typed ``bad_message``, never a RecursionError (before: the run's engine error, exit 3)."""
+    deep = "[" * 900 + "]" * 900
+    frame = '{"v":1,"type":"turn.response","id":"a1","reply_to":"e1","text":%s}' % deep
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 400)  # less than the wording needs
+    try:
+        with pytest.raises(ProtocolError) as info:
+            decode(frame)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert info.value.code == "bad_message" and "nested too deeply" in info.value.message
+    with pytest.raises(ProtocolError) as info:  # with the whole stack, the schema's own wording
+        decode(frame)
+    assert info.value.code == "bad_message" and "is not of type 'string'" in info.value.message

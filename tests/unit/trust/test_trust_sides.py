@@ -386,8 +386,15 @@ HUGE_ERROR = json.dumps(
         ),
         # before issue #25: stop reason `error`, source `agent_model` (no verdict)
         (HUGE_ERROR, "agent_error", "agent side reported backend_error: EEEE"),
+        # before: orjson parsed it, jsonschema's wording of the error hit RecursionError (exit 3)
+        (
+            '{"v":1,"type":"turn.response","id":"a1","reply_to":"e1","text":%s}'
+            % ("[" * 1015 + "]" * 1015),
+            "error",
+            "agent side broke the protocol: bad_message: turn.response: a value nested too deeply",
+        ),
     ],
-    ids=["deep_json", "huge_error_message"],
+    ids=["deep_json", "huge_error_message", "nested_1015_deep"],
 )
 async def test_misbehaving_agent_ends_its_session_with_a_short_error(
     shop: Scenario, frame: str, stop: str, expected: str
