@@ -3,6 +3,7 @@ totals, the summary once written, and the exit code that follows from them."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from engine.core.records.metrics import MetricsRecord
 from engine.core.records.summary import SummaryRecord
 from engine.results.outcomes import Outcome, outcome, stored_results
 from engine.scoring.summary import SummaryTotals
+from engine.scoring.summary_rows import SummaryRow
 from engine.util.errors import BELOW_BAR_EXIT, INFRASTRUCTURE_EXIT, INTERRUPTED_EXIT, OK_EXIT
 
 
@@ -40,13 +42,25 @@ class RunReport:
     #: Why the summary's statistics could not be computed (``engine.scoring.stats.unavailable``:
     #: scipy cannot be imported); its intervals are then left out and the run exits 3.
     statistics_unavailable: str | None = None
+    #: ``time.perf_counter()`` when the last session was added (None: none yet): where the sessions'
+    #: work ended, before a worker's shutdown (``evalctl load`` times its steps to it).
+    last_added_at: float | None = None
 
     def add(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         """Keep what the report needs of a finished session (its small record, and its metrics in
         the running totals); the session itself is let go."""
         self.outcomes.append(outcome(result, metrics))
+        self.last_added_at = time.perf_counter()
         if metrics is not None:
             self.totals.add(metrics)
+
+    def add_reported(self, done: Outcome, row: SummaryRow | None) -> None:
+        """Keep a session a worker process stored and scored: its small record and its summary
+        row (``SummaryTotals.add_row``; None when it was not scored)."""
+        self.outcomes.append(done)
+        self.last_added_at = time.perf_counter()
+        if row is not None:
+            self.totals.add_row(row)
 
     def results(self) -> Iterator[tuple[SessionResult, MetricsRecord | None]]:
         """Each finished session and its metrics as stored, read back one at a time (in the order

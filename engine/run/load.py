@@ -150,7 +150,9 @@ async def run_load(
                 raise  # nothing measured: the command fails as a run would
             failure = f"step {index + 1} ({callers} callers) could not run: {err}"
             break
-        wall, cpu = time.perf_counter() - wall0, cpu_s() - cpu0
+        # to the step's last session: a worker's shutdown (up to 5 s for an agent's leftover
+        # tasks, engine.util.aio.run_to_end) is not the sessions' time
+        wall, cpu = (report.last_added_at or time.perf_counter()) - wall0, cpu_s() - cpu0
         step = step_figures(report, callers, wall, cpu, folder)
         steps.append(step)
         if report.outcomes:

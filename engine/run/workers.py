@@ -417,9 +417,7 @@ def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], No
             for fin, done, row in body:
                 worker.reported.add((fin.scenario_name, fin.trial))
                 worker.talked.pop((fin.scenario_name, fin.trial), None)
-                report.outcomes.append(done)
-                if row is not None:
-                    report.totals.add_row(row)
+                report.add_reported(done, row)
                 progress.show(fin)
             if len(worker.reported) >= len(worker.task.jobs):
                 worker.all_done_at = loop.time()
@@ -535,8 +533,9 @@ async def _fail_unfinished(
     if worker.lingered and not opts.quiet:
         print(
             f"evalctl: worker process {worker.task.number} (pid {proc.pid}) did not end within "
-            f"{STOP_GRACE_S:.0f} s of its last session (a task of the agent's that ignores "
-            "cancellation?): killed; every session had been reported",
+            f"{STOP_GRACE_S:.0f} s of its last session (something of the agent's that does not end: an "
+            "asyncio task ignoring cancellation, or a blocking call in a thread): killed; every "
+            "session had been reported",
             file=sys.stderr,
         )
     if not opts.quiet and len(worker.reported) < len(worker.task.jobs):

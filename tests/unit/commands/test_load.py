@@ -213,3 +213,47 @@ def test_a_steps_cpu_counts_the_in_process_agents_worker(tmp_path: Path) -> None
     assert _load(f"python:{agent}:make", tmp_path / "out", "3") == 0
     [step] = json.loads((tmp_path / "out" / "load.json").read_text())["steps"]
     assert step["sessions"] == 3 and step["cpu_s"] >= 3 * 0.2
+
+
+#: Leaves a task behind that ignores its cancellation once, writing the moment it was cancelled
+#: (``time.monotonic()``) to the file $STUBBORN_AT; it ends after 30 s at most.
+STUBBORN = """
+import asyncio, os, time
+
+
+async def _stubborn():
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        with open(os.environ["STUBBORN_AT"], "w") as out:
+            out.write(repr(time.monotonic()))
+        await asyncio.sleep(30)
+
+
+def make(session, tools):
+    async def turn(line):
+        asyncio.get_running_loop().create_task(_stubborn())
+        await tools.call("end_conversation", "{}", say="Goodbye.")
+        return ""
+
+    return turn
+"""
+
+
+def test_a_steps_wall_ends_with_its_last_session_not_the_workers_shutdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker of an in-process agent that leaves a task ignoring cancellation waits
+    ``GRACE_S`` (5 s) for it before it ends (engine.util.aio.run_to_end). Before: that wait was
+    in the step's wall (a step of one 0.1 s session measured 5.3 s, at least the grace whatever
+    the machine). The step now ends with its last session."""
+    from engine.util.aio import GRACE_S
+
+    agent, at = tmp_path / "stubborn.py", tmp_path / "cancelled_at"
+    agent.write_text(STUBBORN)
+    monkeypatch.setenv("STUBBORN_AT", str(at))
+    assert _load(f"python:{agent}:make", tmp_path / "out", "1", "--sessions-per-step", "1") == 0
+    [step] = json.loads((tmp_path / "out" / "load.json").read_text())["steps"]
+    assert step["sessions"] == 1
+    assert at.is_file()  # the worker did reach its leftover task, and waited the grace for it
+    assert step["wall_s"] < GRACE_S

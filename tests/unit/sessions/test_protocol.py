@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
-import sys
 import re
+import sys
 
 import jsonschema
 import pytest
@@ -186,7 +186,7 @@ def test_a_frame_too_deep_to_word_its_error_is_bad_message() -> None:
     jsonschema's wording of the error recurses through it: with less stack than that, the frame is
     still a typed ``bad_message``, never a RecursionError (before: the run's engine error, exit 3)."""
     deep = "[" * 900 + "]" * 900
-    frame = '{"v":1,"type":"turn.response","id":"a1","reply_to":"e1","text":%s}' % deep
+    frame = '{"v":1,"type":"turn.response","id":"a1","reply_to":"e1","text":' + deep + "}"
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(len(inspect.stack()) + 400)  # less than the wording needs
     try:

@@ -388,8 +388,7 @@ HUGE_ERROR = json.dumps(
         (HUGE_ERROR, "agent_error", "agent side reported backend_error: EEEE"),
         # before: orjson parsed it, jsonschema's wording of the error hit RecursionError (exit 3)
         (
-            '{"v":1,"type":"turn.response","id":"a1","reply_to":"e1","text":%s}'
-            % ("[" * 1015 + "]" * 1015),
+            '{"v":1,"type":"turn.response","id":"a1","reply_to":"e1","text":' + "[" * 1015 + "]" * 1015 + "}",
             "error",
             "agent side broke the protocol: bad_message: turn.response: a value nested too deeply",
         ),
