@@ -39,7 +39,7 @@ def run_to_end(
         loop = runner.get_loop()
         stuck = _cancel_leftovers(loop, grace_s)
         if stuck:
-            (say or _stderr)(_left_behind(stuck))
+            (say or _stderr)(_left_behind(stuck, grace_s))
         _close(loop, grace_s, say or _stderr)
 
 
@@ -49,9 +49,13 @@ def _stderr(line: str) -> None:
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop, grace_s: float) -> list[asyncio.Task[Any]]:
     """Cancel the loop's pending tasks and run the loop until they end or ``grace_s`` passes;
-    tasks they start meanwhile are cancelled in turn. Returns those still pending then."""
+    tasks they start meanwhile are cancelled in turn. Returns those still pending then. What a
+    cancelled task does to the loop is its own and changes nothing of the run's outcome: it stops
+    the loop (``loop.stop()``: the wait goes on) or raises SystemExit (ignored), or
+    KeyboardInterrupt (the wait ends: it may be the user's Ctrl-C)."""
     deadline = loop.time() + grace_s
     cancelled: set[asyncio.Task[Any]] = set()
+    own: set[asyncio.Future[Any]] = set()  # this function's waits: never counted as left behind
     while pending := [t for t in asyncio.all_tasks(loop) if not t.done()]:
         for task in pending:
             if task not in cancelled:
@@ -61,20 +65,41 @@ def _cancel_leftovers(loop: asyncio.AbstractEventLoop, grace_s: float) -> list[a
         if left <= 0:
             break
         # back as one ends (it may have started another) or at the deadline
-        loop.run_until_complete(asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED))
+        waiting = asyncio.ensure_future(
+            asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED), loop=loop
+        )
+        own.add(waiting)
+        if not _run_briefly(loop, waiting):
+            break
     for task in cancelled:  # what the ended ones raised was theirs to handle: not reported twice
         if task.done() and not task.cancelled():
             task.exception()
-    return [t for t in asyncio.all_tasks(loop) if not t.done()]
+    return [t for t in asyncio.all_tasks(loop) if not t.done() and t not in own]
 
 
-def _left_behind(stuck: list[asyncio.Task[Any]]) -> str:
+def _run_briefly(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> bool:
+    """Run the loop until ``future`` is done; False when a KeyboardInterrupt stopped it (the
+    future is then cancelled). A leftover task's ``loop.stop()`` or SystemExit ends this run
+    of the loop early (True: the caller goes on, within its deadline)."""
+    try:
+        loop.run_until_complete(future)
+    except KeyboardInterrupt:
+        future.cancel()
+        return False
+    except (RuntimeError, SystemExit):  # "Event loop stopped before Future completed.", a task's exit
+        if not future.done():
+            future.cancel()
+    return True
+
+
+def _left_behind(stuck: list[asyncio.Task[Any]], grace_s: float) -> str:
     names = ", ".join(_where(t) for t in stuck[:3])
     if len(stuck) > 3:
         names += f" and {len(stuck) - 3} more"
     count = f"{len(stuck)} task{'s' if len(stuck) != 1 else ''}"
     return (
-        f"evalctl: {count} still running at the end ignored cancellation and "
+        f"evalctl: {count} still running at the end did not end within {grace_s:g} s of being "
+        f"cancelled (ignoring cancellation, or starting others as they end) and "
         f"{'were' if len(stuck) != 1 else 'was'} left behind: {names} (what was written is complete)"
     )
 
@@ -91,15 +116,24 @@ def _where(task: asyncio.Task[Any]) -> str:
 
 def _close(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str], None]) -> None:
     """Close ``loop`` as ``Runner.close`` does, but without waiting for stuck tasks again
-    (``Runner.close`` gathers every task) and with a limit on the default executor's shutdown."""
-    for task in asyncio.all_tasks(loop):
-        # asyncio's own flag: a task destroyed while pending is not logged at exit ("Task was
-        # destroyed but it is pending!"): it was named above
-        task._log_destroy_pending = False  # type: ignore[attr-defined]
+    (``Runner.close`` gathers every task), with a limit on the async generators' closing
+    (``loop.shutdown_asyncgens``: a generator whose ``finally`` waits for ever held it for ever)
+    and on the default executor's shutdown."""
     try:
-        loop.run_until_complete(loop.shutdown_asyncgens())
+        gens = asyncio.ensure_future(loop.shutdown_asyncgens(), loop=loop)
+        _run_briefly(loop, asyncio.ensure_future(asyncio.wait([gens], timeout=grace_s), loop=loop))
+        if not gens.done():
+            gens.cancel()
+            say(
+                f"evalctl: async generators still closing {grace_s:g} s after the end (a `finally` "
+                "that waits on and on) were left behind (what was written is complete)"
+            )
         _stop_executor(loop, grace_s, say)
     finally:
+        for task in asyncio.all_tasks(loop):
+            # asyncio's own flag: a task destroyed while pending is not logged at exit ("Task was
+            # destroyed but it is pending!"): it was named above, or started while closing
+            task._log_destroy_pending = False  # type: ignore[attr-defined]
         asyncio.set_event_loop(None)
         loop.close()
 

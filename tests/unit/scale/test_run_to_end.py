@@ -5,6 +5,7 @@ holding the process for ever."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,7 @@ def test_the_value_of_main_and_a_stuck_task_named_not_waited_for() -> None:
     assert run_to_end(main(), grace_s=0.2, say=said.append) == 7
     assert sorted(ended) == ["cleaned up", "swallowed"]
     assert len(said) == 1
-    assert "1 task still running at the end ignored cancellation" in said[0]
+    assert "1 task still running at the end did not end within 0.2 s of being cancelled" in said[0]
     assert "_ignores_cancellation() at " in said[0] and "test_run_to_end.py:" in said[0]
     assert keep[1].cancelled() and not keep[0].done()
 
@@ -127,3 +128,61 @@ def test_a_blocking_call_in_the_default_executor_holds_the_loop_no_longer_than_t
         assert "the process ends when they do" in said[0]
     finally:
         release.set()
+
+
+def test_an_async_generator_whose_finally_waits_for_ever_is_left_behind() -> None:
+    """Before: ``loop.shutdown_asyncgens`` had no bound; ``--workers 1`` hung for ever."""
+    said: list[str] = []
+    closing: list[str] = []
+
+    async def gen() -> Any:
+        try:
+            yield 1
+            yield 2
+        finally:
+            closing.append("finally")
+            await asyncio.Event().wait()  # never set
+
+    keep: list[Any] = []
+
+    async def main() -> str:
+        it = gen()
+        keep.append(it)
+        assert await it.__anext__() == 1  # suspended inside the try: its finally runs at close
+        return "done"
+
+    assert run_to_end(main(), grace_s=0.2, say=said.append) == "done"
+    assert closing == ["finally"]
+    assert len(said) == 1 and "async generators still closing 0.2 s after the end" in said[0]
+
+
+@pytest.mark.parametrize("how", ["stop", "exit", "interrupt"])
+def test_what_a_cancelled_task_does_to_the_loop_leaves_the_outcome_alone(how: str) -> None:
+    """A cancelled task that stops the loop (``loop.stop()``), or raises SystemExit or
+    KeyboardInterrupt. Before: a RuntimeError traceback, or SystemExit(7) / KeyboardInterrupt
+    raised from the cleanup instead of main's value (exit 7, or 130 "interrupted")."""
+    said: list[str] = []
+    ended: list[str] = []
+    keep: list[asyncio.Task[None]] = []
+
+    async def unruly() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            if how == "stop":
+                asyncio.get_running_loop().stop()
+                raise
+            raise (SystemExit(7) if how == "exit" else KeyboardInterrupt()) from None
+
+    async def main() -> int:
+        keep.append(asyncio.ensure_future(unruly()))
+        keep.append(asyncio.ensure_future(_ends_when_cancelled(ended)))
+        await asyncio.sleep(0)
+        return 0
+
+    assert run_to_end(main(), grace_s=0.5, say=said.append) == 0
+    assert keep[0].done()
+    if how == "interrupt":  # it may be the user's Ctrl-C: the wait ends there, the rest is named
+        assert len(said) == 1 and "1 task still running" in said[0] and "_ends_when_cancelled()" in said[0]
+    else:  # the other task's cancellation ran to its end too
+        assert ended == ["cleaned up"] and said == []
