@@ -213,9 +213,9 @@ def _may_be_big_int(value: Any) -> bool:
 
 def _parse(raw: str) -> Any:
     """The JSON value of ``raw``, exactly as ``json.loads`` gives it: by orjson (several times
-    faster) unless orjson refuses it (NaN and infinities, lone surrogates, nesting past its limit)
-    or it may hold an integer beyond 64 bits (:func:`_may_be_big_int`); then by the standard
-    library. Raises ProtocolError ``bad_json``."""
+    faster) unless orjson refuses it (lone surrogates, nesting past its limit) or it may hold an
+    integer beyond 64 bits (:func:`_may_be_big_int`); then by the standard library. Raises
+    ProtocolError ``bad_json``, also for ``NaN`` and the infinities, which are not JSON."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -224,11 +224,18 @@ def _parse(raw: str) -> Any:
         if not _may_be_big_int(value):
             return value
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=_not_a_number)
     except ValueError as err:
         raise ProtocolError("bad_json", f"frame is not JSON: {err}") from None
     except RecursionError:
         raise ProtocolError("bad_json", "frame is nested too deeply") from None
+
+
+def _not_a_number(name: str) -> float:
+    """``json.loads``'s hook for ``NaN``, ``Infinity`` and ``-Infinity``, which Python writes but
+    JSON (RFC 8259) has no such numbers: a limit of NaN seconds passes every schema bound (each
+    comparison with NaN is False). Raises ValueError."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def encode(msg: dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -52,7 +53,7 @@ def _same(a: Any, b: Any) -> bool:
 def test_parse_gives_the_standard_librarys_values_where_orjson_differs_or_refuses() -> None:
     from engine.core.protocol import _parse
 
-    texts = ("[12345678901234567890123]", "[9223372036854775807]", "[NaN, Infinity]", '["\\ud800"]')
+    texts = ("[12345678901234567890123]", "[9223372036854775807]", '["\\ud800"]')
     texts += (
         '{"a": 1, "a": 2}',
         "[1e400, -0.0, 1.5e-7, -0]",
@@ -81,3 +82,21 @@ def test_an_integer_of_any_size_parses_as_the_standard_library_parses_it(n: int,
 
     frame = json.dumps({"v": 1, "text": text, "n": n, "deep": [{"x": n}]})
     assert _same(_parse(frame), json.loads(frame))
+
+
+def test_nan_and_the_infinities_are_not_json() -> None:
+    """Python's json writes and reads them; JSON has no such numbers. Before: a session.start
+    with a NaN turn timeout passed every bound of its schema (each comparison with NaN is False)."""
+    from engine.core.protocol import ProtocolError, _parse, decode
+
+    for word in ("NaN", "Infinity", "-Infinity"):
+        with pytest.raises(ProtocolError) as err:
+            _parse(f'{{"t": {word}}}')
+        assert err.value.code == "bad_json" and f"{word} is not a JSON number" in err.value.message
+    start = {
+        "v": 1, "type": "session.start", "id": "e1", "role": "agent",
+        "limits": {"max_duration_s": 600, "turn_timeout_s": float("nan"), "max_tool_rounds": 10},
+    }  # fmt: skip
+    with pytest.raises(ProtocolError) as err:
+        decode(json.dumps(start))
+    assert err.value.code == "bad_json" and "NaN is not a JSON number" in err.value.message
