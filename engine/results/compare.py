@@ -23,7 +23,14 @@ from engine.core.records.metrics import MetricsRecord
 from engine.core.records.run import RunRecord
 from engine.core.records.summary import SignalRate, StrictTally, SummaryRecord, Tally
 from engine.results.costs import PriceTable, RunCost, money, run_costs
-from engine.results.paired import NoiseSplit, PairedRate, noise_split, paired_rates, set_differences
+from engine.results.paired import (
+    NoiseSplit,
+    PairedRate,
+    Results,
+    noise_split,
+    paired_rates,
+    set_differences,
+)
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import records_text, watching
@@ -315,6 +322,17 @@ def _verdict_changes(
     return down, up, other, same_pass, same_fail
 
 
+def _no_shared(ra: Results, rb: Results) -> list[str]:
+    """A warning when the runs have no scenario in common (two domains, two selections): their
+    rates are of different scenarios, and no verdict can be compared."""
+    if not ra or not rb or {n for n, _ in ra} & {n for n, _ in rb}:
+        return []
+    return [
+        "the runs share no scenario (another domain or selection?): no verdict is compared, and "
+        "each rate below is of its own run's scenarios, so the deltas say nothing of a change"
+    ]
+
+
 def _names(keys: set[tuple[str, int]], trials: int) -> tuple[str, ...]:
     return tuple(n if trials == 1 else f"{n}#trial_{t}" for n, t in sorted(keys))
 
@@ -364,7 +382,7 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
     signals = tuple(RateChange(n, sa.signals.get(n), sb.signals.get(n)) for n in names)
     trials = max(sa.trials, sb.trials)
     voice_a, voice_b = _is_voice(pa, ra), _is_voice(pb, rb)
-    warnings = [*_voice_warning(voice_a, voice_b), *set_differences(ra, rb, trials)]
+    warnings = [*_no_shared(ra, rb), *_voice_warning(voice_a, voice_b), *set_differences(ra, rb, trials)]
     return Comparison(
         run_a=str(run_a),
         run_b=str(run_b),
@@ -429,8 +447,32 @@ def _verdict(v: bool | str) -> str:
     return str(v)
 
 
+def _by_scenario(names: tuple[str, ...]) -> list[str]:
+    """Result names (``NAME`` or ``NAME#trial_K``) as one entry a scenario, in their order:
+    ``NAME``, ``NAME (trial 2)`` or ``NAME (3 trials)``."""
+    trials: dict[str, list[str]] = {}
+    for name in names:
+        scenario, _, trial = name.partition("#trial_")
+        trials.setdefault(scenario, []).append(trial)
+    out = []
+    for scenario, ks in trials.items():
+        ks = [k for k in ks if k]
+        if not ks:
+            out.append(scenario)
+        elif len(ks) == 1:
+            out.append(f"{scenario} (trial {ks[0]})")
+        else:
+            out.append(f"{scenario} ({len(ks)} trials)")
+    return out
+
+
+#: Input files and result names the text lists before "and N more" (the JSON lists them all).
+LISTED = 10
+
+
 def render_text(c: Comparison) -> str:
-    """The comparison as readable text, one item per line."""
+    """The comparison as readable text, one item per line; the differing input files and the
+    results only in one run are listed up to :data:`LISTED` each."""
     trials = any(ch.trial != 1 for ch in (*c.pass_to_fail, *c.fail_to_pass, *c.other_changes))
     out = [
         f"A: {c.run_a}" + (f" (caller: {c.condition_a})" if c.condition_a else ""),
@@ -442,13 +484,15 @@ def render_text(c: Comparison) -> str:
         out.append(
             f"comparable: NO ({len(c.differences)} input files differ)" if c.differences else "comparable: NO"
         )
-        out.extend(f"  {d.kind} {d.path}: {d.change}" for d in c.differences)
+        out.extend(f"  {d.kind} {d.path}: {d.change}" for d in c.differences[:LISTED])
+        if len(c.differences) > LISTED:
+            out.append(f"  and {len(c.differences) - LISTED} more (--json lists them all)")
     out.extend(f"WARNING: {w}" for w in c.warnings)
     out.extend(f"note: {n}" for n in c.notes)
     out.append("rates (A -> B):")
     for r in (*c.headline, *c.signals):
         out.append(f"  {r.name}: {rate_text(r.before)} -> {rate_text(r.after)}  {delta_text(r.delta)}")
-    if c.paired:
+    if any(p.scenarios for p in c.paired):
         out.append("is the difference real? (paired over the scenarios with a verdict in both runs)")
         out.extend(f"  {p.name}: {p.text()}" for p in c.paired if p.scenarios)
     if c.voice:
@@ -480,7 +524,9 @@ def render_text(c: Comparison) -> str:
     out.append(f"unchanged: {c.unchanged_pass} passing, {c.unchanged_fail} failing")
     for which, names in (("A", c.only_in_a), ("B", c.only_in_b)):
         if names:
-            out.append(f"only in {which} ({len(names)}): {', '.join(names)}")
+            shown = _by_scenario(names)
+            more = f" and {len(shown) - LISTED} more (--json lists them all)" if len(shown) > LISTED else ""
+            out.append(f"only in {which} ({len(names)}): {', '.join(shown[:LISTED])}{more}")
     if c.cost_a.roles or c.cost_b.roles:
         out.append("tokens (A -> B):")
         for role in dict.fromkeys([*c.cost_a.roles, *c.cost_b.roles]):

@@ -4,6 +4,7 @@ changes, and whether the runs are comparable — on real runs of the mock shop's
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import shutil
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli import main
-from engine.results.compare import compare_runs, render_text
+from engine.results.compare import LISTED, compare_runs, render_text
 from engine.run.runner import run_cli
 from tests.conftest import MOCK_DATA_ROOT
 from tests.mock_domain.sample_run import ALTERED, MODELLED, REPLAYED
@@ -103,6 +104,28 @@ def test_a_changed_spec_makes_runs_incomparable_and_is_named(
         "comparable: NO (2 input files differ)\n  spec scenarios/late_by_model.yaml: only in A"
         in render_text(c)
     )
+
+
+def test_runs_with_no_scenario_in_common_say_their_deltas_mean_nothing(
+    mock_sample_spec: Path, tmp_path: Path
+) -> None:
+    """Before: two selections (or domains) with nothing in common printed "comparable: NO" with
+    the file differences, then rates and deltas like any comparison's, and every result of each
+    run on one line (500 names for a 10-trial run)."""
+    a = _replay_run(tmp_path / "a", mock_sample_spec, ("mock__shipped_refusal",))
+    b = _replay_run(tmp_path / "b", mock_sample_spec, ("mock__cancel_again", "mock__cancel_order"))
+    c = compare_runs(a, b)
+    assert any(w.startswith("the runs share no scenario") for w in c.warnings)
+    text = render_text(c)
+    assert "WARNING: the runs share no scenario (another domain or selection?)" in text
+    assert "only in B (2): mock__cancel_again, mock__cancel_order\n" in text
+    assert "is the difference real?" not in text  # nothing is paired: no empty heading
+    assert not any("share no scenario" in w for w in compare_runs(a, a).warnings)
+    # a long list: one entry a scenario, the first LISTED of them, then how many more
+    names = tuple(f"s{i}#trial_{t}" for i in range(LISTED + 5) for t in (1, 2, 3))
+    text = render_text(dataclasses.replace(c, only_in_b=names))
+    assert f"only in B ({len(names)}): s0 (3 trials), s1 (3 trials), " in text
+    assert f"s{LISTED - 1} (3 trials) and 5 more (--json lists them all)\n" in text
 
 
 def test_json_and_html_outputs(clean_run: Path, mock_sample_run_dir: Path, tmp_path: Path, capsys) -> None:
