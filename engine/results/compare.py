@@ -47,7 +47,7 @@ HASHED = (("spec_files", "spec"), ("templates", "template"), ("data_root_files",
 @dataclass(frozen=True)
 class Change:
     """One (scenario, trial) whose verdict differs: ``before`` / ``after`` True, False or ``"N/A"``,
-    with the gating signals that failed in each run."""
+    with the gating signals that failed in each run (and ``stalled``: the min-agent-turns rule)."""
 
     scenario: str
     trial: int
@@ -312,7 +312,7 @@ def _verdict_changes(
             same_pass += before is True
             same_fail += before is False
             continue
-        change = Change(*key, before, after, a.success_breakdown.failed, b.success_breakdown.failed)
+        change = Change(*key, before, after, _why_failed(a), _why_failed(b))
         if before is True and after is False:
             down.append(change)
         elif before is False and after is True:
@@ -320,6 +320,12 @@ def _verdict_changes(
         else:
             other.append(change)
     return down, up, other, same_pass, same_fail
+
+
+def _why_failed(m: MetricsRecord) -> tuple[str, ...]:
+    """The gating signals that failed in ``m``, and ``stalled`` when the min-agent-turns rule
+    forced the verdict (its signals may all have passed: a session the agent barely took part in)."""
+    return (*m.success_breakdown.failed, *(("stalled",) if m.stalled else ()))
 
 
 def _no_shared(ra: Results, rb: Results) -> list[str]:

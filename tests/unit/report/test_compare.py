@@ -9,6 +9,7 @@ import html
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ FAILING = sorted([*ALTERED, *MODELLED])
 ALL = (*REPLAYED, *MODELLED)
 
 
-def _replay_run(out: Path, spec_dir: Path, scenarios=ALL) -> Path:
+def _replay_run(out: Path, spec_dir: Path, scenarios=ALL, **options: Any) -> Path:
     report = run_cli(
         run_options(
             spec_dir=spec_dir,
@@ -35,6 +36,7 @@ def _replay_run(out: Path, spec_dir: Path, scenarios=ALL) -> Path:
             output_dir=out,
             concurrency=4,
             quiet=True,
+            **options,
         )
     )
     assert not report.scoring_errors
@@ -126,6 +128,19 @@ def test_runs_with_no_scenario_in_common_say_their_deltas_mean_nothing(
     text = render_text(dataclasses.replace(c, only_in_b=names))
     assert f"only in B ({len(names)}): s0 (3 trials), s1 (3 trials), " in text
     assert f"s{LISTED - 1} (3 trials) and 5 more (--json lists them all)\n" in text
+
+
+def test_a_verdict_the_stall_rule_forced_says_stalled(
+    clean_run: Path, mock_sample_spec: Path, tmp_path: Path
+) -> None:
+    """Before: the min-agent-turns rule's part in a pass -> fail was not listed (a session cut
+    after one agent turn showed only its other failed signals, or none)."""
+    cut = _replay_run(tmp_path / "cut", mock_sample_spec, ("mock__shipped_refusal",), max_turns=1)
+    c = compare_runs(clean_run, cut)
+    [change] = c.pass_to_fail
+    assert change.scenario == "mock__shipped_refusal" and change.failed_after[-1] == "stalled"
+    assert f"  mock__shipped_refusal  [{', '.join(change.failed_after)}]\n" in render_text(c)
+    assert c.to_json()["pass_to_fail"][0]["failed_after"][-1] == "stalled"
 
 
 def test_json_and_html_outputs(clean_run: Path, mock_sample_run_dir: Path, tmp_path: Path, capsys) -> None:
