@@ -53,7 +53,7 @@ def summary_table(summary: SummaryRecord) -> Table:
             f"{summary.trials} trials are not independent draws)"
         )
     table = Table(
-        title=f"evalctl run: {escape(summary.run_dir)}",
+        title=f"run: {escape(summary.run_dir)}",  # a run's and `evalctl report`'s table
         title_justify="left",
         caption=caption,
         caption_justify="left",

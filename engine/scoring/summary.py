@@ -387,22 +387,25 @@ def headline_not_applicable(summary: SummaryRecord) -> str | None:
 
 def headline_lines(summary: SummaryRecord) -> list[str]:
     """The three headline rate lines: ``Overall Success Rate: ...``, ``Strict Success Rate ...``,
-    ``Task Success Rate ...``, each with its counts and 95 % interval."""
+    ``Task Success Rate ...``, each with its counts and 95 % interval, and each marked
+    ``INCOMPLETE`` when results are missing (an interrupted run: every rate is over part of it)."""
     unit = summary.unit
     ov, task = summary.overall, summary.task
     na = f"; {ov.not_applicable} N/A" if ov.not_applicable else ""
     why = headline_not_applicable(summary)
     strict = summary.strict_tally
+    incomplete = f" - INCOMPLETE: {len(summary.missing)} results missing" if summary.missing else ""
     return [
         f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na}{_errors(ov.errors)})"
         + ci_text(ov.ci)
         + (f": {why}" if why else "")
-        + (f" - INCOMPLETE: {len(summary.missing)} results missing" if summary.missing else ""),
+        + incomplete,
         f"Strict Success Rate (errors count as failures): {_pct(strict.rate)} ({strict.passed}/"
         f"{strict.total} {unit}{na}; {strict.errors} error{'' if strict.errors == 1 else 's'})"
-        + ci_text(strict.ci),
+        + ci_text(strict.ci)
+        + incomplete,
         f"Task Success Rate (excl. clean_exit): {_pct(task.rate)} ({task.passed}/{task.total} {unit}"
-        f"{_left_out(task.errors)}){ci_text(task.ci)}",
+        f"{_left_out(task.errors)}){ci_text(task.ci)}{incomplete}",
     ]
 
 

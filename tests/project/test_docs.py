@@ -219,7 +219,7 @@ def test_docs_mention_only_real_verbs_and_options() -> None:
         for mention in _mentions(doc.read_text(encoding="utf-8")):
             words = mention.split("#")[0].split()
             if len(words) < 2 or words[1].startswith("-") or words[1].endswith(":"):
-                continue  # an option alone, or output ("evalctl run: DIR" is a table's title)
+                continue  # an option alone, or output ("run: DIR" is a table's title)
             verb = words[1]
             assert verb in commands, f"{doc.name}: `{mention}` names no evalctl verb"
             known = {o for p in commands[verb].params for o in (*p.opts, *p.secondary_opts)}

@@ -365,5 +365,8 @@ def test_headline_of_an_incomplete_run_says_so():
         "Overall Success Rate: 100.0% (1/1 scenarios; 0 errors) [95% CI 20.7-100.0%]"
         " - INCOMPLETE: 2 results missing" in text
     )
+    # each headline says it, not the first alone: the strict and task rates are over part too
+    heads = [line for line in text.splitlines() if "Success Rate" in line]
+    assert len(heads) == 3 and all(h.endswith(" - INCOMPLETE: 2 results missing") for h in heads)
     complete = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a"]}))
     assert "INCOMPLETE" not in complete
