@@ -3,11 +3,13 @@
 :func:`attribute` names one of ``engine.core.records.fidelity.CAUSES`` for a result whose verdict
 is False, in this order of precedence:
 
-1. ``infrastructure``: the session stopped on an engine-side ``error`` that blamed no one;
+1. ``infrastructure``: the session stopped on an ``error`` blamed on infrastructure (its
+   ``error_source``: the engine, the transport, the agent's model endpoint, the caller simulator);
 2. ``data``: the scenario's own gold conversation does not reach its expected DB (the gold or the
    tool data is inconsistent: no agent could pass);
 3. ``agent``, when the session ended on the agent's own error (stop reason ``agent_error``: its
-   exception, a protocol breach, its crash): what it then left undone follows from that;
+   exception, its crash; or an ``error`` blamed on no one: its protocol breach, its frames over
+   the byte budget): what it then left undone follows from that;
 4. ``user_simulator``: the caller broke its instructions (``user_fidelity`` findings) at or before
    the agent's first departure from the gold;
 5. ``speech`` (audio sessions only): the agent's first wrong argument is a near miss of the gold
@@ -128,13 +130,18 @@ def attribute(
     """The attribution of one FAIL (see the module docstring). ``failed_signals``: the gating
     signals that failed; ``stalled``: the min-agent-turns rule forced the failure; ``gold_ok``:
     the gold replay reaches the expected DB (None: not known)."""
-    if result.stop_reason == "error" and not result.error_source:
+    if result.stop_reason == "error" and result.error_source:
         return Attribution("infrastructure", f"the session stopped on an error: {result.error or 'unknown'}")
     if gold_ok is False:
         return Attribution(
             "data", "the gold conversation does not reach the expected DB: the data is inconsistent"
         )
-    if result.stop_reason == "agent_error" and result.error:  # what it left undone follows from it
+    # an ``error`` stop blamed on no one is the agent's own (engine.session.sides.link.blame: its
+    # protocol breach, its frames over the byte budget): a FAIL, never infrastructure's
+    own_error = result.stop_reason == "agent_error" or (
+        result.stop_reason == "error" and not result.error_source
+    )
+    if own_error and result.error:  # what it left undone follows from it
         error = result.error if len(result.error) <= 4 * _CLIP else result.error[: 4 * _CLIP - 3] + "..."
         return Attribution("agent", f"the agent's own error ended the session: {error}")
     departure = _first_departure(scenario, result)

@@ -176,3 +176,16 @@ def test_a_session_ended_by_the_agents_own_error_is_attributed_to_that_error() -
     assert got == Attribution("agent", f"the agent's own error ended the session: {error}")
     missing = attribute(scenario, SessionResult(CANCEL, 1, "exit"), ("db_state_match",), False, None)
     assert missing.evidence.startswith("missing write: the agent never called cancel_order")
+
+
+def test_an_agents_protocol_breach_is_the_agents_not_infrastructure() -> None:
+    """Found by a breaker: an external agent's NaN frame (stop reason ``error``, blamed on no
+    one: its FAIL, 0 errors) was counted under "Failures by cause: infrastructure" and led
+    ``diff`` with "cause: infrastructure". An ``error`` blamed on infrastructure stays its own."""
+    loaded = load_domain(MOCK_SPEC_DIR, MOCK_DATA_ROOT, plugins=plugins())
+    scenario = next(s for s in loaded.scenarios if s.name == CANCEL)
+    error = "agent side broke the protocol: bad_json: frame is not JSON: NaN is not a JSON number"
+    breach = attribute(scenario, SessionResult(CANCEL, 1, "error", error=error), ("clean_exit",), True, None)
+    assert breach == Attribution("agent", f"the agent's own error ended the session: {error}")
+    lost = SessionResult(CANCEL, 1, "error", error="connection lost", error_source="transport")
+    assert attribute(scenario, lost, ("clean_exit",), True, None).cause == "infrastructure"

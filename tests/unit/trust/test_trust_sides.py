@@ -230,6 +230,7 @@ async def test_a_frame_over_the_limit_is_the_agents_failure_not_an_uncounted_err
     assert result.stop_reason == "error" and metrics is not None
     assert (result.error or "").startswith("agent side sent a frame over the"), result.error
     assert metrics.error_cause is None and metrics.is_successful is False
+    assert metrics.attribution is not None and metrics.attribution.cause == "agent"  # not infrastructure
 
 
 class _BrokenWs:
