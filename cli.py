@@ -17,7 +17,7 @@ import click
 from engine import __version__
 from engine.commands import cli_options as opt
 from engine.core.options import RunOptions, ScoringOptions, TaskSelection
-from engine.util.errors import INTERRUPTED_EXIT, EvalctlError, UsageError
+from engine.util.errors import BROKEN_PIPE_EXIT, INTERRUPTED_EXIT, EvalctlError, UsageError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -1016,8 +1016,20 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     except click.exceptions.Exit as err:
         return err.exit_code
+    except SystemExit:
+        if type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):  # click's sign of a closed pipe
+            return BROKEN_PIPE_EXIT  # not click's 1, which `run` documents as below --fail-under
+        raise
     return rv if isinstance(rv, int) else 0
 
 
+def entry() -> None:
+    """The ``evalctl`` program: :func:`main`, then the process ends with its code even when a
+    thread of the agent's own code never ends (``engine.util.aio.exit_process``)."""
+    from engine.util.aio import exit_process
+
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -74,6 +74,7 @@ from engine.run.progress import Finished, Progress
 from engine.run.shard import split
 from engine.scoring import stats
 from engine.session.backends.registry import parse_backend_spec, scheme_of
+from engine.util.aio import exit_process
 from engine.util.errors import SpecError, UsageError
 from engine.util.parent import stop_with_parent, watch_parent
 
@@ -248,6 +249,8 @@ def _bootstrap(module: str, task: WorkerTask, conn: Connection, parent: int = 0)
             os.setpgid(0, 0)  # its own group: what the agent leaves behind is killed with it
         watch_parent(parent, grace_s=STOP_GRACE_S)  # a blocked loop cannot act on SIGTERM
     importlib.import_module(module).main(task, conn)
+    if task.report_starts:  # a thread of the agent's that never ends is named, not waited for
+        exit_process(0)
 
 
 def _tasks(
@@ -358,6 +361,14 @@ async def _round(
     for w in workers:
         _kill_group(w)  # first: a process it left holding its sentinel would hold up the join
         await off_loop(w.process.join, STOP_GRACE_S)
+        if w.lingered and not opts.quiet:
+            print(
+                f"evalctl: worker process {w.task.number} (pid {w.process.pid}) did not end within "
+                f"{STOP_GRACE_S:.0f} s of its last session (something of the agent's that does not "
+                "end: an asyncio task ignoring cancellation, or a blocking call in a thread): killed; "
+                "every session had been reported",
+                file=sys.stderr,
+            )
         unfinished = len(w.reported) < len(w.task.jobs)
         if not w.ended or (unfinished and not w.stopping):  # died, or stopped by someone else
             # its untried sessions run again only when it finished or failed one at least
@@ -530,14 +541,6 @@ async def _fail_unfinished(
             "without a sign of life (its event loop was blocked: a synchronous call in async code?)"
         )
     skip = set(untried or ())
-    if worker.lingered and not opts.quiet:
-        print(
-            f"evalctl: worker process {worker.task.number} (pid {proc.pid}) did not end within "
-            f"{STOP_GRACE_S:.0f} s of its last session (something of the agent's that does not end: an "
-            "asyncio task ignoring cancellation, or a blocking call in a thread): killed; every "
-            "session had been reported",
-            file=sys.stderr,
-        )
     if not opts.quiet and len(worker.reported) < len(worker.task.jobs):
         unreported = len([k for k in _keys(worker) if k not in worker.reported]) - len(skip)
         again = f"; its {len(skip)} session(s) not yet started run in a new worker" if skip else ""

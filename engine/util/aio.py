@@ -10,10 +10,16 @@ summary was written. Here such a task is named in one line and left behind, and 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
+import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+
+from engine.util.errors import INTERRUPTED_EXIT
 
 T = TypeVar("T")
 
@@ -155,6 +161,46 @@ def _stop_executor(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callabl
     if alive := sum(t.is_alive() for t in threads):
         say(
             f"evalctl: {alive} thread{'s' if alive != 1 else ''} of asyncio's default executor "
-            "(blocking calls given to asyncio.to_thread or run_in_executor) still running at the end; "
-            "the process ends when they do (what was written is complete)"
+            "(blocking calls given to asyncio.to_thread or run_in_executor) still running at the end "
+            "(what was written is complete)"
         )
+
+
+def stuck_threads(grace_s: float = GRACE_S) -> list[threading.Thread]:
+    """The threads that would hold this process at its exit (alive, not daemon, not the main
+    thread) once each was given up to ``grace_s`` seconds in all to end; [] when none."""
+    deadline = time.monotonic() + grace_s
+    for thread in threading.enumerate():
+        if _holds_exit(thread):
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return [t for t in threading.enumerate() if _holds_exit(t)]
+
+
+def _holds_exit(thread: threading.Thread) -> bool:
+    return thread is not threading.main_thread() and not thread.daemon and thread.is_alive()
+
+
+def exit_process(code: int, grace_s: float = GRACE_S, say: Callable[[str], None] | None = None) -> None:
+    """End this process with ``code``. The interpreter joins every thread that is not a daemon
+    before it exits, without a limit: a thread of the agent's code that never ends (an in-process
+    agent, ``--workers 1``) held the process for ever after its summary was written. Such threads
+    get ``grace_s`` seconds (:func:`stuck_threads`), then are named by ``say`` (default: a line on
+    stderr) and left: the exit handlers run and the process ends at once (``os._exit``); a
+    Ctrl-C meanwhile ends the wait (exit 130 unless ``code`` is not 0). Without them,
+    ``sys.exit(code)``."""
+    try:
+        stuck = stuck_threads(grace_s)
+    except KeyboardInterrupt:  # Ctrl-C while they are waited for: wait no more
+        stuck, code = [t for t in threading.enumerate() if _holds_exit(t)], code or INTERRUPTED_EXIT
+    if not stuck:
+        sys.exit(code)
+    names = ", ".join(t.name for t in stuck[:3]) + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
+    (say or _stderr)(
+        f"evalctl: {len(stuck)} thread{'s' if len(stuck) != 1 else ''} still running {grace_s:g} s "
+        f"after the end left behind: {names} (what was written is complete)"
+    )
+    atexit._run_exitfuncs()  # what a normal exit runs after the threads (trace exporters' flush)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)

@@ -39,6 +39,11 @@ INFRASTRUCTURE_EXIT = 3
 #: The exit code of an interrupted verb (Ctrl-C, SIGTERM): the finished results are kept.
 INTERRUPTED_EXIT = 130
 
+#: The exit code when the reader of standard output went away (``evalctl ... | head -1``): 128 +
+#: SIGPIPE, as a shell reports a program a closed pipe ended. Not a verb's outcome: outside the
+#: table below.
+BROKEN_PIPE_EXIT = 141
+
 #: Every exit code of the CLI and what it means in one phrase; docs/cli.md's table lists the same
 #: (tests/project/test_exit_codes.py holds them to it).
 EXIT_CODES: dict[int, str] = {

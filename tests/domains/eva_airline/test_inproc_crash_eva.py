@@ -100,3 +100,44 @@ def test_an_agent_task_that_ignores_cancellation_does_not_hold_the_run(
         assert "Task was destroyed" not in done.stderr
         summary = json.loads((out / "summary.json").read_text())
         assert summary["results"] == 1 and summary["errors"] == 0 and summary["missing"] == []
+
+
+#: An agent whose first turn starts a thread (not a daemon) that never ends, then plays the gold.
+THREADED = """
+import threading
+
+from examples.python_agent import make_agent as gold_agent
+
+
+def make(session, tools):
+    turn = gold_agent(session, tools)
+    started = []
+
+    async def first(line):
+        if not started:
+            started.append(threading.Thread(target=threading.Event().wait, name="agents-forever"))
+            started[0].start()
+        return await turn(line)
+
+    return first
+"""
+
+
+def test_an_agent_thread_that_never_ends_does_not_hold_the_run(tmp_path: Path, data_root: Path) -> None:
+    """Found by a breaker pass: with ``--workers 1`` the interpreter joined the agent's thread at
+    exit, for ever, without a word; in a worker the run waited 20 s and then killed it, saying
+    nothing. The thread is now named and left behind after 5 s; the run ends with its own code."""
+    path = tmp_path / "threaded.py"
+    path.write_text(THREADED)
+    argv = [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
+            "--scenarios", EVA[0], "--agent", f"python:{path}:make", "--no-progress"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for mode in (["--workers", "1"], []):
+        out = tmp_path / f"run{len(mode)}"
+        done = subprocess.run([*argv, *mode, "--output-dir", str(out)], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "1 thread still running 5 s after the end left behind: agents-forever" in done.stderr, mode
+        assert "did not end within 20 s" not in done.stderr  # the worker ended by itself
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["results"] == 1 and summary["errors"] == 0 and summary["missing"] == []
