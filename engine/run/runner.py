@@ -74,7 +74,7 @@ from engine.spec.index import ScenarioIndex, index_domain
 from engine.spec.selection import select_tasks
 from engine.util import heap
 from engine.util.aio import run_to_end
-from engine.util.errors import OutputError, SpecError, UsageError
+from engine.util.errors import OutputError, SpecError, StrayExit, UsageError
 from engine.util.oslimits import check_open_files, files_needed
 
 if TYPE_CHECKING:
@@ -472,6 +472,6 @@ def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                     )
 
     try:
-        return run_to_end(main())
+        return run_to_end(main(), on_stray_exit=StrayExit.of)
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None

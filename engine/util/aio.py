@@ -32,15 +32,32 @@ def run_to_end(
     *,
     grace_s: float = GRACE_S,
     say: Callable[[str], None] | None = None,
+    on_stray_exit: Callable[[BaseException], BaseException] | None = None,
 ) -> T:
     """Run ``main`` on a new event loop (``asyncio.Runner``: Ctrl-C cancels it, as with
     ``asyncio.run``) and return its value or raise what it raises. Then every task still pending
     is cancelled and given ``grace_s`` seconds to end; one that has not ended by then is left
     behind, suspended for good, and named by ``say`` (default: a line on stderr), as are the
-    default executor's threads if they do not stop in that time."""
+    default executor's threads if they do not stop in that time. ``on_stray_exit``: what to raise
+    instead of a SystemExit or KeyboardInterrupt that did not come from ``main`` (a callback or
+    another task of code running in this process raised it: ``main`` is then cancelled with the
+    rest); None: raise it as it is."""
     runner = asyncio.Runner()
+    finished = False
+
+    async def tracked() -> T:
+        nonlocal finished
+        try:
+            return await main
+        finally:
+            finished = True
+
     try:
-        return runner.run(main)
+        return runner.run(tracked())
+    except (SystemExit, KeyboardInterrupt) as exc:
+        if finished or on_stray_exit is None:
+            raise
+        raise on_stray_exit(exc) from None
     finally:
         loop = runner.get_loop()
         stuck = _cancel_leftovers(loop, grace_s)

@@ -98,3 +98,20 @@ class SpecError(EvalctlError):
     def __init__(self, problems: list[Problem]):
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class StrayExit(EvalctlError):
+    """A SystemExit or KeyboardInterrupt raised in this process outside evalctl's own work (a
+    callback or task of an in-process agent's code, with ``--workers 1``) stopped the run: the
+    exit code is not that code's to choose (exit 3; the finished results and the summary are kept)."""
+
+    exit_code = INFRASTRUCTURE_EXIT
+
+    @classmethod
+    def of(cls, exc: BaseException) -> StrayExit:
+        """The error for ``exc``, its repr named (``SystemExit(4)``)."""
+        name = f"{type(exc).__name__}({', '.join(repr(a) for a in exc.args)})"
+        return cls(
+            f"{name} was raised outside evalctl's own work, by code running in this process (an in-process "
+            "agent's, with --workers 1): the run stopped; finished results are kept (--resume completes it)"
+        )

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import REPO, SPEC_DIR
 from tests.unit.scale.isolation_child import CRASHER
 
@@ -141,3 +143,47 @@ def test_an_agent_thread_that_never_ends_does_not_hold_the_run(tmp_path: Path, d
         assert "did not end within 20 s" not in done.stderr  # the worker ended by itself
         summary = json.loads((out / "summary.json").read_text())
         assert summary["results"] == 1 and summary["errors"] == 0 and summary["missing"] == []
+
+
+#: An agent whose first turn schedules a callback that raises SystemExit(4) (or, with
+#: $STRAY=interrupt, KeyboardInterrupt) on the run's event loop.
+STRAY = """
+import asyncio, os
+
+
+def make(session, tools):
+    async def turn(line):
+        exc = KeyboardInterrupt() if os.environ.get("STRAY") == "interrupt" else SystemExit(4)
+
+        def boom():
+            raise exc
+
+        asyncio.get_running_loop().call_soon(boom)
+        await asyncio.sleep(30)
+        return "hello"
+
+    return turn
+"""
+
+
+@pytest.mark.parametrize(("how", "named"), [("exit", "SystemExit(4)"), ("interrupt", "KeyboardInterrupt()")])
+def test_an_exit_raised_by_the_agents_callback_is_not_the_runs_exit_code(
+    tmp_path: Path, data_root: Path, how: str, named: str
+) -> None:
+    """Found by a breaker pass: with ``--workers 1`` the agent's callback raising SystemExit(4)
+    ended ``evalctl run`` with exit 4 and no word (a KeyboardInterrupt: 130 "interrupted", no
+    summary). Now one line names it, exit 3, and the summary is written."""
+    path = tmp_path / "stray.py"
+    path.write_text(STRAY)
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
+         "--scenarios", EVA[0], "--agent", f"python:{path}:make", "--workers", "1", "--no-progress",
+         "--output-dir", str(out)],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "STRAY": how},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert f"evalctl: {named} was raised outside evalctl's own work" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert json.loads((out / "summary.json").read_text())["interrupted"] is True

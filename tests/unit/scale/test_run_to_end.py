@@ -194,3 +194,34 @@ def test_what_a_cancelled_task_does_to_the_loop_leaves_the_outcome_alone(how: st
         assert len(said) == 1 and "1 task still running" in said[0] and "slow_to_end()" in said[0]
     else:  # the other task's cancellation ran to its end too
         assert ended == ["cleaned up"] and said == []
+
+
+@pytest.mark.parametrize("stray", [SystemExit(4), KeyboardInterrupt()])
+def test_an_exit_raised_outside_main_is_what_the_caller_says(stray: BaseException) -> None:
+    """A callback of code running in this process raises SystemExit or KeyboardInterrupt. Before:
+    the CLI exited with that code (4), silently. ``on_stray_exit`` names what to raise instead;
+    ``main`` is cancelled with the rest (a run's summary is still written then)."""
+    cancelled: list[str] = []
+
+    async def main() -> None:
+        def boom() -> None:
+            raise stray
+
+        asyncio.get_running_loop().call_soon(boom)
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append("main")
+            raise
+
+    with pytest.raises(LookupError, match=type(stray).__name__):
+        run_to_end(main(), grace_s=0.5, on_stray_exit=lambda exc: LookupError(repr(exc)))
+    assert cancelled == ["main"]
+    with pytest.raises(type(stray)):  # without it, raised as it is
+        run_to_end(main(), grace_s=0.5)
+
+    async def own() -> None:  # main's own SystemExit is main's: raised as it is
+        raise SystemExit(5)
+
+    with pytest.raises(SystemExit):
+        run_to_end(own(), on_stray_exit=lambda exc: LookupError(repr(exc)))
