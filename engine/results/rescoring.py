@@ -183,7 +183,7 @@ async def _rescore_all(
             f"{record.spec_dir} no longer has the run's scenario {unknown[0]!r}: nothing was rescored"
         )
     jobs = []
-    unstored = 0
+    unstored = damaged = 0
     for name in record.scenarios:
         for trial in range(1, trials + 1):
             found = slot(scorer.run_dir, name, trial, trials)
@@ -191,13 +191,21 @@ async def _rescore_all(
                 out.kept += found.state == "scored"
                 continue
             if found.session is None:
-                unstored += found.state == "scored"
+                sdir = scenario_dir(scorer.run_dir, name, trial, trials)
+                if (sdir / "session.json").exists():
+                    damaged += found.state == "scored"
+                else:
+                    unstored += found.state == "scored"
                 out.kept += found.state == "scored"
                 continue
             jobs.append((by_name[name], trial, rescored_spent(found)))
     if unstored:
         out.notes.append(
             f"{unstored} result(s) have no session.json (written by an older evalctl): kept as they were"
+        )
+    if damaged:
+        out.notes.append(
+            f"{damaged} result(s) have a session.json that does not read (warned above): kept as they were"
         )
 
     async def one(scenario: Any, trial: int, superseded: Any) -> None:

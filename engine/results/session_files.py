@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from engine.core import render
 from engine.core.dbhash import db_hash
@@ -498,17 +498,51 @@ def readable(sdir: Path) -> bool:
 
 def load_session(sdir: Path) -> tuple[SessionRecord, SessionResult]:
     """The stored session of a result folder, as scoring takes it. Raises OSError / ValueError
-    (RecordError) when the folder does not hold a whole stored session."""
-    record = SessionRecord.from_json(read_record(Path(sdir) / SESSION))
+    (RecordError) when the folder does not hold a whole stored session; a file that does not
+    parse is named in the ValueError (``transcript.jsonl: line 7: Unterminated string ...``)."""
+    try:
+        return _load_session(Path(sdir))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{_file_of(err)}not UTF-8 text ({err.reason})") from None
+    except ValueError as err:
+        if str(err).startswith(_STORED_FILES):  # already named
+            raise
+        raise ValueError(f"{_file_of(err)}{err}") from None
+
+
+_T = TypeVar("_T")
+
+#: The files of a stored session :func:`load_session` reads.
+_STORED_FILES = (
+    SESSION, "final_db.json", "actions.json", "tool_calls.json", "transcript.jsonl", "final_user_db.json"
+)  # fmt: skip
+
+
+def _file_of(err: BaseException) -> str:
+    name = getattr(err, "evalctl_file", None)
+    return f"{name}: " if name else ""
+
+
+def _read(path: Path, read: Callable[[Path], _T]) -> _T:
+    """``read(path)``, its ValueError marked with the file's name (:func:`_file_of`)."""
+    try:
+        return read(path)
+    except ValueError as err:
+        err.evalctl_file = path.name  # type: ignore[attr-defined]
+        raise
+
+
+def _load_session(sdir: Path) -> tuple[SessionRecord, SessionResult]:
+    record = _read(sdir / SESSION, lambda path: SessionRecord.from_json(read_record(path)))
     result = SessionResult(
         scenario_name=record.scenario_name,
         trial=record.trial,
         stop_reason=record.stop_reason,  # type: ignore[arg-type]
         error=record.error,
-        final_db=read_json(sdir / "final_db.json") if record.final_db else None,
-        actions=list(read_json(sdir / "actions.json")),
-        tool_calls=list(read_json(sdir / "tool_calls.json")),
-        transcript=read_jsonl(sdir / "transcript.jsonl"),
+        final_db=_read(sdir / "final_db.json", read_json) if record.final_db else None,
+        actions=list(_read(sdir / "actions.json", read_json)),
+        tool_calls=list(_read(sdir / "tool_calls.json", read_json)),
+        transcript=_read(sdir / "transcript.jsonl", read_jsonl),
         agent_turns=record.agent_turns,
         user_turns=record.user_turns,
         usage={role: u.to_json() for role, u in record.usage.items()},
@@ -517,7 +551,7 @@ def load_session(sdir: Path) -> tuple[SessionRecord, SessionResult]:
         engine_time_s=record.engine_time_s,
         agent_backend=record.agent_backend,
         user_backend=record.user_backend,
-        user_db=read_json(sdir / "final_user_db.json") if record.user_db else None,
+        user_db=_read(sdir / "final_user_db.json", read_json) if record.user_db else None,
         error_source=record.error_cause.source if record.error_cause else None,
         ended_at=record.ended_at,
     )

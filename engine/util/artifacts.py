@@ -300,9 +300,17 @@ def _depth_over(body: Any, limit: int) -> bool:
 
 
 def read_jsonl(path: Path) -> list[Any]:
-    """Parse a JSON-lines file (blank lines skipped)."""
-    lines = read_bytes_bounded(path).decode("utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    """Parse a JSON-lines file (blank lines skipped); raises ValueError naming the line (from 1)
+    of a line that does not parse, OSError / UnicodeDecodeError as is."""
+    out = []
+    for number, line in enumerate(read_bytes_bounded(path).decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"line {number}: {err}") from None
+    return out
 
 
 def _load_syncfs() -> Any:

@@ -221,3 +221,24 @@ def test_a_run_with_no_readable_result_is_bad_input(
     assert sum(1 for w in err.splitlines() if w.startswith("warning: ")) == 2
     assert "no readable results (2 unreadable records, warned above)" in err
     assert "Traceback" not in err
+
+
+def test_rescore_names_the_stored_file_that_does_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a breaker: a torn transcript line failed the rescore with "JSONDecodeError:
+    Unterminated string ... line 1 column 26" (no file, the line within the line), and a
+    session.json of garbage was noted as "no session.json (written by an older evalctl)"."""
+    run = tmp_path / "run"
+    shutil.copytree(FROZEN, run)
+    monkeypatch.chdir(REPO)
+    transcript = run / CANCEL / "transcript.jsonl"
+    lines = len(transcript.read_text(encoding="utf-8").splitlines())
+    with transcript.open("a", encoding="utf-8") as out:
+        out.write('{"role": "user", "type": "utteran\n')
+    (run / SHIPPED / "session.json").write_bytes(b"\xff\xfe not text")
+    code, out, err = _cli(capsys, "rescore", str(run), "--data-root", str(MOCK_DATA_ROOT))
+    assert code == 3
+    assert f"ValueError: transcript.jsonl: line {lines + 1}: Unterminated string" in err
+    assert "1 result(s) have a session.json that does not read (warned above)" in err + out
+    assert "no session.json (written by an older evalctl)" not in err + out
