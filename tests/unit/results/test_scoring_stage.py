@@ -188,7 +188,8 @@ def test_rescore_with_a_session_it_cannot_read_or_a_missing_result_does_not_exit
     capsys.readouterr()
     assert main(["rescore", str(out)]) == 3
     err = capsys.readouterr().err
-    assert f"scoring failed for {LATE}#1: UnicodeDecodeError" in err and "1 not scored" in err
+    assert f"scoring failed for {LATE}#1: ValueError: transcript.jsonl: not UTF-8 text" in err
+    assert "1 not scored" in err
     # a killed run: no summary, and a planned result that never got a folder
     (out / "summary.json").unlink()
     shutil.rmtree(out / LATE)
