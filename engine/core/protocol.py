@@ -172,8 +172,13 @@ def decode(raw: str | bytes, *, check_schema: bool = True, version: int = PROTOC
     if got != version or isinstance(got, bool):
         raise ProtocolError(
             "unsupported_version",
-            f"protocol version {clip(repr(got), 80)} is not supported on this connection "
-            f"(it speaks v{version})",
+            f"protocol version {clip(repr(got), 80)} is not supported on this connection, a "
+            f"v{version} session"
+            + (
+                " (an audio session, --voice: docs/protocol.md, 'Audio sessions (version 2)')"
+                if version == AUDIO_PROTOCOL_VERSION
+                else ""
+            ),
             reply_to,
         )
     mtype = msg.get("type")

@@ -144,11 +144,13 @@ def _close(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str],
     and on the default executor's shutdown."""
     try:
         gens = asyncio.ensure_future(loop.shutdown_asyncgens(), loop=loop)
+        began = time.monotonic()
         _run_briefly(loop, asyncio.ensure_future(asyncio.wait([gens], timeout=grace_s), loop=loop))
         if not gens.done():
             gens.cancel()
+            waited = min(grace_s, time.monotonic() - began)  # less when a KeyboardInterrupt ended it
             say(
-                f"evalctl: async generators still closing {grace_s:g} s after the end (a `finally` "
+                f"evalctl: async generators still closing {waited:.1f} s after the end (a `finally` "
                 "that waits on and on) were left behind (what was written is complete)"
             )
         _stop_executor(loop, grace_s, say)

@@ -198,3 +198,15 @@ def test_a_frame_too_deep_to_word_its_error_is_bad_message() -> None:
     with pytest.raises(ProtocolError) as info:  # with the whole stack, the schema's own wording
         decode(frame)
     assert info.value.code == "bad_message" and "is not of type 'string'" in info.value.message
+
+
+def test_a_version_mismatch_says_which_session_this_is() -> None:
+    """Found by a new user: a v1 agent in a --voice run read "protocol version 1 is not supported
+    on this connection (it speaks v2)", as if the agent spoke v2."""
+    with pytest.raises(ProtocolError) as info:
+        decode('{"v": 1, "type": "session.ready", "id": "a1", "reply_to": "e1"}', version=2)
+    assert info.value.code == "unsupported_version"
+    assert info.value.message == (
+        "protocol version 1 is not supported on this connection, a v2 session (an audio session, "
+        "--voice: docs/protocol.md, 'Audio sessions (version 2)')"
+    )
