@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from engine.commands.console import text_console
+from engine.commands.console import size_text, text_console
 from engine.util.callcache import (
     FILE_NAME,
     CallCache,
@@ -60,7 +60,7 @@ def cache_command(action: str, directory: str | None, as_json: bool = False, voi
         out.print(json.dumps(stats, indent=2), markup=False, highlight=False, soft_wrap=True)
         return 0
     out.print(
-        f"cache {folder}: {stats['entries']} entries, {stats['bytes'] / 1e6:.1f} MB",
+        f"cache {folder}: {stats['entries']} entries, {size_text(stats['bytes'])}",
         markup=False,
         highlight=False,
     )
@@ -103,6 +103,6 @@ def voice_cache_command(action: str, as_json: bool = False) -> int:
     if as_json:
         out.print(json.dumps(stats, indent=2), markup=False, highlight=False, soft_wrap=True)
     else:
-        line = f"voice cache {folder}: {stats['entries']} entries, {stats['bytes'] / 1e6:.1f} MB"
+        line = f"voice cache {folder}: {stats['entries']} entries, {size_text(stats['bytes'])}"
         out.print(line, markup=False, highlight=False)
     return 0

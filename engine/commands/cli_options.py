@@ -341,6 +341,12 @@ def junit() -> Decorator:
     )
 
 
+def _joined(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> str | None:
+    """A repeated ``--scenarios`` as one comma-separated list (before: the last one alone was
+    kept, silently); None when not given."""
+    return ",".join(values) if values else None
+
+
 def scenario_selection() -> Decorator:
     """``--scenarios A,B`` (names or record ids) and ``--domain PREFIX``
     (``engine.spec.selection.select_scenarios``): taken by ``run``, ``validate`` and ``list``."""
@@ -348,9 +354,10 @@ def scenario_selection() -> Decorator:
         click.option(
             "--scenarios",
             metavar="A,B",
-            default=None,
+            multiple=True,
+            callback=_joined,
             help="Only these scenarios, comma-separated names or record ids, e.g. "
-            "eva_airline__3_1_5,1.1.2 (default: all).",
+            "eva_airline__3_1_5,1.1.2; given again, the lists add up (default: all).",
         ),
         click.option(
             "--domain",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from engine.commands.console import warning_of_unreadable
+from engine.commands.console import size_text, warning_of_unreadable
 from engine.report_html.compare_page import write_compare
 from engine.results.compare import compare_runs, render_text
 from engine.results.costs import PriceTable
@@ -30,7 +30,7 @@ def compare(
         comparison = compare_runs(run_a, run_b, prices)  # library.compare without prices
     if html is not None:
         size = write_compare(comparison, html)
-        click.echo(f"compare: {html} ({size / 1e6:.1f} MB)")
+        click.echo(f"compare: {html} ({size_text(size)})")
     elif as_json:
         click.echo(json.dumps(comparison.to_json(), indent=2, ensure_ascii=False, default=str))
     else:

@@ -56,3 +56,12 @@ def warning_of_unreadable() -> Iterator[UnreadableLog]:
     in its output; ``engine.results.unreadable``)."""
     with watching(lambda item: click.echo(item.line(), err=True)) as log:
         yield log
+
+
+def size_text(size: int) -> str:
+    """A file's size for a line: ``820 bytes``, ``13 KB``, ``4.2 MB`` (decimal units)."""
+    if size < 1000:
+        return f"{size} bytes"
+    if size < 1_000_000:
+        return f"{size / 1000:.0f} KB"
+    return f"{size / 1e6:.1f} MB"

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from engine.commands.console import text_console, warning_of_unreadable
+from engine.commands.console import size_text, text_console, warning_of_unreadable
 from engine.core.records.error_words import error_sources, errors_line, hints_text
 from engine.core.records.intervals import Interval
 from engine.core.records.metrics import MetricsRecord
@@ -201,7 +201,7 @@ def _html(
     written = write_report(run_dir, html, prices, failed_every_trial=failed_every_trial)
     bad = f", {records_text(written.unreadable)}" if written.unreadable else ""
     console.print(
-        f"report: {written.path} ({written.results} results{bad}, {written.size / 1e6:.1f} MB)",
+        f"report: {written.path} ({written.results} results{bad}, {size_text(written.size)})",
         markup=False,
         highlight=False,
     )

@@ -95,3 +95,13 @@ def test_list_and_validate_take_every_selector_run_takes(capsys: pytest.CaptureF
     assert capsys.readouterr().out.startswith("validated 1 scenario in ")
     assert cli.main(["list", *base, "--scenarios", "mock__nope"]) == 2
     assert capsys.readouterr().err.startswith("evalctl: no scenario named 'mock__nope'")
+
+
+def test_scenarios_given_twice_add_up(capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a new user: `--scenarios A --scenarios B` kept B alone, silently."""
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+    args = ["list", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
+    assert cli.main([*args, "--scenarios", "mock__cancel_order", "--scenarios", "mock__shipped_refusal"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert sorted(names) == ["mock__cancel_order", "mock__shipped_refusal"]

@@ -252,3 +252,10 @@ def test_judge_settings_are_compared_only_where_a_judge_ran(tmp_path: Path) -> N
     assert in_effect("scoring.judge_base_url", judged, other)
     assert not in_effect("scoring.judge_base_url", judged, {"scoring": {"judge_model": None}})
     assert in_effect("scoring.judge_model", {}, {}) and in_effect("max_turns", {}, {})
+
+
+def test_sizes_read_in_their_unit() -> None:
+    """Found by a new user: `compare --html` said "(0.0 MB)" for a 13 KB page."""
+    from engine.commands.console import size_text
+
+    assert [size_text(n) for n in (820, 13_400, 4_200_000)] == ["820 bytes", "13 KB", "4.2 MB"]
