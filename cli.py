@@ -237,12 +237,7 @@ def _prices(value: str | None) -> Any:
     "(verdict error, source user_simulator; docs/trust.md), at most N times; every attempt is kept "
     "under RUN_DIR/.regenerated/. 0: never.",
 )
-@click.option(
-    "--max-turns",
-    default=None,
-    type=click.IntRange(min=1),
-    help="Agent turns before a timeout stop (default: no limit; max_duration still applies).",
-)
+@opt.max_turns()
 @click.option(
     "--trials",
     default="1",
@@ -270,13 +265,7 @@ def _prices(value: str | None) -> Any:
 )
 @opt.scoring_options()
 @opt.fail_under()
-@click.option(
-    "--turn-timeout",
-    default=300.0,
-    show_default=True,
-    type=opt.FiniteFloatRange(min=0, min_open=True),
-    help="Seconds a side may stay silent.",
-)
+@opt.turn_timeout()
 @click.option(
     "--max-tool-rounds",
     default=10,
@@ -568,6 +557,8 @@ def run_cmd(
 @opt.selection()
 @opt.sides()
 @opt.model_options()
+@opt.turn_timeout()
+@opt.max_turns()
 @opt.output_dir()
 @opt.data_root()
 @click.option("--replay-latency", default=0.0, type=opt.FiniteFloatRange(min=0), hidden=True)
@@ -584,6 +575,8 @@ def load_cmd(
     base_url: str | None,
     api_key_env: str,
     request_timeout: float,
+    turn_timeout: float,
+    max_turns: int | None,
     output_dir: str | None,
     data_root: str | None,
     replay_latency: float,
@@ -634,6 +627,8 @@ def load_cmd(
         base_url=base_url,
         api_key_env=api_key_env,
         request_timeout_s=request_timeout,
+        turn_timeout_s=turn_timeout,
+        max_turns=max_turns,
         replay_latency_s=replay_latency,
     )
     return load(opts, plan)

@@ -347,6 +347,26 @@ def _joined(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
     return ",".join(values) if values else None
 
 
+def turn_timeout() -> Decorator:
+    """``--turn-timeout SECONDS`` (``turn_timeout``): taken by ``run`` and ``load``."""
+    return click.option(
+        "--turn-timeout",
+        default=300.0,
+        type=FiniteFloatRange(min=0, min_open=True),
+        help="Seconds a side may stay silent, e.g. 30 (default: 300).",
+    )
+
+
+def max_turns() -> Decorator:
+    """``--max-turns N`` (``max_turns``): taken by ``run`` and ``load``."""
+    return click.option(
+        "--max-turns",
+        default=None,
+        type=click.IntRange(min=1),
+        help="Agent turns before a timeout stop, e.g. 20 (default: no limit; max_duration still applies).",
+    )
+
+
 def scenario_selection() -> Decorator:
     """``--scenarios A,B`` (names or record ids) and ``--domain PREFIX``
     (``engine.spec.selection.select_scenarios``): taken by ``run``, ``validate`` and ``list``."""

@@ -257,3 +257,29 @@ def test_a_steps_wall_ends_with_its_last_session_not_the_workers_shutdown(
     assert step["sessions"] == 1
     assert at.is_file()  # the worker did reach its leftover task, and waited the grace for it
     assert step["wall_s"] < GRACE_S
+
+
+#: Never answers a caller line.
+SILENT = """
+import asyncio
+
+
+def make(session, tools):
+    async def turn(line):
+        await asyncio.sleep(3600)
+
+    return turn
+"""
+
+
+def test_a_ramp_takes_the_turn_timeout_and_max_turns(tmp_path: Path) -> None:
+    """Found by a new user: `load` had no --turn-timeout, so a silent agent held each session for
+    the default 300 s; nor --max-turns."""
+    agent = tmp_path / "silent.py"
+    agent.write_text(SILENT)
+    args = ("1", "--sessions-per-step", "1", "--turn-timeout", "0.5", "--max-turns", "3")
+    assert _load(f"python:{agent}:make", tmp_path / "out", *args) == 0
+    [step] = json.loads((tmp_path / "out" / "load.json").read_text())["steps"]
+    assert step["sessions"] == 1 and step["failed"] == 1
+    run = json.loads(next((tmp_path / "out").glob("step-01-1/run.json")).read_text())
+    assert run["settings"]["turn_timeout_s"] == 0.5 and run["settings"]["max_turns"] == 3
