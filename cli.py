@@ -18,6 +18,7 @@ from engine import __version__
 from engine.commands import cli_options as opt
 from engine.core.options import RunOptions, ScoringOptions, TaskSelection
 from engine.util.errors import BROKEN_PIPE_EXIT, INTERRUPTED_EXIT, EvalctlError, UsageError
+from engine.util.untrusted import one_line
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -1001,7 +1002,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = group.main(args=argv, prog_name="evalctl", standalone_mode=False)
     except EvalctlError as err:
-        click.echo(f"evalctl: {err}" if "\n" not in str(err) else str(err), err=True)
+        text = f"evalctl: {err}" if "\n" not in str(err) else str(err)
+        # names from specs and sides: each line printed whole, no control or bidi character raw
+        click.echo("\n".join(one_line(line, None) for line in text.splitlines()), err=True)
         return err.exit_code
     except click.exceptions.Abort:
         click.echo("evalctl: interrupted", err=True)

@@ -9,6 +9,7 @@ import click
 from engine.commands import library
 from engine.core.options import TaskSelection
 from engine.util.errors import BELOW_BAR_EXIT, OK_EXIT
+from engine.util.untrusted import one_line
 
 
 def validate(
@@ -38,5 +39,5 @@ def validate(
         language=language,
     )
     for line in report.lines():
-        click.echo(line)
+        click.echo(one_line(line, None))  # a name from a spec: no control or bidi character raw
     return OK_EXIT if report.ok else BELOW_BAR_EXIT
