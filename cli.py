@@ -638,7 +638,10 @@ def load_cmd(
 @group.command("serve")
 @click.argument("role", type=click.Choice(["agent", "user", "model"]))
 @click.option(
-    "--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 = any free port."
+    "--port",
+    default=8765,
+    type=click.IntRange(0, 65535),
+    help="0 = any free port (default: 8765 for agent and user, 8000 for model).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option(

@@ -96,6 +96,7 @@ def handler(model: str) -> Callable[[Any], Awaitable[None]]:
 
 async def serve(host: str, port: int, model: str) -> None:
     async with websockets.serve(handler(model), host, port):
+        print(f"ws_agent: listening on ws://{host}:{port} (model {model}); Ctrl-C stops it", flush=True)
         await asyncio.Future()
 
 

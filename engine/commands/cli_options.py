@@ -74,7 +74,8 @@ def sides() -> Decorator:
             metavar="SPEC",
             help=(
                 "replay | noop (greets and hangs up: the floor) | openai:MODEL | ws://host:port"
-                " | python:FILE.py:FACTORY | pipecat:FILE.py:FACTORY | livekit:FILE.py:FACTORY"
+                " | rtvi+ws://host:port (an RTVI bot) | python:FILE.py:FACTORY"
+                " | pipecat:FILE.py:FACTORY | livekit:FILE.py:FACTORY"
                 " (in-process agents: docs/agents.md), e.g. openai:gpt-4.1 (default: replay)."
             ),
         ),
@@ -82,7 +83,8 @@ def sides() -> Decorator:
             "--user",
             default="replay",
             metavar="SPEC",
-            help="replay | openai:MODEL | ws://host:port, e.g. openai:gpt-4.1-mini (default: replay).",
+            help="replay | openai:MODEL | ws://host:port | python:FILE.py:FACTORY (a caller of your own "
+            "code: docs/agents.md), e.g. openai:gpt-4.1-mini (default: replay).",
         ),
     )
 
