@@ -13,11 +13,12 @@ import asyncio
 import atexit
 import contextlib
 import os
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, NoReturn, TypeVar
 
 from engine.util.errors import INTERRUPTED_EXIT
 
@@ -60,26 +61,58 @@ def run_to_end(
         raise on_stray_exit(exc) from None
     finally:
         loop = runner.get_loop()
-        stuck = _cancel_leftovers(loop, grace_s)
-        if stuck:
-            (say or _stderr)(_left_behind(stuck, grace_s))
-        _close(loop, grace_s, say or _stderr)
+        with _ctrl_c_watched():
+            stuck, waited = _cancel_leftovers(loop, grace_s)
+            if stuck:
+                _LEFT_BEHIND.append("tasks")
+                (say or _stderr)(_left_behind(stuck, waited))
+            _close(loop, grace_s, say or _stderr)
+
+
+#: What :func:`run_to_end` left behind in this process (tasks, async generators): their code
+#: would run again when the interpreter collects them at exit (a ``finally`` that never ends
+#: held it there), so :func:`exit_process` ends the process at once then.
+_LEFT_BEHIND: list[str] = []
+
+#: SIGINT presses during the clean-up (:func:`_ctrl_c_watched`): a KeyboardInterrupt with no
+#: press behind it was raised by code (a callback, a task), not by the user.
+_PRESSES: list[float] = []
+
+
+@contextlib.contextmanager
+def _ctrl_c_watched() -> Iterator[None]:
+    """While the clean-up runs, a Ctrl-C is counted in :data:`_PRESSES` and raised as usual."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def pressed(signum: int, frame: Any) -> None:
+        _PRESSES.append(time.monotonic())
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, pressed)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _cancel_leftovers(loop: asyncio.AbstractEventLoop, grace_s: float) -> list[asyncio.Task[Any]]:
+def _cancel_leftovers(
+    loop: asyncio.AbstractEventLoop, grace_s: float
+) -> tuple[list[asyncio.Task[Any]], float]:
     """Cancel the loop's pending tasks and run the loop until they end or ``grace_s`` passes;
-    tasks they start meanwhile are cancelled in turn. Returns those still pending then. What a
+    tasks they start meanwhile are cancelled in turn. Returns those still pending then, and the
+    seconds waited for them. What a
     cancelled task does to the loop is its own and changes nothing of the run's outcome: it stops
-    the loop (``loop.stop()``: the wait goes on) or raises SystemExit (ignored), or
-    KeyboardInterrupt (the wait ends: it may be the user's Ctrl-C)."""
+    the loop (``loop.stop()``), raises SystemExit or KeyboardInterrupt: the wait goes on. A
+    KeyboardInterrupt no task raised (the user's Ctrl-C) ends the wait."""
     deadline = loop.time() + grace_s
     cancelled: set[asyncio.Task[Any]] = set()
-    own: set[asyncio.Future[Any]] = set()  # this function's waits: never counted as left behind
-    while pending := [t for t in asyncio.all_tasks(loop) if not t.done()]:
+    while pending := _theirs(loop):
         for task in pending:
             if task not in cancelled:
                 task.cancel()
@@ -88,40 +121,68 @@ def _cancel_leftovers(loop: asyncio.AbstractEventLoop, grace_s: float) -> list[a
         if left <= 0:
             break
         # back as one ends (it may have started another) or at the deadline
-        waiting = asyncio.ensure_future(
-            asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED), loop=loop
-        )
-        own.add(waiting)
-        if not _run_briefly(loop, waiting):
+        if not _run_until(loop, lambda: not [t for t in pending if not t.done()], left, cancelled):
             break
-    for task in cancelled:  # what the ended ones raised was theirs to handle: not reported twice
+    _retrieve(cancelled)
+    return _theirs(loop), min(grace_s, grace_s - (deadline - loop.time()))
+
+
+def _retrieve(tasks: set[asyncio.Task[Any]]) -> None:
+    """Mark what the ended ``tasks`` raised as seen: it was theirs to handle, not reported again
+    ("Task exception was never retrieved")."""
+    for task in tasks:
         if task.done() and not task.cancelled():
             task.exception()
-    return [t for t in asyncio.all_tasks(loop) if not t.done() and t not in own]
 
 
-def _run_briefly(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> bool:
-    """Run the loop until ``future`` is done; False when a KeyboardInterrupt stopped it (the
-    future is then cancelled). A leftover task's ``loop.stop()`` or SystemExit ends this run
-    of the loop early (True: the caller goes on, within its deadline)."""
-    try:
-        loop.run_until_complete(future)
-    except KeyboardInterrupt:
-        future.cancel()
-        return False
-    except (RuntimeError, SystemExit):  # "Event loop stopped before Future completed.", a task's exit
-        if not future.done():
-            future.cancel()
+def _run_until(
+    loop: asyncio.AbstractEventLoop,
+    done: Callable[[], bool],
+    timeout_s: float,
+    watched: set[asyncio.Task[Any]],
+) -> bool:
+    """Run ``loop`` until ``done()`` (checked as each step of the loop ends, at least every 50
+    ms) or ``timeout_s`` seconds pass. A ``loop.stop()``, SystemExit or KeyboardInterrupt that
+    code raised (a task, a callback: ``watched`` gets the tasks started meanwhile, what they raised
+    marked as seen) ends one run of the loop only. Returns False when the user's Ctrl-C (a SIGINT,
+    :func:`_ctrl_c_watched`) stopped it."""
+    deadline = time.monotonic() + timeout_s
+    presses = len(_PRESSES)
+    while not done() and time.monotonic() < deadline:
+        tick = loop.create_task(_tick(min(0.05, max(0.0, deadline - time.monotonic()))), name=_TICK)
+        try:
+            loop.run_until_complete(tick)
+        except KeyboardInterrupt:
+            tick.cancel()
+            watched.update(t for t in asyncio.all_tasks(loop) if t not in watched)
+            _retrieve(watched)
+            if presses < len(_PRESSES):  # the user's Ctrl-C; a task's or a callback's goes on
+                return False
+        except (RuntimeError, SystemExit):  # "Event loop stopped before Future completed.", a task's exit
+            tick.cancel()
     return True
 
 
-def _left_behind(stuck: list[asyncio.Task[Any]], grace_s: float) -> str:
+#: The name of :func:`_run_until`'s own timer tasks: never counted as left behind.
+_TICK = "evalctl-cleanup-tick"
+
+
+def _theirs(loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[Any]]:
+    """The loop's pending tasks, but :func:`_run_until`'s own timers."""
+    return [t for t in asyncio.all_tasks(loop) if not t.done() and t.get_name() != _TICK]
+
+
+async def _tick(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+def _left_behind(stuck: list[asyncio.Task[Any]], waited_s: float) -> str:
     names = ", ".join(_where(t) for t in stuck[:3])
     if len(stuck) > 3:
         names += f" and {len(stuck) - 3} more"
     count = f"{len(stuck)} task{'s' if len(stuck) != 1 else ''}"
     return (
-        f"evalctl: {count} still running at the end did not end within {grace_s:g} s of being "
+        f"evalctl: {count} still running at the end did not end within {round(waited_s, 1):g} s of being "
         f"cancelled (ignoring cancellation, or starting others as they end) and "
         f"{'were' if len(stuck) != 1 else 'was'} left behind: {names} (what was written is complete)"
     )
@@ -143,12 +204,16 @@ def _close(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str],
     (``loop.shutdown_asyncgens``: a generator whose ``finally`` waits for ever held it for ever)
     and on the default executor's shutdown."""
     try:
+        before = set(asyncio.all_tasks(loop))
         gens = asyncio.ensure_future(loop.shutdown_asyncgens(), loop=loop)
         began = time.monotonic()
-        _run_briefly(loop, asyncio.ensure_future(asyncio.wait([gens], timeout=grace_s), loop=loop))
+        watched = {gens, *before}
+        _run_until(loop, gens.done, grace_s, watched)
+        _retrieve(watched - before - {gens})  # the tasks the generators' closing started
         if not gens.done():
             gens.cancel()
-            waited = min(grace_s, time.monotonic() - began)  # less when a KeyboardInterrupt ended it
+            _LEFT_BEHIND.append("async generators")
+            waited = min(grace_s, time.monotonic() - began)  # less when a Ctrl-C ended it
             say(
                 f"evalctl: async generators still closing {waited:.1f} s after the end (a `finally` "
                 "that waits on and on) were left behind (what was written is complete)"
@@ -159,6 +224,8 @@ def _close(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str],
             # asyncio's own flag: a task destroyed while pending is not logged at exit ("Task was
             # destroyed but it is pending!"): it was named above, or started while closing
             task._log_destroy_pending = False  # type: ignore[attr-defined]
+            if task.get_name() == _TICK:  # a timer of ours a Ctrl-C cut: closed, never "not awaited"
+                task.get_coro().close()
         asyncio.set_event_loop(None)
         loop.close()
 
@@ -204,13 +271,17 @@ def exit_process(code: int, grace_s: float = GRACE_S, say: Callable[[str], None]
     before it exits, without a limit: a thread of the agent's code that never ends (an in-process
     agent, ``--workers 1``) held the process for ever after its summary was written. Such threads
     get ``grace_s`` seconds (:func:`stuck_threads`), then are named by ``say`` (default: a line on
-    stderr) and left: the exit handlers run and the process ends at once (``os._exit``); a
+    stderr) and left: the exit handlers run and the process ends at once (``os._exit``), as
+    it does when :func:`run_to_end` left tasks or async generators behind (collected at the
+    exit, their code would run again: a ``finally`` that never ends held the interpreter); a
     Ctrl-C meanwhile ends the wait (exit 130 unless ``code`` is not 0). Without them,
     ``sys.exit(code)``."""
     try:
         stuck = stuck_threads(grace_s)
     except KeyboardInterrupt:  # Ctrl-C while they are waited for: wait no more
         stuck, code = [t for t in threading.enumerate() if _holds_exit(t)], code or INTERRUPTED_EXIT
+    if not stuck and _LEFT_BEHIND:  # what was left behind must not run again at the exit
+        _exit_now(code)
     if not stuck:
         sys.exit(code)
     names = ", ".join(t.name for t in stuck[:3]) + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
@@ -218,7 +289,12 @@ def exit_process(code: int, grace_s: float = GRACE_S, say: Callable[[str], None]
         f"evalctl: {len(stuck)} thread{'s' if len(stuck) != 1 else ''} still running {grace_s:g} s "
         f"after the end left behind: {names} (what was written is complete)"
     )
-    atexit._run_exitfuncs()  # what a normal exit runs after the threads (trace exporters' flush)
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Run the exit handlers (trace exporters' flush), flush the output, end the process at once."""
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()

@@ -187,3 +187,58 @@ def test_an_exit_raised_by_the_agents_callback_is_not_the_runs_exit_code(
     assert f"evalctl: {named} was raised outside evalctl's own work" in done.stderr
     assert "Traceback" not in done.stderr
     assert json.loads((out / "summary.json").read_text())["interrupted"] is True
+
+
+#: An agent whose first turn leaves an async generator suspended whose ``finally`` swallows every
+#: exception and waits again, for ever.
+SWALLOWING = """
+import asyncio
+
+from examples.python_agent import make_agent as gold_agent
+
+KEEP = []
+
+
+async def forever():
+    try:
+        yield 1
+        yield 2
+    finally:
+        while True:
+            try:
+                await asyncio.sleep(100)
+            except BaseException:
+                pass
+
+
+def make(session, tools):
+    turn = gold_agent(session, tools)
+
+    async def first(line):
+        if not KEEP:
+            KEEP.append(forever())
+            await KEEP[0].__anext__()
+        return await turn(line)
+
+    return first
+"""
+
+
+def test_an_async_generator_that_never_closes_does_not_hold_the_process(
+    tmp_path: Path, data_root: Path
+) -> None:
+    """Found by a breaker pass: with ``--workers 1`` the run wrote its summary, said the generator
+    was left behind, then hung in the interpreter's collection of it at exit (its ``finally``
+    swallowed every exception). The process now ends at once once something was left behind."""
+    path = tmp_path / "swallowing.py"
+    path.write_text(SWALLOWING)
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
+         "--scenarios", EVA[0], "--agent", f"python:{path}:make", "--workers", "1", "--no-progress",
+         "--output-dir", str(out)],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "async generators still closing 5.0 s after the end" in done.stderr
+    assert json.loads((out / "summary.json").read_text())["results"] == 1
