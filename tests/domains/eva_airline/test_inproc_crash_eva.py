@@ -80,6 +80,24 @@ def test_an_agent_that_ends_its_process_as_it_loads_is_one_line_exit_2(
         )
 
 
+def _run_agent(
+    tmp_path: Path, data_root: Path, source: str, *more: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``evalctl run`` of the first eva scenario in a fresh process with the agent ``source``
+    (its ``make`` factory) and the options ``more``; the finished process and its run folder."""
+    path = tmp_path / f"agent{len(list(tmp_path.glob('agent*.py')))}.py"
+    path.write_text(source)
+    out = tmp_path / f"run{len(list(tmp_path.glob('run*')))}"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
+         "--scenarios", EVA[0], "--agent", f"python:{path}:make", "--no-progress", *more,
+         "--output-dir", str(out)],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return done, out
+
+
 def test_an_agent_task_that_ignores_cancellation_does_not_hold_the_run(
     tmp_path: Path, data_root: Path
 ) -> None:
@@ -88,15 +106,8 @@ def test_an_agent_task_that_ignores_cancellation_does_not_hold_the_run(
     task is now named and left behind; the run ends with its own exit code, in both process modes."""
     from tests.unit.scale.test_isolation import STUBBORN
 
-    path = tmp_path / "stubborn.py"
-    path.write_text(STUBBORN)
-    argv = [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
-            "--scenarios", EVA[0], "--agent", f"python:{path}:make", "--no-progress"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     for mode in (["--workers", "1"], []):
-        out = tmp_path / f"run{len(mode)}"
-        done = subprocess.run([*argv, *mode, "--output-dir", str(out)], cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        done, out = _run_agent(tmp_path, data_root, STUBBORN, *mode)
         assert done.returncode == 0, done.stderr
         assert "and was left behind: _forever() at " in done.stderr, mode
         assert "Task was destroyed" not in done.stderr
@@ -129,15 +140,8 @@ def test_an_agent_thread_that_never_ends_does_not_hold_the_run(tmp_path: Path, d
     """Found by a breaker pass: with ``--workers 1`` the interpreter joined the agent's thread at
     exit, for ever, without a word; in a worker the run waited 20 s and then killed it, saying
     nothing. The thread is now named and left behind after 5 s; the run ends with its own code."""
-    path = tmp_path / "threaded.py"
-    path.write_text(THREADED)
-    argv = [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
-            "--scenarios", EVA[0], "--agent", f"python:{path}:make", "--no-progress"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     for mode in (["--workers", "1"], []):
-        out = tmp_path / f"run{len(mode)}"
-        done = subprocess.run([*argv, *mode, "--output-dir", str(out)], cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        done, out = _run_agent(tmp_path, data_root, THREADED, *mode)
         assert done.returncode == 0, done.stderr
         assert "1 thread still running 5 s after the end left behind: agents-forever" in done.stderr, mode
         assert "did not end within 20 s" not in done.stderr  # the worker ended by itself
@@ -173,16 +177,7 @@ def test_an_exit_raised_by_the_agents_callback_is_not_the_runs_exit_code(
     """Found by a breaker pass: with ``--workers 1`` the agent's callback raising SystemExit(4)
     ended ``evalctl run`` with exit 4 and no word (a KeyboardInterrupt: 130 "interrupted", no
     summary). Now one line names it, exit 3, and the summary is written."""
-    path = tmp_path / "stray.py"
-    path.write_text(STRAY)
-    out = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
-         "--scenarios", EVA[0], "--agent", f"python:{path}:make", "--workers", "1", "--no-progress",
-         "--output-dir", str(out)],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "STRAY": how},
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done, out = _run_agent(tmp_path, data_root, STRAY, "--workers", "1", env={"STRAY": how})
     assert done.returncode == 3, done.stderr
     assert f"evalctl: {named} was raised outside evalctl's own work" in done.stderr
     assert "Traceback" not in done.stderr
@@ -230,15 +225,7 @@ def test_an_async_generator_that_never_closes_does_not_hold_the_process(
     """Found by a breaker pass: with ``--workers 1`` the run wrote its summary, said the generator
     was left behind, then hung in the interpreter's collection of it at exit (its ``finally``
     swallowed every exception). The process now ends at once once something was left behind."""
-    path = tmp_path / "swallowing.py"
-    path.write_text(SWALLOWING)
-    out = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
-         "--scenarios", EVA[0], "--agent", f"python:{path}:make", "--workers", "1", "--no-progress",
-         "--output-dir", str(out)],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done, out = _run_agent(tmp_path, data_root, SWALLOWING, "--workers", "1")
     assert done.returncode == 0, done.stderr
     assert "async generators still closing 5.0 s after the end" in done.stderr
     assert json.loads((out / "summary.json").read_text())["results"] == 1
