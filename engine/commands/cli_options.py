@@ -369,6 +369,16 @@ def max_turns() -> Decorator:
     )
 
 
+def _one(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> str | None:
+    """An option that takes one value refused when given twice (before: the last one was kept,
+    silently); None when not given."""
+    if len(set(values)) > 1:
+        raise click.BadParameter(
+            f"given {len(values)} times ({', '.join(values)}): give one (--scenarios A,B names several)"
+        )
+    return values[0] if values else None
+
+
 def scenario_selection() -> Decorator:
     """``--scenarios A,B`` (names or record ids) and ``--domain PREFIX``
     (``engine.spec.selection.select_scenarios``): taken by ``run``, ``validate`` and ``list``."""
@@ -385,7 +395,8 @@ def scenario_selection() -> Decorator:
             "--domain",
             "domain_prefix",
             metavar="PREFIX",
-            default=None,
+            multiple=True,
+            callback=_one,
             help="Only the scenarios whose name starts so, e.g. eva_airline__3 (default: all).",
         ),
     )

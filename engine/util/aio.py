@@ -20,8 +20,6 @@ import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, NoReturn, TypeVar
 
-from engine.util.errors import INTERRUPTED_EXIT
-
 T = TypeVar("T")
 
 #: Seconds the tasks left running get to finish once cancelled.
@@ -61,6 +59,7 @@ def run_to_end(
         raise on_stray_exit(exc) from None
     finally:
         loop = runner.get_loop()
+        loop.set_exception_handler(_quiet_exits)
         with _ctrl_c_watched():
             stuck, waited = _cancel_leftovers(loop, grace_s)
             if stuck:
@@ -95,6 +94,15 @@ def _ctrl_c_watched() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _quiet_exits(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler from the clean-up on: a task that ended by raising SystemExit
+    or KeyboardInterrupt was said already (``on_stray_exit``, or its own wait), not logged again
+    with a traceback when it is collected ("Task exception was never retrieved")."""
+    if isinstance(context.get("exception"), (SystemExit, KeyboardInterrupt)):
+        return
+    loop.default_exception_handler(context)
 
 
 def _stderr(line: str) -> None:
@@ -274,12 +282,12 @@ def exit_process(code: int, grace_s: float = GRACE_S, say: Callable[[str], None]
     stderr) and left: the exit handlers run and the process ends at once (``os._exit``), as
     it does when :func:`run_to_end` left tasks or async generators behind (collected at the
     exit, their code would run again: a ``finally`` that never ends held the interpreter); a
-    Ctrl-C meanwhile ends the wait (exit 130 unless ``code`` is not 0). Without them,
+    Ctrl-C meanwhile ends the wait (``code`` stands, as after the tasks' wait). Without them,
     ``sys.exit(code)``."""
     try:
         stuck = stuck_threads(grace_s)
-    except KeyboardInterrupt:  # Ctrl-C while they are waited for: wait no more
-        stuck, code = [t for t in threading.enumerate() if _holds_exit(t)], code or INTERRUPTED_EXIT
+    except KeyboardInterrupt:  # Ctrl-C while they are waited for: wait no more (the code stands)
+        stuck = [t for t in threading.enumerate() if _holds_exit(t)]
     if not stuck and _LEFT_BEHIND:  # what was left behind must not run again at the exit
         _exit_now(code)
     if not stuck:

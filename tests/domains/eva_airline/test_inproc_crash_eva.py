@@ -149,20 +149,28 @@ def test_an_agent_thread_that_never_ends_does_not_hold_the_run(tmp_path: Path, d
         assert summary["results"] == 1 and summary["errors"] == 0 and summary["missing"] == []
 
 
-#: An agent whose first turn schedules a callback that raises SystemExit(4) (or, with
-#: $STRAY=interrupt, KeyboardInterrupt) on the run's event loop.
+#: An agent whose first turn schedules a callback that raises SystemExit(4) ($STRAY=exit) or
+#: KeyboardInterrupt ($STRAY=interrupt) on the run's event loop, or a task that raises the latter
+#: ($STRAY=task: before, its "Task exception was never retrieved" traceback followed the line).
 STRAY = """
 import asyncio, os
 
 
 def make(session, tools):
     async def turn(line):
-        exc = KeyboardInterrupt() if os.environ.get("STRAY") == "interrupt" else SystemExit(4)
+        exc = KeyboardInterrupt() if os.environ.get("STRAY") != "exit" else SystemExit(4)
 
         def boom():
             raise exc
 
-        asyncio.get_running_loop().call_soon(boom)
+        async def task():
+            await asyncio.sleep(0.01)
+            raise exc
+
+        if os.environ.get("STRAY") == "task":
+            asyncio.get_running_loop().create_task(task())
+        else:
+            asyncio.get_running_loop().call_soon(boom)
         await asyncio.sleep(30)
         return "hello"
 
@@ -170,7 +178,10 @@ def make(session, tools):
 """
 
 
-@pytest.mark.parametrize(("how", "named"), [("exit", "SystemExit(4)"), ("interrupt", "KeyboardInterrupt()")])
+@pytest.mark.parametrize(
+    ("how", "named"),
+    [("exit", "SystemExit(4)"), ("interrupt", "KeyboardInterrupt()"), ("task", "KeyboardInterrupt()")],
+)
 def test_an_exit_raised_by_the_agents_callback_is_not_the_runs_exit_code(
     tmp_path: Path, data_root: Path, how: str, named: str
 ) -> None:

@@ -105,3 +105,22 @@ def test_scenarios_given_twice_add_up(capsys: pytest.CaptureFixture[str]) -> Non
     assert cli.main([*args, "--scenarios", "mock__cancel_order", "--scenarios", "mock__shipped_refusal"]) == 0
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert sorted(names) == ["mock__cancel_order", "mock__shipped_refusal"]
+
+
+def test_domain_given_twice_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a breaker: `--domain A --domain B` kept B alone, silently (2 scenarios, none of A's)."""
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+    args = [
+        "list",
+        str(MOCK_SPEC_DIR),
+        "--data-root",
+        str(MOCK_DATA_ROOT),
+        "--domain",
+        "mock__c",
+        "--domain",
+        "mock__s",
+    ]
+    assert cli.main(args) == 2
+    assert "--domain': given 2 times (mock__c, mock__s): give one" in capsys.readouterr().err
+    assert cli.main([*args[:-4], "--domain", "mock__c", "--domain", "mock__c"]) == 0  # the same twice
