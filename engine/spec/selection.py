@@ -18,6 +18,9 @@ from engine.core.options import TaskSelection
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
 
+#: The most unknown names (or names of an empty selection) one error lists; the rest are counted.
+LISTED = 5
+
 
 def select_scenarios(
     scenarios: tuple[Scenario, ...], names: tuple[str, ...], prefix: str | None
@@ -25,33 +28,61 @@ def select_scenarios(
     """Scenarios by exact ``names`` or record ids (eva: ``1.1.2``), in the given order, or by name
     ``prefix``; all when neither.
 
-    Raises UsageError for an unknown name (with a suggestion among names and record ids: the
-    scenario a record id names is shown with it) or an empty selection.
+    Raises UsageError for unknown names (all of them in one error, the first :data:`LISTED` shown,
+    each with a suggestion among names and record ids: the scenario a record id names is shown
+    with it) or an empty selection (naming both filters when ``names`` and ``prefix`` leave none).
     """
     by_name = {s.name: s for s in scenarios}
     by_id = {s.record_id: s for s in scenarios}
     if names:
-        unknown = [n for n in names if n not in by_name and n not in by_id]
+        unknown = list(dict.fromkeys(n for n in names if n not in by_name and n not in by_id))
         if unknown:
-            raise UsageError(f"no scenario named {unknown[0]!r}{_suggestion(unknown[0], scenarios)}")
+            raise UsageError(_unknown_names(unknown, scenarios))
         chosen = list({id(s): s for s in (by_name.get(n) or by_id[n] for n in names)}.values())
     else:
         chosen = list(scenarios)
     if prefix:
         chosen = [s for s in chosen if s.name.startswith(prefix)]
+    if not chosen and prefix and names:
+        raise UsageError(f"no scenario matches both --scenarios {_given(names)} and --domain {prefix!r}")
     if not chosen:
         raise UsageError(f"no scenario matches --domain {prefix!r}" if prefix else "no scenarios to run")
     return chosen
 
 
-def _suggestion(word: str, scenarios: tuple[Scenario, ...]) -> str:
-    """Did-you-mean over names and record ids: ``eva_airline__1_1_2`` is closest to the id
-    ``1.1.2`` spelled as a name, so both forms are compared."""
+def _unknown_names(unknown: list[str], scenarios: tuple[Scenario, ...]) -> str:
+    """The error for ``unknown`` (distinct, at least one): ``no scenario named 'x' (did you mean
+    ...?)`` for one; for several ``3 names match no scenario: 'x' (did you mean ...?), 'y', 'z'``,
+    past :data:`LISTED` names ``... and N more``."""
+    keys = _suggestion_keys(scenarios)
+    shown = [f"{n!r}{_suggestion(n, keys)}" for n in unknown[:LISTED]]
+    if len(unknown) == 1:
+        return f"no scenario named {shown[0]}"
+    more = f" and {len(unknown) - LISTED} more" if len(unknown) > LISTED else ""
+    return f"{len(unknown)} names match no scenario: {', '.join(shown)}{more}"
+
+
+def _given(names: tuple[str, ...]) -> str:
+    """``names`` as given on the command line: ``'a,b'``; past :data:`LISTED` names
+    ``'a,b,c,d,e,...' (12 names)``."""
+    listed = ",".join(names[:LISTED])
+    return repr(listed) if len(names) <= LISTED else f"{listed + ',...'!r} ({len(names)} names)"
+
+
+def _suggestion_keys(scenarios: tuple[Scenario, ...]) -> dict[str, Scenario]:
+    """What a did-you-mean compares with: names, record ids, and each record id spelled as a
+    name (``eva_airline__1_1_2`` is closest to the id ``1.1.2`` spelled so)."""
     keys: dict[str, Scenario] = {}
     for s in scenarios:
         keys[s.name] = s
         keys[s.record_id] = s
         keys[f"{s.domain.name}__{s.record_id}".replace(".", "_").replace("-", "_")] = s
+    return keys
+
+
+def _suggestion(word: str, keys: dict[str, Scenario]) -> str:
+    """`` (did you mean 'NAME', record 'ID'?)`` for the key of ``keys`` (:func:`_suggestion_keys`)
+    closest to ``word``; empty when none is close."""
     close = difflib.get_close_matches(word, list(keys), n=1, cutoff=0.6)
     if not close:
         return ""

@@ -40,6 +40,41 @@ def test_select_scenarios() -> None:
         select_scenarios(scenarios, (), "tau2_")
 
 
+def test_names_and_a_prefix_that_share_no_scenario_are_named_both() -> None:
+    """Before: the error named --domain alone, though every scenario of --domain
+    exists (the names given start otherwise)."""
+    scenarios = load_domain(*SHOP, plugins=plugins()).scenarios
+    with pytest.raises(UsageError) as info:
+        select_scenarios(scenarios, ("mock__cancel_order", "M2"), "mock__s")
+    assert str(info.value) == (
+        "no scenario matches both --scenarios 'mock__cancel_order,M2' and --domain 'mock__s'"
+    )
+    many = ("M1",) * 7
+    with pytest.raises(UsageError) as info:
+        select_scenarios(scenarios, many, "mock__s")
+    assert (
+        str(info.value)
+        == "no scenario matches both --scenarios 'M1,M1,M1,M1,M1,...' (7 names) and --domain 'mock__s'"
+    )
+
+
+def test_every_unknown_name_is_reported_at_once() -> None:
+    """Before: the unknown names came one per run (fix one, rerun, get the next)."""
+    scenarios = load_domain(*SHOP, plugins=plugins()).scenarios
+    with pytest.raises(UsageError) as info:
+        select_scenarios(
+            scenarios, ("mock__cancel_ordr", "M1", "zzz", "mock__cancel_ordr", "mock__shiped"), None
+        )
+    assert str(info.value) == (
+        "3 names match no scenario: 'mock__cancel_ordr' (did you mean 'mock__cancel_order', record "
+        "'M1'?), 'zzz', 'mock__shiped' (did you mean 'mock__shipped_refusal', record 'M3'?)"
+    )
+    unknown = tuple(f"zz{n}" for n in range(12))
+    with pytest.raises(UsageError) as info:
+        select_scenarios(scenarios, unknown, "mock__")  # an unknown name is reported before the prefix
+    assert str(info.value) == "12 names match no scenario: 'zz0', 'zz1', 'zz2', 'zz3', 'zz4' and 7 more"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
