@@ -438,8 +438,6 @@ def run_cmd(
         )
     if shard is not None:
         shard = str(parse_shard(shard))
-    if scenarios is not None and not _csv(scenarios):
-        raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
     if keep_errors and resume is None:
         raise UsageError("--keep-errors goes with --resume RUN_DIR")
     if (caller_voice is not None or perturb is not None) and not voice and resume is None:
@@ -614,8 +612,6 @@ def load_cmd(
         callers = tuple(int(n) for n in _csv(ramp))
     except ValueError:
         raise UsageError(f"--ramp {ramp!r}: give caller counts separated by commas, e.g. 10,50,100") from None
-    if scenarios is not None and not _csv(scenarios):
-        raise UsageError(f"--scenarios {scenarios!r} names no scenario (leave it out to run all)")
     plan = LoadPlan(callers, _path(output_dir), sessions_per_step, step_duration, fail_above)
     plan.check()
     opts = RunOptions(

@@ -5,7 +5,8 @@ its fresh default; a verb that works on a stored run (``rescore``) passes ``reco
 option then defaults to None, "as the run recorded it", and its help says so. Every help text ends
 with the default, after an example where the option takes a value: ``..., e.g. 0.9 (default: never).``
 
-Only click is imported here, so ``evalctl --help`` stays fast.
+Only click and ``engine.util.errors`` (which ``cli.py`` imports anyway) are imported here, so
+``evalctl --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+
+from engine.util.errors import UsageError
 
 #: A click option decorator (or several applied as one).
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -345,7 +348,20 @@ def junit() -> Decorator:
 
 def _joined(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> str | None:
     """A repeated ``--scenarios`` as one comma-separated list (before: the last one alone was
-    kept, silently); None when not given."""
+    kept, silently); None when not given.
+
+    Raises UsageError (exit 2) for a value that names nothing (``''``, ``' , '``) or holds an empty
+    name (``A,,B``, ``A,``): before, ``--scenarios A --scenarios ''`` ran A alone and
+    ``list --scenarios ''`` listed every scenario, silently."""
+    for value in values:
+        names = [name.strip() for name in value.split(",")]
+        if not any(names):
+            raise UsageError(f"--scenarios {value!r} names no scenario (leave it out to run all)")
+        if not all(names):
+            raise UsageError(
+                f"--scenarios {value!r} has an empty name: give names or record ids separated by "
+                "single commas, e.g. A,B"
+            )
     return ",".join(values) if values else None
 
 
@@ -381,7 +397,8 @@ def _one(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) ->
 
 def scenario_selection() -> Decorator:
     """``--scenarios A,B`` (names or record ids) and ``--domain PREFIX``
-    (``engine.spec.selection.select_scenarios``): taken by ``run``, ``validate`` and ``list``."""
+    (``engine.spec.selection.select_scenarios``; an empty value or name is refused, :func:`_joined`):
+    taken by ``run``, ``load``, ``validate`` and ``list``."""
     return stack(
         click.option(
             "--scenarios",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from pathlib import Path
 
 import click
 import pytest
@@ -105,6 +106,66 @@ def test_scenarios_given_twice_add_up(capsys: pytest.CaptureFixture[str]) -> Non
     assert cli.main([*args, "--scenarios", "mock__cancel_order", "--scenarios", "mock__shipped_refusal"]) == 0
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert sorted(names) == ["mock__cancel_order", "mock__shipped_refusal"]
+
+
+#: The verbs that take --scenarios and --domain, with what each needs besides to reach the
+#: selection (no run folder is written: ``OUT`` stands for one under the test's tmp_path).
+SELECTING = {
+    "run": ["--output-dir", "OUT"],
+    "load": ["--ramp", "1", "--output-dir", "OUT"],
+    "list": [],
+    "validate": ["--no-replay"],
+}
+
+
+def test_the_selecting_verbs_are_the_ones_that_take_scenarios() -> None:
+    taking = {verb for verb, c in cli.group.commands.items() for p in c.params if "--scenarios" in p.opts}
+    assert taking == set(SELECTING)
+
+
+@pytest.mark.parametrize("verb", sorted(SELECTING))
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (  # before: A alone was selected, silently (list, validate: '' alone meant all)
+            ["--scenarios", "mock__cancel_order", "--scenarios", ""],
+            "evalctl: --scenarios '' names no scenario (leave it out to run all)",
+        ),
+        (["--scenarios", ""], "evalctl: --scenarios '' names no scenario (leave it out to run all)"),
+        (
+            ["--scenarios", "mock__cancel_order,,M2"],
+            "evalctl: --scenarios 'mock__cancel_order,,M2' has an empty name: give names or record ids "
+            "separated by single commas, e.g. A,B",
+        ),
+        (
+            ["--scenarios", "M1,"],
+            "evalctl: --scenarios 'M1,' has an empty name: give names or record ids separated by single "
+            "commas, e.g. A,B",
+        ),
+        (  # before: the error named --domain alone
+            ["--scenarios", "mock__cancel_order,M2", "--domain", "mock__s"],
+            "evalctl: no scenario matches both --scenarios 'mock__cancel_order,M2' and --domain 'mock__s'",
+        ),
+        (  # before: one unknown name per run
+            ["--scenarios", "mock__cancel_ordr,M1,nope"],
+            "evalctl: 2 names match no scenario: 'mock__cancel_ordr' (did you mean 'mock__cancel_order', "
+            "record 'M1'?), 'nope'",
+        ),
+    ],
+    ids=["empty_again", "empty", "empty_item", "trailing_comma", "both_filters", "all_unknown"],
+)
+def test_a_bad_selection_is_one_usage_error_in_every_verb_that_takes_it(
+    verb: str, args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+    out = tmp_path / "out"
+    extra = [str(out) if a == "OUT" else a for a in SELECTING[verb]]
+    capsys.readouterr()
+    code = cli.main([verb, str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), *extra, *args])
+    captured = capsys.readouterr()
+    assert (code, captured.err.strip().splitlines(), captured.out) == (2, [message], "")
+    assert not out.exists()
 
 
 def test_domain_given_twice_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
