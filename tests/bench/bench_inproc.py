@@ -3,8 +3,9 @@ and ``livekit:`` (the example agents, on the real packages) with a gold-replayin
 loopback (tests/fake_llm.py, in a process of its own), next to ``--agent replay`` and to evalctl's
 own ``openai:`` agent over the plain protocol with the same fake LLM.
 
-Each agent runs the 50 at the default concurrency, ``ROUNDS`` times after a warm-up; the median
-wall and CPU are kept. Definitions (wall, CPU, overhead per turn, ratio): tests/bench/cost.py.
+Each agent runs the 50 at the default concurrency, ``ROUNDS`` times after a warm-up, the agents
+alternating; each round gives its own ratios. Definitions (wall, CPU, overhead per turn, ratio):
+tests/bench/cost.py.
 Every run must pass 50/50, or the bench says so and stops.
 """
 
@@ -15,7 +16,7 @@ import os
 from tests.bench.cost import gold_llm, report, rounds
 from tests.conftest import REPO
 
-ROUNDS = 3
+ROUNDS = 5
 PLAIN = "openai: (plain protocol)"
 AGENTS = {
     "replay": "replay",

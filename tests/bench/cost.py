@@ -10,7 +10,11 @@ Definitions, as printed:
   ``ws://`` agent run in processes of their own that evalctl did not start, so they are not in it.
 - **overhead per turn** of an agent: (its run - the ``--agent replay`` run) / its agent turns, in
   wall and in CPU: what its model path adds on top of the engine.
-- **ratio**: an adapter's overhead per turn over the plain protocol's (target: at most 2).
+- **ratio**: an adapter's overhead per turn over the plain protocol's (target: at most 2),
+  computed in each round from that round's runs (the adapter, the plain protocol and replay run
+  one after the other, so the machine's drift over minutes cancels out), and judged by the
+  median of the rounds' ratios; the range of the rounds and the ratio of the medians are printed
+  beside it.
 - For an agent outside evalctl's process (an RTVI bot, an external ``ws://`` agent) the CPU is
   compared whole, not over replay: replay's agent runs in evalctl's process and theirs does
   not, so "over replay" can come out below zero (the plain protocol's did). Its **CPU ratio** is
@@ -85,10 +89,12 @@ def measure(agent: str, data_root: Path, base: Path | None = None, **options: An
     return Measure(wall, used, sum(r.agent_turns for r, _ in results))
 
 
-def rounds(agents: Mapping[str, str], data_root: Path, count: int, **options: Any) -> dict[str, Measure]:
-    """Each agent once to warm up, then ``count`` rounds alternating between them; per agent the
-    median wall and median CPU. The runs' folders are kept until the last round has run: a file
-    made just after many were deleted costs up to 50x more on this machine's ext4
+def rounds(
+    agents: Mapping[str, str], data_root: Path, count: int, **options: Any
+) -> dict[str, list[Measure]]:
+    """Each agent once to warm up, then ``count`` rounds alternating between them; per agent its
+    measures, one per round, in round order. The runs' folders are kept until the last round has
+    run: a file made just after many were deleted costs up to 50x more on this machine's ext4
     (docs/performance.md), which a run right after another's clean-up would pay."""
     found: dict[str, list[Measure]] = {name: [] for name in agents}
     with tempfile.TemporaryDirectory(prefix="evalctl-bench-") as tmp:
@@ -97,24 +103,38 @@ def rounds(agents: Mapping[str, str], data_root: Path, count: int, **options: An
         for _ in range(count):
             for name, agent in agents.items():
                 found[name].append(measure(agent, data_root, Path(tmp), **options))
-    return {
-        name: Measure(
-            statistics.median(m.wall for m in ms), statistics.median(m.cpu for m in ms), ms[0].turns
-        )
-        for name, ms in found.items()
-    }
+    return found
 
 
-def report(runs: Mapping[str, Measure], plain: str, adapters: list[str], external: bool = False) -> None:
-    """Print each run, then each adapter's overhead per turn and its ratio to ``plain``'s;
-    ``external``: the agents run outside evalctl's process, CPU compared whole (module doc)."""
-    base = runs["replay"]
+def _median(ms: list[Measure]) -> Measure:
+    return Measure(statistics.median(m.wall for m in ms), statistics.median(m.cpu for m in ms), ms[0].turns)
+
+
+def _per_turn(m: Measure, base: Measure | None, what: str) -> float:
+    """Seconds a turn of ``m``'s ``what`` (wall or cpu) over ``base``'s (None: whole)."""
+    zero = 0.0 if base is None else getattr(base, what)
+    return (getattr(m, what) - zero) / m.turns
+
+
+def _ratio(over: float, ref: float) -> float:
+    return over / ref if ref > 0 else float("inf")
+
+
+def report(
+    runs: Mapping[str, list[Measure]], plain: str, adapters: list[str], external: bool = False
+) -> None:
+    """Print each run (medians over the rounds), then each adapter's overhead per turn and its
+    ratio to ``plain``'s: the median of the rounds' ratios (module doc), their range, and the
+    ratio of the medians; ``external``: the agents run outside evalctl's process, CPU compared
+    whole (module doc)."""
+    medians = {name: _median(ms) for name, ms in runs.items()}
+    count = len(runs[plain])
     print("  wall: the run's seconds; CPU: evalctl's process and its children (tests/bench/cost.py)")
-    for name, m in runs.items():
+    for name, m in medians.items():
         print(f"  {name:24s} {m.wall:6.2f} s wall {m.cpu:6.2f} s CPU for 50 scenarios, {m.turns} agent turns")
     print(
         "  overhead per turn = (run - replay) / agent turns; ratio = adapter's overhead / "
-        f"{plain}'s (target <= {TARGET:.0f}x)"
+        f"{plain}'s in each of the {count} rounds, judged by their median (target <= {TARGET:.0f}x)"
     )
     if external:
         print(
@@ -122,16 +142,24 @@ def report(runs: Mapping[str, Measure], plain: str, adapters: list[str], externa
             "adapter's own cost; wall: the agents' own work too"
         )
     for what in ("wall", "cpu"):
-        zero = 0.0 if external and what == "cpu" else getattr(base, what)
-        ref = (getattr(runs[plain], what) - zero) / runs[plain].turns
-        print(f"  {what:4s} {plain:24s} {1000 * ref:6.2f} ms/turn")
+        whole = external and what == "cpu"
+        base = None if whole else medians["replay"]
+        ref = _per_turn(medians[plain], base, what)
+        print(f"  {what:4s} {plain:24s} {1000 * ref:6.2f} ms/turn (median run)")
         for name in adapters:
-            over = (getattr(runs[name], what) - zero) / runs[name].turns
-            ratio = over / ref if ref > 0 else float("inf")
+            per_round = sorted(
+                _ratio(_per_turn(a, None if whole else r, what), _per_turn(p, None if whole else r, what))
+                for a, p, r in zip(runs[name], runs[plain], runs["replay"], strict=True)
+            )
+            ratio = statistics.median(per_round)
             verdict = "ok" if ratio <= TARGET else "over the target"
             if external and what == "wall":  # the agents' own processing, in their processes
                 verdict = "the agent's own pipeline included: the target is the CPU line"
-            print(f"  {what:4s} {name:24s} {1000 * over:6.2f} ms/turn: {ratio:4.2f}x ({verdict})")
+            over = _per_turn(medians[name], base, what)
+            print(
+                f"  {what:4s} {name:24s} {1000 * over:6.2f} ms/turn: {ratio:4.2f}x ({verdict}); rounds "
+                f"{per_round[0]:.2f}-{per_round[-1]:.2f}x, ratio of the medians {_ratio(over, ref):.2f}x"
+            )
 
 
 @contextlib.contextmanager
