@@ -1021,11 +1021,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The ``evalctl`` program: :func:`main`, then the process ends with its code even when a
-    thread of the agent's own code never ends (``engine.util.aio.exit_process``)."""
+    """The ``evalctl`` program: :func:`main`, then evalctl's own helper threads are stopped
+    (``engine.run.process_end``) and the process ends with its code even when a thread of the
+    agent's own code never ends (``engine.util.aio.exit_process``)."""
+    from engine.run.process_end import release_process
     from engine.util.aio import exit_process
 
-    exit_process(main())
+    code = main()
+    release_process()
+    exit_process(code)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
-import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -31,8 +30,8 @@ from engine.core.tools.writeset import view_delta
 from engine.results.outcomes import Outcome, outcome
 from engine.results.resume import Job
 from engine.results.run_report import RunReport
-from engine.results.scorer import release_threads
 from engine.run import workers
+from engine.run.process_end import release_process
 from engine.run.progress import Finished
 from engine.run.runner import run_here
 from engine.run.workers import WorkerTask
@@ -165,7 +164,7 @@ def main(task: WorkerTask, conn: Connection) -> Any:
             conn.send(("end", None))
     finally:
         conn.close()
-        release_threads()  # its writer's figures (``$EVALCTL_WRITER_STATS``): a worker skips atexit
-        pool = sys.modules.get("engine.session.voice.pool")
-        if pool is not None:  # a voice run's speech workers: stopped before multiprocessing joins
-            pool.shutdown_pool()  # them at this process's exit, or that join waits for ever
+        # its writer's figures (``$EVALCTL_WRITER_STATS``: a worker skips atexit), and a voice run's
+        # speech workers, stopped before multiprocessing joins them at this process's exit, or
+        # that join waits for ever
+        release_process()

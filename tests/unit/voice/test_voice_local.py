@@ -5,17 +5,21 @@ installed (`.ci/run` installs them)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import cli
+from engine.session.voice.cache import VOICE_CACHE_ENV
 from engine.session.voice.link import VoiceConfig
 from engine.session.voice.pcm import read_wav, speech_bounds
 from engine.session.voice.run import VoiceRun
 from engine.session.voice.side import VoiceStyle
 from engine.session.voice.tts import EspeakNG, missing_tts
-from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.unit.voice.test_voice import THREE, _run, _voice
 
 pytestmark = pytest.mark.skipif(missing_tts() is not None, reason=f"local TTS: {missing_tts()}")
@@ -64,3 +68,17 @@ async def test_a_delay_in_the_espeak_replay_agent_is_measured(tmp_path: Path) ->
     await _run(tmp_path, THREE[:1], voice=voice)
     turns = _voice(tmp_path, THREE[0])["turns"]
     assert turns and all(abs(t["latency_ms"] - 700.0) <= 30 for t in turns), turns
+
+
+def test_a_voice_run_of_evalctl_ends_without_waiting_for_its_own_speech_workers(tmp_path: Path) -> None:
+    """The speech workers' manager thread is evalctl's, not the agent's: the program stops it
+    before it waits for the threads left behind (it waited 5 s at the end of every voice run and
+    named the thread as left behind)."""
+    argv = [sys.executable, "-m", "cli", "run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT),
+            "--scenarios", THREE[0], "--voice", "--no-progress",
+            "--output-dir", str(tmp_path / "run")]  # fmt: skip
+    env = {**os.environ, VOICE_CACHE_ENV: "off"}  # no cache: the speech workers start
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "run" / THREE[0] / "audio" / "agent.wav").is_file()  # the workers did speak
+    assert "still running" not in done.stderr and "left behind" not in done.stderr, done.stderr
