@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 import cli
+from engine.core.options import TaskSelection
 from engine.domains.registry import plugins
 from engine.run.runner import run, select_scenarios
 from engine.spec.loader import load_domain
+from engine.spec.selection import select_tasks
 from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
@@ -73,6 +75,28 @@ def test_every_unknown_name_is_reported_at_once() -> None:
     with pytest.raises(UsageError) as info:
         select_scenarios(scenarios, unknown, "mock__")  # an unknown name is reported before the prefix
     assert str(info.value) == "12 names match no scenario: 'zz0', 'zz1', 'zz2', 'zz3', 'zz4' and 7 more"
+
+
+def test_every_unknown_task_id_is_reported_at_once() -> None:
+    """Before: the unknown --task-ids came one per run (fix one, rerun, get the next)."""
+    loaded = load_domain(*SHOP, plugins=plugins())
+    with pytest.raises(UsageError) as info:
+        select_tasks(loaded.scenarios, loaded, TaskSelection(("M1", "M9", "zzz", "M9", "m2")))
+    assert str(info.value) == (
+        "--task-ids: 3 ids match no task in the selection: 'M9' (nearest: 'M3', scenario "
+        "mock__shipped_refusal), 'zzz', 'm2' (nearest: 'M2', scenario mock__late_delivery_credit)"
+    )
+    with pytest.raises(UsageError) as info:
+        select_tasks(loaded.scenarios, loaded, TaskSelection(tuple(f"zz{n}" for n in range(12))))
+    assert str(info.value) == (
+        "--task-ids: 12 ids match no task in the selection: 'zz0', 'zz1', 'zz2', 'zz3', 'zz4' and 7 more"
+    )
+    with pytest.raises(UsageError) as info:  # one alone: the message it always had
+        select_tasks(loaded.scenarios, loaded, TaskSelection(("M1", "M4")))
+    assert (
+        str(info.value)
+        == "--task-ids: no task 'M4' in the selection (nearest: 'M3', scenario mock__shipped_refusal)"
+    )
 
 
 @pytest.mark.parametrize(
