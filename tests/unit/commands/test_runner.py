@@ -372,6 +372,17 @@ async def test_resume_with_scenarios_narrows_the_work_not_the_plan(tmp_path: Pat
                              progress=False))  # fmt: skip
 
 
+async def test_resume_with_scenarios_outside_the_run_names_them(tmp_path: Path) -> None:
+    """Before: the first one was named and the rest counted ('(2 such scenario(s))')."""
+    await run(run_options(*SHOP, scenarios=("M1",), output_dir=tmp_path, progress=False))
+    with pytest.raises(UsageError) as info:
+        await run(run_options(*SHOP, domain_prefix="mock__", resume=tmp_path, progress=False))
+    assert str(info.value) == (
+        f"--resume: 2 scenarios are not part of the run in {tmp_path}: mock__late_delivery_credit, "
+        "mock__shipped_refusal; a resumed run keeps its own selection"
+    )
+
+
 async def test_resume_with_another_spec_dir_names_the_runs_own(tmp_path: Path) -> None:
     out = tmp_path / "run"
     await run(run_options(*SHOP, scenarios=("mock__cancel_order",), output_dir=out, progress=False))
