@@ -205,10 +205,9 @@ def _given(table: dict[str, tuple[str, ...]]) -> frozenset[str]:
 
 
 def _tasks(task_ids: str | None, task_split: str | None, num_tasks: int | None) -> TaskSelection:
-    """The task selection options as one record; UsageError for a --task-ids naming nothing."""
-    if task_ids is not None and not _csv(task_ids):
-        raise UsageError(f"--task-ids {task_ids!r} names no task (leave it out for all)")
-    return TaskSelection(_csv(task_ids) if task_ids is not None else (), task_split, num_tasks)
+    """The task selection options as one record (an empty --task-ids value or id was refused by
+    its callback, ``engine.commands.cli_options._joined``)."""
+    return TaskSelection(_csv(task_ids), task_split, num_tasks)
 
 
 def _prices(value: str | None) -> Any:

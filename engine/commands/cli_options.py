@@ -346,23 +346,34 @@ def junit() -> Decorator:
     )
 
 
-def _joined(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> str | None:
-    """A repeated ``--scenarios`` as one comma-separated list (before: the last one alone was
-    kept, silently); None when not given.
+#: A click option callback: the option's values (``multiple=True``) -> what the verb gets.
+Callback = Callable[[click.Context, click.Parameter, tuple[str, ...]], str | None]
 
-    Raises UsageError (exit 2) for a value that names nothing (``''``, ``' , '``) or holds an empty
-    name (``A,,B``, ``A,``): before, ``--scenarios A --scenarios ''`` ran A alone and
-    ``list --scenarios ''`` listed every scenario, silently."""
-    for value in values:
-        names = [name.strip() for name in value.split(",")]
-        if not any(names):
-            raise UsageError(f"--scenarios {value!r} names no scenario (leave it out to run all)")
-        if not all(names):
-            raise UsageError(
-                f"--scenarios {value!r} has an empty name: give names or record ids separated by "
-                "single commas, e.g. A,B"
-            )
-    return ",".join(values) if values else None
+
+def _joined(noun: str, part: str, parts: str, example: str) -> Callback:
+    """The callback of a comma-separated list option (``--scenarios``, ``--task-ids``): the option
+    given again as one comma-separated list (before: the last one alone was kept, silently); None
+    when not given.
+
+    Raises UsageError (exit 2), naming the option, for a value that names no ``noun`` (``''``,
+    ``' , '``) or holds an empty ``part`` (``A,,B``, ``A,``), saying to give ``parts`` as in
+    ``example``: before, ``--scenarios A --scenarios ''`` ran A alone, ``list --scenarios ''``
+    listed every scenario and ``--task-ids 0,,3`` took 0 and 3, silently."""
+
+    def joined(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> str | None:
+        option = param.opts[0]
+        for value in values:
+            pieces = [piece.strip() for piece in value.split(",")]
+            if not any(pieces):
+                raise UsageError(f"{option} {value!r} names no {noun} (leave it out to run all)")
+            if not all(pieces):
+                raise UsageError(
+                    f"{option} {value!r} has an empty {part}: give {parts} separated by "
+                    f"single commas, e.g. {example}"
+                )
+        return ",".join(values) if values else None
+
+    return joined
 
 
 def turn_timeout() -> Decorator:
@@ -404,7 +415,7 @@ def scenario_selection() -> Decorator:
             "--scenarios",
             metavar="A,B",
             multiple=True,
-            callback=_joined,
+            callback=_joined("scenario", "name", "names or record ids", "A,B"),
             help="Only these scenarios, comma-separated names or record ids, e.g. "
             "eva_airline__3_1_5,1.1.2; given again, the lists add up (default: all).",
         ),
@@ -427,14 +438,15 @@ def selectors() -> Decorator:
 
 def task_selection() -> Decorator:
     """``--task-ids``, ``--task-split``, ``--num-tasks``: tau2's task selection
-    (``engine.core.options.TaskSelection``)."""
+    (``engine.core.options.TaskSelection``; an empty value or id is refused, :func:`_joined`)."""
     return stack(
         click.option(
             "--task-ids",
-            default=None,
             metavar="ID,...",
+            multiple=True,
+            callback=_joined("task", "id", "task ids", "0,3"),
             help="Only the tasks with these record ids (tau2 task ids, eva record ids), in this order, "
-            "e.g. 0,3,7 (default: all).",
+            "e.g. 0,3,7; given again, the lists add up (default: all).",
         ),
         click.option(
             "--task-split",

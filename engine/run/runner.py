@@ -71,7 +71,7 @@ from engine.session.setup import (
 from engine.session.sides import builtin_side
 from engine.spec.gold_check import refuse_mismatches
 from engine.spec.index import ScenarioIndex, index_domain
-from engine.spec.selection import select_tasks
+from engine.spec.selection import listed, select_tasks
 from engine.util import heap
 from engine.util.aio import run_to_end
 from engine.util.errors import OutputError, SpecError, StrayExit, UsageError
@@ -181,10 +181,13 @@ async def _run_locked(
         if opts.scenarios or opts.domain_prefix or opts.tasks:
             outside = [s.name for s in chosen if s.name not in selected]
             if outside:
-                raise UsageError(
-                    f"--resume: {outside[0]} is not part of the run in {run_dir} "
-                    f"({len(outside)} such scenario(s)); a resumed run keeps its own selection"
+                which = (
+                    f"{outside[0]} is not part of the run in {run_dir}"
+                    if len(outside) == 1
+                    else f"{len(outside)} scenarios are not part of the run in {run_dir}: "
+                    f"{listed(outside, str)}"
                 )
+                raise UsageError(f"--resume: {which}; a resumed run keeps its own selection")
         else:
             chosen = planned
     started = datetime.now(UTC).isoformat(timespec="milliseconds")

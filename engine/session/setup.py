@@ -128,7 +128,7 @@ def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[E
         if scheme_of(spec).model_endpoint and not cached
     ]
     found += [
-        Endpoint(f"{role} side", None, "", side_uri=str(spec.uri))
+        Endpoint(f"{role} side", None, "", side_uri=str(spec.uri), url_option=f"--{role}")
         for role, spec in (("agent", agent), ("user", user))
         if scheme_of(spec).external or (scheme_of(spec).agent_code and spec.uri)  # an RTVI bot too
     ]

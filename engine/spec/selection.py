@@ -10,7 +10,7 @@ and ``full``). Domains without such a file have no splits.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine.core.model import Scenario
@@ -55,11 +55,17 @@ def _unknown_names(unknown: list[str], scenarios: tuple[Scenario, ...]) -> str:
     ...?)`` for one; for several ``3 names match no scenario: 'x' (did you mean ...?), 'y', 'z'``,
     past :data:`LISTED` names ``... and N more``."""
     keys = _suggestion_keys(scenarios)
-    shown = [f"{n!r}{_suggestion(n, keys)}" for n in unknown[:LISTED]]
     if len(unknown) == 1:
-        return f"no scenario named {shown[0]}"
-    more = f" and {len(unknown) - LISTED} more" if len(unknown) > LISTED else ""
-    return f"{len(unknown)} names match no scenario: {', '.join(shown)}{more}"
+        return f"no scenario named {unknown[0]!r}{_suggestion(unknown[0], keys)}"
+    shown = listed(unknown, lambda n: f"{n!r}{_suggestion(n, keys)}")
+    return f"{len(unknown)} names match no scenario: {shown}"
+
+
+def listed(items: Sequence[str], show: Callable[[str], str] = repr) -> str:
+    """The first :data:`LISTED` of ``items`` each as ``show`` gives it, comma-separated, then
+    `` and N more`` for the rest: ``'a', 'b', 'c', 'd', 'e' and 7 more``."""
+    more = f" and {len(items) - LISTED} more" if len(items) > LISTED else ""
+    return ", ".join(show(item) for item in items[:LISTED]) + more
 
 
 def _given(names: tuple[str, ...]) -> str:
@@ -114,17 +120,20 @@ def select_tasks(chosen: Sequence[Scenario], loaded: Any, tasks: TaskSelection) 
     that order), then those in split ``tasks.task_split`` (in the split's order), then the first
     ``tasks.num_tasks``.
 
-    Raises UsageError (exit 2) for an id that names no scenario (with the nearest id), a split the
-    data does not have (naming those it has), ids none of which is in the split (naming them), or
-    an empty result."""
+    Raises UsageError (exit 2) for ids that name no scenario (all of them in one error, the first
+    :data:`LISTED` shown, each with the nearest id), a split the data does not have (naming those
+    it has), ids none of which is in the split (naming the first :data:`LISTED`), or an empty
+    result."""
     out = list(chosen)
     if tasks.task_ids:
         by_id = {s.record_id: s for s in out}
-        for rid in tasks.task_ids:
-            if rid not in by_id:
-                raise UsageError(
-                    f"--task-ids: no task {one_line(rid)!r} in the selection{_nearest(rid, by_id)}"
-                )
+        unknown = list(dict.fromkeys(rid for rid in tasks.task_ids if rid not in by_id))
+        if len(unknown) == 1:
+            rid = unknown[0]
+            raise UsageError(f"--task-ids: no task {one_line(rid)!r} in the selection{_nearest(rid, by_id)}")
+        if unknown:
+            shown = listed(unknown, lambda rid: f"{one_line(rid)!r}{_nearest(rid, by_id)}")
+            raise UsageError(f"--task-ids: {len(unknown)} ids match no task in the selection: {shown}")
         out = list({rid: by_id[rid] for rid in tasks.task_ids}.values())
     if tasks.task_split is not None:
         splits = task_splits(loaded)
@@ -137,7 +146,7 @@ def select_tasks(chosen: Sequence[Scenario], loaded: Any, tasks: TaskSelection) 
         order = {rid: n for n, rid in enumerate(splits[tasks.task_split])}
         out = sorted((s for s in out if s.record_id in order), key=lambda s: order[s.record_id])
         if not out and tasks.task_ids:
-            absent = ", ".join(one_line(rid, 40) for rid in dict.fromkeys(tasks.task_ids))
+            absent = listed(list(dict.fromkeys(tasks.task_ids)), lambda rid: one_line(rid, 40))
             raise UsageError(
                 f"--task-ids: no task of {absent} is in split {one_line(tasks.task_split)!r} of "
                 f"{loaded.domain.name} (`evalctl list SPEC --task-split {one_line(tasks.task_split)}` "

@@ -1,20 +1,26 @@
 """Before the first session: is each ``openai:`` endpoint of the run (agent, user, judge) there,
 and does it take the key? One ``GET <base URL>/models`` each, without retries. An external side
-(``ws://host:port``) is checked by opening a TCP connection to it and closing it (no WebSocket
-handshake, so the side sees no session).
+(``ws://host:port``, an ``rtvi+ws://`` bot's ``ws://`` URL) is checked by the WebSocket opening
+handshake of ``websockets`` (the sessions' own client), closed at once: the side sees a connection
+that ends before its ``session.start``, never a session.
 
 Unreachable, silent past the timeout, or refusing the key (HTTP 401 / 403) stops the run with one
-line naming the endpoint, before any session is spent on it. Any other answer (a 404 from a server
-without a model list included) counts as reachable: the sessions' own requests say the rest.
+line naming the endpoint, before any session is spent on it; so does a side whose port answers the
+upgrade request with anything but a WebSocket (a plain HTTP server's 404 or 501: the wrong port).
+Any other answer of a model endpoint (a 404 from a server without a model list included) counts as
+reachable: the sessions' own requests say the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from dataclasses import dataclass
 
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidHandshake, InvalidMessage, InvalidStatus
+
+from engine.core.protocol import MAX_FRAME_BYTES
 from engine.util.errors import InfrastructureError
 from engine.util.untrusted import one_line
 
@@ -30,30 +36,50 @@ class Endpoint:
     label: str
     base_url: str | None
     api_key_env: str
-    #: An external side's ``ws://`` / ``wss://`` URI: checked by a TCP connect, not as a model API.
+    #: An external side's ``ws://`` / ``wss://`` URI: checked by a WebSocket handshake, not as a
+    #: model API.
     side_uri: str | None = None
-    #: The option that sets ``base_url`` (named when the endpoint is unreachable).
+    #: The option that sets ``base_url`` or ``side_uri`` (named when the endpoint fails its check).
     url_option: str = "--base-url"
 
 
 async def probe_side(endpoint: Endpoint, timeout_s: float) -> None:
-    """Open and close a TCP connection to an external side; raises InfrastructureError (one line
-    naming it) when nothing accepts it within ``timeout_s`` seconds."""
-    from urllib.parse import urlsplit
-
+    """Open a WebSocket connection to an external side and close it at once; raises
+    InfrastructureError (one line naming it) when nothing accepts it within ``timeout_s`` seconds,
+    or when what answers is not a WebSocket server (the upgrade request answered with an HTTP
+    status, or with no valid HTTP response at all)."""
     uri = str(endpoint.side_uri)
-    parts = urlsplit(uri)
-    port = parts.port or (443 if parts.scheme == "wss" else 80)
     try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, port), timeout_s)
+        async with connect(
+            uri,
+            open_timeout=timeout_s,
+            close_timeout=1.0,
+            compression=None,
+            max_size=MAX_FRAME_BYTES,
+            proxy=None,
+        ):
+            pass
     except (OSError, TimeoutError) as err:
         why = f"no answer in {timeout_s:g} s" if isinstance(err, TimeoutError) else (err.strerror or err)
         raise InfrastructureError(
             f"{endpoint.label} {uri} is unreachable ({why}); start that side first (e.g. `evalctl serve`)"
         ) from None
-    writer.close()
-    with contextlib.suppress(OSError):
-        await writer.wait_closed()
+    except InvalidHandshake as err:
+        raise InfrastructureError(
+            f"{endpoint.label} {uri} is not a WebSocket server ({_answer(err)}); check {endpoint.url_option}"
+        ) from None
+
+
+def _answer(err: InvalidHandshake) -> str:
+    """What a side's port answered the upgrade request with, in a few words (its text clipped)."""
+    if isinstance(err, InvalidStatus):
+        response = err.response
+        status = f"HTTP {response.status_code} {one_line(response.reason_phrase, 60)}".strip()
+        return f"it answered the upgrade request with {status}"
+    if isinstance(err, InvalidMessage):
+        cause = err.__cause__ or err
+        return f"no valid HTTP/1.1 answer to the upgrade request: {one_line(str(cause), 200)}"
+    return f"its answer to the upgrade request: {one_line(str(err), 200)}"
 
 
 async def probe(endpoint: Endpoint, timeout_s: float) -> None:
@@ -96,16 +122,14 @@ async def check_endpoints(endpoints: list[Endpoint], timeout_s: float = PROBE_TI
     """Check every endpoint once (the same URL and key variable once for all their roles), all at
     once; raises the first failure's InfrastructureError."""
     merged: dict[tuple[str | None, str], list[Endpoint]] = {}
-    sides: dict[str, list[str]] = {}
+    sides: dict[str, list[Endpoint]] = {}
     for e in endpoints:
         if e.side_uri is not None:
-            sides.setdefault(e.side_uri, []).append(e.label)
+            sides.setdefault(e.side_uri, []).append(e)
         else:
             merged.setdefault((e.base_url, e.api_key_env), []).append(e)
     checks = [probe(_one_check(url, env, same), timeout_s) for (url, env), same in merged.items()]
-    checks += [
-        probe_side(Endpoint(" and ".join(labels), None, "", uri), timeout_s) for uri, labels in sides.items()
-    ]
+    checks += [probe_side(_one_side(uri, same), timeout_s) for uri, same in sides.items()]
     outcomes = await asyncio.gather(*checks, return_exceptions=True)
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
@@ -116,3 +140,9 @@ def _one_check(url: str | None, env: str, same: list[Endpoint]) -> Endpoint:
     """The endpoints sharing a URL and key variable, checked once: their roles and options joined."""
     options = " / ".join(dict.fromkeys(e.url_option for e in same))
     return Endpoint(" and ".join(e.label for e in same), url, env, url_option=options)
+
+
+def _one_side(uri: str, same: list[Endpoint]) -> Endpoint:
+    """The sides at one URI (the agent and the user on one ``evalctl serve``), checked once."""
+    options = " / ".join(dict.fromkeys(e.url_option for e in same))
+    return Endpoint(" and ".join(e.label for e in same), None, "", side_uri=uri, url_option=options)

@@ -109,3 +109,28 @@ def test_task_ids_not_in_the_split_say_so(capsys: pytest.CaptureFixture[str], da
     assert code == 2
     # before: "(its ids are not this spec's tasks)", as if the split named none of the spec's tasks
     assert err.startswith("evalctl: --task-ids: no task of 0 is in split 'test' of tau2_airline")
+
+
+def test_many_task_ids_not_in_the_split_name_the_first_five(
+    capsys: pytest.CaptureFixture[str], data_root: Path
+) -> None:
+    """Before: every id was listed, however many were given."""
+    spec = str(REPO / "specs/tau2_airline")
+    test = set(_listed(capsys, data_root, "tau2_airline", "--task-split", "test"))
+    outside = [rid for rid in _listed(capsys, data_root, "tau2_airline") if rid not in test][:7]
+    args = [
+        "list",
+        spec,
+        "--data-root",
+        str(data_root),
+        "--task-split",
+        "test",
+        "--task-ids",
+        ",".join(outside),
+    ]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    first = ", ".join(outside[:5])
+    assert err.startswith(
+        f"evalctl: --task-ids: no task of {first} and 2 more is in split 'test' of tau2_airline"
+    )

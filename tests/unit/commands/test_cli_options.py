@@ -168,6 +168,66 @@ def test_a_bad_selection_is_one_usage_error_in_every_verb_that_takes_it(
     assert not out.exists()
 
 
+#: The verbs that take --task-ids (and --task-split, --num-tasks; run, list, validate), with what
+#: each needs besides, as in :data:`SELECTING`.
+TASK_SELECTING = {
+    verb: SELECTING[verb]
+    for verb, command in cli.group.commands.items()
+    if any("--task-ids" in p.opts for p in command.params)
+}
+
+
+@pytest.mark.parametrize("verb", sorted(TASK_SELECTING))
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (  # before: the last one alone was kept
+            ["--task-ids", "M1", "--task-ids", ""],
+            "evalctl: --task-ids '' names no task (leave it out to run all)",
+        ),
+        (["--task-ids", " , "], "evalctl: --task-ids ' , ' names no task (leave it out to run all)"),
+        (  # before: M1 and M2 were taken, silently
+            ["--task-ids", "M1,,M2"],
+            "evalctl: --task-ids 'M1,,M2' has an empty id: give task ids separated by single commas, "
+            "e.g. 0,3",
+        ),
+        (
+            ["--task-ids", "M1,"],
+            "evalctl: --task-ids 'M1,' has an empty id: give task ids separated by single commas, e.g. 0,3",
+        ),
+        (  # before: one unknown id per run
+            ["--task-ids", "M1,M9,zzz,M9"],
+            "evalctl: --task-ids: 2 ids match no task in the selection: 'M9' (nearest: 'M3', scenario "
+            "mock__shipped_refusal), 'zzz'",
+        ),
+    ],
+    ids=["empty_again", "empty", "empty_item", "trailing_comma", "all_unknown"],
+)
+def test_a_bad_task_selection_is_one_usage_error_in_every_verb_that_takes_it(
+    verb: str, args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+    out = tmp_path / "out"
+    extra = [str(out) if a == "OUT" else a for a in TASK_SELECTING[verb]]
+    capsys.readouterr()
+    code = cli.main([verb, str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), *extra, *args])
+    captured = capsys.readouterr()
+    assert (code, captured.err.strip().splitlines(), captured.out) == (2, [message], "")
+    assert not out.exists()
+
+
+def test_task_ids_given_twice_add_up(capsys: pytest.CaptureFixture[str]) -> None:
+    """As --scenarios: `--task-ids A --task-ids B` kept B alone, silently."""
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+    args = ["list", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
+    capsys.readouterr()
+    assert cli.main([*args, "--task-ids", "M3", "--task-ids", "M1,M3"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert names == ["mock__shipped_refusal", "mock__cancel_order"]
+
+
 def test_domain_given_twice_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     """Found by a breaker: `--domain A --domain B` kept B alone, silently (2 scenarios, none of A's)."""
     from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR

@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 import cli
+from engine.core.options import TaskSelection
 from engine.domains.registry import plugins
 from engine.run.runner import run, select_scenarios
 from engine.spec.loader import load_domain
+from engine.spec.selection import select_tasks
 from engine.util.errors import UsageError
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 from tests.runtime_helpers import run_options
@@ -73,6 +75,28 @@ def test_every_unknown_name_is_reported_at_once() -> None:
     with pytest.raises(UsageError) as info:
         select_scenarios(scenarios, unknown, "mock__")  # an unknown name is reported before the prefix
     assert str(info.value) == "12 names match no scenario: 'zz0', 'zz1', 'zz2', 'zz3', 'zz4' and 7 more"
+
+
+def test_every_unknown_task_id_is_reported_at_once() -> None:
+    """Before: the unknown --task-ids came one per run (fix one, rerun, get the next)."""
+    loaded = load_domain(*SHOP, plugins=plugins())
+    with pytest.raises(UsageError) as info:
+        select_tasks(loaded.scenarios, loaded, TaskSelection(("M1", "M9", "zzz", "M9", "m2")))
+    assert str(info.value) == (
+        "--task-ids: 3 ids match no task in the selection: 'M9' (nearest: 'M3', scenario "
+        "mock__shipped_refusal), 'zzz', 'm2' (nearest: 'M2', scenario mock__late_delivery_credit)"
+    )
+    with pytest.raises(UsageError) as info:
+        select_tasks(loaded.scenarios, loaded, TaskSelection(tuple(f"zz{n}" for n in range(12))))
+    assert str(info.value) == (
+        "--task-ids: 12 ids match no task in the selection: 'zz0', 'zz1', 'zz2', 'zz3', 'zz4' and 7 more"
+    )
+    with pytest.raises(UsageError) as info:  # one alone: the message it always had
+        select_tasks(loaded.scenarios, loaded, TaskSelection(("M1", "M4")))
+    assert (
+        str(info.value)
+        == "--task-ids: no task 'M4' in the selection (nearest: 'M3', scenario mock__shipped_refusal)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -346,6 +370,17 @@ async def test_resume_with_scenarios_narrows_the_work_not_the_plan(tmp_path: Pat
     with pytest.raises(UsageError, match="mock__late_delivery_credit is not part of the run"):
         await run(run_options(*SHOP, scenarios=("mock__late_delivery_credit",), resume=tmp_path,
                              progress=False))  # fmt: skip
+
+
+async def test_resume_with_scenarios_outside_the_run_names_them(tmp_path: Path) -> None:
+    """Before: the first one was named and the rest counted ('(2 such scenario(s))')."""
+    await run(run_options(*SHOP, scenarios=("M1",), output_dir=tmp_path, progress=False))
+    with pytest.raises(UsageError) as info:
+        await run(run_options(*SHOP, domain_prefix="mock__", resume=tmp_path, progress=False))
+    assert str(info.value) == (
+        f"--resume: 2 scenarios are not part of the run in {tmp_path}: mock__late_delivery_credit, "
+        "mock__shipped_refusal; a resumed run keeps its own selection"
+    )
 
 
 async def test_resume_with_another_spec_dir_names_the_runs_own(tmp_path: Path) -> None:
