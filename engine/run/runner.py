@@ -223,10 +223,12 @@ async def _run_locked(
                 try:
                     batch = jobs
                     while batch:
-                        await workers.run_in_workers(
+                        stopped = await workers.run_in_workers(
                             batch, count, opts, run_dir, invocation, voice, progress, report, loaded
                         )
                         batch = more() if more is not None else []
+                        if stopped and batch:  # stopped once this batch was complete: the next is cut
+                            raise asyncio.CancelledError
                         progress.grow(len(batch))
                 finally:
                     await close_sides(sides)

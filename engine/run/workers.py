@@ -22,6 +22,9 @@ end without reading the result folders back.
 - Ctrl-C / SIGTERM: the run's process asks every worker to stop (SIGTERM; workers ignore SIGINT,
   the run's process decides), waits :data:`STOP_GRACE_S` for their finished writes, kills what is
   left, and writes the summary; the sessions that did not finish are missing, as in one process.
+  Once every worker has reported every session, the run is complete: a stop then (a user-code
+  worker still waiting at its end for threads the agent's code left running) kills the workers at
+  once and says so in one line, and the run ends as complete (exit code and summary as without it).
 - When the run's process itself is killed (``kill -9``), its workers get SIGTERM from the kernel
   (Linux) and stop as after Ctrl-C; forked workers share the run's lock, so it stays held until
   they have (a spawned worker does not hold it).
@@ -91,6 +94,8 @@ BEAT_S = 2.0
 #: event loop is blocked (a synchronous call in the agent's async code), so no timeout of its own
 #: can fire, and by then every turn in flight is past the turn timeout.
 HANG_GRACE_S = 10.0
+#: What a stop once every session was reported says (:func:`_cut_end_wait`).
+CUT_END_WAIT = "the stop (Ctrl-C or SIGTERM) cut the wait for worker process"
 #: The module a worker runs (``main(task, conn)``); named, not imported: it imports the runner.
 CHILD = "engine.run.worker_child"
 
@@ -284,16 +289,21 @@ async def run_in_workers(
     progress: Progress,
     report: Any,
     loaded: Any = None,
-) -> None:
+) -> bool:
     """Run ``jobs`` in ``count`` worker processes (module docstring); each finished session goes
     to ``progress``, its outcome to ``report.outcomes`` and its summary row to ``report.totals``;
     scoring errors the workers report go to ``report.scoring_errors``.
     Cancellation stops the workers (then re-raises); a worker that dies fails its own sessions
     (those a user-code agent's worker had not started run again in new workers: each round runs
-    fewer jobs than the one before, since its dead workers had finished or failed one at least)."""
+    fewer jobs than the one before, since its dead workers had finished or failed one at least).
+    Returns True when a stop (Ctrl-C, SIGTERM) came once every session had been reported: the
+    workers were killed at once, nothing was lost, and the caller starts no further work."""
     while jobs:
-        jobs = await _round(jobs, count, opts, run_dir, invocation, voice, progress, report, loaded)
+        jobs, stopped = await _round(jobs, count, opts, run_dir, invocation, voice, progress, report, loaded)
+        if stopped:
+            return True
         count = max(1, min(count, len(jobs) // MIN_JOBS_PER_WORKER))
+    return False
 
 
 async def _round(
@@ -306,9 +316,10 @@ async def _round(
     progress: Progress,
     report: Any,
     loaded: Any = None,
-) -> list[Job]:
+) -> tuple[list[Job], bool]:
     """One round of :func:`run_in_workers`: ``jobs`` in ``count`` workers; returns the jobs to run
-    again (those a dead user-code agent's worker never started)."""
+    again (those a dead user-code agent's worker never started), and whether a stop came once
+    every session had been reported (:func:`_cut_end_wait`)."""
     global _PRELOAD
     loop = asyncio.get_running_loop()
     release_threads()  # idle write threads would make forking unsafe
@@ -320,8 +331,10 @@ async def _round(
     workers: list[_Worker] = []
     by_key = {(j.scenario.name, j.trial): j for j in jobs}
     own_code = _user_code_here(opts)
+    tasks = _tasks(jobs, count, opts, run_dir, invocation, voice)
+    stopped = False
     try:
-        for task in _tasks(jobs, count, opts, run_dir, invocation, voice):
+        for task in tasks:
             task = dataclasses.replace(task, report_starts=own_code)
             if method == "fork":  # the worker starts with this process's loaded specs
                 task = dataclasses.replace(task, loaded=loaded)
@@ -351,8 +364,14 @@ async def _round(
             if watch is not None:
                 watch.cancel()
     except asyncio.CancelledError:
-        await _stop(workers)
-        raise
+        if not _all_reported(workers, len(tasks)):
+            await _stop(workers)
+            raise
+        current = asyncio.current_task()
+        if current is not None:  # the run is complete: no cancellation left for the caller to see
+            current.uncancel()
+        await _cut_end_wait(workers)
+        stopped = True
     finally:
         for w in workers:
             with contextlib.suppress(Exception):
@@ -375,7 +394,36 @@ async def _round(
             untried = [k for k in _keys(w) if k not in w.started] if w.started else []
             await _fail_unfinished(w, by_key, opts, run_dir, invocation, progress, report, loaded, untried)
             again += [by_key[k] for k in untried]
-    return again
+    return again, stopped
+
+
+def _all_reported(workers: list[_Worker], count: int) -> bool:
+    """True when all ``count`` workers were started and each has reported every one of its
+    sessions (the run's process has read them): the results are complete, whatever the workers
+    still do at their end."""
+    return len(workers) == count and all(len(w.reported) >= len(w.task.jobs) for w in workers)
+
+
+async def _cut_end_wait(workers: list[_Worker]) -> None:
+    """A stop (Ctrl-C, SIGTERM) once every session was reported: kill the workers still running
+    at once (a user-code worker may wait up to ``engine.util.aio.GRACE_S`` at its end for threads
+    the agent's code left running: ``exit_process``) and say so in one line; nothing is lost."""
+    lingering = [w for w in workers if w.process.is_alive()]
+    for w in lingering:
+        _kill_group(w)
+        with contextlib.suppress(OSError):
+            w.process.kill()
+    waiting = [w.closed for w in workers if w.closed is not None and not w.closed.done()]
+    if waiting:  # killed: their exit descriptors say so at once
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.gather(*waiting), STOP_GRACE_S)
+    if lingering:
+        which = ", ".join(f"{w.task.number} (pid {w.process.pid})" for w in lingering)
+        print(
+            f"evalctl: {CUT_END_WAIT} {which} to end (threads or tasks the agent's code left running): "
+            "killed; every session had been reported, nothing is lost",
+            file=sys.stderr,
+        )
 
 
 async def _watch(workers: list[_Worker], limit: float) -> None:

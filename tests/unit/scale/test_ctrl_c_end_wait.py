@@ -1,0 +1,135 @@
+"""Ctrl-C in a run whose agent is the user's own code (``python:``), in its supervised worker
+(``engine.run.workers.isolated``), pressed as a terminal does (SIGINT to the run's process group)
+and synchronised on the run's own progress lines, never on a sleep.
+
+Once every session has been reported, the worker may still wait at its end for a thread the
+agent's code left running (``engine.util.aio.exit_process``): a Ctrl-C then used to mark the
+complete run ``interrupted`` (exit 130). It now cuts that wait and the run ends as complete; a
+Ctrl-C before the sessions are all reported still interrupts the run (exit 130)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from engine.run.runner import CtrlC
+from engine.run.workers import CUT_END_WAIT
+from tests.conftest import REPO
+from tests.unit.scale.helpers import NAMES, SHOP_RUN
+
+#: ``$AGENT_MODE=leave``: the first turn starts a thread (not a daemon) that never ends and
+#: registers its join as an exit handler (a library flushing from its thread at exit), so the
+#: worker's end lasts until the run kills it (its last session's STOP_GRACE_S, 20 s, later): the
+#: Ctrl-C lands in that end wait however slow the machine. ``$AGENT_MODE=hold``: the first session
+#: ends the call, every later one waits (awaiting: a Ctrl-C cuts it) for ever.
+AGENT = """
+import asyncio
+import atexit
+import os
+import threading
+
+LEFT = []
+SEEN = []
+
+
+def make(session, tools):
+    SEEN.append(session.scenario["name"])
+    hold = os.environ["AGENT_MODE"] == "hold" and len(SEEN) > 1
+
+    async def turn(line):
+        while hold:
+            await asyncio.sleep(0.05)
+        if os.environ["AGENT_MODE"] == "leave" and not LEFT:
+            LEFT.append(threading.Thread(target=threading.Event().wait, name="agents-forever"))
+            LEFT[0].start()
+            atexit.register(LEFT[0].join)
+        await tools.call("end_conversation", "{}", say="Goodbye.")
+        return ""
+
+    return turn
+"""
+
+SESSIONS = len(NAMES)
+#: Generous bounds on answers that take milliseconds to seconds: a safety net, not the sync.
+TIMEOUT_S = 120
+
+
+def _sigint_default() -> None:
+    """The default SIGINT action in the child: a suite started in the background ignores SIGINT,
+    and an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _ctrl_c_after(tmp_path: Path, mode: str, reported: int) -> tuple[int, list[str], Path]:
+    """``evalctl run`` of the mock shop with the agent in ``mode`` (:data:`AGENT`), in a session of
+    its own, sent Ctrl-C (SIGINT to its process group, as a terminal does) once its progress shows
+    ``reported`` sessions done; its exit code, its stderr lines and its run folder."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "cli", *SHOP_RUN, "--agent", f"python:{agent}:make", "--no-progress"]
+    argv += ["--concurrency", "1", "--output-dir", str(out)]
+    path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path, "AGENT_MODE": mode}
+    proc = subprocess.Popen(
+        argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=_sigint_default,
+    )  # fmt: skip
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    said: list[str] = []
+    try:
+        while True:  # the run's progress line for its session number ``reported``
+            line = lines.get(timeout=TIMEOUT_S)
+            assert line is not None, f"the run ended before Ctrl-C (exit {proc.wait()}): {said}"
+            said.append(line)
+            if re.match(rf"\[{reported}/{SESSIONS} ", line):
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=TIMEOUT_S)
+        while (line := lines.get(timeout=TIMEOUT_S)) is not None:  # the rest, to its end
+            said.append(line)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return code, said, out
+
+
+def test_ctrl_c_once_every_session_is_reported_cuts_the_workers_end_wait(tmp_path: Path) -> None:
+    """Before: exit 130 and ``interrupted`` in the summary, every session complete."""
+    code, said, out = _ctrl_c_after(tmp_path, "leave", SESSIONS)
+    text = "\n".join(said)
+    assert code == 0, text  # the complete run's own code (its FAILs are not below a bar)
+    cut = [line for line in said if line.startswith(f"evalctl: {CUT_END_WAIT} 1 (pid ")]
+    assert len(cut) == 1 and cut[0].endswith("every session had been reported, nothing is lost"), text
+    assert "interrupted" not in text and "did not end within" not in text and "Traceback" not in text
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["interrupted"] is False
+    assert summary["results"] == SESSIONS and summary["missing"] == [] and summary["errors"] == 0
+    assert "Run was interrupted" not in (out / "all_summary.txt").read_text(encoding="utf-8")
+
+
+def test_ctrl_c_before_every_session_is_reported_still_interrupts(tmp_path: Path) -> None:
+    code, said, out = _ctrl_c_after(tmp_path, "hold", 1)
+    text = "\n".join(said)
+    assert code == 130, text
+    assert f"evalctl: {CtrlC.FIRST}" in said and f"interrupted; finished results kept in {out}" in text
+    assert not any(CUT_END_WAIT in line for line in said), text
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["interrupted"] is True and summary["results"] == 1 and summary["missing"], summary
