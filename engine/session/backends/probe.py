@@ -65,9 +65,16 @@ async def probe_side(endpoint: Endpoint, timeout_s: float) -> None:
             f"{endpoint.label} {uri} is unreachable ({why}); start that side first (e.g. `evalctl serve`)"
         ) from None
     except InvalidHandshake as err:
+        # a WebSocket server may refuse the upgrade too (401, 403: its credentials; 503: full)
+        refused = isinstance(err, InvalidStatus) and err.response.status_code in _REFUSALS
+        what = "refused the WebSocket connection" if refused else "is not a WebSocket server"
         raise InfrastructureError(
-            f"{endpoint.label} {uri} is not a WebSocket server ({_answer(err)}); check {endpoint.url_option}"
+            f"{endpoint.label} {uri} {what} ({_answer(err)}); check {endpoint.url_option}"
         ) from None
+
+
+#: HTTP statuses with which a WebSocket server itself may answer an upgrade request it refuses.
+_REFUSALS = frozenset({401, 403, 429, 503})
 
 
 def _answer(err: InvalidHandshake) -> str:

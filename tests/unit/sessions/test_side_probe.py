@@ -140,3 +140,17 @@ async def test_both_sides_on_one_http_port_are_checked_once_and_named_together(
     assert str(caught.value).startswith(f"agent side and user side {http_501} is not a WebSocket server (")
     assert str(caught.value).endswith("; check --agent / --user")
     assert len(seen) == 1
+
+
+async def test_a_websocket_server_that_refuses_the_upgrade_is_named_as_refusing() -> None:
+    """A real WebSocket server answering 503 (full) is not called "not a WebSocket server"."""
+
+    def full(connection: Any, request: Any) -> Any:
+        return connection.respond(503, "at capacity\n")
+
+    async with websockets.serve(lambda ws: ws.wait_closed(), "127.0.0.1", 0, process_request=full) as server:
+        uri = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        with pytest.raises(InfrastructureError) as caught:
+            await probe_side(_side(uri), PATIENCE_S)
+    said = str(caught.value)
+    assert said.startswith(f"agent side {uri} refused the WebSocket connection (") and "503" in said, said
