@@ -214,7 +214,11 @@ ARGS_SHOWN = 300
 def _args_text(raw: Any) -> str:
     value = call_arguments(raw)
     try:
-        text = ", ".join(f"{k}={v!r}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+        text = (
+            ", ".join(f"{k}={_value_text(v)}" for k, v in value.items())
+            if isinstance(value, dict)
+            else str(value)
+        )
     except (RecursionError, ValueError):  # a value nested too deeply to print, an int too long
         text = str(raw)
     return text if len(text) <= ARGS_SHOWN else f"{text[:ARGS_SHOWN]}... ({len(text)} chars)"
@@ -314,6 +318,20 @@ def explain(sdir: Path, metrics: MetricsRecord) -> ScenarioDiff:
     return out
 
 
+def _not_in_run(run_dir: Path, scenario: str, names: list[str]) -> str:
+    """Why ``diff RUN SCENARIO`` has nothing to show: a scenario file of the run's spec folder
+    (``run.json`` ``spec_files``: ``scenarios/SCENARIO.yaml``) this run did not select, or a name
+    the run does not know (with a did-you-mean among its results)."""
+    record = read_run_record(run_dir)
+    if record is not None and f"scenarios/{scenario}.yaml" in record.spec_files:
+        ran = len(record.scenarios)
+        return (
+            f"{scenario!r} is a scenario of the run's spec folder (scenarios/{scenario}.yaml) that "
+            f"{run_dir} did not run (it ran {ran} scenario{'' if ran == 1 else 's'})"
+        )
+    return f"no scenario named {scenario!r} in {run_dir}{did_you_mean(scenario, names)}"
+
+
 def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
     """Explain every failed (scenario, trial) of ``run_dir``, or every trial of ``scenario``.
 
@@ -335,7 +353,7 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
             chosen = [(d, m) for d, m in rows if m.record_id == scenario]
         if not chosen:
             names = sorted({m.scenario_name for _, m in rows} | {m.record_id for _, m in rows if m.record_id})
-            raise UsageError(f"no scenario named {scenario!r} in {run_dir}{did_you_mean(scenario, names)}")
+            raise UsageError(_not_in_run(run_dir, scenario, names))
     else:
         chosen = [
             (d, m)
@@ -412,12 +430,13 @@ def refused_calls(tool_calls: Any) -> list[dict[str, Any]]:
 
 def _action_text(action: dict[str, Any]) -> str:
     name = action.get("action_type") or action.get("name") or "?"
-    args = ", ".join(
-        f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
-        for k, v in action.items()
-        if k != "action_type"
-    )
+    args = ", ".join(f"{k}={_value_text(v)}" for k, v in action.items() if k != "action_type")
     return f"{name}({args})"
+
+
+def _value_text(value: Any) -> str:
+    """An argument's value as every line of ``diff`` shows it: JSON (``"aisle"``, ``false``)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def db_lines(d: ScenarioDiff) -> list[str]:

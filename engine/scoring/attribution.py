@@ -40,7 +40,11 @@ def _norm(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    """A value as ``diff`` shows arguments: JSON (``"O-101"``, ``false``), clipped."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):  # nested too deeply, an int too long to print
+        text = repr(value)
     return text if len(text) <= _CLIP else text[: _CLIP - 3] + "..."
 
 

@@ -148,7 +148,8 @@ def voice_lines(figures: VoiceFigures | None) -> list[str]:
     ]
     if figures.callers:
         lines.append(
-            "  callers: " + ", ".join(f"{name} ({n} sessions)" for name, n in figures.callers.items())
+            "  callers: "
+            + ", ".join(f"{name} ({n} session{'' if n == 1 else 's'})" for name, n in figures.callers.items())
         )
     if figures.wer is None:
         lines.append("  heard: nothing transcribed (no recogniser ran for this run's language or sessions)")

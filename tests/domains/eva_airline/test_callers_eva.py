@@ -35,7 +35,7 @@ def test_noise_on_the_line_raises_the_word_error_rate(
     noisy = json.loads((out / "snr-5" / NAME / "metrics.json").read_text())
     doc = json.loads((out / "snr-5" / NAME / "voice.json").read_text())
     assert doc["caller"]["perturbation"] == "snr=-5" and doc["caller"]["tts"] == "espeak-ng:en-us+f3[snr-5]"
-    assert "callers: espeak-ng:en-us+f3[snr-5] (1 sessions)" in printed
+    assert "callers: espeak-ng:en-us+f3[snr-5] (1 session)" in printed
     # the agent's words and the DB are the same; only the hearing of them differs. espeak-ng
     # through PocketSphinx is hard to hear even clean (WER 0.917 on this scenario); noise 5 dB
     # above the speech takes it to 0.935 (deterministic: the noise is seeded, sox runs in its

@@ -120,6 +120,16 @@ def test_diff_unknown_scenario_is_one_line_error(wrong_run, capsys):
     assert err.count("\n") == 1 and "no scenario named 'eva_airline__1_1_33'" in err
 
 
+def test_diff_of_a_scenario_the_run_did_not_select_says_so(wrong_run, capsys):
+    """Found by a new-user pass: a real scenario left out of the run was "no scenario named
+    '2.1.2' (did you mean '1.3.2'?)", as if it did not exist."""
+    assert main(["diff", str(wrong_run), "2.1.2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "'2.1.2' is a scenario of the run's spec folder (scenarios/2.1.2.yaml)" in err
+    assert "did not run (it ran 6 scenarios)" in err
+
+
 def test_diff_not_a_run_dir(tmp_path, capsys):
     assert main(["diff", str(tmp_path)]) == 2
     assert "no scored scenarios" in capsys.readouterr().err

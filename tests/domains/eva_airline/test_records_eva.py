@@ -286,9 +286,9 @@ def test_summary_json_of_a_two_trial_run(two_trial_run: Path) -> None:
         "attribution": {  # cut after two agent turns: the gold's first write never came
             "cause": "agent",
             "turn": None,
-            "evidence": "missing write: the agent never called rebook_flight(confirmation_number='M9M6FJ', "
-            "journey_id='FL_SK715_SK330_20260908', new_journey_id='FL_SK907_20260908', "
-            "rebooking_type='same_day', waive_change_fee=False)",
+            "evidence": 'missing write: the agent never called rebook_flight(confirmation_number="M9M6FJ", '
+            'journey_id="FL_SK715_SK330_20260908", new_journey_id="FL_SK907_20260908", '
+            'rebooking_type="same_day", waive_change_fee=false)',
         },
     }
     assert body == {

@@ -58,7 +58,7 @@ def test_diff_lists_refused_tool_calls_with_their_errors(
     assert "actions: none" in text  # no write went through...
     assert "refused tool calls (2):" in text  # ...but what was tried, and why it failed, is said
     assert "  1. cancel_order(" in text and "-> invalid_arguments: arguments are not JSON" in text
-    assert "  2. cancel_order(order_id='O-102') -> invalid_state: order O-102 has shipped" in text
+    assert '  2. cancel_order(order_id="O-102") -> invalid_state: order O-102 has shipped' in text
     assert cli.main(["diff", str(out), ONE, "--json"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)
     assert [r["error"] for r in entry["refused"]] == [

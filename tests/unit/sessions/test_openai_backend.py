@@ -248,8 +248,8 @@ async def test_diff_says_where_a_model_left_the_gold_path(tmp_path: Path, loaded
         await run(opts)
     (d,) = diff_run(tmp_path, SCENARIO)
     assert d.gold_path is not None and d.gold_path.startswith(
-        "left the gold path at tool call 1 (the agent's turn 1): gold get_order(order_id='O-100'), "
-        "got get_order(order_id='O-101')"
+        'left the gold path at tool call 1 (the agent\'s turn 1): gold get_order(order_id="O-100"), '
+        'got get_order(order_id="O-101")'
     )
     assert "conversation: left the gold path at tool call 1" in render_text([d], tmp_path)
     # a result with no verdict (the agent's endpoint failed) left no path worth naming

@@ -29,7 +29,7 @@ FAULTS: dict[str, tuple[list[tuple[str, str]], str, str]] = {
     "wrong_argument": (
         [("cancel_order", '{"order_id": "O-101"}')],
         "Done.",
-        "wrong argument: cancel_order(order_id) is 'O-101'",
+        'wrong argument: cancel_order(order_id) is "O-101"',
     ),
     "missing_write": ([], "Done, it is cancelled. Anything else?", "missing write: the agent never called"),
     "extra_write": (
