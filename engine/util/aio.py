@@ -80,7 +80,9 @@ _PRESSES: list[float] = []
 
 @contextlib.contextmanager
 def _ctrl_c_watched() -> Iterator[None]:
-    """While the clean-up runs, a Ctrl-C is counted in :data:`_PRESSES` and raised as usual."""
+    """While the clean-up runs, a Ctrl-C or a SIGTERM (a CI timeout, ``kill``) is counted in
+    :data:`_PRESSES` and raised as KeyboardInterrupt: it cuts the wait, the run's outcome stands
+    (before, a SIGTERM then killed the process, exit 143, with its table unprinted)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -89,11 +91,12 @@ def _ctrl_c_watched() -> Iterator[None]:
         _PRESSES.append(time.monotonic())
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, pressed)
+    previous = {sig: signal.signal(sig, pressed) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _quiet_exits(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -282,20 +285,24 @@ def exit_process(code: int, grace_s: float = GRACE_S, say: Callable[[str], None]
     stderr) and left: the exit handlers run and the process ends at once (``os._exit``), as
     it does when :func:`run_to_end` left tasks or async generators behind (collected at the
     exit, their code would run again: a ``finally`` that never ends held the interpreter); a
-    Ctrl-C meanwhile ends the wait (``code`` stands, as after the tasks' wait). Without them,
-    ``sys.exit(code)``."""
+    Ctrl-C or SIGTERM meanwhile ends the wait (``code`` stands, as after the tasks' wait), and
+    one that already cut the tasks' wait (:func:`run_to_end`) leaves no thread wait at all. Without
+    them, ``sys.exit(code)``."""
+    cut = bool(_PRESSES)  # the user already stopped the end of the run's wait once
     try:
-        stuck = stuck_threads(grace_s)
+        with _ctrl_c_watched():
+            stuck = stuck_threads(0.0 if cut else grace_s)
     except KeyboardInterrupt:  # Ctrl-C while they are waited for: wait no more (the code stands)
-        stuck = [t for t in threading.enumerate() if _holds_exit(t)]
+        stuck, cut = [t for t in threading.enumerate() if _holds_exit(t)], True
     if not stuck and _LEFT_BEHIND:  # what was left behind must not run again at the exit
         _exit_now(code)
     if not stuck:
         sys.exit(code)
     names = ", ".join(t.name for t in stuck[:3]) + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
+    when = "when the stop cut the wait" if cut else f"{grace_s:g} s after the end"
     (say or _stderr)(
-        f"evalctl: {len(stuck)} thread{'s' if len(stuck) != 1 else ''} still running {grace_s:g} s "
-        f"after the end left behind: {names} (what was written is complete)"
+        f"evalctl: {len(stuck)} thread{'s' if len(stuck) != 1 else ''} still running {when} "
+        f"left behind: {names} (what was written is complete)"
     )
     _exit_now(code)
 

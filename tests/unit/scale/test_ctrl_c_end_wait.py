@@ -133,3 +133,69 @@ def test_ctrl_c_before_every_session_is_reported_still_interrupts(tmp_path: Path
     assert not any(CUT_END_WAIT in line for line in said), text
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["interrupted"] is True and summary["results"] == 1 and summary["missing"], summary
+
+
+#: With ``--workers 1`` the end wait is the run's own process's: a task of the agent's that
+#: ignores cancellation (5 s of the tasks' wait), then a thread that never ends (5 s of the
+#: threads'). The task marks the file ``$MARK`` when its cancellation reaches it: the clean-up has
+#: begun, the run's own signal handlers are gone, so the test's signal lands in the end wait.
+STUBBORN = """
+import asyncio
+import os
+import threading
+
+LEFT = []
+
+
+async def stubborn():
+    while True:
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            open(os.environ["MARK"], "w").close()
+
+
+def make(session, tools):
+    if not LEFT:
+        LEFT.append(threading.Thread(target=threading.Event().wait, name="agents-forever"))
+        LEFT[0].start()
+        LEFT.append(asyncio.get_running_loop().create_task(stubborn()))
+
+    async def turn(line):
+        await tools.call("end_conversation", "{}", say="Goodbye.")
+        return ""
+
+    return turn
+"""
+
+
+def test_sigterm_in_the_end_wait_of_a_single_process_run_cuts_both_waits(tmp_path: Path) -> None:
+    """Before: the default SIGTERM action ended evalctl there (exit 143, no table printed), and a
+    Ctrl-C cut the tasks' wait only, the threads' then ran its full 5 s."""
+    agent, mark, out = tmp_path / "agent.py", tmp_path / "cleanup-began", tmp_path / "run"
+    agent.write_text(STUBBORN)
+    argv = [sys.executable, "-m", "cli", *SHOP_RUN, "--agent", f"python:{agent}:make", "--no-progress"]
+    argv += ["--workers", "1", "--concurrency", "1", "--output-dir", str(out)]
+    path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path, "MARK": str(mark)}
+    proc = subprocess.Popen(
+        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        for _ in range(TIMEOUT_S * 20):  # until the clean-up has begun (a safety bound, not the sync)
+            if mark.exists() or proc.poll() is not None:
+                break
+            threading.Event().wait(0.05)
+        assert mark.exists(), f"the clean-up never began (exit {proc.poll()})"
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stderr  # the complete run's own code, not 143
+    assert f"results: {out}" in stdout  # its table was printed
+    assert "1 thread still running when the stop cut the wait left behind: agents-forever" in stderr, stderr
+    assert "Traceback" not in stderr
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["interrupted"] is False and summary["results"] == SESSIONS
