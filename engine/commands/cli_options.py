@@ -403,6 +403,9 @@ def _one(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) ->
         raise click.BadParameter(
             f"given {len(values)} times ({', '.join(values)}): give one (--scenarios A,B names several)"
         )
+    if values and not values[0].strip():  # before: '' selected everything, ' ' nothing
+        flag = max(getattr(param, "opts", None) or [f"--{param.name}"], key=len)
+        raise UsageError(f"{flag} {values[0]!r} names no prefix (leave it out to run all)")
     return values[0] if values else None
 
 

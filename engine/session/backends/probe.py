@@ -60,7 +60,12 @@ async def probe_side(endpoint: Endpoint, timeout_s: float) -> None:
         ):
             pass
     except (OSError, TimeoutError) as err:
-        why = f"no answer in {timeout_s:g} s" if isinstance(err, TimeoutError) else (err.strerror or err)
+        # a timeout: nothing accepted the connection, or what did never answered the handshake
+        why = (
+            f"no answer to the WebSocket handshake in {timeout_s:g} s"
+            if isinstance(err, TimeoutError)
+            else (err.strerror or err)
+        )
         raise InfrastructureError(
             f"{endpoint.label} {uri} is unreachable ({why}); start that side first (e.g. `evalctl serve`)"
         ) from None

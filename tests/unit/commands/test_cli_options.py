@@ -151,8 +151,22 @@ def test_the_selecting_verbs_are_the_ones_that_take_scenarios() -> None:
             "evalctl: 2 names match no scenario: 'mock__cancel_ordr' (did you mean 'mock__cancel_order', "
             "record 'M1'?), 'nope'",
         ),
+        (  # before: '' selected every scenario, ' ' none ("no scenario matches")
+            ["--domain", ""],
+            "evalctl: --domain '' names no prefix (leave it out to run all)",
+        ),
+        (["--domain", " "], "evalctl: --domain ' ' names no prefix (leave it out to run all)"),
     ],
-    ids=["empty_again", "empty", "empty_item", "trailing_comma", "both_filters", "all_unknown"],
+    ids=[
+        "empty_again",
+        "empty",
+        "empty_item",
+        "trailing_comma",
+        "both_filters",
+        "all_unknown",
+        "empty_domain",
+        "blank_domain",
+    ],
 )
 def test_a_bad_selection_is_one_usage_error_in_every_verb_that_takes_it(
     verb: str, args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
