@@ -123,6 +123,22 @@ def test_the_selecting_verbs_are_the_ones_that_take_scenarios() -> None:
     assert taking == set(SELECTING)
 
 
+def _is_one_usage_error(
+    verb: str, args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evalctl VERB`` on the mock shop with ``args`` exits 2 with ``message`` as its one stderr
+    line, prints nothing and writes no run folder."""
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+    out = tmp_path / "out"
+    extra = [str(out) if a == "OUT" else a for a in SELECTING[verb]]
+    capsys.readouterr()
+    code = cli.main([verb, str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), *extra, *args])
+    captured = capsys.readouterr()
+    assert (code, captured.err.strip().splitlines(), captured.out) == (2, [message], "")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("verb", sorted(SELECTING))
 @pytest.mark.parametrize(
     ("args", "message"),
@@ -171,15 +187,7 @@ def test_the_selecting_verbs_are_the_ones_that_take_scenarios() -> None:
 def test_a_bad_selection_is_one_usage_error_in_every_verb_that_takes_it(
     verb: str, args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
-
-    out = tmp_path / "out"
-    extra = [str(out) if a == "OUT" else a for a in SELECTING[verb]]
-    capsys.readouterr()
-    code = cli.main([verb, str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), *extra, *args])
-    captured = capsys.readouterr()
-    assert (code, captured.err.strip().splitlines(), captured.out) == (2, [message], "")
-    assert not out.exists()
+    _is_one_usage_error(verb, args, message, tmp_path, capsys)
 
 
 #: The verbs that take --task-ids (and --task-split, --num-tasks; run, list, validate), with what
@@ -220,15 +228,7 @@ TASK_SELECTING = {
 def test_a_bad_task_selection_is_one_usage_error_in_every_verb_that_takes_it(
     verb: str, args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
-
-    out = tmp_path / "out"
-    extra = [str(out) if a == "OUT" else a for a in TASK_SELECTING[verb]]
-    capsys.readouterr()
-    code = cli.main([verb, str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), *extra, *args])
-    captured = capsys.readouterr()
-    assert (code, captured.err.strip().splitlines(), captured.out) == (2, [message], "")
-    assert not out.exists()
+    _is_one_usage_error(verb, args, message, tmp_path, capsys)
 
 
 def test_task_ids_given_twice_add_up(capsys: pytest.CaptureFixture[str]) -> None:
