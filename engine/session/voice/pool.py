@@ -20,6 +20,7 @@ import os
 import signal
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from engine.util.parent import watch_parent
@@ -67,6 +68,12 @@ def shutdown_pool() -> None:
 
 async def in_worker(func: Callable[..., T], *args: Any) -> T:
     """``func(*args)`` in a worker process (``func`` and ``args`` are pickled to it), awaited
-    without blocking the event loop; raises what ``func`` raises."""
+    without blocking the event loop; raises what ``func`` raises. A pool broken by a worker that
+    died (BrokenProcessPool: seen once under load in the test suite) is started anew and the work
+    tried once more (synthesis and recognition are deterministic); a second break is raised."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(pool(), func, *args)
+    try:
+        return await loop.run_in_executor(pool(), func, *args)
+    except BrokenProcessPool:
+        shutdown_pool()
+        return await loop.run_in_executor(pool(), func, *args)
