@@ -1,7 +1,15 @@
-"""Run progress: a live rich display on a terminal, one plain line per scenario otherwise."""
+"""Run progress: a live rich display on a terminal, one plain line per scenario otherwise.
+
+In plain lines (a log, CI), a run that shows nothing for :data:`QUIET_LINE_S` seconds (a long
+session: a real model, a cold voice run's speech recognition) prints one ``still running`` line
+then, and again after each such stretch, so a log never looks hung (a timer on the run's event
+loop, not a thread: worker processes are forked only while no other thread runs); the live
+display shows its clock instead.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from dataclasses import dataclass
@@ -36,18 +44,33 @@ class Sink(Protocol):
     def done(self, result: SessionResult, metrics: MetricsRecord | None) -> None: ...
 
 
+#: Seconds without a plain progress line after which one ``still running`` line is printed.
+QUIET_LINE_S = 30.0
+
+
 class Progress:
     """Counts done / passing / failing sessions out of ``total``; a context manager.
 
     ``enabled`` None = live display when stderr is a terminal, plain lines on stderr otherwise;
-    False = plain lines; True = live display. ``quiet`` shows nothing.
+    False = plain lines; True = live display. ``quiet`` shows nothing. ``quiet_line_s``: seconds
+    of silence before a plain ``still running`` line (default :data:`QUIET_LINE_S`; module doc).
     """
 
-    def __init__(self, total: int, enabled: bool | None = None, quiet: bool = False, trials: int = 1):
+    def __init__(
+        self,
+        total: int,
+        enabled: bool | None = None,
+        quiet: bool = False,
+        trials: int = 1,
+        quiet_line_s: float | None = None,
+    ):
         self.total = total
         self.trials = trials
         self.done_count = self.passing = self.failing = 0
         self.t0 = time.perf_counter()
+        self._quiet_line_s = QUIET_LINE_S if quiet_line_s is None else quiet_line_s
+        self._last_line = self.t0
+        self._timer: asyncio.TimerHandle | None = None
         self.console = Console(stderr=True)
         live = self.console.is_terminal if enabled is None else enabled
         self.quiet = quiet
@@ -67,6 +90,8 @@ class Progress:
     def __enter__(self) -> Progress:
         if self._bar is not None:
             self._bar.start()
+        elif not self.quiet:
+            self._arm()
         return self
 
     def __exit__(
@@ -74,6 +99,33 @@ class Progress:
     ) -> None:
         if self._bar is not None:
             self._bar.stop()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm(self) -> None:
+        """Schedule :meth:`_quiet_check` for when ``quiet_line_s`` will have passed since the last
+        line (nothing without a running event loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        delay = max(0.0, self._last_line + self._quiet_line_s - time.perf_counter())
+        self._timer = loop.call_later(delay, self._quiet_check)
+
+    def _quiet_check(self) -> None:
+        """Print a ``still running`` line when no line was printed for ``quiet_line_s``; re-arm."""
+        now = time.perf_counter()
+        silent = now - self._last_line
+        if silent >= self._quiet_line_s and self.done_count < self.total:
+            done = "no session has ended yet" if not self.done_count else f"none ended for {silent:.0f}s"
+            self._print(f"[{self.done_count}/{self.total} {now - self.t0:6.1f}s] still running: {done}")
+        self._arm()
+
+    def _print(self, line: str) -> None:
+        """One plain line on stderr."""
+        print(line, file=sys.stderr, flush=True)
+        self._last_line = time.perf_counter()
 
     def grow(self, more: int) -> None:
         """``more`` sessions were added to the run (a round of adaptive trials)."""
@@ -105,13 +157,11 @@ class Progress:
             return
         if self.quiet:
             return
-        elapsed = time.perf_counter() - self.t0
         label = fin.scenario_name + (f"#{fin.trial}" if self.trials > 1 else "")
-        print(
+        elapsed = time.perf_counter() - self.t0
+        self._print(
             f"[{self.done_count}/{self.total} {elapsed:6.1f}s] {fin.verdict} {label}"
-            f" stop={fin.stop_reason} turns={fin.agent_turns} {fin.duration_s:.2f}s{fin.note}",
-            file=sys.stderr,
-            flush=True,
+            f" stop={fin.stop_reason} turns={fin.agent_turns} {fin.duration_s:.2f}s{fin.note}"
         )
 
 
