@@ -45,7 +45,7 @@ def list_scenarios(
     if scenarios or domain_prefix:
         chosen = select_scenarios(loaded.scenarios, scenarios, domain_prefix)
     if tasks:
-        chosen = select_tasks(chosen, loaded, tasks)
+        chosen = select_tasks(chosen, loaded, tasks, loaded.scenarios)
     if as_json:
         rows = [
             {

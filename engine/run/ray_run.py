@@ -81,7 +81,7 @@ def _checked(opts: RunOptions) -> tuple[RunOptions, list[str], Path]:
     loaded = index_domain(opts.spec_dir, opts.data_root, plugins=opts.plugins, language=opts.language)
     chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
     if opts.tasks:
-        chosen = select_tasks(chosen, loaded, opts.tasks)
+        chosen = select_tasks(chosen, loaded, opts.tasks, loaded.scenarios)
     out = opts.output_dir
     if out is not None and out.exists() and holds_a_run(out):
         raise UsageError(f"{out} already holds a run; give another --output-dir")

@@ -122,7 +122,7 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         held.enter_context(heap.settled())
         chosen = select_scenarios(loaded.scenarios, opts.scenarios, opts.domain_prefix)
         if opts.tasks:
-            chosen = select_tasks(chosen, loaded, opts.tasks)
+            chosen = select_tasks(chosen, loaded, opts.tasks, loaded.scenarios)
         if not opts.allow_gold_mismatch:
             refuse_mismatches(loaded.gold_mismatches([s.name for s in chosen]))
         if opts.shard is not None:

@@ -115,19 +115,31 @@ def task_splits(loaded: Any) -> dict[str, tuple[str, ...]]:
     return {str(k): tuple(str(i) for i in v) for k, v in content.items() if isinstance(v, list)}
 
 
-def select_tasks(chosen: Sequence[Scenario], loaded: Any, tasks: TaskSelection) -> list[Scenario]:
+def select_tasks(
+    chosen: Sequence[Scenario], loaded: Any, tasks: TaskSelection, every: Sequence[Scenario] = ()
+) -> list[Scenario]:
     """``chosen`` narrowed by ``tasks``: the scenarios whose record ids are ``tasks.task_ids`` (in
     that order), then those in split ``tasks.task_split`` (in the split's order), then the first
-    ``tasks.num_tasks``.
+    ``tasks.num_tasks``. ``every``: all the spec's scenarios, when ``chosen`` is a part of them
+    (``--scenarios`` / ``--domain``), so that an id of a scenario left out there is named as such.
 
     Raises UsageError (exit 2) for ids that name no scenario (all of them in one error, the first
-    :data:`LISTED` shown, each with the nearest id), a split the data does not have (naming those
-    it has), ids none of which is in the split (naming the first :data:`LISTED`), or an empty
-    result."""
+    :data:`LISTED` shown, each with the nearest id), ids of scenarios ``--scenarios`` / ``--domain``
+    left out (each with its name), a split the data does not have (naming those it has), ids none
+    of which is in the split (naming the first :data:`LISTED`), or an empty result."""
     out = list(chosen)
     if tasks.task_ids:
         by_id = {s.record_id: s for s in out}
         unknown = list(dict.fromkeys(rid for rid in tasks.task_ids if rid not in by_id))
+        left_out = {s.record_id: s for s in every if s.record_id in unknown}
+        if left_out:
+            shown = listed(list(left_out), lambda rid: f"{one_line(rid)!r} ({left_out[rid].name})")
+            count = len(out)
+            raise UsageError(
+                f"--task-ids: {shown} {'is' if len(left_out) == 1 else 'are'} not among the {count} "
+                f"scenario{'' if count == 1 else 's'} chosen by --scenarios / --domain"
+                f"{_also_unknown([rid for rid in unknown if rid not in left_out])}"
+            )
         if len(unknown) == 1:
             rid = unknown[0]
             raise UsageError(f"--task-ids: no task {one_line(rid)!r} in the selection{_nearest(rid, by_id)}")
@@ -162,6 +174,13 @@ def select_tasks(chosen: Sequence[Scenario], loaded: Any, tasks: TaskSelection) 
     if not out:
         raise UsageError("the task selection (--task-ids / --task-split / --num-tasks) leaves no scenario")
     return out
+
+
+def _also_unknown(unknown: list[str]) -> str:
+    """``; no task ...`` for the ids that name no scenario at all, beside those left out."""
+    if not unknown:
+        return ""
+    return f"; and no task {listed(unknown, lambda rid: repr(one_line(rid)))} in the spec"
 
 
 def _nearest(word: str, ids: Mapping[str, Scenario]) -> str:

@@ -152,11 +152,12 @@ def validate_specs(
         report.problems = err.problems
         return report
     ids = {s.record_id for s in loaded.scenarios}
+    every = loaded.scenarios
     if scenarios or domain_prefix:
         chosen = select_scenarios(loaded.scenarios, scenarios, domain_prefix)
         loaded = replace(loaded, scenarios=tuple(chosen))
     if tasks:
-        loaded = replace(loaded, scenarios=tuple(select_tasks(loaded.scenarios, loaded, tasks)))
+        loaded = replace(loaded, scenarios=tuple(select_tasks(loaded.scenarios, loaded, tasks, every)))
     report.scenarios = len(loaded.scenarios)
     report.prompts = loaded.prompts_rendered
     report.problems = [p for s in loaded.scenarios for p in judge_prompt_problems(s)]

@@ -112,6 +112,11 @@ def test_every_unknown_task_id_is_reported_at_once() -> None:
             ["--resume", "/nonexistent/run", "--output-dir", "/nonexistent/run"],
             "evalctl: --resume: no run directory at /nonexistent/run",
         ),
+        (  # a task of the spec that --scenarios left out: named as such, not as a missing task
+            ["--scenarios", "mock__cancel_order", "--task-ids", "M3,M9"],
+            "evalctl: --task-ids: 'M3' (mock__shipped_refusal) is not among the 1 scenario chosen by "
+            "--scenarios / --domain; and no task 'M9' in the spec",
+        ),
         (
             ["--agent", "openai:m", "--api-key-env", "EVALCTL_NO_SUCH_VAR"],
             "evalctl: environment variable EVALCTL_NO_SUCH_VAR is not set",
