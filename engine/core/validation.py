@@ -124,9 +124,10 @@ def schema_problems(
 
 
 def _not_a_mapping(data: Any, kind: SpecKind) -> str:
-    what = {list: "a list (its lines start with '- ')", str: "a single text"}.get(
-        type(data), "a single value"
-    )
+    if isinstance(data, list):
+        what = "a list (its lines start with '- ')"
+    else:
+        what = "a single text" if isinstance(data, str) else "a single value"
     return f"the file's top level is {what}: a {kind} spec file must be a mapping (key: value lines)"
 
 
