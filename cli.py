@@ -951,7 +951,7 @@ def report_cmd(
 @click.argument("run_a", type=click.Path(file_okay=False))
 @click.argument("run_b", type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@opt.html("compare.html")
+@opt.html("RUN_B/compare-NAME.html, NAME being RUN_A's folder name")
 @opt.prices()
 def compare_cmd(run_a: str, run_b: str, as_json: bool, html: str | None, prices: str | None) -> int:
     """Compare RUN_B with RUN_A: scenarios that flipped pass -> fail and fail -> pass, per-signal
@@ -962,13 +962,14 @@ def compare_cmd(run_a: str, run_b: str, as_json: bool, html: str | None, prices:
     Example:
       evalctl compare runs/20260101-120000 runs/20260102-090000
       evalctl compare runs/A runs/B --json
-      evalctl compare runs/A runs/B --html compare.html
+      evalctl compare runs/A runs/B --html             # writes runs/B/compare-A.html
+      evalctl compare runs/A runs/B --html /tmp/ab.html
     """
-    from engine.commands.compare import compare
+    from engine.commands.compare import compare, compare_page_path
 
     if as_json and html is not None:
         raise UsageError("--json and --html: choose one")
-    out = None if html is None else Path(html or "compare.html")
+    out = None if html is None else Path(html) if html else compare_page_path(Path(run_a), Path(run_b))
     return compare(Path(run_a), Path(run_b), as_json=as_json, html=out, prices=_prices(prices))
 
 

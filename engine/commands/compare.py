@@ -14,6 +14,13 @@ from engine.results.compare import compare_runs, render_text
 from engine.results.costs import PriceTable
 
 
+def compare_page_path(run_a: Path, run_b: Path) -> Path:
+    """Where ``--html`` without a path writes the page: beside run B's results, named after run A
+    (``RUN_B/compare-A.html``: comparisons of B with different baselines do not overwrite each
+    other; a run's ``--conditions`` pages are ``RUN_DIR/compare-<label>.html`` too)."""
+    return run_b / f"compare-{run_a.resolve().name}.html"
+
+
 def compare(
     run_a: Path,
     run_b: Path,

@@ -112,6 +112,8 @@ def schema_problems(
     problems = list(doc.problems)
     if doc.data is None:
         return [*problems, Problem(doc.file, 1, "$", f"empty file: expected a {kind} spec mapping", subject)]
+    if not isinstance(doc.data, dict):  # the schema's errors would be about each of its oneOf branches
+        return [*problems, Problem(doc.file, doc.line(()), "$", _not_a_mapping(doc.data, kind), subject)]
     errors = sorted(schema_validator(kind, signals).iter_errors(doc.data), key=relevance)
     for err in errors:
         if err.context:
@@ -119,6 +121,14 @@ def schema_problems(
         path, message = _error_location(err)
         problems.append(Problem(doc.file, doc.line(path), format_json_path(path, doc.data), message, subject))
     return problems
+
+
+def _not_a_mapping(data: Any, kind: SpecKind) -> str:
+    if isinstance(data, list):
+        what = "a list (its lines start with '- ')"
+    else:
+        what = "a single text" if isinstance(data, str) else "a single value"
+    return f"the file's top level is {what}: a {kind} spec file must be a mapping (key: value lines)"
 
 
 def problem_at(doc: YamlDoc, path: JsonPath, message: str, subject: str | None = None) -> Problem:

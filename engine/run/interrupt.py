@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine.results.run_report import RunReport
+from engine.util import end_wait
 
 
 class CtrlC:
@@ -47,7 +48,10 @@ class CtrlC:
                 os.write(2, f"evalctl: {self.QUIT}\n".encode())
                 os._exit(130)
             if self.presses == 1:
+                end_wait.mark_stopped()  # the end then waits briefly for what is left running
                 loop.call_soon_threadsafe(self.task.cancel)
+            else:
+                end_wait.cut()  # workers still ending after the stop: they end now
             os.write(2, f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}\n".encode())
 
         return handler
@@ -57,7 +61,10 @@ class CtrlC:
         if self.presses > 2:
             raise KeyboardInterrupt
         if self.presses == 1:
+            end_wait.mark_stopped()
             self.task.cancel()
+        else:
+            end_wait.cut()
         print(f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}", file=sys.stderr, flush=True)
 
     @staticmethod

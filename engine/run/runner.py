@@ -72,7 +72,7 @@ from engine.session.sides import builtin_side
 from engine.spec.gold_check import refuse_mismatches
 from engine.spec.index import ScenarioIndex, index_domain
 from engine.spec.selection import listed, select_tasks
-from engine.util import heap
+from engine.util import end_wait, heap
 from engine.util.aio import run_to_end
 from engine.util.errors import OutputError, SpecError, StrayExit, UsageError
 from engine.util.oslimits import check_open_files, files_needed
@@ -449,6 +449,12 @@ async def _session(
         )
 
 
+def _stop_by_sigterm(task: asyncio.Task[Any]) -> None:
+    """SIGTERM (a CI timeout, ``kill``) stops the run as a first Ctrl-C does."""
+    end_wait.mark_stopped()
+    task.cancel()
+
+
 def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run from a synchronous caller (the CLI); Ctrl-C or SIGTERM (a CI timeout, ``kill``) yields
     an ``interrupted`` report with the summary written; before the sessions start it raises
@@ -461,7 +467,7 @@ def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         previous: Any = None
         installed = False
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+            loop.add_signal_handler(signal.SIGTERM, _stop_by_sigterm, task)
             previous = signal.signal(signal.SIGINT, ctrl_c.on_signal(loop))
             installed = True
         try:

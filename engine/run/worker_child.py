@@ -39,7 +39,7 @@ from engine.scoring.summary_rows import SummaryRow, summary_row
 from engine.session.backends.registry import parse_backend_spec
 from engine.session.setup import side_for
 from engine.spec.index import index_domain
-from engine.util import heap
+from engine.util import end_wait, heap
 from engine.util.aio import run_to_end
 
 #: Seconds a finished session's progress line may wait to be sent with the next ones (a message per
@@ -125,6 +125,13 @@ def _beat(pipe: _Pipe, loop: asyncio.AbstractEventLoop) -> None:
     loop.call_later(workers.BEAT_S, _beat, pipe, loop)
 
 
+def _stopped(main: asyncio.Task[Any]) -> None:
+    """The run's SIGTERM: the sessions in flight are cancelled, the end waits briefly
+    (``engine.util.end_wait``; a second SIGTERM in that wait cuts it)."""
+    end_wait.mark_stopped()
+    main.cancel()
+
+
 async def _work(task: WorkerTask, conn: Connection) -> None:
     opts = task.opts
     # forked: the run's scenario index (shells only); spawned: indexed here (checked again)
@@ -146,7 +153,7 @@ async def _work(task: WorkerTask, conn: Connection) -> None:
     if task.report_starts:  # signs of life: the run kills a worker whose event loop stays blocked
         _beat(pipe, loop)
     if me is not None:
-        loop.add_signal_handler(signal.SIGTERM, me.cancel)
+        loop.add_signal_handler(signal.SIGTERM, _stopped, me)
     with heap.settled(), contextlib.suppress(asyncio.CancelledError):
         run_dir, voice = task.run_dir, task.voice
         invocation = task.invocation

@@ -77,6 +77,7 @@ from engine.run.progress import Finished, Progress
 from engine.run.shard import split
 from engine.scoring import stats
 from engine.session.backends.registry import parse_backend_spec, scheme_of
+from engine.util import end_wait
 from engine.util.aio import exit_process
 from engine.util.errors import SpecError, UsageError
 from engine.util.parent import stop_with_parent, watch_parent
@@ -537,16 +538,27 @@ def _exited(worker: _Worker, read: Callable[[], None]) -> Callable[[], None]:
 
 
 async def _stop(workers: list[_Worker]) -> None:
-    """Ask every live worker to stop (SIGTERM), wait for them (:data:`STOP_GRACE_S`), kill the rest."""
+    """Ask every live worker to stop (SIGTERM), wait for them (:data:`STOP_GRACE_S`; each waits
+    briefly at its end for what the agent's code left running: ``engine.util.end_wait``), kill the
+    rest. A second stop (Ctrl-C) meanwhile is passed on (SIGTERM again): it cuts their end waits."""
+
+    def again() -> None:
+        for w in workers:
+            if w.process.is_alive():
+                with contextlib.suppress(OSError):
+                    w.process.terminate()
+
     for w in workers:
         w.stopping = True
-        if w.process.is_alive():
-            with contextlib.suppress(OSError):
-                w.process.terminate()
+    again()
     waiting = [w.closed for w in workers if w.closed is not None and not w.closed.done()]
     if waiting:
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.gather(*waiting), STOP_GRACE_S)
+        end_wait.add_cut(again)
+        try:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.gather(*waiting), STOP_GRACE_S)
+        finally:
+            end_wait.remove_cut(again)
     for w in workers:
         if w.process.is_alive():
             w.process.kill()

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, NoReturn, TypeVar
 
+from engine.util import end_wait
+
 T = TypeVar("T")
 
 #: Seconds the tasks left running get to finish once cancelled.
@@ -60,12 +62,16 @@ def run_to_end(
     finally:
         loop = runner.get_loop()
         loop.set_exception_handler(_quiet_exits)
+        presses = len(_PRESSES)  # after the user's stop: one short wait for all; a stop in it cuts it
+        budget = end_wait.Budget(grace_s, cut=lambda: len(_PRESSES) > presses)
         with _ctrl_c_watched():
-            stuck, waited = _cancel_leftovers(loop, grace_s)
+            stuck, waited = _cancel_leftovers(loop, budget.next())
             if stuck:
                 _LEFT_BEHIND.append("tasks")
                 (say or _stderr)(_left_behind(stuck, waited))
-            _close(loop, grace_s, say or _stderr)
+            _close(loop, budget, say or _stderr)
+            if end_wait.stopped():  # the threads too, before the summary (not after its last line)
+                _threads_after_stop(budget, say or _stderr)
 
 
 #: What :func:`run_to_end` left behind in this process (tasks, async generators): their code
@@ -209,7 +215,7 @@ def _where(task: asyncio.Task[Any]) -> str:
     return f"{name}() at {frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def _close(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str], None]) -> None:
+def _close(loop: asyncio.AbstractEventLoop, budget: end_wait.Budget, say: Callable[[str], None]) -> None:
     """Close ``loop`` as ``Runner.close`` does, but without waiting for stuck tasks again
     (``Runner.close`` gathers every task), with a limit on the async generators' closing
     (``loop.shutdown_asyncgens``: a generator whose ``finally`` waits for ever held it for ever)
@@ -219,6 +225,7 @@ def _close(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str],
         gens = asyncio.ensure_future(loop.shutdown_asyncgens(), loop=loop)
         began = time.monotonic()
         watched = {gens, *before}
+        grace_s = budget.next()
         _run_until(loop, gens.done, grace_s, watched)
         _retrieve(watched - before - {gens})  # the tasks the generators' closing started
         if not gens.done():
@@ -229,7 +236,7 @@ def _close(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callable[[str],
                 f"evalctl: async generators still closing {waited:.1f} s after the end (a `finally` "
                 "that waits on and on) were left behind (what was written is complete)"
             )
-        _stop_executor(loop, grace_s, say)
+        _stop_executor(loop, budget.next(), say)
     finally:
         for task in asyncio.all_tasks(loop):
             # asyncio's own flag: a task destroyed while pending is not logged at exit ("Task was
@@ -253,8 +260,10 @@ def _stop_executor(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callabl
     executor.shutdown(wait=False, cancel_futures=True)
     threads = list(getattr(executor, "_threads", ()))
     deadline = time.monotonic() + grace_s
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
+    with contextlib.suppress(KeyboardInterrupt):  # the user's stop (:func:`_ctrl_c_watched`) cuts it
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    end_wait.NAMED.update(t for t in threads if t.is_alive())
     if alive := sum(t.is_alive() for t in threads):
         say(
             f"evalctl: {alive} thread{'s' if alive != 1 else ''} of asyncio's default executor "
@@ -263,18 +272,50 @@ def _stop_executor(loop: asyncio.AbstractEventLoop, grace_s: float, say: Callabl
         )
 
 
-def stuck_threads(grace_s: float = GRACE_S) -> list[threading.Thread]:
+def stuck_threads(
+    grace_s: float = GRACE_S, skip: set[threading.Thread] | None = None
+) -> list[threading.Thread]:
     """The threads that would hold this process at its exit (alive, not daemon, not the main
-    thread) once each was given up to ``grace_s`` seconds in all to end; [] when none."""
+    thread) once each was given up to ``grace_s`` seconds in all to end; [] when none. Those in
+    ``skip`` (waited for and named already) are not waited for again."""
     deadline = time.monotonic() + grace_s
     for thread in threading.enumerate():
-        if _holds_exit(thread):
+        if _holds_exit(thread) and thread not in (skip or ()):
             thread.join(max(0.0, deadline - time.monotonic()))
     return [t for t in threading.enumerate() if _holds_exit(t)]
 
 
 def _holds_exit(thread: threading.Thread) -> bool:
-    return thread is not threading.main_thread() and not thread.daemon and thread.is_alive()
+    return (
+        thread is not threading.main_thread()
+        and thread is not threading.current_thread()
+        and not thread.daemon
+        and thread.is_alive()
+    )
+
+
+def _threads_after_stop(budget: end_wait.Budget, say: Callable[[str], None]) -> None:
+    """After the user's stop, the threads that would hold the exit get what is left of the end's
+    short wait now, and those still running are named here, before the run's summary: the exit
+    (:func:`exit_process`) waits for them no more. A Ctrl-C or SIGTERM meanwhile cuts the wait."""
+    presses = len(_PRESSES)
+    with contextlib.suppress(KeyboardInterrupt):
+        stuck_threads(budget.next(), skip=end_wait.NAMED)
+    end_wait.THREADS_WAITED.append(True)
+    new = [t for t in threading.enumerate() if _holds_exit(t) and t not in end_wait.NAMED]
+    if new:
+        cut = presses < len(_PRESSES)
+        when = "when the stop cut the wait" if cut else f"{budget.total():g} s after the stop"
+        say(_threads_line(new, when))
+        end_wait.NAMED.update(new)
+
+
+def _threads_line(stuck: list[threading.Thread], when: str) -> str:
+    names = ", ".join(t.name for t in stuck[:3]) + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
+    return (
+        f"evalctl: {len(stuck)} thread{'s' if len(stuck) != 1 else ''} still running {when} "
+        f"left behind: {names} (what was written is complete)"
+    )
 
 
 def exit_process(code: int, grace_s: float = GRACE_S, say: Callable[[str], None] | None = None) -> None:
@@ -289,21 +330,20 @@ def exit_process(code: int, grace_s: float = GRACE_S, say: Callable[[str], None]
     one that already cut the tasks' wait (:func:`run_to_end`) leaves no thread wait at all. Without
     them, ``sys.exit(code)``."""
     cut = bool(_PRESSES)  # the user already stopped the end of the run's wait once
+    waited = cut or bool(end_wait.THREADS_WAITED)  # or a stopped run's end waited for them already
     try:
         with _ctrl_c_watched():
-            stuck = stuck_threads(0.0 if cut else grace_s)
+            stuck = stuck_threads(0.0 if waited else grace_s, skip=end_wait.NAMED)
     except KeyboardInterrupt:  # Ctrl-C while they are waited for: wait no more (the code stands)
         stuck, cut = [t for t in threading.enumerate() if _holds_exit(t)], True
     if not stuck and _LEFT_BEHIND:  # what was left behind must not run again at the exit
         _exit_now(code)
     if not stuck:
         sys.exit(code)
-    names = ", ".join(t.name for t in stuck[:3]) + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
-    when = "when the stop cut the wait" if cut else f"{grace_s:g} s after the end"
-    (say or _stderr)(
-        f"evalctl: {len(stuck)} thread{'s' if len(stuck) != 1 else ''} still running {when} "
-        f"left behind: {names} (what was written is complete)"
-    )
+    new = [t for t in stuck if t not in end_wait.NAMED]  # those named already are not named again
+    if new:
+        when = "when the stop cut the wait" if cut else f"{grace_s:g} s after the end"
+        (say or _stderr)(_threads_line(new, when))
     _exit_now(code)
 
 

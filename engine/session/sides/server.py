@@ -55,6 +55,7 @@ from engine.session.backends import (
 )
 from engine.session.sides import memory
 from engine.session.sides.link import UNIX_SCHEME, forget
+from engine.util import end_wait
 
 log = logging.getLogger(__name__)
 
@@ -413,7 +414,8 @@ async def builtin_side(
         await forget(uri)
         server.close()
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(2.0):
+            # its handlers' end; after the user's stop only briefly (the run's end names what is left)
+            async with asyncio.timeout(min(2.0, end_wait.STOPPED_GRACE_S) if end_wait.stopped() else 2.0):
                 await server.wait_closed()
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)

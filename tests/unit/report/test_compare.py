@@ -259,3 +259,19 @@ def test_sizes_read_in_their_unit() -> None:
     from engine.commands.console import size_text
 
     assert [size_text(n) for n in (820, 13_400, 4_200_000)] == ["820 bytes", "13 KB", "4.2 MB"]
+
+
+def test_html_without_a_path_is_written_beside_run_b_and_said(
+    clean_run: Path, mock_sample_run_dir: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: ``--html`` alone wrote ``compare.html`` into the current directory."""
+    run_b = tmp_path / "b"
+    shutil.copytree(mock_sample_run_dir, run_b)
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["compare", str(clean_run), str(run_b), "--html"]) == 0
+    page = run_b / f"compare-{clean_run.name}.html"
+    assert capsys.readouterr().out.startswith(f"compare: {page} (")
+    assert all(name in page.read_text(encoding="utf-8") for name in FAILING)
+    assert list(here.iterdir()) == []

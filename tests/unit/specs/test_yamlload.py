@@ -155,3 +155,27 @@ def test_a_symlink_loop_in_a_spec_folder_is_one_problem(
     err = capsys.readouterr()
     lines = [line for line in (err.out + err.err).splitlines() if "loop.yaml" in line]
     assert lines and all(line.startswith(f"{spec / 'scenarios' / 'loop.yaml'}: $: ") for line in lines), lines
+
+
+@pytest.mark.parametrize("file", ["scenarios/listed.yaml", "domain.yaml"])
+def test_a_spec_file_whose_top_level_is_a_list_says_it_must_be_a_mapping(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], file: str
+) -> None:
+    """Before: two schema lines (``... is valid under each of {'required': ['eva_id']}, ...`` and
+    ``... is not of type 'object'``) that never said the file must be a mapping."""
+    import shutil
+
+    import cli
+    from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+
+    spec = tmp_path / "spec"
+    shutil.copytree(MOCK_SPEC_DIR, spec)
+    (spec / file).write_text("# a list, not a mapping\n- id: listed\n- name: other\n", encoding="utf-8")
+    assert cli.main(["validate", str(spec), "--data-root", str(MOCK_DATA_ROOT)]) == 1
+    err = capsys.readouterr()
+    lines = [line for line in (err.out + err.err).splitlines() if str(spec / file) in line]
+    kind = "domain" if file == "domain.yaml" else "scenario"
+    assert lines == [
+        f"{spec / file}:2: $: the file's top level is a list (its lines start with '- '): "
+        f"a {kind} spec file must be a mapping (key: value lines)"
+    ], lines
