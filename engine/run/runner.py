@@ -482,6 +482,7 @@ def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                         signal.SIGINT, previous if previous is not None else signal.default_int_handler
                     )
 
+    end_wait.reset()  # an earlier run's stop in this process does not shorten this one's end
     try:
         return run_to_end(main(), on_stray_exit=StrayExit.of)
     except asyncio.CancelledError:

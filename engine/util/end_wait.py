@@ -42,6 +42,15 @@ def stopped() -> bool:
     return bool(_STOPPED)
 
 
+def reset() -> None:
+    """Forget an earlier run's stop (a process that runs again: the Python API, a notebook, the
+    tests): each run's end waits by its own stop only."""
+    _STOPPED.clear()
+    _CUTS.clear()
+    NAMED.clear()
+    THREADS_WAITED.clear()
+
+
 class Budget:
     """The end's waits: ``grace_s`` each, or :data:`STOPPED_GRACE_S` for all of them together
     once the process was stopped (:func:`stopped`, checked at each wait); :data:`MIN_STEP_S`
