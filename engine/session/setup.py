@@ -113,9 +113,10 @@ def check_counts(opts: RunOptions) -> None:
 
 def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[Endpoint]:
     """The ``openai:`` endpoints and external ``ws://`` sides of the run (and an ``rtvi+ws://``
-    bot), to check before the first session. With a model-call cache (``--cache``) the model
-    endpoints are not checked: a cached run needs no endpoint (an uncached request to one that
-    is down fails its session, and ``--max-endpoint-failures`` stops the run)."""
+    bot: its ``ws://`` URL checked, its ``rtvi+ws://`` address quoted), to check before the first
+    session. With a model-call cache (``--cache``) the model endpoints are not checked: a cached
+    run needs no endpoint (an uncached request to one that is down fails its session, and
+    ``--max-endpoint-failures`` stops the run)."""
     cached = bool(opts.cache_dir)
     found = [
         Endpoint(
@@ -128,7 +129,14 @@ def endpoints(opts: RunOptions, agent: BackendSpec, user: BackendSpec) -> list[E
         if scheme_of(spec).model_endpoint and not cached
     ]
     found += [
-        Endpoint(f"{role} side", None, "", side_uri=str(spec.uri), url_option=f"--{role}")
+        Endpoint(
+            f"{role} side",
+            None,
+            "",
+            side_uri=str(spec.uri),
+            url_option=f"--{role}",
+            side_text=spec.text or str(spec.uri),
+        )
         for role, spec in (("agent", agent), ("user", user))
         if scheme_of(spec).external or (scheme_of(spec).agent_code and spec.uri)  # an RTVI bot too
     ]

@@ -93,9 +93,16 @@ class Problem:
 
 
 class SpecError(EvalctlError):
-    """One or more spec problems; ``problems`` holds every one found (never only the first)."""
+    """One or more spec problems; ``problems`` holds every one found (never only the first).
+    Given a message alone (a string: code that is not evalctl's, an in-process agent's or a
+    plugin's, raising this class), that message is the error's text and its one problem's
+    message, never read as a list of problems (one per character)."""
 
-    def __init__(self, problems: list[Problem]):
+    def __init__(self, problems: list[Problem] | str):
+        if isinstance(problems, str):
+            self.problems = [Problem("", 0, "$", problems)]
+            super().__init__(problems)
+            return
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
 

@@ -12,7 +12,8 @@ brings the engine's results back, which resolve the awaited calls. A step with t
 turn's ``max_tool_rounds`` (``TurnInfo.last_round``), and words or arguments that are not valid
 UTF-8 text, are the agent's failure too. Whatever the agent raises is
 handed to ``respond`` (:meth:`ToolBridge.fail`) and raised there as a :class:`BackendError`: the
-agent's FAIL (these schemes are not evalctl's own code: ``registry.evalctl_own``).
+agent's FAIL (these schemes are not evalctl's own code: ``registry.evalctl_own``), its detail one
+line naming the exception (``engine.session.backends.failure_text``).
 
 :class:`InprocSession` is what every in-process agent factory is given.
 """
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.session.backends import BackendError, BackendReply, ToolCallRequest, TurnInfo, Usage
+from engine.session.backends.failure_text import agent_failed, exception_line
 from engine.util.errors import UsageError
 
 #: The result an agent's pending tool call gets when the engine never ran it (the turn's round cap
@@ -120,7 +122,8 @@ class ToolBridge:
     ) -> BackendReply:
         """The agent's next step. Round 0: the caller's new line(s) (the trailing ``user``
         messages, joined by a newline) go to ``begin``; a later round: the trailing ``tool``
-        messages resolve the awaited calls. Raises BackendError when the agent failed."""
+        messages resolve the awaited calls. Raises BackendError when the agent failed (its message:
+        ``engine.session.backends.failure_text.agent_failed``)."""
         if turn.round == 0:
             self._settle_pending()
             await begin("\n".join(_trailing(messages, "user")))
@@ -131,8 +134,7 @@ class ToolBridge:
                     future.set_result(str(message.get("content", "")))
         item = await self._steps.get()
         if isinstance(item, BaseException):
-            said = f": {item}" if str(item) else ""
-            raise BackendError(f"the agent failed: {type(item).__name__}{said}{raised_at(item)}") from item
+            raise BackendError(agent_failed(item, raised_at(item))) from item
         _check_text(item)
         if item.calls and turn.last_round:
             names = ", ".join(repr(c.name) for c in item.calls)
@@ -245,33 +247,37 @@ def load_factory(target: str, scheme: str) -> Callable[..., Any]:
         raise UsageError(
             f"backend '{scheme}:{target}': expected {scheme}:FILE.py:FACTORY or {scheme}:MODULE:FACTORY"
         )
-    try:
-        if where.endswith(".py") or "/" in where:
-            path = Path(where).resolve()
-            if not path.is_file():
-                raise UsageError(f"backend '{scheme}:{target}': no file {where}")
-            module_name = f"evalctl_agent_{abs(hash(str(path)))}"
-            module = sys.modules.get(module_name)
-            if module is None:
-                spec = importlib.util.spec_from_file_location(module_name, path)
-                if spec is None or spec.loader is None:
-                    raise UsageError(f"backend '{scheme}:{target}': {where} is not a Python file")
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[module_name] = module
-                try:
-                    spec.loader.exec_module(module)
-                except BaseException:
-                    del sys.modules[module_name]
-                    raise
-        else:
-            module = importlib.import_module(where)
-    except UsageError:
-        raise
-    except (Exception, SystemExit) as exc:  # the user's module: what it raises on import is bad input
-        raise UsageError(
-            f"backend '{scheme}:{target}': {where} does not load ({type(exc).__name__}: {exc})"
-        ) from None
+    if where.endswith(".py") or "/" in where:
+        path = Path(where).resolve()
+        if not path.is_file():
+            raise UsageError(f"backend '{scheme}:{target}': no file {where}")
+        module_name = f"evalctl_agent_{abs(hash(str(path)))}"
+        module = sys.modules.get(module_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            if spec is None or spec.loader is None:
+                raise UsageError(f"backend '{scheme}:{target}': {where} is not a Python file")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            try:
+                _users_code(spec.loader.exec_module, module, target, scheme, where)
+            except BaseException:
+                del sys.modules[module_name]
+                raise
+    else:
+        module = _users_code(importlib.import_module, where, target, scheme, where)
     factory = getattr(module, name, None)
     if not callable(factory):
         raise UsageError(f"backend '{scheme}:{target}': {where} has no callable {name!r}")
     return factory
+
+
+def _users_code(load: Callable[[Any], Any], arg: Any, target: str, scheme: str, where: str) -> Any:
+    """``load(arg)``: the user's module imported or run. What it raises (even one of evalctl's own
+    exception classes, a ``UsageError`` or ``SpecError`` of its code) is bad input, said as one
+    line naming that exception (``failure_text.exception_line``)."""
+    try:
+        return load(arg)
+    except (Exception, SystemExit) as exc:  # the user's module: what it raises on import is bad input
+        said = exception_line(exc)
+        raise UsageError(f"backend '{scheme}:{target}': {where} does not load ({said})") from None

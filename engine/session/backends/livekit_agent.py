@@ -56,6 +56,7 @@ from engine.session.backends import (
     token_count,
 )
 from engine.session.backends.bridge import InprocSession, ToolBridge, own_failure
+from engine.session.backends.failure_text import exception_line
 from engine.session.backends.python_agent import resolve
 from engine.util.errors import UsageError
 
@@ -177,9 +178,7 @@ class LiveKitAgent:
         try:
             self._run = self._session.run(user_input=text)
         except Exception as exc:  # livekit refuses the agent as it is: the agent's FAIL
-            raise BackendError(
-                f"{self.name}: the agent cannot answer ({type(exc).__name__}: {exc})"
-            ) from None
+            raise BackendError(f"{self.name}: the agent cannot answer ({exception_line(exc)})") from None
         self._watch = asyncio.ensure_future(self._finished(self._run))
 
     async def _finished(self, run: Any) -> None:
@@ -207,7 +206,7 @@ class LiveKitAgent:
         except BaseException as exc:  # the user's code, even SystemExit: its FAIL
             if not own_failure(exc):
                 raise
-            raise BackendError(f"{self.name}: the factory failed: {type(exc).__name__}: {exc}") from exc
+            raise BackendError(f"{self.name}: the factory failed: {exception_line(exc)}") from exc
         original = agent.llm_node
         setattr(agent, "llm_node", self._node(agent, original))  # noqa: B010 (a method of the instance)
         setattr(agent, "on_enter", self._on_enter(agent.on_enter))  # noqa: B010

@@ -51,6 +51,7 @@ from engine.session.backends import (
     token_count,
 )
 from engine.session.backends.bridge import InprocSession, ToolBridge, own_failure
+from engine.session.backends.failure_text import exception_line
 from engine.session.backends.pipecat_audio import PipelineAudio, TurnSpeech, voice_services
 from engine.session.backends.pipecat_log import quiet_pipecat
 from engine.session.backends.python_agent import resolve
@@ -290,7 +291,7 @@ class PipecatAgent:
         except BaseException as exc:  # the user's code, even SystemExit: its FAIL
             if not own_failure(exc):
                 raise
-            raise BackendError(f"{self.name}: the factory raised {type(exc).__name__}: {exc}") from exc
+            raise BackendError(f"{self.name}: the factory raised {exception_line(exc)}") from exc
         pipeline = _pipeline(made, self.name)
         services = [p for p in _processors(pipeline) if isinstance(p, BaseOpenAILLMService)]
         if not services:

@@ -41,14 +41,19 @@ class Endpoint:
     side_uri: str | None = None
     #: The option that sets ``base_url`` or ``side_uri`` (named when the endpoint fails its check).
     url_option: str = "--base-url"
+    #: The side's address as the user gave it, quoted in messages (``rtvi+ws://HOST:PORT``, whose
+    #: ``side_uri`` is the ``ws://`` URL connected to); empty: ``side_uri``.
+    side_text: str = ""
 
 
 async def probe_side(endpoint: Endpoint, timeout_s: float) -> None:
     """Open a WebSocket connection to an external side and close it at once; raises
     InfrastructureError (one line naming it) when nothing accepts it within ``timeout_s`` seconds,
     or when what answers is not a WebSocket server (the upgrade request answered with an HTTP
-    status, or with no valid HTTP response at all)."""
+    status, or with no valid HTTP response at all). The line quotes the side's address as the
+    user gave it (``endpoint.side_text``)."""
     uri = str(endpoint.side_uri)
+    shown = endpoint.side_text or uri
     try:
         async with connect(
             uri,
@@ -67,14 +72,14 @@ async def probe_side(endpoint: Endpoint, timeout_s: float) -> None:
             else (err.strerror or err)
         )
         raise InfrastructureError(
-            f"{endpoint.label} {uri} is unreachable ({why}); start that side first (e.g. `evalctl serve`)"
+            f"{endpoint.label} {shown} is unreachable ({why}); start that side first (e.g. `evalctl serve`)"
         ) from None
     except InvalidHandshake as err:
         # a WebSocket server may refuse the upgrade too (401, 403: its credentials; 503: full)
         refused = isinstance(err, InvalidStatus) and err.response.status_code in _REFUSALS
         what = "refused the WebSocket connection" if refused else "is not a WebSocket server"
         raise InfrastructureError(
-            f"{endpoint.label} {uri} {what} ({_answer(err)}); check {endpoint.url_option}"
+            f"{endpoint.label} {shown} {what} ({_answer(err)}); check {endpoint.url_option}"
         ) from None
 
 
@@ -155,6 +160,9 @@ def _one_check(url: str | None, env: str, same: list[Endpoint]) -> Endpoint:
 
 
 def _one_side(uri: str, same: list[Endpoint]) -> Endpoint:
-    """The sides at one URI (the agent and the user on one ``evalctl serve``), checked once."""
+    """The sides at one URI (the agent and the user on one ``evalctl serve``), checked once; their
+    addresses as given, each once (``ws://H:P / rtvi+ws://H:P`` when they were given apart)."""
     options = " / ".join(dict.fromkeys(e.url_option for e in same))
-    return Endpoint(" and ".join(e.label for e in same), None, "", side_uri=uri, url_option=options)
+    shown = " / ".join(dict.fromkeys(e.side_text or uri for e in same))
+    label = " and ".join(e.label for e in same)
+    return Endpoint(label, None, "", side_uri=uri, url_option=options, side_text=shown)

@@ -14,7 +14,10 @@ result text (``arguments``: the raw JSON text, never repaired, or a dict), ``awa
 tools.call_many([(name, arguments), ...])`` runs a batch of parallel calls and returns their
 results in order (``say=TEXT``: words said in the same model step as the calls). Calling the
 scenario's hang-up tool (``end_conversation``) ends the call after it runs. What the agent
-raises, and a reply that is not a string (or None), is the agent's FAIL.
+raises, and a reply that is not a string (or None), is the agent's FAIL; so is a turn the agent's
+code cancels itself (``raise asyncio.CancelledError``, or ``asyncio.current_task().cancel()``),
+at once: only evalctl's own cancellation of a turn (the next turn, the session's end, Ctrl-C) is
+not the agent's.
 
 :func:`register_agent` registers a factory object directly and returns the spec string that
 names it (``python:@NAME``), for the Python API; a registered factory lives in this process only
@@ -26,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +39,6 @@ from engine.session.backends.bridge import (
     InprocSession,
     ToolBridge,
     load_factory,
-    own_failure,
     raw_arguments,
 )
 from engine.util.errors import UsageError
@@ -115,6 +118,8 @@ class PythonAgent:
         self._info = info
         self._turn_fn: AgentTurn | None = None
         self._task: asyncio.Task[None] | None = None
+        #: The turn tasks evalctl cancelled (their CancelledError is not the agent's failure).
+        self._stopped: weakref.WeakSet[asyncio.Task[None]] = weakref.WeakSet()
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: TurnInfo
@@ -122,9 +127,27 @@ class PythonAgent:
         return await self.bridge.respond(messages, turn, self._begin)
 
     async def _begin(self, text: str) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        self._stop()
         self._task = asyncio.ensure_future(self._run(text))
+
+    def _stop(self) -> None:
+        """Cancel the running turn, if any: evalctl's cancellation (a new turn, the session's
+        end), told apart from one the agent's code made (:meth:`_cancelled_by_agent`)."""
+        if self._task is not None and not self._task.done():
+            self._stopped.add(self._task)
+            self._task.cancel()
+
+    def _cancelled_by_agent(self) -> bool:
+        """Whether the CancelledError ending the turn is the agent's code's own doing: it raised
+        it, or cancelled its own turn's task (``asyncio.current_task().cancel()``), which evalctl
+        did not (:meth:`_stop`). That turn is then the agent's FAIL at once, not a silence until
+        ``--turn-timeout``; the task's cancellation request is withdrawn (``uncancel``)."""
+        task = asyncio.current_task()
+        if task is None or task in self._stopped:
+            return False
+        if task.cancelling():
+            task.uncancel()
+        return True
 
     async def _run(self, text: str) -> None:
         try:
@@ -149,15 +172,17 @@ class PythonAgent:
             if reply is not None and not isinstance(reply, str):
                 raise TypeError(f"a turn returned {type(reply).__name__}, not a string")
             self.bridge.step(reply or "", [])
+        except asyncio.CancelledError as exc:
+            if not self._cancelled_by_agent():
+                raise  # evalctl stopped the turn
+            self.bridge.fail(exc)
         except BaseException as exc:  # the agent's own failure, even SystemExit: its FAIL
-            if not own_failure(exc):
-                raise
             self.bridge.fail(exc)
 
     async def aclose(self) -> None:
         """Stop the agent's running turn, if any (the session ended)."""
         if self._task is not None and not self._task.done():
-            self._task.cancel()
+            self._stop()
             await asyncio.gather(self._task, return_exceptions=True)
 
 

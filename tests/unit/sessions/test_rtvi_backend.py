@@ -237,7 +237,8 @@ def test_an_unreachable_bot_stops_the_run_before_the_first_session(tmp_path: Pat
     cmd += ["--agent", f"rtvi+ws://127.0.0.1:{port}", "--output-dir", str(tmp_path / "x")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert done.returncode == 3, done.stderr
-    assert f"agent side ws://127.0.0.1:{port} is unreachable" in done.stderr
+    # the address as given (it said ws://127.0.0.1:PORT, the URL the bot is reached at)
+    assert f"evalctl: agent side rtvi+ws://127.0.0.1:{port} is unreachable (" in done.stderr
 
 
 def test_validate_checks_the_tool_map(mapped_shop: Path) -> None:

@@ -17,7 +17,11 @@ import websockets
 from websockets.exceptions import ConnectionClosed
 
 from engine.session.backends.probe import Endpoint, check_endpoints, probe_side
+from engine.session.backends.registry import parse_backend_spec
+from engine.session.setup import endpoints
 from engine.util.errors import INFRASTRUCTURE_EXIT, InfrastructureError
+from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR
+from tests.runtime_helpers import run_options
 
 #: Bound on waits for events a working probe sets within milliseconds; it only stops a broken
 #: probe from hanging the suite.
@@ -154,3 +158,55 @@ async def test_a_websocket_server_that_refuses_the_upgrade_is_named_as_refusing(
             await probe_side(_side(uri), PATIENCE_S)
     said = str(caught.value)
     assert said.startswith(f"agent side {uri} refused the WebSocket connection (") and "503" in said, said
+
+
+def _run_endpoints(agent: str, user: str = "replay") -> list[Endpoint]:
+    """The endpoints a run of the mock shop with ``--agent agent --user user`` checks first."""
+    opts = run_options(MOCK_SPEC_DIR, MOCK_DATA_ROOT, agent=agent, user=user)
+    return endpoints(opts, parse_backend_spec(agent), parse_backend_spec(user))
+
+
+async def test_an_rtvi_bot_on_a_plain_http_port_is_named_as_given(http_501: str) -> None:
+    """Before: ``agent side ws://127.0.0.1:PORT is not a WebSocket server``: the URL the bot is
+    reached at, not the ``--agent`` value the user wrote."""
+    given = http_501.replace("ws://", "rtvi+ws://", 1)
+    with pytest.raises(InfrastructureError) as caught:
+        await check_endpoints(_run_endpoints(given), PATIENCE_S)
+    assert str(caught.value) == (
+        f"agent side {given} is not a WebSocket server (it answered the upgrade request with "
+        "HTTP 501 Unsupported method ('GET')); check --agent"
+    )
+
+
+async def test_an_rtvi_bot_that_never_answers_the_handshake_is_named_as_given() -> None:
+    """A port that accepts and never answers: ``no answer to the WebSocket handshake``, the
+    ``rtvi+ws://`` address quoted (the check's own timeout, short: nothing ever answers)."""
+    accepted = asyncio.Event()
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        accepted.set()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    async with server:
+        given = f"rtvi+ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        with pytest.raises(InfrastructureError) as caught:
+            await check_endpoints(_run_endpoints(given), 0.5)
+        assert accepted.is_set()
+        for writer in held:
+            writer.close()
+    assert str(caught.value) == (
+        f"agent side {given} is unreachable (no answer to the WebSocket handshake in 0.5 s); "
+        "start that side first (e.g. `evalctl serve`)"
+    )
+
+
+async def test_both_sides_on_one_port_given_apart_are_each_named_as_given(http_501: str) -> None:
+    """``--agent rtvi+ws://H:P --user ws://H:P``: one check of the port, both addresses quoted."""
+    given = http_501.replace("ws://", "rtvi+ws://", 1)
+    with pytest.raises(InfrastructureError) as caught:
+        await check_endpoints(_run_endpoints(given, http_501), PATIENCE_S)
+    assert str(caught.value).startswith(
+        f"agent side and user side {given} / {http_501} is not a WebSocket server ("
+    )
