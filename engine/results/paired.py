@@ -8,9 +8,13 @@ when every scenario holds one verdict per run, Newcombe's interval for paired pr
 (``engine.scoring.stats.paired_proportion_interval``: never zero-width, so five scenarios all worse
 read −100 to −39 pt, not a certain −100) and exact McNemar on the discordant scenarios; else the
 bootstrap over scenarios (``engine.scoring.stats.difference_interval``) and a paired permutation
-test over scenarios. The verdict is ``better`` / ``worse`` at p < 0.05, else ``no detectable
-difference at n = N; a difference below ~M pt cannot be seen`` with M the minimum detectable
-difference at 80 % power for that n and K (``engine.scoring.stats.minimum_detectable_difference``).
+test over scenarios. The verdict is ``better`` / ``worse`` at p < 0.05; else ``no detectable
+difference at n = N; a difference below ~M pt cannot be seen`` when the rates are equal (M the
+minimum detectable difference at 80 % power for that n and K:
+``engine.scoring.stats.minimum_detectable_difference``), ``not significant at n = N; a difference
+below ~M pt cannot be seen`` when they differ, or ``inconclusive at n = N: the 95% interval lies
+below 0, but exact McNemar does not reach p < 0.05 ...`` when the interval leaves 0 out and the
+test does not (at small n the two can disagree).
 
 With trials, each changed scenario is *consistent* (every trial of A agrees, every trial of B
 agrees, and they differ) or *within its own noise* (its verdicts disagree in A or in B). Runs
@@ -175,11 +179,7 @@ def paired_rate(name: str, a: Mapping[str, tuple[int, int]], b: Mapping[str, tup
         ci = difference_interval(ra, rb)
     difference = (sum(rb) - sum(ra)) / n
     detectable = minimum_detectable_difference(n, variance, trials)
-    if p < ALPHA and difference != 0:
-        verdict = "better" if difference > 0 else "worse"
-    else:
-        below = "n/a" if detectable is None else f"{100 * detectable:.0f}"
-        verdict = f"no detectable difference at n = {n}; a difference below ~{below} pt cannot be seen"
+    verdict = _verdict(n, difference, p, ci, test, discordant, detectable)
     return PairedRate(
         name,
         n,
@@ -192,6 +192,41 @@ def paired_rate(name: str, a: Mapping[str, tuple[int, int]], b: Mapping[str, tup
         detectable,
         verdict,
     )
+
+
+#: The fewest discordant scenarios, all one way, that exact McNemar can find significant at ALPHA
+#: (two-sided: 2 · 0.5^m < ALPHA).
+FEWEST_ONE_WAY = next(m for m in range(1, 64) if 2 * 0.5**m < ALPHA)
+
+
+def _verdict(
+    n: int,
+    difference: float,
+    p: float,
+    ci: Interval | None,
+    test: str,
+    discordant: tuple[int, int] | None,
+    detectable: float | None,
+) -> str:
+    """The verdict in words: ``better`` / ``worse`` at p < ALPHA; else ``no detectable difference
+    ...`` when nothing changed, ``not significant ...`` when something did, or ``inconclusive ...``
+    when the interval leaves 0 out but the test does not reach ALPHA (Newcombe's interval and
+    the exact test can disagree at small n: 5 of 6 scenarios worse, none better)."""
+    if p < ALPHA and difference != 0:
+        return "better" if difference > 0 else "worse"
+    below = "n/a" if detectable is None else f"{100 * detectable:.0f}"
+    if difference == 0:
+        return f"no detectable difference at n = {n}; a difference below ~{below} pt cannot be seen"
+    if ci is not None and (ci.low > 0 or ci.high < 0):
+        side = "above" if ci.low > 0 else "below"
+        need = ""
+        if discordant is not None and sum(discordant) < FEWEST_ONE_WAY:
+            need = f" (it needs {FEWEST_ONE_WAY} scenarios changing one way at the least)"
+        return (
+            f"inconclusive at n = {n}: the 95% interval lies {side} 0, but {test} does not reach "
+            f"p < {ALPHA:g}{need}; more scenarios would settle it"
+        )
+    return f"not significant at n = {n}; a difference below ~{below} pt cannot be seen"
 
 
 def paired_rates(ra: Results, rb: Results, signals: Iterable[str]) -> tuple[PairedRate, ...]:

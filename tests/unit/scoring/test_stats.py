@@ -149,6 +149,31 @@ def test_a_paired_rate_says_whether_the_difference_is_real() -> None:
     assert paired_rate("overall", flipped, same).verdict == "better"
 
 
+def test_a_change_the_test_cannot_confirm_is_not_called_no_difference() -> None:
+    """Before: 5 of 6 scenarios pass -> fail read "-83.3 pt [95% CI -97.0 to -27.7 pt], exact McNemar
+    p = 0.0625 (5 vs 0 discordant): no detectable difference", the interval and the words at odds
+    (a new user's finding). Newcombe's interval can leave 0 out where the exact test cannot reach
+    p < 0.05: fewer than 6 discordant scenarios never can."""
+    good = {f"s{i}": (1, 1) for i in range(6)}
+    five_worse = {name: (0, 1) if i < 5 else good[name] for i, name in enumerate(sorted(good))}
+    got = paired_rate("overall", good, five_worse)
+    assert got.discordant == (5, 0) and got.p_value == pytest.approx(0.0625)
+    assert got.ci is not None and got.ci.high < 0
+    assert got.verdict == (
+        "inconclusive at n = 6: the 95% interval lies below 0, but exact McNemar does not reach "
+        "p < 0.05 (it needs 6 scenarios changing one way at the least); more scenarios would settle it"
+    )
+    assert paired_rate("overall", five_worse, good).verdict.startswith(
+        "inconclusive at n = 6: the 95% interval lies above 0"
+    )
+    # a change whose interval holds 0: not significant (the rates differ: never "no difference")
+    twelve = {f"s{i:02d}": (1, 1) for i in range(12)}
+    three_worse = {name: (0, 1) if i < 3 else twelve[name] for i, name in enumerate(sorted(twelve))}
+    some = paired_rate("overall", twelve, three_worse)
+    assert some.ci is not None and some.ci.low < 0 < some.ci.high
+    assert some.verdict.startswith("not significant at n = 12; a difference below ~")
+
+
 def test_the_paired_proportion_interval_is_newcombes_and_covers_95_percent() -> None:
     """Before: the bootstrap of the per-scenario differences, zero-width when they were all equal:
     five scenarios all worse read "-100.0 to -100.0 pt" beside "no detectable difference"."""
