@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from engine.core.records.voice import VoiceSummary
 from engine.core.records.voice_run import Share, Spread, VoiceFigures
-from engine.scoring.stats import rate_interval, ratio_interval, value_interval
+from engine.scoring.stats import WILSON, rate_interval, ratio_interval, value_interval
 
 #: What the latency's turn count counts: an agent turn is timed when the caller spoke before it and
 #: the agent spoke in it (the greeting, or a turn after a silent caller, has no latency).
@@ -59,13 +59,19 @@ def _share(pairs: Sequence[tuple[int, int]], unit: str, bounded: bool = True) ->
     """The pooled rate of per-session (hits, total) counts of ``unit`` and its interval: over
     sessions, ``interval_by`` ``session``: ``rate_interval`` for a rate in 0–1, ``ratio_interval``
     (not clipped to 1) for a WER, whose edits may pass the reference words. Either interval is of
-    the pooled figure it stands beside."""
+    the pooled figure it stands beside. When the sessions leave nothing to resample (one
+    session, or every session at the same rate) ``rate_interval`` falls back to Wilson's over the
+    pooled items: ``interval_by`` is then ``unit`` (the items taken as independent, which the
+    items of one call are not), never ``session``."""
     pairs = [(h, t) for h, t in pairs if t > 0]
     if not pairs:
         return None
     hits, total = sum(h for h, _ in pairs), sum(t for _, t in pairs)
     ci = rate_interval(pairs) if bounded else ratio_interval(pairs)
-    return Share(hits, total, round(hits / total, 4), ci, unit, len(pairs), "session")
+    by = "session"
+    if ci is not None and ci.method == WILSON and any(t > 1 for _, t in pairs):
+        by = unit  # Wilson over the pooled items: the sessions gave no spread to resample
+    return Share(hits, total, round(hits / total, 4), ci, unit, len(pairs), by)
 
 
 def share_text(share: Share | None, hits: str = "") -> str:
@@ -83,6 +89,9 @@ def share_text(share: Share | None, hits: str = "") -> str:
     ci = ""
     if share.ci is not None:
         by = {"session": "by session", "session mean": "of the per-session mean"}.get(share.interval_by or "")
+        if share.interval_by and share.interval_by == share.unit:  # the items themselves (_share)
+            why = "1 session" if n == 1 else "every session at the same rate"
+            by = f"{share.unit} as the unit ({why}: no interval by session)"
         ci = f" [95% CI {100 * share.ci.low:.1f}-{100 * share.ci.high:.1f}%{', ' + by if by else ''}]"
     return f"{100 * share.rate:.1f}% ({counts}{unit}{where}){ci}"
 

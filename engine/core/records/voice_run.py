@@ -62,8 +62,10 @@ class Share:
     names what ``total`` counts (``entities``, ``words``); ``sessions`` how many audio sessions
     they came from and ``interval_by`` what the interval resamples: ``session`` (the pooled
     rate, sessions as the unit: the items of one call are not independent; a WER's interval is
-    not clipped at 1) or, in older summaries, ``session mean`` (a WER's interval was then of the
-    mean of the per-session WERs). The three are None in a summary written before they were
+    not clipped at 1), the ``unit`` itself (e.g. ``entities``: Wilson's interval over the pooled
+    items, when one session or sessions all at the same rate leave nothing to resample) or, in
+    older summaries, ``session mean`` (a WER's interval was then of the mean of the per-session
+    WERs). The three are None in a summary written before they were
     recorded."""
 
     hits: int
