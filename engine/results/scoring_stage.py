@@ -28,7 +28,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Collection
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -439,20 +440,33 @@ def load_run_metrics(run_dir: Path) -> list[MetricsRecord]:
     return [m for _, m in scored_dirs(run_dir)]
 
 
-def run_totals(run_dir: Path, known: SummaryTotals | None = None, trials: int | None = None) -> SummaryTotals:
+def run_totals(
+    run_dir: Path,
+    known: SummaryTotals | None = None,
+    trials: int | None = None,
+    planned: Collection[str] | None = None,
+    outside: list[str] | None = None,
+) -> SummaryTotals:
     """The summary's running totals of every complete result under ``run_dir`` (the results of
     :func:`scored_dirs`), read one ``metrics.json`` at a time and kept as small rows. ``known``:
     totals already counted by the caller for results it wrote itself into this run (laid out for
     ``trials``); their folders are not read again, and the totals returned are ``known`` itself,
-    completed. The scale-out paths (``--workers``, shards, merge) build a run's summary from its
-    folder with this."""
+    completed. ``planned``: the run's scenario names, when known: a result of another scenario
+    (a folder the run did not make: copied in, or written by an agent's code) is not counted, its
+    folder's name added to ``outside``. The scale-out paths (``--workers``, shards, merge) build a
+    run's summary from its folder with this."""
     run_dir = Path(run_dir)
     totals = known if known is not None else SummaryTotals()
     counted = set()
     if known is not None and trials is not None:
         counted = {scenario_dir(run_dir, *key, trials) for key in known}
+    wanted = None if planned is None else set(planned)
     for path in result_files(run_dir, METRICS):
         if path.parent in counted:
+            continue
+        if wanted is not None and _folder_scenario(run_dir, path) not in wanted:
+            if outside is not None:
+                outside.append(str(path.parent.relative_to(run_dir)))
             continue
         record = read_metrics(path)
         if record is None:
@@ -461,6 +475,11 @@ def run_totals(run_dir: Path, known: SummaryTotals | None = None, trials: int | 
             continue  # a copy in the wrong place must not count twice
         totals.add(record)  # a later path of the same key replaces the row, as in scored_dirs
     return totals
+
+
+def _folder_scenario(run_dir: Path, path: Path) -> str:
+    """The scenario whose result folder holds ``path`` (``<name>/`` or ``<name>/trial_<k>/``)."""
+    return path.relative_to(run_dir).parts[0]
 
 
 def _with_defaults(run_dir: Path, rows: list[SummaryRow], run_info: dict[str, Any]) -> dict[str, Any]:
@@ -535,7 +554,16 @@ def finish_run(
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    counted = run_totals(run_dir, known, trials)
+    planned = run_info.get("scenarios")
+    outside: list[str] = []
+    counted = run_totals(run_dir, known, trials, planned if isinstance(planned, list) else None, outside)
+    if outside:
+        shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+        print(
+            f"evalctl: {len(outside)} result folder(s) of scenarios this run did not select are not "
+            f"counted (made outside the run: copied in, or by an agent's code?): {one_line(shown, 400)}",
+            file=sys.stderr,
+        )
     rows = counted.rows()
     run_info = _with_defaults(run_dir, rows, run_info)
     adaptive = read_adaptive(run_dir)

@@ -585,9 +585,11 @@ async def _fail_unfinished(
     """The sessions of a worker that died without finishing, except ``untried`` (run again): this
     run's stored verdict counts as done; a folder holding a stored conversation (an earlier
     attempt's, or this run's not yet scored) is left as it is and the session counts as not scored
-    (``--resume`` completes it); the others get the verdict ``error`` (source ``engine``), or
-    ``agent_error`` when the agent's own code ran in the worker. A folder that cannot be written is
-    counted as not scored too: the run still writes its summary."""
+    (``--resume`` completes it); the others get the verdict ``error`` (source ``engine``). When the
+    agent's own code ran in the worker, nothing the worker left in a folder is taken: a session
+    whose conversation had ended (its ``talked`` message came) is stored and scored here from it,
+    every other one is the agent's FAIL (``agent_error``), written over its folder. A folder that
+    cannot be written is counted as not scored too: the run still writes its summary."""
     proc = worker.process
     why = f"worker process {worker.task.number} (pid {proc.pid}) {_exit_text(proc.exitcode)}"
     if worker.ended and not worker.stopping:
@@ -626,6 +628,12 @@ async def _fail_unfinished(
             stored = read_session(sdir)
             lost = f"{why} before this session finished"
             talked = worker.talked.get((name, trial))
+            if own_code:
+                # the process that ran the agent's code died before it reported this session: what
+                # it left in the folder is not taken (the agent's code could have written it); the
+                # session is stored here from its conversation, when that had ended, else it is
+                # the agent's FAIL, written over the folder by this process
+                stored = metrics = None
             if stored is not None and metrics is not None and stored.invocation == invocation:
                 # it had: the reason this run's own session wrote in its metrics.json
                 result = SessionResult(
