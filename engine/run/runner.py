@@ -133,7 +133,10 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         for role, spec in specs.items():  # code that ends its process as it loads: one line, exit 2
             load = functools.partial(side_for, spec, opts, loaded.live, role)
             workers.probe_user_code(opts, role, str(spec), load)
-        sides = {role: side_for(spec, opts, loaded.live, role) for role, spec in specs.items()}
+        sides: dict[str, BackendFactory | str] = {}
+        for role, spec in specs.items():  # what the user's code prints as it loads: on stderr
+            with workers.loading_user_code(str(spec)):
+                sides[role] = side_for(spec, opts, loaded.live, role)
         check_judge_key(opts.scoring)
         voice = _voice(opts, voice, loaded.domain.language)
         if voice is not None:
