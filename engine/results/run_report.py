@@ -45,6 +45,15 @@ class RunReport:
     #: ``time.perf_counter()`` when the last session was added (None: none yet): where the sessions'
     #: work ended, before a worker's shutdown (``evalctl load`` times its steps to it).
     last_added_at: float | None = None
+    #: The sessions the run plans while a stop, once they are all in :attr:`outcomes`, only cuts
+    #: the end-of-run wait and the run ends complete (its sessions in worker processes:
+    #: ``engine.run.workers``); None otherwise (one process, adaptive rounds, the wind-down).
+    planned: int | None = None
+
+    def all_reported(self) -> bool:
+        """True when every session of :attr:`planned` has been reported: a stop now cuts no session
+        (``engine.run.interrupt.CtrlC`` says so)."""
+        return self.planned is not None and len(self.outcomes) >= self.planned
 
     def add(self, result: SessionResult, metrics: MetricsRecord | None) -> None:
         """Keep what the report needs of a finished session (its small record, and its metrics in

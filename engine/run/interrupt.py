@@ -22,11 +22,27 @@ class CtrlC:
     (KeyboardInterrupt), the results written so far kept."""
 
     FIRST = "stopping: the sessions in flight are cut; the finished ones are kept"
+    #: The first press once every session has been reported (``RunReport.all_reported``): the run
+    #: is in its end-of-run wait (a worker waiting for a thread the agent's code left running).
+    FIRST_REPORTED = "stopping: every session has been reported; cutting the end-of-run wait"
     SECOND = "still writing; Ctrl-C once more quits without the summary (the results written so far are kept)"
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
         self.presses = 0
+        self.report: RunReport | None = None  # the run's, once it is planned (:meth:`watch`)
+
+    def watch(self, report: RunReport) -> None:
+        """The run's report, read at the first press: once every session has been reported the
+        first press says it cuts the end-of-run wait, not sessions (:data:`FIRST_REPORTED`)."""
+        self.report = report
+
+    def first(self) -> str:
+        """What the first press says: :data:`FIRST`, or :data:`FIRST_REPORTED` once every session
+        has been reported (nothing is in flight)."""
+        if self.report is not None and self.report.all_reported():
+            return self.FIRST_REPORTED
+        return self.FIRST
 
     QUIT = "quitting without the summary (the results written so far are kept)"
 
@@ -52,7 +68,7 @@ class CtrlC:
                 loop.call_soon_threadsafe(self.task.cancel)
             else:
                 end_wait.cut()  # workers still ending after the stop: they end now
-            os.write(2, f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}\n".encode())
+            os.write(2, f"evalctl: {self.first() if self.presses == 1 else self.SECOND}\n".encode())
 
         return handler
 
@@ -65,7 +81,7 @@ class CtrlC:
             self.task.cancel()
         else:
             end_wait.cut()
-        print(f"evalctl: {self.FIRST if self.presses == 1 else self.SECOND}", file=sys.stderr, flush=True)
+        print(f"evalctl: {self.first() if self.presses == 1 else self.SECOND}", file=sys.stderr, flush=True)
 
     @staticmethod
     @contextlib.contextmanager

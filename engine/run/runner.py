@@ -81,11 +81,15 @@ if TYPE_CHECKING:
     from engine.session.voice.run import VoiceRun
 
 
-async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
+async def run(
+    opts: RunOptions, voice: VoiceRun | None = None, on_report: Callable[[RunReport], None] | None = None
+) -> RunReport:
     """Run the selected scenarios; returns the report. Ctrl-C (task cancellation) stops the
     sessions in flight, keeps the finished ones and still writes the summary (``interrupted``).
     ``voice``: the audio settings of an ``opts.voice`` run (default ``VoiceRun.create()``: the
     local TTS engine and ``$EVALCTL_ASR``'s recogniser); given for a text run, a ValueError.
+    ``on_report``: called with the run's report as soon as it exists (before the sessions run;
+    ``run_cli``'s Ctrl-C handler reads it).
 
     Raises SpecError / UsageError / DataRootError before anything runs when the input is bad
     (UsageError also for a voice run without a TTS engine), and InfrastructureError when a model
@@ -133,7 +137,10 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         for role, spec in specs.items():  # code that ends its process as it loads: one line, exit 2
             load = functools.partial(side_for, spec, opts, loaded.live, role)
             workers.probe_user_code(opts, role, str(spec), load)
-        sides = {role: side_for(spec, opts, loaded.live, role) for role, spec in specs.items()}
+        sides: dict[str, BackendFactory | str] = {}
+        for role, spec in specs.items():  # what the user's code prints as it loads: on stderr
+            with workers.loading_user_code(str(spec)):
+                sides[role] = side_for(spec, opts, loaded.live, role)
         check_judge_key(opts.scoring)
         voice = _voice(opts, voice, loaded.domain.language)
         if voice is not None:
@@ -156,7 +163,9 @@ async def run(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
                 why = err.strerror or err
                 raise OutputError(f"cannot write the run directory {run_dir}: {why}") from None
             held.enter_context(lock_run_dir(run_dir))
-        report = await _run_locked(opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec), voice)
+        report = await _run_locked(
+            opts, run_dir, loaded, chosen, sides, (agent_spec, user_spec), voice, on_report
+        )
         cache = voice.cache if voice is not None else None
         if cache is not None and any(sum(c) for c in cache.counts.values()):
             report.voice_cache = cache.line()  # this process's lookups; --workers' are not gathered
@@ -171,6 +180,7 @@ async def _run_locked(
     sides: dict[str, BackendFactory | str],
     specs: tuple[BackendSpec, BackendSpec],
     voice: VoiceRun | None = None,
+    on_report: Callable[[RunReport], None] | None = None,
 ) -> RunReport:
     """The run once its directory is locked: check it, plan, run the jobs, write the summary."""
     agent_spec, user_spec = specs
@@ -201,6 +211,8 @@ async def _run_locked(
     }
     open_run_dir(run_dir, opts.resume is not None, base_info)
     report = RunReport(run_dir, trials=opts.trials)
+    if on_report is not None:
+        on_report(report)
     rounds = None
     if opts.adaptive_target_width is not None:  # --trials auto: more trials only where verdicts disagree
         rounds = AdaptiveRounds(opts, run_dir, chosen, report, base_info)
@@ -221,6 +233,8 @@ async def _run_locked(
             count = workers.worker_count(opts, len(jobs), voice)
             if count > 1 or workers.isolated(opts):  # isolated: the agent's own code in one worker
                 try:
+                    # a stop once all are reported cuts only the workers' end wait (no next round)
+                    report.planned = len(jobs) if more is None else None
                     batch = jobs
                     while batch:
                         stopped = await workers.run_in_workers(
@@ -231,6 +245,7 @@ async def _run_locked(
                             raise asyncio.CancelledError
                         progress.grow(len(batch))
                 finally:
+                    report.planned = None  # a stop in the wind-down below still interrupts the run
                     await close_sides(sides)
             else:
                 stats.preload()  # the summary's statistics load while the sessions run (no fork here)
@@ -471,7 +486,7 @@ def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
             previous = signal.signal(signal.SIGINT, ctrl_c.on_signal(loop))
             installed = True
         try:
-            report = await run(opts, voice)
+            report = await run(opts, voice, on_report=ctrl_c.watch)
             report.ctrl_c_presses = ctrl_c.presses
             return report
         finally:

@@ -60,7 +60,7 @@ import pickle
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -199,6 +199,8 @@ def probe_user_code(opts: RunOptions, role: str, spec: str, build: Callable[[], 
     (a target that does not load) is left for this process's own load to raise."""
     if not (_runs_user_code(spec) and isolated(opts, note=False)):  # the run says it, if need be
         return
+    with contextlib.suppress(Exception):  # nothing of the run's left in a buffer the fork copies
+        sys.stdout.flush()
     try:
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -206,6 +208,7 @@ def probe_user_code(opts: RunOptions, role: str, spec: str, build: Callable[[], 
         return
     if pid == 0:  # the probe: load, say how it went, leave at once (no cleanup of the run's state)
         os.close(read_end)
+        stdout_to_stderr()  # what the code prints as it loads: never on the run's stdout
         word = b"error"
         try:
             build()
@@ -237,6 +240,60 @@ def start_method() -> Literal["fork", "spawn"]:
     return "spawn"
 
 
+def stdout_to_stderr() -> None:
+    """In a worker process (or the probe of :func:`probe_user_code`): file descriptor 1 and
+    ``sys.stdout`` go to stderr, so what the agent's code prints (a fake ``Overall Success Rate``
+    line, a terminal escape) reaches evalctl's stderr, never its stdout, which carries only the
+    run's own output (its table: ``evalctl run ... | grep``). A process the agent starts inherits
+    that descriptor 1. With no stderr (descriptor 2 closed) they go to ``os.devnull``. The worker
+    talks to the run's process over its pipe only. Whatever the run's stdout buffer held was flushed
+    before the fork (``multiprocessing`` does; so does :func:`probe_user_code`): the buffer is
+    not flushed again here, where it would be printed twice."""
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no stderr
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.close(null)
+    sys.stdout = sys.stderr
+
+
+@contextlib.contextmanager
+def loading_user_code(spec: str) -> Iterator[None]:
+    """While the run's process loads side ``spec`` when it is the user's own code (``python:``,
+    ``pipecat:``, ``livekit:``: its check before the sessions, even when they run in workers):
+    what the code prints as it loads (at import, say) goes to stderr, descriptor 1 included, as it
+    does in a worker (:func:`stdout_to_stderr`); the run's stdout is restored after. Nothing else
+    runs then (one thread), so nothing of evalctl's own is sent astray."""
+    if not _runs_user_code(spec):
+        yield
+        return
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout: nothing to keep clean at the descriptor
+        saved = -1
+    moved = False
+    if saved >= 0:
+        try:
+            os.dup2(2, 1)
+            moved = True
+        except OSError:  # no stderr
+            pass
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        if saved >= 0:
+            if moved:
+                os.dup2(saved, 1)
+            os.close(saved)
+
+
 def _bootstrap(module: str, task: WorkerTask, conn: Connection, parent: int = 0) -> None:
     """A worker process's entry: ``module.main(task, conn)`` (SIGINT ignored: the run's process
     stops its workers with SIGTERM). A forked worker first leaves the run's event loop behind:
@@ -244,6 +301,7 @@ def _bootstrap(module: str, task: WorkerTask, conn: Connection, parent: int = 0)
     handles it (Python 3.12 does the first two itself at fork)."""
     import importlib
 
+    stdout_to_stderr()  # before any code of the user's is loaded here
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if task.loaded is not None:
         asyncio._set_running_loop(None)

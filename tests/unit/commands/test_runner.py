@@ -281,6 +281,29 @@ async def test_repeated_ctrl_c_cancels_then_warns_then_quits(capsys: pytest.Capt
         ctrl_c.press()
 
 
+async def test_the_first_ctrl_c_says_when_no_session_is_in_flight(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every planned session reported (``RunReport.all_reported``): the first press says it cuts
+    the end-of-run wait; before that (or with nothing planned: one process) it says it cuts the
+    sessions in flight."""
+    from engine.core.model import SessionResult
+    from engine.results.outcomes import outcome
+    from engine.results.run_report import RunReport
+    from engine.run.runner import CtrlC
+
+    report = RunReport(tmp_path)
+    cases = ((None, 1, CtrlC.FIRST), (2, 1, CtrlC.FIRST), (2, 2, CtrlC.FIRST_REPORTED))
+    for planned, reported, line in cases:
+        report.planned = planned
+        report.outcomes = [outcome(SessionResult("s", n, "exit"), None) for n in range(reported)]
+        task = asyncio.get_running_loop().create_future()
+        ctrl_c = CtrlC(task)  # type: ignore[arg-type]
+        ctrl_c.watch(report)
+        ctrl_c.press()
+        assert task.cancelled() and capsys.readouterr().err == f"evalctl: {line}\n", (planned, reported)
+
+
 def test_ctrl_c_while_the_outcome_is_printed_keeps_the_resume_hint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -112,10 +112,13 @@ def _ctrl_c_after(tmp_path: Path, mode: str, reported: int) -> tuple[int, list[s
 
 
 def test_ctrl_c_once_every_session_is_reported_cuts_the_workers_end_wait(tmp_path: Path) -> None:
-    """Before: exit 130 and ``interrupted`` in the summary, every session complete."""
+    """Before: exit 130 and ``interrupted`` in the summary, every session complete. The press's
+    own line then said ``the sessions in flight are cut`` with none in flight; it now says the
+    end-of-run wait is cut (``CtrlC.FIRST_REPORTED``)."""
     code, said, out = _ctrl_c_after(tmp_path, "leave", SESSIONS)
     text = "\n".join(said)
     assert code == 0, text  # the complete run's own code (its FAILs are not below a bar)
+    assert f"evalctl: {CtrlC.FIRST_REPORTED}" in said and f"evalctl: {CtrlC.FIRST}" not in said, text
     cut = [line for line in said if line.startswith(f"evalctl: {CUT_END_WAIT} 1 (pid ")]
     assert len(cut) == 1 and cut[0].endswith("every session had been reported, nothing is lost"), text
     assert "interrupted" not in text and "did not end within" not in text and "Traceback" not in text
@@ -130,6 +133,7 @@ def test_ctrl_c_before_every_session_is_reported_still_interrupts(tmp_path: Path
     text = "\n".join(said)
     assert code == 130, text
     assert f"evalctl: {CtrlC.FIRST}" in said and f"interrupted; finished results kept in {out}" in text
+    assert f"evalctl: {CtrlC.FIRST_REPORTED}" not in said, text
     assert not any(CUT_END_WAIT in line for line in said), text
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["interrupted"] is True and summary["results"] == 1 and summary["missing"], summary
