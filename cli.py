@@ -540,9 +540,9 @@ def run_cmd(
     default=None,
     type=click.IntRange(min=1),
     metavar="N",
-    help="Sessions per step, the scenarios cycled in whole rounds (each scenario taken runs as often: "
-    "up to trials - 1 more, e.g. 3 callers over 2 scenarios run 4 sessions), e.g. 200 (default: one "
-    "per caller, rounded so).",
+    help="Sessions per step, the scenarios cycled in whole rounds (every selected scenario runs as often "
+    "once there are as many sessions as scenarios: up to scenarios - 1 more, e.g. 4 callers over 3 "
+    "scenarios run 6 sessions), e.g. 200 (default: one per caller, rounded so).",
 )
 @click.option(
     "--fail-above",
@@ -583,8 +583,11 @@ def load_cmd(
     of SPEC_DIR (cycled), scored as in `evalctl run`; one run folder per step.
 
     A step runs one session per caller unless --sessions-per-step or --step-duration says
-    otherwise, the scenarios cycled in whole rounds: each scenario taken runs equally often, so
-    3 callers over 2 scenarios run 4 sessions (the table's sessions column is what ran).
+    otherwise, the scenarios cycled in whole rounds: once a step has at least as many sessions as
+    selected scenarios, every one of them runs equally often, so 4 callers over 3 scenarios run
+    6 sessions (the table's sessions column is what ran). A step with fewer sessions than
+    scenarios runs the first ones and says which it left out (its stderr line, a line under the
+    table and load.json's left_out).
 
     Per step it reports the success rate over the sessions with a verdict (errors left out, never
     failures) with its 95 % interval (scenarios as the unit, their count shown), the agent's reply

@@ -9,8 +9,9 @@ import click
 
 from engine.commands import library
 from engine.commands.console import warning_of_unreadable
-from engine.results.diff import missing_results, render_text
+from engine.results.diff import RESCORE_HINT, missing_results, render_text, unscored_results
 from engine.results.unreadable import records_text
+from engine.util.untrusted import one_line
 
 
 def diff(run_dir: Path, scenario: str | None = None, *, as_json: bool = False) -> int:
@@ -19,11 +20,15 @@ def diff(run_dir: Path, scenario: str | None = None, *, as_json: bool = False) -
     ``as_json`` a JSON list with one object per (scenario, trial); then, on stderr, how many planned
     results are missing when the run did not finish. A record that does not read is a warning on
     stderr and a ``note:`` line with the count (in the text; on stderr with ``as_json``: JSON stays
-    JSON). Returns 0; raises UsageError when ``run_dir`` holds no (readable) scored results or not
-    ``scenario``."""
+    JSON). A stored session without its ``metrics.json`` is a warning of its own naming it (not
+    scored) and a ``note:`` line counting those. Returns 0; raises UsageError when ``run_dir``
+    holds no (readable) scored results or not ``scenario``."""
     with warning_of_unreadable() as found:
         diffs = library.diff(run_dir, scenario)
         missing = missing_results(run_dir) if scenario is None else 0
+    unscored = [u for u in unscored_results(run_dir) if scenario is None or scenario in u.names(run_dir)]
+    for item in unscored:  # each once, on stderr with the unreadable ones
+        click.echo(one_line(item.warning(), 500), err=True)
     if as_json:
         click.echo(json.dumps([d.to_json() for d in diffs], indent=2, ensure_ascii=False, default=str))
     else:
@@ -32,6 +37,13 @@ def diff(run_dir: Path, scenario: str | None = None, *, as_json: bool = False) -
         click.echo(
             f"note: {records_text(len(found))} (warned above): left out of this diff; "
             f"`evalctl rescore {run_dir}` scores a stored session again",
+            err=as_json,
+        )
+    if unscored:  # "no failed scenarios" must not read as "all passed"
+        count = len(unscored)
+        click.echo(
+            f"note: {count} result{'s' if count != 1 else ''} not scored (no metrics.json, warned above): "
+            f"left out of this diff; {RESCORE_HINT.format(run_dir)}",
             err=as_json,
         )
     if missing:  # "no failed scenarios" must not read as "all passed" (on stderr: JSON stays JSON)

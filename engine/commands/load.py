@@ -13,7 +13,7 @@ from engine.core.options import RunOptions
 from engine.core.records.load import LoadStep
 from engine.domains.registry import plugins
 from engine.report_html.load_page import load_page
-from engine.results.load_figures import load_table
+from engine.results.load_figures import left_out, load_table
 from engine.run.load import LoadOutcome, LoadPlan, run_load
 from engine.util.aio import run_to_end
 from engine.util.artifacts import dumps_json, write_text
@@ -22,7 +22,8 @@ from engine.util.errors import BELOW_BAR_EXIT, INFRASTRUCTURE_EXIT, INTERRUPTED_
 
 def load(opts: RunOptions, plan: LoadPlan) -> int:
     """Run the ramp ``plan`` with the run settings ``opts`` (every registered domain plugin), print
-    one line per finished step on stderr, then the table; write ``OUT/load.json`` and
+    one line per finished step on stderr (with the selected scenarios it left out, if any), then
+    the table; write ``OUT/load.json`` and
     ``OUT/load.html`` (OUT: ``plan.output_dir``, by default a fresh ``runs/<UTC stamp>``).
     Returns 130 when interrupted, 3 when a step after the first could not run (its endpoint
     gone: the finished steps are still printed and written), 1 (``BELOW_BAR_EXIT``) when a step's
@@ -33,9 +34,10 @@ def load(opts: RunOptions, plan: LoadPlan) -> int:
     err = text_console(stderr=True)
 
     def said(step: LoadStep) -> None:
+        missing = left_out(step)
         err.print(
             f"evalctl load: {step.callers} callers, {step.sessions} sessions in {step.wall_s:.1f}s: "
-            f"failures and errors {100 * step.failure_share:.1f}%",
+            f"failures and errors {100 * step.failure_share:.1f}%" + (f"; {missing}" if missing else ""),
             markup=False,
             highlight=False,
         )

@@ -339,6 +339,26 @@ def _no_shared(ra: Results, rb: Results) -> list[str]:
     ]
 
 
+def _other_selection(ra: Results, rb: Results) -> list[str]:
+    """A warning when the runs share some scenarios but not all (two selections: 50 scenarios
+    against 6): each headline rate is over its own run's scenarios, and only the shared ones are
+    paired."""
+    na, nb = {n for n, _ in ra}, {n for n, _ in rb}
+    shared = na & nb
+    if not shared or na == nb:
+        return []
+
+    def count(n: int) -> str:
+        return f"{n} scenario{'' if n == 1 else 's'}"
+
+    return [
+        f"the runs ran different selections: A has {count(len(na))}, B {count(len(nb))}, "
+        f"{len(shared)} shared: each rate below is over its own run's results (the deltas are not "
+        f"of the same scenarios); the paired comparison (the verdict changes, whether a difference "
+        f"is real) is over the {count(len(shared))} shared only"
+    ]
+
+
 def _names(keys: set[tuple[str, int]], trials: int) -> tuple[str, ...]:
     return tuple(n if trials == 1 else f"{n}#trial_{t}" for n, t in sorted(keys))
 
@@ -363,7 +383,7 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
         notes = _notes(pa, pb, sa, sb)
         comparable = not differences
     down, up, other, same_pass, same_fail = _verdict_changes(ra, rb)
-    if ra.keys() != rb.keys():
+    if ra.keys() != rb.keys() and not _other_selection(ra, rb):  # the same scenarios, other trials
         notes.append(
             f"the runs hold different results ({len(ra.keys() - rb.keys())} only in A, "
             f"{len(rb.keys() - ra.keys())} only in B): each rate is over its own run's results"
@@ -388,7 +408,12 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
     signals = tuple(RateChange(n, sa.signals.get(n), sb.signals.get(n)) for n in names)
     trials = max(sa.trials, sb.trials)
     voice_a, voice_b = _is_voice(pa, ra), _is_voice(pb, rb)
-    warnings = [*_no_shared(ra, rb), *_voice_warning(voice_a, voice_b), *set_differences(ra, rb, trials)]
+    warnings = [
+        *_no_shared(ra, rb),
+        *_other_selection(ra, rb),
+        *_voice_warning(voice_a, voice_b),
+        *set_differences(ra, rb, trials),
+    ]
     return Comparison(
         run_a=str(run_a),
         run_b=str(run_b),

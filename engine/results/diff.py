@@ -22,7 +22,7 @@ from engine.core.tools.arguments import ArgumentChecker
 from engine.core.validation import did_you_mean
 from engine.results.provenance import read_run_record
 from engine.results.scoring_stage import scored_dirs
-from engine.results.session_files import AGENT_HASH_KEY, METRICS, scenario_dir
+from engine.results.session_files import AGENT_HASH_KEY, METRICS, SESSION, result_files, scenario_dir
 from engine.results.unreadable import records_text, watching
 from engine.scoring.action_match import unmatched_reference_items
 from engine.util.artifacts import read_json
@@ -345,12 +345,21 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
         rows = scored_dirs(run_dir)
     if not rows and len(found):
         raise UsageError(f"{run_dir}: no readable results ({records_text(len(found))}, warned above)")
+    if not rows and (unscored := unscored_results(run_dir)):
+        raise UsageError(
+            f"{run_dir}: no scored results: {len(unscored)} stored session"
+            f"{'s have' if len(unscored) != 1 else ' has'} no metrics.json; {RESCORE_HINT.format(run_dir)}"
+        )
     if not rows:
         raise UsageError(f"{run_dir}: no scored scenarios (not a run directory?)")
     if scenario is not None:
         chosen = [(d, m) for d, m in rows if m.scenario_name == scenario]
         if not chosen:  # a record id (eva: ``1.1.2``), as run --scenarios takes it
             chosen = [(d, m) for d, m in rows if m.record_id == scenario]
+        if not chosen and (gone := [u for u in unscored_results(run_dir) if scenario in u.names(run_dir)]):
+            raise UsageError(
+                f"{gone[0].label()} ran but has no metrics.json (not scored); {RESCORE_HINT.format(run_dir)}"
+            )
         if not chosen:
             names = sorted({m.scenario_name for _, m in rows} | {m.record_id for _, m in rows if m.record_id})
             raise UsageError(_not_in_run(run_dir, scenario, names))
@@ -386,10 +395,58 @@ def agent_hash(sdir: Path) -> str | None:
     return None
 
 
+#: How a stored session without its ``metrics.json`` is scored (``{0}``: the run folder; README,
+#: "Reading results and triage": ``--resume`` also scores what was stored but not scored).
+RESCORE_HINT = "`evalctl rescore {0}` (or `evalctl run ... --resume {0}`) scores what was stored"
+
+
+@dataclass(frozen=True)
+class Unscored:
+    """A result folder holding a stored session (``session.json``) but no ``metrics.json`` (deleted,
+    or never written: the run was stopped while scoring it): not scored, so in no verdict."""
+
+    scenario: str
+    trial: int
+    folder: Path
+    trials: bool  # the run's results are per trial (``<name>/trial_<k>/``)
+
+    def label(self) -> str:
+        """``NAME`` or ``NAME trial K``."""
+        return f"{self.scenario} trial {self.trial}" if self.trials else self.scenario
+
+    def names(self, run_dir: Path) -> tuple[str, ...]:
+        """The names ``diff RUN SCENARIO`` finds it by: the scenario's, and its record id (eva:
+        ``1.1.3``) from the ``scenario_config/metadata.json`` the run stored, when it reads."""
+        meta = _load_optional(Path(run_dir) / self.scenario / "scenario_config" / "metadata.json")
+        record_id = meta.get("record_id") if isinstance(meta, dict) else None
+        return (self.scenario, record_id) if isinstance(record_id, str) else (self.scenario,)
+
+    def warning(self) -> str:
+        """The one-line warning ``evalctl diff`` prints for it."""
+        return f"warning: {self.folder}: {self.label()} has no metrics.json: not scored, left out"
+
+
+def unscored_results(run_dir: Path) -> list[Unscored]:
+    """Every result folder of ``run_dir`` with a ``session.json`` and no ``metrics.json`` (not even
+    one that does not read: that one is unreadable), sorted by name then trial."""
+    out = []
+    for path in result_files(Path(run_dir), SESSION):
+        folder = path.parent
+        if os.path.lexists(folder / METRICS) or folder.name.startswith("."):
+            continue
+        nested = folder.parent != Path(run_dir)
+        if nested and not folder.name.removeprefix("trial_").isdigit():
+            continue
+        name = folder.parent.name if nested else folder.name
+        out.append(Unscored(name, int(folder.name.removeprefix("trial_")) if nested else 1, folder, nested))
+    return sorted(out, key=lambda u: (u.scenario, u.trial))
+
+
 def missing_results(run_dir: Path) -> int:
     """How many (scenario, trial) results the run planned (``run.json``: its scenarios times its
-    trials) hold no ``metrics.json`` at all: the run was interrupted or killed before them (one
-    that does not read is unreadable, not missing). 0 when ``run.json`` is missing or unreadable."""
+    trials) hold no ``metrics.json`` at all and no stored session either: the run was interrupted
+    or killed before them (one that does not read is unreadable, not missing; a stored session
+    without its metrics is :func:`unscored_results`'). 0 when ``run.json`` is missing or unreadable."""
     record = read_run_record(Path(run_dir))
     if record is None or not record.scenarios:
         return 0
@@ -399,7 +456,10 @@ def missing_results(run_dir: Path) -> int:
         1
         for n in record.scenarios
         for t in range(1, trials + 1)
-        if (n, t) not in done and not os.path.lexists(scenario_dir(Path(run_dir), n, t, trials) / METRICS)
+        if (n, t) not in done
+        and not any(
+            os.path.lexists(scenario_dir(Path(run_dir), n, t, trials) / f) for f in (METRICS, SESSION)
+        )
     )
 
 

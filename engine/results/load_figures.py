@@ -185,9 +185,24 @@ def table_rows(record: LoadRecord) -> list[tuple[str, ...]]:
     return rows
 
 
+def left_out(step: LoadStep, shown: int = 5) -> str | None:
+    """What a step with fewer sessions than selected scenarios did not run, in words (the first
+    ``shown`` names, then how many more); None when it ran every selected scenario."""
+    if not step.left_out:
+        return None
+    names = ", ".join(step.left_out[:shown])
+    if len(step.left_out) > shown:
+        names += f" and {len(step.left_out) - shown} more"
+    count = len(step.left_out)
+    return (
+        f"{count} selected scenario{'' if count == 1 else 's'} not run (fewer sessions than "
+        f"scenarios selected; give --sessions-per-step to run them all): {names}"
+    )
+
+
 def load_table(record: LoadRecord) -> list[str]:
-    """The ramp as aligned text lines: a header, one line per step, and the stop line when the
-    failure threshold stopped the ramp."""
+    """The ramp as aligned text lines: a header, one line per step, a line for each step that
+    left selected scenarios out, and the stop line when the failure threshold stopped the ramp."""
     header = (*HEADER, *_MORE)
     rows = table_rows(record)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -195,6 +210,7 @@ def load_table(record: LoadRecord) -> list[str]:
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
         for row in [header, *rows]
     ]
+    lines.extend(f"{step.callers} callers: {said}" for step in record.steps if (said := left_out(step)))
     if record.stopped_at is not None and record.fail_above is not None:
         step = record.steps[record.stopped_at]
         lines.append(

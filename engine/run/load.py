@@ -3,9 +3,10 @@ concurrency.
 
 Each step is an ordinary run (``engine.run.runner.run``: the same sides, sessions, storage and
 scoring as ``evalctl run``) in its own folder ``OUT/step-NN-CALLERS/``, in this process (one
-worker, so the CPU measured is this process's). Its sessions are the selected scenarios cycled:
-``n`` sessions over ``m`` scenarios run the first ``n`` scenarios once when ``n <= m``, else the
-first ``ceil(n / t)`` scenarios ``t = ceil(n / m)`` times each (``--trials``): at most ``t - 1``
+worker, so the CPU measured is this process's). Its sessions are the selected scenarios cycled
+in whole rounds: ``n`` sessions over ``m`` scenarios run the first ``n`` scenarios once when
+``n <= m`` (the other ``m - n`` are left out of that step, and the step says which: its
+``left_out``), else every scenario ``t = ceil(n / m)`` times (``--trials``): at most ``m - 1``
 sessions more than asked, and the denominator is always the sessions run. A step's ``n`` is
 ``sessions_per_step``, or with ``step_duration_s`` the callers times the rounds that fill that
 duration at the previous step's mean session time (the first step: one round; the wall each step
@@ -77,13 +78,13 @@ class LoadOutcome:
 
 def fill(names: list[str], sessions: int) -> tuple[tuple[str, ...], int]:
     """The scenarios and the trials that give at least ``sessions`` sessions from ``names`` cycled
-    (module docstring); raises ValueError for no names or sessions < 1."""
+    in whole rounds (module docstring): every name once a round, so all of them as soon as
+    ``sessions >= len(names)``; raises ValueError for no names or sessions < 1."""
     if not names or sessions < 1:
         raise ValueError("nothing to fill a step with")
     if sessions <= len(names):
         return tuple(names[:sessions]), 1
-    trials = math.ceil(sessions / len(names))
-    return tuple(names[: math.ceil(sessions / trials)]), trials
+    return tuple(names), math.ceil(sessions / len(names))
 
 
 def step_sessions(plan: LoadPlan, callers: int, mean_session_s: float | None) -> int:
@@ -153,7 +154,8 @@ async def run_load(
         # to the step's last session: a worker's shutdown (up to 5 s for an agent's leftover
         # tasks, engine.util.aio.run_to_end) is not the sessions' time
         wall, cpu = (report.last_added_at or time.perf_counter()) - wall0, cpu_s() - cpu0
-        step = step_figures(report, callers, wall, cpu, folder)
+        left_out = tuple(n for n in names if n not in set(chosen))
+        step = dataclasses.replace(step_figures(report, callers, wall, cpu, folder), left_out=left_out)
         steps.append(step)
         if report.outcomes:
             mean_session_s = sum(o.duration_s for o in report.outcomes) / len(report.outcomes)

@@ -16,7 +16,8 @@ is False, in this order of precedence:
    value (at most two characters apart once case and separators are dropped): a mis-heard value;
 6. ``agent`` otherwise: the first write call that leaves the gold path (a wrong tool or argument,
    an extra write), the gold write the agent never made (a missing write, a refused policy
-   step), or, when every write matches, the failing signals (a wrong end state, no clean exit).
+   step; also one it skipped: its next write is the gold's later one and the skipped write never
+   comes), or, when every write matches, the failing signals (a wrong end state, no clean exit).
 
 The evidence is one line; ``turn`` is the transcript event index where the session first left
 what the gold and the persona allow (None when no single event shows it).
@@ -105,6 +106,14 @@ def _first_departure(
             return index, f"extra write: {name}({_args(args)}) is not in the gold conversation", None
         step = gold[k]
         if name != step.tool:
+            skipped = _skipped(gold, k, name, made[k + 1 :])
+            if skipped:
+                more = f" (and {len(skipped) - 1} more gold write{'s' if len(skipped) > 2 else ''})"
+                evidence = (
+                    f"missing write: the agent never called {step.tool}({_args(step.arguments)}); "
+                    f"its next write, {name}, is the gold's next one"
+                )
+                return index, evidence + (more if len(skipped) > 1 else ""), None
             return index, f"wrong tool: called {name}, the gold calls {step.tool} here", None
         for key, want in step.arguments.items():
             got = args.get(key)
@@ -115,6 +124,21 @@ def _first_departure(
         step = gold[len(made)]
         return None, f"missing write: the agent never called {step.tool}({_args(step.arguments)})", None
     return None
+
+
+def _skipped(
+    gold: Sequence[Any], k: int, name: str, rest: Sequence[tuple[int, str, Mapping[str, Any]]]
+) -> list[Any]:
+    """The gold writes ``gold[k:j]`` the agent skipped when its call ``name`` is the gold's later
+    ``gold[j]`` (the first one of that tool after ``k``) and none of those skipped tools is among
+    the agent's later writes ``rest`` (a write it made later is out of order, not missing): a
+    missing write, not a wrong tool. Empty when it is not such a skip."""
+    later = next((j for j in range(k + 1, len(gold)) if gold[j].tool == name), None)
+    if later is None:
+        return []
+    skipped = list(gold[k:later])
+    made_later = {tool for _, tool, _ in rest}
+    return [] if any(step.tool in made_later for step in skipped) else skipped
 
 
 def _args(args: Mapping[str, Any]) -> str:

@@ -1,5 +1,5 @@
-"""``load.json`` (schema ``evalctl.load/2``; version 1 had no ``rate_scenarios``): what
-``evalctl load`` measured, one object per ramp step.
+"""``load.json`` (schema ``evalctl.load/3``; version 1 had no ``rate_scenarios``, version 2 no
+``left_out``): what ``evalctl load`` measured, one object per ramp step.
 
 Written by ``engine.commands.load`` from ``engine.run.load.run_load``. Per step: ``callers`` (the
 sessions at once), ``sessions`` run and their verdict counts (``passed``, ``failed``, ``errors``:
@@ -15,7 +15,9 @@ did not end cleanly, else ``"fail:stalled"`` or ``"fail:signals"``; ``"unscored"
 ``wall_s`` (the step's wall time, seconds), ``cpu_s`` (the CPU of the evalctl process during the
 step, seconds, every thread, and of the worker process an in-process agent runs in) and
 ``overhead`` (cpu_s / wall_s: the engine's own share of wall, an in-process agent's work
-included) and ``run_dir`` (the step's run folder, relative to the load folder).
+included), ``run_dir`` (the step's run folder, relative to the load folder) and ``left_out``
+(the selected scenarios the step did not run, in selection order: a step with fewer sessions
+than scenarios runs the first ones; empty when it ran every one).
 ``stopped_at`` is the index of the step whose failure share exceeded ``fail_above``
 (the ramp stopped after it), None when every step held.
 """
@@ -26,11 +28,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.core.records.fields import RecordError, exact_keys, get, objects, schema_version
+from engine.core.records.fields import RecordError, exact_keys, get, objects, schema_version, strings
 from engine.core.records.intervals import Interval, interval_json
 
-LOAD_SCHEMA = "evalctl.load/2"
-LOAD_VERSION = 2
+LOAD_SCHEMA = "evalctl.load/3"
+LOAD_VERSION = 3
 PERCENTILES = ("p50", "p90", "p95", "p99")
 
 _KEYS = ("schema", "spec_dir", "agent", "user", "fail_above", "stopped_at", "steps")
@@ -53,6 +55,7 @@ _STEP_KEYS = (
     "cpu_s",
     "overhead",
     "run_dir",
+    "left_out",
 )
 
 
@@ -79,6 +82,8 @@ class LoadStep:
     run_dir: str
     #: The scenarios with a verdict-bearing session (the interval's unit count); None in version 1.
     rate_scenarios: int | None = None
+    #: The selected scenarios this step did not run (fewer sessions than scenarios); () before version 3.
+    left_out: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,6 +105,7 @@ class LoadStep:
             "cpu_s": self.cpu_s,
             "overhead": self.overhead,
             "run_dir": self.run_dir,
+            "left_out": list(self.left_out),
         }
 
     @classmethod
@@ -108,7 +114,8 @@ class LoadStep:
         or a wrong type."""
         if not isinstance(body, dict):
             raise RecordError("load step: not an object")
-        keys = _STEP_KEYS if version >= 2 else tuple(k for k in _STEP_KEYS if k != "rate_scenarios")
+        newer = {"rate_scenarios": 2, "left_out": 3}  # the version that brought the key
+        keys = tuple(k for k in _STEP_KEYS if version >= newer.get(k, 1))
         exact_keys(body, keys, "load step")
         latency = get(body, "latency_ms", dict)
         exact_keys(latency, PERCENTILES, "load step latency_ms")
@@ -134,6 +141,7 @@ class LoadStep:
             overhead=float(get(body, "overhead", int, float)),
             run_dir=get(body, "run_dir", str),
             rate_scenarios=get(body, "rate_scenarios", int, None) if version >= 2 else None,
+            left_out=strings(body, "left_out") if version >= 3 else (),
         )
 
 

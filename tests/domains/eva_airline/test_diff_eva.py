@@ -178,3 +178,90 @@ async def test_diff_reports_records_added_and_removed(data_root, tmp_path):
     text = render_text(list(diffs.values()), tmp_path)
     assert "+ record refunds.REF-BOGUS-009 (not expected)" in text
     assert f"- record refunds.{lost_id} (expected, missing)" in text
+
+
+def _gold_agent_skipping(scenario, skip: str):
+    """A ``python:`` agent factory playing ``scenario``'s gold agent turns (the replay agent's
+    cut) but never calling ``skip``."""
+    from engine.session.backends.replay import gold_script
+
+    turns = gold_script(scenario).agent_turns
+
+    def make_agent(session, tools):
+        done = [0]
+
+        async def turn(caller_line):
+            k = done[0]
+            done[0] += 1
+            gold = turns[k] if k < len(turns) else None
+            calls = [(n, json.dumps(a)) for n, a in (gold.calls if gold else ()) if n != skip]
+            if calls:
+                await tools.call_many(calls)
+            if gold is None or k == len(turns) - 1:
+                await tools.call("end_conversation", "{}", say=gold.text if gold else "Goodbye.")
+                return None
+            return gold.text
+
+        return turn
+
+    return make_agent
+
+
+def test_diff_names_a_skipped_gold_call_as_missing_not_wrong_tool(data_root, tmp_path, capsys):
+    """Found by a new-user pass: an agent following 1.1.3's gold conversation but never calling
+    ``assign_seat`` led ``diff`` with "wrong tool: called add_baggage_allowance, the gold calls
+    assign_seat here": nothing wrong was called, a call was missing (its next call is the gold's
+    next one)."""
+    from engine.session.backends.python_agent import register_agent
+
+    name = "eva_airline__1_1_3"
+    scenario = load_domain(SPEC_DIR, data_root, plugins=plugins()).scenario(name)
+    spec = register_agent(_gold_agent_skipping(scenario, "assign_seat"), "skips_assign_seat")
+    out = tmp_path / "run"
+    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", "1.1.3", "--agent", spec]
+    main([*argv, "--output-dir", str(out), "--no-progress", "--workers", "1"])
+    metrics = json.loads((out / name / "metrics.json").read_text())
+    assert metrics["is_successful"] is False and metrics["db_state_match"] is False
+    calls = [a["action_type"] for a in json.loads((out / name / "actions.json").read_text())]
+    assert "assign_seat" not in calls and "add_baggage_allowance" in calls
+    attribution = metrics["attribution"]
+    assert attribution["cause"] == "agent"
+    assert attribution["evidence"].startswith("missing write: the agent never called assign_seat("), (
+        attribution
+    )
+    assert "wrong tool" not in attribution["evidence"]
+    event = json.loads((out / name / "transcript.jsonl").read_text().splitlines()[attribution["turn"]])
+    assert event["type"] == "tool_call" and event["content"]["name"] == "add_baggage_allowance"
+    capsys.readouterr()
+    assert main(["diff", str(out), name]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[1].startswith("cause: agent: missing write: the agent never called assign_seat("), shown
+
+
+def test_a_genuinely_wrong_or_reordered_tool_is_still_a_wrong_tool(data_root):
+    """The skip is told from a wrong tool: a write the gold never makes, or the skipped write made
+    later (out of order), stays "wrong tool"."""
+    from engine.core.model import SessionResult
+    from engine.scoring.attribution import attribute
+
+    scenario = load_domain(SPEC_DIR, data_root, plugins=plugins()).scenario("eva_airline__1_1_3")
+    gold = {s.tool: s.arguments for s in scenario.gold_trace.steps if s.kind == "tool_call"}
+
+    def cause(*names):
+        transcript = [
+            {"role": "agent", "type": "tool_call", "content": {"name": n, "arguments": gold.get(n, {})}}
+            for n in names
+        ]
+        result = SessionResult(scenario.name, 1, "exit", transcript=transcript)
+        return attribute(scenario, result, ("db_state_match",), False, None).evidence
+
+    skipped = cause("rebook_flight", "add_baggage_allowance")
+    assert skipped.startswith("missing write: the agent never called assign_seat(")
+    assert "(and" not in skipped
+    both = cause("add_baggage_allowance")  # rebook_flight and assign_seat skipped
+    assert both.startswith("missing write: the agent never called rebook_flight(")
+    assert both.endswith("(and 1 more gold write)")
+    swapped = cause("rebook_flight", "add_baggage_allowance", "assign_seat")
+    assert swapped == "wrong tool: called add_baggage_allowance, the gold calls assign_seat here"
+    other = cause("rebook_flight", "cancel_reservation", "assign_seat", "add_baggage_allowance")
+    assert other == "wrong tool: called cancel_reservation, the gold calls assign_seat here"

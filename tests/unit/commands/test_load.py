@@ -49,16 +49,16 @@ def test_a_ramp_reports_each_step(tmp_path: Path, capsys: pytest.CaptureFixture[
     rows = [re.split(r"\s{2,}", line) for line in lines[1:4]]
     assert [(r[0], r[1], r[2]) for r in rows] == [
         ("2", "2", "100.0% (2/2 sessions)"),
-        ("4", "4", "100.0% (4/4 sessions)"),
+        ("4", "6", "100.0% (6/6 sessions)"),
         ("8", "9", "100.0% (9/9 sessions)"),
     ]
     body = json.loads((tmp_path / "load.json").read_text(encoding="utf-8"))
     record = LoadRecord.from_json(body)
     assert record.stopped_at is None and [s.callers for s in record.steps] == [2, 4, 8]
-    # 8 sessions over the shop's 3 scenarios: each 3 times (trials), 9 sessions, all counted
+    # 4 and 8 sessions over the shop's 3 scenarios: each 2 and 3 times (trials), all counted
     assert [(s.sessions, s.passed, s.failed, s.errors) for s in record.steps] == [
         (2, 2, 0, 0),
-        (4, 4, 0, 0),
+        (6, 6, 0, 0),
         (9, 9, 0, 0),
     ]
     for step in record.steps:
@@ -108,7 +108,41 @@ def test_steps_cycle_the_scenarios() -> None:
     assert fill(names, 2) == (("a", "b"), 1)
     assert fill(names, 3) == (("a", "b", "c"), 1)
     assert fill(names, 8) == (("a", "b", "c"), 3)
-    assert fill(names, 4) == (("a", "b"), 2)
+    # whole rounds of every selected scenario (before: ("a", "b") twice, "c" silently dropped)
+    assert fill(names, 4) == (("a", "b", "c"), 2)
+    assert fill(names, 6) == (("a", "b", "c"), 2)
+
+
+def test_a_step_runs_every_selected_scenario_and_says_which_it_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a new-user pass: ``--ramp 2,4 --scenarios A,B,C`` ran only A and B in every step
+    (the step of 4 callers ran 4 sessions over 2 scenarios), C dropped without a word."""
+    agent = GoldAgent(MOCK_SPEC_DIR, MOCK_DATA_ROOT, latency_s=0.0)
+    chosen = ["mock__cancel_order", "mock__late_delivery_credit", "mock__shipped_refusal"]
+    code = _load(agent.register("load_all"), tmp_path, "2,4", "--scenarios", ",".join(chosen))
+    assert code == 0
+    captured = capsys.readouterr()
+    record = LoadRecord.from_json(json.loads((tmp_path / "load.json").read_text(encoding="utf-8")))
+    assert [(s.callers, s.sessions) for s in record.steps] == [(2, 2), (4, 6)]
+    ran = [
+        sorted(
+            json.loads(m.read_text())["scenario_name"] for m in (tmp_path / s.run_dir).rglob("metrics.json")
+        )
+        for s in record.steps
+    ]
+    assert sorted(set(ran[1])) == chosen and len(ran[1]) == 6  # every scenario, twice
+    assert sorted(set(ran[0])) == chosen[:2]
+    assert [s.left_out for s in record.steps] == [(chosen[2],), ()]
+    err = [line for line in captured.err.splitlines() if line.startswith("evalctl load:")]
+    assert len(err) == 2
+    assert err[0].endswith(f"1 selected scenario not run (fewer sessions than scenarios selected; give "
+                           f"--sessions-per-step to run them all): {chosen[2]}")  # fmt: skip
+    assert "not run" not in err[1]
+    out = captured.out.splitlines()
+    assert f"2 callers: 1 selected scenario not run (fewer sessions than scenarios selected; give " \
+        f"--sessions-per-step to run them all): {chosen[2]}" in out  # fmt: skip
+    assert not any(line.startswith("4 callers:") for line in out)
 
 
 def test_reply_time_is_the_engine_clock_from_caller_line_to_agent_words() -> None:

@@ -60,4 +60,5 @@ def test_load_names_the_caller_and_counts_alike(tmp_path: Path, capsys: pytest.C
 def test_load_help_says_a_step_runs_whole_rounds(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["load", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "3 callers over 2 scenarios run 4 sessions" in text and "errors left out, never failures" in text
+    assert "4 callers over 3 scenarios run 6 sessions" in text and "errors left out, never failures" in text
+    assert "every one of them runs equally often" in text and "says which it left out" in text

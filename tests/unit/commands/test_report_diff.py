@@ -198,6 +198,44 @@ def test_diff_of_an_unfinished_run_says_results_are_missing(
     assert json.loads(said.out) is not None and "1 planned result is missing" in said.err
 
 
+def test_diff_names_a_stored_session_whose_metrics_were_deleted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a new-user pass: a result whose ``metrics.json`` was deleted (its session stored)
+    was left out of ``diff`` without a warning of its own (the closing count was of unreadable
+    records, or "1 planned result is missing (the run did not finish)"); ``diff RUN SCENARIO``
+    said the scenario did not run."""
+    out = tmp_path / "run"
+    every = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--output-dir", str(out)]
+    assert cli.main([*every, "--no-progress", "--trials", "2"]) == 0
+    capsys.readouterr()
+    (out / ONE / "trial_1" / "metrics.json").unlink()
+    assert cli.main(["diff", str(out)]) == 0
+    said = capsys.readouterr()
+    hint = f"`evalctl rescore {out}` (or `evalctl run ... --resume {out}`) scores what was stored"
+    assert said.err.splitlines() == [
+        f"warning: {out / ONE / 'trial_1'}: {ONE} trial 1 has no metrics.json: not scored, left out"
+    ]
+    note = "note: 1 result not scored (no metrics.json, warned above): left out of this diff"
+    assert f"{note}; {hint}" in said.out
+    assert "unreadable" not in said.out + said.err and "planned result" not in said.out + said.err
+    # the scenario asked for by name: its other trial is shown, the unscored one warned
+    assert cli.main(["diff", str(out), ONE]) == 0
+    said = capsys.readouterr()
+    assert f"== {ONE} (trial 2): PASS" in said.out and f"{ONE} trial 1 has no metrics.json" in said.err
+    # with every trial unscored, the scenario is named as not scored, not as one that did not run
+    (out / ONE / "trial_2" / "metrics.json").unlink()
+    assert cli.main(["diff", str(out), ONE]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{ONE} trial 1 ran but has no metrics.json (not scored); {hint}" in err
+    # rescore scores it again: diff is clean
+    assert cli.main(["rescore", str(out)]) in (0, 1)
+    capsys.readouterr()
+    assert cli.main(["diff", str(out)]) == 0
+    said = capsys.readouterr()
+    assert "not scored" not in said.out + said.err and "warning" not in said.err
+
+
 def test_piped_tables_are_wide_enough_for_the_signal_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Off a terminal (a pipe, a CI log) rich's 80 columns wrapped the longer signal rows onto two
     lines; the verbs print 120 wide there, or $COLUMNS when set (eva's table:

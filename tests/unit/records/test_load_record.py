@@ -1,4 +1,4 @@
-"""``load.json`` (``evalctl.load/2``; ``/1`` read too): the field names the writer produces are
+"""``load.json`` (``evalctl.load/3``; ``/2`` and ``/1`` read too): the field names the writer produces are
 pinned for this schema version (a change of fields needs a version bump), a written record reads
 back equal, and the reader refuses what the writer would never write."""
 
@@ -33,13 +33,14 @@ STEP = LoadStep(
     overhead=0.2,
     run_dir="step-02-8",
     rate_scenarios=3,
+    left_out=("mock__late_delivery_credit",),
 )
 RECORD = LoadRecord("specs/x", "ws://127.0.0.1:9000", "replay", 0.2, 0, (STEP,))
 
-#: evalctl.load/2's fields, in the order written: a change here is a new schema version (version 1
-#: had no ``rate_scenarios``).
-FIELDS_V2 = ["schema", "spec_dir", "agent", "user", "fail_above", "stopped_at", "steps"]
-STEP_FIELDS_V2 = [
+#: evalctl.load/3's fields, in the order written: a change here is a new schema version (version 1
+#: had no ``rate_scenarios``, version 2 no ``left_out``).
+FIELDS_V3 = ["schema", "spec_dir", "agent", "user", "fail_above", "stopped_at", "steps"]
+STEP_FIELDS_V3 = [
     "callers",
     "sessions",
     "passed",
@@ -58,14 +59,15 @@ STEP_FIELDS_V2 = [
     "cpu_s",
     "overhead",
     "run_dir",
+    "left_out",
 ]
 
 
-def test_the_fields_of_version_2_are_pinned() -> None:
+def test_the_fields_of_version_3_are_pinned() -> None:
     body = RECORD.to_json()
-    assert LOAD_SCHEMA == "evalctl.load/2" and body["schema"] == LOAD_SCHEMA
-    assert list(body) == FIELDS_V2
-    assert list(body["steps"][0]) == STEP_FIELDS_V2
+    assert LOAD_SCHEMA == "evalctl.load/3" and body["schema"] == LOAD_SCHEMA
+    assert list(body) == FIELDS_V3
+    assert list(body["steps"][0]) == STEP_FIELDS_V3
     assert list(body["steps"][0]["latency_ms"]) == ["p50", "p90", "p95", "p99"]
 
 
@@ -77,17 +79,28 @@ def test_a_written_record_reads_back_equal() -> None:
 def test_a_version_1_record_reads_without_the_interval_count() -> None:
     body = json.loads(json.dumps(RECORD.to_json()))
     body["schema"] = "evalctl.load/1"
-    del body["steps"][0]["rate_scenarios"]
+    del body["steps"][0]["rate_scenarios"], body["steps"][0]["left_out"]
     assert LoadRecord.from_json(body).steps[0].rate_scenarios is None
     body["steps"][0]["rate_scenarios"] = 3  # not a key of version 1
     with pytest.raises(RecordError, match="rate_scenarios"):
         LoadRecord.from_json(body)
 
 
+def test_a_version_2_record_reads_without_the_scenarios_left_out() -> None:
+    body = json.loads(json.dumps(RECORD.to_json()))
+    body["schema"] = "evalctl.load/2"
+    del body["steps"][0]["left_out"]
+    assert LoadRecord.from_json(body).steps[0].left_out == ()
+    body["steps"][0]["left_out"] = []  # not a key of version 2
+    with pytest.raises(RecordError, match="left_out"):
+        LoadRecord.from_json(body)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda b: b.update(schema="evalctl.load/3"), "newer evalctl"),
+        (lambda b: b.update(schema="evalctl.load/4"), "newer evalctl"),
+        (lambda b: b["steps"][0].update(left_out=[1]), "left_out: not a list of strings"),
         (lambda b: b.update(schema="evalctl.summary/1"), "not an evalctl load record"),
         (lambda b: b.update(extra=1), "unknown key(s) extra"),
         (lambda b: b["steps"][0].pop("overhead"), "no overhead"),

@@ -101,7 +101,15 @@ def test_a_changed_spec_makes_runs_incomparable_and_is_named(
         ("spec", "scenarios/shipped.yaml", "changed"),
     ]
     assert len(c.only_in_a) == len(ALL) - 2 and c.only_in_b == ()
-    assert any("each rate is over its own run's results" in n for n in c.notes)
+    # two selections: a WARNING with the counts (before: a note, "each rate is over its own run's results")
+    (warning,) = [w for w in c.warnings if "different selections" in w]
+    assert warning.startswith(
+        f"the runs ran different selections: A has {len(ALL)} scenarios, B 2 scenarios, 2 shared"
+    )
+    assert warning.endswith("the paired comparison (the verdict changes, whether a difference is real) "
+                            "is over the 2 scenarios shared only")  # fmt: skip
+    assert not any("each rate is over its own run's results" in n for n in c.notes)
+    assert f"WARNING: {warning}\n" in render_text(c)
     assert (
         "comparable: NO (2 input files differ)\n  spec scenarios/late_by_model.yaml: only in A"
         in render_text(c)
