@@ -9,7 +9,7 @@ import click
 
 from engine.commands import library
 from engine.commands.console import warning_of_unreadable
-from engine.results.diff import RESCORE_HINT, missing_results, render_text, unscored_results
+from engine.results.diff import RESCORE_HINT, missing_results, passing_off_gold, render_text, unscored_results
 from engine.results.unreadable import records_text
 from engine.util.untrusted import one_line
 
@@ -21,7 +21,8 @@ def diff(run_dir: Path, scenario: str | None = None, *, as_json: bool = False) -
     results are missing when the run did not finish. A record that does not read is a warning on
     stderr and a ``note:`` line with the count (in the text; on stderr with ``as_json``: JSON stays
     JSON). A stored session without its ``metrics.json`` is a warning of its own naming it (not
-    scored) and a ``note:`` line counting those. Returns 0; raises UsageError when ``run_dir``
+    scored) and a ``note:`` line counting those. Passing results whose agent left the gold path (a
+    replay-caller run) are named on a ``note:`` line. Returns 0; raises UsageError when ``run_dir``
     holds no (readable) scored results or not ``scenario``."""
     with warning_of_unreadable() as found:
         diffs = library.diff(run_dir, scenario)
@@ -33,6 +34,15 @@ def diff(run_dir: Path, scenario: str | None = None, *, as_json: bool = False) -
         click.echo(json.dumps([d.to_json() for d in diffs], indent=2, ensure_ascii=False, default=str))
     else:
         click.echo(render_text(diffs, run_dir), nl=False)
+    off_gold = passing_off_gold(run_dir) if scenario is None else []
+    if off_gold:  # a pass is not "followed the gold": say which did not (a new user's finding)
+        shown = ", ".join(off_gold[:5]) + (f" and {len(off_gold) - 5} more" if len(off_gold) > 5 else "")
+        click.echo(
+            f"note: {len(off_gold)} passing result{'s' if len(off_gold) != 1 else ''} left the gold path "
+            f"(the verdict's signals allow it: a skipped read, a write that changed nothing): "
+            f"{one_line(shown, 400)}; `evalctl diff {run_dir} NAME` shows where",
+            err=as_json,
+        )
     if len(found):  # "no failed scenarios" must not read as "all passed"
         click.echo(
             f"note: {records_text(len(found))} (warned above): left out of this diff; "

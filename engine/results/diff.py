@@ -372,6 +372,20 @@ def diff_run(run_dir: Path, scenario: str | None = None) -> list[ScenarioDiff]:
     return [explain(d, m) for d, m in chosen]
 
 
+def passing_off_gold(run_dir: Path) -> list[str]:
+    """The passing results of ``run_dir`` whose agent left the gold path (:func:`_left_gold_path`:
+    a replay-caller run), as ``NAME`` or ``NAME#TRIAL`` in a run with trials: a pass the verdict's
+    signals allow (eva's gate is the final DB and the call's end) that a conformance check would
+    not (a skipped read, a write that changed nothing)."""
+    rows = scored_dirs(Path(run_dir))
+    trials = any(m.trial != 1 for _, m in rows)
+    found = []
+    for sdir, metrics in rows:
+        if metrics.is_successful is True and (_left_gold_path(sdir) or "").startswith("left the gold path"):
+            found.append(metrics.scenario_name + (f"#{metrics.trial}" if trials else ""))
+    return found
+
+
 def agent_hash_lines(d: ScenarioDiff) -> list[str]:
     """The line ``the agent's own DB hash differs from the engine's: ...`` when the agent reported
     a DB hash of its own (an RTVI bot's) that differs from the engine's; else none. Printed by

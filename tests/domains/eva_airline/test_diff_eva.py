@@ -265,3 +265,29 @@ def test_a_genuinely_wrong_or_reordered_tool_is_still_a_wrong_tool(data_root):
     assert swapped == "wrong tool: called add_baggage_allowance, the gold calls assign_seat here"
     other = cause("rebook_flight", "cancel_reservation", "assign_seat", "add_baggage_allowance")
     assert other == "wrong tool: called cancel_reservation, the gold calls assign_seat here"
+
+
+def test_diff_of_a_run_names_passing_results_that_left_the_gold_path(data_root, tmp_path, capsys):
+    """Found by a new-user pass: an agent that skipped a read of 1.1.3's gold still passes (eva's
+    gate is the final DB and the call's end) and ``evalctl diff RUN`` said only "no failed
+    scenarios"; the gold-path departure it had found showed only in ``diff RUN SCENARIO``."""
+    from engine.session.backends.python_agent import register_agent
+
+    name = "eva_airline__1_1_3"
+    scenario = load_domain(SPEC_DIR, data_root, plugins=plugins()).scenario(name)
+    spec = register_agent(_gold_agent_skipping(scenario, "get_reservation"), "skips_a_read")
+    out = tmp_path / "run"
+    argv = ["run", str(SPEC_DIR), "--data-root", str(data_root), "--scenarios", "1.1.3", "--no-progress"]
+    main([*argv, "--agent", spec, "--output-dir", str(out), "--workers", "1"])
+    main([*argv, "--output-dir", str(tmp_path / "replay")])
+    assert json.loads((out / name / "metrics.json").read_text())["is_successful"] is True
+    capsys.readouterr()
+    assert main(["diff", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"{out}: no failed scenarios." in text
+    assert (
+        "note: 1 passing result left the gold path (the verdict's signals allow it: a skipped read, a "
+        f"write that changed nothing): {name}; `evalctl diff {out} NAME` shows where"
+    ) in text
+    assert main(["diff", str(tmp_path / "replay")]) == 0
+    assert "left the gold path" not in capsys.readouterr().out  # the replay agent follows it
