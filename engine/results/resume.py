@@ -9,6 +9,9 @@ transport, unless ``keep_errors``).
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +19,7 @@ from engine.core.model import Scenario
 from engine.core.options import RunOptions
 from engine.core.records.common import SpentUsage
 from engine.results.provenance import read_run_record
-from engine.results.session_files import readable, rescored_spent, scenario_dir, slot, spent_before
+from engine.results.session_files import METRICS, readable, rescored_spent, scenario_dir, slot, spent_before
 from engine.session.settings import resumed_options
 
 
@@ -77,3 +80,26 @@ def longest_first(jobs: list[Job]) -> list[Job]:
     started first, it overlaps them (longest-processing-time-first scheduling: measured on the
     latency bench of ``make bench``, the run's tail shrinks by about a second)."""
     return sorted(jobs, key=lambda j: -len(j.scenario.gold_trace or ()))
+
+
+def set_aside_unreported(
+    run_dir: Path, handed: Iterable[tuple[str, int]], reported: Iterable[tuple[str, int]], trials: int
+) -> list[str]:
+    """Make incomplete the folders of this invocation's sessions (``handed``: (scenario, trial)
+    keys) that were never reported to the run's process (``reported``), yet hold a
+    ``metrics.json``: the run did not write it (an agent's code planting a pass, then stopping the
+    run), or wrote it just as a stop cut the session's report. The ``metrics.json`` is removed, so
+    the summary counts the session as missing and ``--resume`` runs it again. Returns the folders
+    set aside (relative to ``run_dir``). Raises nothing: a file that cannot be removed is left."""
+    done = set(reported)
+    aside = []
+    for name, trial in dict.fromkeys(handed):
+        if (name, trial) in done:
+            continue
+        sdir = scenario_dir(run_dir, name, trial, trials)
+        marker = sdir / METRICS
+        if os.path.lexists(marker):
+            with contextlib.suppress(OSError):
+                marker.unlink()
+                aside.append(str(sdir.relative_to(run_dir)))
+    return aside

@@ -34,7 +34,7 @@ from engine.core.records.metrics import MetricsRecord
 from engine.results import scoring_stage as results
 from engine.results.provenance import new_invocation_id
 from engine.results.regenerate import attempts_kept, broken_caller, keep_attempt, keep_broken
-from engine.results.resume import Job, plan_jobs, resumed
+from engine.results.resume import Job, plan_jobs, resumed, set_aside_unreported
 from engine.results.run_report import RunReport
 from engine.results.rundir import (
     check_run_dir,
@@ -76,6 +76,7 @@ from engine.util import end_wait, heap
 from engine.util.aio import run_to_end
 from engine.util.errors import OutputError, SpecError, StrayExit, UsageError
 from engine.util.oslimits import check_open_files, files_needed
+from engine.util.untrusted import one_line
 
 if TYPE_CHECKING:
     from engine.session.voice.run import VoiceRun
@@ -222,9 +223,15 @@ async def _run_locked(
         jobs = loaded.longest_first(plan_jobs(chosen, opts, run_dir))
         report.skipped = len(chosen) * opts.trials - len(jobs)
     more = None
+    handed = [(j.scenario.name, j.trial) for j in jobs]  # this invocation's sessions
     if rounds is not None:
         next_round = rounds.next_round
-        more = lambda: loaded.longest_first(next_round())  # noqa: E731
+
+        def more() -> list[Job]:
+            batch = loaded.longest_first(next_round())
+            handed.extend((j.scenario.name, j.trial) for j in batch)
+            return batch
+
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     progress = Progress(len(jobs), enabled=opts.progress, quiet=opts.quiet, trials=opts.trials)
@@ -259,6 +266,16 @@ async def _run_locked(
         report.interrupted = True
     report.wall_s = loop.time() - t0
     info = {**base_info, "wall_time_s": round(report.wall_s, 3), "interrupted": report.interrupted}
+    reported = [(o.scenario_name, o.trial) for o in report.outcomes]
+    aside = set_aside_unreported(run_dir, handed, reported, opts.trials)
+    if aside:  # never counted: what the run did not see finish is missing, for --resume to run
+        shown = ", ".join(aside[:5]) + (f" and {len(aside) - 5} more" if len(aside) > 5 else "")
+        print(
+            f"evalctl: {len(aside)} result folder(s) of sessions this run did not see finish held a "
+            f"metrics.json it did not take (written outside the run's process?): not counted, "
+            f"--resume runs them again: {one_line(shown, 400)}",
+            file=sys.stderr,
+        )
     try:
         report.summary = results.finish_run(run_dir, info, report.totals, opts.trials)
         report.statistics_unavailable = stats.unavailable()

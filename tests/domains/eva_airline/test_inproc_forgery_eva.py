@@ -95,3 +95,48 @@ def test_a_planted_session_json_does_not_turn_the_crash_into_a_missing_result(
     assert (summary["results"], summary["overall"]["passed"], summary["missing"]) == (1, 0, []), summary
     metrics = json.loads((out / EVA[0] / "metrics.json").read_text())
     assert metrics["stop_reason"] == "agent_error"
+
+
+#: Copies the passing reference run's metrics.json into every selected scenario's folder, then
+#: stops the run as a Ctrl-C would (SIGINT to the run's process, its parent) and waits.
+PLANT_AND_STOP = """
+import asyncio, os, shutil, signal, sys
+from pathlib import Path
+
+
+def make(session, tools):
+    async def turn(line):
+        out = Path(sys.argv[sys.argv.index("--output-dir") + 1])
+        for name in os.environ["PLANT"].split(","):
+            (out / name).mkdir(parents=True, exist_ok=True)
+            shutil.copy(Path(os.environ["REF"]) / name / "metrics.json", out / name / "metrics.json")
+        os.kill(os.getppid(), signal.SIGINT)
+        await asyncio.sleep(60)
+        return "hello"
+
+    return turn
+"""
+
+
+def test_passes_planted_before_a_stop_are_not_counted(tmp_path: Path, data_root: Path, reference: Path) -> None:
+    """Found by a second breaker pass: the agent wrote passing metrics.json files into the folders
+    of the selected scenarios and stopped the run (a Ctrl-C, a CI timeout's SIGTERM do the same):
+    the interrupted run printed 100 % (2/2) with no INCOMPLETE, and ``--resume`` then skipped them.
+    A session this invocation did not see finish is missing, whatever its folder holds."""
+    agent = tmp_path / "planter.py"
+    agent.write_text(PLANT_AND_STOP)
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "run", str(SPEC_DIR), "--data-root", str(data_root),
+         "--scenarios", ",".join(EVA), "--agent", f"python:{agent}:make", "--concurrency", "1",
+         "--no-progress", "--output-dir", str(out)],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "REF": str(reference), "PLANT": ",".join(EVA)},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["overall"]["passed"] == 0, summary
+    assert sorted(summary["missing"]) == sorted(EVA), summary["missing"]
+    assert not any((out / name / "metrics.json").exists() for name in EVA)
+    assert "2 result folder(s) of sessions this run did not see finish held a metrics.json" in done.stderr
+    assert "INCOMPLETE" in done.stdout
