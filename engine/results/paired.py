@@ -215,8 +215,14 @@ def _verdict(
     if p < ALPHA and difference != 0:
         return "better" if difference > 0 else "worse"
     below = "n/a" if detectable is None else f"{100 * detectable:.0f}"
+    tail = f"a difference below ~{below} pt cannot be seen"
+    if discordant is not None and n < FEWEST_ONE_WAY:  # even every scenario flipping is not enough
+        tail = (
+            f"no difference can reach p < {ALPHA:g} with so few ({test} needs {FEWEST_ONE_WAY} "
+            "scenarios changing one way at the least)"
+        )
     if difference == 0:
-        return f"no detectable difference at n = {n}; a difference below ~{below} pt cannot be seen"
+        return f"no detectable difference at n = {n}; {tail}"
     if ci is not None and (ci.low > 0 or ci.high < 0):
         side = "above" if ci.low > 0 else "below"
         need = ""
@@ -226,7 +232,7 @@ def _verdict(
             f"inconclusive at n = {n}: the 95% interval lies {side} 0, but {test} does not reach "
             f"p < {ALPHA:g}{need}; more scenarios would settle it"
         )
-    return f"not significant at n = {n}; a difference below ~{below} pt cannot be seen"
+    return f"not significant at n = {n}; {tail}"
 
 
 def paired_rates(ra: Results, rb: Results, signals: Iterable[str]) -> tuple[PairedRate, ...]:

@@ -174,6 +174,21 @@ def test_a_change_the_test_cannot_confirm_is_not_called_no_difference() -> None:
     assert some.verdict.startswith("not significant at n = 12; a difference below ~")
 
 
+def test_below_six_scenarios_the_verdict_says_no_difference_can_be_significant() -> None:
+    """Found by a second breaker pass: ``compare`` of two equal 5-scenario runs said "a difference
+    below ~100 pt cannot be seen", as if 100 pt could; with one verdict per scenario exact McNemar
+    needs 6 scenarios changing one way, so at n = 5 nothing reaches p < 0.05."""
+    five = {f"s{i}": (1, 1) for i in range(5)}
+    assert paired_rate("overall", five, five).verdict == (
+        "no detectable difference at n = 5; no difference can reach p < 0.05 with so few "
+        "(exact McNemar needs 6 scenarios changing one way at the least)"
+    )
+    one_worse = {name: (0, 1) if name == "s0" else five[name] for name in five}
+    assert paired_rate("overall", five, one_worse).verdict.startswith(
+        "not significant at n = 5; no difference can reach p < 0.05 with so few"
+    )
+
+
 def test_the_paired_proportion_interval_is_newcombes_and_covers_95_percent() -> None:
     """Before: the bootstrap of the per-scenario differences, zero-width when they were all equal:
     five scenarios all worse read "-100.0 to -100.0 pt" beside "no detectable difference"."""
