@@ -36,6 +36,7 @@ from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import records_text, watching
 from engine.results.voice_compare import VoiceChange, voice_changes
 from engine.scoring.stats import ci_text
+from engine.scoring.summary import missing_text
 from engine.session.settings import FLAGS
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
@@ -220,7 +221,7 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
             notes.append(one_line(f"{what}: A {va}, B {vb}", 400))
     for which, s in (("A", sa), ("B", sb)):
         if s.missing:
-            notes.append(f"run {which} is incomplete: {len(s.missing)} results missing")
+            notes.append(f"run {which} is incomplete: {missing_text(len(s.missing))}")
     return notes
 
 
