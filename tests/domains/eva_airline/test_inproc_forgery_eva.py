@@ -118,7 +118,9 @@ def make(session, tools):
 """
 
 
-def test_passes_planted_before_a_stop_are_not_counted(tmp_path: Path, data_root: Path, reference: Path) -> None:
+def test_passes_planted_before_a_stop_are_not_counted(
+    tmp_path: Path, data_root: Path, reference: Path
+) -> None:
     """Found by a second breaker pass: the agent wrote passing metrics.json files into the folders
     of the selected scenarios and stopped the run (a Ctrl-C, a CI timeout's SIGTERM do the same):
     the interrupted run printed 100 % (2/2) with no INCOMPLETE, and ``--resume`` then skipped them.

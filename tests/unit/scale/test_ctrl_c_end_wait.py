@@ -151,7 +151,8 @@ def test_sigterm_says_the_first_ctrl_c_line(tmp_path: Path) -> None:
     code, said, out = _ctrl_c_after(tmp_path, "hold", 1, signal.SIGTERM)
     text = "\n".join(said)
     assert code == 130, text
-    assert said.count(f"evalctl: {CtrlC.FIRST}") == 1 and f"interrupted; finished results kept in {out}" in text
+    assert said.count(f"evalctl: {CtrlC.FIRST}") == 1, text
+    assert f"interrupted; finished results kept in {out}" in text
     assert f"evalctl: {CtrlC.FIRST_REPORTED}" not in said and "Traceback" not in text, text
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["interrupted"] is True and summary["results"] == 1 and summary["missing"], summary
