@@ -17,7 +17,7 @@ from engine.report_html.charts import Bar, Dot, rate_bars, scatter
 from engine.report_html.collect import ReportModel
 from engine.results.costs import RunCost, money
 from engine.results.unreadable import records_text
-from engine.scoring.summary import headline_not_applicable
+from engine.scoring.summary import headline_not_applicable, missing_text
 from engine.scoring.voice_figures import voice_lines
 from engine.util.untrusted import one_line
 
@@ -108,7 +108,7 @@ def headline(model: ReportModel) -> str:
     if (why := headline_not_applicable(s)) is not None:
         warn.append(f"Overall success is not applicable: {why}.")
     if s.missing:
-        warn.append(f"INCOMPLETE: {len(s.missing)} results missing (resume the run to complete it).")
+        warn.append(f"INCOMPLETE: {missing_text(len(s.missing))} (resume the run to complete it).")
     if s.interrupted:
         warn.append("The run was interrupted before all scenarios finished.")
     if model.unreadable:

@@ -36,6 +36,7 @@ from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import records_text, watching
 from engine.results.voice_compare import VoiceChange, voice_changes
 from engine.scoring.stats import ci_text
+from engine.scoring.summary import missing_text
 from engine.session.settings import FLAGS
 from engine.util.errors import UsageError
 from engine.util.untrusted import one_line
@@ -138,6 +139,11 @@ class Comparison:
     #: Each voice run's caller condition (:func:`caller_condition`; None for a text run).
     condition_a: str | None = None
     condition_b: str | None = None
+    #: Each run's interruption (``summary.json`` ``interrupted``) and its missing planned results.
+    interrupted_a: bool = False
+    interrupted_b: bool = False
+    missing_a: int = 0
+    missing_b: int = 0
 
     def to_json(self) -> dict[str, Any]:
         body = {
@@ -146,6 +152,8 @@ class Comparison:
             "comparable": self.comparable,
             "unreadable_a": self.unreadable_a,
             "unreadable_b": self.unreadable_b,
+            "interrupted": {"a": self.interrupted_a, "b": self.interrupted_b},
+            "missing": {"a": self.missing_a, "b": self.missing_b},
             "differences": [d.to_json() for d in self.differences],
             "notes": list(self.notes),
             "warnings": list(self.warnings),
@@ -179,8 +187,30 @@ def _results(run_dir: Path) -> tuple[dict[tuple[str, int], MetricsRecord], int]:
     if not rows and len(found):
         raise UsageError(f"{run_dir}: no readable results ({records_text(len(found))}, warned above)")
     if not rows:
-        raise UsageError(f"{run_dir}: no scored scenarios (not a run directory?)")
+        raise UsageError(_no_results(Path(run_dir)))
     return rows, len(found)
+
+
+def _no_results(run_dir: Path) -> str:
+    """Why ``run_dir`` has nothing to compare: a run interrupted before any session finished
+    (``summary.json`` or the last ``run.json`` invocation says ``interrupted``), a run with no
+    scored result, or a folder that is no run (no ``run.json``)."""
+    if not (run_dir / "run.json").is_file():
+        return f"{run_dir}: no scored scenarios (not a run directory?)"
+    with watching():  # an unreadable record is the run's own trouble: the reason below still holds
+        record = read_run_record(run_dir)
+        try:
+            interrupted = load_summary(run_dir).interrupted
+        except UsageError:
+            interrupted = False
+    if record is not None and record.invocations and record.invocations[-1].interrupted:
+        interrupted = True
+    if interrupted:
+        return (
+            f"{run_dir}: the run has no scored results: it was interrupted before any session "
+            f"finished (`evalctl run ... --resume {run_dir}` runs them)"
+        )
+    return f"{run_dir}: the run has no scored results"
 
 
 def _file_differences(a: RunRecord, b: RunRecord) -> list[FileDifference]:
@@ -219,9 +249,24 @@ def _notes(a: RunRecord, b: RunRecord, sa: SummaryRecord, sb: SummaryRecord) -> 
         if va != vb:
             notes.append(one_line(f"{what}: A {va}, B {vb}", 400))
     for which, s in (("A", sa), ("B", sb)):
-        if s.missing:
-            notes.append(f"run {which} is incomplete: {len(s.missing)} results missing")
+        if s.missing and not s.interrupted:  # an interrupted run's is a warning (_interrupted)
+            notes.append(f"run {which} is incomplete: {missing_text(len(s.missing))}")
     return notes
+
+
+def _interrupted(sa: SummaryRecord, sb: SummaryRecord) -> list[str]:
+    """A warning for each run that was interrupted (Ctrl-C, SIGTERM: ``summary.json``
+    ``interrupted``): how many of its planned results are missing, and that the comparison is of
+    the results it has. Before, compare said nothing of it."""
+    out = []
+    for which, s in (("A", sa), ("B", sb)):
+        if s.interrupted:
+            planned = s.results + len(s.missing)
+            out.append(
+                f"run {which} was interrupted: {missing_text(len(s.missing))} of its {planned} planned; "
+                "the comparison covers only the results it has"
+            )
+    return out
 
 
 #: Settings in run.json said elsewhere (models, trials, the voice warning) or that cannot change a
@@ -409,6 +454,7 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
     trials = max(sa.trials, sb.trials)
     voice_a, voice_b = _is_voice(pa, ra), _is_voice(pb, rb)
     warnings = [
+        *_interrupted(sa, sb),
         *_no_shared(ra, rb),
         *_other_selection(ra, rb),
         *_voice_warning(voice_a, voice_b),
@@ -439,6 +485,10 @@ def compare_runs(run_a: Path, run_b: Path, prices: PriceTable | None = None) -> 
         voice=voice_changes(ra, rb),
         condition_a=caller_condition(pa, voice_a),
         condition_b=caller_condition(pb, voice_b),
+        interrupted_a=sa.interrupted,
+        interrupted_b=sb.interrupted,
+        missing_a=len(sa.missing),
+        missing_b=len(sb.missing),
     )
 
 

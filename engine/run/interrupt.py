@@ -1,4 +1,4 @@
-"""What each Ctrl-C does to a run (``engine.run.runner.run_cli``), and to the printing of an
+"""What each Ctrl-C (and a SIGTERM) does to a run (``engine.run.runner.run_cli``), and to the printing of an
 interrupted run's outcome."""
 
 from __future__ import annotations
@@ -82,6 +82,17 @@ class CtrlC:
         else:
             end_wait.cut()
         print(f"evalctl: {self.first() if self.presses == 1 else self.SECOND}", file=sys.stderr, flush=True)
+
+    def terminate(self) -> None:
+        """SIGTERM (a CI timeout, ``kill``; through the loop): stops the run as a first Ctrl-C does
+        and says so with the same line (:meth:`first`), counted as that press (a Ctrl-C after it
+        is a second). A SIGTERM after a stop cancels again, silently. Before, a SIGTERM stopped
+        the run without a word until its closing ``interrupted`` line."""
+        end_wait.mark_stopped()
+        self.task.cancel()
+        if self.presses == 0:
+            self.presses = 1
+            print(f"evalctl: {self.first()}", file=sys.stderr, flush=True)
 
     @staticmethod
     @contextlib.contextmanager

@@ -481,12 +481,6 @@ async def _session(
         )
 
 
-def _stop_by_sigterm(task: asyncio.Task[Any]) -> None:
-    """SIGTERM (a CI timeout, ``kill``) stops the run as a first Ctrl-C does."""
-    end_wait.mark_stopped()
-    task.cancel()
-
-
 def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
     """Run from a synchronous caller (the CLI); Ctrl-C or SIGTERM (a CI timeout, ``kill``) yields
     an ``interrupted`` report with the summary written; before the sessions start it raises
@@ -499,7 +493,7 @@ def run_cli(opts: RunOptions, voice: VoiceRun | None = None) -> RunReport:
         previous: Any = None
         installed = False
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
-            loop.add_signal_handler(signal.SIGTERM, _stop_by_sigterm, task)
+            loop.add_signal_handler(signal.SIGTERM, ctrl_c.terminate)  # as a first Ctrl-C, said alike
             previous = signal.signal(signal.SIGINT, ctrl_c.on_signal(loop))
             installed = True
         try:

@@ -365,6 +365,11 @@ def _pct(rate: float | None) -> str:
 _JUDGED = (Signal.JUDGE_PASSED, Signal.NL_ASSERTION)
 
 
+def missing_text(n: int) -> str:
+    """``1 result missing`` / ``3 results missing``: the planned results a summary lacks."""
+    return f"{n} result{'' if n == 1 else 's'} missing"
+
+
 def headline_not_applicable(summary: SummaryRecord) -> str | None:
     """Why the overall rate is not applicable, in one line (``no verdict-bearing signal was
     measured (judge_passed needs a judge: --judge-model); clean_exit alone is no verdict``); None
@@ -394,7 +399,7 @@ def headline_lines(summary: SummaryRecord) -> list[str]:
     na = f"; {ov.not_applicable} N/A" if ov.not_applicable else ""
     why = headline_not_applicable(summary)
     strict = summary.strict_tally
-    incomplete = f" - INCOMPLETE: {len(summary.missing)} results missing" if summary.missing else ""
+    incomplete = f" - INCOMPLETE: {missing_text(len(summary.missing))}" if summary.missing else ""
     return [
         f"Overall Success Rate: {_pct(ov.rate)} ({ov.passed}/{ov.total} {unit}{na}{_errors(ov.errors)})"
         + ci_text(ov.ci)

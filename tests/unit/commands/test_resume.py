@@ -170,7 +170,7 @@ def test_resume_runs_again_a_stored_session_that_cannot_be_read_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
 ) -> None:
     # before: --resume planned "score" for it, scoring failed ("UnicodeDecodeError ..."), the run
-    # printed "INCOMPLETE: 1 results missing" and exited 0, on every resume; never run again
+    # printed "INCOMPLETE: 1 result missing" and exited 0, on every resume; never run again
     import cli
 
     run_dir = tmp_path / "run"

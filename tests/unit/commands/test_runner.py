@@ -474,6 +474,8 @@ def test_base_url_that_is_not_http_is_a_usage_error_before_the_run(
 
 
 def test_sigterm_stops_like_ctrl_c_and_keeps_the_summary(tmp_path: Path) -> None:
+    from engine.run.runner import CtrlC
+
     out = tmp_path / "run"
     argv = [str(REPO / ".venv/bin/evalctl"), *SHOP_RUN, "--trials", str(TRIALS)]
     argv += ["--output-dir", str(out), "--replay-latency", "0.3", "--no-progress", "--concurrency", "2"]
@@ -489,6 +491,8 @@ def test_sigterm_stops_like_ctrl_c_and_keeps_the_summary(tmp_path: Path) -> None
         proc.kill()
     assert proc.returncode == 130, err
     assert f"evalctl: interrupted; finished results kept in {out}" in err
+    # the first Ctrl-C's line (before: a SIGTERM printed only the closing ``interrupted``)
+    assert err.splitlines().count(f"evalctl: {CtrlC.FIRST}") == 1, err
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["interrupted"] is True and summary["missing"]
 

@@ -283,3 +283,61 @@ def test_html_without_a_path_is_written_beside_run_b_and_said(
     assert capsys.readouterr().out.startswith(f"compare: {page} (")
     assert all(name in page.read_text(encoding="utf-8") for name in FAILING)
     assert list(here.iterdir()) == []
+
+
+def _interrupted_copy(run: Path, out: Path, keep: int) -> Path:
+    """``run`` as an interrupted run leaves it (Ctrl-C, SIGTERM): ``keep`` of its results, the
+    others gone and listed missing in summary.json, both records saying ``interrupted``."""
+    copy = shutil.copytree(run, out)
+    names = sorted(p.parent.name for p in copy.glob("*/metrics.json"))  # one trial: NAME/metrics.json
+    for name in names[keep:]:
+        shutil.rmtree(copy / name)
+    summary = json.loads((copy / "summary.json").read_text(encoding="utf-8"))
+    summary.update(interrupted=True, missing=names[keep:], results=keep)
+    (copy / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    record = json.loads((copy / "run.json").read_text(encoding="utf-8"))
+    record["invocations"][-1]["interrupted"] = True
+    (copy / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    return copy
+
+
+def test_an_interrupted_run_is_one_warning_line(clean_run: Path, tmp_path: Path, capsys) -> None:
+    """Before: compare of an interrupted run (INCOMPLETE, results missing) warned of nothing."""
+    cut = _interrupted_copy(clean_run, tmp_path / "cut", keep=len(ALL) - 2)
+    said = (
+        f"run B was interrupted: 2 results missing of its {len(ALL)} planned; "
+        "the comparison covers only the results it has"
+    )
+    assert main(["compare", str(clean_run), str(cut)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"WARNING: {said}" in lines and not any("is incomplete" in line for line in lines)
+    assert main(["compare", str(cut), str(clean_run), "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["interrupted"] == {"a": True, "b": False} and body["missing"] == {"a": 2, "b": 0}
+    assert said.replace("run B", "run A") in body["warnings"]
+    page = tmp_path / "c.html"
+    assert main(["compare", str(clean_run), str(cut), "--html", str(page)]) == 0
+    assert said in html.unescape(page.read_text(encoding="utf-8"))
+    capsys.readouterr()
+    assert main(["compare", str(clean_run), str(clean_run), "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["interrupted"] == {"a": False, "b": False} and not body["warnings"]
+
+
+def test_a_run_interrupted_before_any_result_says_so(clean_run: Path, tmp_path: Path, capsys) -> None:
+    """Before: ``no scored scenarios (not a run directory?)`` for a run folder with run.json and
+    summary.json whose every session was cut."""
+    cut = _interrupted_copy(clean_run, tmp_path / "cut", keep=0)
+    assert main(["compare", str(clean_run), str(cut)]) == 2
+    err = capsys.readouterr().err
+    assert f"{cut}: the run has no scored results: it was interrupted before any session finished" in err, err
+    assert "not a run directory" not in err
+    summary = json.loads((cut / "summary.json").read_text(encoding="utf-8"))
+    summary["interrupted"] = False
+    (cut / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    record = json.loads((cut / "run.json").read_text(encoding="utf-8"))
+    record["invocations"][-1]["interrupted"] = False
+    (cut / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    assert main(["compare", str(clean_run), str(cut)]) == 2
+    err = capsys.readouterr().err
+    assert f"{cut}: the run has no scored results" in err and "was interrupted" not in err, err

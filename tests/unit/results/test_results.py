@@ -370,3 +370,23 @@ def test_headline_of_an_incomplete_run_says_so():
     assert len(heads) == 3 and all(h.endswith(" - INCOMPLETE: 2 results missing") for h in heads)
     complete = render_summary_text(build_summary(rows, {"trials": 1, "scenarios": ["a"]}))
     assert "INCOMPLETE" not in complete
+
+
+def test_one_missing_result_is_said_in_the_singular(tmp_path, capsys):
+    """Before: ``INCOMPLETE: 1 results missing`` on stdout, in all_summary.txt and the HTML report."""
+    import shutil
+
+    import cli
+
+    run_dir = tmp_path / "run"
+    spec = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--no-progress"]
+    names = "mock__cancel_order,mock__shipped_refusal"
+    assert cli.main([*spec, "--scenarios", names, "--output-dir", str(run_dir)]) == 0
+    shutil.rmtree(run_dir / "mock__shipped_refusal")  # one planned result gone
+    capsys.readouterr()
+    assert cli.main(["rescore", str(run_dir)]) == 3  # a planned result missing
+    said = capsys.readouterr().out + (run_dir / "all_summary.txt").read_text(encoding="utf-8")
+    page = tmp_path / "r.html"
+    assert cli.main(["report", str(run_dir), "--html", str(page)]) == 0
+    for text in (said, page.read_text(encoding="utf-8")):
+        assert "INCOMPLETE: 1 result missing" in text and "results missing" not in text

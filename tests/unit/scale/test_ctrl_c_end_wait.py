@@ -67,10 +67,13 @@ def _sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _ctrl_c_after(tmp_path: Path, mode: str, reported: int) -> tuple[int, list[str], Path]:
+def _ctrl_c_after(
+    tmp_path: Path, mode: str, reported: int, sig: signal.Signals = signal.SIGINT
+) -> tuple[int, list[str], Path]:
     """``evalctl run`` of the mock shop with the agent in ``mode`` (:data:`AGENT`), in a session of
     its own, sent Ctrl-C (SIGINT to its process group, as a terminal does) once its progress shows
-    ``reported`` sessions done; its exit code, its stderr lines and its run folder."""
+    ``reported`` sessions done; its exit code, its stderr lines and its run folder. With ``sig``
+    SIGTERM, that signal goes to evalctl's own process only (as ``kill`` or a CI timeout sends it)."""
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
     out = tmp_path / "run"
@@ -100,7 +103,10 @@ def _ctrl_c_after(tmp_path: Path, mode: str, reported: int) -> tuple[int, list[s
             said.append(line)
             if re.match(rf"\[{reported}/{SESSIONS} ", line):
                 break
-        os.killpg(proc.pid, signal.SIGINT)
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(sig)
         code = proc.wait(timeout=TIMEOUT_S)
         while (line := lines.get(timeout=TIMEOUT_S)) is not None:  # the rest, to its end
             said.append(line)
@@ -137,6 +143,30 @@ def test_ctrl_c_before_every_session_is_reported_still_interrupts(tmp_path: Path
     assert not any(CUT_END_WAIT in line for line in said), text
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["interrupted"] is True and summary["results"] == 1 and summary["missing"], summary
+
+
+def test_sigterm_says_the_first_ctrl_c_line(tmp_path: Path) -> None:
+    """Before: a SIGTERM stopped the run without a word until its closing ``interrupted`` line;
+    it now says what the first Ctrl-C says (sessions in flight cut, the finished ones kept)."""
+    code, said, out = _ctrl_c_after(tmp_path, "hold", 1, signal.SIGTERM)
+    text = "\n".join(said)
+    assert code == 130, text
+    assert said.count(f"evalctl: {CtrlC.FIRST}") == 1, text
+    assert f"interrupted; finished results kept in {out}" in text
+    assert f"evalctl: {CtrlC.FIRST_REPORTED}" not in said and "Traceback" not in text, text
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["interrupted"] is True and summary["results"] == 1 and summary["missing"], summary
+
+
+def test_sigterm_once_every_session_is_reported_says_so(tmp_path: Path) -> None:
+    """Every session reported: a SIGTERM says it cuts the end-of-run wait (as the Ctrl-C does),
+    not that sessions in flight are cut; before, it said nothing."""
+    code, said, out = _ctrl_c_after(tmp_path, "leave", SESSIONS, signal.SIGTERM)
+    text = "\n".join(said)
+    assert f"evalctl: {CtrlC.FIRST_REPORTED}" in said and f"evalctl: {CtrlC.FIRST}" not in said, text
+    assert code == 0 and "Traceback" not in text, text
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["interrupted"] is False and summary["results"] == SESSIONS, summary
 
 
 #: With ``--workers 1`` the end wait is the run's own process's: a task of the agent's that
