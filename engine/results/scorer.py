@@ -112,11 +112,16 @@ async def committed(stage: Callable[..., tuple[T, FolderWrite]], *args: Any, her
     caller is cancelled meanwhile, the write and its commit still finish before the cancellation
     goes on.
 
-    Why ``here``: the files of a folder are a dozen small writes, each giving the GIL up and
-    taking it back. On the writer thread, every take-back waits for the busy event loop to let
-    go (up to the interpreter's switch interval, 5 ms): in the latency case of ``make bench``
-    the writer was busy 81-88 % of the time for 250 folders per worker, against 28-46 % when the
-    loop writes them itself and the writer only syncs (docs/performance.md, "Writes")."""
+    Which thread: the files of a folder are a dozen small writes, each giving the GIL up and
+    taking it back, and on the writer thread every take-back may wait for the busy event loop
+    (up to the interpreter's switch interval, 5 ms): once, with more work per folder, that kept
+    the writer busy 81-88 % of the latency case of ``make bench``. Today a finished session is
+    stored and scored on the writer (:meth:`Scorer.finish`): the stage's CPU work then runs
+    while the loop waits for the sides, instead of delaying every session's next step, and the
+    writer stays idle 60-71 % of the time (4 December, medians of six alternating rounds:
+    3.67 s against 3.85 s with the loop staging and writing the folder; docs/performance.md,
+    "Writes").
+    ``here`` is for a stage that is short next to its session (the verdict of a judged one)."""
     if here:
         value, batch = stage(*args)
         return await _awaited(_writer().add(value, batch))
@@ -207,8 +212,7 @@ class Scorer:
                 self.invocation,
                 superseded,
                 voice,
-                here=voice is None,
-            )
+            )  # on the writer thread: see committed()
             return metrics, None if failure is None else f"{type(failure).__name__}: {failure}"
         if not stored:
             await self.store(scenario, result, superseded, voice)
