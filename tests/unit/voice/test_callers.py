@@ -297,6 +297,7 @@ def test_a_malformed_voice_name_is_refused_before_espeak_is_asked(voice: str) ->
     )
 
 
+@pytest.mark.skipif(shutil.which("sox") is None, reason="sox (the volume change is sox's)")
 @pytest.mark.parametrize("with_cache", [False, True])
 async def test_the_line_is_on_what_the_agent_is_sent_not_on_the_timeline(
     tmp_path: Path, with_cache: bool
