@@ -171,3 +171,22 @@ def test_a_run_reports_a_session_only_after_its_folder_is_committed(tmp_path, mo
     report = asyncio.run(runner.run(replace(opts, concurrency=4)))
     assert report.summary is not None and report.summary.results == 6
     assert sum(checked) == 6 and len(reported) == 6
+
+
+def test_a_finished_session_is_stored_and_scored_on_the_writer_thread(tmp_path, monkeypatch):
+    # the stage's CPU work (scoring, JSON, the files) runs off the event loop: there it delayed
+    # every session's next step (docs/performance.md, "Writes")
+    threads: list[str] = []
+    real = scorer_module.stage_store_and_score
+
+    def stage(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(scorer_module, "stage_store_and_score", stage)
+    out = tmp_path / "run"
+    opts = run_options(MOCK_SPEC_DIR, MOCK_DATA_ROOT, output_dir=out, trials=2, progress=False)
+    report = asyncio.run(runner.run(replace(opts, concurrency=4)))
+    assert report.summary is not None and report.summary.results == 6
+    assert threads == ["evalctl-write"] * 6
+    assert len(list(out.glob("*/trial_*/metrics.json"))) == 6
