@@ -10,6 +10,7 @@ import click
 from engine.commands import library
 from engine.commands.console import warning_of_unreadable
 from engine.results.diff import RESCORE_HINT, missing_results, passing_off_gold, render_text, unscored_results
+from engine.results.provenance import resume_command
 from engine.results.unreadable import records_text
 from engine.util.untrusted import one_line
 
@@ -59,7 +60,7 @@ def diff(run_dir: Path, scenario: str | None = None, *, as_json: bool = False) -
     if missing:  # "no failed scenarios" must not read as "all passed" (on stderr: JSON stays JSON)
         click.echo(
             f"note: {missing} planned result{'s are' if missing != 1 else ' is'} missing (the run did not "
-            f"finish); `evalctl run ... --resume {run_dir}` completes it",
+            f"finish); `{resume_command(run_dir)}` completes it",
             err=True,
         )
     return 0

@@ -22,6 +22,7 @@ from engine.core.records.intervals import Interval
 from engine.core.records.metrics import MetricsRecord
 from engine.core.records.summary import COUNT, FailedResult, SummaryRecord
 from engine.results.costs import PriceTable, RunCost, money, run_costs
+from engine.results.provenance import resume_command
 from engine.results.scoring_stage import load_run_metrics, load_summary
 from engine.results.unreadable import records_text, watching
 from engine.scoring.passk import failed_every_trial
@@ -252,7 +253,7 @@ def _text(
     if summary.missing:
         console.print(
             f"[yellow]missing:[/] {len(summary.missing)} results; "
-            f"`evalctl run ... --resume {escape(str(run_dir))}` completes them"
+            f"`{escape(resume_command(run_dir))}` completes them"
         )
     if len(found):
         console.print(

@@ -13,6 +13,7 @@ from engine.core.records.common import ErrorSource
 from engine.core.records.error_words import error_sources, errors_line, hints_text
 from engine.domains.registry import plugins
 from engine.results.costs import PriceTable
+from engine.results.provenance import resume_command
 from engine.results.run_report import RunReport
 from engine.run.interrupt import CtrlC
 from engine.run.runner import run_cli
@@ -179,7 +180,7 @@ def print_outcome(
         what += [f"{len(outcome.scoring_errors)} not scored"] if outcome.scoring_errors else []
         err.print(
             f"evalctl: {' and '.join(what)} (never run, or a stored session that cannot be read "
-            f"back); `evalctl run ... --resume {outcome.run_dir}` runs them again",
+            f"back); `{resume_command(outcome.run_dir)}` runs them again",
             markup=False,
             highlight=False,
         )
@@ -188,7 +189,7 @@ def print_outcome(
         first = f"; first: {summary.first_error}" if summary is not None and summary.first_error else ""
         sources = error_sources(summary.failed) if summary is not None else []
         resume = (
-            f"`evalctl run ... --resume {outcome.run_dir}` runs them again, "
+            f"`{resume_command(outcome.run_dir)}` runs them again, "
             if not sources or set(sources) - {ErrorSource.USER_SIMULATOR, ErrorSource.JUDGE}
             else ""
         )

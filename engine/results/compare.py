@@ -31,7 +31,7 @@ from engine.results.paired import (
     paired_rates,
     set_differences,
 )
-from engine.results.provenance import read_run_record
+from engine.results.provenance import read_run_record, resume_command
 from engine.results.scoring_stage import load_summary, scored_dirs
 from engine.results.unreadable import records_text, watching
 from engine.results.voice_compare import VoiceChange, voice_changes
@@ -208,7 +208,7 @@ def _no_results(run_dir: Path) -> str:
     if interrupted:
         return (
             f"{run_dir}: the run has no scored results: it was interrupted before any session "
-            f"finished (`evalctl run ... --resume {run_dir}` runs them)"
+            f"finished (`{resume_command(run_dir)}` runs them)"
         )
     return f"{run_dir}: the run has no scored results"
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import platform
 import secrets
+import shlex
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -157,6 +158,21 @@ def read_run_record(run_dir: Path) -> RunRecord | None:
     except (OSError, ValueError) as err:  # RecordError is a ValueError
         note_failure(path, err)
         return None
+
+
+def resume_command(run_dir: Path | str) -> str:
+    """The command that completes the run in ``run_dir``, for a hint: ``evalctl run SPEC_DIR
+    --resume RUN_DIR`` with the spec folder its ``run.json`` records (as it was given, shell-quoted
+    where needed), or ``evalctl run ... --resume RUN_DIR`` when none reads. Reads quietly: a
+    ``run.json`` that does not read is not noted (a hint is no place for a warning)."""
+    spec = "..."
+    try:
+        recorded = RunRecord.from_json(read_record(Path(run_dir) / "run.json")).spec_dir
+    except (OSError, ValueError):
+        recorded = None
+    if recorded:
+        spec = shlex.quote(recorded)
+    return f"evalctl run {spec} --resume {shlex.quote(str(run_dir))}"
 
 
 def run_provenance(run_dir: Path, run_info: dict[str, Any]) -> RunRecord:

@@ -83,10 +83,25 @@ def _record_stats(stats: WriterStats) -> None:
         fh.write(line)
 
 
-async def _awaited(future: concurrent.futures.Future[T]) -> T:
+class WrittenStop(asyncio.CancelledError):
+    """The cancellation (Ctrl-C, SIGTERM) of a task that was waiting for the writer thread: the
+    work finished first, and succeeded; ``value`` is what it returned. For a folder write that
+    means the folder is durable: a session whose ``metrics.json`` was committed so is done, and
+    the run reports it before the cancellation goes on (``engine.run.runner``), rather than
+    leaving a complete folder it never counted (which the end of the run then set aside as
+    written by someone else). Anything that does not look for it sees a CancelledError."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("cancelled once the writer's work was done")
+        self.value = value
+
+
+async def _awaited(future: concurrent.futures.Future[T], written: bool = False) -> T:
     """The value of the writer's ``future``. When the caller is cancelled meanwhile (Ctrl-C), the
     work still finishes (and is committed) before the cancellation goes on, so a file is never
-    half written and a session reported done is durable."""
+    half written and a session reported done is durable. ``written`` (a folder write): the
+    cancellation then goes on as :class:`WrittenStop` (with the value) when the write succeeded;
+    otherwise as it came."""
     waiting = asyncio.wrap_future(future)
     try:
         return await asyncio.shield(waiting)
@@ -94,7 +109,9 @@ async def _awaited(future: concurrent.futures.Future[T]) -> T:
         while not waiting.done():  # cancellation may come more than once: still wait for the writes
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait([waiting])
-        raise
+        if not written or waiting.cancelled() or waiting.exception() is not None:
+            raise
+        raise WrittenStop(waiting.result()) from None
 
 
 async def off_loop(func: Callable[..., T], *args: Any) -> T:
@@ -110,7 +127,7 @@ async def committed(stage: Callable[..., tuple[T, FolderWrite]], *args: Any, her
     in the caller's thread (the event loop) and leave only the commit to the writer thread, else
     run both there. Raises what ``stage`` raised, or OSError when the commit failed. When the
     caller is cancelled meanwhile, the write and its commit still finish before the cancellation
-    goes on.
+    goes on (as :class:`WrittenStop`, holding ``value``, when they succeeded).
 
     Which thread: the files of a folder are a dozen small writes, each giving the GIL up and
     taking it back, and on the writer thread every take-back may wait for the busy event loop
@@ -124,8 +141,8 @@ async def committed(stage: Callable[..., tuple[T, FolderWrite]], *args: Any, her
     ``here`` is for a stage that is short next to its session (the verdict of a judged one)."""
     if here:
         value, batch = stage(*args)
-        return await _awaited(_writer().add(value, batch))
-    return await _awaited(_writer().write(stage, *args))
+        return await _awaited(_writer().add(value, batch), written=True)
+    return await _awaited(_writer().write(stage, *args), written=True)
 
 
 class Scorer:
@@ -200,27 +217,47 @@ class Scorer:
         metrics and None, or None and why scoring failed (``Type: message``; the session stays
         stored). Without a judge a new session is stored and scored in one write of its folder
         (:func:`engine.results.scoring_stage.store_and_score`). Raises OSError when the session cannot be
-        stored."""
+        stored.
+
+        A stop (cancellation) while the folder was being written lets the write finish; once
+        the session's folder is complete (stored and scored, or stored with its scoring failure
+        recorded) it goes on as :class:`WrittenStop` with what this call would have returned as
+        its value; a judged session stopped between its store and its verdict goes on as a plain
+        CancelledError (stored unscored: ``--resume`` scores it)."""
         if not stored and self.judge is None:
-            _, metrics, failure = await committed(
-                stage_store_and_score,
-                self.run_dir,
-                scenario,
-                result,
-                self.trials,
-                self.options,
-                self.invocation,
-                superseded,
-                voice,
-            )  # on the writer thread: see committed()
-            return metrics, None if failure is None else f"{type(failure).__name__}: {failure}"
+            try:
+                _, metrics, failure = await committed(
+                    stage_store_and_score,
+                    self.run_dir,
+                    scenario,
+                    result,
+                    self.trials,
+                    self.options,
+                    self.invocation,
+                    superseded,
+                    voice,
+                )  # on the writer thread: see committed()
+            except WrittenStop as stop:
+                _, metrics, failure = stop.value
+                raise WrittenStop((metrics, _failure_text(failure))) from None
+            return metrics, _failure_text(failure)
         if not stored:
-            await self.store(scenario, result, superseded, voice)
+            try:
+                await self.store(scenario, result, superseded, voice)
+            except WrittenStop:  # stored, not scored: --resume scores it
+                raise asyncio.CancelledError from None
         try:
             return await self.score(scenario, result, superseded), None
+        except WrittenStop as stop:
+            raise WrittenStop((stop.value, None)) from None
         except Exception as err:  # scoring trouble is recorded, the run goes on
             return None, f"{type(err).__name__}: {err}"
 
     async def aclose(self) -> None:
         if self.judge is not None:
             await self.judge.aclose()
+
+
+def _failure_text(failure: Exception | None) -> str | None:
+    """``Type: message`` of a scoring failure (None: none)."""
+    return None if failure is None else f"{type(failure).__name__}: {failure}"

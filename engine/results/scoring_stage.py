@@ -54,7 +54,7 @@ from engine.core.records.session import SessionRecord
 from engine.core.records.summary import SummaryRecord
 from engine.core.records.voice import VoiceSummary
 from engine.results.adaptive_record import read_adaptive
-from engine.results.provenance import run_provenance
+from engine.results.provenance import resume_command, run_provenance
 from engine.results.session_files import (
     JUDGE_RESULT,
     METRICS,
@@ -588,9 +588,9 @@ def load_summary(run_dir: Path) -> SummaryRecord:
             raise UsageError(f"{run_dir}: not an evalctl run directory (no run.json)") from None
         raise UsageError(
             f"{run_dir}: no summary.json yet: the run is still going (its summary comes at its end), "
-            f"or it stopped before writing one (`evalctl run ... --resume {run_dir}` completes it)"
+            f"or it stopped before writing one (`{resume_command(run_dir)}` completes it)"
         ) from None
     except (OSError, ValueError) as exc:  # bad JSON, not the record (RecordError), not a file
         raise UsageError(
-            f"{path}: unreadable ({exc}); `evalctl run ... --resume {run_dir}` rewrites it"
+            f"{path}: unreadable ({exc}); `{resume_command(run_dir)}` rewrites it"
         ) from None

@@ -68,7 +68,9 @@ class CtrlC:
                 loop.call_soon_threadsafe(self.task.cancel)
             else:
                 end_wait.cut()  # workers still ending after the stop: they end now
-            os.write(2, f"evalctl: {self.first() if self.presses == 1 else self.SECOND}\n".encode())
+            # on a terminal the progress bar holds the cursor's line: the message starts a new one
+            lead = "\n" if os.isatty(2) else ""
+            os.write(2, f"{lead}evalctl: {self.first() if self.presses == 1 else self.SECOND}\n".encode())
 
         return handler
 

@@ -123,8 +123,10 @@ class Progress:
         self._arm()
 
     def _print(self, line: str) -> None:
-        """One plain line on stderr."""
-        print(line, file=sys.stderr, flush=True)
+        """One plain line on stderr, in one write: a Ctrl-C's message (written by the signal
+        handler between two bytecodes) lands before or after it, never inside it."""
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
         self._last_line = time.perf_counter()
 
     def grow(self, more: int) -> None:

@@ -32,7 +32,7 @@ from engine.core.options import RunOptions
 from engine.core.records.common import spent
 from engine.core.records.metrics import MetricsRecord
 from engine.results import scoring_stage as results
-from engine.results.provenance import new_invocation_id
+from engine.results.provenance import new_invocation_id, resume_command
 from engine.results.regenerate import attempts_kept, broken_caller, keep_attempt, keep_broken
 from engine.results.resume import Job, plan_jobs, resumed, set_aside_unreported
 from engine.results.run_report import RunReport
@@ -45,7 +45,7 @@ from engine.results.rundir import (
     recorded_selection,
     select_scenarios,
 )
-from engine.results.scorer import Scorer, off_loop
+from engine.results.scorer import Scorer, WrittenStop, off_loop
 from engine.results.session_files import REGENERATED, load_session, scenario_dir
 from engine.run import workers
 from engine.run.adaptive import FIRST_TRIALS, AdaptiveRounds
@@ -283,7 +283,7 @@ async def _run_locked(
         unwritten = f"; {len(report.scoring_errors)} session(s) not written" if report.scoring_errors else ""
         raise OutputError(
             f"cannot write the run summary in {run_dir}: {err.strerror or err}{unwritten}; "
-            f"results written so far are kept (`evalctl run ... --resume {run_dir}` completes the run)"
+            f"results written so far are kept (`{resume_command(run_dir)}` completes the run)"
         ) from None
     return report
 
@@ -389,6 +389,8 @@ async def _run_jobs(
                     return
                 try:
                     result, metrics, failure = await attempts(job, scenario, setup)
+                except WrittenStop as stop:  # stopped once its folder was complete: it is done
+                    result, metrics, failure = stop.value
                 finally:
                     prepared.done(job)
         except (OSError, ValueError) as err:  # the folder cannot be written (or read back)
@@ -407,7 +409,10 @@ async def _run_jobs(
         if job.action == "score":
             sdir = scenario_dir(scorer.run_dir, scenario.name, trial, opts.trials)
             _, result = await off_loop(load_session, sdir)
-            metrics, failure = await scorer.finish(scenario, result, job.superseded, stored=True)
+            try:
+                metrics, failure = await scorer.finish(scenario, result, job.superseded, stored=True)
+            except WrittenStop as stop:
+                raise WrittenStop((result, *stop.value)) from None
             return result, metrics, failure
         run_dir, trials = scorer.run_dir, opts.trials
         first = attempt = 0
@@ -427,7 +432,10 @@ async def _run_jobs(
                     progress.talked(scenario, result)
                     breaker.record(result)
             audio = voice.artifacts(call) if voice is not None and call is not None else None
-            metrics, failure = await scorer.finish(scenario, result, superseded, audio)
+            try:
+                metrics, failure = await scorer.finish(scenario, result, superseded, audio)
+            except WrittenStop as stop:  # the stop waited for its folder: reported as done
+                raise WrittenStop((result, *stop.value)) from None
             if metrics is None or attempt - first >= opts.regenerate or not broken_caller(metrics):
                 return result, metrics, failure
             await off_loop(keep_attempt, run_dir, scenario.name, trial, trials)

@@ -191,7 +191,7 @@ def test_diff_of_an_unfinished_run_says_results_are_missing(
     said = capsys.readouterr()
     assert said.err.strip() == (
         f"note: 1 planned result is missing (the run did not finish); "
-        f"`evalctl run ... --resume {out}` completes it"
+        f"`evalctl run {MOCK_SPEC_DIR} --resume {out}` completes it"  # the run's own spec folder
     )
     assert cli.main(["diff", str(out), "--json"]) == 0
     said = capsys.readouterr()

@@ -190,3 +190,39 @@ def test_a_finished_session_is_stored_and_scored_on_the_writer_thread(tmp_path, 
     assert report.summary is not None and report.summary.results == 6
     assert threads == ["evalctl-write"] * 6
     assert len(list(out.glob("*/trial_*/metrics.json"))) == 6
+
+
+def test_a_stop_while_a_folder_is_written_reports_that_session_done(tmp_path, monkeypatch):
+    # Ctrl-C while a finished session's folder was on the writer thread: the write finishes (the
+    # folder is complete) and the session counts as done. Before, the run never counted it and
+    # its end set the complete folder aside as "written outside the run's process".
+    entered, go = threading.Event(), threading.Event()
+    real = scorer_module.stage_store_and_score
+
+    def stage(*args: Any) -> Any:
+        if not entered.is_set():
+            entered.set()
+            go.wait(60)  # the writer held: the stop comes while this folder is being written
+        return real(*args)
+
+    monkeypatch.setattr(scorer_module, "stage_store_and_score", stage)
+    out = tmp_path / "run"
+    opts = replace(run_options(MOCK_SPEC_DIR, MOCK_DATA_ROOT, output_dir=out, trials=2, progress=False),
+                   concurrency=4)  # fmt: skip
+
+    async def stopped() -> Any:
+        task = asyncio.create_task(runner.run(opts))
+        await asyncio.to_thread(entered.wait, 60)
+        task.cancel()
+        await asyncio.sleep(0)  # the cancellation reaches the sessions
+        go.set()
+        return await task
+
+    report = asyncio.run(stopped())
+    assert report.interrupted
+    complete = {
+        (p.parent.parent.name, int(p.parent.name.split("_")[1])) for p in out.glob("*/trial_*/metrics.json")
+    }
+    reported = {(o.scenario_name, o.trial) for o in report.outcomes}
+    assert complete and complete == reported  # every complete folder counted, none set aside
+    assert report.summary is not None and report.summary.results == len(reported)
