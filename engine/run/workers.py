@@ -129,6 +129,9 @@ class _Worker:
     process: Any
     conn: Connection
     reported: set[tuple[str, int]] = field(default_factory=set)
+    #: sessions it reported as not written or not scored (``scoring_error``: a folder that could
+    #: not be written, a disk full): accounted for, not lost with the worker
+    unwritten: set[tuple[str, int]] = field(default_factory=set)
     started: set[tuple[str, int]] = field(default_factory=set)  # with ``task.report_starts``
     #: ended, not yet scored: the result without its DBs, and the DBs' deltas (``view_delta``)
     talked: dict[tuple[str, int], tuple[SessionResult, tuple[Any, Any]]] = field(default_factory=dict)
@@ -447,7 +450,8 @@ async def _round(
                 "every session had been reported",
                 file=sys.stderr,
             )
-        unfinished = len(w.reported) < len(w.task.jobs)
+        # a session it reported as not written (its folder could not be written) is accounted for
+        unfinished = len(w.reported | w.unwritten) < len(w.task.jobs)
         if not w.ended or (unfinished and not w.stopping):  # died, or stopped by someone else
             # its untried sessions run again only when it finished or failed one at least
             untried = [k for k in _keys(w) if k not in w.started] if w.started else []
@@ -547,6 +551,9 @@ def _reader(worker: _Worker, progress: Progress, report: Any) -> Callable[[], No
         elif kind == "scoring_error":
             key, message = body
             report.scoring_errors[key] = message
+            name, _, trial = key.rpartition("#")  # ``name#trial``
+            if trial.isdigit():
+                worker.unwritten.add((name, int(trial)))
         elif kind == "end":
             worker.ended = True
 

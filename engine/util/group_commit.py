@@ -154,6 +154,11 @@ class GroupCommit:
         OSError the commit raised. Raises RuntimeError once closed."""
         return self._put(True, _given, (value, batch))
 
+    def backlog(self) -> int:
+        """How many pieces of work are queued and not yet started (approximate: other threads may
+        be adding or the writer taking one meanwhile)."""
+        return self._queue.qsize()
+
     def _put(self, staged: bool, func: Callable[..., Any], args: tuple[Any, ...]) -> Future[Any]:
         if self._closed:
             raise RuntimeError("the writer thread is closed")

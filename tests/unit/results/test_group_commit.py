@@ -226,3 +226,37 @@ def test_a_stop_while_a_folder_is_written_reports_that_session_done(tmp_path, mo
     reported = {(o.scenario_name, o.trial) for o in report.outcomes}
     assert complete and complete == reported  # every complete folder counted, none set aside
     assert report.summary is not None and report.summary.results == len(reported)
+
+
+def test_past_the_backlog_bound_a_folder_is_staged_on_the_callers_thread(tmp_path, monkeypatch):
+    # a stop lets every queued write finish: the queue of stages is bounded (scorer.STAGE_BACKLOG)
+    monkeypatch.setattr(scorer_module, "STAGE_BACKLOG", 2)
+    scorer_module.release_threads()  # a writer of this test's own
+    writer = scorer_module._writer()
+    running, go = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        running.set()
+        go.wait(60)
+
+    writer.call(hold)
+    assert running.wait(60)  # the held call is running: nothing is queued
+    threads: dict[str, str] = {}
+
+    def stage(name: str) -> tuple[str, FolderWrite]:
+        threads[name] = threading.current_thread().name
+        return _stage(tmp_path, name)
+
+    async def four() -> list[str]:
+        waits = [asyncio.ensure_future(scorer_module.committed(stage, f"s{i}", here=None)) for i in range(4)]
+        await asyncio.sleep(0)  # each has submitted its work (or staged it here)
+        go.set()
+        return await asyncio.gather(*waits)
+
+    try:
+        assert asyncio.run(four()) == ["s0", "s1", "s2", "s3"]
+    finally:
+        go.set()
+        scorer_module.release_threads()
+    assert threads == {"s0": "evalctl-write", "s1": "evalctl-write", "s2": "MainThread", "s3": "MainThread"}
+    assert all((tmp_path / f"s{i}" / "metrics.json").is_file() for i in range(4))

@@ -160,3 +160,31 @@ async def test_an_in_process_agent_that_kills_its_worker_fails_instead_of_errori
         assert metrics["is_successful"] is False and metrics["stop_reason"] == "agent_error"
         assert "the agent's own code runs in that process" in metrics["error"]
     assert not _workers()
+
+
+async def test_a_folder_a_worker_cannot_write_is_reported_as_not_written_not_as_a_stray_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a disk full in a worker: its sessions' folders cannot be written. Before, the run's process
+    # took the worker's normal end for a stop "by a SIGTERM from elsewhere" and failed them again.
+    import errno
+
+    from engine.results import scorer
+
+    real = scorer.stage_store_and_score
+
+    def full(run_dir: Path, scenario: object, result: object, *rest: object) -> object:
+        if getattr(result, "trial", 0) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(run_dir, scenario, result, *rest)
+
+    monkeypatch.setattr(scorer, "stage_store_and_score", full)  # the forked workers inherit it
+    opts = run_options(*SHOP, scenarios=NAMES, trials=2, workers=2, concurrency=2,
+                       output_dir=tmp_path, progress=False)  # fmt: skip
+    report = await run(opts)
+    err = capsys.readouterr().err
+    assert "SIGTERM from elsewhere" not in err and "stopped before its sessions finished" not in err
+    unwritten = {k for k, v in report.scoring_errors.items() if "No space left on device" in v}
+    assert unwritten == {f"{n}#2" for n in NAMES}
+    assert report.summary is not None and report.summary.results == len(NAMES)  # the trial-1 ones
+    assert not list(tmp_path.glob("*/trial_2/metrics.json")) and not _workers()
