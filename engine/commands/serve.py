@@ -1,11 +1,13 @@
 """``evalctl serve ROLE``: a built-in side, or the gold model (``model``), as its own process,
-until Ctrl-C."""
+until Ctrl-C or SIGTERM (either ends it with exit 0)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -14,6 +16,25 @@ import click
 from engine.domains.registry import plugins
 from engine.session.sides.standalone import serve_side
 from engine.util.errors import UsageError
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGTERM (a service manager, ``kill``) and SIGINT (Ctrl-C) both raise KeyboardInterrupt in
+    the main thread while the server runs: the server stops as after Ctrl-C and the command ends
+    with 0, never killed without a word; SIGINT is taken back even when the shell that started
+    the command in the background (``evalctl serve ... &``) left it ignored. The handlers before
+    are put back on the way out."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def serve(
@@ -29,7 +50,7 @@ def serve(
     request_timeout_s: float = 60.0,
 ) -> int:
     """Serve the ``role`` side with ``backend`` (``replay`` or ``openai:MODEL``) on
-    ``ws://host:port`` (port 0 = any free port) until Ctrl-C; says where on stderr once listening.
+    ``ws://host:port`` (port 0 = any free port) until Ctrl-C or SIGTERM; says where on stderr once listening.
     Returns 0. Raises UsageError like ``engine.session.sides.standalone.serve_side`` (replay without a
     spec dir, a missing API key, a port that cannot be bound). ``request_timeout_s``: seconds per
     model request."""
@@ -37,7 +58,7 @@ def serve(
     def ready(uri: str) -> None:
         click.echo(f"serving the {role} side ({backend}) on {uri}; Ctrl-C stops", err=True)
 
-    with contextlib.suppress(KeyboardInterrupt):
+    with _stopped_by_signals(), contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             serve_side(
                 role,
@@ -66,7 +87,7 @@ def serve_model(
 ) -> int:
     """Serve the gold model of ``spec_dir``'s scenarios (``engine.session.gold_model.GoldLLM``: an
     OpenAI-compatible ``/v1/chat/completions`` that answers with each scenario's gold agent turns)
-    on ``http://host:port/v1`` (port 0 = any free port) until Ctrl-C; says where on stderr once
+    on ``http://host:port/v1`` (port 0 = any free port) until Ctrl-C or SIGTERM; says where on stderr once
     listening. ``heard``: match the caller lines as a speech recogniser heard them (a voice bot).
     Returns 0. Raises SpecError / DataRootError for specs that do not load, UsageError for a port
     that cannot be bound."""
@@ -79,7 +100,7 @@ def serve_model(
         llm = GoldLLM(played, heard=heard, host=host, port=port)
     except OSError as err:
         raise UsageError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-    with llm, contextlib.suppress(KeyboardInterrupt):
+    with llm, _stopped_by_signals(), contextlib.suppress(KeyboardInterrupt):
         click.echo(
             f"serving the gold model of {len(played)} scenario(s) of {loaded.domain.name} on {llm.base_url} "
             "(any model name, any key); Ctrl-C stops",
