@@ -17,6 +17,7 @@ from engine.results.provenance import resume_command
 from engine.results.run_report import RunReport
 from engine.run.interrupt import CtrlC
 from engine.run.runner import run_cli
+from engine.session.tracing import OTLP_GIVE_UP
 from engine.util.errors import INFRASTRUCTURE_EXIT, OutputError
 
 
@@ -129,6 +130,8 @@ def _export_traces(run_dir: Path, otel: bool, trace_file: Path | None, prices: P
     text_console().print(f"traces: {'; '.join(done)}", markup=False, highlight=False)
     why = [f"{n.unreadable} stored session(s) unreadable"] if n.unreadable else []
     why += [f"{n.otlp_failed} refused or lost by the OTLP collector"] if otel and n.otlp_failed else []
+    if otel and n.gave_up:
+        why[-1] += f" (after {OTLP_GIVE_UP} failed exports in a row the rest were not sent)"
     if why:
         text_console(stderr=True).print(
             f"evalctl: not every session trace exported: {', '.join(why)}", markup=False, highlight=False

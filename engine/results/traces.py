@@ -18,12 +18,15 @@ from engine.session.tracing import SessionTracer
 class TraceCounts:
     """What :func:`export_run_traces` did: ``results`` scored results, ``traced`` traces built
     (written to the trace file when one is given), ``otlp_failed`` of those the collector did not
-    take, ``unreadable`` results whose stored session does not read (no trace)."""
+    take, ``unreadable`` results whose stored session does not read (no trace); ``gave_up``: the
+    collector failed ``engine.session.tracing.OTLP_GIVE_UP`` exports in a row, and the traces
+    after those were not sent (counted in ``otlp_failed``)."""
 
     results: int
     traced: int
     otlp_failed: int
     unreadable: int
+    gave_up: bool = False
 
     @property
     def exported(self) -> int:
@@ -54,4 +57,4 @@ def export_run_traces(
                 str(m.error_cause) if m.error_cause is not None else None,
                 {role: rc.cost for role, rc in cost.roles.items()} if cost is not None else None,
             )
-        return TraceCounts(len(rows), tracer.sessions, tracer.failed_exports, skipped)
+        return TraceCounts(len(rows), tracer.sessions, tracer.failed_exports, skipped, tracer.gave_up)

@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 
 #: The longest utterance text put on a turn span (``evalctl.turn.text``).
 TEXT_CHARS = 200
+#: After this many exports in a row the OTLP collector refused or let time out, the rest of the
+#: traces are not sent (counted as not exported): each attempt at a collector that has stopped
+#: answering waits for the exporter's timeout (10 s), 500 s for a 50-session run.
+OTLP_GIVE_UP = 3
 _NS = 1_000_000_000
 
 
@@ -97,6 +101,9 @@ class SessionTracer:
                 raise OutputError(f"cannot write {trace_file}: {err.strerror or err}") from None
         self.sessions = 0
         self.failed_exports = 0
+        self.failed_in_a_row = 0
+        #: set once :data:`OTLP_GIVE_UP` exports in a row failed: the later traces were not sent
+        self.gave_up = False
 
     def __enter__(self) -> SessionTracer:
         return self
@@ -131,8 +138,14 @@ class SessionTracer:
         if self._otlp is not None:
             from opentelemetry.sdk.trace.export import SpanExportResult
 
-            if self._otlp.export(spans) is not SpanExportResult.SUCCESS:
+            if self.gave_up:
                 self.failed_exports += 1
+            elif self._otlp.export(spans) is not SpanExportResult.SUCCESS:
+                self.failed_exports += 1
+                self.failed_in_a_row += 1
+                self.gave_up = self.failed_in_a_row >= OTLP_GIVE_UP
+            else:
+                self.failed_in_a_row = 0
         if self._file is not None:
             try:
                 self._file.write(otlp_json(spans) + "\n")

@@ -82,3 +82,31 @@ def test_otel_closing_line_says_exported_n_of_m(
     assert "traces: exported 0 of 1 session(s) to OTLP" in captured.out
     said = "evalctl: not every session trace exported: 1 refused or lost by the OTLP collector"
     assert said in captured.err
+
+
+def test_after_three_failed_exports_in_a_row_the_rest_are_not_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a collector that stops answering made each later export wait for the exporter's timeout:
+    # 10 s a session, 500 s for 50 (a hostile tester's stalled collector)
+    from engine.session.tracing import OTLP_GIVE_UP
+
+    collector = _FirstOnly()
+    collector.thread.start()
+    try:
+        host, port = collector.server.server_address[:2]
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host}:{port}")
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+        args = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--trials", "3", "--otel"]
+        assert cli.main([*args, "--output-dir", str(tmp_path / "run"), "--no-progress"]) == 0
+        posts = collector.server.RequestHandlerClass.seen  # type: ignore[attr-defined]
+    finally:
+        collector.server.shutdown()
+        collector.server.server_close()
+    captured = capsys.readouterr()
+    assert posts == 1 + OTLP_GIVE_UP  # the start-up check, then the failed exports before giving up
+    assert "traces: exported 0 of 9 session(s) to OTLP" in captured.out
+    assert (
+        "evalctl: not every session trace exported: 9 refused or lost by the OTLP collector "
+        f"(after {OTLP_GIVE_UP} failed exports in a row the rest were not sent)"
+    ) in captured.err
