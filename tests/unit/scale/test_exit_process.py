@@ -61,3 +61,24 @@ def test_the_end_waits_for_threads_runs_exit_handlers_flushes_and_keeps_the_code
     assert proc.stdout.endswith("exit handler ran\n")
     assert not marker.exists(), "the interpreter's teardown ran"
     assert proc.stderr == ""
+
+
+POOL_SCRIPT = """
+import concurrent.futures
+
+from engine.util.aio import exit_process
+
+POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2)  # an agent's module-level pool
+assert POOL.submit(sum, [1, 2]).result() == 3  # its threads now idle, waiting for work
+exit_process(0, grace_s=120)
+"""
+
+
+def test_an_idle_thread_pool_does_not_hold_the_end() -> None:
+    # the interpreter's exit tells idle pool threads to end; exit_process did not, so an idle
+    # pool held it for the whole grace and was named as left behind
+    proc = subprocess.run(
+        [sys.executable, "-c", POOL_SCRIPT], cwd=REPO, capture_output=True, text=True, timeout=100
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # no "threads still running ... left behind" line
