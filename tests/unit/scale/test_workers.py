@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -179,6 +180,13 @@ async def test_a_folder_a_worker_cannot_write_is_reported_as_not_written_not_as_
         return real(run_dir, scenario, result, *rest)
 
     monkeypatch.setattr(scorer, "stage_store_and_score", full)  # the forked workers inherit it
+    # forked, so they do: a worker is spawned instead while this process runs another thread (a
+    # writer or a preload thread an earlier test of this process left); none of them runs now
+    scorer.release_threads()
+    for thread in threading.enumerate():  # a scipy import in flight must not be forked mid-way
+        if thread.name == "evalctl-scipy-preload":
+            thread.join()
+    monkeypatch.setattr(workers, "start_method", lambda: "fork")
     opts = run_options(*SHOP, scenarios=NAMES, trials=2, workers=2, concurrency=2,
                        output_dir=tmp_path, progress=False)  # fmt: skip
     report = await run(opts)
