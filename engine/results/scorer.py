@@ -132,9 +132,9 @@ async def committed(stage: Callable[..., tuple[T, FolderWrite]], *args: Any, her
     ``stage`` in the caller's thread (the event loop) and leave only the commit to the writer
     thread; False, run both there; None, on the writer thread unless :data:`STAGE_BACKLOG`
     pieces of work already wait for it (see below). Raises what ``stage`` raised, or OSError
-    when the commit failed. When the
-    caller is cancelled meanwhile, the write and its commit still finish before the cancellation
-    goes on (as :class:`WrittenStop`, holding ``value``, when they succeeded).
+    when the commit failed. When the caller is cancelled meanwhile, the write and its commit
+    still finish before the cancellation goes on (as :class:`WrittenStop`, holding ``value``,
+    when they succeeded).
 
     Which thread: the files of a folder are a dozen small writes, each giving the GIL up and
     taking it back, and on the writer thread every take-back may wait for the busy event loop
