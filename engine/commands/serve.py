@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -15,26 +13,8 @@ import click
 
 from engine.domains.registry import plugins
 from engine.session.sides.standalone import serve_side
+from engine.util.aio import stop_signals_interrupt
 from engine.util.errors import UsageError
-
-
-@contextlib.contextmanager
-def _stopped_by_signals() -> Iterator[None]:
-    """SIGTERM (a service manager, ``kill``) and SIGINT (Ctrl-C) both raise KeyboardInterrupt in
-    the main thread while the server runs: the server stops as after Ctrl-C and the command ends
-    with 0, never killed without a word; SIGINT is taken back even when the shell that started
-    the command in the background (``evalctl serve ... &``) left it ignored. The handlers before
-    are put back on the way out."""
-
-    def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler)
 
 
 def serve(
@@ -58,7 +38,7 @@ def serve(
     def ready(uri: str) -> None:
         click.echo(f"serving the {role} side ({backend}) on {uri}; Ctrl-C stops", err=True)
 
-    with _stopped_by_signals(), contextlib.suppress(KeyboardInterrupt):
+    with stop_signals_interrupt(), contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             serve_side(
                 role,
@@ -100,7 +80,7 @@ def serve_model(
         llm = GoldLLM(played, heard=heard, host=host, port=port)
     except OSError as err:
         raise UsageError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-    with llm, _stopped_by_signals(), contextlib.suppress(KeyboardInterrupt):
+    with llm, stop_signals_interrupt(), contextlib.suppress(KeyboardInterrupt):
         click.echo(
             f"serving the gold model of {len(played)} scenario(s) of {loaded.domain.name} on {llm.base_url} "
             "(any model name, any key); Ctrl-C stops",

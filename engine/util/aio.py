@@ -105,6 +105,15 @@ def _ctrl_c_watched() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def stop_signals_interrupt() -> contextlib.AbstractContextManager[None]:
+    """A Ctrl-C or a SIGTERM raises KeyboardInterrupt in the main thread while it is entered (the
+    handlers before are put back on the way out), and counts as the user's stop for this
+    process's end (:func:`exit_process` then waits for no thread): how ``evalctl serve`` stops,
+    on either signal, even when the shell that started it in the background left SIGINT
+    ignored. A no-op outside the main thread."""
+    return _ctrl_c_watched()
+
+
 def _quiet_exits(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """The loop's exception handler from the clean-up on: a task that ended by raising SystemExit
     or KeyboardInterrupt was said already (``on_stray_exit``, or its own wait), not logged again

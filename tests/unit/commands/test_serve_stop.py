@@ -12,28 +12,8 @@ import pytest
 
 from tests.conftest import MOCK_DATA_ROOT, MOCK_SPEC_DIR, REPO
 
-COMMANDS = {
-    "agent": [
-        "serve",
-        "agent",
-        "--port",
-        "0",
-        "--spec-dir",
-        str(MOCK_SPEC_DIR),
-        "--data-root",
-        str(MOCK_DATA_ROOT),
-    ],
-    "model": [
-        "serve",
-        "model",
-        "--port",
-        "0",
-        "--spec-dir",
-        str(MOCK_SPEC_DIR),
-        "--data-root",
-        str(MOCK_DATA_ROOT),
-    ],
-}
+SPEC = ["--port", "0", "--spec-dir", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT)]
+COMMANDS = {"agent": ["serve", "agent", *SPEC], "model": ["serve", "model", *SPEC]}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
