@@ -65,19 +65,25 @@ class _FirstOnly:
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
 
-def test_otel_closing_line_says_exported_n_of_m(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def first_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[_FirstOnly]:
+    """A :class:`_FirstOnly` collector serving, the OTLP endpoint set to it; shut down after."""
     collector = _FirstOnly()
     collector.thread.start()
+    host, port = collector.server.server_address[:2]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host}:{port}")
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
     try:
-        host, port = collector.server.server_address[:2]
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host}:{port}")
-        monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
-        assert _run(tmp_path / "run") == 0
+        yield collector
     finally:
         collector.server.shutdown()
         collector.server.server_close()
+
+
+def test_otel_closing_line_says_exported_n_of_m(
+    tmp_path: Path, first_only: _FirstOnly, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(tmp_path / "run") == 0
     captured = capsys.readouterr()
     assert "traces: exported 0 of 1 session(s) to OTLP" in captured.out
     said = "evalctl: not every session trace exported: 1 refused or lost by the OTLP collector"
@@ -85,24 +91,15 @@ def test_otel_closing_line_says_exported_n_of_m(
 
 
 def test_after_three_failed_exports_in_a_row_the_rest_are_not_sent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, first_only: _FirstOnly, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # a collector that stops answering made each later export wait for the exporter's timeout:
     # 10 s a session, 500 s for 50 (a hostile tester's stalled collector)
     from engine.session.tracing import OTLP_GIVE_UP
 
-    collector = _FirstOnly()
-    collector.thread.start()
-    try:
-        host, port = collector.server.server_address[:2]
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://{host}:{port}")
-        monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
-        args = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--trials", "3", "--otel"]
-        assert cli.main([*args, "--output-dir", str(tmp_path / "run"), "--no-progress"]) == 0
-        posts = collector.server.RequestHandlerClass.seen  # type: ignore[attr-defined]
-    finally:
-        collector.server.shutdown()
-        collector.server.server_close()
+    args = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--trials", "3", "--otel"]
+    assert cli.main([*args, "--output-dir", str(tmp_path / "run"), "--no-progress"]) == 0
+    posts = first_only.server.RequestHandlerClass.seen  # type: ignore[attr-defined]
     captured = capsys.readouterr()
     assert posts == 1 + OTLP_GIVE_UP  # the start-up check, then the failed exports before giving up
     assert "traces: exported 0 of 9 session(s) to OTLP" in captured.out
