@@ -429,13 +429,27 @@ def outcome_lines(summary: SummaryRecord, voice_cache: str | None = None, note: 
     return [one_line(line, None) for line in lines]
 
 
+def _scenarios_text(summary: SummaryRecord) -> str:
+    """``24`` (the scenarios with a result), or ``24 of 50 selected (26 with no result yet)`` when
+    the missing results include every trial of some scenarios (an interrupted run: the count alone
+    read as if the run had selected 24). Not for ``--trials auto``, whose scenarios are planned
+    fewer trials than ``trials``."""
+    if not summary.missing or summary.adaptive is not None:
+        return str(summary.scenarios)
+    per_name = Counter(key.split("#trial_")[0] if summary.trials > 1 else key for key in summary.missing)
+    none_yet = sum(1 for count in per_name.values() if count >= summary.trials)
+    if not none_yet:
+        return str(summary.scenarios)
+    return f"{summary.scenarios} of {summary.scenarios + none_yet} selected ({none_yet} with no result yet)"
+
+
 def render_summary_text(summary: SummaryRecord, title: str = "") -> str:
     """The ``all_summary.txt`` text (headline lines first, as the reference harness prints them)."""
     unit = summary.unit
     lines = [
         f"evalctl run summary{': ' + title if title else ''}",
         *headline_lines(summary),
-        f"Scenarios: {summary.scenarios}, trials: {summary.trials}, results: {summary.results}",
+        f"Scenarios: {_scenarios_text(summary)}, trials: {summary.trials}, results: {summary.results}",
     ]
     if summary.errors:
         lines.append(

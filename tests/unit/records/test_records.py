@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -621,3 +622,14 @@ def test_a_session_record_is_read_back_unchanged(one_scenario_run: Path) -> None
     assert re.fullmatch(r"[0-9a-f]{16}", record.invocation) and record.ended_at >= record.started_at
     with pytest.raises(RecordError, match="session: unknown key"):
         SessionRecord.from_json({**json.loads(text), "extra": 1})
+
+
+def test_an_interrupted_summary_says_how_many_scenarios_were_selected(two_trial_run: Path) -> None:
+    # a run stopped before any trial of some scenarios: "Scenarios: 1" read as if it selected one
+    record = SummaryRecord.from_json(_read(two_trial_run / "summary.json"))
+    assert f"Scenarios: 2, trials: 2, results: {record.results}" in render_summary_text(record)
+    lost = ("mock__late_delivery_credit#trial_1", "mock__late_delivery_credit#trial_2", f"{CANCEL}#trial_2")
+    partial = replace(record, scenarios=2, missing=lost, interrupted=True)
+    assert "Scenarios: 2 of 3 selected (1 with no result yet), trials: 2" in render_summary_text(partial)
+    some = replace(record, missing=(f"{CANCEL}#trial_2",), interrupted=True)  # no scenario without one
+    assert "Scenarios: 2, trials: 2" in render_summary_text(some)
