@@ -373,7 +373,7 @@ def _wake_idle_pools() -> None:
         return
     with contextlib.suppress(Exception):
         with pools._global_shutdown_lock:
-            pools._shutdown = True  # type: ignore[attr-defined]
+            vars(pools)["_shutdown"] = True  # the module's own flag (no typed attribute)
         for queue in list(pools._threads_queues.values()):
             queue.put(None)
 

@@ -48,13 +48,14 @@ class _FirstOnly:
     """A collector that takes the check's empty request and refuses every export after it."""
 
     def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            seen = 0
+        self.posts = 0  # the requests it got: the check's, then each export's
+        collector = self
 
+        class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length", 0)))
-                Handler.seen += 1
-                self.send_response(200 if Handler.seen == 1 else 400)  # 400: not retried
+                collector.posts += 1
+                self.send_response(200 if collector.posts == 1 else 400)  # 400: not retried
                 self.send_header("content-length", "0")
                 self.end_headers()
 
@@ -99,9 +100,8 @@ def test_after_three_failed_exports_in_a_row_the_rest_are_not_sent(
 
     args = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--trials", "3", "--otel"]
     assert cli.main([*args, "--output-dir", str(tmp_path / "run"), "--no-progress"]) == 0
-    posts = first_only.server.RequestHandlerClass.seen  # type: ignore[attr-defined]
     captured = capsys.readouterr()
-    assert posts == 1 + OTLP_GIVE_UP  # the start-up check, then the failed exports before giving up
+    assert first_only.posts == 1 + OTLP_GIVE_UP  # the start-up check, then the failed exports
     assert "traces: exported 0 of 9 session(s) to OTLP" in captured.out
     assert (
         "evalctl: not every session trace exported: 9 refused or lost by the OTLP collector "
