@@ -18,6 +18,7 @@ from engine.results.run_report import RunReport
 from engine.run.interrupt import CtrlC
 from engine.run.runner import run_cli
 from engine.session.tracing import OTLP_GIVE_UP
+from engine.util.aio import stop_signals_interrupt
 from engine.util.errors import INFRASTRUCTURE_EXIT, OutputError
 
 
@@ -124,7 +125,16 @@ def _export_traces(run_dir: Path, otel: bool, trace_file: Path | None, prices: P
         return
     from engine.results.traces import export_run_traces
 
-    n = export_run_traces(run_dir, otlp=otel, trace_file=trace_file, prices=prices)
+    try:  # a collector that stopped answering holds each export for its timeout: a stop cuts it
+        with stop_signals_interrupt():
+            n = export_run_traces(run_dir, otlp=otel, trace_file=trace_file, prices=prices)
+    except KeyboardInterrupt:
+        text_console(stderr=True).print(
+            "evalctl: trace export stopped (Ctrl-C or SIGTERM); the run's results are all written",
+            markup=False,
+            highlight=False,
+        )
+        return
     done = [f"exported {n.exported} of {n.results} session(s) to OTLP"] if otel else []
     done += [f"wrote {n.traced} of {n.results} session(s) to {trace_file}"] if trace_file else []
     text_console().print(f"traces: {'; '.join(done)}", markup=False, highlight=False)

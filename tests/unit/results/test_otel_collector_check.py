@@ -4,6 +4,7 @@ next to "1 session trace(s) not exported"), and the closing line says how many w
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -107,3 +108,67 @@ def test_after_three_failed_exports_in_a_row_the_rest_are_not_sent(
         "evalctl: not every session trace exported: 9 refused or lost by the OTLP collector "
         f"(after {OTLP_GIVE_UP} failed exports in a row the rest were not sent)"
     ) in captured.err
+
+
+def test_a_stop_cuts_the_export_to_a_collector_that_stopped_answering(tmp_path: Path) -> None:
+    # a hostile tester's run, started in the background (Ctrl-C ignored by its shell), sat out
+    # every export's timeout after a Ctrl-C; the stop now cuts the export, the results stand
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    exporting, release = threading.Event(), threading.Event()
+
+    class Stalled(BaseHTTPRequestHandler):
+        posts = 0
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            Stalled.posts += 1
+            if Stalled.posts > 1:  # the first export: it never gets an answer
+                exporting.set()
+                release.wait(120)
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Stalled)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    host, port = server.server_address[:2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://{host}:{port}"
+    run = ["run", str(MOCK_SPEC_DIR), "--data-root", str(MOCK_DATA_ROOT), "--otel", "--no-progress"]
+    argv = [
+        "sh",
+        "-c",
+        'trap "" INT; exec "$0" "$@"',
+        sys.executable,
+        "-m",
+        "cli",
+        *run,
+        "--output-dir",
+        str(tmp_path / "run"),
+    ]
+    proc = subprocess.Popen(
+        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert exporting.wait(120), "no export reached the collector"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, err  # the run's own outcome stands
+    assert "evalctl: trace export stopped (Ctrl-C or SIGTERM); the run's results are all written" in err
+    assert len(list((tmp_path / "run").glob("*/metrics.json"))) == 3 and "results:" in out
